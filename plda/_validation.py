@@ -1,0 +1,69 @@
+"""Argument checks shared by the public API: each error names the argument and its allowed range."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+
+def positive_float(name: str, value, *, allow_inf: bool = False) -> float:
+    """``value`` as a float in (0, inf) (or (0, inf] with ``allow_inf``)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number in (0, inf), got {type(value).__name__}")
+    v = float(value)
+    if not (v > 0) or (np.isinf(v) and not allow_inf):
+        raise ValueError(f"{name} must be a finite number in (0, inf), got {value!r}")
+    return v
+
+
+def nonnegative_float(name: str, value, *, upper: float | None = None, closed: bool = True):
+    """``value`` as a float in [0, upper] (``closed``) or [0, upper)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    v = float(value)
+    hi = np.inf if upper is None else upper
+    ok = v >= 0 and (v <= hi if closed else v < hi) and np.isfinite(v)
+    if not ok:
+        bracket = "]" if closed else ")"
+        raise ValueError(f"{name} must be in [0, {hi:g}{bracket}, got {value!r}")
+    return v
+
+
+def probability(name: str, value, *, open_low: bool = False) -> float:
+    """``value`` in [0, 1] (or (0, 1] with ``open_low``)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    v = float(value)
+    if not (0 < v <= 1 if open_low else 0 <= v <= 1):
+        raise ValueError(f"{name} must be in {'(0' if open_low else '[0'}, 1], got {value!r}")
+    return v
+
+
+def count(name: str, value, *, minimum: int = 0) -> int:
+    """``value`` as an integer >= ``minimum`` (integral floats like 3.0 are accepted)."""
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be an integer >= {minimum}, got a bool")
+    if isinstance(value, numbers.Integral):
+        v = int(value)
+    elif isinstance(value, numbers.Real) and float(value).is_integer():
+        v = int(value)
+    else:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    if v < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return v
+
+
+def array_in(name: str, value, lo: float, hi: float, *, open_hi: bool = False) -> np.ndarray:
+    """``value`` as a float array with every entry in [lo, hi] (or [lo, hi)); no NaN."""
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be a number or an array of numbers") from exc
+    bad = np.isnan(arr) | (arr < lo) | ((arr >= hi) if open_hi else (arr > hi))
+    if np.any(bad):
+        first = arr[bad].flat[0]
+        rng = f"[{lo:g}, {hi:g}{')' if open_hi else ']'}"
+        raise ValueError(f"{name} must be in {rng}, got {first!r}")
+    return arr

@@ -1,0 +1,20 @@
+"""Mechanisms and their privacy-loss laws."""
+
+from plda.mechanisms.approximate import ApproximateDP
+from plda.mechanisms.base import Mechanism
+from plda.mechanisms.discrete import DiscreteGaussian, DiscreteLaplace
+from plda.mechanisms.gaussian import Gaussian
+from plda.mechanisms.laplace import Laplace
+from plda.mechanisms.law import PrivacyLossLaw
+from plda.mechanisms.subsampled import PoissonSampled
+
+__all__ = [
+    "ApproximateDP",
+    "DiscreteGaussian",
+    "DiscreteLaplace",
+    "Gaussian",
+    "Laplace",
+    "Mechanism",
+    "PoissonSampled",
+    "PrivacyLossLaw",
+]

@@ -1,0 +1,44 @@
+"""The worst case of an arbitrary (epsilon, delta)-DP step."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import expit
+
+from plda._validation import nonnegative_float
+from plda.mechanisms.base import Mechanism
+from plda.mechanisms.laws import AtomLaw
+
+
+@dataclass(frozen=True)
+class ApproximateDP(Mechanism):
+    """Any ``(epsilon, delta)``-DP step, through the randomized response ``RR_(eps, delta)`` that
+    dominates all of them (Kairouz, Oh & Viswanath 2015, Thm. 2.1; Murtagh & Vadhan 2016).
+
+    Privacy loss: ``+eps`` w.p. ``(1-delta) e^eps / (1+e^eps)``, ``-eps`` w.p.
+    ``(1-delta) / (1+e^eps)`` and ``+inf`` w.p. ``delta``. The guarantee is taken as stated for
+    whichever neighbouring relation the user analysed, so the relation does not change it.
+    """
+
+    epsilon: float
+    delta: float = 0.0
+
+    def __post_init__(self):
+        object.__setattr__(self, "epsilon", nonnegative_float("epsilon", self.epsilon))
+        object.__setattr__(self, "delta", nonnegative_float("delta", self.delta, upper=1.0))
+
+    def _remove_law(self):
+        e, d = self.epsilon, self.delta
+        if e == 0:
+            losses, probs = np.array([0.0]), np.array([1.0 - d])
+        else:
+            losses = np.array([-e, e])
+            probs = (1.0 - d) * np.array([expit(-e), expit(e)])
+        return AtomLaw(
+            atom_losses=losses, atom_probs=probs, infinity_mass=d, neg_infinity_mass=d
+        )
+
+    def under_replace_one(self):
+        return self

@@ -1,0 +1,51 @@
+"""The mechanism interface: a mechanism is known to plda through the privacy-loss laws of its
+dominating pair(s) under the add/remove neighbouring relation."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from plda.mechanisms.law import PrivacyLossLaw
+
+DIRECTIONS = ("remove", "add")
+
+
+class Mechanism:
+    """Base class of all mechanisms (frozen dataclasses in subclasses).
+
+    ``privacy_loss("remove")`` is the law of the pair ``(M(D), M(D'))`` where ``D'`` is ``D`` with
+    one record removed; ``privacy_loss("add")`` the law of ``(M(D'), M(D))``. A mechanism whose two
+    laws coincide is ``symmetric`` and plda computes one direction only.
+    """
+
+    symmetric: bool = True
+
+    def _remove_law(self) -> PrivacyLossLaw:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _add_law(self) -> PrivacyLossLaw:
+        return self._remove_law() if self.symmetric else self._remove_law().reversed()
+
+    def privacy_loss(self, direction: str = "remove") -> PrivacyLossLaw:
+        """The privacy-loss law for ``direction`` in ``("remove", "add")``; it exposes
+        ``cdf``/``sf``/``ppf``/``isf`` under either hypothesis, like a ``scipy.stats`` law."""
+        if direction not in DIRECTIONS:
+            raise ValueError(f"direction must be 'remove' or 'add', got {direction!r}")
+        return _cached_law(self, direction)
+
+    def under_replace_one(self) -> Mechanism:
+        """The equivalent mechanism whose add/remove laws are this one's replace-one laws.
+
+        Default: a record replaced moves the output by up to twice the add/remove sensitivity
+        (its old contribution out, the new one in), so the sensitivity doubles.
+        """
+        raise ValueError(
+            f"the replace_one relation is not supported for {type(self).__name__}"
+        )
+
+
+@lru_cache(maxsize=256)
+def _cached_law(mechanism: Mechanism, direction: str) -> PrivacyLossLaw:
+    if direction == "remove":
+        return mechanism._remove_law()
+    return mechanism._add_law()

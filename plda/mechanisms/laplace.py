@@ -1,0 +1,33 @@
+"""The Laplace mechanism."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from plda._validation import positive_float
+from plda.mechanisms.base import Mechanism
+from plda.mechanisms.laws import LaplaceLaw
+
+
+@dataclass(frozen=True)
+class Laplace(Mechanism):
+    """Adds ``Lap(0, scale)`` noise to a query of L1 ``sensitivity``: pure
+    ``sensitivity / scale``-DP, with privacy-loss atoms at ``±sensitivity/scale``."""
+
+    scale: float
+    sensitivity: float = 1.0
+
+    def __post_init__(self):
+        object.__setattr__(self, "scale", positive_float("scale", self.scale))
+        object.__setattr__(self, "sensitivity", positive_float("sensitivity", self.sensitivity))
+
+    @property
+    def epsilon(self) -> float:
+        """Pure-DP parameter ``sensitivity / scale``."""
+        return self.sensitivity / self.scale
+
+    def _remove_law(self):
+        return LaplaceLaw(epsilon0=self.epsilon)
+
+    def under_replace_one(self):
+        return replace(self, sensitivity=2 * self.sensitivity)

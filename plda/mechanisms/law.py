@@ -1,0 +1,176 @@
+"""Privacy-loss laws: the distribution of ``L = log(dP/dQ)(o)`` for one ordered pair ``(P, Q)``.
+
+A law is split into a finite set of atoms, an absolutely continuous part and masses at ``±inf``.
+Like a ``scipy.stats`` distribution it exposes ``cdf``, ``sf`` and ``ppf``/``isf``, under either
+hypothesis (``"P"``: the output comes from ``P``; ``"Q"``: from ``Q``). Under ``Q`` the law
+follows from the one under ``P`` by ``dQ = exp(-l) dP`` on finite losses.
+
+Subclasses implement the continuous part through ``_cont_cdf``/``_cont_sf`` (and may override
+``_cont_tail``); the discretizer only ever asks for masses of intervals and for tail points.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.optimize import brentq
+
+HYPOTHESES = ("P", "Q")
+
+
+def _check_hypothesis(hypothesis: str) -> None:
+    if hypothesis not in HYPOTHESES:
+        raise ValueError(f"hypothesis must be 'P' or 'Q', got {hypothesis!r}")
+
+
+@dataclass(frozen=True, eq=False)
+class PrivacyLossLaw:
+    """Base law: atoms only (override the continuous hooks for a continuous part).
+
+    Parameters
+    ----------
+    atom_losses, atom_probs
+        Finite losses carrying point masses and their probabilities under ``P``
+        (under ``Q`` the mass of atom ``l`` is ``p * exp(-l)``).
+    infinity_mass
+        ``P(L = +inf)``: outputs that ``Q`` never produces.
+    neg_infinity_mass
+        ``Q(L = -inf)``: outputs that ``P`` never produces.
+    """
+
+    atom_losses: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    atom_probs: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    infinity_mass: float = 0.0
+    neg_infinity_mass: float = 0.0
+
+    #: mass of large losses the law leaves out (a pessimistic discretization charges it to +inf)
+    truncated_mass: float = 0.0
+
+    # ---------------------------------------------------------- continuous part
+    has_continuous_part = False
+
+    @property
+    def continuous_support(self) -> tuple[float, float]:
+        """Support ``(lo, hi)`` of the continuous part; infinite ends allowed."""
+        return (0.0, 0.0)
+
+    def _cont_cdf(self, x: np.ndarray, hypothesis: str) -> np.ndarray:
+        return np.zeros_like(x)
+
+    def _cont_sf(self, x: np.ndarray, hypothesis: str) -> np.ndarray:
+        return np.zeros_like(x)
+
+    def _cont_tail(self, mass: float, hypothesis: str) -> tuple[float, float]:
+        """Points ``(a, b)`` with continuous mass below ``a`` and above ``b`` each ``<= mass``."""
+        lo, hi = self.continuous_support
+        total = float(self._cont_sf(np.array([lo]), hypothesis)[0]) if np.isfinite(lo) else 1.0
+        if total <= mass:
+            return lo, lo
+        a = lo if np.isfinite(lo) else self._search(lambda x: self._cont_cdf(x, hypothesis), mass)
+        b = hi if np.isfinite(hi) else self._search(lambda x: -self._cont_sf(x, hypothesis), -mass)
+        return a, b
+
+    @staticmethod
+    def _search(increasing, target: float) -> float:
+        """Point where the increasing function ``increasing`` crosses ``target`` (outward bracket)."""
+        lo, hi = -1.0, 1.0
+        while increasing(np.array([lo]))[0] > target:
+            lo *= 2.0
+            if lo < -1e6:
+                return lo
+        while increasing(np.array([hi]))[0] < target:
+            hi *= 2.0
+            if hi > 1e6:
+                return hi
+        return brentq(lambda x: increasing(np.array([x]))[0] - target, lo, hi, xtol=1e-12)
+
+    # ------------------------------------------------------------ public API
+    def _atom_masses(self, hypothesis: str) -> np.ndarray:
+        if hypothesis == "P":
+            return self.atom_probs
+        return self.atom_probs * np.exp(-self.atom_losses)
+
+    def cdf(self, loss, hypothesis: str = "P"):
+        """``P(L <= loss)`` (or under ``Q``), vectorized."""
+        _check_hypothesis(hypothesis)
+        x = np.asarray(loss, dtype=float)
+        atoms = self._atom_masses(hypothesis)
+        below = (self.atom_losses[None, :] <= x.reshape(-1, 1)) @ atoms if len(atoms) else 0.0
+        out = np.reshape(below, x.shape) + self._cont_cdf(x, hypothesis)
+        if hypothesis == "Q":
+            out = out + self.neg_infinity_mass
+        return out
+
+    def sf(self, loss, hypothesis: str = "P"):
+        """``P(L > loss)`` (or under ``Q``), vectorized; includes the mass at ``+inf``."""
+        _check_hypothesis(hypothesis)
+        x = np.asarray(loss, dtype=float)
+        atoms = self._atom_masses(hypothesis)
+        above = (self.atom_losses[None, :] > x.reshape(-1, 1)) @ atoms if len(atoms) else 0.0
+        out = np.reshape(above, x.shape) + self._cont_sf(x, hypothesis)
+        if hypothesis == "P":
+            out = out + self.infinity_mass
+        return out
+
+    def ppf(self, quantile, hypothesis: str = "P"):
+        """Generalized inverse of :meth:`cdf`: smallest loss with ``cdf >= quantile``."""
+        _check_hypothesis(hypothesis)
+        qs = np.atleast_1d(np.asarray(quantile, dtype=float))
+        out = np.array([self._search(lambda x: self.cdf(x, hypothesis), q) for q in qs])
+        return out.reshape(np.shape(quantile))
+
+    def isf(self, quantile, hypothesis: str = "P"):
+        """Inverse of :meth:`sf`."""
+        _check_hypothesis(hypothesis)
+        qs = np.atleast_1d(np.asarray(quantile, dtype=float))
+        out = np.array([self._search(lambda x: -self.sf(x, hypothesis), -q) for q in qs])
+        return out.reshape(np.shape(quantile))
+
+    def delta(self, epsilon):
+        """Exact hockey-stick divergence ``sup_S P(S) - e^eps Q(S) = S_P(eps) - e^eps S_Q(eps)``."""
+        eps = np.asarray(epsilon, dtype=float)
+        return np.maximum(self.sf(eps, "P") - np.exp(eps) * self.sf(eps, "Q"), 0.0)
+
+    def reversed(self) -> PrivacyLossLaw:
+        """Law of the reversed pair ``(Q, P)``: the loss is ``-L``, read under ``Q``."""
+        return ReversedLaw(base=self)
+
+
+@dataclass(frozen=True, eq=False)
+class ReversedLaw(PrivacyLossLaw):
+    """The pair ``(Q, P)`` of a given law: ``L' = -L`` with ``L`` drawn under ``Q``."""
+
+    base: PrivacyLossLaw | None = None
+
+    def __post_init__(self):
+        b = self.base
+        object.__setattr__(self, "atom_losses", -b.atom_losses[::-1])
+        object.__setattr__(self, "atom_probs", (b.atom_probs * np.exp(-b.atom_losses))[::-1])
+        object.__setattr__(self, "infinity_mass", b.neg_infinity_mass)
+        object.__setattr__(self, "neg_infinity_mass", b.infinity_mass)
+
+    @property
+    def has_continuous_part(self):  # type: ignore[override]
+        return self.base.has_continuous_part
+
+    @property
+    def continuous_support(self):  # type: ignore[override]
+        lo, hi = self.base.continuous_support
+        return (-hi, -lo)
+
+    def _cont_cdf(self, x, hypothesis):
+        other = "Q" if hypothesis == "P" else "P"
+        return self.base._cont_sf(-np.asarray(x), other)
+
+    def _cont_sf(self, x, hypothesis):
+        other = "Q" if hypothesis == "P" else "P"
+        return self.base._cont_cdf(-np.asarray(x), other)
+
+    def _cont_tail(self, mass, hypothesis):
+        other = "Q" if hypothesis == "P" else "P"
+        a, b = self.base._cont_tail(mass, other)
+        return -b, -a
+
+    def reversed(self):
+        return self.base

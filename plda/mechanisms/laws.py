@@ -1,0 +1,141 @@
+"""Closed-form privacy-loss laws of the built-in mechanisms and the Poisson-subsampling transform."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import ndtr, ndtri
+
+from plda.mechanisms.law import PrivacyLossLaw
+
+
+@dataclass(frozen=True, eq=False)
+class GaussianLaw(PrivacyLossLaw):
+    """Gaussian pair ``N(mu, 1)`` vs ``N(0, 1)``: ``L ~ N(mu^2/2, mu^2)`` under P and
+    ``N(-mu^2/2, mu^2)`` under Q (Balle & Wang 2018)."""
+
+    mu: float = 1.0
+    has_continuous_part = True
+
+    @property
+    def continuous_support(self):
+        return (-np.inf, np.inf)
+
+    def _mean(self, hypothesis):
+        return self.mu**2 / 2 if hypothesis == "P" else -(self.mu**2) / 2
+
+    def _cont_cdf(self, x, hypothesis):
+        return ndtr((np.asarray(x) - self._mean(hypothesis)) / self.mu)
+
+    def _cont_sf(self, x, hypothesis):
+        return ndtr(-(np.asarray(x) - self._mean(hypothesis)) / self.mu)
+
+    def _cont_tail(self, mass, hypothesis):
+        z = -ndtri(mass)
+        m = self._mean(hypothesis)
+        return m - self.mu * z, m + self.mu * z
+
+
+@dataclass(frozen=True, eq=False)
+class LaplaceLaw(PrivacyLossLaw):
+    """Laplace pair ``Lap(0, b)`` vs ``Lap(Δ, b)`` with ``eps0 = Δ/b``: atoms ``+eps0`` (mass 1/2)
+    and ``-eps0`` (mass ``e^-eps0 / 2``), continuous in between with
+    ``P(L <= l) = e^-eps0 (e^((eps0+l)/2) - 1) / 2`` (Koskela et al. 2021)."""
+
+    epsilon0: float = 1.0
+    has_continuous_part = True
+
+    def __post_init__(self):
+        e = self.epsilon0
+        object.__setattr__(self, "atom_losses", np.array([-e, e]))
+        object.__setattr__(self, "atom_probs", np.array([np.exp(-e) / 2, 0.5]))
+
+    @property
+    def continuous_support(self):
+        return (-self.epsilon0, self.epsilon0)
+
+    def _cont_cdf(self, x, hypothesis):
+        e = self.epsilon0
+        x = np.clip(np.asarray(x, dtype=float), -e, e)
+        if hypothesis == "P":
+            return 0.5 * np.exp(-e) * np.expm1((e + x) / 2)
+        return -0.5 * np.expm1(-(x + e) / 2)
+
+    def _cont_sf(self, x, hypothesis):
+        e = self.epsilon0
+        x = np.clip(np.asarray(x, dtype=float), -e, e)
+        if hypothesis == "P":
+            return -0.5 * np.expm1(-(e - x) / 2)
+        return 0.5 * np.exp(-e) * np.expm1((e - x) / 2)
+
+    def _cont_tail(self, mass, hypothesis):
+        return -self.epsilon0, self.epsilon0
+
+
+@dataclass(frozen=True, eq=False)
+class AtomLaw(PrivacyLossLaw):
+    """A law made of atoms only (discrete mechanisms, randomized response)."""
+
+
+@dataclass(frozen=True, eq=False)
+class SubsampledLaw(PrivacyLossLaw):
+    """Poisson subsampling, remove direction: the pair ``(q P + (1-q) Q, Q)`` of a base pair
+    ``(P, Q)``; its loss is ``log(1 + q (e^L - 1))`` (Zhu, Dong & Wang 2022, Thm. 11)."""
+
+    base: PrivacyLossLaw | None = None
+    sample_rate: float = 1.0
+
+    def __post_init__(self):
+        b, q = self.base, self.sample_rate
+        qb = b.atom_probs * np.exp(-b.atom_losses)
+        losses = self._forward(b.atom_losses)
+        probs = q * b.atom_probs + (1 - q) * qb
+        if b.neg_infinity_mass > 0:  # Q-only outputs of the base now carry (1-q) of P's mass
+            losses = np.concatenate([[np.log1p(-q)], losses])
+            probs = np.concatenate([[(1 - q) * b.neg_infinity_mass], probs])
+        object.__setattr__(self, "atom_losses", losses)
+        object.__setattr__(self, "atom_probs", probs)
+        object.__setattr__(self, "infinity_mass", q * b.infinity_mass)
+        object.__setattr__(self, "neg_infinity_mass", 0.0)
+        object.__setattr__(self, "truncated_mass", q * b.truncated_mass)
+
+    def _forward(self, loss):
+        return np.log1p(self.sample_rate * np.expm1(loss))
+
+    def _backward(self, loss):
+        """Base loss mapping to ``loss``; ``-inf`` at or below ``log(1 - q)``."""
+        loss = np.asarray(loss, dtype=float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.expm1(loss) / self.sample_rate
+            return np.where(ratio > -1, np.log1p(np.maximum(ratio, -1.0)), -np.inf)
+
+    @property
+    def has_continuous_part(self):  # type: ignore[override]
+        return self.base.has_continuous_part
+
+    @property
+    def continuous_support(self):
+        lo, hi = self.base.continuous_support
+        return (float(self._forward(lo)), float(self._forward(hi)))
+
+    def _cont_cdf(self, x, hypothesis):
+        y = self._backward(x)
+        if hypothesis == "Q":
+            return self.base._cont_cdf(y, "Q")
+        q = self.sample_rate
+        return q * self.base._cont_cdf(y, "P") + (1 - q) * self.base._cont_cdf(y, "Q")
+
+    def _cont_sf(self, x, hypothesis):
+        y = self._backward(x)
+        if hypothesis == "Q":
+            return self.base._cont_sf(y, "Q")
+        q = self.sample_rate
+        return q * self.base._cont_sf(y, "P") + (1 - q) * self.base._cont_sf(y, "Q")
+
+    def _cont_tail(self, mass, hypothesis):
+        ap, bp = self.base._cont_tail(mass, "P")
+        aq, bq = self.base._cont_tail(mass, "Q")
+        if hypothesis == "Q":
+            return float(self._forward(aq)), float(self._forward(bq))
+        return float(self._forward(min(ap, aq))), float(self._forward(max(bp, bq)))

@@ -1,0 +1,346 @@
+"""The privacy-loss distribution of a composition, with certified two-sided bounds."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+
+import numpy as np
+
+from plda import _validation as check
+from plda.discretize import discretize
+from plda.grid import DiscreteLoss, compose
+from plda.mechanisms.base import DIRECTIONS, Mechanism
+from plda.mechanisms.gaussian import Gaussian
+
+RELATIONS = ("add_remove", "replace_one")
+#: default target for the relative gap (upper - lower) / upper of epsilon(delta)
+DEFAULT_ACCURACY = 2e-4
+#: largest FFT length used (2^22 doubles = 32 MiB per array)
+MAX_GRID = 1 << 22
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """Certified ``(lower, upper)`` pair; unpacks like a tuple."""
+
+    lower: float | np.ndarray
+    upper: float | np.ndarray
+
+    def __iter__(self):
+        return iter((self.lower, self.upper))
+
+    def __getitem__(self, i):
+        return (self.lower, self.upper)[i]
+
+    def __len__(self):
+        return 2
+
+
+@dataclass(frozen=True, eq=False)
+class PrivacyLossDistribution:
+    """Privacy-loss distribution of a composition of mechanisms, discretized on demand.
+
+    A PLD is an immutable *recipe* — which mechanisms, how many times each, under which
+    neighbouring relation — and is discretized and composed by FFT the first time a bound is
+    asked for, on a grid chosen for the whole composition. Every answer comes as a certified
+    upper bound (the default) and can be asked for with its lower bound (``*_bounds``).
+
+    Parameters
+    ----------
+    components
+        ``((mechanism, count), ...)``.
+    relation
+        ``"add_remove"`` (default: both directions, the worse is reported) or
+        ``"replace_one"`` (see :meth:`Mechanism.under_replace_one`).
+    accuracy
+        Target relative gap ``(upper - lower) / upper`` of ``epsilon(delta)``; the grid is
+        refined until it is met (or the grid cap is reached).
+    step
+        Fix the grid step instead of choosing it from ``accuracy``.
+
+    Examples
+    --------
+    >>> import plda
+    >>> step = plda.PoissonSampled(plda.Gaussian(sigma=1.1), sample_rate=256 / 60000)
+    >>> pld = plda.PrivacyLossDistribution.from_mechanism(step).self_compose(14062)
+    >>> lower, upper = pld.epsilon_bounds(1e-5)
+    >>> 2.37 < lower <= upper < 2.39
+    True
+    """
+
+    components: tuple = ()
+    relation: str = "add_remove"
+    accuracy: float = DEFAULT_ACCURACY
+    step: float | None = None
+    _cache: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def __post_init__(self):
+        if self.relation not in RELATIONS:
+            raise ValueError(f"relation must be one of {RELATIONS}, got {self.relation!r}")
+        check.positive_float("accuracy", self.accuracy)
+        if not self.accuracy < 1:
+            raise ValueError(f"accuracy must be in (0, 1), got {self.accuracy!r}")
+        if self.step is not None:
+            check.positive_float("step", self.step)
+        for item in self.components:
+            mechanism, count = item
+            if not isinstance(mechanism, Mechanism):
+                raise TypeError(f"components must hold plda mechanisms, got {mechanism!r}")
+            check.count("count", count, minimum=0)
+
+    # ------------------------------------------------------------ construction
+    @classmethod
+    def from_mechanism(
+        cls,
+        mechanism: Mechanism,
+        count: int = 1,
+        *,
+        relation: str = "add_remove",
+        accuracy: float = DEFAULT_ACCURACY,
+        step: float | None = None,
+    ) -> PrivacyLossDistribution:
+        """PLD of ``count`` runs of ``mechanism``."""
+        if not isinstance(mechanism, Mechanism):
+            raise TypeError(
+                f"mechanism must be a plda mechanism (e.g. plda.Gaussian), got "
+                f"{type(mechanism).__name__}"
+            )
+        count = check.count("count", count, minimum=1)
+        return cls(((mechanism, count),), relation, accuracy, step)
+
+    def compose(self, other: PrivacyLossDistribution) -> PrivacyLossDistribution:
+        """PLD of running both compositions (a new PLD; order does not matter)."""
+        if not isinstance(other, PrivacyLossDistribution):
+            raise TypeError(f"other must be a PrivacyLossDistribution, got {type(other).__name__}")
+        if other.relation != self.relation:
+            raise ValueError(
+                f"cannot compose PLDs of different relations ({self.relation!r} and "
+                f"{other.relation!r})"
+            )
+        step = self.step if other.step is None else other.step if self.step is None else min(
+            self.step, other.step
+        )
+        return PrivacyLossDistribution(
+            _merge(self.components + other.components),
+            self.relation,
+            min(self.accuracy, other.accuracy),
+            step,
+        )
+
+    def self_compose(self, count: int) -> PrivacyLossDistribution:
+        """PLD of ``count`` independent runs of this composition (FFT power: the cost does not
+        grow with ``count`` beyond the grid size)."""
+        count = check.count("count", count, minimum=1)
+        return replace(
+            self, components=tuple((m, k * count) for m, k in self.components), _cache={}
+        )
+
+    def with_accuracy(self, accuracy: float) -> PrivacyLossDistribution:
+        """The same composition with another accuracy target."""
+        return replace(self, accuracy=accuracy, _cache={})
+
+    @property
+    def count(self) -> int:
+        """Total number of mechanism runs in the composition."""
+        return sum(k for _, k in self.components)
+
+    # ------------------------------------------------------------- internals
+    @cached_property
+    def _factors(self) -> tuple[tuple[Mechanism, int], ...]:
+        """Components under add/remove semantics, with plain Gaussians merged exactly
+        (``mu^2`` adds up under composition)."""
+        factors = []
+        gaussian_mu2 = 0.0
+        for mechanism, count in _merge(self.components):
+            if count == 0:
+                continue
+            if self.relation == "replace_one":
+                mechanism = mechanism.under_replace_one()
+            if type(mechanism) is Gaussian:
+                gaussian_mu2 += count * mechanism.mu**2
+            else:
+                factors.append((mechanism, count))
+        if gaussian_mu2 > 0:
+            factors.append((Gaussian(sigma=1.0 / math.sqrt(gaussian_mu2)), 1))
+        return tuple(factors)
+
+    @cached_property
+    def _directions(self) -> tuple[str, ...]:
+        if all(m.symmetric for m, _ in self._factors):
+            return ("remove",)
+        return DIRECTIONS
+
+    def _laws(self, direction: str):
+        return [(m.privacy_loss(direction), k) for m, k in self._factors]
+
+    def _materialize(self, step: float) -> dict[str, tuple[DiscreteLoss, DiscreteLoss]]:
+        key = ("grid", step)
+        if key not in self._cache:
+            out = {}
+            for direction in self._directions:
+                uppers, lowers = [], []
+                for law, k in self._laws(direction):
+                    upper, lower = discretize(law, step)
+                    uppers.append((upper, k))
+                    lowers.append((lower, k))
+                out[direction] = (compose(uppers, max_size=MAX_GRID), compose(lowers, max_size=MAX_GRID))
+            self._cache[key] = out
+        return self._cache[key]
+
+    def _initial_step(self) -> float:
+        if self.step is not None:
+            return self.step
+        if "initial_step" not in self._cache:
+            self._cache["initial_step"] = _choose_step(self)
+        return self._cache["initial_step"]
+
+    def _versions(self, refine_for: np.ndarray | None = None):
+        """Grid versions; with ``refine_for`` (deltas), refine until the epsilon gap meets
+        ``accuracy`` there."""
+        step = self._cache.get("step", self._initial_step())
+        versions = self._materialize(step)
+        if refine_for is None or self.step is not None:
+            return versions
+        for _ in range(4):
+            lower, upper = _epsilon_pair(versions, refine_for)
+            gap = _relative_gap(lower, upper)
+            if not np.any(gap > self.accuracy):
+                break
+            finer = step / 2
+            if _grid_points(self, finer) > MAX_GRID:
+                break
+            try:
+                versions = self._materialize(finer)
+            except MemoryError:
+                break
+            step = finer
+            self._cache["step"] = step
+        return versions
+
+    # ---------------------------------------------------------------- queries
+    def epsilon(self, delta):
+        """Certified upper bound on ``epsilon(delta)``: smallest ``eps >= 0`` with
+        ``delta(eps) <= delta``; ``inf`` when ``delta`` is below the mass at infinite loss."""
+        return self.epsilon_bounds(delta).upper
+
+    def epsilon_bounds(self, delta) -> Bounds:
+        """``(lower, upper)`` bounds on ``epsilon(delta)`` (vectorized)."""
+        d = check.array_in("delta", delta, 0.0, 1.0)
+        versions = self._versions(refine_for=np.ravel(d))
+        lower, upper = _epsilon_pair(versions, d)
+        return Bounds(_scalar(lower, delta), _scalar(upper, delta))
+
+    def delta(self, epsilon):
+        """Certified upper bound on ``delta(epsilon)`` (hockey-stick divergence)."""
+        return self.delta_bounds(epsilon).upper
+
+    def delta_bounds(self, epsilon) -> Bounds:
+        """``(lower, upper)`` bounds on ``delta(epsilon)`` (vectorized)."""
+        e = check.array_in("epsilon", epsilon, 0.0, np.inf)
+        versions = self._versions()
+        upper = np.max([v[0].delta(e) for v in versions.values()], axis=0)
+        lower = np.max([v[1].delta(e) for v in versions.values()], axis=0)
+        lower = np.minimum(lower, upper)
+        return Bounds(_scalar(lower, epsilon), _scalar(upper, epsilon))
+
+    def discrete(self, bound: str = "upper") -> dict[str, DiscreteLoss]:
+        """The composed grid law per direction (``"remove"``/``"add"``) for ``bound`` in
+        ``("upper", "lower")`` — the raw material of the other conversions."""
+        if bound not in ("upper", "lower"):
+            raise ValueError(f"bound must be 'upper' or 'lower', got {bound!r}")
+        index = 0 if bound == "upper" else 1
+        return {d: v[index] for d, v in self._versions().items()}
+
+    @property
+    def grid_step(self) -> float:
+        """The grid step of the current discretization."""
+        self._versions()
+        return self._cache.get("step", self._initial_step())
+
+
+# ---------------------------------------------------------------- helpers
+def _merge(components) -> tuple:
+    """Group equal mechanisms, adding their counts (keeps first-seen order)."""
+    counts: dict = {}
+    for mechanism, count in components:
+        counts[mechanism] = counts.get(mechanism, 0) + count
+    return tuple(counts.items())
+
+
+def _scalar(value, like):
+    return float(value) if np.ndim(like) == 0 else value
+
+
+def _epsilon_pair(versions, d):
+    upper = np.max([v[0].epsilon(d) for v in versions.values()], axis=0)
+    lower = np.max([v[1].epsilon(d) for v in versions.values()], axis=0)
+    return np.minimum(lower, upper), upper
+
+
+def _relative_gap(lower, upper):
+    with np.errstate(invalid="ignore", divide="ignore"):
+        gap = np.where(
+            np.isfinite(upper) & (upper > 0), (upper - lower) / np.maximum(upper, 1e-300), 0.0
+        )
+    return np.where(np.isfinite(lower) | ~np.isfinite(upper), gap, np.inf)
+
+
+def _grid_points(pld: PrivacyLossDistribution, step: float) -> float:
+    width = pld._cache.get("window_width")
+    return np.inf if width is None else width / step
+
+
+def _choose_step(pld: PrivacyLossDistribution) -> float:
+    """A grid step from a coarse pilot discretization.
+
+    The composed window (Chernoff tails) sets the size of the FFT; the discretization error of the
+    connect-the-dots and merge-round-down schemes is second order, about ``k h^2`` per factor in
+    loss units, so ``h ~ sqrt(accuracy * eps_scale / k_total)``, capped by the grid size.
+    """
+    from plda.grid import _window
+
+    direction_widths = []
+    spreads = []
+    for direction in pld._directions:
+        pilots = []
+        for law, k in pld._laws(direction):
+            upper, _ = discretize(law, _pilot_step(law))
+            pilots.append((upper, k))
+        # a common pilot step is needed for the window: rediscretize on the finest pilot step
+        pilot_step = min(p.step for p, _ in pilots)
+        pilots = [(discretize(law, pilot_step)[0], k) for law, k in pld._laws(direction)]
+        lo, hi, _, _ = _window(pilots, 1e-20)
+        direction_widths.append((hi - lo) * pilot_step)
+        spreads.append(pilot_step)
+    width = max(direction_widths) + 10 * max(spreads)
+    pld._cache["window_width"] = width
+    # error model: each factor contributes ~ k * c * h^2 * (1/w_f) of shift in loss, w_f being
+    # the factor's own loss scale; we want the total below accuracy * width / 16
+    total = 0.0
+    for law, k in pld._laws(pld._directions[0]):
+        total += k / _loss_scale(law)
+    step = math.sqrt(pld.accuracy * max(width, 1e-3) / (16 * max(total, 1e-12)))
+    step = min(step, width / 2000)  # at least ~2000 points across the composed window
+    step = max(step, width / (MAX_GRID / 2))  # and the FFT fits the grid cap
+    return float(step)
+
+
+def _loss_scale(law) -> float:
+    """A width of one factor's loss law (inter-decile range, or atom spacing)."""
+    lo, hi = np.inf, -np.inf
+    if law.has_continuous_part:
+        a, b = law._cont_tail(0.1, "P")
+        lo, hi = min(lo, a), max(hi, b)
+    if len(law.atom_losses):
+        lo, hi = min(lo, law.atom_losses.min()), max(hi, law.atom_losses.max())
+    width = hi - lo
+    return float(width) if np.isfinite(width) and width > 0 else 1.0
+
+
+def _pilot_step(law) -> float:
+    from plda.discretize import UPPER_TAIL, _support
+
+    lo, hi = _support(law, UPPER_TAIL)
+    return max(_loss_scale(law) / 64, (hi - lo) / 4096)
