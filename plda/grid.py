@@ -14,6 +14,7 @@ solved exactly segment by segment, with no bisection.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -60,6 +61,8 @@ class DiscreteLoss:
     spurious_mass: float = 0.0
     log_mgf: np.ndarray | None = field(default=None, repr=False)
     chernoff_infinity_mass: float = 0.0
+    #: Euclidean norm bound of the error vector of ``probs`` (Cauchy–Schwarz alternative)
+    l2_error: float = 0.0
 
     # ------------------------------------------------------------------ basics
     @property
@@ -98,7 +101,8 @@ class DiscreteLoss:
         count = n - np.arange(n + 1)  # entries strictly above a cut
         # error of naive summation: (n u) * sum of magnitudes, for both sums
         summation = 2.0 * n * _U * (tail_mass + 1e-300)
-        fp_error = self.entry_error * count + summation
+        fp_error = np.minimum(self.entry_error * count, self.l2_error * np.sqrt(count))
+        fp_error = fp_error + summation
         if self.upper:
             a = self.infinity_mass + tail_mass + fp_error
         else:
@@ -183,9 +187,7 @@ def power_support(factors: list[tuple[DiscreteLoss, int]]) -> tuple[int, int]:
     return lo, hi
 
 
-def _window(
-    factors: list[tuple[DiscreteLoss, int]], tail: float
-) -> tuple[int, int, float, float]:
+def _window(factors: list[tuple[DiscreteLoss, int]], tail: float) -> tuple[int, int, float, float]:
     """Grid index window holding all but ``tail`` of the composed mass on each side.
 
     Chernoff: ``P(S > x) <= exp(log M(t) - t x)`` with ``log M = sum_k k log M_k`` exact on the
@@ -253,6 +255,10 @@ def compose(
     entry_error = 2.0 / n * float(np.sum(bound * relative)) + fft.transform_error(
         n, 2.0 / n * float(np.sum(bound))
     )
+    # Parseval: ||dy||_2 = ||dY||_2 / sqrt(n), |dY_j| counted twice for the conjugate half
+    l2_error = math.sqrt(2.0 / n * float(np.sum((bound * relative) ** 2))) + math.sqrt(
+        n
+    ) * fft.transform_error(n, 2.0 / n * float(np.sum(bound)))
     y = np.roll(y, -((lo - base) % n))[:width]
     # entries are exact probabilities up to entry_error: clipping at 0 only moves toward the truth
     np.maximum(y, 0.0, out=y)
@@ -263,7 +269,17 @@ def compose(
         for f, k in factors:
             keep *= np.exp(k * np.log1p(-min(f.chernoff_infinity_mass, 1.0)))
         return DiscreteLoss(
-            first.step, lo, y, min(1.0, infinity + above), True, entry_error, 0.0, log_mgf,
+            first.step,
+            lo,
+            y,
+            min(1.0, infinity + above),
+            True,
+            entry_error,
+            0.0,
+            log_mgf,
             float(-np.expm1(np.log(keep))) if keep > 0 else 1.0,
+            l2_error,
         )
-    return DiscreteLoss(first.step, lo, y, infinity, False, entry_error, below + above, None)
+    return DiscreteLoss(
+        first.step, lo, y, infinity, False, entry_error, below + above, None, 0.0, l2_error
+    )

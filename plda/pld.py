@@ -16,7 +16,7 @@ from plda.mechanisms.gaussian import Gaussian
 
 RELATIONS = ("add_remove", "replace_one")
 #: default target for the relative gap (upper - lower) / upper of epsilon(delta)
-DEFAULT_ACCURACY = 2e-4
+DEFAULT_ACCURACY = 1e-3
 #: largest FFT length used (2^22 doubles = 32 MiB per array)
 MAX_GRID = 1 << 22
 
@@ -119,8 +119,12 @@ class PrivacyLossDistribution:
                 f"cannot compose PLDs of different relations ({self.relation!r} and "
                 f"{other.relation!r})"
             )
-        step = self.step if other.step is None else other.step if self.step is None else min(
-            self.step, other.step
+        step = (
+            self.step
+            if other.step is None
+            else other.step
+            if self.step is None
+            else min(self.step, other.step)
         )
         return PrivacyLossDistribution(
             _merge(self.components + other.components),
@@ -185,7 +189,10 @@ class PrivacyLossDistribution:
                     upper, lower = discretize(law, step)
                     uppers.append((upper, k))
                     lowers.append((lower, k))
-                out[direction] = (compose(uppers, max_size=MAX_GRID), compose(lowers, max_size=MAX_GRID))
+                out[direction] = (
+                    compose(uppers, max_size=MAX_GRID),
+                    compose(lowers, max_size=MAX_GRID),
+                )
             self._cache[key] = out
         return self._cache[key]
 
@@ -203,7 +210,7 @@ class PrivacyLossDistribution:
         versions = self._materialize(step)
         if refine_for is None or self.step is not None:
             return versions
-        for _ in range(4):
+        for _ in range(6):
             lower, upper = _epsilon_pair(versions, refine_for)
             gap = _relative_gap(lower, upper)
             if not np.any(gap > self.accuracy):
@@ -324,6 +331,13 @@ def _choose_step(pld: PrivacyLossDistribution) -> float:
     step = math.sqrt(pld.accuracy * max(width, 1e-3) / (16 * max(total, 1e-12)))
     step = min(step, width / 2000)  # at least ~2000 points across the composed window
     step = max(step, width / (MAX_GRID / 2))  # and the FFT fits the grid cap
+    # a single mechanism with atoms (Laplace, discrete ones, (eps, delta)-DP): put its atom
+    # spacing on the grid so the optimistic side does not have to round atoms down
+    atoms = [law.atom_losses for law, _ in pld._laws(pld._directions[0]) if len(law.atom_losses)]
+    if len(atoms) == 1:
+        unit = np.min(np.abs(atoms[0][atoms[0] != 0])) if np.any(atoms[0] != 0) else 0.0
+        if unit > 0 and np.allclose(atoms[0] / unit, np.round(atoms[0] / unit), atol=1e-9):
+            step = unit / math.ceil(unit / step)
     return float(step)
 
 

@@ -36,9 +36,7 @@ class ApproximateDP(Mechanism):
         else:
             losses = np.array([-e, e])
             probs = (1.0 - d) * np.array([expit(-e), expit(e)])
-        return AtomLaw(
-            atom_losses=losses, atom_probs=probs, infinity_mass=d, neg_infinity_mass=d
-        )
+        return AtomLaw(atom_losses=losses, atom_probs=probs, infinity_mass=d, neg_infinity_mass=d)
 
     def under_replace_one(self):
         return self

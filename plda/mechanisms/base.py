@@ -39,9 +39,7 @@ class Mechanism:
         Default: a record replaced moves the output by up to twice the add/remove sensitivity
         (its old contribution out, the new one in), so the sensitivity doubles.
         """
-        raise ValueError(
-            f"the replace_one relation is not supported for {type(self).__name__}"
-        )
+        raise ValueError(f"the replace_one relation is not supported for {type(self).__name__}")
 
 
 @lru_cache(maxsize=256)

@@ -61,6 +61,10 @@ class PrivacyLossLaw:
     def _cont_sf(self, x: np.ndarray, hypothesis: str) -> np.ndarray:
         return np.zeros_like(x)
 
+    def _cont_pdf(self, x: np.ndarray, hypothesis: str) -> np.ndarray:
+        """Density of the continuous part (under Q it is ``exp(-x)`` times the one under P)."""
+        return np.zeros_like(x)
+
     def _cont_tail(self, mass: float, hypothesis: str) -> tuple[float, float]:
         """Points ``(a, b)`` with continuous mass below ``a`` and above ``b`` each ``<= mass``."""
         lo, hi = self.continuous_support
@@ -166,6 +170,10 @@ class ReversedLaw(PrivacyLossLaw):
     def _cont_sf(self, x, hypothesis):
         other = "Q" if hypothesis == "P" else "P"
         return self.base._cont_cdf(-np.asarray(x), other)
+
+    def _cont_pdf(self, x, hypothesis):
+        other = "Q" if hypothesis == "P" else "P"
+        return self.base._cont_pdf(-np.asarray(x), other)
 
     def _cont_tail(self, mass, hypothesis):
         other = "Q" if hypothesis == "P" else "P"

@@ -31,6 +31,10 @@ class GaussianLaw(PrivacyLossLaw):
     def _cont_sf(self, x, hypothesis):
         return ndtr(-(np.asarray(x) - self._mean(hypothesis)) / self.mu)
 
+    def _cont_pdf(self, x, hypothesis):
+        z = (np.asarray(x) - self._mean(hypothesis)) / self.mu
+        return np.exp(-0.5 * z * z) / (self.mu * np.sqrt(2 * np.pi))
+
     def _cont_tail(self, mass, hypothesis):
         z = -ndtri(mass)
         m = self._mean(hypothesis)
@@ -68,6 +72,15 @@ class LaplaceLaw(PrivacyLossLaw):
         if hypothesis == "P":
             return -0.5 * np.expm1(-(e - x) / 2)
         return 0.5 * np.exp(-e) * np.expm1((e - x) / 2)
+
+    def _cont_pdf(self, x, hypothesis):
+        e = self.epsilon0
+        x = np.asarray(x, dtype=float)
+        inside = (x > -e) & (x < e)
+        # dP/dl = e^{(l-eps0)/2} / 4 and dQ/dl = e^{-(l+eps0)/2} / 4 on (-eps0, eps0)
+        shift = -e if hypothesis == "P" else -e
+        sign = 1.0 if hypothesis == "P" else -1.0
+        return np.where(inside, 0.25 * np.exp((sign * x + shift) / 2), 0.0)
 
     def _cont_tail(self, mass, hypothesis):
         return -self.epsilon0, self.epsilon0
@@ -132,6 +145,21 @@ class SubsampledLaw(PrivacyLossLaw):
             return self.base._cont_sf(y, "Q")
         q = self.sample_rate
         return q * self.base._cont_sf(y, "P") + (1 - q) * self.base._cont_sf(y, "Q")
+
+    def _cont_pdf(self, x, hypothesis):
+        # change of variables l -> y = g(l) = log(1 + (e^l - 1)/q), g'(l) = 1 / (1 - (1-q) e^{-l});
+        # base densities under Q are e^{-y} times those under P
+        x = np.asarray(x, dtype=float)
+        y = self._backward(x)
+        q = self.sample_rate
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+            jac = 1.0 / (-np.expm1(np.log1p(-q) - x))
+            base = self.base._cont_pdf(y, "P")
+            if hypothesis == "Q":
+                out = base * np.exp(-y) * jac
+            else:
+                out = base * (q + (1 - q) * np.exp(-y)) * jac
+        return np.where(np.isfinite(y) & np.isfinite(out), out, 0.0)
 
     def _cont_tail(self, mass, hypothesis):
         ap, bp = self.base._cont_tail(mass, "P")
