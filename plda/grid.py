@@ -1,4 +1,4 @@
-"""The discrete privacy-loss distribution on a uniform grid, its composition and its privacy profile.
+"""The discrete privacy-loss distribution on a grid, its composition and its privacy profile.
 
 A :class:`DiscreteLoss` is the law of the privacy loss ``L = log(dP/dQ)`` under ``P`` for one
 ordered pair (one direction of the neighbouring relation), supported on ``l_i = i * step`` for
@@ -7,9 +7,9 @@ ordered pair (one direction of the neighbouring relation), supported on ``l_i = 
 bounds the true one from above, and from a lower version from below.
 
 Privacy profile (hockey-stick divergence):
-``delta(eps) = P(L = inf) + sum_i p_i (1 - exp(eps - l_i))_+`` (Meiser & Mohammad 2018; Sommer et al.
-2019). Between two grid points it has the closed form ``A_j - exp(eps) B_j``, so ``epsilon(delta)`` is
-solved exactly segment by segment, with no bisection.
+``delta(eps) = P(L = inf) + sum_i p_i (1 - exp(eps - l_i))_+`` (Meiser & Mohammad 2018;
+Sommer et al. 2019). Between two grid points it has the closed form ``A_j - exp(eps) B_j``, so
+``epsilon(delta)`` is solved exactly segment by segment, with no bisection.
 """
 
 from __future__ import annotations

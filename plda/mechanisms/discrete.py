@@ -72,7 +72,8 @@ class DiscreteGaussian(Mechanism):
         log_z = logsumexp(log_weights)
         probs = np.exp(log_weights - log_z)
         losses = (d * d - 2.0 * x * d) / (2 * s * s)
-        # mass beyond -reach (largest losses): sum_{x>reach} e^{-x^2/2s^2} <= e^{-reach^2/2s^2}(1+s^2/reach)
+        # mass beyond -reach (largest losses):
+        # sum_{x>reach} e^{-x^2/2s^2} <= e^{-reach^2/2s^2} (1 + s^2/reach)
         tail = float(np.exp(-(reach**2) / (2 * s * s) - log_z) * (1 + s * s / reach))
         keep = probs > 0
         order = np.argsort(losses[keep])

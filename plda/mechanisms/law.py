@@ -77,7 +77,7 @@ class PrivacyLossLaw:
 
     @staticmethod
     def _search(increasing, target: float) -> float:
-        """Point where the increasing function ``increasing`` crosses ``target`` (outward bracket)."""
+        """Point where the increasing function ``increasing`` crosses ``target``."""
         lo, hi = -1.0, 1.0
         while increasing(np.array([lo]))[0] > target:
             lo *= 2.0

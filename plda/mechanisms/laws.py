@@ -1,4 +1,4 @@
-"""Closed-form privacy-loss laws of the built-in mechanisms and the Poisson-subsampling transform."""
+"""Closed-form privacy-loss laws of the built-in mechanisms and the Poisson subsampling map."""
 
 from __future__ import annotations
 
