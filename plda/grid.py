@@ -160,10 +160,10 @@ class DiscreteLoss:
         out = np.where(found, solved, np.inf)
         if self.upper:
             # the true epsilon lies below; push up by a few ulps against rounding in log/exp
-            out = out + 1e-12 * (1 + np.abs(out))
+            out = np.where(np.isfinite(out), out + 1e-12 * (1 + np.abs(out)), out)
             out = np.minimum(out, self._chernoff_epsilon(d))
         else:
-            out = out - 1e-12 * (1 + np.abs(out))
+            out = np.where(np.isfinite(out), out - 1e-12 * (1 + np.abs(out)), out)
         return np.maximum(out, 0.0)
 
     def _chernoff_epsilon(self, d: np.ndarray) -> np.ndarray:
@@ -203,8 +203,9 @@ def _window(factors: list[tuple[DiscreteLoss, int]], tail: float) -> tuple[int, 
     lo_loss = np.max(-(log_down - log_tail) / orders)
     hi = min(hi_exact, int(np.ceil(hi_loss / step)) + 1)
     lo = max(lo_exact, int(np.floor(lo_loss / step)) - 1)
-    above = 0.0 if hi >= hi_exact else float(np.min(np.exp(log_up - orders * hi * step)))
-    below = 0.0 if lo <= lo_exact else float(np.min(np.exp(log_down + orders * lo * step)))
+    with np.errstate(over="ignore"):
+        above = 0.0 if hi >= hi_exact else float(np.min(np.exp(log_up - orders * hi * step)))
+        below = 0.0 if lo <= lo_exact else float(np.min(np.exp(log_down + orders * lo * step)))
     return lo, hi, below, above
 
 

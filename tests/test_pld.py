@@ -1,0 +1,337 @@
+"""PrivacyLossDistribution: certified bounds against closed forms and exact enumerations."""
+
+from __future__ import annotations
+
+import math
+
+import mpmath as mp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import plda
+
+mp.mp.dps = 40
+
+
+# ------------------------------------------------------------------ exact references
+def gaussian_delta(epsilon: float, mu: float) -> float:
+    """k-fold Gaussian: delta = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2), at 40 digits."""
+    e, m = mp.mpf(epsilon), mp.mpf(mu)
+    return float(mp.ncdf(-e / m + m / 2) - mp.e**e * mp.ncdf(-e / m - m / 2))
+
+
+def gaussian_epsilon(delta: float, mu: float) -> float:
+    """Root of the closed form by bisection at 40 digits."""
+    e, m, d = None, mp.mpf(mu), mp.mpf(delta)
+    f = lambda x: mp.ncdf(-x / m + m / 2) - mp.e**x * mp.ncdf(-x / m - m / 2) - d  # noqa: E731
+    lo, hi = mp.mpf(0), mp.mpf(1)
+    while f(hi) > 0:
+        hi *= 2
+    if f(lo) <= 0:
+        return 0.0
+    for _ in range(120):
+        e = (lo + hi) / 2
+        lo, hi = (e, hi) if f(e) > 0 else (lo, e)
+    return float((lo + hi) / 2)
+
+
+def atoms_delta(losses, probs, infinity, epsilon):
+    """delta(eps) of an exact atomic law (mpmath numbers)."""
+    e = mp.mpf(epsilon)
+    total = mp.mpf(infinity)
+    for loss, p in zip(losses, probs):
+        if loss > e:
+            total += p * (1 - mp.e ** (e - loss))
+    return total
+
+
+def kov_delta(eps0: float, delta0: float, k: int, epsilon: float):
+    """Exact k-fold composition of RR_(eps0, delta0) by enumerating the binomial law."""
+    e0 = mp.mpf(eps0)
+    p_plus = mp.e**e0 / (1 + mp.e**e0)
+    losses, probs = [], []
+    for i in range(k + 1):  # i steps at -eps0
+        losses.append((k - 2 * i) * e0)
+        weight = mp.binomial(k, i) * p_plus ** (k - i) * (1 - p_plus) ** i
+        probs.append((1 - mp.mpf(delta0)) ** k * weight)
+    infinity = 1 - (1 - mp.mpf(delta0)) ** k
+    return atoms_delta(losses, probs, infinity, epsilon)
+
+
+def discrete_laplace_delta(t: float, k: int, epsilon: float):
+    """Exact k-fold discrete Laplace (sensitivity 1): per-step loss atoms +-t, by enumeration."""
+    t = mp.mpf(t)
+    p_plus = 1 / (1 + mp.e ** (-t))  # P(X <= 0)
+    p_minus = mp.e ** (-t) / (1 + mp.e ** (-t))  # P(X >= 1)
+    losses = [(k - 2 * i) * t for i in range(k + 1)]
+    probs = [mp.binomial(k, i) * p_plus ** (k - i) * p_minus**i for i in range(k + 1)]
+    return atoms_delta(losses, probs, 0, epsilon)
+
+
+def subsampled_gaussian_delta(q: float, sigma: float, epsilon: float) -> float:
+    """One Poisson-sampled Gaussian step, max of both directions, in closed form with Phi.
+
+    remove: P = (1-q)N(0,s^2) + qN(1,s^2) vs Q = N(0,s^2); L increasing in x, L > eps iff
+    x > x_eps = s^2 log((e^eps - 1 + q)/q) + 1/2. add: the reversed pair; L' > eps iff x < x'.
+    """
+    q, s, e = mp.mpf(q), mp.mpf(sigma), mp.mpf(epsilon)
+    x = s**2 * mp.log((mp.e**e - 1 + q) / q) + mp.mpf(1) / 2
+    sf = lambda y, m: 1 - mp.ncdf((y - m) / s)  # noqa: E731
+    remove = (1 - q) * sf(x, 0) + q * sf(x, 1) - mp.e**e * sf(x, 0)
+    inner = (mp.e ** (-e) - 1 + q) / q  # reversed: L' > eps iff 1-q+q e^{L} < e^-eps
+    if inner <= 0:
+        add = mp.mpf(0)
+    else:
+        xa = s**2 * mp.log(inner) + mp.mpf(1) / 2
+        cdf = lambda y, m: mp.ncdf((y - m) / s)  # noqa: E731
+        add = cdf(xa, 0) - mp.e**e * ((1 - q) * cdf(xa, 0) + q * cdf(xa, 1))
+    return float(max(remove, add, 0))
+
+
+def pld_of(mechanism, count=1, **kwargs):
+    return plda.PrivacyLossDistribution.from_mechanism(mechanism, **kwargs).self_compose(count)
+
+
+# ------------------------------------------------------------------ closed forms
+@pytest.mark.parametrize(
+    "sigma,k,delta", [(1.0, 1, 1e-5), (2.0, 10, 1e-6), (10.0, 1000, 1e-5), (0.7, 3, 1e-3)]
+)
+def test_gaussian_composition_matches_closed_form(sigma, k, delta):
+    pld = pld_of(plda.Gaussian(sigma), k)
+    mu = math.sqrt(k) / sigma
+    exact = gaussian_epsilon(delta, mu)
+    lower, upper = pld.epsilon_bounds(delta)
+    assert lower <= exact <= upper
+    assert (upper - lower) / upper <= 1e-3
+    for eps in [0.0, 0.5, 2.0]:
+        dl, du = pld.delta_bounds(eps)
+        assert dl <= gaussian_delta(eps, mu) <= du * (1 + 1e-12)
+
+
+def test_gaussian_sensitivity_scales_mu():
+    a = pld_of(plda.Gaussian(2.0, sensitivity=3.0)).epsilon(1e-5)
+    b = pld_of(plda.Gaussian(2.0 / 3.0)).epsilon(1e-5)
+    assert a == pytest.approx(b, rel=1e-9)
+
+
+@pytest.mark.parametrize("eps0,delta0,k", [(0.1, 1e-3, 30), (0.5, 0.0, 20), (1.0, 1e-4, 5)])
+def test_approximate_dp_composition_matches_kov(eps0, delta0, k):
+    pld = pld_of(plda.ApproximateDP(eps0, delta0), k)
+    for eps in [0.0, 0.3, 1.0, 2.5]:
+        exact = kov_delta(eps0, delta0, k, eps)
+        lower, upper = pld.delta_bounds(eps)
+        assert lower <= exact * (1 + 1e-12) and exact <= upper * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("t,k", [(0.3, 10), (1.0, 4), (0.05, 50)])
+def test_discrete_laplace_composition_matches_enumeration(t, k):
+    pld = pld_of(plda.DiscreteLaplace(t), k)
+    for eps in [0.0, 0.25, 1.0]:
+        exact = discrete_laplace_delta(t, k, eps)
+        lower, upper = pld.delta_bounds(eps)
+        assert lower <= exact * (1 + 1e-12) and exact <= upper * (1 + 1e-12)
+        assert upper - lower <= 1e-3 * max(float(exact), 1e-12) + 1e-12
+
+
+def test_discrete_gaussian_one_step_matches_enumeration():
+    sigma = 1.5
+    xs = range(-60, 61)
+    weights = [mp.e ** (-mp.mpf(x) ** 2 / (2 * sigma**2)) for x in xs]
+    z = sum(weights)
+    losses = [(1 - 2 * mp.mpf(x)) / (2 * sigma**2) for x in xs]
+    probs = [w / z for w in weights]
+    pld = pld_of(plda.DiscreteGaussian(sigma))
+    for eps in [0.0, 0.3, 1.0]:
+        exact = atoms_delta(losses, probs, 0, eps)
+        lower, upper = pld.delta_bounds(eps)
+        assert lower <= exact * (1 + 1e-12) and exact <= upper * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("q,sigma", [(0.01, 1.0), (0.2, 0.8), (256 / 60000, 1.1)])
+def test_subsampled_gaussian_one_step_matches_closed_form(q, sigma):
+    pld = pld_of(plda.PoissonSampled(plda.Gaussian(sigma), q))
+    for eps in [0.0, 0.01, 0.1, 0.5]:
+        exact = subsampled_gaussian_delta(q, sigma, eps)
+        lower, upper = pld.delta_bounds(eps)
+        assert lower <= exact * (1 + 1e-9) + 1e-15 and exact <= upper * (1 + 1e-9)
+
+
+def test_laplace_one_step_is_pure_dp():
+    pld = pld_of(plda.Laplace(scale=2.0))  # eps0 = 0.5
+    lower, upper = pld.delta_bounds(0.5)
+    assert upper <= 1e-12
+    # delta(0) = TV distance = 1 - e^{-eps0/2} for Laplace
+    lower, upper = pld.delta_bounds(0.0)
+    assert lower <= 1 - math.exp(-0.25) <= upper
+
+
+@pytest.mark.slow
+def test_dp_sgd_reference_case_b2():
+    step = plda.PoissonSampled(plda.Gaussian(sigma=1.1), sample_rate=256 / 60000)
+    pld = pld_of(step, 14062)
+    lower, upper = pld.epsilon_bounds(1e-5)
+    assert 2.375 < lower <= upper < 2.39
+    assert (upper - lower) / upper <= 1e-3
+
+
+# ------------------------------------------------------------------ API behaviour
+def test_vectorized_delta_and_epsilon():
+    pld = pld_of(plda.Gaussian(3.0), 5)
+    eps = np.linspace(0, 5, 200)
+    deltas = pld.delta(eps)
+    assert deltas.shape == (200,)
+    assert np.all(np.diff(deltas) <= 1e-15)
+    lower, upper = pld.delta_bounds(eps)
+    assert np.all(lower <= upper)
+    epsilons = pld.epsilon(np.array([1e-3, 1e-5, 1e-7]))
+    assert epsilons.shape == (3,) and np.all(np.diff(epsilons) > 0)
+    assert isinstance(pld.epsilon(1e-5), float)
+
+
+def test_compose_order_does_not_matter():
+    a = pld_of(plda.Gaussian(5.0), 3)
+    b = pld_of(plda.Laplace(10.0), 7)
+    x, y = a.compose(b), b.compose(a)
+    assert x.epsilon(1e-6) == pytest.approx(y.epsilon(1e-6), rel=1e-12)
+
+
+def test_compose_different_mechanisms_bounds_the_exact_gaussian_part():
+    total = pld_of(plda.Gaussian(4.0), 4).compose(pld_of(plda.Gaussian(2.0), 1))
+    mu = math.sqrt(4 / 16 + 1 / 4)
+    lower, upper = total.epsilon_bounds(1e-6)
+    assert lower <= gaussian_epsilon(1e-6, mu) <= upper
+
+
+def test_epsilon_edge_cases():
+    pld = pld_of(plda.ApproximateDP(1.0, 1e-3), 2)
+    assert pld.epsilon(1.0) == 0.0
+    assert pld.epsilon(1e-4) == math.inf  # below the +inf mass 1 - (1 - 1e-3)^2
+    lower, upper = pld.epsilon_bounds(1e-4)
+    assert lower == math.inf and upper == math.inf
+
+
+def test_immutable_and_returns_new_objects():
+    pld = pld_of(plda.Gaussian(1.0))
+    composed = pld.self_compose(3)
+    assert composed is not pld and pld.count == 1 and composed.count == 3
+    with pytest.raises(AttributeError):
+        pld.relation = "replace_one"
+
+
+def test_replace_one_doubles_gaussian_sensitivity():
+    a = pld_of(plda.Gaussian(2.0), relation="replace_one").epsilon(1e-5)
+    b = pld_of(plda.Gaussian(1.0)).epsilon(1e-5)
+    assert a == pytest.approx(b, rel=1e-9)
+
+
+def test_add_remove_reports_worse_direction_for_subsampling():
+    step = plda.PoissonSampled(plda.Gaussian(0.8), 0.2)
+    pld = pld_of(step, 3)
+    remove = {d: v for d, v in pld.discrete("upper").items()}
+    assert set(remove) == {"remove", "add"}
+    eps = np.array([0.5, 1.0, 2.0])
+    each = [v.delta(eps) for v in remove.values()]
+    assert np.allclose(pld.delta(eps), np.maximum(*each))
+
+
+# ------------------------------------------------------------------ bad input
+@pytest.mark.parametrize(
+    "make,arg",
+    [
+        (lambda: plda.Gaussian(0.0), "sigma"),
+        (lambda: plda.Gaussian(float("nan")), "sigma"),
+        (lambda: plda.Gaussian(float("inf")), "sigma"),
+        (lambda: plda.Gaussian(-1.0), "sigma"),
+        (lambda: plda.Laplace(0.0), "scale"),
+        (lambda: plda.PoissonSampled(plda.Gaussian(1.0), 0.0), "sample_rate"),
+        (lambda: plda.PoissonSampled(plda.Gaussian(1.0), 1.5), "sample_rate"),
+        (lambda: plda.DiscreteLaplace(1.0, sensitivity=1.5), "sensitivity"),
+        (lambda: plda.DiscreteGaussian(1.0, sensitivity=0), "sensitivity"),
+        (lambda: plda.ApproximateDP(-0.1), "epsilon"),
+        (lambda: plda.ApproximateDP(1.0, 1.5), "delta"),
+        (lambda: pld_of(plda.Gaussian(1.0)).epsilon(-0.1), "delta"),
+        (lambda: pld_of(plda.Gaussian(1.0)).epsilon(1.5), "delta"),
+        (lambda: pld_of(plda.Gaussian(1.0)).delta(-1.0), "epsilon"),
+        (lambda: pld_of(plda.Gaussian(1.0)).delta(float("nan")), "epsilon"),
+        (lambda: pld_of(plda.Gaussian(1.0)).self_compose(-1), "count"),
+        (lambda: pld_of(plda.Gaussian(1.0)).self_compose(2.5), "count"),
+        (lambda: pld_of(plda.Gaussian(1.0), relation="neighbours"), "relation"),
+    ],
+)
+def test_bad_input_names_the_argument(make, arg):
+    with pytest.raises(ValueError, match=arg):
+        make()
+
+
+def test_wrong_types():
+    with pytest.raises(TypeError, match="sigma"):
+        plda.Gaussian("1.0")
+    with pytest.raises(TypeError, match="mechanism"):
+        plda.PrivacyLossDistribution.from_mechanism("gaussian")
+    with pytest.raises(TypeError, match="mechanism"):
+        plda.PoissonSampled(3.0, 0.1)
+
+
+# ------------------------------------------------------------------ extreme but valid
+@pytest.mark.parametrize(
+    "mechanism,count,delta",
+    [
+        (plda.Gaussian(1.0), 1, 1e-300),
+        (plda.Gaussian(0.05), 1, 1e-5),
+        (plda.Gaussian(1000.0), 1, 1e-5),
+        (plda.Gaussian(1.0), 10**9, 1e-5),
+        (plda.PoissonSampled(plda.Gaussian(1.0), 0.01), 10, 1e-300),
+    ],
+)
+def test_extreme_inputs_give_finite_ordered_bounds(mechanism, count, delta):
+    lower, upper = pld_of(mechanism, count).epsilon_bounds(delta)
+    assert not math.isnan(lower) and not math.isnan(upper)
+    assert 0 <= lower <= upper < math.inf
+    if type(mechanism) is plda.Gaussian:
+        mu = math.sqrt(count) * mechanism.mu
+        if delta > 1e-200:
+            assert lower <= gaussian_epsilon(delta, mu) <= upper
+
+
+def test_extreme_epsilon_gives_tiny_delta():
+    lower, upper = pld_of(plda.Gaussian(1.0), 10).delta_bounds(500.0)
+    assert 0 <= lower <= upper <= 1e-100
+
+
+# ------------------------------------------------------------------ properties
+@settings(max_examples=15, deadline=None)
+@given(
+    sigma=st.floats(0.5, 20.0),
+    k=st.integers(1, 200),
+    epsilon=st.floats(0.0, 10.0),
+)
+def test_gaussian_bounds_always_contain_the_truth(sigma, k, epsilon):
+    pld = pld_of(plda.Gaussian(sigma), k)
+    lower, upper = pld.delta_bounds(epsilon)
+    exact = gaussian_delta(epsilon, math.sqrt(k) / sigma)
+    assert lower <= exact * (1 + 1e-9) + 1e-300
+    assert exact <= upper * (1 + 1e-9) + 1e-300
+
+
+@settings(max_examples=8, deadline=None)
+@given(q=st.floats(0.001, 0.5), sigma=st.floats(0.6, 3.0), k=st.integers(1, 50))
+def test_monotone_in_epsilon_delta_and_count(q, sigma, k):
+    step = plda.PoissonSampled(plda.Gaussian(sigma), q)
+    pld = pld_of(step, k)
+    eps = np.linspace(0, 4, 30)
+    assert np.all(np.diff(pld.delta(eps)) <= 1e-15)
+    assert np.all(np.diff(pld.epsilon(np.array([1e-2, 1e-4, 1e-6]))) >= 0)
+    more = pld_of(step, k + 5)
+    assert more.epsilon(1e-5) >= pld.epsilon_bounds(1e-5).lower
+
+
+@settings(max_examples=10, deadline=None)
+@given(eps0=st.floats(0.01, 1.0), delta0=st.floats(0.0, 1e-3), k=st.integers(1, 40))
+def test_pessimistic_composition_stays_pessimistic_for_rr(eps0, delta0, k):
+    pld = pld_of(plda.ApproximateDP(eps0, delta0), k)
+    for eps in [0.0, eps0, 3 * eps0]:
+        exact = kov_delta(eps0, delta0, k, eps)
+        lower, upper = pld.delta_bounds(eps)
+        assert lower <= exact * (1 + 1e-9) + 1e-300 and exact <= upper * (1 + 1e-9) + 1e-300
