@@ -41,7 +41,7 @@ def atoms_delta(losses, probs, infinity, epsilon):
     """delta(eps) of an exact atomic law (mpmath numbers)."""
     e = mp.mpf(epsilon)
     total = mp.mpf(infinity)
-    for loss, p in zip(losses, probs):
+    for loss, p in zip(losses, probs, strict=True):
         if loss > e:
             total += p * (1 - mp.e ** (e - loss))
     return total
