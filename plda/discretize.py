@@ -59,32 +59,6 @@ def _interval_masses(law: PrivacyLossLaw, points: np.ndarray, hypothesis: str):
     return np.maximum(mass, 0.0), err, cdf[0], sf[-1]
 
 
-def _pair_masses(law, left, right, hypothesis):
-    """Continuous masses of ``[left, right)`` (independent cells) by cdf/sf differences."""
-    cl, cr = law._cont_cdf(left, hypothesis), law._cont_cdf(right, hypothesis)
-    sl, sr = law._cont_sf(left, hypothesis), law._cont_sf(right, hypothesis)
-    use_sf = sl < cl
-    mass = np.where(use_sf, sl - sr, cr - cl)
-    err = _CDF_RTOL * np.where(use_sf, sl + sr, cl + cr)
-    return np.maximum(mass, 0.0), err
-
-
-def _split_upper(
-    losses: np.ndarray, p: np.ndarray, q: np.ndarray, err_p, err_q, step: float
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Connect-the-dots split of mass ``(p, q)`` lying in ``[l_i, l_i + step]`` (``losses = l_i``).
-
-    Keeping both masses: the share at ``l_{i+1}`` is ``(p - e^{l_i} q) / (1 - e^{-step})``.
-    Returns the shares at ``l_i`` and ``l_{i+1}`` and the error bound of the upper share.
-    """
-    denom = -np.expm1(-step)
-    scale = np.exp(losses)
-    upper = (p - scale * q) / denom
-    err = (err_p + scale * err_q + 4 * _U * (p + scale * q)) / denom
-    upper = np.clip(upper, 0.0, p)
-    return p - upper, upper, err
-
-
 def _atoms_upper(law: PrivacyLossLaw, step: float):
     losses, probs = law.atom_losses, law.atom_probs
     keep = probs > 0
@@ -110,19 +84,10 @@ def _atoms_lower(law: PrivacyLossLaw, step: float):
 
 
 #: Gauss–Legendre rule on [0, 1] for the cell integrals (and a coarser one to estimate its error)
-_NODES, _WEIGHTS = np.polynomial.legendre.leggauss(8)
+_NODES, _WEIGHTS = np.polynomial.legendre.leggauss(6)
 _NODES, _WEIGHTS = (_NODES + 1) / 2, _WEIGHTS / 2
-_NODES_C, _WEIGHTS_C = np.polynomial.legendre.leggauss(5)
+_NODES_C, _WEIGHTS_C = np.polynomial.legendre.leggauss(4)
 _NODES_C, _WEIGHTS_C = (_NODES_C + 1) / 2, _WEIGHTS_C / 2
-
-
-def _cell_integrals(law, left: np.ndarray, width, kernels, nodes, weights):
-    """``int_cell f_P(l) k(s) dl`` over cells ``[left, left + width]`` for each kernel ``k`` of the
-    relative position ``s`` in the cell; positive integrands, so no cancellation."""
-    width = np.broadcast_to(width, left.shape)
-    points = left[:, None] + width[:, None] * nodes[None, :]
-    density = law._cont_pdf(points, "P") * weights[None, :] * width[:, None]
-    return [density @ k(nodes) if callable(k) else density @ k for k in kernels]
 
 
 def _fine_end(law: PrivacyLossLaw, step: float, lo: int, hi: int) -> int:
@@ -144,33 +109,61 @@ def _coarse_tail(law, step, start: int, hi: int, upper: bool):
     return edges[:-1], np.maximum(mass - _CDF_RTOL * (sf[:-1] + sf[1:]), 0.0)
 
 
-def _continuous_upper(law: PrivacyLossLaw, step: float, lo: int, hi: int):
-    """Connect-the-dots masses of the continuous part on grid indices ``lo..hi``.
+def _cell_moments(law: PrivacyLossLaw, step: float, lo: int, mid: int):
+    """For each cell ``[l_j, l_j + h]`` (``j = lo..mid-1``), with errors:
 
-    The share of cell ``[l_i, l_i + h]`` that goes to ``l_{i+1}`` is
-    ``int f_P(l) (1 - e^{-(l - l_i)}) / (1 - e^{-h}) dl``: it keeps both the P- and the Q-mass.
-    Integrals are by 8-point Gauss–Legendre; the difference to a 5-point rule (times 10) plus
-    rounding is added as their error.
+    ``p = P(cell)``, ``u = E_P[1 - e^{-(L - l_j)}; cell]`` and ``v = E_P[e^{l_{j+1} - L} - 1; cell]``.
+    All three integrands are non-negative, so Gauss–Legendre quadrature (6 points; error taken as
+    10 times the difference to 4 points, plus rounding) has no cancellation. Where the density is
+    too rough for quadrature (support ends), cdf differences are used if their error is smaller.
     """
-    mid = _fine_end(law, step, lo, hi)
     left = np.arange(lo, mid) * step
-    share = lambda s: np.expm1(-step * s) / np.expm1(-step)  # noqa: E731
-    whole = lambda s: np.ones_like(s)  # noqa: E731
-    mass, up = _cell_integrals(law, left, step, [whole, share], _NODES, _WEIGHTS)
-    mass_c, up_c = _cell_integrals(law, left, step, [whole, share], _NODES_C, _WEIGHTS_C)
-    err = 10 * (np.abs(mass - mass_c) + np.abs(up - up_c)) + 16 * _U * mass
-    # where the density is too rough for quadrature (support ends), cdf differences do better
+    out = []
+    for nodes, weights in ((_NODES, _WEIGHTS), (_NODES_C, _WEIGHTS_C)):
+        points = left[:, None] + step * nodes[None, :]
+        dens = law._cont_pdf(points, "P") * (weights * step)[None, :]
+        out.append(
+            (dens.sum(axis=1), dens @ -np.expm1(-step * nodes), dens @ np.expm1(step * (1 - nodes)))
+        )
+    (p, u, v), (pc, uc, vc) = out
+    ep = 10 * np.abs(p - pc) + 8 * _U * p
+    eu = 10 * np.abs(u - uc) + 8 * _U * u
+    ev = 10 * np.abs(v - vc) + 8 * _U * v
     edges = np.arange(lo, mid + 1) * step
-    p, ep, _, _ = _interval_masses(law, edges, "P")
-    q, eq, _, _ = _interval_masses(law, edges, "Q")
-    low_cdf, up_cdf, err_cdf = _split_upper(edges[:-1], p, q, ep, eq, step)
-    err_cdf = err_cdf + ep
-    use_cdf = err_cdf < err
-    up = np.where(use_cdf, up_cdf, np.clip(up, 0.0, mass))
-    mass = np.where(use_cdf, p, mass)
-    err = np.where(use_cdf, err_cdf, err)
+    p2, ep2, _, _ = _interval_masses(law, edges, "P")
+    q2, eq2, _, _ = _interval_masses(law, edges, "Q")
+    scale_lo, scale_hi = np.exp(edges[:-1]), np.exp(edges[1:])
+    u2 = p2 - scale_lo * q2
+    v2 = scale_hi * q2 - p2
+    eu2 = ep2 + scale_lo * eq2 + 4 * _U * (p2 + scale_lo * q2)
+    ev2 = ep2 + scale_hi * eq2 + 4 * _U * (p2 + scale_hi * q2)
+    # quadrature is only an estimate: where it disagrees with the (rigorous, if cancelling) cdf
+    # interval by more than both error bars, the density is rough there and cdf values are used
+    ep = np.maximum(ep, np.abs(p - p2) - ep2)
+    eu = np.maximum(eu, np.abs(u - u2) - eu2)
+    ev = np.maximum(ev, np.abs(v - v2) - ev2)
+    use_cdf = (eu2 + ep2) < (eu + ep)
+    pick = lambda a, b: np.where(use_cdf, b, a)  # noqa: E731
+    return (
+        pick(p, p2),
+        pick(ep, ep2),
+        np.maximum(pick(u, u2), 0.0),
+        pick(eu, eu2),
+        np.maximum(pick(v, v2), 0.0),
+        pick(ev, ev2),
+    )
+
+
+def _continuous_upper(law, step, lo, hi, moments):
+    """Connect-the-dots: the share of cell ``[l_j, l_j + h]`` sent to ``l_{j+1}`` is
+    ``u_j / (1 - e^{-h})``, which keeps both the P- and the Q-mass of the cell."""
+    mid = _fine_end(law, step, lo, hi)
+    p, ep, u, eu, _, _ = moments
+    denom = -np.expm1(-step)
+    up = np.minimum(u / denom, p)
+    err = eu / denom + ep
     out = np.zeros(hi - lo + 1)
-    out[: mid - lo] += mass - up + err
+    out[: mid - lo] += p - up + err
     out[1 : mid - lo + 1] += up + err
     index, tail = _coarse_tail(law, step, mid, hi, upper=True)
     np.add.at(out, index - lo, tail)
@@ -180,74 +173,62 @@ def _continuous_upper(law: PrivacyLossLaw, step: float, lo: int, hi: int):
     return out, above * (1 + _CDF_RTOL)  # upper tail goes to +inf
 
 
-def _merged_bins(law, centres, left, right):
-    """P-mass of each bin ``[left, right)`` and its merged loss minus the bin's grid point, both
-    rounded for the optimistic side (mass down, merged loss down)."""
-    width = right - left
-    offset = left - centres
-    results = []
-    for nodes, weights in ((_NODES, _WEIGHTS), (_NODES_C, _WEIGHTS_C)):
-        rel = offset[:, None] + width[:, None] * nodes[None, :]
-        dens = law._cont_pdf(centres[:, None] + rel, "P") * weights[None, :] * width[:, None]
-        results.append((dens.sum(axis=1), (dens * np.exp(-rel)).sum(axis=1)))
-    (p, tilt), (p_c, tilt_c) = results
-    ep = 10 * np.abs(p - p_c) + 16 * _U * p
-    et = 10 * np.abs(tilt - tilt_c) + 16 * _U * tilt
-    # cdf differences where they are more accurate than quadrature (rough density, support ends)
-    pc, epc = _pair_masses(law, left, right, "P")
-    qc, eqc = _pair_masses(law, left, right, "Q")
-    scale = np.exp(centres)  # tilt is Q-mass times e^{l_i}
-    use_cdf = epc / np.maximum(pc, 1e-300) + eqc / np.maximum(qc, 1e-300) < ep / np.maximum(
-        p, 1e-300
-    ) + et / np.maximum(tilt, 1e-300)
-    p = np.where(use_cdf, pc, p)
-    ep = np.where(use_cdf, epc, ep)
-    tilt = np.where(use_cdf, qc * scale, tilt)
-    et = np.where(use_cdf, eqc * scale, et)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        above = -(np.log(tilt + et) - np.log(np.maximum(p - ep, 0.0)))
-    above = above - 1e-13 * (1 + np.abs(centres))
-    ok = (p > 0) & np.isfinite(above)
-    return np.where(ok, np.maximum(p - ep, 0.0), 0.0), np.where(ok, above, 0.0)
+def _continuous_lower(law, step, lo, hi, moments):
+    """Optimistic masses by an exact post-processing that pairs neighbouring cells.
 
-
-def _continuous_lower(law: PrivacyLossLaw, step: float, lo: int, hi: int):
-    """Merge-then-round-down masses of the continuous part on grid indices ``lo..hi``.
-
-    Bin ``i`` is ``[l_i - h/2 + s_i, l_{i+1} - h/2 + s_{i+1})``; its merged loss is
-    ``l_i - log(E_P[e^{-(L - l_i)} | bin])`` (P and Q masses by Gauss–Legendre, with the error
-    estimate subtracted). The shifts ``s`` start at 0 and grow where a merged loss falls below its
-    grid point, so that rounding down loses only ``O(h^2)``.
+    Merge each cell into one outcome, then send a fraction ``a_j`` of cell ``j`` down to ``l_j``
+    and ``b_j`` up to ``l_{j+1}``. The group at ``l_j`` (``a_j`` of cell ``j`` and ``b_{j-1}`` of
+    cell ``j-1``) has merged loss ``>= l_j`` iff ``b_{j-1} v_{j-1} <= a_j u_j``; so each group is a
+    post-processing of the true pair whose loss is at or just above its grid point, and rounding
+    down costs nothing. Fractions are found by recursions that are stable away from the mode:
+    downward above the mode (``b_{j-1} = a_j u_j / v_{j-1}``, ``a = 1 - b``), upward below it
+    (``a_j = b_{j-1} v_{j-1} / u_j``); whatever is left of a cell is rounded down to ``l_j``.
     """
     mid = _fine_end(law, step, lo, hi)
-    centres = np.arange(lo, mid) * step
-    base_edges = np.concatenate([centres - step / 2, [centres[-1] + step / 2]])
-    shift = np.zeros_like(base_edges)
-    mass, above = _merged_bins(law, centres, base_edges[:-1], base_edges[1:])
-    for _ in range(3):
-        need = np.maximum(-above, 0.0)
-        if not np.any(need > 0):
-            break
-        # shifting both ends of a bin up by s raises its merged loss by about s
-        grow = 1.5 * np.maximum(np.concatenate([[0.0], need]), np.concatenate([need, [0.0]]))
-        new_shift = np.minimum(shift + grow, 0.45 * step)
-        moved = new_shift != shift
-        redo = np.nonzero(moved[:-1] | moved[1:])[0]
-        shift = new_shift
-        edges = base_edges + shift
-        mass[redo], above[redo] = _merged_bins(law, centres[redo], edges[redo], edges[redo + 1])
-    edges = base_edges + shift
-    index = np.floor((centres + np.minimum(above, 0.0)) / step + 1e-9).astype(np.int64)
-    index = np.where(above >= 0, np.arange(lo, mid), index)
+    p, ep, u, eu, v, ev = moments
+    n = mid - lo
+    # conservative versions: the balance must hold for the true u, v
+    u_low = np.maximum(u - eu, 0.0) * (1 - 1e-9)
+    v_high = v + ev
+    mode = int(np.argmax(p))
+    a = np.zeros(n)
+    b = np.zeros(n)
+    # above the mode: top cell goes fully down, then recurse downward
+    a[n - 1] = 1.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for j in range(n - 1, mode, -1):
+            need = a[j] * u_low[j] / v_high[j - 1] if v_high[j - 1] > 0 else 1.0
+            b[j - 1] = min(1.0, need)
+            a[j - 1] = 1.0 - b[j - 1]
+        # below the mode: bottom cell goes fully up, then recurse upward
+        b_up = np.zeros(n)
+        a_up = np.zeros(n)
+        b_up[0] = 1.0
+        for j in range(1, mode + 1):
+            need = b_up[j - 1] * v_high[j - 1] / u_low[j] if u_low[j] > 0 else np.inf
+            if need > 1.0:  # cannot balance: send less up from below instead
+                a_up[j] = 1.0
+                b_up[j - 1] = u_low[j] / v_high[j - 1] if v_high[j - 1] > 0 else 0.0
+            else:
+                a_up[j] = need
+            b_up[j] = 1.0 - a_up[j]
+    a[:mode] = a_up[:mode]
+    b[: mode - 1 if mode > 0 else 0] = b_up[: mode - 1 if mode > 0 else 0]
+    if mode > 0:
+        b[mode - 1] = b_up[mode - 1]
+        a[mode] = a_up[mode]
+        # the mode cell: its up-share b[mode] was set from above; keep a + b <= 1
+        a[mode] = min(a[mode], 1.0 - b[mode])
+        if a[mode] * u_low[mode] < b[mode - 1] * v_high[mode - 1]:
+            b[mode - 1] = a[mode] * u_low[mode] / v_high[mode - 1]
+    mass = np.maximum(p - ep, 0.0)
     out = np.zeros(hi - lo + 1)
-    np.add.at(out, np.clip(index - lo, 0, None), np.where(index >= lo, mass, 0.0))
-    t_index, tail = _coarse_tail(law, step, mid, hi, upper=False)
-    # the first coarse cell starts at the last fine bin's upper edge or below; use sf there
-    np.add.at(out, t_index - lo, tail)
-    gap_mass = (
-        law._cont_sf(np.array([edges[-1]]), "P")[0] - law._cont_sf(np.array([mid * step]), "P")[0]
-    )
-    out[mid - lo - 1] += max(gap_mass, 0.0) * (1 - _CDF_RTOL)
+    out[:n] += a * mass
+    out[1 : n + 1] += b * mass
+    leftover = np.maximum(1.0 - a - b, 0.0)
+    out[:n] += leftover * mass  # merged loss of a cell is >= l_j: round it down
+    index, tail = _coarse_tail(law, step, mid, hi, upper=False)
+    np.add.at(out, index - lo, tail)
     above_hi = law._cont_sf(np.array([hi * step]), "P")[0]
     out[-1] += above_hi * (1 - _CDF_RTOL)  # upper tail rounded down to the last grid point
     return out
@@ -295,6 +276,13 @@ def _support(law: PrivacyLossLaw, upper_tail: float) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
+def _continuous_range(law, step, upper_tail):
+    a, _ = law._cont_tail(LOWER_TAIL, "P")
+    _, b = law._cont_tail(upper_tail, "P")
+    lo, hi = int(np.floor(a / step)), int(np.ceil(b / step))
+    return lo, max(hi, lo + 1)
+
+
 def _discretize_one_side(law: PrivacyLossLaw, step: float, upper_tail: float) -> DiscreteLoss:
     parts = []
     inf_upper = law.infinity_mass + law.truncated_mass
@@ -302,11 +290,9 @@ def _discretize_one_side(law: PrivacyLossLaw, step: float, upper_tail: float) ->
         index, at_lo, at_hi = _atoms_upper(law, step)
         parts += [(index, at_lo), (index + 1, at_hi)]
     if law.has_continuous_part:
-        a, _ = law._cont_tail(LOWER_TAIL, "P")
-        _, b = law._cont_tail(upper_tail, "P")
-        lo, hi = int(np.floor(a / step)), int(np.ceil(b / step))
-        hi = max(hi, lo + 1)
-        cont, above = _continuous_upper(law, step, lo, hi)
+        lo, hi = _continuous_range(law, step, upper_tail)
+        moments = _cell_moments(law, step, lo, _fine_end(law, step, lo, hi))
+        cont, above = _continuous_upper(law, step, lo, hi, moments)
         parts.append((np.arange(lo, hi + 1), cont))
         inf_upper += above
     if not parts:
@@ -317,19 +303,24 @@ def _discretize_one_side(law: PrivacyLossLaw, step: float, upper_tail: float) ->
 @lru_cache(maxsize=512)
 def discretize(law: PrivacyLossLaw, step: float) -> tuple[DiscreteLoss, DiscreteLoss]:
     """``(upper, lower)`` grid versions of ``law`` with grid step ``step``."""
-    upper = _discretize_one_side(law, step, UPPER_TAIL)
-    moments, far_infinity = far_tail_moments(law)
-    object.__setattr__(upper, "log_mgf", moments)
-    object.__setattr__(upper, "chernoff_infinity_mass", far_infinity)
-    parts = []
+    upper_parts, lower_parts = [], []
     if len(law.atom_losses):
-        parts.append(_atoms_lower(law, step))
+        index, at_lo, at_hi = _atoms_upper(law, step)
+        upper_parts += [(index, at_lo), (index + 1, at_hi)]
+        lower_parts.append(_atoms_lower(law, step))
+    inf_upper = law.infinity_mass + law.truncated_mass
     if law.has_continuous_part:
-        a, _ = law._cont_tail(LOWER_TAIL, "P")
-        _, b = law._cont_tail(UPPER_TAIL, "P")
-        lo, hi = int(np.floor(a / step)), int(np.ceil(b / step))
-        hi = max(hi, lo + 1)
-        parts.append((np.arange(lo, hi + 1), _continuous_lower(law, step, lo, hi)))
-    if not parts:  # only infinite masses
-        parts = [(np.array([0]), np.array([0.0]))]
-    return upper, _assemble(step, parts, law.infinity_mass, False)
+        lo, hi = _continuous_range(law, step, UPPER_TAIL)
+        moments = _cell_moments(law, step, lo, _fine_end(law, step, lo, hi))
+        cont, above = _continuous_upper(law, step, lo, hi, moments)
+        grid = np.arange(lo, hi + 1)
+        upper_parts.append((grid, cont))
+        lower_parts.append((grid, _continuous_lower(law, step, lo, hi, moments)))
+        inf_upper += above
+    if not upper_parts:  # only infinite masses
+        upper_parts = lower_parts = [(np.array([0]), np.array([0.0]))]
+    upper = _assemble(step, upper_parts, inf_upper, True)
+    moments_far, far_infinity = far_tail_moments(law)
+    object.__setattr__(upper, "log_mgf", moments_far)
+    object.__setattr__(upper, "chernoff_infinity_mass", far_infinity)
+    return upper, _assemble(step, lower_parts, law.infinity_mass, False)

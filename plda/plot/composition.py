@@ -1,0 +1,98 @@
+"""Composition theorems side by side: total epsilon against the number of steps."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from plda import theorems
+
+
+def composition_comparison(
+    epsilon: float = 0.1,
+    delta: float = 0.001,
+    max_steps: int = 30,
+    delta_slack: float = 0.001,
+    *,
+    pld_steps: Sequence[int] | None = None,
+    ax=None,
+):
+    """Plot total epsilon against the number ``k`` of ``(epsilon, delta)``-DP steps, for each
+    composition theorem, at total delta ``k delta + delta_slack`` (the accounting of advanced
+    composition), in the manner of the figures of Kairouz, Oh & Viswanath (2015).
+
+    Curves: basic composition ``k epsilon``; advanced composition (DRV10,
+    :func:`plda.theorems.advanced`); the KOV bound (:func:`plda.theorems.advanced_kov`, whose own
+    slack ``1 - (1 - k delta - delta_slack)/(1 - delta)^k`` is used); and the exact optimum
+    (:func:`plda.theorems.kairouz_oh_viswanath`). ``pld_steps`` adds markers for the certified
+    PLD optimum of ``plda.ApproximateDP`` steps at those ``k`` (one engine call each).
+
+    Parameters
+    ----------
+    epsilon, delta
+        The per-step guarantee.
+    max_steps
+        Largest ``k`` on the horizontal axis.
+    delta_slack
+        ``delta'`` in ``delta_total = k delta + delta'``; must be in (0, 1 - max_steps delta).
+    pld_steps
+        Values of ``k`` at which to mark the PLD optimum (``None``: no markers).
+    ax
+        A matplotlib axes to draw on (default: a new figure).
+
+    Returns
+    -------
+    The matplotlib axes.
+    """
+    import matplotlib.pyplot as plt  # optional dependency: imported only when plotting
+
+    epsilon = theorems._epsilon("epsilon", epsilon)
+    delta = theorems._delta("delta", delta)
+    max_steps = theorems._count("max_steps", max_steps)
+    delta_slack = theorems._delta("delta_slack", delta_slack, allow_zero=False)
+    if not max_steps * delta + delta_slack < 1:
+        raise ValueError(
+            f"delta_slack must be in (0, 1 - max_steps * delta) = (0, {1 - max_steps * delta:g}),"
+            f" got {delta_slack!r}"
+        )
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 4.5))
+
+    ks = np.arange(1, max_steps + 1)
+    totals = [k * delta + delta_slack for k in ks]
+    basic = [theorems.basic([(epsilon, delta)] * k).epsilon for k in ks]
+    drv = [theorems.advanced([(epsilon, delta)] * k, delta_slack).epsilon for k in ks]
+    kov_bound = []
+    for k, total in zip(ks, totals, strict=True):
+        slack = -np.expm1(np.log1p(-total) - k * np.log1p(-delta))
+        kov_bound.append(theorems.advanced_kov([(epsilon, delta)] * k, slack).epsilon)
+    exact = [
+        theorems.kairouz_oh_viswanath(epsilon, delta, k, delta_total=total).epsilon
+        for k, total in zip(ks, totals, strict=True)
+    ]
+
+    ax.plot(ks, basic, label="basic composition", color="0.45", linestyle="--")
+    ax.plot(ks, drv, label="advanced composition (DRV10)", color="tab:red")
+    ax.plot(ks, kov_bound, label="KOV bound (Thm 3.4)", color="tab:orange")
+    ax.plot(ks, exact, label="optimal (KOV exact)", color="tab:blue", linewidth=2)
+    if pld_steps:
+        points = sorted({theorems._count("pld_steps", k) for k in pld_steps})
+        values = [
+            theorems.optimal([(epsilon, delta)] * k, k * delta + delta_slack, method="pld").epsilon
+            for k in points
+        ]
+        ax.plot(points, values, "o", color="tab:green", markerfacecolor="none",
+                label="optimal (PLD engine, upper bound)")
+    ax.set_xlabel("number of composed steps k")
+    ax.set_ylabel("total epsilon")
+    ax.set_title(
+        f"k-fold composition of ({epsilon:g}, {delta:g})-DP steps at total "
+        f"delta = k·{delta:g} + {delta_slack:g}",
+        fontsize=10,
+    )
+    ax.set_xlim(1, max_steps)
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=9)
+    return ax
