@@ -112,7 +112,7 @@ def _coarse_tail(law, step, start: int, hi: int, upper: bool):
 def _cell_moments(law: PrivacyLossLaw, step: float, lo: int, mid: int):
     """For each cell ``[l_j, l_j + h]`` (``j = lo..mid-1``), with errors:
 
-    ``p = P(cell)``, ``u = E_P[1 - e^{-(L - l_j)}; cell]`` and ``v = E_P[e^{l_{j+1} - L} - 1; cell]``.
+    ``p = P(cell)``, ``u = E_P[1 - e^{-(L - l_j)}; cell]``, ``v = E_P[e^{l_{j+1} - L} - 1; cell]``.
     All three integrands are non-negative, so Gauss–Legendre quadrature (6 points; error taken as
     10 times the difference to 4 points, plus rounding) has no cancellation. Where the density is
     too rough for quadrature (support ends), cdf differences are used if their error is smaller.
@@ -132,11 +132,15 @@ def _cell_moments(law: PrivacyLossLaw, step: float, lo: int, mid: int):
     edges = np.arange(lo, mid + 1) * step
     p2, ep2, _, _ = _interval_masses(law, edges, "P")
     q2, eq2, _, _ = _interval_masses(law, edges, "Q")
-    scale_lo, scale_hi = np.exp(edges[:-1]), np.exp(edges[1:])
-    u2 = p2 - scale_lo * q2
-    v2 = scale_hi * q2 - p2
-    eu2 = ep2 + scale_lo * eq2 + 4 * _U * (p2 + scale_lo * q2)
-    ev2 = ep2 + scale_hi * eq2 + 4 * _U * (p2 + scale_hi * q2)
+    with np.errstate(divide="ignore", over="ignore"):
+        # e^{l} q formed in log space: e^{l} alone overflows for large losses where q is 0
+        lq2, leq2 = np.log(q2), np.log(eq2)
+        q_lo, q_hi = np.exp(edges[:-1] + lq2), np.exp(edges[1:] + lq2)
+        eq_lo, eq_hi = np.exp(edges[:-1] + leq2), np.exp(edges[1:] + leq2)
+    u2 = p2 - q_lo
+    v2 = q_hi - p2
+    eu2 = ep2 + eq_lo + 4 * _U * (p2 + q_lo)
+    ev2 = ep2 + eq_hi + 4 * _U * (p2 + q_hi)
     # quadrature is only an estimate: where it disagrees with the (rigorous, if cancelling) cdf
     # interval by more than both error bars, the density is rough there and cdf values are used
     ep = np.maximum(ep, np.abs(p - p2) - ep2)
@@ -236,6 +240,9 @@ def _continuous_lower(law, step, lo, hi, moments):
 
 def _assemble(step, parts, infinity_mass, upper):
     """Sum ``(index_array, mass_array)`` parts onto one grid array."""
+    for _, mass in parts:
+        if not np.all(np.isfinite(mass)):  # never hand on a silent NaN
+            raise FloatingPointError("non-finite mass in a discretized privacy-loss law")
     lo = min(int(i.min()) for i, _ in parts if len(i))
     hi = max(int(i.max()) for i, _ in parts if len(i))
     out = np.zeros(hi - lo + 1)
