@@ -196,6 +196,11 @@ class PrivacyLossDistribution:
             self._cache[key] = out
         return self._cache[key]
 
+    def _snap(self, step: float) -> float:
+        """Shrink ``step`` so that a single atomic mechanism's atoms stay on the grid."""
+        unit = self._cache.get("atom_unit")
+        return unit / math.ceil(unit / step) if unit else step
+
     def _initial_step(self) -> float:
         if self.step is not None:
             return self.step
@@ -210,19 +215,22 @@ class PrivacyLossDistribution:
         versions = self._materialize(step)
         if refine_for is None or self.step is not None:
             return versions
+        previous_gap = np.inf
         for _ in range(6):
             lower, upper = _epsilon_pair(versions, refine_for)
-            gap = _relative_gap(lower, upper)
-            if not np.any(gap > self.accuracy):
-                break
-            finer = step / 2
+            gap = float(np.max(_relative_gap(lower, upper), initial=0.0))
+            if gap <= self.accuracy or gap > 0.7 * previous_gap:
+                break  # met, or no longer improving (floating-point floor reached)
+            # both discretizations are second order: the gap scales like step^2
+            factor = 0.8 * math.sqrt(self.accuracy / gap) if np.isfinite(gap) else 0.25
+            finer = self._snap(step * min(0.5, max(0.1, factor)))
             if _grid_points(self, finer) > MAX_GRID:
                 break
             try:
                 versions = self._materialize(finer)
             except MemoryError:
                 break
-            step = finer
+            step, previous_gap = finer, gap
             self._cache["step"] = step
         return versions
 
@@ -247,6 +255,12 @@ class PrivacyLossDistribution:
         """``(lower, upper)`` bounds on ``delta(epsilon)`` (vectorized)."""
         e = check.array_in("epsilon", epsilon, 0.0, np.inf)
         versions = self._versions()
+        if self.step is None:
+            # refine for the epsilon gap at the deltas being reported
+            probe = np.max([v[0].delta(e) for v in versions.values()], axis=0)
+            probe = np.ravel(probe)[(np.ravel(probe) > 1e-300) & (np.ravel(probe) < 1)]
+            if probe.size:
+                versions = self._versions(refine_for=probe[:: max(1, probe.size // 16)])
         upper = np.max([v[0].delta(e) for v in versions.values()], axis=0)
         lower = np.max([v[1].delta(e) for v in versions.values()], axis=0)
         lower = np.minimum(lower, upper)
@@ -329,6 +343,7 @@ def _choose_step(pld: PrivacyLossDistribution) -> float:
     for law, k in pld._laws(pld._directions[0]):
         total += k / _loss_scale(law)
     step = math.sqrt(pld.accuracy * max(width, 1e-3) / (16 * max(total, 1e-12)))
+    step *= 4  # start coarse: refinement predicts the final step from the measured gap
     step = min(step, width / 2000)  # at least ~2000 points across the composed window
     step = max(step, width / (MAX_GRID / 2))  # and the FFT fits the grid cap
     # a single mechanism with atoms (Laplace, discrete ones, (eps, delta)-DP): put its atom
@@ -337,6 +352,7 @@ def _choose_step(pld: PrivacyLossDistribution) -> float:
     if len(atoms) == 1:
         unit = np.min(np.abs(atoms[0][atoms[0] != 0])) if np.any(atoms[0] != 0) else 0.0
         if unit > 0 and np.allclose(atoms[0] / unit, np.round(atoms[0] / unit), atol=1e-9):
+            pld._cache["atom_unit"] = float(unit)
             step = unit / math.ceil(unit / step)
     return float(step)
 
