@@ -177,6 +177,66 @@ def _continuous_upper(law, step, lo, hi, moments):
     return out, above * (1 + _CDF_RTOL)  # upper tail goes to +inf
 
 
+def _affine_scan(alpha: np.ndarray, beta: np.ndarray, reverse: bool) -> np.ndarray:
+    """``x_i = alpha_i + beta_i x_{i-1}`` from ``x_{-1} = 0`` (or from the end with
+    ``reverse``), by composing the affine maps with a doubling scan: log2(n) vector steps."""
+    a, b = alpha.astype(float).copy(), beta.astype(float).copy()
+    if reverse:
+        a, b = a[::-1].copy(), b[::-1].copy()
+    shift = 1
+    with np.errstate(under="ignore"):
+        while shift < len(a):
+            new_a = a[shift:] + b[shift:] * a[:-shift]
+            b[shift:] = b[shift:] * b[:-shift]
+            a[shift:] = new_a
+            shift *= 2
+    return a[::-1] if reverse else a
+
+
+def _pair_down(u_low, v_high, mode, n):
+    """Above the mode: the top cell goes fully down, then ``b_{j-1} = (1 - b_j) u_j / v_{j-1}``
+    (a contraction there). Falls back to a clamped loop if a fraction leaves [0, 1]."""
+    a, b = np.zeros(n), np.zeros(n)
+    a[n - 1] = 1.0
+    if n - 1 > mode:
+        ratio = u_low[mode + 1 : n] / v_high[mode : n - 1]
+        if np.all(np.isfinite(ratio)):
+            b[mode : n - 1] = _affine_scan(ratio, -ratio, reverse=True)
+            a[mode : n - 1] = 1.0 - b[mode : n - 1]
+        if not np.all(np.isfinite(ratio)) or np.any((b < 0) | (b > 1)):
+            a[:], b[:] = 0.0, 0.0
+            a[n - 1] = 1.0
+            for j in range(n - 1, mode, -1):
+                need = a[j] * u_low[j] / v_high[j - 1] if v_high[j - 1] > 0 else 1.0
+                b[j - 1] = min(1.0, need)
+                a[j - 1] = 1.0 - b[j - 1]
+    return a, b
+
+
+def _pair_up(u_low, v_high, mode, n):
+    """Below the mode: the bottom cell goes fully up, then ``a_j = (1 - a_{j-1}) v_{j-1} / u_j``
+    (a contraction there); where that exceeds 1, less is sent up from below instead."""
+    a, b = np.zeros(n), np.zeros(n)
+    b[0] = 1.0
+    if mode >= 1:
+        ratio = v_high[0:mode] / u_low[1 : mode + 1]
+        if np.all(np.isfinite(ratio)):
+            a[1 : mode + 1] = _affine_scan(ratio, -ratio, reverse=False)
+            b[1 : mode + 1] = 1.0 - a[1 : mode + 1]
+        if not np.all(np.isfinite(ratio)) or np.any((a < 0) | (a > 1)):
+            a[:], b[:] = 0.0, 0.0
+            b[0] = 1.0
+            for j in range(1, mode + 1):
+                need = b[j - 1] * v_high[j - 1] / u_low[j] if u_low[j] > 0 else np.inf
+                if need > 1.0:  # cannot balance: send less up from below instead
+                    a[j] = 1.0
+                    b[j - 1] = u_low[j] / v_high[j - 1] if v_high[j - 1] > 0 else 0.0
+                else:
+                    a[j] = need
+                b[j] = 1.0 - a[j]
+    return a, b
+
+
 def _continuous_lower(law, step, lo, hi, moments):
     """Optimistic masses by an exact post-processing that pairs neighbouring cells.
 
@@ -195,27 +255,9 @@ def _continuous_lower(law, step, lo, hi, moments):
     u_low = np.maximum(u - eu, 0.0) * (1 - 1e-9)
     v_high = v + ev
     mode = int(np.argmax(p))
-    a = np.zeros(n)
-    b = np.zeros(n)
-    # above the mode: top cell goes fully down, then recurse downward
-    a[n - 1] = 1.0
     with np.errstate(divide="ignore", invalid="ignore"):
-        for j in range(n - 1, mode, -1):
-            need = a[j] * u_low[j] / v_high[j - 1] if v_high[j - 1] > 0 else 1.0
-            b[j - 1] = min(1.0, need)
-            a[j - 1] = 1.0 - b[j - 1]
-        # below the mode: bottom cell goes fully up, then recurse upward
-        b_up = np.zeros(n)
-        a_up = np.zeros(n)
-        b_up[0] = 1.0
-        for j in range(1, mode + 1):
-            need = b_up[j - 1] * v_high[j - 1] / u_low[j] if u_low[j] > 0 else np.inf
-            if need > 1.0:  # cannot balance: send less up from below instead
-                a_up[j] = 1.0
-                b_up[j - 1] = u_low[j] / v_high[j - 1] if v_high[j - 1] > 0 else 0.0
-            else:
-                a_up[j] = need
-            b_up[j] = 1.0 - a_up[j]
+        a, b = _pair_down(u_low, v_high, mode, n)
+        a_up, b_up = _pair_up(u_low, v_high, mode, n)
     a[:mode] = a_up[:mode]
     b[: mode - 1 if mode > 0 else 0] = b_up[: mode - 1 if mode > 0 else 0]
     if mode > 0:

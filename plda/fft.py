@@ -14,16 +14,18 @@ import scipy.fft
 
 try:  # pragma: no cover - exercised when pyfftw is installed
     import pyfftw
-    import pyfftw.interfaces.numpy_fft as _fftw
 
-    pyfftw.interfaces.cache.enable()
-    pyfftw.interfaces.cache.set_keepalive_time(60.0)
+    _fftw = pyfftw
     BACKEND = "pyfftw"
 except ImportError:  # pragma: no cover
     _fftw = None
     BACKEND = "scipy"
 
-THREADS = max(1, min(4, os.cpu_count() or 1))
+# One thread: at the sizes plda uses (1e4-1e6 points) a transform takes about a millisecond and
+# threads cost more in synchronisation than they save on a small machine. PLDA_FFT_THREADS=n
+# overrides this.
+THREADS = max(1, int(os.environ.get("PLDA_FFT_THREADS", "1")))
+_PLANS: dict = {}
 _FORCE_SCIPY = os.environ.get("PLDA_FFT_BACKEND", "").lower() == "scipy"
 
 #: unit roundoff of float64
@@ -40,17 +42,43 @@ def good_size(n: int) -> int:
     return int(scipy.fft.next_fast_len(int(n), real=True))
 
 
+def _plan(n: int, forward: bool):
+    """Cached FFTW plan (with its aligned input/output buffers) for length ``n``."""
+    key = (n, forward)
+    plan = _PLANS.get(key)
+    if plan is None:
+        real = _fftw.empty_aligned(n, dtype="float64")
+        spectrum = _fftw.empty_aligned(n // 2 + 1, dtype="complex128")
+        if forward:
+            plan = _fftw.FFTW(real, spectrum, threads=THREADS, flags=("FFTW_ESTIMATE",))
+        else:
+            plan = _fftw.FFTW(
+                spectrum, real, direction="FFTW_BACKWARD", threads=THREADS,
+                flags=("FFTW_ESTIMATE", "FFTW_DESTROY_INPUT"),
+            )
+        if len(_PLANS) > 64:
+            _PLANS.clear()
+        _PLANS[key] = plan
+    return plan
+
+
 def rfft(x: np.ndarray, n: int) -> np.ndarray:
-    """Real-input FFT of ``x`` zero-padded (or wrapped) to length ``n``."""
+    """Real-input FFT of ``x`` zero-padded to length ``n`` (``len(x) <= n``)."""
     if backend() == "pyfftw":
-        return _fftw.rfft(x, n=n, threads=THREADS, planner_effort="FFTW_ESTIMATE")
+        plan = _plan(n, True)
+        buffer = plan.input_array
+        buffer[: len(x)] = x
+        buffer[len(x) :] = 0.0
+        return plan().copy()
     return scipy.fft.rfft(x, n=n, workers=THREADS)
 
 
 def irfft(spectrum: np.ndarray, n: int) -> np.ndarray:
     """Inverse of :func:`rfft` for a length-``n`` real signal."""
     if backend() == "pyfftw":
-        return _fftw.irfft(spectrum, n=n, threads=THREADS, planner_effort="FFTW_ESTIMATE")
+        plan = _plan(n, False)
+        plan.input_array[:] = spectrum
+        return plan().copy()  # pyfftw normalizes the backward transform by 1/n
     return scipy.fft.irfft(spectrum, n=n, workers=THREADS)
 
 

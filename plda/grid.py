@@ -247,25 +247,37 @@ def compose(
         raise MemoryError(
             f"composition needs {n} grid points (> {max_size}); use a coarser accuracy"
         )
-    spectrum = None
+    # Spectrum of the composition, computed only where it can be non-negligible: |Y_j| is at most
+    # prod_f (|X_fj| + eta_f)^k_f, and where that bound underflows (< e^-740) Y_j is set to 0
+    # (the bound itself is then the error, and it is below the smallest double).
+    spectra, etas = [], []
     log_bound = np.zeros(n // 2 + 1)
-    relative = np.zeros(n // 2 + 1)
     for f, k in factors:
         x = fft.rfft(f.probs, n)
         eta = fft.transform_error(n, float(np.sum(f.probs)))
-        amp = np.abs(x) + eta
-        log_bound += k * np.log(amp)
-        # x**k is exp(k log x): its relative rounding error is about u (1 + |k log x|), small
-        # where |x| ~ 1 with a small phase (the frequencies that carry the mass)
+        with np.errstate(divide="ignore"):
+            log_bound += k * np.log(np.abs(x) + eta)
+        spectra.append(x)
+        etas.append(eta)
+    band = np.nonzero(log_bound > -740.0)[0]
+    bound = np.exp(log_bound[band])
+    relative = np.zeros(len(band))
+    spectrum = np.zeros(n // 2 + 1, dtype=complex)
+    product = np.ones(len(band), dtype=complex)
+    for (f, k), x, eta in zip(factors, spectra, etas, strict=True):
+        xb = x[band]
+        amp = np.abs(xb) + eta
         if k > 1:
-            with np.errstate(divide="ignore"):
-                log_x = np.log(x)
-            relative += k * eta / amp + 8 * _U * (1 + k * np.abs(np.nan_to_num(log_x, neginf=0)))
-            x = x**k
+            # x**k = exp(k log x): relative rounding error about u (1 + |k log x|), small where
+            # |x| ~ 1 with a small phase (the frequencies that carry the mass)
+            with np.errstate(divide="ignore", under="ignore", over="ignore"):
+                log_x = k * np.log(xb)
+                relative += k * eta / amp + 8 * _U * (1 + np.abs(np.nan_to_num(log_x, neginf=0)))
+                product *= np.exp(log_x)
         else:
             relative += eta / amp + 4 * _U
-        spectrum = x if spectrum is None else spectrum * x
-    bound = np.exp(log_bound)
+            product *= xb
+    spectrum[band] = product
     y = fft.irfft(spectrum, n)
     # |dy_t| <= (2/n) sum_j |dY_j| (real inverse transform) plus the inverse transform's own error
     entry_error = 2.0 / n * float(np.sum(bound * relative)) + fft.transform_error(

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 import numpy as np
-from scipy.special import gammaln, logsumexp
+from scipy.special import gammaln
 
 __all__ = [
     "Comparison",
@@ -99,11 +99,12 @@ class Comparison:
 
     @property
     def optimum(self) -> ComparisonRow:
-        """The row of the certified optimum (the PLD row, else the exact KOV row)."""
-        for row in self.rows:
-            if row.status.startswith("optimal"):
-                return row
-        raise LookupError("no optimal row in this comparison")  # pragma: no cover
+        """The optimum row with the smallest upper bound (the exact KOV row when all steps are
+        equal, else the PLD row); ratios in the printed table are taken against it."""
+        rows = [row for row in self.rows if row.status.startswith("optimal")]
+        if not rows:  # pragma: no cover - compare() always adds one
+            raise LookupError("no optimal row in this comparison")
+        return min(rows, key=lambda row: row.epsilon)
 
     def to_records(self) -> list[dict]:
         """One dict per row (keys: the :class:`ComparisonRow` fields)."""
@@ -122,12 +123,10 @@ class Comparison:
         ]
 
     def to_dict(self) -> dict:
-        """``{"delta": ..., "steps": [...], "rows": [...]}`` (JSON-serialisable)."""
+        """``{"delta": ..., "steps": [...], "rows": [...]}`` of plain Python values."""
         return {
             "delta": self.delta,
-            "steps": [
-                {"epsilon": e, "delta": d, "count": n} for (e, d), n in self.steps
-            ],
+            "steps": [{"epsilon": e, "delta": d, "count": n} for (e, d), n in self.steps],
             "rows": self.to_records(),
         }
 
@@ -136,10 +135,9 @@ class Comparison:
         header = ("theorem", "epsilon", "x optimum", "status", "reference")
         lines = []
         for r in self.rows:
-            if r.epsilon_lower is not None and r.epsilon_lower != r.epsilon:
-                eps = f"{r.epsilon:.6g} (>= {r.epsilon_lower:.6g})"
-            else:
-                eps = f"{r.epsilon:.6g}" if math.isfinite(r.epsilon) else "inf"
+            eps = f"{r.epsilon:.6g}" if math.isfinite(r.epsilon) else "inf"
+            if r.epsilon_lower is not None and f"{r.epsilon_lower:.6g}" != eps:
+                eps = f"{eps} (>= {r.epsilon_lower:.6g})"  # certified bracket, when it shows
             ratio = r.epsilon / best if best > 0 and math.isfinite(r.epsilon) else math.inf
             ratio_text = f"{ratio:.3f}" if math.isfinite(ratio) else "-"
             lines.append((r.theorem, eps, ratio_text, r.status, r.reference))
@@ -206,6 +204,9 @@ def _steps(steps) -> tuple[np.ndarray, np.ndarray]:
     items = list(steps)
     if not items:
         raise ValueError("steps must contain at least one (epsilon, delta) pair, got none")
+    fast = _steps_fast(items)
+    if fast is not None:
+        return fast
     epsilons = np.empty(len(items))
     deltas = np.empty(len(items))
     for i, item in enumerate(items):
@@ -220,6 +221,24 @@ def _steps(steps) -> tuple[np.ndarray, np.ndarray]:
                 ) from exc
         epsilons[i] = _epsilon(f"epsilon of steps[{i}]", e)
         deltas[i] = _delta(f"delta of steps[{i}]", d)
+    return epsilons, deltas
+
+
+def _steps_fast(items: list) -> tuple[np.ndarray, np.ndarray] | None:
+    """Vectorized path for long lists of numeric pairs (``None``: take the checked loop, which
+    also names the first bad entry)."""
+    if len(items) < 64 or not all(type(x) is tuple for x in items[:64]):
+        return None
+    try:
+        array = np.asarray(items, dtype=float)
+    except (TypeError, ValueError):
+        return None
+    if array.ndim != 2 or array.shape[1] != 2:
+        return None
+    epsilons, deltas = array[:, 0].copy(), array[:, 1].copy()
+    good = np.isfinite(epsilons) & (epsilons >= 0) & (deltas >= 0) & (deltas < 1)
+    if not good.all() or any(isinstance(v, bool) for pair in items[:64] for v in pair):
+        return None
     return epsilons, deltas
 
 
@@ -248,10 +267,13 @@ def _sum_up(values) -> float:
 
 
 def _one_minus_product_up(deltas: Iterable[float]) -> float:
-    """Upper bound on ``1 - prod(1 - delta_i)`` (in log space, so tiny deltas keep precision)."""
-    logs = [math.log1p(-d) for d in deltas]
-    total = math.fsum(logs)
-    return min(1.0, _up(-math.expm1(total), 8 + 4 * len(logs)))
+    """Upper bound on ``1 - prod(1 - delta_i)`` (in log space, so tiny deltas keep precision).
+
+    Each ``log1p`` is within 1 ulp and ``fsum`` is correctly rounded, so ``x = sum log(1 -
+    delta_i)`` is off by ``<= 2u |x|``; ``-expm1`` turns that into a relative error ``<= 2u |x|
+    e^x / (1 - e^x) <= 2u`` (plus its own ulp): 8 ulps cover it for any number of steps."""
+    total = math.fsum([math.log1p(-d) for d in deltas])
+    return min(1.0, _up(-math.expm1(total), 8))
 
 
 # ----------------------------------------------------------------------------- basic / parallel
@@ -295,16 +317,17 @@ def advanced(steps, delta_slack: float) -> Guarantee:
     epsilons, deltas = _steps(steps)
     slack = _delta("delta_slack", delta_slack, allow_zero=False)
     sum_sq = math.fsum((epsilons**2).tolist())
-    drift = math.fsum((epsilons * np.expm1(epsilons)).tolist())
+    with np.errstate(over="ignore"):  # epsilon_i > 709: the bound is vacuous (inf)
+        drift = math.fsum((epsilons * np.expm1(epsilons)).tolist())
     epsilon = _up(math.sqrt(2.0 * math.log(1.0 / slack) * sum_sq) + drift, 16)
     delta = min(1.0, _up(_sum_up(deltas.tolist() + [slack])))
     return Guarantee(epsilon, delta, "advanced composition (DRV10)")
 
 
 def advanced_kov(steps, delta_slack: float) -> Guarantee:
-    r"""The sharper advanced-composition bound of Kairouz, Oh & Viswanath (ICML 2015,
-    arXiv:1311.0776, Thm. 3.4 homogeneous / Thm. 3.5 heterogeneous; "Composition Theorem I/II"
-    of their slides): the composition is ``(epsilon~, 1 - (1 - delta~) prod (1 - delta_i))``-DP for
+    r"""The sharper advanced-composition bound of Kairouz, Oh & Viswanath (ICML 2015;
+    arXiv:1311.0776 Thm. 3.4 homogeneous / Thm. 3.5 heterogeneous, "Composition Theorem I/II" of
+    their slides): the composition is ``(epsilon~, 1 - (1 - delta~) prod(1 - delta_i))``-DP for
 
     .. math::
         \tilde\varepsilon = \min\Big\{\sum_i \varepsilon_i,\;
@@ -411,10 +434,13 @@ def _logsumexp_bounds(log_terms: np.ndarray) -> tuple[float, float]:
     """``(lower, upper)`` on ``log sum exp(log_terms)`` (``-inf`` for no terms)."""
     if len(log_terms) == 0:
         return -math.inf, -math.inf
-    value = float(logsumexp(log_terms))
+    top = float(np.max(log_terms))
+    if top == -math.inf:
+        return -math.inf, -math.inf
+    value = top + math.log(float(np.sum(np.exp(log_terms - top))))
     # shifting by the largest term costs u |max|; a term t off the max enters as exp(t - max),
     # whose rounding (~u |t - max| exp(t - max)) stays below u: summation adds u log2(n)
-    err = 8 * _U * (abs(value) + abs(float(np.max(log_terms))) + math.log2(len(log_terms)) + 4)
+    err = 8 * _U * (abs(value) + abs(top) + math.log2(len(log_terms)) + 4)
     return value - err, value + err
 
 
@@ -446,6 +472,32 @@ class _KOVLaw:
         log_a, error = _log_binomial_pmf(i, k, -_softplus(e0))
         return log_a, error, (k - 2.0 * i) * e0
 
+    @cached_property
+    def _loss_parts(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """``l_i`` as an exact unevaluated sum ``n e_hi + n e_lo`` (``n = k - 2i``): Veltkamp's
+        split leaves 26 bits in ``e_hi`` and ``e_lo``, so both products are exact for ``k <
+        2^26``. Then ``eps - l_i`` is accurate to a few ulps of itself, even next to a loss."""
+        if self.k >= 2**26:
+            return None
+        e0 = self.epsilon0
+        scaled = (2.0**27 + 1) * e0
+        e_hi = scaled - (scaled - e0)
+        e_lo = e0 - e_hi
+        n = self.k - 2.0 * np.arange(self.k // 2 + 1, dtype=float)
+        return n * e_hi, n * e_lo
+
+    def _gaps(self, eps: float) -> tuple[np.ndarray, np.ndarray]:
+        """``eps - l_i`` and a bound on its absolute rounding error."""
+        parts = self._loss_parts
+        if parts is None:  # rounded products: error up to an ulp of l_i
+            losses = self._terms[2]
+            return eps - losses, 2 * _U * (np.abs(losses) + abs(eps)) + 5e-324
+        hi, lo = parts
+        partial = eps - hi  # exact when hi is within a factor 2 of eps (Sterbenz)
+        partial_error = np.where((hi >= 0.5 * eps) & (hi <= 2 * eps), 0.0, _U * np.abs(partial))
+        gap = partial - lo
+        return gap, partial_error + 2 * _U * np.abs(gap) + 5e-324
+
     @property
     def max_loss(self) -> float:
         """An upper bound on the largest loss ``k epsilon0`` (the product is rounded)."""
@@ -460,23 +512,24 @@ class _KOVLaw:
         """``(lower, upper)`` on ``delta_RR(eps)``, summed term by term with ``-expm1(eps - l_i)``
         (no cancellation).
 
-        Interval evaluation: ``eps - l_i`` carries an absolute error ``<= 2u (|l_i| + eps)``
-        (``l_i`` is a rounded product), which matters when ``eps`` is within a few ulps of a loss;
-        each ``log a_i`` carries its own error bound. Terms more than ``e^-80`` below the largest
-        one are not summed; the upper bound adds their count times that size instead.
+        Interval evaluation: ``eps - l_i`` and each ``log a_i`` carry error bounds (see
+        :meth:`_gaps`). Terms more than ``e^-80`` below the largest one are not summed; the upper
+        bound adds their count times that size instead.
         """
-        log_a, error, losses = self._terms
-        gap_error = 2 * _U * (np.abs(losses) + abs(eps)) + 5e-324
-        count = int(np.count_nonzero(eps - losses - gap_error < 0))  # losses decrease: a prefix
+        log_a, error, _ = self._terms
+        gap, gap_error = self._gaps(eps)
+        count = int(np.count_nonzero(gap - gap_error < 0))  # losses decrease: a prefix
         if count == 0:
             return 0.0, 0.0
         # log_a is unimodal, so the largest summed term sits at min(count - 1, mode)
         top = log_a[min(count - 1, self._mode)]
         start = int(np.argmax(log_a[:count] >= top - 80))
-        log_a, error, losses, gap_error = (
-            log_a[start:count], error[start:count], losses[start:count], gap_error[start:count]
+        log_a, error, gap, gap_error = (
+            log_a[start:count],
+            error[start:count],
+            gap[start:count],
+            gap_error[start:count],
         )
-        gap = eps - losses
         x_lo, x_hi = gap + gap_error, gap - gap_error  # the lower bound takes the smaller factor
         lo_mask = x_lo < 0
         lower, _ = _logsumexp_bounds(
@@ -607,7 +660,7 @@ def kairouz_oh_viswanath(
     Computed in log space (``gammaln``/``logsumexp``), stable for ``k`` up to ``10^6`` and beyond.
 
     Give exactly one of ``delta_total`` (returns the smallest total epsilon, rounded up; the
-    exact value lies in ``[epsilon_lower, epsilon]``, a relative width of about ``1e-9`` at
+    exact value lies in ``[epsilon_lower, epsilon]``, a relative width of about ``1e-12`` at
     ``k = 10^6``) or ``epsilon_total`` (returns an upper bound on the optimal total delta).
     """
     epsilon = _epsilon("epsilon", epsilon)
@@ -627,7 +680,9 @@ def kairouz_oh_viswanath(
 
 
 # ----------------------------------------------------------------------------- optimal (PLD)
-def optimal(steps, delta: float, *, method: str = "auto", accuracy: float | None = None):
+def optimal(
+    steps, delta: float, *, method: str = "auto", accuracy: float | None = None
+) -> Guarantee:
     """Optimal composition of black-box ``(epsilon_i, delta_i)``-DP steps at total ``delta``.
 
     Theorem (Kairouz, Oh & Viswanath 2015; Murtagh & Vadhan 2016): the worst case is the
@@ -683,7 +738,7 @@ def _concurrent_order(epsilons: np.ndarray, deltas: np.ndarray) -> np.ndarray:
     decreasing key without increasing delta_g: sorting by decreasing key is optimal (a step with
     ``eps = 0`` has key ``+inf``: it multiplies nothing after it).
     """
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         key = np.where(epsilons > 0, deltas / np.expm1(epsilons), np.inf)
     return np.argsort(-key, kind="stable")
 
@@ -692,8 +747,8 @@ def _concurrent_delta_up(epsilons: np.ndarray, deltas: np.ndarray) -> float:
     order = _concurrent_order(epsilons, deltas)
     e, d = epsilons[order], deltas[order]
     prefix = np.concatenate([[0.0], np.cumsum(e)[:-1]])
-    with np.errstate(over="ignore"):
-        terms = np.exp(prefix) * d
+    with np.errstate(over="ignore", invalid="ignore"):
+        terms = np.where(d > 0, np.exp(prefix) * d, 0.0)  # no inf * 0 for pure steps
     value = math.fsum(terms.tolist())
     # cumsum/exp errors: relative ~ (n + |prefix|) u per term
     return min(1.0, _up(value, 16 + 4 * len(e) + 4 * float(prefix[-1])))
@@ -736,8 +791,8 @@ def group_privacy(epsilon: float, delta: float, group_size: int) -> Guarantee:
     Theorem, by the hybrid argument over ``x_0 ~ x_1 ~ ... ~ x_k``:
     ``P[M(x_0) in T] <= e^eps P[M(x_1) in T] + delta <= ... <= e^{k eps} P[M(x_k) in T] +
     delta (1 + e^eps + ... + e^{(k-1) eps})`` (see Vadhan & Wang 2021, Section 2). The sum is
-    ``(e^{k eps} - 1)/(e^eps - 1) delta <= k e^{(k-1) eps} delta``, the textbook form
-    (e.g. Vadhan 2017, "The Complexity of Differential Privacy", Lemma 2.2).
+    ``(e^{k eps} - 1)/(e^eps - 1) delta``, never more than the textbook ``k e^{(k-1) eps}
+    delta`` (each of the k terms is at most ``e^{(k-1) eps}``).
     """
     epsilon = _epsilon("epsilon", epsilon)
     delta = _delta("delta", delta)
@@ -747,13 +802,10 @@ def group_privacy(epsilon: float, delta: float, group_size: int) -> Guarantee:
     elif epsilon == 0:
         group_delta = k * delta
     else:
-        # (e^{k eps} - 1) / (e^eps - 1) via expm1 (exact-ish for small eps)
-        with np.errstate(over="ignore"):
-            ratio = math.expm1(k * epsilon) / math.expm1(epsilon) if k * epsilon < 700 else math.inf
+        # (e^{k eps} - 1) / (e^eps - 1) with expm1: accurate for small eps too
+        ratio = math.expm1(k * epsilon) / math.expm1(epsilon) if k * epsilon < 700 else math.inf
         group_delta = ratio * delta
-    return Guarantee(
-        _up(k * epsilon), min(1.0, _up(group_delta, 16)), "group privacy"
-    )
+    return Guarantee(_up(k * epsilon), min(1.0, _up(group_delta, 16)), "group privacy")
 
 
 def group_privacy_mechanism(
@@ -820,26 +872,49 @@ def compare(steps, delta: float, *, accuracy: float | None = None) -> Comparison
 
     # basic
     if target >= sum_delta:
-        rows.append(ComparisonRow("basic", basic(pairs).epsilon, target, "theorem",
-                                  _REFERENCES["basic"]))
+        rows.append(
+            ComparisonRow("basic", basic(pairs).epsilon, target, "theorem", _REFERENCES["basic"])
+        )
     else:
-        rows.append(ComparisonRow("basic", math.inf, target, "theorem", _REFERENCES["basic"],
-                                  f"not applicable: delta < sum delta_i = {sum_delta:.6g}",
-                                  applicable=False))
+        rows.append(
+            ComparisonRow(
+                "basic",
+                math.inf,
+                target,
+                "theorem",
+                _REFERENCES["basic"],
+                f"not applicable: delta < sum delta_i = {sum_delta:.6g}",
+                applicable=False,
+            )
+        )
 
     # advanced (DRV10): delta_total = sum delta_i + delta'
     slack = target - sum_delta
     if slack > 0:
         slack = math.nextafter(slack, 0.0) if slack > 0 else slack  # keep the split conservative
         row_eps = advanced(pairs, slack).epsilon
-        rows.append(ComparisonRow("advanced (DRV10)", row_eps, target, "theorem",
-                                  _REFERENCES["advanced"],
-                                  f"delta' = delta - sum delta_i = {slack:.6g}"))
+        rows.append(
+            ComparisonRow(
+                "advanced (DRV10)",
+                row_eps,
+                target,
+                "theorem",
+                _REFERENCES["advanced"],
+                f"delta' = delta - sum delta_i = {slack:.6g}",
+            )
+        )
     else:
-        rows.append(ComparisonRow("advanced (DRV10)", math.inf, target, "theorem",
-                                  _REFERENCES["advanced"],
-                                  f"not applicable: delta <= sum delta_i = {sum_delta:.6g}",
-                                  applicable=False))
+        rows.append(
+            ComparisonRow(
+                "advanced (DRV10)",
+                math.inf,
+                target,
+                "theorem",
+                _REFERENCES["advanced"],
+                f"not applicable: delta <= sum delta_i = {sum_delta:.6g}",
+                applicable=False,
+            )
+        )
 
     # advanced (KOV): delta_total = 1 - (1 - delta~) prod(1 - delta_i)
     log_keep = math.fsum([math.log1p(-d) for d in deltas.tolist()])
@@ -847,47 +922,87 @@ def compare(steps, delta: float, *, accuracy: float | None = None) -> Comparison
     kov_slack = kov_slack * (1 - 64 * _U * (1 + abs(log_keep)))  # round the slack down
     if kov_slack > 0:
         row_eps = advanced_kov(pairs, kov_slack).epsilon
-        rows.append(ComparisonRow("advanced (KOV)", row_eps, target, "theorem",
-                                  _REFERENCES["advanced_kov"],
-                                  f"delta~ = 1 - (1 - delta)/prod(1 - delta_i) = {kov_slack:.6g}"))
+        rows.append(
+            ComparisonRow(
+                "advanced (KOV)",
+                row_eps,
+                target,
+                "theorem",
+                _REFERENCES["advanced_kov"],
+                f"delta~ = 1 - (1 - delta)/prod(1 - delta_i) = {kov_slack:.6g}",
+            )
+        )
     else:
-        rows.append(ComparisonRow("advanced (KOV)", math.inf, target, "theorem",
-                                  _REFERENCES["advanced_kov"],
-                                  "not applicable: delta <= 1 - prod(1 - delta_i)",
-                                  applicable=False))
-
-    # concurrent (Vadhan-Wang)
-    conc = concurrent(pairs)
-    if pure:
-        rows.append(ComparisonRow("concurrent (VW21)", math.nan, target, "theorem",
-                                  _REFERENCES["concurrent_pure"],
-                                  "pure-DP steps: concurrent = optimal composition (Cor 3)"))
-    elif target >= conc.delta:
-        rows.append(ComparisonRow("concurrent (VW21)", conc.epsilon, target, "theorem",
-                                  _REFERENCES["concurrent"],
-                                  f"delta_g = {conc.delta:.6g} (best order)"))
-    else:
-        rows.append(ComparisonRow("concurrent (VW21)", math.inf, target, "theorem",
-                                  _REFERENCES["concurrent"],
-                                  f"not applicable: delta < delta_g = {conc.delta:.6g}",
-                                  applicable=False))
+        rows.append(
+            ComparisonRow(
+                "advanced (KOV)",
+                math.inf,
+                target,
+                "theorem",
+                _REFERENCES["advanced_kov"],
+                "not applicable: delta <= 1 - prod(1 - delta_i)",
+                applicable=False,
+            )
+        )
 
     # exact optimum (homogeneous) and PLD optimum
     if len(groups) == 1:
         (e, d), n = groups[0]
         exact = kairouz_oh_viswanath(e, d, n, delta_total=target)
-        rows.append(ComparisonRow("optimal, exact (KOV)", exact.epsilon, target,
-                                  "optimal (exact)", _REFERENCES["exact"],
-                                  epsilon_lower=exact.epsilon_lower))
+        rows.append(
+            ComparisonRow(
+                "optimal, exact (KOV)",
+                exact.epsilon,
+                target,
+                "optimal (exact)",
+                _REFERENCES["exact"],
+                epsilon_lower=exact.epsilon_lower,
+            )
+        )
     pld = optimal(pairs, target, method="pld", accuracy=accuracy)
-    rows.append(ComparisonRow("optimal, PLD", pld.epsilon, target, "optimal (certified)",
-                              _REFERENCES["pld"], epsilon_lower=pld.epsilon_lower))
+    rows.append(
+        ComparisonRow(
+            "optimal, PLD",
+            pld.epsilon,
+            target,
+            "optimal (certified)",
+            _REFERENCES["pld"],
+            epsilon_lower=pld.epsilon_lower,
+        )
+    )
 
-    if pure:  # concurrent pure DP inherits the optimum (VW21 Cor 3)
-        best = rows[-1]
-        rows = [
-            replace(r, epsilon=best.epsilon, epsilon_lower=best.epsilon_lower)
-            if r.theorem == "concurrent (VW21)" else r
-            for r in rows
-        ]
+    # concurrent (Vadhan-Wang), placed before the optimum rows
+    best = min((r for r in rows if r.status.startswith("optimal")), key=lambda r: r.epsilon)
+    conc = concurrent(pairs)
+    if pure:
+        row = ComparisonRow(
+            "concurrent (VW21)",
+            best.epsilon,
+            target,
+            "theorem",
+            _REFERENCES["concurrent_pure"],
+            "pure-DP steps: concurrent = optimal composition (Cor 3)",
+            epsilon_lower=best.epsilon_lower,
+        )
+    elif target >= conc.delta:
+        row = ComparisonRow(
+            "concurrent (VW21)",
+            conc.epsilon,
+            target,
+            "theorem",
+            _REFERENCES["concurrent"],
+            f"delta_g = {conc.delta:.6g} (best order)",
+        )
+    else:
+        row = ComparisonRow(
+            "concurrent (VW21)",
+            math.inf,
+            target,
+            "theorem",
+            _REFERENCES["concurrent"],
+            f"not applicable: delta < delta_g = {conc.delta:.6g}",
+            applicable=False,
+        )
+    first_optimal = next(i for i, r in enumerate(rows) if r.status.startswith("optimal"))
+    rows.insert(first_optimal, row)
     return Comparison(tuple(rows), target, tuple(groups))

@@ -50,38 +50,49 @@ def kov_binomial_delta(epsilon0, delta0, k, eps):
 
 def kov_binomial_delta_window(epsilon0, delta0, k, eps):
     """The same sum for huge k: walk down from the largest contributing i until terms are
-    1e-40 of the largest (the terms are unimodal)."""
+    1e-40 of the largest (the terms are unimodal); a_{i-1} = a_i i e^eps0 / (k - i + 1)."""
     e0, d0, epsm = mp.mpf(epsilon0), mp.mpf(delta0), mp.mpf(eps)
-    top = max(i for i in range(max(0, int((k - eps / epsilon0) / 2) - 3), k // 2 + 2)
-              if (k - 2 * i) * e0 > epsm)
-    log_norm = k * mp.log(1 + mp.e**e0)
+    top = max(
+        i
+        for i in range(max(0, int((k - eps / epsilon0) / 2) - 3), k // 2 + 2)
+        if (k - 2 * i) * e0 > epsm
+    )
+    log_a = mp.log(mp.binomial(k, top)) + (k - top) * e0 - k * mp.log(1 + mp.e**e0)
+    a, ratio = mp.e**log_a, mp.e**e0
     total, largest = mp.mpf(0), mp.mpf(0)
     for i in range(top, -1, -1):
-        log_a = mp.log(mp.binomial(k, i)) + (k - i) * e0 - log_norm
-        term = mp.e**log_a * (-mp.expm1(epsm - (k - 2 * i) * e0))
+        term = a * (-mp.expm1(epsm - (k - 2 * i) * e0))
         total += term
         largest = max(largest, term)
         if term < largest * mp.mpf(10) ** -40:
             break
+        a *= i * ratio / (k - i + 1)
     return 1 - (1 - d0) ** k * (1 - total)
 
 
-def hetero_delta(steps, eps):
+class HeterogeneousOptimum:
     """Optimal delta(eps) for heterogeneous steps: the composition of RR_(eps_i, delta_i)
-    (Murtagh & Vadhan 2016), enumerated over the 2^n finite-loss sign patterns."""
-    eps = mp.mpf(eps)
-    keep = mp.fprod(1 - mp.mpf(d) for _, d in steps)
-    total = 1 - keep
-    for signs in itertools.product((1, -1), repeat=len(steps)):
-        loss = mp.mpf(0)
-        prob = keep
-        for s, (e, _) in zip(signs, steps, strict=True):
-            e = mp.mpf(e)
-            loss += s * e
-            prob *= (mp.e**e if s > 0 else 1) / (1 + mp.e**e)
-        if loss > eps:
-            total += prob * (1 - mp.e ** (eps - loss))
-    return total
+    (Murtagh & Vadhan 2016), enumerated over the 2^n finite-loss sign patterns in mpmath."""
+
+    def __init__(self, steps):
+        keep = mp.fprod(1 - mp.mpf(d) for _, d in steps)
+        self.infinity_mass = 1 - keep
+        self.atoms = []
+        for signs in itertools.product((1, -1), repeat=len(steps)):
+            loss, prob = mp.mpf(0), keep
+            for s, (e, _) in zip(signs, steps, strict=True):
+                e = mp.mpf(e)
+                loss += s * e
+                prob *= (mp.e**e if s > 0 else 1) / (1 + mp.e**e)
+            self.atoms.append((loss, prob))
+
+    def __call__(self, eps):
+        eps = mp.mpf(eps)
+        total = self.infinity_mass
+        for loss, prob in self.atoms:
+            if loss > eps:
+                total += prob * (1 - mp.e ** (eps - loss))
+        return total
 
 
 def solve_epsilon(delta_of, delta, hi):
@@ -89,7 +100,7 @@ def solve_epsilon(delta_of, delta, hi):
     if delta_of(0) <= delta:
         return mp.mpf(0)
     lo, hi = mp.mpf(0), mp.mpf(hi)
-    for _ in range(120):
+    for _ in range(70):  # 2^-70 relative: far below the certified gaps tested against
         mid = (lo + hi) / 2
         if delta_of(mid) <= delta:
             hi = mid
@@ -149,7 +160,8 @@ def test_advanced_heterogeneous_form():
     steps = [(0.1, 0.0), (0.2, 1e-6), (0.05, 0.0)]
     slack = 1e-5
     sum_sq = sum(e * e for e, _ in steps)
-    expected = math.sqrt(2 * math.log(1 / slack) * sum_sq) + sum(e * math.expm1(e) for e, _ in steps)
+    drift = sum(e * math.expm1(e) for e, _ in steps)
+    expected = math.sqrt(2 * math.log(1 / slack) * sum_sq) + drift
     result = theorems.advanced(steps, slack)
     assert result.epsilon == pytest.approx(expected, rel=1e-14)
     assert result.delta == pytest.approx(1e-6 + slack, rel=1e-14)
@@ -211,7 +223,8 @@ def test_advanced_bounds_dominate_the_exact_optimum(k, eps, log_slack):
     drv = theorems.advanced([(eps, 0.0)] * k, slack)
     assert exact <= kov.epsilon
     assert exact <= drv.epsilon
-    assert kov.epsilon <= drv.epsilon and kov.delta <= drv.delta
+    assert kov.epsilon <= drv.epsilon
+    assert kov.delta <= drv.delta * (1 + 1e-14)
 
 
 # --------------------------------------------------------------------------- KOV exact
@@ -238,7 +251,7 @@ def test_kov_formula_matches_enumeration_of_rr_outputs(epsilon0, delta0, k):
         (0.1, 0.001, 30, 0.05),
         (0.4, 0.1, 10, 0.7),
         (0.3, 0.0, 3, 7.944065501630349e-08),  # solution within 4e-7 of the largest loss
-        (0.05, 1e-6, 200, 1e-5),
+        (0.05, 1e-6, 200, 3e-4),
         (1.0, 0.0, 50, 1e-12),
         (2.0, 0.0, 7, 0.5),
     ],
@@ -324,7 +337,7 @@ def test_kov_stable_for_a_million_steps(epsilon0, delta0, k, delta_total):
 )
 def test_optimal_brackets_exact_enumeration(steps, delta):
     result = theorems.optimal(steps, delta)
-    exact = solve_epsilon(lambda e: hetero_delta(steps, e), delta, sum(e for e, _ in steps))
+    exact = solve_epsilon(HeterogeneousOptimum(steps), delta, sum(e for e, _ in steps))
     assert result.epsilon_lower <= exact <= result.epsilon
     assert result.epsilon - result.epsilon_lower <= 1e-2 * result.epsilon
 
@@ -349,9 +362,7 @@ def test_pld_optimum_matches_kov_closed_form(k, eps, delta0, log_slack):
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     steps=st.lists(
-        st.tuples(
-            st.sampled_from([0.01, 0.1, 0.3, 1.0]), st.sampled_from([0.0, 1e-6, 1e-4])
-        ),
+        st.tuples(st.sampled_from([0.01, 0.1, 0.3, 1.0]), st.sampled_from([0.0, 1e-6, 1e-4])),
         min_size=1,
         max_size=4,
     ).map(lambda s: s * 5),
@@ -412,7 +423,7 @@ def test_concurrent_order_is_optimal(steps):
             prefix += e
         return total
 
-    best = min(delta_g(p) for p in itertools.permutations(steps))
+    best = min(1.0, min(delta_g(p) for p in itertools.permutations(steps)))
     result = theorems.concurrent(steps)
     assert result.delta == pytest.approx(best, rel=1e-9, abs=1e-300)
     assert result.delta >= best * (1 - 1e-12)
@@ -462,9 +473,11 @@ def test_group_privacy_of_gaussian_matches_closed_form():
     exact = solve_epsilon(gaussian_delta, delta, 50)
     result = theorems.group_privacy_mechanism(plda.Gaussian(sigma), group, delta)
     assert result.epsilon_lower <= exact <= result.epsilon
-    # far tighter than group privacy applied to the single-record (eps, delta)
-    single = theorems.group_privacy_mechanism(plda.Gaussian(sigma), 1, delta).epsilon
-    assert result.epsilon < theorems.group_privacy(single, delta, group).epsilon
+    # far tighter than group privacy applied to a single-record (eps, delta / 100)
+    single = theorems.group_privacy_mechanism(plda.Gaussian(sigma), 1, delta / 100).epsilon
+    generic = theorems.group_privacy(single, delta / 100, group)
+    assert generic.delta <= delta
+    assert result.epsilon < generic.epsilon
 
 
 @needs_engine
@@ -530,6 +543,7 @@ def test_compare_pure_dp_heterogeneous():
     assert "optimal, exact (KOV)" not in rows
     assert rows["concurrent (VW21)"].epsilon == rows["optimal, PLD"].epsilon
     assert table.optimum.theorem == "optimal, PLD"
+    assert theorems.compare([(0.1, 0.0)] * 10, 1e-3).optimum.theorem == "optimal, exact (KOV)"
 
 
 # --------------------------------------------------------------------------- bad input
@@ -585,6 +599,13 @@ def test_bad_input_raises_value_error(call, match):
 def test_wrong_types_raise_type_error(call):
     with pytest.raises(TypeError):
         call()
+
+
+def test_long_step_lists_name_the_bad_entry():
+    steps = [(0.1, 1e-9)] * 100 + [(-1.0, 0.0)]
+    with pytest.raises(ValueError, match=r"epsilon of steps\[100\]"):
+        theorems.basic(steps)
+    assert theorems.basic([(0.1, 1e-9)] * 1000).epsilon == pytest.approx(100.0, rel=1e-14)
 
 
 def test_steps_accept_approximate_dp_objects():

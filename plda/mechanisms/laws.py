@@ -147,19 +147,21 @@ class SubsampledLaw(PrivacyLossLaw):
         return q * self.base._cont_sf(y, "P") + (1 - q) * self.base._cont_sf(y, "Q")
 
     def _cont_pdf(self, x, hypothesis):
-        # change of variables l -> y = g(l) = log(1 + (e^l - 1)/q), g'(l) = 1 / (1 - (1-q) e^{-l});
-        # base densities under Q are e^{-y} times those under P
+        # change of variables l -> y = log(1 + r), r = (e^l - 1)/q: dy/dl = e^l / (e^l - 1 + q);
+        # base densities under Q are e^{-y} = 1/(1 + r) times those under P
         x = np.asarray(x, dtype=float)
-        y = self._backward(x)
         q = self.sample_rate
         with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-            jac = 1.0 / (-np.expm1(np.log1p(-q) - x))
+            em = np.expm1(x)
+            r = em / q
+            y = np.log1p(r)
+            jac = (1.0 + em) / (em + q)
             base = self.base._cont_pdf(y, "P")
             if hypothesis == "Q":
-                out = base * np.exp(-y) * jac
+                out = base * jac / (1.0 + r)
             else:
-                out = base * (q + (1 - q) * np.exp(-y)) * jac
-        return np.where(np.isfinite(y) & np.isfinite(out), out, 0.0)
+                out = base * jac * (q + (1 - q) / (1.0 + r))
+        return np.where((r > -1) & np.isfinite(out), out, 0.0)
 
     def _cont_tail(self, mass, hypothesis):
         ap, bp = self.base._cont_tail(mass, "P")

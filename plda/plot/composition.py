@@ -82,8 +82,14 @@ def composition_comparison(
             theorems.optimal([(epsilon, delta)] * k, k * delta + delta_slack, method="pld").epsilon
             for k in points
         ]
-        ax.plot(points, values, "o", color="tab:green", markerfacecolor="none",
-                label="optimal (PLD engine, upper bound)")
+        ax.plot(
+            points,
+            values,
+            "o",
+            color="tab:green",
+            markerfacecolor="none",
+            label="optimal (PLD engine, upper bound)",
+        )
     ax.set_xlabel("number of composed steps k")
     ax.set_ylabel("total epsilon")
     ax.set_title(

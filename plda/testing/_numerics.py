@@ -47,7 +47,8 @@ def map_scalar(function: Callable, value, precise: bool):
     """Apply a scalar ``function`` to ``value`` or to each entry of an array ``value``."""
     if np.ndim(value) == 0:
         return function(value)
-    flat = [function(v) for v in np.ravel(np.asarray(value, dtype=float))]
+    entries = np.asarray(value, dtype=object if precise else float)
+    flat = [function(v) for v in np.ravel(entries)]
     out = np.array(flat, dtype=object if precise else float)
     return out.reshape(np.shape(value))
 
@@ -57,7 +58,7 @@ def map_scalar(function: Callable, value, precise: bool):
 class Profile:
     """A privacy profile ``delta(epsilon)`` known in float (with an error bound) and in mpmath.
 
-    ``float_delta(eps) -> (value, rel_err)`` with ``|value - exact| <= rel_err * exact``.
+    ``float_delta(eps) -> (value, error)`` with ``|value - exact| <= error``.
     ``precise_delta(mp, eps) -> (value, slope)`` at the current mpmath precision, where ``slope``
     is ``-d delta / d exp(eps)`` (the ``Q``-mass of losses above ``eps``): ``delta`` is convex
     and piecewise smooth in ``exp(eps)``, which the Newton solver uses.
@@ -78,20 +79,24 @@ def float_epsilon(profile: Profile, target: float) -> float:
     certified, so the result is an upper bound on the exact epsilon(delta)."""
 
     def ok(eps: float) -> bool:
-        value, rel = profile.float_delta(eps)
-        return value * (1.0 + rel) <= target
+        value, error = profile.float_delta(eps)
+        # (1 + 4u) covers the rounding of the sum itself
+        return (value + error) * (1 + 4 * U) <= target
 
     if ok(0.0):
         return 0.0
-    if target <= profile.infinity_mass:
-        return math.inf
-    hi = 1.0
-    while not ok(hi):
-        if hi >= profile.max_loss:  # delta is flat from here on: the target is not reached
+    if math.isfinite(profile.max_loss):
+        hi = profile.max_loss  # delta is flat (= the infinity mass) from here on
+        if not ok(hi):
             return math.inf
-        hi = min(2.0 * hi, profile.max_loss) if math.isfinite(profile.max_loss) else 2.0 * hi
-        if hi > 1e12:
+    else:
+        if target <= profile.infinity_mass:
             return math.inf
+        hi = 1.0
+        while not ok(hi):
+            hi *= 2.0
+            if hi > 1e12:
+                return math.inf
     lo = 0.0
     while hi - lo > 2.0 * math.ulp(hi):
         mid = 0.5 * (lo + hi)
@@ -120,7 +125,7 @@ def precise_epsilon(profile: Profile, target: float, dps: int, float_guess: floa
         if ok(mp.zero):
             return mp.mpf(0)
         inf_mass = profile.precise_infinity_mass(mp) if profile.precise_infinity_mass else 0
-        if tgt <= inf_mass:
+        if tgt < inf_mass or (tgt == inf_mass and not math.isfinite(profile.max_loss)):
             return mp.inf
         if not math.isfinite(float_guess):
             float_guess = profile.max_loss if math.isfinite(profile.max_loss) else 1e6
@@ -162,12 +167,21 @@ def round_nearest(mp, value, dps: int):
 
 
 # ------------------------------------------------------- public wrappers
+def _is_mpf(value) -> bool:
+    return type(value).__name__ == "mpf"
+
+
 def profile_delta(profile: Profile, epsilon, precise: bool, dps: int):
-    """``delta(epsilon)`` of ``profile`` (scalar or array), float or mpmath rounded to nearest."""
+    """``delta(epsilon)`` of ``profile`` (scalar or array), float or mpmath rounded to nearest.
+    With ``precise=True`` an ``mpmath.mpf`` epsilon is taken at its full precision."""
     dps = check_dps(dps)
 
     def one(eps):
-        eps = check.nonnegative_float("epsilon", eps, upper=math.inf)
+        if precise and _is_mpf(eps):
+            if not eps >= 0:
+                raise ValueError(f"epsilon must be in [0, inf], got {eps!r}")
+        else:
+            eps = check.nonnegative_float("epsilon", eps, upper=math.inf)
         if not precise:
             return profile.float_delta(eps)[0]
         mp = load_mpmath()
@@ -183,6 +197,12 @@ def profile_epsilon(profile: Profile, delta, precise: bool, dps: int):
     dps = check_dps(dps)
 
     def one(target):
+        if precise and _is_mpf(target):
+            if not 0 <= target <= 1:
+                raise ValueError(f"delta must be in [0, 1], got {target!r}")
+            # the float solve needs a float target at or below the exact one
+            guess = float_epsilon(profile, math.nextafter(float(target), 0.0))
+            return precise_epsilon(profile, target, dps, guess)
         target = check.probability("delta", target)
         guess = float_epsilon(profile, target)
         if not precise:
@@ -206,9 +226,11 @@ class FloatAtoms:
     """A privacy-loss law on the lattice ``loss = n * unit``, in float with error bounds.
 
     ``multiples`` ascending integers; ``unit > 0`` with relative error ``unit_rel_err`` (0 when
-    the unit is an input, e.g. ``epsilon0``); ``log_probs`` the log ``P``-masses with absolute
-    errors ``log_errors``; ``abs_floor`` bounds the absolute error of each of ``floor_count``
-    masses (underflowed or dropped); ``infinity_mass`` is ``P(L = +inf)``.
+    the unit is an input, e.g. ``epsilon0``); ``log_probs`` the log ``P``-masses (``-inf`` for
+    masses that underflowed) with absolute errors ``log_errors``; ``abs_floor`` bounds the
+    absolute error of every listed mass; atoms left out of the list have total mass at most
+    ``dropped_mass`` and losses at most ``dropped_max_loss``; ``infinity_mass`` is
+    ``P(L = +inf)``.
     """
 
     multiples: np.ndarray
@@ -218,7 +240,8 @@ class FloatAtoms:
     unit_rel_err: float = 0.0
     infinity_mass: float = 0.0
     abs_floor: float = 0.0
-    floor_count: int = 0
+    dropped_mass: float = 0.0
+    dropped_max_loss: float = -math.inf
 
     def _gaps(self, eps: float) -> tuple[np.ndarray, np.ndarray]:
         """``eps - n * unit`` to within a few ulps of the *result* (split product), and its
@@ -232,45 +255,47 @@ class FloatAtoms:
 
     def delta(self, eps: float) -> tuple[float, float]:
         """``P(L = inf) + sum_{l > eps} p_l (1 - e^{eps - l})``, term by term in log space (every
-        term is positive, so there is no cancellation), with a relative error bound."""
+        term is positive, so there is no cancellation), with an absolute error bound."""
         x, x_err = self._gaps(eps)
         above = x < -x_err
         near = ~above & (x <= x_err)  # at eps up to rounding: each may add up to p * x_err
-        abs_err = self.abs_floor * self.floor_count
+        abs_err = self.abs_floor * int(np.count_nonzero(above | near))
+        if eps < self.dropped_max_loss:
+            abs_err += self.dropped_mass
         if np.any(near):
             abs_err += float(np.sum(np.exp(self.log_probs[near]) * 2 * x_err[near]))
         finite, rel = 0.0, 0.0
-        if np.any(above):
-            xa = x[above]
-            log_terms = self.log_probs[above] + np.log(-np.expm1(xa))
+        terms = np.flatnonzero(above & (self.log_probs > -math.inf))
+        if len(terms):
+            xa = x[terms]
+            log_terms = self.log_probs[terms] + np.log(-np.expm1(xa))
             top = float(np.max(log_terms))
             weights = np.exp(log_terms - top)
             total = float(np.sum(weights))
             finite = math.exp(top + math.log(total))
-            log_err = self.log_errors[above] if np.ndim(self.log_errors) else self.log_errors
+            log_err = self.log_errors[terms] if np.ndim(self.log_errors) else self.log_errors
             # relative error of 1 - e^x from the error of x is at most x_err / |x|
             kappa = (
-                log_err + x_err[above] / np.abs(xa)
+                log_err + x_err[terms] / np.abs(xa)
                 + 4 * U * (np.abs(log_terms) + abs(top) + 4)
             )
             rel = float(np.dot(weights, kappa)) / total + U * (16 + math.log2(len(xa)))
         value = self.infinity_mass + finite
-        if value <= 0:
-            return 0.0, (0.0 if abs_err == 0 else math.inf)
-        err = finite * rel + self.infinity_mass * 4 * U + abs_err + 8 * TINY
-        return value, err / value
+        tiny = 8 * TINY if finite > 0 else 0.0
+        return value, finite * rel + self.infinity_mass * 4 * U + abs_err + tiny
 
     @property
     def max_loss(self) -> float:
-        return float(self.multiples[-1]) * self.unit * (1 + self.unit_rel_err + 4 * U)
+        # beyond this no atom is within rounding of eps: delta is exactly the infinity mass
+        return float(self.multiples[-1]) * self.unit * (1 + 2 * self.unit_rel_err + 64 * U)
 
 
 def mp_atoms_delta(mp, losses, probs, infinity_mass, eps):
-    """``(delta, slope)`` of an atom law in mpmath: ``delta = inf + sum_{l > eps} p (1 - e^{eps-l})``,
-    ``slope = sum_{l > eps} p e^{-l}``."""
+    """``(delta, slope)`` of an atom law in mpmath:
+    ``delta = inf + sum_{l > eps} p (1 - e^{eps-l})`` and ``slope = sum_{l > eps} p e^{-l}``."""
     delta = mp.mpf(infinity_mass)
     slope = mp.zero
-    for loss, p in zip(losses, probs):
+    for loss, p in zip(losses, probs, strict=True):
         if loss > eps:
             delta += p * -mp.expm1(eps - loss)
             slope += p * mp.exp(-loss)
@@ -359,7 +384,8 @@ def _stirlerr(n: np.ndarray) -> np.ndarray:
     m = n[~small]
     nn = m * m
     # Stirling series 1/12n - 1/360n^3 + 1/1260n^5 - 1/1680n^7 + 1/1188n^9: < u for n > 15
-    out[~small] = (1 / 12 - (1 / 360 - (1 / 1260 - (1 / 1680 - 1 / (1188 * nn)) / nn) / nn) / nn) / m
+    series = 1 / 1260 - (1 / 1680 - 1 / (1188 * nn)) / nn
+    out[~small] = (1 / 12 - (1 / 360 - series / nn) / nn) / m
     return out
 
 

@@ -26,7 +26,6 @@ from plda.testing._numerics import (
     Profile,
     U,
     kov_log_masses,
-    map_scalar,
     profile_delta,
     profile_epsilon,
 )
@@ -37,7 +36,10 @@ _LOG_MASS_FLOOR = -800.0
 
 @lru_cache(maxsize=8)
 def _float_atoms(step_epsilon: float, step_delta: float, count: int) -> FloatAtoms:
-    log_keep = count * math.log1p(-step_delta) if step_delta < 1 else -math.inf
+    if step_delta == 1:  # every run may reveal the record: delta = 1 at every epsilon
+        return FloatAtoms(np.zeros(1, np.int64), 1.0, np.array([-math.inf]), 0.0,
+                          infinity_mass=1.0)
+    log_keep = count * math.log1p(-step_delta)
     infinity = -math.expm1(log_keep)
     if step_epsilon == 0:
         return FloatAtoms(np.zeros(1, np.int64), 1.0, np.array([log_keep]),
@@ -45,12 +47,16 @@ def _float_atoms(step_epsilon: float, step_delta: float, count: int) -> FloatAto
     log_masses, log_errors = kov_log_masses(step_epsilon, count)
     log_masses = log_masses + log_keep
     log_errors = log_errors + 4 * U * abs(log_keep)
-    keep = log_masses >= _LOG_MASS_FLOOR
-    i = np.arange(count + 1)[keep][::-1]  # ascending losses (count - 2i) * step_epsilon
+    keep = log_masses >= min(_LOG_MASS_FLOOR, float(np.max(log_masses)))
+    i = np.arange(count + 1)
+    dropped = i[~keep]
+    i = i[keep][::-1]  # ascending losses (count - 2i) * step_epsilon
     return FloatAtoms(
         count - 2 * i, step_epsilon, log_masses[keep][::-1], log_errors[keep][::-1],
-        infinity_mass=infinity, abs_floor=math.exp(_LOG_MASS_FLOOR),
-        floor_count=int(np.sum(~keep)),
+        infinity_mass=infinity,
+        dropped_mass=len(dropped) * math.exp(_LOG_MASS_FLOOR),
+        dropped_max_loss=(count - 2 * int(dropped.min())) * step_epsilon * (1 + 4 * U)
+        if len(dropped) else -math.inf,
     )
 
 
@@ -157,9 +163,8 @@ def approximate_dp_tradeoff(alpha, epsilon: float, delta: float = 0.0):
     ``beta(alpha) = max(0, 1 - delta - e^eps alpha, e^-eps (1 - delta - alpha))``."""
     epsilon = check.nonnegative_float("epsilon", epsilon, upper=math.inf)
     delta = check.probability("delta", delta)
-
-    def one(a):
-        a = check.probability("alpha", a)
-        return max(0.0, 1 - delta - math.exp(epsilon) * a, math.exp(-epsilon) * (1 - delta - a))
-
-    return map_scalar(one, alpha, False)
+    a = check.array_in("alpha", alpha, 0.0, 1.0)
+    beta = np.maximum(
+        0.0, np.maximum(1 - delta - math.exp(epsilon) * a, math.exp(-epsilon) * (1 - delta - a))
+    )
+    return float(beta) if np.ndim(alpha) == 0 else beta

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from scipy.special import erfcx, log_ndtr, ndtr, ndtri
 
 from plda import _validation as check
@@ -43,37 +44,31 @@ DIRECTIONS = ("max", "remove", "add")
 
 # ------------------------------------------------------------------ kernel
 def _hockey_float(a: float, s: float, a_err: float, s_err: float) -> tuple[float, float]:
-    """``(H(a, s), relative error bound)``; ``a_err``/``s_err`` bound the errors of the inputs.
+    """``(H(a, s), absolute error bound)``; ``a_err``/``s_err`` bound the errors of the inputs.
 
     ``dH/da = -s B`` and ``|dH/ds| <= |a+s| B + phi(a)`` with ``B = e^(s a + s^2/2) Phi(-(a+s))``.
     """
+    phi_a = math.exp(-0.5 * a * a - _LOG_HALF_SQRT_2PI)
     if a >= 0:
         # H = e^{-a^2/2} (erfcx(a/sqrt2) - erfcx((a+s)/sqrt2)) / 2: no underflow before H does
         e1, e2 = float(erfcx(a / _SQRT2)), float(erfcx((a + s) / _SQRT2))
         diff = e1 - e2
-        if diff <= 0:
-            return 0.0, math.inf
         log_half = -0.5 * a * a - math.log(2.0)
-        value = math.exp(log_half + math.log(diff))
         second = math.exp(log_half) * e2
-        phi_a = math.exp(-0.5 * a * a - _LOG_HALF_SQRT_2PI)
-        rel = 12 * U * (e1 + e2) / diff + 4 * U * (2 + a * a)
+        if diff <= 0:  # s below the resolution of erfcx: 0 <= H <= Phi(-a) - Phi(-a-s) <= s phi(a)
+            return 0.0, s * phi_a
+        value = math.exp(log_half + math.log(diff))
+        error = value * (12 * U * (e1 + e2) / diff + 4 * U * (2 + a * a))
     else:
         first = float(ndtr(-a))
         log_second = s * a + 0.5 * s * s + float(log_ndtr(-(a + s)))
         second = math.exp(log_second)
         value = first - second
-        if value <= 0:
-            return 0.0, math.inf
-        phi_a = math.exp(-0.5 * a * a - _LOG_HALF_SQRT_2PI)
-        term_err = 8 * U * first + second * 8 * U * (
-            4 + abs(s * a) + 0.5 * s * s + abs(log_second)
-        )
-        rel = term_err / value
-    if value == 0:
-        return 0.0, 0.0
-    rel += (a_err * s * second + s_err * (abs(a + s) * second + phi_a)) / value
-    return value, rel
+        if value <= 0:  # H <= s sup |dH/ds| <= s ((|a| + s) Phi(-a) + phi(a))
+            return 0.0, s * ((abs(a) + s) * first + phi_a)
+        error = 8 * U * first + second * 8 * U * (4 + abs(s * a) + 0.5 * s * s + abs(log_second))
+    error += a_err * s * second + s_err * (abs(a + s) * second + phi_a)
+    return value, error + 8 * TINY
 
 
 def _hockey_precise(mp, inputs):
@@ -95,17 +90,12 @@ def _hockey_precise(mp, inputs):
         extra = int(min(lost, 4000)) + 10 if mp.isfinite(lost) else max(2 * extra, 50)
 
 
-def _subnormal(value: float, rel: float) -> tuple[float, float]:
-    """Widen the bound for results that may have lost digits to gradual underflow."""
-    return value, (rel + 8 * TINY / value if value > 0 else rel)
-
-
 # --------------------------------------------------------------- Gaussian
 def _gaussian_profile(mu: float) -> Profile:
     def float_delta(eps):
         a = eps / mu - 0.5 * mu
         a_err = 4 * U * (eps / mu + 0.5 * mu + abs(a))
-        return _subnormal(*_hockey_float(a, mu, a_err, 0.0))
+        return _hockey_float(a, mu, a_err, 0.0)
 
     def precise_delta(mp, eps):
         m = mp.mpf(mu)
@@ -158,8 +148,8 @@ def _poisson_profile(sigma: float, sample_rate: float, sensitivity: float, direc
         log_ratio = math.log1p(math.expm1(eps) / q)
         a = log_ratio / s_float - 0.5 * s_float
         a_err = 8 * U * (abs(log_ratio) / s_float + 1 / s_float + s_float + abs(a))
-        value, rel = _hockey_float(a, s_float, a_err, 2 * U * s_float)
-        return q * value, rel + 2 * U
+        value, error = _hockey_float(a, s_float, a_err, 2 * U * s_float)
+        return q * value, q * error + 2 * U * q * value + 8 * TINY
 
     def add_float(eps):
         # 1 + y with y = (e^-eps - 1)/q in (-1, 0]: log1p near 0, the direct difference near -1
@@ -174,20 +164,19 @@ def _poisson_profile(sigma: float, sample_rate: float, sensitivity: float, direc
         log_ratio = math.log1p(y) if y > -0.5 else math.log(one_plus_y)
         a = -log_ratio / s_float - 0.5 * s_float
         a_err = 8 * U * (abs(log_ratio) / s_float + s_float + abs(a)) + scale_err / s_float
-        value, rel = _hockey_float(a, s_float, a_err, 2 * U * s_float)
+        value, error = _hockey_float(a, s_float, a_err, 2 * U * s_float)
         factor = math.exp(eps) * q * one_plus_y  # e^eps (q + e^-eps - 1)
-        return factor * value, rel + scale_err + 4 * U * (1 + eps)
+        error = factor * (error + value * (scale_err + 4 * U * (1 + eps)))
+        return factor * value, error + 8 * TINY
 
     def float_delta(eps):
         if direction == "remove":
-            return _subnormal(*remove_float(eps))
+            return remove_float(eps)
         if direction == "add":
-            return _subnormal(*add_float(eps))
-        (v1, r1), (v2, r2) = _subnormal(*remove_float(eps)), _subnormal(*add_float(eps))
+            return add_float(eps)
+        (v1, r1), (v2, r2) = remove_float(eps), add_float(eps)
         value = max(v1, v2)
-        if value == 0:
-            return 0.0, 0.0
-        return value, max(v1 * (1 + r1), v2 * (1 + r2)) / value - 1
+        return value, max(v1 + r1, v2 + r2) - value
 
     def remove_precise(mp, eps):
         def inputs():
@@ -277,10 +266,13 @@ def gaussian_tradeoff(alpha, mu: float, *, precise: bool = False, dps: int = DEF
     mu = check.positive_float("mu", mu)
     dps = check_dps(dps)
 
+    if not precise:
+        a = check.array_in("alpha", alpha, 0.0, 1.0)
+        beta = ndtr(-ndtri(a) - mu)
+        return float(beta) if np.ndim(alpha) == 0 else beta
+
     def one(alpha):
         alpha = check.probability("alpha", alpha)
-        if not precise:
-            return float(ndtr(-ndtri(alpha) - mu))
         mp = load_mpmath()
         with mp.workdps(dps + GUARD_DIGITS):
             if alpha in (0.0, 1.0):
