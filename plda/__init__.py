@@ -26,3 +26,14 @@ __all__ = [
     "PrivacyLossDistribution",
     "PrivacyLossLaw",
 ]
+
+_SUBMODULES = ("theorems", "filters", "testing", "plot", "tradeoff", "renyi", "accountant")
+
+
+def __getattr__(name: str):
+    # submodules load on first use, so `import plda` stays light (no matplotlib, no mpmath)
+    if name in _SUBMODULES:
+        from importlib import import_module
+
+        return import_module(f"plda.{name}")
+    raise AttributeError(f"module 'plda' has no attribute {name!r}")

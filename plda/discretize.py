@@ -184,7 +184,7 @@ def _affine_scan(alpha: np.ndarray, beta: np.ndarray, reverse: bool) -> np.ndarr
     if reverse:
         a, b = a[::-1].copy(), b[::-1].copy()
     shift = 1
-    with np.errstate(under="ignore"):
+    with np.errstate(under="ignore", over="ignore", invalid="ignore"):
         while shift < len(a):
             new_a = a[shift:] + b[shift:] * a[:-shift]
             b[shift:] = b[shift:] * b[:-shift]
@@ -203,7 +203,7 @@ def _pair_down(u_low, v_high, mode, n):
         if np.all(np.isfinite(ratio)):
             b[mode : n - 1] = _affine_scan(ratio, -ratio, reverse=True)
             a[mode : n - 1] = 1.0 - b[mode : n - 1]
-        if not np.all(np.isfinite(ratio)) or np.any((b < 0) | (b > 1)):
+        if not np.all((b >= 0) & (b <= 1)):  # also catches NaN from an overflowing scan
             a[:], b[:] = 0.0, 0.0
             a[n - 1] = 1.0
             for j in range(n - 1, mode, -1):
@@ -223,7 +223,7 @@ def _pair_up(u_low, v_high, mode, n):
         if np.all(np.isfinite(ratio)):
             a[1 : mode + 1] = _affine_scan(ratio, -ratio, reverse=False)
             b[1 : mode + 1] = 1.0 - a[1 : mode + 1]
-        if not np.all(np.isfinite(ratio)) or np.any((a < 0) | (a > 1)):
+        if not np.all((a >= 0) & (a <= 1)):  # also catches NaN from an overflowing scan
             a[:], b[:] = 0.0, 0.0
             b[0] = 1.0
             for j in range(1, mode + 1):

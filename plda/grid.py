@@ -157,12 +157,14 @@ class DiscreteLoss:
         solved = np.where(b[jj] > 0, solved, left)
         solved = np.clip(solved, left, cuts[jj])
         out = np.where(found, solved, np.inf)
+        finite = np.isfinite(out)
+        nudge = 1e-12 * (1 + np.abs(np.where(finite, out, 0.0)))
         if self.upper:
             # the true epsilon lies below; push up by a few ulps against rounding in log/exp
-            out = np.where(np.isfinite(out), out + 1e-12 * (1 + np.abs(out)), out)
+            out = np.where(finite, out + nudge, out)
             out = np.minimum(out, self._chernoff_epsilon(d))
         else:
-            out = np.where(np.isfinite(out), out - 1e-12 * (1 + np.abs(out)), out)
+            out = np.where(finite, out - nudge, out)
         return np.maximum(out, 0.0)
 
     def _chernoff_epsilon(self, d: np.ndarray) -> np.ndarray:
