@@ -266,7 +266,7 @@ def compose(
     relative = np.zeros(len(band))
     spectrum = np.zeros(n // 2 + 1, dtype=complex)
     product = np.ones(len(band), dtype=complex)
-    for (f, k), x, eta in zip(factors, spectra, etas, strict=True):
+    for (_, k), x, eta in zip(factors, spectra, etas, strict=True):
         xb = x[band]
         amp = np.abs(xb) + eta
         if k > 1:

@@ -66,9 +66,12 @@ def _precise_delta(step_epsilon: float, step_delta: float, count: int):
     form one run)."""
     atoms = _float_atoms(step_epsilon, step_delta, count)
 
+    def infinity_mass(mp):  # 1 - (1 - delta0)^k without cancellation
+        return -mp.expm1(count * mp.log1p(-mp.mpf(step_delta)))
+
     def precise_delta(mp, eps):
         keep_all = (1 - mp.mpf(step_delta)) ** count
-        infinity = 1 - keep_all
+        infinity = infinity_mass(mp)
         e0 = mp.mpf(step_epsilon)
         if e0 == 0:
             return infinity + (keep_all if eps < 0 else 0), keep_all * (eps < 0)
@@ -105,9 +108,6 @@ def _precise_delta(step_epsilon: float, step_delta: float, count: int):
             mass *= ratio * (count - j) / (j + 1)
             q_factor *= step_up
         return infinity + keep_all * delta, keep_all * slope
-
-    def infinity_mass(mp):
-        return 1 - (1 - mp.mpf(step_delta)) ** count
 
     return Profile(
         atoms.delta, precise_delta, atoms.infinity_mass, infinity_mass,
