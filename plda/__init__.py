@@ -2,10 +2,12 @@
 
 from plda.mechanisms import (
     ApproximateDP,
+    CustomMechanism,
     DiscreteGaussian,
     DiscreteLaplace,
     Gaussian,
     Laplace,
+    LossLaw,
     Mechanism,
     PoissonSampled,
     PrivacyLossLaw,
@@ -17,10 +19,12 @@ __version__ = "0.1.0"
 __all__ = [
     "ApproximateDP",
     "Bounds",
+    "CustomMechanism",
     "DiscreteGaussian",
     "DiscreteLaplace",
     "Gaussian",
     "Laplace",
+    "LossLaw",
     "Mechanism",
     "PoissonSampled",
     "PrivacyLossDistribution",

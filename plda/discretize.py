@@ -109,26 +109,9 @@ def _coarse_tail(law, step, start: int, hi: int, upper: bool):
     return edges[:-1], np.maximum(mass - _CDF_RTOL * (sf[:-1] + sf[1:]), 0.0)
 
 
-def _cell_moments(law: PrivacyLossLaw, step: float, lo: int, mid: int):
-    """For each cell ``[l_j, l_j + h]`` (``j = lo..mid-1``), with errors:
-
-    ``p = P(cell)``, ``u = E_P[1 - e^{-(L - l_j)}; cell]``, ``v = E_P[e^{l_{j+1} - L} - 1; cell]``.
-    All three integrands are non-negative, so Gauss–Legendre quadrature (6 points; error taken as
-    10 times the difference to 4 points, plus rounding) has no cancellation. Where the density is
-    too rough for quadrature (support ends), cdf differences are used if their error is smaller.
-    """
-    left = np.arange(lo, mid) * step
-    out = []
-    for nodes, weights in ((_NODES, _WEIGHTS), (_NODES_C, _WEIGHTS_C)):
-        points = left[:, None] + step * nodes[None, :]
-        dens = law._cont_pdf(points, "P") * (weights * step)[None, :]
-        out.append(
-            (dens.sum(axis=1), dens @ -np.expm1(-step * nodes), dens @ np.expm1(step * (1 - nodes)))
-        )
-    (p, u, v), (pc, uc, vc) = out
-    ep = 10 * np.abs(p - pc) + 8 * _U * p
-    eu = 10 * np.abs(u - uc) + 8 * _U * u
-    ev = 10 * np.abs(v - vc) + 8 * _U * v
+def _cdf_moments(law: PrivacyLossLaw, step: float, lo: int, mid: int):
+    """Cell moments ``(p, ep, u, eu, v, ev)`` from cdf/sf differences (rigorous, but they cancel
+    in the bulk: their error bars are about ``u * cdf / h``)."""
     edges = np.arange(lo, mid + 1) * step
     p2, ep2, _, _ = _interval_masses(law, edges, "P")
     q2, eq2, _, _ = _interval_masses(law, edges, "Q")
@@ -141,6 +124,33 @@ def _cell_moments(law: PrivacyLossLaw, step: float, lo: int, mid: int):
     v2 = q_hi - p2
     eu2 = ep2 + eq_lo + 4 * _U * (p2 + q_lo)
     ev2 = ep2 + eq_hi + 4 * _U * (p2 + q_hi)
+    return p2, ep2, np.maximum(u2, 0.0), eu2, np.maximum(v2, 0.0), ev2
+
+
+def _cell_moments(law: PrivacyLossLaw, step: float, lo: int, mid: int):
+    """For each cell ``[l_j, l_j + h]`` (``j = lo..mid-1``), with errors:
+
+    ``p = P(cell)``, ``u = E_P[1 - e^{-(L - l_j)}; cell]``, ``v = E_P[e^{l_{j+1} - L} - 1; cell]``.
+    All three integrands are non-negative, so Gauss–Legendre quadrature (6 points; error taken as
+    10 times the difference to 4 points, plus rounding) has no cancellation. Where the density is
+    too rough for quadrature (support ends), cdf differences are used if their error is smaller.
+    """
+    left = np.arange(lo, mid) * step
+    cdf_based = _cdf_moments(law, step, lo, mid)
+    if not law.has_density:
+        return cdf_based
+    p2, ep2, u2, eu2, v2, ev2 = cdf_based
+    out = []
+    for nodes, weights in ((_NODES, _WEIGHTS), (_NODES_C, _WEIGHTS_C)):
+        points = left[:, None] + step * nodes[None, :]
+        dens = law._cont_pdf(points, "P") * (weights * step)[None, :]
+        out.append(
+            (dens.sum(axis=1), dens @ -np.expm1(-step * nodes), dens @ np.expm1(step * (1 - nodes)))
+        )
+    (p, u, v), (pc, uc, vc) = out
+    ep = 10 * np.abs(p - pc) + 8 * _U * p
+    eu = 10 * np.abs(u - uc) + 8 * _U * u
+    ev = 10 * np.abs(v - vc) + 8 * _U * v
     # quadrature is only an estimate: where it disagrees with the (rigorous, if cancelling) cdf
     # interval by more than both error bars, the density is rough there and cdf values are used
     ep = np.maximum(ep, np.abs(p - p2) - ep2)

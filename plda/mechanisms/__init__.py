@@ -2,6 +2,7 @@
 
 from plda.mechanisms.approximate import ApproximateDP
 from plda.mechanisms.base import Mechanism
+from plda.mechanisms.custom import CustomMechanism, LossLaw
 from plda.mechanisms.discrete import DiscreteGaussian, DiscreteLaplace
 from plda.mechanisms.gaussian import Gaussian
 from plda.mechanisms.laplace import Laplace
@@ -10,10 +11,12 @@ from plda.mechanisms.subsampled import PoissonSampled
 
 __all__ = [
     "ApproximateDP",
+    "CustomMechanism",
     "DiscreteGaussian",
     "DiscreteLaplace",
     "Gaussian",
     "Laplace",
+    "LossLaw",
     "Mechanism",
     "PoissonSampled",
     "PrivacyLossLaw",

@@ -49,6 +49,8 @@ class PrivacyLossLaw:
 
     # ---------------------------------------------------------- continuous part
     has_continuous_part = False
+    #: whether ``_cont_pdf`` is available (quadrature) or only cdf/sf (differences)
+    has_density = True
 
     @property
     def continuous_support(self) -> tuple[float, float]:
@@ -101,7 +103,8 @@ class PrivacyLossLaw:
         x = np.asarray(loss, dtype=float)
         atoms = self._atom_masses(hypothesis)
         below = (self.atom_losses[None, :] <= x.reshape(-1, 1)) @ atoms if len(atoms) else 0.0
-        out = np.reshape(below, x.shape) + self._cont_cdf(x, hypothesis)
+        out = np.reshape(below, x.shape) if len(atoms) else np.zeros(x.shape)
+        out = out + self._cont_cdf(x, hypothesis)
         if hypothesis == "Q":
             out = out + self.neg_infinity_mass
         return out
@@ -112,7 +115,8 @@ class PrivacyLossLaw:
         x = np.asarray(loss, dtype=float)
         atoms = self._atom_masses(hypothesis)
         above = (self.atom_losses[None, :] > x.reshape(-1, 1)) @ atoms if len(atoms) else 0.0
-        out = np.reshape(above, x.shape) + self._cont_sf(x, hypothesis)
+        out = np.reshape(above, x.shape) if len(atoms) else np.zeros(x.shape)
+        out = out + self._cont_sf(x, hypothesis)
         if hypothesis == "P":
             out = out + self.infinity_mass
         return out
