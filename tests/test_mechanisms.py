@@ -39,9 +39,10 @@ def test_density_matches_cdf(mechanism):
     law = mechanism.privacy_loss("remove")
     a, b = -0.2, 0.3
     for hypothesis in "PQ":
-        integral = quad(lambda t: law._cont_pdf(np.array([t]), hypothesis)[0], a, b,
-                        epsabs=1e-13, limit=200)[0]
-        diff = law._cont_cdf(np.array([b]), hypothesis)[0] - law._cont_cdf(np.array([a]), hypothesis)[0]
+        density = lambda t, h=hypothesis: law._cont_pdf(np.array([t]), h)[0]  # noqa: E731
+        integral = quad(density, a, b, epsabs=1e-13, limit=200)[0]
+        cdf = law._cont_cdf(np.array([a, b]), hypothesis)
+        diff = cdf[1] - cdf[0]
         assert integral == pytest.approx(diff, rel=1e-7, abs=1e-12)
 
 

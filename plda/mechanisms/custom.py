@@ -39,10 +39,11 @@ class LossLaw(PrivacyLossLaw):
 
     >>> from scipy.stats import norm
     >>> mu = 0.5
+    >>> mp, mq = mu**2 / 2, -(mu**2) / 2
     >>> law = LossLaw(
-    ...     cdf_p=lambda x: norm.cdf(x, mu**2 / 2, mu), sf_p=lambda x: norm.sf(x, mu**2 / 2, mu),
-    ...     cdf_q=lambda x: norm.cdf(x, -(mu**2) / 2, mu), sf_q=lambda x: norm.sf(x, -(mu**2) / 2, mu),
-    ...     pdf_p=lambda x: norm.pdf(x, mu**2 / 2, mu), support=(-np.inf, np.inf))
+    ...     cdf_p=lambda x: norm.cdf(x, mp, mu), sf_p=lambda x: norm.sf(x, mp, mu),
+    ...     cdf_q=lambda x: norm.cdf(x, mq, mu), sf_q=lambda x: norm.sf(x, mq, mu),
+    ...     pdf_p=lambda x: norm.pdf(x, mp, mu), support=(-np.inf, np.inf))
     """
 
     cdf_p: Function | None = None
