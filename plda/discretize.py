@@ -42,7 +42,7 @@ _COARSE = 64
 #: the far tail kept for the Chernoff bound that serves deltas below the FFT's resolution
 FAR_UPPER_TAIL = 1e-300
 #: grid points of the coarse discretization behind that Chernoff bound
-_FAR_POINTS = 4096
+_FAR_POINTS = 2048
 
 
 def _interval_masses(law: PrivacyLossLaw, points: np.ndarray, hypothesis: str):

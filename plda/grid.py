@@ -22,7 +22,7 @@ import numpy as np
 from plda import fft
 
 #: tilts for the Chernoff bound used below the FFT's resolution, see :meth:`DiscreteLoss.delta`
-_CHERNOFF_ORDERS = np.concatenate([np.geomspace(1e-3, 1.0, 40), np.geomspace(1.0, 2e3, 90)[1:]])
+_CHERNOFF_ORDERS = np.geomspace(1e-3, 2e3, 48)
 _U = fft.UNIT_ROUNDOFF
 
 

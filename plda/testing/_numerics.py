@@ -1,6 +1,6 @@
 """Shared numerics of the exact references.
 
-Float path: every privacy profile returns ``(value, relative_error_bound)`` so that solving for
+Float path: every privacy profile returns ``(value, absolute_error_bound)`` so that solving for
 epsilon can round *outward* (the returned epsilon is certified: the exact ``delta`` there is at
 most the target). Precise path: mpmath at ``dps`` digits plus guard digits, imported only when a
 caller asks for ``precise=True``.
@@ -75,8 +75,8 @@ class Profile:
 
 def float_epsilon(profile: Profile, target: float) -> float:
     """Smallest float ``eps >= 0`` (to within 2 ulps) with ``delta(eps) <= target`` *certified*:
-    ``value * (1 + rel_err) <= target``. Bisection on that predicate: every accepted point is
-    certified, so the result is an upper bound on the exact epsilon(delta)."""
+    ``value + error <= target``. Bisection on that predicate: every accepted point is certified,
+    so the result is an upper bound on the exact epsilon(delta)."""
 
     def ok(eps: float) -> bool:
         value, error = profile.float_delta(eps)
