@@ -83,6 +83,20 @@ class DiscreteLoss:
         terms = np.exp(orders[:, None] * (losses[None, :] - ref[:, None]))
         return orders * ref + np.log(terms @ p)
 
+    def _spread(self) -> tuple[float, float]:
+        """Mean and variance of the normalized finite part (cached)."""
+        cached = self.__dict__.get("_spread_cache")
+        if cached is None:
+            mass = self.probs.sum()
+            if mass > 0:
+                losses = self.losses
+                mean = float(np.dot(self.probs, losses) / mass)
+                cached = (mean, float(np.dot(self.probs, (losses - mean) ** 2) / mass))
+            else:
+                cached = (0.0, 0.0)
+            object.__setattr__(self, "_spread_cache", cached)
+        return cached
+
     # ----------------------------------------------------------------- profile
     def _segments(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per grid cut ``j``: ``A_j``, ``B_j`` with ``delta(eps) = A_j - e^eps B_j`` on
@@ -142,10 +156,13 @@ class DiscreteLoss:
         the piecewise closed form; ``inf`` where no finite ``eps`` reaches ``delta``."""
         d = np.asarray(delta, dtype=float)
         a, b, cuts = self._segments()
-        with np.errstate(over="ignore"):
-            at_cuts = a - np.where(np.isfinite(cuts), np.exp(np.minimum(cuts, 700)), 0) * b
-        at_cuts[-1] = a[-1]
-        at_cuts = np.minimum.accumulate(at_cuts)  # error terms make tiny steps; keep monotone
+        at_cuts = self.__dict__.get("_cuts_cache")
+        if at_cuts is None:
+            with np.errstate(over="ignore"):
+                at_cuts = a - np.where(np.isfinite(cuts), np.exp(np.minimum(cuts, 700)), 0) * b
+            at_cuts[-1] = a[-1]
+            at_cuts = np.minimum.accumulate(at_cuts)  # error terms make tiny steps: keep monotone
+            object.__setattr__(self, "_cuts_cache", at_cuts)
         # first cut j with delta(l_j) <= d  (at_cuts is non-increasing)
         j = np.searchsorted(-at_cuts, -d, side="left")
         out = np.full(d.shape, np.inf)
@@ -198,16 +215,12 @@ def _window(factors: list[tuple[DiscreteLoss, int]], tail: float) -> tuple[int, 
     lo_exact, hi_exact = power_support(factors)
     # orders around the Gaussian-optimal tilt t = z / sigma for the composed spread sigma:
     # any order gives a valid bound; these keep the number of exact moment sums small
-    variance = 0.0
-    for f, k in factors:
-        mass = f.probs.sum()
-        if mass > 0:
-            mean = np.dot(f.probs, f.losses) / mass
-            variance += k * np.dot(f.probs, (f.losses - mean) ** 2) / mass
+    variance = sum(k * f._spread()[1] for f, k in factors)
     spread = math.sqrt(max(variance, step * step))
-    orders = np.geomspace(0.5, 32.0, 7) / spread
-    log_up = sum(k * f.finite_log_mgf(orders) for f, k in factors)
-    log_down = sum(k * f.finite_log_mgf(-orders) for f, k in factors)
+    scales = np.geomspace(0.5, 32.0, 6) / spread
+    orders = np.concatenate([scales, -scales])
+    log_both = sum(k * f.finite_log_mgf(orders) for f, k in factors)
+    orders, log_up, log_down = scales, log_both[: len(scales)], log_both[len(scales) :]
     log_tail = np.log(tail)
     hi_loss = np.min((log_up - log_tail) / orders)
     lo_loss = np.max(-(log_down - log_tail) / orders)

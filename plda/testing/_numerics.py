@@ -141,9 +141,10 @@ def precise_epsilon(profile: Profile, target: float, dps: int, float_guess: floa
                 return mp.mpf(0)
             width *= 16
             lo = max(guess - width, mp.zero)
-        for _ in range(400):
+        for _ in range(1000):
             if hi - lo <= tol * hi:
                 break
+            width = hi - lo
             value, slope = profile.precise_delta(mp, lo)
             candidate = None
             if slope > 0:
@@ -153,11 +154,17 @@ def precise_epsilon(profile: Profile, target: float, dps: int, float_guess: floa
                 candidate = (lo + hi) / 2
             if ok(candidate):
                 hi = candidate
-                continue
-            lo = candidate
-            nudged = candidate + tol * hi / 2
-            if nudged < hi and ok(nudged):
-                hi = nudged
+            else:
+                lo = candidate
+                nudged = candidate + tol * hi / 2
+                if nudged < hi and ok(nudged):
+                    hi = nudged
+            if hi - lo > width / 2:  # Newton stalls where delta is very flat: bisect as well
+                middle = (lo + hi) / 2
+                if ok(middle):
+                    hi = middle
+                else:
+                    lo = middle
         result = hi
     return mp.mpf(result, dps=dps, rounding="u")
 

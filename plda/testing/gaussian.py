@@ -74,8 +74,9 @@ def _hockey_float(a: float, s: float, a_err: float, s_err: float) -> tuple[float
 def _hockey_precise(mp, inputs):
     """``H(a, s)`` in mpmath with guard digits raised until the cancellation is covered.
 
-    ``inputs()`` computes ``(a, s, factor, extra)`` at the current precision; returns
-    ``factor * H(a, s)`` and the ``Q``-tail ``Phi(-(a+s))`` times ``factor`` (for slopes).
+    ``inputs()`` computes ``(a, s, factor)`` at the current precision (so that raising the
+    precision also sharpens them); returns ``factor * H(a, s)``, ``factor * Phi(-(a+s))`` (for
+    slopes), ``a`` and ``s``.
     """
     extra = 0
     while True:
@@ -157,8 +158,11 @@ def _poisson_profile(sigma: float, sample_rate: float, sensitivity: float, direc
         y = math.expm1(-eps) / q
         small, large = q + abs(math.expm1(-eps)), math.exp(-eps) + (1.0 - q)
         numerator = q + math.expm1(-eps) if small <= large else math.exp(-eps) - (1.0 - q)
-        if numerator <= 0:
+        numerator_err = 4 * U * min(small, large)
+        if numerator < -numerator_err:  # beyond the edge eps = -log(1 - q): delta is 0
             return 0.0, 0.0
+        if numerator <= 0:  # at the edge up to rounding: delta <= e^eps |numerator|
+            return 0.0, math.exp(eps) * numerator_err + 8 * TINY
         one_plus_y = numerator / q
         scale_err = 4 * U * (1 + min(small, large) / numerator)
         log_ratio = math.log1p(y) if y > -0.5 else math.log(one_plus_y)
@@ -208,7 +212,8 @@ def _poisson_profile(sigma: float, sample_rate: float, sensitivity: float, direc
         r, a = remove_precise(mp, eps), add_precise(mp, eps)
         return r if r[0] >= a[0] else a
 
-    max_loss = -math.log1p(-q) if direction == "add" and q < 1 else math.inf
+    # the add loss is below -log(1 - q); a margin keeps the edge outside rounding
+    max_loss = -math.log1p(-q) * (1 + 64 * U) if direction == "add" and q < 1 else math.inf
     return Profile(float_delta, precise_delta, max_loss=max_loss)
 
 
