@@ -247,6 +247,43 @@ def _pair_up(u_low, v_high, mode, n):
     return a, b
 
 
+def _threshold_split(law, step, index, v_capacity, u_needed, pieces=256):
+    """Best split of junction cell ``[l_j, l_j + h]`` between the groups at ``l_j`` and
+    ``l_{j+1}``, from a 256-piece quadrature of the cell.
+
+    Group ``j+1`` may take ``U`` with ``V(U) <= v_capacity``; group ``j`` needs the rest ``D``
+    with ``U(D) >= u_needed``. ``U`` is a top slice plus a proportional share ``phi`` of the
+    bottom part, ``phi`` chosen so that ``U(D) = u_needed`` exactly; over all slice points the
+    one leaving the least unused capacity wins. Returns the P-masses ``(D, U)`` or ``None``.
+    """
+    left = index * step + step * np.arange(pieces) / pieces
+    width = step / pieces
+    points = left[:, None] + width * _NODES[None, :]
+    dens = law._cont_pdf(points, "P") * (_WEIGHTS * width)[None, :]
+    rel = (points - index * step) / step  # position in the cell, 0..1
+    mass = dens.sum(axis=1)
+    u = (dens * -np.expm1(-step * rel)).sum(axis=1) * (1 - 1e-9)  # under-estimate u
+    v = (dens * np.expm1(step * (1 - rel))).sum(axis=1) * (1 + 1e-9)  # over-estimate v
+    if not np.all(np.isfinite(mass)):
+        return None
+    zero = np.zeros(1)
+    # boundary k: top slice = pieces k.., bottom part = pieces ..k-1
+    v_top = np.concatenate([np.cumsum(v[::-1])[::-1], zero])
+    p_top = np.concatenate([np.cumsum(mass[::-1])[::-1], zero])
+    u_bottom = np.concatenate([zero, np.cumsum(u)])
+    v_bottom = np.concatenate([zero, np.cumsum(v)])
+    p_bottom = np.concatenate([zero, np.cumsum(mass)])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        phi = 1.0 - u_needed * (1 + 1e-9) / u_bottom
+    v_up = v_top + phi * v_bottom
+    ok = (phi >= 0) & (phi <= 1) & (v_up <= v_capacity * (1 - 1e-9))
+    if not ok.any():
+        return None
+    k = int(np.argmax(np.where(ok, v_up, -np.inf)))
+    shrink = 1 - 1e-9  # quadrature masses: keep them below the truth
+    return (1 - phi[k]) * p_bottom[k] * shrink, (p_top[k] + phi[k] * p_bottom[k]) * shrink
+
+
 def _continuous_lower(law, step, lo, hi, moments):
     """Optimistic masses by an exact post-processing that pairs neighbouring cells.
 
@@ -278,11 +315,20 @@ def _continuous_lower(law, step, lo, hi, moments):
         if a[mode] * u_low[mode] < b[mode - 1] * v_high[mode - 1]:
             b[mode - 1] = a[mode] * u_low[mode] / v_high[mode - 1]
     mass = np.maximum(p - ep, 0.0)
-    out = np.zeros(hi - lo + 1)
-    out[:n] += a * mass
-    out[1 : n + 1] += b * mass
     leftover = np.maximum(1.0 - a - b, 0.0)
-    out[:n] += leftover * mass  # merged loss of a cell is >= l_j: round it down
+    down = (a + leftover) * mass  # the leftover's merged loss is >= l_j: round it down
+    up = b * mass
+    if law.has_density:
+        # cells with a leftover (the junction of the two recursions) are split at a threshold
+        # instead: a top slice goes up, the rest down -- far less is rounded down
+        for j in np.nonzero(leftover * mass > 1e-3 * mass.max())[0][:8]:
+            need_below = b[j - 1] * v_high[j - 1] if j > 0 else 0.0
+            split = _threshold_split(law, step, lo + j, b[j] * v_high[j], need_below)
+            if split is not None:
+                down[j], up[j] = split
+    out = np.zeros(hi - lo + 1)
+    out[:n] += down
+    out[1 : n + 1] += up
     index, tail = _coarse_tail(law, step, mid, hi, upper=False)
     np.add.at(out, index - lo, tail)
     above_hi = law._cont_sf(np.array([hi * step]), "P")[0]
