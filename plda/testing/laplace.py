@@ -1,0 +1,61 @@
+"""Exact reference for one run of the Laplace mechanism.
+
+With ``eps0 = sensitivity / scale`` the pair ``Lap(0, b)`` vs ``Lap(D, b)`` has
+``delta(eps) = 1 - e^((eps - eps0)/2)`` for ``0 <= eps < eps0`` and 0 beyond (integrate
+``(p - e^eps q)_+`` over the three pieces of the line; e.g. Koskela et al. 2021, Sec. 5).
+"""
+
+from __future__ import annotations
+
+import math
+
+from plda import _validation as check
+from plda.testing._numerics import (
+    DEFAULT_DPS,
+    TINY,
+    Profile,
+    U,
+    profile_delta,
+    profile_epsilon,
+)
+
+
+def _profile(scale, sensitivity) -> Profile:
+    scale = check.positive_float("scale", scale)
+    sensitivity = check.positive_float("sensitivity", sensitivity)
+    epsilon0 = sensitivity / scale
+
+    def float_delta(eps):
+        x = 0.5 * (eps - epsilon0)
+        x_err = 2 * U * (abs(eps) + 2 * epsilon0)
+        if x >= 0:
+            return 0.0, max(x_err - x, 0.0)
+        value = -math.expm1(x)
+        # |d(1 - e^x)| <= e^x |dx|
+        return value, x_err + 2 * U * value + TINY
+
+    def precise_delta(mp, eps):
+        e0 = mp.mpf(sensitivity) / mp.mpf(scale)
+        if eps >= e0:
+            return mp.zero, mp.zero
+        return -mp.expm1((eps - e0) / 2), mp.exp(-(e0 + eps) / 2) / 2
+
+    return Profile(float_delta, precise_delta, max_loss=epsilon0 * (1 + 64 * U))
+
+
+def laplace_delta(
+    epsilon, scale: float, sensitivity: float = 1.0, *, precise: bool = False,
+    dps: int = DEFAULT_DPS,
+):
+    """Exact ``delta(epsilon)`` of one Laplace run: ``1 - e^((eps - eps0)/2)`` for
+    ``eps < eps0 = sensitivity / scale``, else 0. The mechanism is symmetric (add = remove)."""
+    return profile_delta(_profile(scale, sensitivity), epsilon, precise, dps)
+
+
+def laplace_epsilon(
+    delta, scale: float, sensitivity: float = 1.0, *, precise: bool = False,
+    dps: int = DEFAULT_DPS,
+):
+    """Exact ``epsilon(delta) = max(0, eps0 + 2 log(1 - delta))`` of one Laplace run, rounded
+    up (certified)."""
+    return profile_epsilon(_profile(scale, sensitivity), delta, precise, dps)
