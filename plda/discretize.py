@@ -275,7 +275,8 @@ def _threshold_split(law, step, index, v_capacity, u_needed, pieces=256):
     p_bottom = np.concatenate([zero, np.cumsum(mass)])
     with np.errstate(divide="ignore", invalid="ignore"):
         phi = 1.0 - u_needed * (1 + 1e-9) / u_bottom
-    v_up = v_top + phi * v_bottom
+    with np.errstate(invalid="ignore"):
+        v_up = v_top + phi * v_bottom
     ok = (phi >= 0) & (phi <= 1) & (v_up <= v_capacity * (1 - 1e-9))
     if not ok.any():
         return None

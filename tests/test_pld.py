@@ -91,7 +91,7 @@ def subsampled_gaussian_delta(q: float, sigma: float, epsilon: float) -> float:
 
 
 def pld_of(mechanism, count=1, **kwargs):
-    return plda.PrivacyLossDistribution.from_mechanism(mechanism, **kwargs).self_compose(count)
+    return plda.PrivacyLossDistribution.from_mechanism(mechanism, count, **kwargs)
 
 
 # ------------------------------------------------------------------ closed forms
@@ -224,6 +224,37 @@ def test_replace_one_doubles_gaussian_sensitivity():
     a = pld_of(plda.Gaussian(2.0), relation="replace_one").epsilon(1e-5)
     b = pld_of(plda.Gaussian(1.0)).epsilon(1e-5)
     assert a == pytest.approx(b, rel=1e-9)
+
+
+def replace_one_sampled_gaussian_delta(q: float, sigma: float, epsilon: float) -> float:
+    """Hockey stick of ((1-q)N(0,s^2) + qN(1,s^2), (1-q)N(0,s^2) + qN(-1,s^2)) by quadrature."""
+    q, s, e = mp.mpf(q), mp.mpf(sigma), mp.mpf(epsilon)
+    dens = lambda x, m: mp.npdf(x, m, s)  # noqa: E731
+    p = lambda x: (1 - q) * dens(x, 0) + q * dens(x, 1)  # noqa: E731
+    r = lambda x: (1 - q) * dens(x, 0) + q * dens(x, -1)  # noqa: E731
+    # the integrand is positive exactly above the point where the loss equals eps
+    x0 = mp.findroot(lambda x: mp.log(p(x)) - mp.log(r(x)) - e, 1.0)
+    return float(mp.quad(lambda x: p(x) - mp.e**e * r(x), [x0, x0 + 5, mp.inf]))
+
+
+@pytest.mark.parametrize("q,sigma", [(0.05, 1.0), (0.3, 2.0)])
+def test_replace_one_subsampled_gaussian_matches_quadrature(q, sigma):
+    step = plda.PoissonSampled(plda.Gaussian(sigma), q)
+    pld = pld_of(step, relation="replace_one")
+    for eps in [0.01, 0.1, 0.4]:
+        exact = replace_one_sampled_gaussian_delta(q, sigma, eps)
+        lower, upper = pld.delta_bounds(eps)
+        assert lower <= exact * (1 + 1e-7) + 1e-15 and exact <= upper * (1 + 1e-7)
+    # it lies between add/remove and doubling the sensitivity
+    add_remove = pld_of(step, 50).epsilon(1e-5)
+    doubled = pld_of(plda.PoissonSampled(plda.Gaussian(sigma / 2), q), 50).epsilon(1e-5)
+    assert add_remove < pld_of(step, 50, relation="replace_one").epsilon(1e-5) < doubled
+
+
+def test_replace_one_subsampling_needs_a_gaussian_base():
+    step = plda.PoissonSampled(plda.Laplace(1.0), 0.1)
+    with pytest.raises(ValueError, match="replace_one"):
+        pld_of(step, relation="replace_one").epsilon(1e-5)
 
 
 def test_add_remove_reports_worse_direction_for_subsampling():

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 from plda._validation import probability
 from plda.mechanisms.base import Mechanism
-from plda.mechanisms.laws import SubsampledLaw
+from plda.mechanisms.gaussian import Gaussian
+from plda.mechanisms.laws import ReplaceOneSampledGaussianLaw, SubsampledLaw
 
 
 @dataclass(frozen=True)
@@ -44,3 +45,26 @@ class PoissonSampled(Mechanism):
         if self.sample_rate == 1.0:
             return self.mechanism.privacy_loss("add")
         return self.privacy_loss("remove").reversed()
+
+    def under_replace_one(self) -> Mechanism:
+        """Replace-one: the replaced record's contribution moves between ``±sensitivity``
+        around the rest of the sum, sampled with probability q: the symmetric pair
+        ``((1-q) N(0) + q N(Δ), (1-q) N(0) + q N(-Δ))`` (Zhu, Dong & Wang 2022) — tighter than
+        doubling the sensitivity. Supported for Gaussian base mechanisms."""
+        if type(self.mechanism) is not Gaussian:
+            raise ValueError(
+                "relation='replace_one' with PoissonSampled is supported for Gaussian base "
+                f"mechanisms only, got {type(self.mechanism).__name__}"
+            )
+        return _ReplaceOneSampledGaussian(self.mechanism, self.sample_rate)
+
+
+@dataclass(frozen=True)
+class _ReplaceOneSampledGaussian(Mechanism):
+    """Internal: a Poisson-sampled Gaussian read under the replace-one relation."""
+
+    mechanism: Gaussian
+    sample_rate: float
+
+    def _remove_law(self):
+        return ReplaceOneSampledGaussianLaw(mu=self.mechanism.mu, sample_rate=self.sample_rate)
