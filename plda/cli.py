@@ -1,76 +1,394 @@
-"""Command line: certified epsilon bounds for DP-SGD settings.
+"""Command line: certified epsilon / delta bounds and calibration for DP-SGD and mechanism lists.
 
 ``plda`` with no arguments prints the bounds of the reference DP-SGD run (MNIST-sized: sample
 rate 256/60000, noise multiplier 1.1, 14062 steps, delta 1e-5).
+
+Examples::
+
+    plda epsilon --noise-multiplier 1.1 --sample-rate 0.00427 --steps 14062 --delta 1e-5
+    plda delta --noise-multiplier 1.1 --sample-rate 0.00427 --steps 14062 --epsilon 2
+    plda epsilon --mechanism gaussian:sigma=2 --count 10 --mechanism laplace:scale=3 --delta 1e-6
+    plda calibrate --epsilon 1 --delta 1e-5 --sample-rate 0.01 --steps 1000
+    plda epsilon ... --json
+
+Errors are reported on one line naming the bad argument, with exit code 2.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 
-from plda.mechanisms import Gaussian, PoissonSampled
-from plda.pld import PrivacyLossDistribution
+from plda.mechanisms import (
+    ApproximateDP,
+    DiscreteGaussian,
+    DiscreteLaplace,
+    Gaussian,
+    Laplace,
+    Mechanism,
+    PoissonSampled,
+)
+from plda.pld import DEFAULT_ACCURACY, RELATIONS, PrivacyLossDistribution
+
+#: mechanism spec name -> (class, accepted keys)
+MECHANISM_SPECS = {
+    "gaussian": (Gaussian, ("sigma", "sensitivity")),
+    "laplace": (Laplace, ("scale", "sensitivity")),
+    "discrete_laplace": (DiscreteLaplace, ("parameter", "sensitivity")),
+    "discrete_gaussian": (DiscreteGaussian, ("sigma", "sensitivity")),
+    "approximate_dp": (ApproximateDP, ("epsilon", "delta")),
+}
+
+_REFERENCE = {"noise_multiplier": 1.1, "sample_rate": 256 / 60000, "steps": 14062, "delta": 1e-5}
+
+
+class UsageError(Exception):
+    """A bad command line; the message names the argument."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, exit code 2 (handled in main)
+        raise UsageError(message)
+
+
+class _MechanismAction(argparse.Action):
+    """``--mechanism SPEC`` appends ``[SPEC, 1]``; ``--count K`` sets the last one's count."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        items = getattr(namespace, "mechanisms", None) or []
+        if option_string == "--mechanism":
+            items.append([values, 1])
+        else:
+            if not items:
+                raise UsageError("argument --count: must follow a --mechanism")
+            items[-1][1] = values
+        namespace.mechanisms = items
+
+
+def parse_mechanism(spec: str) -> Mechanism:
+    """``"gaussian:sigma=2"``, ``"laplace:scale=3,sensitivity=2"``, ... ; a ``sample_rate=q``
+    key wraps the mechanism in :class:`~plda.PoissonSampled`."""
+    name, _, rest = spec.partition(":")
+    name = name.strip().lower().replace("-", "_")
+    if name not in MECHANISM_SPECS:
+        raise UsageError(
+            f"argument --mechanism: unknown mechanism {name!r} in {spec!r} (choose from "
+            f"{', '.join(MECHANISM_SPECS)})"
+        )
+    cls, keys = MECHANISM_SPECS[name]
+    kwargs = {}
+    sample_rate = None
+    for item in filter(None, (p.strip() for p in rest.split(","))):
+        key, eq, value = item.partition("=")
+        key = key.strip()
+        if not eq or (key not in keys and key != "sample_rate"):
+            raise UsageError(
+                f"argument --mechanism: bad parameter {item!r} in {spec!r} ({name} takes "
+                f"{', '.join(keys)}, sample_rate)"
+            )
+        try:
+            number = float(value)
+        except ValueError:
+            raise UsageError(
+                f"argument --mechanism: {key}={value!r} in {spec!r} is not a number"
+            ) from None
+        if key == "sample_rate":
+            sample_rate = number
+        else:
+            kwargs[key] = int(number) if number.is_integer() and key == "sensitivity" else number
+    try:
+        mechanism = cls(**kwargs)
+        if sample_rate is not None:
+            mechanism = PoissonSampled(mechanism, sample_rate=sample_rate)
+    except TypeError as exc:
+        raise UsageError(f"argument --mechanism: {spec!r}: {exc}") from None
+    except ValueError as exc:
+        raise UsageError(f"argument --mechanism: {spec!r}: {exc}") from None
+    return mechanism
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="plda", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command")
-    eps = sub.add_parser("epsilon", help="certified epsilon bounds of a DP-SGD run")
-    eps.add_argument("--noise-multiplier", type=float, default=1.1)
-    eps.add_argument("--sample-rate", type=float, default=256 / 60000)
-    eps.add_argument("--steps", type=int, default=14062)
-    eps.add_argument("--delta", type=float, default=1e-5)
-    eps.add_argument("--json", action="store_true", help="machine-readable output")
+    parser = _Parser(prog="plda", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+
+    def common(p, quantity: str):
+        p.add_argument("--noise-multiplier", type=float, help="DP-SGD noise multiplier sigma")
+        p.add_argument("--sample-rate", type=float, help="DP-SGD Poisson sample rate q")
+        p.add_argument("--steps", type=int, help="number of DP-SGD steps")
+        p.add_argument(
+            "--mechanism",
+            action=_MechanismAction,
+            metavar="SPEC",
+            help="a mechanism, e.g. gaussian:sigma=2, laplace:scale=3, "
+            "discrete_laplace:parameter=1, approximate_dp:epsilon=1,delta=1e-6; add "
+            "sample_rate=q for Poisson sampling (repeatable)",
+        )
+        p.add_argument(
+            "--count",
+            action=_MechanismAction,
+            type=int,
+            metavar="K",
+            help="runs of the preceding --mechanism (default 1)",
+        )
+        if quantity == "--delta":
+            p.add_argument(
+                "--delta", type=float, default=_REFERENCE["delta"], help="delta (default 1e-5)"
+            )
+        else:
+            p.add_argument(quantity, type=float, required=True, help="epsilon")
+        p.add_argument("--relation", default="add_remove", choices=RELATIONS)
+        p.add_argument(
+            "--accuracy",
+            type=float,
+            default=DEFAULT_ACCURACY,
+            help="target relative gap of the epsilon bounds (default 1e-3)",
+        )
+        p.add_argument("--json", action="store_true", help="machine-readable output")
+
+    common(sub.add_parser("epsilon", help="certified epsilon bounds at a delta"), "--delta")
+    common(sub.add_parser("delta", help="certified delta bounds at an epsilon"), "--epsilon")
+    cal = sub.add_parser(
+        "calibrate",
+        help="the missing DP-SGD parameter (noise multiplier, sample rate or steps) for a "
+        "target (epsilon, delta)",
+    )
+    cal.add_argument("--epsilon", type=float, required=True, help="target epsilon")
+    cal.add_argument("--delta", type=float, required=True, help="target delta")
+    cal.add_argument("--noise-multiplier", type=float)
+    cal.add_argument("--sample-rate", type=float)
+    cal.add_argument("--steps", type=int)
+    cal.add_argument("--relation", default="add_remove", choices=RELATIONS)
+    cal.add_argument("--accuracy", type=float, default=DEFAULT_ACCURACY)
+    cal.add_argument("--json", action="store_true", help="machine-readable output")
     return parser
 
 
+# ------------------------------------------------------------------ argument checks
+def _positive(flag: str, value) -> float:
+    if value is None or not (value > 0) or not math.isfinite(value):
+        raise UsageError(f"argument {flag}: must be a finite number > 0, got {value!r}")
+    return value
+
+
+def _rate(flag: str, value) -> float:
+    if value is None or not (0 < value <= 1):
+        raise UsageError(f"argument {flag}: must be in (0, 1], got {value!r}")
+    return value
+
+
+def _steps(flag: str, value) -> int:
+    if value is None or value < 1:
+        raise UsageError(f"argument {flag}: must be an integer >= 1, got {value!r}")
+    return value
+
+
+def _delta(flag: str, value) -> float:
+    if value is None or not (0 <= value <= 1):
+        raise UsageError(f"argument {flag}: must be in [0, 1], got {value!r}")
+    return value
+
+
+def _accuracy(value) -> float:
+    if not (0 < value < 1):
+        raise UsageError(f"argument --accuracy: must be in (0, 1), got {value!r}")
+    return value
+
+
+def _composition(args) -> tuple[tuple, dict]:
+    """``(components, description)`` from DP-SGD flags or a --mechanism list."""
+    mechanisms = getattr(args, "mechanisms", None)
+    dpsgd = [args.noise_multiplier, args.sample_rate, args.steps]
+    if mechanisms:
+        if any(v is not None for v in dpsgd):
+            raise UsageError(
+                "argument --mechanism: not allowed with --noise-multiplier/--sample-rate/--steps"
+            )
+        components = []
+        for spec, count in mechanisms:
+            if count is None or count < 1:
+                raise UsageError(f"argument --count: must be an integer >= 1, got {count!r}")
+            components.append((parse_mechanism(spec), int(count)))
+        described = {"mechanisms": [{"mechanism": s, "count": int(k)} for s, k in mechanisms]}
+        return tuple(components), described
+    sigma = _positive(
+        "--noise-multiplier",
+        args.noise_multiplier
+        if args.noise_multiplier is not None
+        else _REFERENCE["noise_multiplier"],
+    )
+    rate = _rate(
+        "--sample-rate",
+        args.sample_rate if args.sample_rate is not None else _REFERENCE["sample_rate"],
+    )
+    steps = _steps("--steps", args.steps if args.steps is not None else _REFERENCE["steps"])
+    step = PoissonSampled(Gaussian(sigma=sigma), sample_rate=rate)
+    return ((step, steps),), {"noise_multiplier": sigma, "sample_rate": rate, "steps": steps}
+
+
+def _describe(described: dict) -> str:
+    if "mechanisms" in described:
+        return "; ".join(f"{m['count']} x {m['mechanism']}" for m in described["mechanisms"])
+    return (
+        f"DP-SGD: noise multiplier {described['noise_multiplier']}, sample rate "
+        f"{described['sample_rate']:.6g}, {described['steps']} steps"
+    )
+
+
+# ------------------------------------------------------------------------ commands
 def epsilon_command(noise_multiplier, sample_rate, steps, delta, as_json=False) -> str:
-    step = PoissonSampled(Gaussian(sigma=noise_multiplier), sample_rate=sample_rate)
-    pld = PrivacyLossDistribution.from_mechanism(step).self_compose(steps)
-    lower, upper = pld.epsilon_bounds(delta)
-    if as_json:
+    """Certified epsilon bounds of a DP-SGD run, formatted (human or JSON)."""
+    args = argparse.Namespace(
+        noise_multiplier=noise_multiplier,
+        sample_rate=sample_rate,
+        steps=steps,
+        delta=delta,
+        relation="add_remove",
+        accuracy=DEFAULT_ACCURACY,
+        json=as_json,
+        mechanisms=None,
+    )
+    return _epsilon(args)
+
+
+def _pld(components, args) -> PrivacyLossDistribution:
+    if args.relation == "replace_one":
+        for mechanism, _ in components:
+            try:
+                mechanism.under_replace_one()
+            except ValueError as exc:
+                raise UsageError(f"argument --relation: {exc}") from None
+    return PrivacyLossDistribution(components, args.relation, _accuracy(args.accuracy))
+
+
+def _epsilon(args) -> str:
+    delta = _delta("--delta", args.delta)
+    components, described = _composition(args)
+    lower, upper = _pld(components, args).epsilon_bounds(delta)
+    if args.json:
         return json.dumps(
             {
-                "noise_multiplier": noise_multiplier,
-                "sample_rate": sample_rate,
-                "steps": steps,
+                **described,
                 "delta": delta,
+                "relation": args.relation,
+                "accuracy": args.accuracy,
                 "epsilon": upper,
                 "epsilon_lower": lower,
                 "epsilon_upper": upper,
             }
         )
     return (
-        f"DP-SGD: noise multiplier {noise_multiplier}, sample rate {sample_rate:.6g}, "
-        f"{steps} steps, delta {delta:g}\n"
+        f"{_describe(described)}, delta {delta:g}\n"
         f"epsilon <= {upper:.6f}   (certified upper bound)\n"
         f"epsilon >= {lower:.6f}   (certified lower bound; the true epsilon lies between)"
     )
 
 
+def _delta_command(args) -> str:
+    epsilon = args.epsilon
+    if epsilon is None or not (epsilon >= 0) or math.isnan(epsilon):
+        raise UsageError(f"argument --epsilon: must be a number >= 0, got {epsilon!r}")
+    components, described = _composition(args)
+    lower, upper = _pld(components, args).delta_bounds(epsilon)
+    if args.json:
+        return json.dumps(
+            {
+                **described,
+                "epsilon": epsilon,
+                "relation": args.relation,
+                "accuracy": args.accuracy,
+                "delta": upper,
+                "delta_lower": lower,
+                "delta_upper": upper,
+            }
+        )
+    return (
+        f"{_describe(described)}, epsilon {epsilon:g}\n"
+        f"delta <= {upper:.6e}   (certified upper bound)\n"
+        f"delta >= {lower:.6e}   (certified lower bound; the true delta lies between)"
+    )
+
+
+def _calibrate(args) -> str:
+    from plda import calibration
+
+    target = _positive("--epsilon", args.epsilon)
+    delta = args.delta
+    if delta is None or not (0 < delta < 1):
+        raise UsageError(f"argument --delta: must be in (0, 1), got {delta!r}")
+    accuracy = _accuracy(args.accuracy)
+    given = {
+        "noise_multiplier": args.noise_multiplier,
+        "sample_rate": args.sample_rate,
+        "steps": args.steps,
+    }
+    missing = [k for k, v in given.items() if v is None]
+    if len(missing) != 1:
+        raise UsageError(
+            "argument --noise-multiplier/--sample-rate/--steps: give exactly two of the three "
+            f"(the missing one is calibrated); missing: {', '.join(missing) or 'none'}"
+        )
+    options = {"relation": args.relation, "accuracy": accuracy}
+    if missing == ["noise_multiplier"]:
+        rate, steps = _rate("--sample-rate", args.sample_rate), _steps("--steps", args.steps)
+        result = calibration.calibrate_noise_multiplier_detailed(
+            target, delta, rate, steps, **options
+        )
+    elif missing == ["sample_rate"]:
+        sigma = _positive("--noise-multiplier", args.noise_multiplier)
+        steps = _steps("--steps", args.steps)
+        result = calibration.calibrate_sample_rate_detailed(target, delta, sigma, steps, **options)
+    else:
+        sigma = _positive("--noise-multiplier", args.noise_multiplier)
+        rate = _rate("--sample-rate", args.sample_rate)
+        result = calibration.calibrate_steps_detailed(target, delta, sigma, rate, **options)
+    parameter = missing[0]
+    value = int(result.value) if parameter == "steps" else result.value
+    given[parameter] = value
+    if args.json:
+        return json.dumps(
+            {
+                **given,
+                "calibrated": parameter,
+                "target_epsilon": target,
+                "delta": delta,
+                "epsilon_lower": result.epsilon_lower,
+                "epsilon_upper": result.epsilon_upper,
+                "within_tolerance": result.within_tolerance,
+            }
+        )
+    shown = f"{value}" if parameter == "steps" else f"{value:.6g}"
+    return (
+        f"{parameter.replace('_', ' ')} = {shown}   (for epsilon {target:g}, delta {delta:g})\n"
+        f"achieved: {result.epsilon_lower:.6f} <= epsilon <= {result.epsilon_upper:.6f}   "
+        f"(certified bounds)"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = _parser()
-    args = parser.parse_args(argv)
+    """Run the command line; returns the exit code (0, or 2 on a usage error)."""
     try:
-        if args.command in (None, "epsilon"):
-            defaults = _parser().parse_args(["epsilon"]) if args.command is None else args
+        args = _parser().parse_args(argv)
+        if args.command is None:
             print(
                 epsilon_command(
-                    defaults.noise_multiplier,
-                    defaults.sample_rate,
-                    defaults.steps,
-                    defaults.delta,
-                    getattr(defaults, "json", False),
+                    **{
+                        k: _REFERENCE[k]
+                        for k in ("noise_multiplier", "sample_rate", "steps", "delta")
+                    }
                 )
             )
             return 0
-    except (ValueError, TypeError) as exc:
+        command = {"epsilon": _epsilon, "delta": _delta_command, "calibrate": _calibrate}
+        print(command[args.command](args))
+        return 0
+    except UsageError as exc:
         print(f"plda: error: {exc}", file=sys.stderr)
         return 2
-    parser.print_help()
-    return 2
+    except (ValueError, TypeError) as exc:
+        print(f"plda: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":  # pragma: no cover
