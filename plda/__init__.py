@@ -19,6 +19,7 @@ __version__ = "0.1.0"
 __all__ = [
     "ApproximateDP",
     "Bounds",
+    "clear_caches",
     "CustomMechanism",
     "DiscreteGaussian",
     "DiscreteLaplace",
@@ -30,6 +31,18 @@ __all__ = [
     "PrivacyLossDistribution",
     "PrivacyLossLaw",
 ]
+
+def clear_caches() -> None:
+    """Forget cached discretizations, privacy-loss laws and FFT plans (for benchmarks that
+    must time cold runs; results never depend on the caches)."""
+    from plda import discretize, fft
+    from plda.mechanisms import base
+
+    discretize.discretize.cache_clear()
+    discretize.far_tail_moments.cache_clear()
+    base._cached_law.cache_clear()
+    fft._PLANS.clear()
+
 
 _SUBMODULES = ("theorems", "filters", "testing", "plot", "tradeoff", "renyi", "accountant")
 
