@@ -162,6 +162,12 @@ def _parser() -> argparse.ArgumentParser:
     cal.add_argument("--relation", default="add_remove", choices=RELATIONS)
     cal.add_argument("--accuracy", type=float, default=DEFAULT_ACCURACY)
     cal.add_argument("--json", action="store_true", help="machine-readable output")
+    try:  # `plda plot ...` (PNG figures; matplotlib is imported only when a plot is drawn)
+        from plda.plot.cli import add_plot_parser
+    except ImportError:  # pragma: no cover - plotting module absent
+        pass
+    else:
+        add_plot_parser(sub)
     return parser
 
 
@@ -380,9 +386,17 @@ def main(argv: list[str] | None = None) -> int:
                 )
             )
             return 0
+        if args.command == "plot":
+            from plda.plot.cli import plot_command
+
+            print(plot_command(args))
+            return 0
         command = {"epsilon": _epsilon, "delta": _delta_command, "calibrate": _calibrate}
         print(command[args.command](args))
         return 0
+    except ImportError as exc:  # plotting without matplotlib
+        print(f"plda: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
     except UsageError as exc:
         print(f"plda: error: {exc}", file=sys.stderr)
         return 2

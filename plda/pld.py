@@ -197,9 +197,12 @@ class PrivacyLossDistribution:
         return self._cache[key]
 
     def _snap(self, step: float) -> float:
-        """Shrink ``step`` so that a single atomic mechanism's atoms stay on the grid."""
+        """Shrink ``step`` to a divisor of the atoms' common unit, so that atoms sit on grid
+        points, unless that would make the grid more than 4 times finer."""
         unit = self._cache.get("atom_unit")
-        return unit / math.ceil(unit / step) if unit else step
+        if not unit or unit < step / 4:
+            return step
+        return unit / math.ceil(unit / step)
 
     def _initial_step(self) -> float:
         if self.step is not None:
@@ -346,15 +349,41 @@ def _choose_step(pld: PrivacyLossDistribution) -> float:
     step *= 4  # start coarse: refinement predicts the final step from the measured gap
     step = min(step, width / 2000)  # at least ~2000 points across the composed window
     step = max(step, width / (MAX_GRID / 2))  # and the FFT fits the grid cap
-    # a single mechanism with atoms (Laplace, discrete ones, (eps, delta)-DP): put its atom
-    # spacing on the grid so the optimistic side does not have to round atoms down
+    # put the atoms of atomic mechanisms (Laplace, discrete ones, (eps, delta)-DP) on grid
+    # points when they share a unit not much finer than the step: the optimistic side then need
+    # not round them down
     atoms = [law.atom_losses for law, _ in pld._laws(pld._directions[0]) if len(law.atom_losses)]
-    if len(atoms) == 1:
-        unit = np.min(np.abs(atoms[0][atoms[0] != 0])) if np.any(atoms[0] != 0) else 0.0
-        if unit > 0 and np.allclose(atoms[0] / unit, np.round(atoms[0] / unit), atol=1e-9):
-            pld._cache["atom_unit"] = float(unit)
-            step = unit / math.ceil(unit / step)
+    if atoms:
+        unit = _common_unit(np.concatenate(atoms), smallest=width / MAX_GRID)
+        if unit:
+            pld._cache["atom_unit"] = unit
+            step = pld._snap(step)
     return float(step)
+
+
+def _common_unit(values: np.ndarray, smallest: float) -> float | None:
+    """Largest ``u >= smallest`` with every value an integer multiple of ``u`` (to 1e-9
+    relative), by a Euclid-style float gcd; ``None`` if there is none."""
+    values = np.unique(np.abs(values[np.isfinite(values) & (values != 0)]))
+    if not len(values):
+        return None
+    unit = float(values[0])
+    for v in values[1:]:
+        a, b = float(v), unit
+        for _ in range(64):  # Euclid on floats, stopping at the tolerance
+            if b < smallest * 0.5:
+                return None
+            r = math.fmod(a, b)
+            if r < 1e-9 * v or b - r < 1e-9 * v:
+                break
+            a, b = b, r
+        else:
+            return None
+        unit = b
+    multiples = values / unit
+    if unit < smallest or not np.allclose(multiples, np.round(multiples), rtol=0, atol=1e-6):
+        return None
+    return unit
 
 
 def _loss_scale(law) -> float:
