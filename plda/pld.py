@@ -261,13 +261,53 @@ class PrivacyLossDistribution:
         if self.step is None:
             # refine for the epsilon gap at the deltas being reported
             probe = np.max([v[0].delta(e) for v in versions.values()], axis=0)
-            probe = np.ravel(probe)[(np.ravel(probe) > 1e-300) & (np.ravel(probe) < 1)]
+            # deltas below ~1e-10 sit on the FFT's rounding floor, where refining cannot help
+            probe = np.ravel(probe)[(np.ravel(probe) > 1e-10) & (np.ravel(probe) < 1)]
             if probe.size:
                 versions = self._versions(refine_for=probe[:: max(1, probe.size // 16)])
         upper = np.max([v[0].delta(e) for v in versions.values()], axis=0)
         lower = np.max([v[1].delta(e) for v in versions.values()], axis=0)
         lower = np.minimum(lower, upper)
         return Bounds(_scalar(lower, epsilon), _scalar(upper, epsilon))
+
+    # ------------------------------------------------------ other views (plda.tradeoff, renyi)
+    def tradeoff(self, alpha):
+        """Certified lower bound on the f-DP tradeoff function ``beta(alpha)``
+        (:func:`plda.tradeoff.tradeoff`)."""
+        from plda import tradeoff
+
+        return tradeoff.tradeoff(self, alpha)
+
+    def tradeoff_bounds(self, alpha) -> Bounds:
+        """``(lower, upper)`` tradeoff bounds (:func:`plda.tradeoff.tradeoff_bounds`)."""
+        from plda import tradeoff
+
+        return tradeoff.tradeoff_bounds(self, alpha)
+
+    def gdp_mu(self):
+        """Smallest certified Gaussian-DP ``mu`` (:func:`plda.tradeoff.gdp_mu`)."""
+        from plda import tradeoff
+
+        return tradeoff.gdp_mu(self)
+
+    def renyi(self, order):
+        """Certified upper bound on Renyi-DP ``eps(alpha)`` (:func:`plda.renyi.renyi`)."""
+        from plda import renyi
+
+        return renyi.renyi(self, order)
+
+    def renyi_bounds(self, order) -> Bounds:
+        """``(lower, upper)`` Renyi-DP bounds (:func:`plda.renyi.renyi_bounds`)."""
+        from plda import renyi
+
+        return renyi.renyi_bounds(self, order)
+
+    def zcdp(self):
+        """zCDP ``rho`` with ``eps(alpha) <= rho alpha`` for all ``alpha > 1``
+        (:func:`plda.renyi.zcdp`)."""
+        from plda import renyi
+
+        return renyi.zcdp(self)
 
     def discrete(self, bound: str = "upper") -> dict[str, DiscreteLoss]:
         """The composed grid law per direction (``"remove"``/``"add"``) for ``bound`` in

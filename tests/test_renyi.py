@@ -1,0 +1,288 @@
+"""Rényi DP, zCDP and the RDP -> (epsilon, delta) conversion against closed forms and exact
+(mpmath) sums and integrals."""
+
+from __future__ import annotations
+
+import math
+
+import mpmath
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.optimize import minimize_scalar
+
+import plda
+from plda import renyi as R
+
+P = plda.PrivacyLossDistribution.from_mechanism
+ORDERS = np.array([1.001, 1.1, 1.5, 2.0, 3.0, 7.5, 20.0, 64.0, 256.0])
+
+
+def assert_brackets(bounds, exact, rtol=1e-12):
+    lower, upper = (np.asarray(b) for b in bounds)
+    exact = np.asarray(exact, dtype=float)
+    assert np.all(lower <= exact * (1 + rtol)), (lower, exact)
+    assert np.all(exact <= upper * (1 + rtol)), (exact, upper)
+
+
+def method_or_function(pld, name, *args):
+    value = getattr(R, name)(pld, *args)
+    method = getattr(pld, name, None)
+    if callable(method):
+        np.testing.assert_array_equal(method(*args), value)
+    return value
+
+
+# ---------------------------------------------------------------- exact refs
+def sampled_gaussian_integer(alpha: int, sigma: float, q: float) -> float:
+    """Mironov, Talwar & Zhang 2019: remove-direction ``D_alpha`` of one Poisson-sampled
+    Gaussian step at integer ``alpha``,
+    ``log sum_j C(a, j) (1-q)^(a-j) q^j e^{j(j-1)/(2 s^2)} / (a - 1)`` (the larger direction)."""
+    mpmath.mp.dps = 60
+    q, s = mpmath.mpf(q), mpmath.mpf(sigma)
+    total = mpmath.fsum(
+        mpmath.binomial(alpha, j) * (1 - q) ** (alpha - j) * q**j
+        * mpmath.exp(j * (j - 1) / (2 * s * s))
+        for j in range(alpha + 1)
+    )
+    return float(mpmath.log(total) / (alpha - 1))
+
+
+def sampled_gaussian_integral(alpha: float, sigma: float, q: float, direction: str) -> float:
+    """Any real order, either direction, by mpmath quadrature over the base noise."""
+    mpmath.mp.dps = 30
+    mu, q, a = 1 / mpmath.mpf(sigma), mpmath.mpf(q), mpmath.mpf(alpha)
+
+    def ratio(x):  # mixture / Q0
+        return 1 - q + q * mpmath.exp(mu * x - mu * mu / 2)
+
+    power = a if direction == "remove" else 1 - a
+    pieces = [-mpmath.inf, 0, 5, 15, mpmath.inf]
+    value = mpmath.quad(lambda x: mpmath.npdf(x) * ratio(x) ** power, pieces)
+    return float(mpmath.log(value) / (a - 1))
+
+
+# ------------------------------------------------------------- closed forms
+def test_gaussian_composition():
+    pld = P(plda.Gaussian(2.0)).self_compose(7).compose(P(plda.Gaussian(0.5), 2))
+    exact = ORDERS * (7 / 4 + 2 * 4) / 2
+    bounds = method_or_function(pld, "renyi_bounds", ORDERS)
+    assert_brackets(bounds, exact)
+    np.testing.assert_allclose(bounds.upper, exact, rtol=1e-12)
+    np.testing.assert_array_equal(R.renyi(pld, ORDERS), bounds.upper)
+    assert isinstance(R.renyi(pld, 2.0), float)
+
+
+@pytest.mark.parametrize("sigma,q", [(1.1, 256 / 60000), (0.8, 0.05), (2.0, 0.3), (5.0, 0.001)])
+@pytest.mark.parametrize("alpha", [2, 3, 8, 32, 256])
+def test_sampled_gaussian_integer_orders(sigma, q, alpha):
+    count = 1000
+    pld = P(plda.PoissonSampled(plda.Gaussian(sigma), q)).self_compose(count)
+    exact = count * sampled_gaussian_integer(alpha, sigma, q)
+    bounds = R.renyi_bounds(pld, float(alpha))
+    assert_brackets(bounds, exact)
+    assert bounds.upper - bounds.lower <= 2e-3 * bounds.upper
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("alpha", [1.05, 1.7, 4.5, 12.3])
+@pytest.mark.parametrize("direction", ["remove", "add"])
+def test_sampled_gaussian_fractional_orders_each_direction(alpha, direction):
+    sigma, q = 1.0, 0.02
+    exact = sampled_gaussian_integral(alpha, sigma, q, direction)
+    step = R._factor(plda.PoissonSampled(plda.Gaussian(sigma), q), direction, np.array([alpha]))
+    lower, upper = step.lower[0] / (alpha - 1), step.upper[0] / (alpha - 1)
+    assert lower <= exact * (1 + 1e-9) and exact <= upper * (1 + 1e-9)
+    # the add direction (the smaller one) is computed on coarser cells
+    assert upper - lower <= (1e-3 if direction == "remove" else 5e-3) * upper
+
+
+def test_laplace_closed_form():
+    t = 0.7
+    pld = P(plda.Laplace(scale=1 / t), 3)
+    mpmath.mp.dps = 40
+    exact = [
+        3 * float(mpmath.log(a / (2 * a - 1) * mpmath.exp((a - 1) * t)
+                             + (a - 1) / (2 * a - 1) * mpmath.exp(-a * t)) / (a - 1))
+        for a in map(mpmath.mpf, ORDERS)
+    ]
+    assert_brackets(R.renyi_bounds(pld, ORDERS), exact)
+
+
+def exact_discrete(log_p, log_q, alpha):
+    """``log sum P^a Q^(1-a) / (a - 1)`` over a finite support (mpmath)."""
+    mpmath.mp.dps = 40
+    a = mpmath.mpf(alpha)
+    total = mpmath.fsum(
+        mpmath.exp(a * lp + (1 - a) * lq) for lp, lq in zip(log_p, log_q, strict=True)
+    )
+    return float(mpmath.log(total) / (a - 1))
+
+
+@pytest.mark.parametrize("sigma", [0.6, 1.3, 4.0])
+def test_discrete_gaussian(sigma):
+    mpmath.mp.dps = 40
+    xs = range(-int(60 * sigma) - 5, int(60 * sigma) + 6)
+    log_z = mpmath.log(mpmath.fsum(mpmath.exp(-mpmath.mpf(x) ** 2 / (2 * sigma**2)) for x in xs))
+    log_p = [-mpmath.mpf(x) ** 2 / (2 * sigma**2) - log_z for x in xs]
+    log_q = [-mpmath.mpf(x - 1) ** 2 / (2 * sigma**2) - log_z for x in xs]
+    orders = ORDERS[:7]
+    exact = [exact_discrete(log_p, log_q, a) for a in orders]
+    assert_brackets(R.renyi_bounds(P(plda.DiscreteGaussian(sigma)), orders), exact)
+
+
+def test_discrete_laplace_and_randomized_response():
+    t = 0.5
+    xs = range(-300, 301)
+    mpmath.mp.dps = 40
+    log_z = mpmath.log(mpmath.fsum(mpmath.exp(-t * abs(x)) for x in xs))
+    log_p = [-t * abs(x) - log_z for x in xs]
+    log_q = [-t * abs(x - 1) - log_z for x in xs]
+    orders = ORDERS[:7]
+    exact = [exact_discrete(log_p, log_q, a) for a in orders]
+    assert_brackets(R.renyi_bounds(P(plda.DiscreteLaplace(t)), orders), exact)
+    e = mpmath.mpf(1.2)
+    p = mpmath.exp(e) / (1 + mpmath.exp(e))
+    log_p, log_q = [mpmath.log(p), mpmath.log(1 - p)], [mpmath.log(1 - p), mpmath.log(p)]
+    exact = [exact_discrete(log_p, log_q, a) for a in orders]
+    assert_brackets(R.renyi_bounds(P(plda.ApproximateDP(1.2)), orders), exact)
+
+
+def test_mass_at_infinity_is_infinite():
+    bounds = R.renyi_bounds(P(plda.ApproximateDP(1.0, 1e-6)).compose(P(plda.Gaussian(1.0))), ORDERS)
+    assert np.all(np.isinf(bounds.lower)) and np.all(np.isinf(bounds.upper))
+    assert R.zcdp(P(plda.ApproximateDP(1.0, 1e-6))) == math.inf
+
+
+def test_sampled_laplace_generic_path():
+    """No closed form: per-step grid laws; checked against mpmath quadrature, worse direction."""
+    b, q = 0.5, 0.1
+    mpmath.mp.dps = 30
+
+    def lap(x, m):
+        return mpmath.exp(-abs(x - m) / b) / (2 * b)
+
+    def divergence(a, direction):
+        mix = lambda x: q * lap(x, 1) + (1 - q) * lap(x, 0)  # noqa: E731
+        if direction == "remove":
+            f = lambda x: mix(x) ** a * lap(x, 0) ** (1 - a)  # noqa: E731
+        else:
+            f = lambda x: lap(x, 0) ** a * mix(x) ** (1 - a)  # noqa: E731
+        return float(mpmath.log(mpmath.quad(f, [-mpmath.inf, 0, 1, mpmath.inf])) / (a - 1))
+
+    orders = np.array([1.5, 2.0, 6.0, 30.0])
+    exact = [4 * max(divergence(a, "remove"), divergence(a, "add")) for a in orders]
+    bounds = R.renyi_bounds(P(plda.PoissonSampled(plda.Laplace(b), q), 4), orders)
+    assert_brackets(bounds, exact)
+    assert np.max((bounds.upper - bounds.lower) / bounds.upper) < 1e-2
+
+
+def test_replace_one_doubles_the_sensitivity():
+    pld = P(plda.Gaussian(2.0), relation="replace_one")
+    np.testing.assert_allclose(R.renyi(pld, ORDERS), ORDERS * 4 / 8, rtol=1e-12)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.floats(1.001, 500), st.floats(1.001, 500))
+def test_monotone_in_the_order(a, b):
+    """``eps_alpha`` does not decrease with ``alpha``: bounds at two orders are consistent."""
+    pld = P(plda.PoissonSampled(plda.Gaussian(1.0), 0.05), 50)
+    lo, hi = sorted((a, b))
+    assert R.renyi_bounds(pld, lo).lower <= R.renyi_bounds(pld, hi).upper * (1 + 1e-12)
+
+
+# --------------------------------------------------------------------- zCDP
+def test_zcdp_of_gaussians_is_exact():
+    pld = P(plda.Gaussian(2.0), 10)
+    lower, upper = method_or_function(pld, "zcdp_bounds")
+    assert upper == pytest.approx(10 / 8, rel=1e-12) and lower <= upper
+    assert R.zcdp(pld) == upper
+
+
+def test_zcdp_of_sampled_gaussian_approaches_the_unsampled_one():
+    pld = P(plda.PoissonSampled(plda.Gaussian(1.0), 0.01), 100)
+    lower, upper = R.zcdp_bounds(pld)
+    assert upper == pytest.approx(50.0, rel=1e-12)
+    assert 0.99 * upper <= lower <= upper
+
+
+def test_zcdp_of_laplace_brackets_the_supremum():
+    t = 0.5
+    pld = P(plda.Laplace(scale=1 / t))
+
+    mpmath.mp.dps = 30
+
+    def negative(a):
+        a = mpmath.mpf(a)
+        return -mpmath.log(a / (2 * a - 1) * mpmath.exp((a - 1) * t)
+                           + (a - 1) / (2 * a - 1) * mpmath.exp(-a * t)) / ((a - 1) * a)
+
+    grid = np.geomspace(1.0001, 200, 2000)
+    start = grid[np.argmin([float(negative(a)) for a in grid])]
+    best = float(-negative(mpmath.findroot(lambda a: mpmath.diff(negative, a), start)))
+    lower, upper = R.zcdp_bounds(pld)
+    assert lower <= best * (1 + 1e-9) and best <= upper
+    assert upper <= t * t / 2 and upper <= 1.05 * best
+
+
+# --------------------------------------------------------------- conversion
+def test_gaussian_conversion_matches_the_continuous_optimum():
+    rho = 0.5
+    delta = 1e-6
+
+    def eps(a):
+        return a * rho + math.log1p(-1 / a) - (math.log(delta) + math.log(a)) / (a - 1)
+
+    best = minimize_scalar(eps, bounds=(1.0001, 1e3), method="bounded", options={"xatol": 1e-10})
+    pld = P(plda.Gaussian(1.0))
+    value = method_or_function(pld, "renyi_epsilon", delta)
+    assert best.fun <= value <= best.fun * (1 + 1e-6)
+    delta_back = R.renyi_delta(pld, value)
+    assert delta_back <= delta * (1 + 1e-6)
+
+
+def test_rdp_never_beats_the_pld():
+    pld = P(plda.PoissonSampled(plda.Gaussian(1.0), 0.01), 1000)
+    deltas = np.array([1e-3, 1e-5, 1e-8])
+    rdp = R.renyi_epsilon(pld, deltas)
+    assert np.all(rdp >= pld.epsilon_bounds(deltas).lower)
+    assert np.all(rdp <= 1.5 * pld.epsilon(deltas))
+
+
+def test_conversion_of_explicit_curves():
+    orders = np.array([2.0, 4.0, 8.0])
+    curve = np.array([0.1, 0.3, 0.9])
+    value = R.epsilon_from_renyi(orders, curve, 1e-5)
+    expected = min(
+        e + math.log1p(-1 / a) - (math.log(1e-5) + math.log(a)) / (a - 1)
+        for a, e in zip(orders, curve, strict=True)
+    )
+    assert value == pytest.approx(max(expected, 0.0), rel=1e-12)
+    assert R.delta_from_renyi(orders, curve, value) == pytest.approx(1e-5, rel=1e-9)
+    assert R.epsilon_from_renyi(orders, curve, 1.0) == 0.0
+    assert R.delta_from_renyi(orders, np.full(3, np.inf), 1.0) == 1.0
+
+
+# ---------------------------------------------------------------- bad input
+@pytest.mark.parametrize("bad", [1.0, 0.5, -2.0, float("nan"), float("inf"), [2.0, 1.0]])
+def test_order_outside_range(bad):
+    pld = P(plda.Gaussian(1.0))
+    with pytest.raises(ValueError, match="order"):
+        R.renyi(pld, bad)
+    with pytest.raises(ValueError, match="order"):
+        R.renyi_bounds(pld, bad)
+
+
+def test_other_bad_arguments():
+    pld = P(plda.Gaussian(1.0))
+    with pytest.raises(ValueError, match="delta"):
+        R.renyi_epsilon(pld, 1.5)
+    with pytest.raises(ValueError, match="epsilon"):
+        R.renyi_delta(pld, -1.0)
+    with pytest.raises(ValueError, match="orders"):
+        R.renyi_epsilon(pld, 1e-5, orders=[0.5, 2.0])
+    with pytest.raises(ValueError, match="curve_epsilons"):
+        R.epsilon_from_renyi([2.0, 3.0], [0.1], 1e-5)
+    with pytest.raises(TypeError, match="pld"):
+        R.renyi("not a pld", 2.0)

@@ -1,0 +1,279 @@
+"""Tradeoff curves, membership-inference reading and Gaussian DP against closed forms and exact
+enumerations; convexity, monotonicity and symmetry as properties."""
+
+from __future__ import annotations
+
+import math
+
+import mpmath
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.special import ndtr, ndtri
+
+import plda
+from plda import tradeoff as T
+
+P = plda.PrivacyLossDistribution.from_mechanism
+ALPHA = np.concatenate(
+    [[0.0, 1e-12, 1e-9, 1e-6, 1e-3], np.linspace(0.01, 0.99, 99), [1 - 1e-9, 1.0]]
+)
+
+
+def gaussian_curve(alpha, mu):
+    with np.errstate(divide="ignore"):
+        return np.where(alpha <= 0, 1.0, np.where(alpha >= 1, 0.0, ndtr(-ndtri(alpha) - mu)))
+
+
+def assert_brackets(lower, exact, upper, slack=1e-13):
+    lower, exact, upper = map(np.asarray, (lower, exact, upper))
+    assert np.all(lower <= exact + slack), np.max(lower - exact)
+    assert np.all(exact <= upper + slack), np.max(exact - upper)
+
+
+def method_or_function(pld, name, *args):
+    """The PLD method when the engine has it (it must agree with the module function)."""
+    value = getattr(T, name)(pld, *args)
+    method = getattr(pld, name, None)
+    if callable(method):
+        np.testing.assert_array_equal(method(*args), value)
+    return value
+
+
+@pytest.fixture(scope="module")
+def sampled():
+    """An asymmetric composition (two directions): 1000 Poisson-sampled Gaussian steps."""
+    return P(plda.PoissonSampled(plda.Gaussian(1.0), sample_rate=0.01)).self_compose(1000)
+
+
+# ------------------------------------------------------------ closed forms
+@pytest.mark.parametrize("sigma,count", [(1.0, 1), (2.0, 10), (0.5, 3)])
+def test_gaussian_tradeoff(sigma, count):
+    pld = P(plda.Gaussian(sigma)).self_compose(count)
+    mu = math.sqrt(count) / sigma
+    lower, upper = method_or_function(pld, "tradeoff_bounds", ALPHA)
+    exact = gaussian_curve(ALPHA, mu)
+    assert_brackets(lower, exact, upper)
+    assert np.max(upper - lower) < 1e-3
+    np.testing.assert_array_equal(T.tradeoff(pld, ALPHA), lower)
+    assert isinstance(T.tradeoff(pld, 0.3), float)
+
+
+@pytest.mark.parametrize("epsilon,delta", [(1.0, 0.0), (0.5, 1e-3), (2.0, 0.05)])
+def test_approximate_dp_tradeoff(epsilon, delta):
+    pld = P(plda.ApproximateDP(epsilon, delta))
+    exact = np.maximum.reduce([
+        np.zeros_like(ALPHA),
+        1 - delta - math.exp(epsilon) * ALPHA,
+        math.exp(-epsilon) * (1 - delta - ALPHA),
+    ])
+    lower, upper = T.tradeoff_bounds(pld, ALPHA)
+    assert_brackets(lower, exact, upper)
+    assert np.max(upper - lower) < 1e-6
+
+
+@pytest.mark.parametrize("epsilon0", [0.3, 1.0, 3.0])
+def test_laplace_tradeoff(epsilon0):
+    """Dong, Roth & Su 2019: ``T(Lap(0,1), Lap(mu,1))(a) = F(F^-1(1 - a) - mu)``."""
+
+    def cdf(x):
+        return np.where(x < 0, 0.5 * np.exp(np.minimum(x, 0)), 1 - 0.5 * np.exp(-np.maximum(x, 0)))
+
+    def quantile(p):
+        with np.errstate(divide="ignore"):
+            return np.where(p < 0.5, np.log(2 * p), -np.log(2 * (1 - p)))
+
+    pld = P(plda.Laplace(scale=1.0 / epsilon0))
+    inner = ALPHA[(ALPHA > 0) & (ALPHA < 1)]
+    exact = cdf(quantile(1 - inner) - epsilon0)
+    lower, upper = T.tradeoff_bounds(pld, inner)
+    assert_brackets(lower, exact, upper, slack=1e-12)
+    assert np.max(upper - lower) < 2e-3
+
+
+def exact_rr_composition_tradeoff(epsilon0, count, alpha):
+    """Symmetric tradeoff of ``count`` randomized responses by exact enumeration (mpmath): the
+    privacy loss takes the values ``(count - 2j) epsilon0``, ``delta`` is linear in ``e^eps``
+    between them, so the conjugate supremum is attained at those losses."""
+    mpmath.mp.dps = 40
+    e0 = mpmath.mpf(epsilon0)
+    p = mpmath.exp(e0) / (1 + mpmath.exp(e0))
+    losses = [(count - 2 * j) * e0 for j in range(count + 1)]
+    probs = [mpmath.binomial(count, j) * p ** (count - j) * (1 - p) ** j for j in range(count + 1)]
+
+    def delta(eps):
+        return mpmath.fsum(
+            w * max(0, 1 - mpmath.exp(eps - loss)) for w, loss in zip(probs, losses, strict=True)
+        )
+
+    points = [mpmath.mpf(0)] + [loss for loss in losses if loss > 0]
+    out = []
+    for a in alpha:
+        a = mpmath.mpf(float(a))
+        best = mpmath.mpf(0)
+        for eps in points:
+            d = delta(eps)
+            best = max(best, 1 - d - mpmath.exp(eps) * a, mpmath.exp(-eps) * (1 - d - a))
+        out.append(float(best))
+    return np.array(out)
+
+
+def test_composed_randomized_response_exact():
+    pld = P(plda.ApproximateDP(0.4)).self_compose(6)
+    alpha = np.linspace(0, 1, 41)
+    lower, upper = T.tradeoff_bounds(pld, alpha)
+    assert_brackets(lower, exact_rr_composition_tradeoff(0.4, 6, alpha), upper, slack=1e-12)
+
+
+# --------------------------------------------------------------- properties
+def test_curve_shape(sampled):
+    alpha = np.linspace(0, 1, 2001)
+    lower, upper = T.tradeoff_bounds(sampled, alpha)
+    for curve in (lower, upper):
+        assert np.all(np.diff(curve) <= 1e-15)  # non-increasing
+        assert np.min(np.diff(curve, 2)) >= -1e-12  # convex
+        assert np.all(curve <= 1 - alpha + 1e-15) and np.all(curve >= 0)
+    assert np.all(lower <= upper)
+    assert np.max(upper - lower) < 1e-3
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.floats(1e-9, 0.999))
+def test_symmetric_curve_is_its_own_inverse(sampled, alpha):
+    """``f`` is symmetric for add/remove (``f(f(a)) = a`` where ``f > 0``); with ``L <= f <= U``
+    and ``f`` decreasing: ``L(U(a)) <= a <= U(L(a))``."""
+    lower, upper = T.tradeoff_bounds(sampled, alpha)
+    if lower <= 0:
+        return
+    assert T.tradeoff_bounds(sampled, upper).lower <= alpha + 1e-12
+    assert T.tradeoff_bounds(sampled, lower).upper >= alpha - 1e-12
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.floats(1e-9, 0.999))
+def test_directions_are_inverse_and_dominate_the_symmetric_curve(sampled, alpha):
+    """Poisson sampling: ``T_add = T_remove^-1``; the add/remove curve is below both."""
+    rem = T.tradeoff_bounds(sampled, alpha, direction="remove")
+    add = T.tradeoff_bounds(sampled, alpha, direction="add")
+    both = T.tradeoff_bounds(sampled, alpha)
+    assert both.lower <= min(rem.upper, add.upper) + 1e-12
+    if rem.lower > 0:
+        assert T.tradeoff_bounds(sampled, rem.upper, direction="add").lower <= alpha + 1e-12
+        assert T.tradeoff_bounds(sampled, rem.lower, direction="add").upper >= alpha - 1e-12
+
+
+def test_symmetric_composition_directions_agree():
+    pld = P(plda.Gaussian(1.5)).self_compose(4)
+    alpha = np.linspace(0, 1, 101)
+    both = T.tradeoff_bounds(pld, alpha)
+    for direction in ("remove", "add"):
+        one = T.tradeoff_bounds(pld, alpha, direction=direction)
+        assert_brackets(one.lower, gaussian_curve(alpha, math.sqrt(4) / 1.5), one.upper)
+        assert np.max(np.abs(one.lower - both.lower)) < 1e-4
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(st.floats(0.01, 100), st.floats(-5, 5)), min_size=1, max_size=40),
+    st.lists(st.floats(0, 2), min_size=1, max_size=20),
+)
+def test_envelope_is_the_minimum_of_the_lines(lines, xs):
+    slopes = np.array([s for s, _ in lines])
+    intercepts = np.array([a for _, a in lines])
+    envelope = T.LowerEnvelope.from_lines(slopes, intercepts)
+    x = np.array(xs)
+    brute = np.min(intercepts[None, :] + slopes[None, :] * x[:, None], axis=1)
+    np.testing.assert_allclose(envelope(x), brute, rtol=1e-12, atol=1e-12)
+
+
+# ------------------------------------------------------- membership inference
+def test_true_positive_rate_keeps_relative_accuracy_at_tiny_rates():
+    pld = P(plda.Gaussian(1.0)).self_compose(4)
+    fpr = np.array([1e-15, 1e-12, 1e-9, 1e-6, 1e-3, 0.1])
+    exact = ndtr(ndtri(fpr) + 2.0)  # 1 - G_2(fpr)
+    lower, upper = method_or_function(pld, "true_positive_rate_bounds", fpr)
+    assert_brackets(lower, exact, upper, slack=0)
+    assert np.max(upper / lower) < 1.01
+    np.testing.assert_array_equal(T.max_true_positive_rate(pld, fpr), upper)
+
+
+def test_advantage_is_total_variation():
+    mu = 1.3
+    pld = P(plda.Gaussian(1 / mu))
+    lower, upper = T.max_advantage(pld)
+    exact = 2 * ndtr(mu / 2) - 1
+    assert lower <= exact <= upper and upper - lower < 1e-4
+    alpha = np.linspace(0, 1, 20001)
+    assert np.max(1 - alpha - T.tradeoff(pld, alpha)) <= upper + 1e-12
+
+
+# -------------------------------------------------------------- Gaussian DP
+def test_gaussian_composition_is_exactly_gdp():
+    pld = P(plda.Gaussian(2.0)).self_compose(9).compose(P(plda.Gaussian(1.0)))
+    mu = math.sqrt(9 / 4 + 1)
+    assert method_or_function(pld, "gdp_mu") == pytest.approx(mu, rel=1e-12)
+    summary = T.gaussian_dp(pld)
+    assert summary.mu_lower == summary.mu == pytest.approx(mu, rel=1e-12)
+
+
+@pytest.mark.parametrize("epsilon", [0.5, 1.0, 2.0])
+def test_randomized_response_gdp(epsilon):
+    """``f_{eps,0} >= G_mu`` iff ``G_mu`` passes below the kink of ``f_{eps,0}``:
+    ``mu* = 2 Phi^-1(e^eps / (1 + e^eps))``."""
+    exact = 2 * ndtri(math.exp(epsilon) / (1 + math.exp(epsilon)))
+    summary = T.gaussian_dp(P(plda.ApproximateDP(epsilon)))
+    assert summary.mu_lower <= exact <= summary.mu
+    assert summary.mu <= exact * (1 + 1e-6)
+    assert abs(summary.best_fit - exact) < 0.5 * exact
+
+
+def test_certified_gdp_curve_lies_below_the_tradeoff(sampled):
+    summary = T.gaussian_dp(sampled, delta_floor=1e-9)
+    assert summary.mu_lower <= summary.mu < 1.1 * summary.mu_lower
+    assert T.gdp_mu(sampled) >= summary.mu  # a lower floor certifies less
+    comparison = T.gdp_comparison(sampled, mu=summary.mu)
+    # (eps, max(delta_mu, floor))-DP for all eps: its conjugate is at least G_mu - floor
+    assert np.all(comparison.gaussian - 1e-9 <= comparison.upper + 1e-12)
+    assert np.max(comparison.gaussian - comparison.lower) < 0.01
+
+
+def test_no_gdp_with_mass_at_infinity():
+    assert T.gdp_mu(P(plda.ApproximateDP(1.0, 1e-6))) == math.inf
+
+
+def test_gaussian_profile_far_tail():
+    """The log-domain GDP profile agrees with mpmath deep into the tail."""
+    mpmath.mp.dps = 50
+    mu = 1.2
+    for eps in (0.0, 1.0, 10.0, 40.0):
+        e = mpmath.mpf(eps)
+        exact = mpmath.ncdf(-e / mu + mu / 2) - mpmath.exp(e) * mpmath.ncdf(-e / mu - mu / 2)
+        value = float(T.log_gaussian_delta(np.array(eps), mu))
+        assert value == pytest.approx(float(mpmath.log(exact)), rel=1e-9, abs=1e-12)
+
+
+# ---------------------------------------------------------------- bad input
+@pytest.mark.parametrize("bad", [-0.1, 1.5, float("nan"), [0.5, 2.0]])
+def test_alpha_outside_unit_interval(bad):
+    pld = P(plda.Gaussian(1.0))
+    with pytest.raises(ValueError, match="alpha"):
+        T.tradeoff(pld, bad)
+    with pytest.raises(ValueError, match="alpha"):
+        T.tradeoff_bounds(pld, bad)
+    with pytest.raises(ValueError, match="false_positive_rate"):
+        T.max_true_positive_rate(pld, bad)
+
+
+def test_other_bad_arguments():
+    pld = P(plda.Gaussian(1.0))
+    with pytest.raises(ValueError, match="direction"):
+        T.tradeoff(pld, 0.5, direction="sideways")
+    with pytest.raises(TypeError, match="pld"):
+        T.tradeoff("not a pld", 0.5)
+    with pytest.raises(ValueError, match="delta_floor"):
+        T.gdp_mu(pld, delta_floor=0.0)
+    with pytest.raises(ValueError, match="delta_floor"):
+        T.gaussian_dp(pld, delta_floor=1.0)
+    with pytest.raises(ValueError, match="mu"):
+        T.gaussian_tradeoff(0.5, -1.0)
