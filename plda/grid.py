@@ -63,6 +63,12 @@ class DiscreteLoss:
     chernoff_infinity_mass: float = 0.0
     #: Euclidean norm bound of the error vector of ``probs`` (Cauchy–Schwarz alternative)
     l2_error: float = 0.0
+    #: exponentially tilted composition (see :func:`compose_tilted`): the error terms above
+    #: refer to the tilted law, whose entry ``i`` is ``probs[i] * exp(tilt * l_i - log_scale)``
+    tilt: float = 0.0
+    log_scale: float = 0.0
+    #: losses below this were left out (a tilted law is only used for larger epsilons)
+    valid_from: float = -np.inf
 
     # ------------------------------------------------------------------ basics
     @property
@@ -114,12 +120,22 @@ class DiscreteLoss:
         count = n - np.arange(n + 1)  # entries strictly above a cut
         # error of naive summation: (n u) * sum of magnitudes, for both sums
         summation = 2.0 * n * _U * tail_mass
-        fp_error = np.minimum(self.entry_error * count, self.l2_error * np.sqrt(count))
+        if self.tilt:
+            # errors of the tilted law scale back by w_i = exp(log_scale - tilt l_i)
+            w = np.exp(self.log_scale - self.tilt * losses)
+            w_sum = np.concatenate([np.cumsum(w[::-1])[::-1], [0.0]])
+            w2_sum = np.concatenate([np.cumsum((w * w)[::-1])[::-1], [0.0]])
+            fp_error = np.minimum(self.entry_error * w_sum, self.l2_error * np.sqrt(w2_sum))
+            spurious = self.spurious_mass * np.concatenate([w, [0.0]])  # w decreases in l
+        else:
+            fp_error = np.minimum(self.entry_error * count, self.l2_error * np.sqrt(count))
+            spurious = self.spurious_mass
         fp_error = fp_error + summation
         if self.upper:
             a = self.infinity_mass + tail_mass + fp_error
+            a = np.where(np.isnan(a), np.inf, a)  # never let NaN through an upper bound
         else:
-            a = self.infinity_mass + tail_mass - fp_error - self.spurious_mass
+            a = self.infinity_mass + tail_mass - fp_error - spurious
         cuts = np.concatenate([losses, [np.inf]])
         result = (a, tail_scaled, cuts)
         object.__setattr__(self, "_segment_cache", result)
@@ -136,10 +152,12 @@ class DiscreteLoss:
         with np.errstate(over="ignore", invalid="ignore"):
             value = a[j] - np.exp(eps) * b[j]
         value = np.where(b[j] == 0, a[j], value)
+        unknown = eps < self.valid_from  # below a tilted law's range nothing is claimed
         if self.upper:
-            value = np.minimum(value * (1 + 8 * _U), self._chernoff_delta(eps))
+            value = np.where(unknown, 1.0, value * (1 + 8 * _U))
+            value = np.minimum(value, self._chernoff_delta(eps))
             return np.clip(value, 0.0, 1.0)
-        return np.clip(value, 0.0, 1.0)
+        return np.clip(np.where(unknown, 0.0, value), 0.0, 1.0)
 
     def _chernoff_delta(self, eps: np.ndarray) -> np.ndarray:
         if self.log_mgf is None:
@@ -174,6 +192,12 @@ class DiscreteLoss:
         solved = np.where(b[jj] > 0, solved, left)
         solved = np.clip(solved, left, cuts[jj])
         out = np.where(found, solved, np.inf)
+        if self.valid_from > -np.inf:
+            # a tilted law says nothing below valid_from: an upper bound may not go below it,
+            # and a lower bound found below it is replaced by the trivial 0
+            out = np.maximum(out, self.valid_from) if self.upper else np.where(
+                out >= self.valid_from, out, 0.0
+            )
         finite = np.isfinite(out)
         nudge = 1e-12 * (1 + np.abs(np.where(finite, out, 0.0)))
         if self.upper:
@@ -326,3 +350,51 @@ def compose(
     return DiscreteLoss(
         first.step, lo, y, infinity, False, entry_error, below + above, None, 0.0, l2_error
     )
+
+
+def compose_tilted(
+    factors: list[tuple[DiscreteLoss, int]], tilt: float, tail: float = 1e-20,
+    max_size: int = 1 << 23,
+) -> DiscreteLoss:
+    """Composition computed under the exponential tilt ``p_i -> p_i e^{t l_i} / M(t)``.
+
+    Tilting commutes with convolution, and it moves the FFT's resolution to the losses near the
+    Chernoff point of ``t``: the composed law is recovered as ``y_i = y~_i exp(C - t l_i)`` with
+    ``C = sum_f k_f log M_f(t)``, and the absolute FFT error of ``y~`` becomes an error relative
+    to the (tiny) deltas found there. Losses where the weight ``exp(C - t l_i)`` would overflow
+    are left out (``valid_from``). ``+inf`` masses are carried untilted.
+    """
+    if tilt <= 0:
+        raise ValueError("tilt must be positive")
+    tilted, log_scale = [], 0.0
+    for f, k in factors:
+        c = float(f.finite_log_mgf(np.array([tilt]))[0])
+        log_scale += k * c
+        probs = np.exp(np.log(np.maximum(f.probs, 1e-320)) + tilt * f.losses - c) * (f.probs > 0)
+        tilted.append((DiscreteLoss(f.step, f.offset, probs, 0.0, f.upper), k))
+    inner = compose(tilted, tail=tail, max_size=max_size)
+    first = factors[0][0]
+    log_keep = sum(k * math.log1p(-min(f.infinity_mass, 1.0)) for f, k in factors)
+    infinity = -math.expm1(log_keep) if log_keep > -np.inf else 1.0
+    losses = inner.losses
+    exponent = log_scale - tilt * losses
+    keep = exponent < 340.0  # weights and their squares stay finite
+    if not keep.any():
+        return DiscreteLoss(first.step, inner.offset + len(losses), np.zeros(1), 1.0, True)
+    start = int(np.argmax(keep))
+    weights = np.exp(exponent[start:])
+    probs = inner.probs[start:] * weights
+    above_weight = math.exp(min(log_scale - tilt * (losses[-1] + first.step), 690.0))
+    upper = first.upper
+    infinity_total = infinity + (inner.infinity_mass * above_weight if upper else 0.0)
+    out = DiscreteLoss(
+        first.step, inner.offset + start, probs, min(1.0, infinity_total), upper,
+        inner.entry_error, inner.spurious_mass, None, 0.0, inner.l2_error,
+        tilt, log_scale, float(losses[start]) if start > 0 else -np.inf,
+    )
+    if upper:
+        object.__setattr__(out, "log_mgf", sum(k * f.log_mgf for f, k in factors)
+                           if all(f.log_mgf is not None for f, _ in factors) else None)
+        keep_c = sum(k * math.log1p(-min(f.chernoff_infinity_mass, 1.0)) for f, k in factors)
+        object.__setattr__(out, "chernoff_infinity_mass", -math.expm1(keep_c))
+    return out

@@ -12,16 +12,26 @@ from hypothesis import strategies as st
 
 import plda
 
-mp.mp.dps = 40
+
+def at_40_digits(function):
+    """Run a reference at 40 digits without changing mpmath's global precision for others."""
+
+    def wrapped(*args, **kwargs):
+        with mp.workdps(40):
+            return function(*args, **kwargs)
+
+    return wrapped
 
 
 # ------------------------------------------------------------------ exact references
+@at_40_digits
 def gaussian_delta(epsilon: float, mu: float) -> float:
     """k-fold Gaussian: delta = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2), at 40 digits."""
     e, m = mp.mpf(epsilon), mp.mpf(mu)
     return float(mp.ncdf(-e / m + m / 2) - mp.e**e * mp.ncdf(-e / m - m / 2))
 
 
+@at_40_digits
 def gaussian_epsilon(delta: float, mu: float) -> float:
     """Root of the closed form by bisection at 40 digits."""
     e, m, d = None, mp.mpf(mu), mp.mpf(delta)
@@ -37,6 +47,7 @@ def gaussian_epsilon(delta: float, mu: float) -> float:
     return float((lo + hi) / 2)
 
 
+@at_40_digits
 def atoms_delta(losses, probs, infinity, epsilon):
     """delta(eps) of an exact atomic law (mpmath numbers)."""
     e = mp.mpf(epsilon)
@@ -47,6 +58,7 @@ def atoms_delta(losses, probs, infinity, epsilon):
     return total
 
 
+@at_40_digits
 def kov_delta(eps0: float, delta0: float, k: int, epsilon: float):
     """Exact k-fold composition of RR_(eps0, delta0) by enumerating the binomial law."""
     e0 = mp.mpf(eps0)
@@ -60,6 +72,7 @@ def kov_delta(eps0: float, delta0: float, k: int, epsilon: float):
     return atoms_delta(losses, probs, infinity, epsilon)
 
 
+@at_40_digits
 def discrete_laplace_delta(t: float, k: int, epsilon: float):
     """Exact k-fold discrete Laplace (sensitivity 1): per-step loss atoms +-t, by enumeration."""
     t = mp.mpf(t)
@@ -70,6 +83,7 @@ def discrete_laplace_delta(t: float, k: int, epsilon: float):
     return atoms_delta(losses, probs, 0, epsilon)
 
 
+@at_40_digits
 def subsampled_gaussian_delta(q: float, sigma: float, epsilon: float) -> float:
     """One Poisson-sampled Gaussian step, max of both directions, in closed form with Phi.
 
@@ -226,6 +240,7 @@ def test_replace_one_doubles_gaussian_sensitivity():
     assert a == pytest.approx(b, rel=1e-9)
 
 
+@at_40_digits
 def replace_one_sampled_gaussian_delta(q: float, sigma: float, epsilon: float) -> float:
     """Hockey stick of ((1-q)N(0,s^2) + qN(1,s^2), (1-q)N(0,s^2) + qN(-1,s^2)) by quadrature."""
     q, s, e = mp.mpf(q), mp.mpf(sigma), mp.mpf(epsilon)
@@ -324,6 +339,35 @@ def test_extreme_inputs_give_finite_ordered_bounds(mechanism, count, delta):
         mu = math.sqrt(count) * mechanism.mu
         if delta > 1e-200:
             assert lower <= gaussian_epsilon(delta, mu) <= upper
+
+
+@pytest.mark.parametrize("delta", [1e-10, 1e-12, 1e-15, 1e-20])
+def test_small_deltas_stay_tight_by_tilting(delta):
+    sigma, k = 3.0, 20
+    pld = pld_of(plda.PoissonSampled(plda.Gaussian(sigma), 0.5), k)
+    lower, upper = pld.epsilon_bounds(delta)
+    assert 0 < lower <= upper < math.inf
+    d = np.array([delta])  # the untilted grid laws alone: tilting may only tighten them
+    plain_upper = max(float(v.epsilon(d)[0]) for v in pld.discrete("upper").values())
+    plain_lower = max(float(v.epsilon(d)[0]) for v in pld.discrete("lower").values())
+    assert upper <= plain_upper and lower >= plain_lower
+    if delta >= 1e-10:
+        assert (upper - lower) / upper <= 5e-3
+    mu = math.sqrt(k) / sigma  # unsampled: exact closed form, tilted path (single factor)
+    exact = gaussian_epsilon(delta, mu)
+    lower, upper = pld_of(plda.Gaussian(sigma), k).epsilon_bounds(delta)
+    assert lower <= exact <= upper and (upper - lower) / upper <= 1e-3
+
+
+def test_tilted_bounds_contain_the_exact_rr_composition():
+    eps0, delta0, k = 0.2, 0.0, 60
+    pld = pld_of(plda.ApproximateDP(eps0, delta0), k)
+    eps = np.array([6.0, 8.0, 10.0])
+    lower, upper = pld.delta_bounds(eps)
+    for e, lo, up in zip(eps, lower, upper, strict=True):
+        exact = float(kov_delta(eps0, delta0, k, e))
+        assert lo <= exact * (1 + 1e-9) and exact <= up * (1 + 1e-9)
+        assert up <= 2 * exact  # tight far below the FFT floor
 
 
 def test_extreme_epsilon_gives_tiny_delta():
