@@ -246,7 +246,9 @@ class PrivacyLossDistribution:
     def epsilon_bounds(self, delta) -> Bounds:
         """``(lower, upper)`` bounds on ``epsilon(delta)`` (vectorized)."""
         d = check.array_in("delta", delta, 0.0, 1.0)
-        versions = self._versions(refine_for=np.ravel(d))
+        # refining the grid helps only above the FFT's rounding floor; below it, tilting does
+        flat = np.ravel(d)
+        versions = self._versions(refine_for=flat[(flat >= 1e-10) | (flat == flat.max())])
         lower, upper = _epsilon_pair(versions, d)
         lower, upper = self._sharpen(
             versions, np.ravel(d), np.ravel(lower), np.ravel(upper), "delta"
@@ -259,9 +261,10 @@ class PrivacyLossDistribution:
         tilt aimed at each target (:func:`plda.grid.compose_tilted`) and keep the tighter of
         the two certified bounds."""
         if kind == "delta":
-            small = (targets > 0) & (targets < 1e-8) & (_relative_gap(lower, upper) > self.accuracy)
+            small = (targets > 1e-60) & (targets < 1e-8)
+            small &= _relative_gap(lower, upper) > self.accuracy
         else:
-            small = (upper > 0) & (upper < 1e-8) & (lower < upper * (1 - self.accuracy))
+            small = (upper > 1e-60) & (upper < 1e-8) & (lower < upper * (1 - self.accuracy))
         if not small.any():
             return lower, upper
         step = self._cache.get("step", self._initial_step())
@@ -297,7 +300,12 @@ class PrivacyLossDistribution:
         else:
             objective = (log_mgf + log_c)[None, :] - np.outer(targets, t)
             best = t[np.argmin(objective, axis=1)]
-        return 2.0 ** (np.round(2 * np.log2(best)) / 2)
+        rounded = 2.0 ** (np.round(2 * np.log2(best)) / 2)
+        distinct = np.unique(rounded)
+        if len(distinct) > 3:  # at most three extra compositions per call: nearest of three
+            keep = distinct[np.linspace(0, len(distinct) - 1, 3).round().astype(int)]
+            rounded = keep[np.argmin(np.abs(np.log(rounded)[:, None] - np.log(keep)), axis=1)]
+        return rounded
 
     def _tilted(self, step: float, tilt: float):
         key = ("tilted", step, tilt)

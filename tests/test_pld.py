@@ -68,7 +68,7 @@ def kov_delta(eps0: float, delta0: float, k: int, epsilon: float):
         losses.append((k - 2 * i) * e0)
         weight = mp.binomial(k, i) * p_plus ** (k - i) * (1 - p_plus) ** i
         probs.append((1 - mp.mpf(delta0)) ** k * weight)
-    infinity = 1 - (1 - mp.mpf(delta0)) ** k
+    infinity = -mp.expm1(k * mp.log1p(-mp.mpf(delta0)))  # no cancellation for tiny delta0
     return atoms_delta(losses, probs, infinity, epsilon)
 
 

@@ -88,9 +88,13 @@ class LossLaw(PrivacyLossLaw):
         return np.asarray(f(np.clip(x, lo, hi)), dtype=float) * np.ones_like(x)
 
     def _cont_cdf(self, x, hypothesis):
+        if not self._continuous:  # atoms only
+            return np.zeros(np.shape(x))
         return self._call(self.cdf_p if hypothesis == "P" else self.cdf_q, x)
 
     def _cont_sf(self, x, hypothesis):
+        if not self._continuous:
+            return np.zeros(np.shape(x))
         return self._call(self.sf_p if hypothesis == "P" else self.sf_q, x)
 
     def _cont_pdf(self, x, hypothesis):
@@ -110,7 +114,7 @@ class CustomMechanism(Mechanism):
     ----------
     remove
         Law of the pair ``(M(D), M(D'))`` with one record removed from ``D`` (a
-    :class:`LossLaw` or any :class:`~plda.mechanisms.law.PrivacyLossLaw`).
+        :class:`LossLaw` or any :class:`~plda.mechanisms.law.PrivacyLossLaw`).
     add
         Law of the reversed direction; ``None`` declares the mechanism symmetric (both
         directions have the law ``remove``).

@@ -1,0 +1,12 @@
+"""Shared test fixtures."""
+
+import mpmath
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def _restore_mpmath_precision():
+    """Tests that raise mpmath's global precision must not change it for the next test."""
+    dps = mpmath.mp.dps
+    yield
+    mpmath.mp.dps = dps
