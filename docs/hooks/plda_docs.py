@@ -1,0 +1,161 @@
+"""MkDocs hook of the plda documentation (listed under ``hooks:`` in mkdocs.yml).
+
+1. Snippets: the base path of ``pymdownx.snippets`` is made absolute (the repository root), so
+   ``--8<-- "benchmarks/RESULTS.md"`` works whatever directory mkdocs is started from.
+2. Figures: before every ``mkdocs build`` each ``docs/figures/make_*.py`` script is run, so the
+   figures on the site are always drawn by the code in the repository (not pasted images that
+   can go stale). ``PLDA_DOCS_FIGURES=0`` skips this and uses the figures already in the tree
+   (quick local iteration); ``mkdocs serve`` skips it too (rewriting files it watches would make
+   it rebuild forever).
+3. Docstrings: the Sphinx roles some docstrings use (``:class:`~plda.pld.X```) are shown as
+   plain code (``X``) on the API pages; mkdocstrings would print the role verbatim.
+4. API completeness: after the build, every public name (``plda.__all__`` and the ``__all__`` of
+   the submodules in :data:`PUBLIC_MODULES`) must have an anchor on an API reference page;
+   a missing one fails the build.
+"""
+
+from __future__ import annotations
+
+import html.parser
+import importlib
+import os
+import re
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+FIGURES = ROOT / "docs" / "figures"
+
+#: modules whose ``__all__`` is the public API that the reference must document
+PUBLIC_MODULES = (
+    "plda",
+    "plda.theorems",
+    "plda.filters",
+    "plda.testing",
+    "plda.plot",
+    "plda.accountant",
+    "plda.calibration",
+    "plda.adapters",
+    "plda.serialization",
+    "plda.tradeoff",
+    "plda.renyi",
+)
+
+_command = "build"
+
+
+def public_names() -> dict[str, set[str]]:
+    """``{"plda.filters.AdvancedFilter": {acceptable anchor ids}, ...}`` for every public name.
+
+    A name may be documented where it is exported or where it is defined (its ``__module__``),
+    e.g. ``plda.plot.tradeoff`` is rendered as ``plda.plot.profiles.tradeoff``.
+    """
+    names: dict[str, set[str]] = {}
+    for module_name in PUBLIC_MODULES:
+        module = importlib.import_module(module_name)
+        exported = getattr(module, "__all__", None)
+        if exported is None:
+            raise RuntimeError(f"{module_name} has no __all__: its public API is undefined")
+        for name in exported:
+            try:
+                obj = getattr(module, name)
+            except ImportError:  # a lazily loaded submodule that is missing
+                obj = None
+            ids = {f"{module_name}.{name}"}
+            defined_in = getattr(obj, "__module__", None)
+            if isinstance(defined_in, str) and defined_in.startswith("plda"):
+                ids.add(f"{defined_in}.{getattr(obj, '__qualname__', name)}")
+            names[f"{module_name}.{name}"] = ids
+    return names
+
+
+def on_startup(command, dirty):  # noqa: ARG001 - mkdocs hook signature
+    global _command
+    _command = command
+
+
+def on_config(config):
+    snippets = config.mdx_configs.setdefault("pymdownx.snippets", {})
+    snippets["base_path"] = [str(ROOT)]
+    return config
+
+
+def _run_figure_script(script: Path) -> tuple[Path, subprocess.CompletedProcess]:
+    env = dict(os.environ, MPLBACKEND="Agg")
+    done = subprocess.run(
+        [sys.executable, str(script)], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    return script, done
+
+
+def on_pre_build(config):  # noqa: ARG001 - mkdocs hook signature
+    from mkdocs.exceptions import PluginError
+
+    if os.environ.get("PLDA_DOCS_FIGURES", "1") == "0" or _command == "serve":
+        return
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError as exc:
+        raise PluginError(
+            "the docs figures are drawn at build time and need matplotlib: "
+            "pip install -e '.[docs]' (or set PLDA_DOCS_FIGURES=0 to use the figures in the tree)"
+        ) from exc
+    scripts = sorted(FIGURES.glob("make_*.py"))
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        for script, done in pool.map(_run_figure_script, scripts):
+            if done.returncode != 0:
+                raise PluginError(
+                    f"figure script {script.relative_to(ROOT)} failed:\n{done.stderr[-3000:]}"
+                )
+
+
+_SPHINX_ROLE = re.compile(
+    r":(?:py:)?(?:class|meth|func|mod|attr|data|exc|obj|const):<code>(~?)([^<]*)</code>"
+)
+
+
+def _plain_code(match: re.Match) -> str:
+    target = match[2]
+    return f"<code>{target.rsplit('.', 1)[-1] if match[1] else target}</code>"
+
+
+def on_page_content(html, page, config, files):  # noqa: ARG001 - mkdocs hook signature
+    if page.file.src_uri.startswith("api/"):
+        return _SPHINX_ROLE.sub(_plain_code, html)
+    return html
+
+
+class _Anchors(html.parser.HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.ids: set[str] = set()
+
+    def handle_starttag(self, tag, attrs):  # noqa: ARG002
+        for key, value in attrs:
+            if key == "id" and value:
+                self.ids.add(value)
+
+
+def documented_ids(site_dir: Path) -> set[str]:
+    """Every ``id`` attribute on the API reference pages of a built site."""
+    parser = _Anchors()
+    for page in (site_dir / "api").rglob("*.html"):
+        parser.feed(page.read_text(encoding="utf-8"))
+    return parser.ids
+
+
+def on_post_build(config):
+    from mkdocs.exceptions import PluginError
+
+    ids = documented_ids(Path(config.site_dir))
+    try:
+        names = public_names()
+    except (ImportError, RuntimeError) as exc:
+        raise PluginError(f"the public API of plda cannot be listed: {exc}") from exc
+    missing = sorted(name for name, accepted in names.items() if not accepted & ids)
+    if missing:
+        raise PluginError(
+            "public names missing from the API reference (docs/api/*.md): " + ", ".join(missing)
+        )

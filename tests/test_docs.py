@@ -1,0 +1,266 @@
+"""Every code example of README.md, docs/**/*.md and the docstrings runs (issue 7).
+
+* Each ```python block is executed. The blocks of one page run in order in one namespace, like
+  a notebook, from a temporary working directory (examples that write files leave nothing behind).
+* A block whose first line starts with ``>>>`` is a doctest: its outputs are checked too, with
+  numbers compared to a relative tolerance of 1e-6 (the last digits of a float may differ
+  between FFT backends and platforms).
+* ``<!-- skip-test: reason -->`` on the line right before a block opts it out. This is only
+  allowed for blocks that need an optional heavy dependency (torch, opacus, the peer accountants):
+  such a block must import one of :data:`OPTIONAL_MODULES`, and it is still compiled.
+* Shell and other blocks are not executed.
+* The docstring examples of every plda module (shown on the API reference pages) run as doctests.
+* Every public name is covered by an API reference directive (``::: plda...``); the docs build
+  checks the rendered pages as well.
+"""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import importlib.util
+import pkgutil
+import re
+import sys
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+PAGES = [ROOT / "README.md", *sorted(DOCS.rglob("*.md"))]
+PYTHON_LANGUAGES = {"python", "py", "python3", "pycon"}
+SKIP_MARKER = re.compile(r"^\s*<!--\s*skip-test(?::\s*(?P<reason>.*?))?\s*-->\s*$")
+#: what a skipped block may need (installing them for the docs test would be too heavy)
+OPTIONAL_MODULES = ("torch", "opacus", "dp_accounting", "prv_accountant", "tensorflow", "jax")
+FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})\s*(?P<info>[^`]*)$")
+
+
+@dataclass(frozen=True)
+class Block:
+    path: Path
+    line: int  # 1-based line of the first code line
+    code: str
+    language: str
+    skip_reason: str | None
+
+    @property
+    def where(self) -> str:
+        return f"{self.path.relative_to(ROOT)}:{self.line}"
+
+    @property
+    def is_doctest(self) -> bool:
+        first = next((x for x in self.code.splitlines() if x.strip()), "")
+        return first.lstrip().startswith(">>>")
+
+
+def extract_blocks(path: Path) -> list[Block]:
+    """Fenced code blocks of a markdown file (fences may be indented, e.g. in admonitions)."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    blocks = []
+    i = 0
+    while i < len(lines):
+        match = FENCE.match(lines[i])
+        if not match:
+            i += 1
+            continue
+        indent, fence = match["indent"], match["fence"]
+        language = match["info"].strip().split(" ")[0].strip("{}.").lower()
+        previous = next((lines[j] for j in range(i - 1, -1, -1) if lines[j].strip()), "")
+        marker = SKIP_MARKER.match(previous)
+        body = []
+        j = i + 1
+        while j < len(lines):
+            close = lines[j].strip()
+            if close.startswith(fence[0] * len(fence)) and not close.strip(fence[0]):
+                break
+            body.append(lines[j][len(indent) :] if lines[j].startswith(indent) else lines[j])
+            j += 1
+        else:
+            raise AssertionError(f"{path.relative_to(ROOT)}:{i + 1}: unclosed code fence")
+        reason = (marker["reason"] or "").strip() if marker else None
+        blocks.append(Block(path, i + 2, "\n".join(body) + "\n", language, reason))
+        i = j + 1
+    return blocks
+
+
+def python_blocks(path: Path) -> list[Block]:
+    return [b for b in extract_blocks(path) if b.language in PYTHON_LANGUAGES]
+
+
+PAGES_WITH_CODE = [p for p in PAGES if python_blocks(p)]
+
+
+# ------------------------------------------------------------------------------ doctests
+_NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|[-+]?inf|nan")
+
+
+class NumericOutputChecker(doctest.OutputChecker):
+    """Exact match, or the same text with every number equal to a relative 1e-6."""
+
+    def check_output(self, want, got, optionflags):
+        if super().check_output(want, got, optionflags):
+            return True
+        want_numbers, got_numbers = _NUMBER.findall(want), _NUMBER.findall(got)
+        if len(want_numbers) != len(got_numbers) or not want_numbers:
+            return False
+        if " ".join(_NUMBER.split(want)).split() != " ".join(_NUMBER.split(got)).split():
+            return False
+        for a, b in zip(want_numbers, got_numbers, strict=True):
+            x, y = float(a), float(b)
+            if x != y and not abs(x - y) <= 1e-6 * max(abs(x), abs(y)):
+                return False
+        return True
+
+
+_FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+
+
+def _run_doctest(source: str, namespace: dict, name: str, filename: str, line: int) -> None:
+    parser = doctest.DocTestParser()
+    test = parser.get_doctest(source, namespace, name, filename, line - 1)
+    output: list[str] = []
+    runner = doctest.DocTestRunner(checker=NumericOutputChecker(), optionflags=_FLAGS)
+    runner.run(test, out=output.append, clear_globs=False)
+    if runner.failures:
+        raise AssertionError("".join(output))
+
+
+# ------------------------------------------------------------------------------ pages
+@pytest.fixture
+def sandbox(tmp_path, monkeypatch):
+    """Temporary working directory, non-interactive matplotlib, figures closed afterwards."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    yield tmp_path
+    if "matplotlib.pyplot" in sys.modules:
+        sys.modules["matplotlib.pyplot"].close("all")
+
+
+@pytest.mark.parametrize("path", PAGES_WITH_CODE, ids=lambda p: str(p.relative_to(ROOT)))
+def test_page_examples_run(path, sandbox):
+    namespace: dict = {"__name__": "__docs__"}
+    for block in python_blocks(path):
+        if block.skip_reason is not None:
+            continue
+        failure = None
+        try:
+            if block.is_doctest:
+                _run_doctest(block.code, namespace, block.where, str(path), block.line)
+            else:
+                # pad with newlines so tracebacks point at the line of the markdown file
+                code = compile("\n" * (block.line - 1) + block.code, str(path), "exec")
+                exec(code, namespace)  # noqa: S102 - running the documentation is the test
+        except Exception as exc:  # noqa: BLE001 - report which block failed, with its trace
+            failure = "".join(traceback.format_exception(exc)[-12:])
+        if failure is not None:
+            pytest.fail(f"code block at {block.where} failed:\n{failure}", pytrace=False)
+
+
+def test_skipped_blocks_need_an_optional_dependency():
+    skipped = [b for p in PAGES for b in python_blocks(p) if b.skip_reason is not None]
+    for block in skipped:
+        imports = re.findall(r"^\s*(?:import|from)\s+([A-Za-z_]\w*)", block.code, re.MULTILINE)
+        assert set(imports) & set(OPTIONAL_MODULES), (
+            f"{block.where}: skip-test is only for blocks that need one of {OPTIONAL_MODULES}"
+        )
+        assert block.skip_reason, f"{block.where}: say why, as <!-- skip-test: reason -->"
+        compile(block.code, block.where, "exec")  # at least it is valid Python
+
+
+def test_extractor_finds_indented_and_marked_blocks(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text(
+        "text\n\n```python\nx = 1\n```\n\n!!! note\n    ```python\n    y = x + 1\n    ```\n\n"
+        "<!-- skip-test: needs torch -->\n```python\nimport torch\n```\n\n```bash\nls\n```\n",
+        encoding="utf-8",
+    )
+    blocks = extract_blocks(page)
+    assert [b.language for b in blocks] == ["python", "python", "python", "bash"]
+    assert blocks[1].code == "y = x + 1\n"
+    assert blocks[1].line == 9
+    assert [b.skip_reason for b in blocks[:3]] == [None, None, "needs torch"]
+
+
+def test_numeric_output_checker():
+    checker = NumericOutputChecker()
+    assert checker.check_output("2.3817478234885505\n", "2.38174782349\n", 0)
+    assert checker.check_output("(1.5, 'a')\n", "(1.5000000001, 'a')\n", 0)
+    assert not checker.check_output("2.38\n", "2.39\n", 0)
+    assert not checker.check_output("(1.5, 'a')\n", "(1.5, 'b')\n", 0)
+
+
+# ------------------------------------------------------------------------ docstrings
+def _plda_modules() -> list[str]:
+    import plda
+
+    names = ["plda"]
+    for info in pkgutil.walk_packages(plda.__path__, "plda."):
+        if not info.name.endswith("__main__"):  # importing it runs the command line
+            names.append(info.name)
+    return sorted(names)
+
+
+@pytest.mark.parametrize("module_name", _plda_modules())
+def test_docstring_examples_run(module_name, sandbox):
+    module = importlib.import_module(module_name)
+    finder = doctest.DocTestFinder(exclude_empty=True)
+    runner = doctest.DocTestRunner(checker=NumericOutputChecker(), optionflags=_FLAGS)
+    output: list[str] = []
+    for test in finder.find(module, module_name):
+        if test.examples:
+            runner.run(test, out=output.append)
+    assert not runner.failures, "".join(output)
+
+
+# ------------------------------------------------------------------------- API reference
+def _hook():
+    spec = importlib.util.spec_from_file_location("plda_docs_hook", DOCS / "hooks" / "plda_docs.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_api_reference_covers_every_public_name():
+    directives = set()
+    for page in (DOCS / "api").glob("*.md"):
+        text = page.read_text(encoding="utf-8")
+        directives |= set(re.findall(r"^:::\s*([\w.]+)", text, re.MULTILINE))
+    missing = []
+    for name, accepted in _hook().public_names().items():
+        module = name.rsplit(".", 1)[0]
+        defined_in = {a.rsplit(".", 1)[0] for a in accepted}
+        if not (accepted | {module} | defined_in) & directives:
+            missing.append(name)
+    assert not missing, f"public names without an API reference directive: {missing}"
+
+
+def test_pages_are_in_the_nav():
+    """Every page under docs/ is reachable from the site navigation (mkdocs.yml)."""
+    config = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    nav = config[config.index("\nnav:") :]
+    listed = set(re.findall(r"([\w./-]+\.md)\s*$", nav, re.MULTILINE))
+    pages = {str(p.relative_to(DOCS)) for p in DOCS.rglob("*.md")}
+    assert pages <= listed, f"pages missing from the nav of mkdocs.yml: {sorted(pages - listed)}"
+
+
+def test_every_figure_is_drawn_by_a_script():
+    """Figures are produced by code in docs/figures/ (the docs build reruns it), not pasted."""
+    scripts = " ".join(p.read_text(encoding="utf-8") for p in (DOCS / "figures").glob("make_*.py"))
+    image_link = re.compile(r"!\[[^\]]*\]\(([^)]+\.(?:png|svg|jpg))\)")
+    for page in DOCS.rglob("*.md"):
+        for image in image_link.findall(page.read_text(encoding="utf-8")):
+            name = Path(image).name
+            assert name in scripts or Path(image).stem in scripts, (
+                f"{page.relative_to(ROOT)}: {image} is not written by any docs/figures/make_*.py"
+            )
+
+
+def test_readme_links_to_the_docs():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "mkdocs build" in readme, "README must say how to build the docs locally"
+    for page in ("docs/getting-started.md", "docs/tutorials/dp-sgd.md", "docs/concepts/"):
+        assert page in readme, f"README should link to {page}"
+
