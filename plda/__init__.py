@@ -1,5 +1,8 @@
 """plda: a privacy-loss-distribution accountant with certified upper and lower bounds."""
 
+from plda.accountant import PLDAccountant  # noqa: E402  (needs the engine above)
+from plda.adapters.dp_accounting import from_dp_event
+from plda.calibration import calibrate_noise_multiplier, calibrate_sample_rate, calibrate_steps
 from plda.mechanisms import (
     ApproximateDP,
     CustomMechanism,
@@ -13,11 +16,19 @@ from plda.mechanisms import (
     PrivacyLossLaw,
 )
 from plda.pld import Bounds, PrivacyLossDistribution
+from plda.serialization import load_pld, save_pld
 
 __version__ = "0.1.0"
 
 __all__ = [
     "ApproximateDP",
+    "PLDAccountant",
+    "calibrate_noise_multiplier",
+    "calibrate_sample_rate",
+    "calibrate_steps",
+    "from_dp_event",
+    "load_pld",
+    "save_pld",
     "Bounds",
     "clear_caches",
     "CustomMechanism",
@@ -32,6 +43,7 @@ __all__ = [
     "PrivacyLossLaw",
 ]
 
+
 def clear_caches() -> None:
     """Forget cached discretizations, privacy-loss laws and FFT plans (for benchmarks that
     must time cold runs; results never depend on the caches)."""
@@ -44,7 +56,18 @@ def clear_caches() -> None:
     fft._PLANS.clear()
 
 
-_SUBMODULES = ("theorems", "filters", "testing", "plot", "tradeoff", "renyi", "accountant")
+_SUBMODULES = (
+    "theorems",
+    "filters",
+    "testing",
+    "plot",
+    "tradeoff",
+    "renyi",
+    "accountant",
+    "calibration",
+    "serialization",
+    "adapters",
+)
 
 
 def __getattr__(name: str):

@@ -342,6 +342,7 @@ def _assemble(step, parts, infinity_mass, upper):
     for _, mass in parts:
         if not np.all(np.isfinite(mass)):  # never hand on a silent NaN
             raise FloatingPointError("non-finite mass in a discretized privacy-loss law")
+    parts = [(i, m) for i, m in parts if len(i)] or [(np.array([0]), np.array([0.0]))]
     lo = min(int(i.min()) for i, _ in parts if len(i))
     hi = max(int(i.max()) for i, _ in parts if len(i))
     out = np.zeros(hi - lo + 1)
@@ -385,6 +386,8 @@ def _support(law: PrivacyLossLaw, upper_tail: float) -> tuple[float, float]:
 def _continuous_range(law, step, upper_tail):
     a, _ = law._cont_tail(LOWER_TAIL, "P")
     _, b = law._cont_tail(upper_tail, "P")
+    if not (np.isfinite(a / step) and np.isfinite(b / step) and (b - a) / step < 2**40):
+        raise MemoryError(f"a grid of step {step:g} over [{a:g}, {b:g}] is too large")
     lo, hi = int(np.floor(a / step)), int(np.ceil(b / step))
     return lo, max(hi, lo + 1)
 

@@ -248,8 +248,10 @@ def _window(factors: list[tuple[DiscreteLoss, int]], tail: float) -> tuple[int, 
     log_tail = np.log(tail)
     hi_loss = np.min((log_up - log_tail) / orders)
     lo_loss = np.max(-(log_down - log_tail) / orders)
-    hi = min(hi_exact, int(np.ceil(hi_loss / step)) + 1)
-    lo = max(lo_exact, int(np.floor(lo_loss / step)) - 1)
+    # no finite mass at all (e.g. delta = 1) leaves the moments at -inf: keep the exact support
+    hi = hi_exact if not np.isfinite(hi_loss) else min(hi_exact, int(np.ceil(hi_loss / step)) + 1)
+    lo = lo_exact if not np.isfinite(lo_loss) else max(lo_exact, int(np.floor(lo_loss / step)) - 1)
+    lo = min(lo, hi)
     with np.errstate(over="ignore"):
         above = 0.0 if hi >= hi_exact else float(np.min(np.exp(log_up - orders * hi * step)))
         below = 0.0 if lo <= lo_exact else float(np.min(np.exp(log_down + orders * lo * step)))

@@ -114,14 +114,26 @@ class SubsampledLaw(PrivacyLossLaw):
         object.__setattr__(self, "truncated_mass", q * b.truncated_mass)
 
     def _forward(self, loss):
-        return np.log1p(self.sample_rate * np.expm1(loss))
+        loss = np.asarray(loss, dtype=float)
+        q = self.sample_rate
+        with np.errstate(over="ignore"):
+            # log(1 + q(e^l - 1)); for large l it is l + log q + log1p((1-q) e^{-l} / q)
+            big = loss > 30
+            small = np.log1p(q * np.expm1(np.where(big, 0.0, loss)))
+            large = loss + np.log(q) + np.log1p((1 - q) * np.exp(-np.where(big, loss, 30.0)) / q)
+        return np.where(big, large, small)
 
     def _backward(self, loss):
         """Base loss mapping to ``loss``; ``-inf`` at or below ``log(1 - q)``."""
         loss = np.asarray(loss, dtype=float)
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             ratio = np.expm1(loss) / self.sample_rate
-            return np.where(ratio > -1, np.log1p(np.maximum(ratio, -1.0)), -np.inf)
+            small = np.where(ratio > -1, np.log1p(np.maximum(ratio, -1.0)), -np.inf)
+            # for large losses: log(1 + (e^l - 1)/q) = l - log q + log1p((q - 1) e^{-l})
+            large = loss - np.log(self.sample_rate) + np.log1p(
+                (self.sample_rate - 1) * np.exp(-np.maximum(loss, 30.0))
+            )
+            return np.where(loss > 30, large, small)
 
     @property
     def has_continuous_part(self):  # type: ignore[override]

@@ -1,0 +1,382 @@
+#!/usr/bin/env python
+"""Accountant benchmark: training-loop queries, schedules and calibration, plda vs peers.
+
+Scenarios (DP-SGD, Poisson-sampled Gaussian, add/remove, delta = 1e-5):
+
+- ``every-step``: 1,000 steps (q = 256/60000, sigma = 1.1), epsilon asked after every step;
+- ``every-100``: the same 1,000 steps, epsilon asked every 100 steps (10 queries);
+- ``schedule``: 10 phases of 100 steps (sigma from 1.5 down to 0.6, q alternating 0.004/0.008),
+  epsilon after every phase (10 queries);
+- ``calibrate``: the noise multiplier for epsilon = 1, delta = 1e-5, q = 0.01, 1,000 steps.
+
+Tools: plda (``PLDAccountant``, ``calibrate_noise_multiplier``, default accuracy 1e-3);
+dp_accounting (``PLDAccountant`` fed one step event per step, ``calibrate_dp_mechanism``);
+prv_accountant (``PRVAccountant`` with ``max_self_compositions`` set to the run length,
+``eps_error=0.01, delta_error=1e-8``, ``compute_epsilon`` per query; ``find_noise_multiplier``);
+Opacus's ``RDPAccountant`` and ``PRVAccountant`` and ``get_noise_multiplier`` when Opacus is
+installed. A peer run that exceeds ``--budget`` seconds is stopped at the next query and
+reported with the steps it finished (no extrapolation).
+
+Usage::
+
+    python benchmarks/run_accountant.py                  # -> benchmarks/RESULTS_accountant.md
+    python benchmarks/run_accountant.py --tools plda --scenarios every-step --no-write
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib
+import importlib.metadata
+import math
+import os
+import platform
+import sys
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_OUTPUT = HERE / "RESULTS_accountant.md"
+DELTA = 1e-5
+STEPS = 1000
+RATE = 256 / 60000
+SIGMA = 1.1
+PHASES = [
+    (1.5 - 0.1 * i, 0.004 if i % 2 == 0 else 0.008, 100) for i in range(10)
+]  # (sigma, q, steps)
+CAL = {"target_epsilon": 1.0, "target_delta": DELTA, "sample_rate": 0.01, "steps": 1000}
+
+
+@dataclass
+class Outcome:
+    seconds: float
+    queries: int
+    epsilon: float  # the last answer (upper bound or estimate)
+    note: str = ""
+
+
+class OverBudget(Exception):
+    pass
+
+
+def _import(name):
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return None
+
+
+def _version(dist: str) -> str:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+# ------------------------------------------------------------------------------ plan
+def _queries(scenario: str) -> list[tuple[float, float, int]]:
+    """Per query: (sigma, q, steps since the previous query)."""
+    if scenario == "every-step":
+        return [(SIGMA, RATE, 1)] * STEPS
+    if scenario == "every-100":
+        return [(SIGMA, RATE, 100)] * (STEPS // 100)
+    if scenario == "schedule":
+        return list(PHASES)
+    raise ValueError(scenario)
+
+
+def _loop(step_fn, query_fn, scenario: str, budget: float) -> Outcome:
+    """Run the training loop: step_fn(sigma, q, k) records k steps; query_fn() -> epsilon."""
+    start = time.perf_counter()
+    epsilon = math.nan
+    done = 0
+    plan = _queries(scenario)
+    for sigma, q, k in plan:
+        step_fn(sigma, q, k)
+        epsilon = query_fn()
+        done += 1
+        if time.perf_counter() - start > budget and done < len(plan):
+            return Outcome(
+                time.perf_counter() - start,
+                done,
+                epsilon,
+                f"stopped over budget after {done}/{len(plan)} queries",
+            )
+    return Outcome(time.perf_counter() - start, done, epsilon)
+
+
+# ------------------------------------------------------------------------------ tools
+def plda_loop(scenario, budget):
+    import plda
+    import plda.accountant as accountant_module
+
+    if hasattr(plda, "clear_caches"):
+        plda.clear_caches()  # cold start, like the peers
+
+    acct = accountant_module.PLDAccountant()
+    return _loop(
+        lambda s, q, k: acct.step(noise_multiplier=s, sample_rate=q, count=k),
+        lambda: acct.epsilon(DELTA),
+        scenario,
+        budget,
+    )
+
+
+def plda_calibrate(budget):
+    import plda
+    from plda.calibration import calibrate_noise_multiplier_detailed
+
+    if hasattr(plda, "clear_caches"):
+        plda.clear_caches()
+
+    start = time.perf_counter()
+    result = calibrate_noise_multiplier_detailed(**CAL)
+    seconds = time.perf_counter() - start
+    return Outcome(seconds, result.evaluations, result.epsilon_upper, f"sigma={result.value:.5f}")
+
+
+def dp_accounting_loop(scenario, budget):
+    dp = _import("dp_accounting")
+    if dp is None:
+        return None
+    from dp_accounting.pld import pld_privacy_accountant
+
+    acct = pld_privacy_accountant.PLDAccountant()
+
+    def step(s, q, k):
+        event = dp.PoissonSampledDpEvent(q, dp.GaussianDpEvent(s))
+        acct.compose(event, k) if k > 1 else acct.compose(event)
+
+    return _loop(step, lambda: acct.get_epsilon(DELTA), scenario, budget)
+
+
+def dp_accounting_calibrate(budget):
+    dp = _import("dp_accounting")
+    if dp is None:
+        return None
+    from dp_accounting.pld import pld_privacy_accountant
+
+    start = time.perf_counter()
+    sigma = dp.calibrate_dp_mechanism(
+        pld_privacy_accountant.PLDAccountant,
+        lambda s: dp.SelfComposedDpEvent(
+            dp.PoissonSampledDpEvent(CAL["sample_rate"], dp.GaussianDpEvent(s)), CAL["steps"]
+        ),
+        CAL["target_epsilon"],
+        CAL["target_delta"],
+        bracket_interval=dp.LowerEndpointAndGuess(0.1, 1.0),
+        tol=1e-3,
+    )
+    seconds = time.perf_counter() - start
+    eps = (
+        pld_privacy_accountant.PLDAccountant()
+        .compose(
+            dp.SelfComposedDpEvent(
+                dp.PoissonSampledDpEvent(CAL["sample_rate"], dp.GaussianDpEvent(sigma)),
+                CAL["steps"],
+            )
+        )
+        .get_epsilon(DELTA)
+    )
+    return Outcome(seconds, 0, eps, f"sigma={sigma:.5f}")
+
+
+def prv_loop(scenario, budget):
+    prv = _import("prv_accountant")
+    if prv is None:
+        return None
+    from prv_accountant.privacy_random_variables import PoissonSubsampledGaussianMechanism
+
+    history: dict = {}  # (sigma, q) -> steps so far
+    cache: dict = {}
+
+    def step(s, q, k):
+        history[(s, q)] = history.get((s, q), 0) + k
+
+    def query():
+        keys = list(history)
+        # one accountant per set of mechanisms, sized for the whole run (its intended use)
+        key = tuple(keys)
+        if key not in cache:
+            if scenario == "schedule":
+                max_steps = [phase_steps for (_, _, phase_steps) in PHASES[: len(keys)]]
+            else:
+                max_steps = [STEPS]
+            cache.clear()
+            cache[key] = prv.PRVAccountant(
+                prvs=[
+                    PoissonSubsampledGaussianMechanism(noise_multiplier=s, sampling_probability=q)
+                    for s, q in keys
+                ],
+                max_self_compositions=max_steps,
+                eps_error=0.01,
+                delta_error=1e-8,
+            )
+        _, _, upper = cache[key].compute_epsilon(DELTA, [history[k] for k in keys])
+        return upper
+
+    return _loop(step, query, scenario, budget)
+
+
+def prv_calibrate(budget):
+    prv = _import("prv_accountant")
+    if prv is None:
+        return None
+    from prv_accountant.dpsgd import find_noise_multiplier
+    from prv_accountant.privacy_random_variables import PoissonSubsampledGaussianMechanism
+
+    start = time.perf_counter()
+    sigma = find_noise_multiplier(
+        CAL["sample_rate"],
+        CAL["steps"],
+        CAL["target_epsilon"],
+        CAL["target_delta"],
+        eps_error=0.01,
+    )
+    seconds = time.perf_counter() - start
+    acct = prv.PRVAccountant(
+        prvs=[
+            PoissonSubsampledGaussianMechanism(
+                noise_multiplier=sigma, sampling_probability=CAL["sample_rate"]
+            )
+        ],
+        max_self_compositions=[CAL["steps"]],
+        eps_error=0.01,
+        delta_error=1e-8,
+    )
+    return Outcome(seconds, 0, acct.compute_epsilon(DELTA, [CAL["steps"]])[2], f"sigma={sigma:.5f}")
+
+
+def _opacus_loop(kind):
+    def run(scenario, budget):
+        accountants = _import("opacus.accountants")
+        if accountants is None:
+            return None
+        acct = {"rdp": accountants.RDPAccountant, "prv": accountants.PRVAccountant}[kind]()
+
+        def step(s, q, k):
+            for _ in range(k):
+                acct.step(noise_multiplier=s, sample_rate=q)
+
+        return _loop(step, lambda: acct.get_epsilon(DELTA), scenario, budget)
+
+    return run
+
+
+def _opacus_calibrate(kind):
+    def run(budget):
+        utils = _import("opacus.accountants.utils")
+        if utils is None:
+            return None
+        start = time.perf_counter()
+        sigma = utils.get_noise_multiplier(
+            target_epsilon=CAL["target_epsilon"],
+            target_delta=DELTA,
+            sample_rate=CAL["sample_rate"],
+            steps=CAL["steps"],
+            accountant=kind,
+            epsilon_tolerance=0.001,
+        )
+        seconds = time.perf_counter() - start
+        return Outcome(seconds, 0, math.nan, f"sigma={sigma:.5f}")
+
+    return run
+
+
+TOOLS = {
+    "plda": (plda_loop, plda_calibrate, "plda"),
+    "dp_accounting": (dp_accounting_loop, dp_accounting_calibrate, "dp-accounting"),
+    "prv": (prv_loop, prv_calibrate, "prv-accountant"),
+    "opacus-rdp": (_opacus_loop("rdp"), _opacus_calibrate("rdp"), "opacus"),
+    "opacus-prv": (_opacus_loop("prv"), _opacus_calibrate("prv"), "opacus"),
+}
+SCENARIOS = ["every-step", "every-100", "schedule", "calibrate"]
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tools", default=",".join(TOOLS))
+    parser.add_argument("--scenarios", default=",".join(SCENARIOS))
+    parser.add_argument(
+        "--budget",
+        type=float,
+        default=300.0,
+        help="seconds after which a peer's loop is stopped (default 300)",
+    )
+    parser.add_argument("--output", default=str(DEFAULT_OUTPUT))
+    parser.add_argument("--no-write", action="store_true")
+    args = parser.parse_args(argv)
+    tools = [t for t in args.tools.split(",") if t]
+    scenarios = [s for s in args.scenarios.split(",") if s]
+    warnings.simplefilter("ignore")
+
+    results: dict = {}
+    for scenario in scenarios:
+        for tool in tools:
+            loop, calibrate, _ = TOOLS[tool]
+            print(f"[{scenario}] {tool} ...", file=sys.stderr, flush=True)
+            try:
+                out = (
+                    calibrate(args.budget)
+                    if scenario == "calibrate"
+                    else loop(scenario, args.budget)
+                )
+            except Exception as exc:  # a peer failing is a result, not a crash
+                out = Outcome(math.nan, 0, math.nan, f"failed: {type(exc).__name__}: {exc}")
+            results[(scenario, tool)] = out
+            if out is not None:
+                print(
+                    f"    {out.seconds:.3f} s  eps={out.epsilon:.5g}  {out.note}",
+                    file=sys.stderr,
+                    flush=True,
+                )
+
+    lines = [
+        "# Accountant benchmark",
+        "",
+        f"Run {datetime.datetime.now().isoformat(timespec='seconds')} on {platform.machine()}, "
+        f"{os.cpu_count()} cores, Python {platform.python_version()}; "
+        + ", ".join(
+            f"{d} {_version(d)}"
+            for d in ("numpy", "scipy", "dp-accounting", "prv-accountant", "opacus")
+        ),
+        "",
+        "DP-SGD steps (Poisson-sampled Gaussian), add/remove, delta = 1e-5. Wall time of the whole "
+        "loop or calibration, one run each, machine possibly shared (see the script docstring "
+        "for the settings). `ratio` = tool time / plda time.",
+        "",
+        "| scenario | tool | seconds | queries (evaluations) | last epsilon | ratio | note |",
+        "|---|---|---:|---:|---:|---:|---|",
+    ]
+    for scenario in scenarios:
+        base = results.get((scenario, "plda"))
+        for tool in tools:
+            out = results.get((scenario, tool))
+            if out is None:
+                lines.append(f"| {scenario} | {tool} | – | – | – | – | not installed |")
+                continue
+            ratio = (
+                f"{out.seconds / base.seconds:.1f}"
+                if base is not None
+                and base.seconds > 0
+                and tool != "plda"
+                and math.isfinite(out.seconds)
+                else ""
+            )
+            queries = out.queries or "–"
+            lines.append(
+                f"| {scenario} | {tool} | {out.seconds:.3f} | {queries} | {out.epsilon:.5g} "
+                f"| {ratio} | {out.note} |"
+            )
+    report = "\n".join(lines) + "\n"
+    print(report)
+    if not args.no_write:
+        Path(args.output).write_text(report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,128 @@
+"""dp_accounting ``DpEvent`` trees to a :class:`~plda.PrivacyLossDistribution`.
+
+Duck-typed on class names and attributes: dp_accounting is never imported. Supported events
+(sensitivity 1 unless the event says otherwise):
+
+==============================  ==========================================================
+``GaussianDpEvent``              ``Gaussian(sigma=noise_multiplier)``
+``LaplaceDpEvent``               ``Laplace(scale=noise_multiplier)``
+``DiscreteLaplaceDpEvent``       ``DiscreteLaplace(parameter=noise_parameter, sensitivity)``
+``RandomizedResponseDpEvent``    ``ApproximateDP(log(1 + (1 - p) k / p))``: pure-DP bound of
+                                 k-ary randomized response that keeps the truth w.p. 1 - p
+``PoissonSampledDpEvent``        ``PoissonSampled(inner, sampling_probability)``
+``SelfComposedDpEvent``          ``count`` runs of ``event``
+``ComposedDpEvent``              all of ``events``
+``NoOpDpEvent``                  nothing
+==============================  ==========================================================
+
+Anything else (``NonPrivateDpEvent``, sampling without replacement, tree aggregation, zCDP
+events, ...) raises ``ValueError`` naming the event type.
+"""
+
+from __future__ import annotations
+
+import math
+
+from plda.mechanisms import (
+    ApproximateDP,
+    DiscreteLaplace,
+    Gaussian,
+    Laplace,
+    Mechanism,
+    PoissonSampled,
+)
+from plda.pld import DEFAULT_ACCURACY, PrivacyLossDistribution
+
+__all__ = ["from_dp_event", "mechanisms_from_dp_event"]
+
+_MAX_DEPTH = 64
+
+
+def _attribute(event, name: str):
+    try:
+        return getattr(event, name)
+    except AttributeError:
+        raise ValueError(
+            f"{type(event).__name__} has no attribute {name!r}: not a dp_accounting event this "
+            f"adapter understands"
+        ) from None
+
+
+def _single(event, depth: int) -> Mechanism:
+    """The one mechanism an event stands for (for the inside of a sampled event)."""
+    parts = _walk(event, 1, depth)
+    if len(parts) != 1 or parts[0][1] != 1:
+        raise ValueError(
+            f"PoissonSampledDpEvent of {type(event).__name__} (a composition) is not supported: "
+            f"plda samples one mechanism at a time"
+        )
+    return parts[0][0]
+
+
+def _walk(event, count: int, depth: int) -> list[tuple[Mechanism, int]]:
+    if depth > _MAX_DEPTH:
+        raise ValueError(f"dp_event nesting deeper than {_MAX_DEPTH}")
+    name = type(event).__name__
+    if name == "NoOpDpEvent":
+        return []
+    if name == "GaussianDpEvent":
+        return [(Gaussian(sigma=_attribute(event, "noise_multiplier")), count)]
+    if name == "LaplaceDpEvent":
+        return [(Laplace(scale=_attribute(event, "noise_multiplier")), count)]
+    if name == "DiscreteLaplaceDpEvent":
+        mechanism = DiscreteLaplace(
+            parameter=_attribute(event, "noise_parameter"),
+            sensitivity=_attribute(event, "sensitivity"),
+        )
+        return [(mechanism, count)]
+    if name == "RandomizedResponseDpEvent":
+        p = float(_attribute(event, "noise_parameter"))
+        k = int(_attribute(event, "num_buckets"))
+        if not (0 < p <= 1) or k < 2:
+            raise ValueError(
+                f"RandomizedResponseDpEvent needs noise_parameter in (0, 1] and num_buckets >= 2,"
+                f" got {p!r}, {k!r}"
+            )
+        return [(ApproximateDP(epsilon=math.log1p((1 - p) * k / p)), count)]
+    if name == "PoissonSampledDpEvent":
+        inner = _single(_attribute(event, "event"), depth + 1)
+        rate = _attribute(event, "sampling_probability")
+        if rate == 0:
+            return []
+        return [(PoissonSampled(inner, sample_rate=rate), count)]
+    if name == "SelfComposedDpEvent":
+        times = _attribute(event, "count")
+        if isinstance(times, bool) or int(times) != times or times < 0:
+            raise ValueError(f"SelfComposedDpEvent.count must be an integer >= 0, got {times!r}")
+        if times == 0:
+            return []
+        return _walk(_attribute(event, "event"), count * int(times), depth + 1)
+    if name == "ComposedDpEvent":
+        out = []
+        for inner in _attribute(event, "events"):
+            out += _walk(inner, count, depth + 1)
+        return out
+    raise ValueError(
+        f"dp_event type {name} is not supported by plda (supported: GaussianDpEvent, "
+        f"LaplaceDpEvent, DiscreteLaplaceDpEvent, RandomizedResponseDpEvent, "
+        f"PoissonSampledDpEvent, SelfComposedDpEvent, ComposedDpEvent, NoOpDpEvent)"
+    )
+
+
+def mechanisms_from_dp_event(event) -> tuple[tuple[Mechanism, int], ...]:
+    """``((mechanism, count), ...)`` equivalent to a dp_accounting event (empty for no-ops)."""
+    return tuple(_walk(event, 1, 0))
+
+
+def from_dp_event(
+    event, *, relation: str = "add_remove", accuracy: float = DEFAULT_ACCURACY
+) -> PrivacyLossDistribution:
+    """The PLD of a dp_accounting ``DpEvent`` (see the module docstring for the mapping).
+
+    Events with no privacy cost (``NoOpDpEvent``, empty compositions) give the PLD of
+    ``ApproximateDP(0)``, whose epsilon and delta are 0.
+    """
+    components = mechanisms_from_dp_event(event)
+    if not components:
+        components = ((ApproximateDP(epsilon=0.0), 1),)
+    return PrivacyLossDistribution(components, relation, accuracy)

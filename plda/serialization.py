@@ -1,0 +1,158 @@
+"""JSON form of mechanisms and PLD recipes: ``save_pld`` / ``load_pld``.
+
+A mechanism is stored as its type name and its dataclass fields, nested mechanisms (the
+``mechanism`` of :class:`~plda.PoissonSampled`) as nested dicts:
+``{"type": "PoissonSampled", "mechanism": {"type": "Gaussian", "sigma": 1.1, "sensitivity": 1.0},
+"sample_rate": 0.01}``. Floats go through JSON exactly (shortest round-trip repr), so a reloaded
+recipe is the same recipe and is discretized on the same grid: its bounds are the original ones.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import numbers
+import os
+
+from plda.mechanisms import (
+    ApproximateDP,
+    DiscreteGaussian,
+    DiscreteLaplace,
+    Gaussian,
+    Laplace,
+    Mechanism,
+    PoissonSampled,
+)
+from plda.pld import RELATIONS, PrivacyLossDistribution
+
+__all__ = ["load_pld", "mechanism_from_dict", "mechanism_to_dict", "save_pld"]
+
+PLD_FORMAT = "plda.pld"
+PLD_VERSION = 1
+
+#: mechanisms that can be written and read, by type name
+MECHANISM_TYPES: dict[str, type] = {
+    cls.__name__: cls
+    for cls in (ApproximateDP, DiscreteGaussian, DiscreteLaplace, Gaussian, Laplace, PoissonSampled)
+}
+
+
+def mechanism_to_dict(mechanism: Mechanism) -> dict:
+    """``{"type": name, field: value, ...}`` for a plda mechanism (nested ones as dicts)."""
+    name = type(mechanism).__name__
+    if MECHANISM_TYPES.get(name) is not type(mechanism):
+        raise TypeError(
+            f"mechanism must be one of {sorted(MECHANISM_TYPES)} to be serialized, got {name}"
+        )
+    out: dict = {"type": name}
+    for f in dataclasses.fields(mechanism):
+        value = getattr(mechanism, f.name)
+        if isinstance(value, Mechanism):
+            out[f.name] = mechanism_to_dict(value)
+        elif isinstance(value, numbers.Integral):
+            out[f.name] = int(value)
+        else:
+            out[f.name] = float(value)
+    return out
+
+
+def mechanism_from_dict(data) -> Mechanism:
+    """Inverse of :func:`mechanism_to_dict`; the mechanism's own checks validate the values.
+
+    Raises ``ValueError`` for an unknown type name, missing or extra fields, or non-numeric
+    values.
+    """
+    if not isinstance(data, dict):
+        raise ValueError(f"a mechanism must be a dict with a 'type', got {type(data).__name__}")
+    name = data.get("type")
+    cls = MECHANISM_TYPES.get(name) if isinstance(name, str) else None
+    if cls is None:
+        raise ValueError(f"unknown mechanism type {name!r}; known: {sorted(MECHANISM_TYPES)}")
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    required = {n for n, f in fields.items() if f.default is dataclasses.MISSING}
+    given = set(data) - {"type"}
+    if not required <= given or not given <= set(fields):
+        raise ValueError(
+            f"{name} needs fields {sorted(required)} (optional: "
+            f"{sorted(set(fields) - required)}), got {sorted(given)}"
+        )
+    kwargs = {}
+    for key in given:
+        value = data[key]
+        if isinstance(value, dict):
+            kwargs[key] = mechanism_from_dict(value)
+        elif isinstance(value, numbers.Real) and not isinstance(value, bool):
+            kwargs[key] = value
+        else:
+            raise ValueError(f"{name}.{key} must be a number, got {value!r}")
+    try:
+        return cls(**kwargs)
+    except TypeError as exc:
+        raise ValueError(f"{name}: {exc}") from exc
+
+
+def pld_to_dict(pld: PrivacyLossDistribution) -> dict:
+    """JSON-safe recipe of a PLD: components, relation, accuracy and fixed grid step."""
+    if not isinstance(pld, PrivacyLossDistribution):
+        raise TypeError(f"pld must be a PrivacyLossDistribution, got {type(pld).__name__}")
+    return {
+        "format": PLD_FORMAT,
+        "version": PLD_VERSION,
+        "relation": pld.relation,
+        "accuracy": pld.accuracy,
+        "step": pld.step,
+        "components": [
+            {"mechanism": mechanism_to_dict(m), "count": int(k)} for m, k in pld.components
+        ],
+    }
+
+
+def pld_from_dict(data) -> PrivacyLossDistribution:
+    """Inverse of :func:`pld_to_dict` (``ValueError`` on a corrupted or foreign dict)."""
+    if not isinstance(data, dict) or data.get("format") != PLD_FORMAT:
+        raise ValueError(f"not a plda PLD recipe (expected format {PLD_FORMAT!r})")
+    if data.get("version") != PLD_VERSION:
+        raise ValueError(
+            f"unsupported PLD recipe version {data.get('version')!r} (this plda reads "
+            f"version {PLD_VERSION})"
+        )
+    missing = {"relation", "accuracy", "step", "components"} - set(data)
+    if missing:
+        raise ValueError(f"PLD recipe is missing {sorted(missing)}")
+    if data["relation"] not in RELATIONS:
+        raise ValueError(f"relation must be one of {RELATIONS}, got {data['relation']!r}")
+    if not isinstance(data["components"], list):
+        raise ValueError("PLD recipe components must be a list")
+    components = []
+    for i, entry in enumerate(data["components"]):
+        if not isinstance(entry, dict) or set(entry) != {"mechanism", "count"}:
+            raise ValueError(f"components[{i}] must be a dict with 'mechanism' and 'count'")
+        count = entry["count"]
+        if isinstance(count, bool) or not isinstance(count, numbers.Integral) or count < 0:
+            raise ValueError(f"components[{i}].count must be an integer >= 0, got {count!r}")
+        components.append((mechanism_from_dict(entry["mechanism"]), int(count)))
+    try:
+        return PrivacyLossDistribution(
+            tuple(components), data["relation"], data["accuracy"], data["step"]
+        )
+    except TypeError as exc:
+        raise ValueError(f"PLD recipe: {exc}") from exc
+
+
+def save_pld(pld: PrivacyLossDistribution, path: str | os.PathLike) -> None:
+    """Write the recipe of ``pld`` as JSON to ``path``; :func:`load_pld` gives back a PLD with
+    the same bounds (the recipe is re-discretized on the same grid)."""
+    data = pld_to_dict(pld)
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump(data, handle, indent=1)
+        handle.write("\n")
+
+
+def load_pld(path: str | os.PathLike) -> PrivacyLossDistribution:
+    """Read a PLD written by :func:`save_pld`."""
+    with open(path, encoding="utf-8") as handle:
+        try:
+            data = json.load(handle)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{os.fspath(path)} is not a plda PLD file: {exc}") from exc
+    return pld_from_dict(data)

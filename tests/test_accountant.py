@@ -1,0 +1,284 @@
+"""PLDAccountant: recording, grouping, bounds vs direct PLD composition, checkpoints, bad input."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.stats import norm
+
+import plda
+from plda.accountant import PLDAccountant
+from plda.serialization import load_pld, mechanism_from_dict, mechanism_to_dict, save_pld
+
+DELTA = 1e-5
+COARSE = 1e-2  # logic tests: the accuracy target does not matter, speed does
+
+
+def sampled(sigma, rate):
+    return plda.PoissonSampled(plda.Gaussian(sigma=sigma), sample_rate=rate)
+
+
+def gaussian_delta(mu, epsilon):
+    """Exact delta(eps) of mu-GDP (Dong, Roth & Su 2019, Cor. 2.13)."""
+    return norm.cdf(-epsilon / mu + mu / 2) - math.exp(epsilon) * norm.cdf(-epsilon / mu - mu / 2)
+
+
+# ----------------------------------------------------------------------------- recording
+def test_history_is_run_length_and_len_counts_steps():
+    acct = PLDAccountant(accuracy=COARSE)
+    for _ in range(5):
+        acct.step(noise_multiplier=1.0, sample_rate=0.01)
+    acct.compose(plda.Laplace(scale=3.0), count=10)
+    acct.step(noise_multiplier=1.0, sample_rate=0.01, count=2)
+    assert len(acct) == 17
+    assert acct.history == (
+        (sampled(1.0, 0.01), 5),
+        (plda.Laplace(scale=3.0), 10),
+        (sampled(1.0, 0.01), 2),
+    )
+    # the recipe groups identical mechanisms wherever they occur
+    assert dict(acct.pld.components) == {sampled(1.0, 0.01): 7, plda.Laplace(scale=3.0): 10}
+
+
+def test_empty_accountant_spends_nothing():
+    acct = PLDAccountant()
+    assert acct.epsilon(DELTA) == 0.0
+    assert tuple(acct.epsilon_bounds(DELTA)) == (0.0, 0.0)
+    assert acct.delta(0.5) == 0.0
+    assert len(acct) == 0
+    with pytest.raises(ValueError, match="no recorded steps"):
+        acct.pld  # noqa: B018
+
+
+def test_gaussian_steps_match_the_closed_form():
+    # 16 Gaussian steps sigma=4 are exactly 1-GDP
+    acct = PLDAccountant()
+    acct.compose(plda.Gaussian(sigma=4.0), count=16)
+    lower, upper = acct.delta_bounds(1.0)
+    exact = gaussian_delta(1.0, 1.0)
+    assert lower <= exact <= upper
+    assert upper - lower < 1e-3 * exact
+    eps_lower, eps_upper = acct.epsilon_bounds(DELTA)
+    assert gaussian_delta(1.0, eps_upper) <= DELTA <= gaussian_delta(1.0, eps_lower)
+
+
+def test_epsilon_after_every_step_is_monotone_and_within_accuracy():
+    acct = PLDAccountant(accuracy=COARSE)
+    uppers = []
+    for _ in range(40):
+        acct.step(noise_multiplier=1.0, sample_rate=0.05)
+        lower, upper = acct.epsilon_bounds(DELTA)
+        assert 0 < lower <= upper
+        assert (upper - lower) <= COARSE * upper
+        uppers.append(upper)
+    # the true epsilon grows with the steps; certified uppers may wiggle within the accuracy
+    for a, b in zip(uppers[:-1], uppers[1:], strict=True):
+        assert b >= a * (1 - COARSE)
+
+
+def test_schedule_agrees_with_direct_pld_composition():
+    acct = PLDAccountant(accuracy=COARSE)
+    phases = [(1.2, 0.01, 30), (1.0, 0.02, 20), (0.8, 0.01, 10)]
+    for sigma, rate, steps in phases:
+        acct.step(noise_multiplier=sigma, sample_rate=rate, count=steps)
+    acct.compose(plda.Laplace(scale=20.0), count=3)
+    pld = plda.PrivacyLossDistribution(
+        tuple((sampled(s, q), k) for s, q, k in phases) + ((plda.Laplace(scale=20.0), 3),),
+        accuracy=COARSE,
+    )
+    direct = pld.epsilon_bounds(DELTA)
+    ours = acct.epsilon_bounds(DELTA)
+    # two certified intervals of the same quantity must overlap
+    assert ours.lower <= direct.upper and direct.lower <= ours.upper
+    assert ours.upper == pytest.approx(direct.upper, rel=2 * COARSE)
+    # and the delta side
+    d_direct = pld.delta_bounds(1.0)
+    d_ours = acct.delta_bounds(1.0)
+    assert d_ours.lower <= d_direct.upper and d_direct.lower <= d_ours.upper
+
+
+def test_query_path_does_not_change_answers():
+    # answers depend on the history only, not on which queries came before
+    a = PLDAccountant(accuracy=COARSE)
+    for _ in range(37):
+        a.step(1.0, 0.02)
+        a.epsilon(DELTA)
+    b = PLDAccountant(accuracy=COARSE)
+    b.step(1.0, 0.02, count=37)
+    assert a.epsilon_bounds(DELTA) == b.epsilon_bounds(DELTA)
+    assert a.delta_bounds(1.0) == b.delta_bounds(1.0)
+
+
+def test_vectorized_queries():
+    acct = PLDAccountant(accuracy=COARSE)
+    acct.step(1.0, 0.01, count=100)
+    deltas = np.array([1e-3, 1e-5, 1e-7])
+    eps = acct.epsilon(deltas)
+    assert eps.shape == (3,) and np.all(np.diff(eps) > 0)
+    assert acct.epsilon(1e-5) == pytest.approx(eps[1], rel=COARSE)
+    d = acct.delta(np.array([0.1, 0.5, 1.0]))
+    assert np.all(np.diff(d) < 0)
+
+
+def test_replace_one_relation_for_gaussians():
+    acct = PLDAccountant(relation="replace_one", accuracy=COARSE)
+    acct.compose(plda.Gaussian(sigma=2.0), count=4)  # sensitivity doubles: mu = 2
+    lower, upper = acct.delta_bounds(1.0)
+    assert lower <= gaussian_delta(2.0, 1.0) <= upper
+
+
+@pytest.mark.slow
+def test_huge_step_count_stays_finite():
+    acct = PLDAccountant(accuracy=COARSE)
+    acct.step(noise_multiplier=1.1, sample_rate=256 / 60000, count=10**7)
+    lower, upper = acct.epsilon_bounds(DELTA)
+    assert np.isfinite(upper) and 0 < lower <= upper
+    assert upper > 100  # ~180: this many steps spends a lot
+
+
+# ----------------------------------------------------------------------------- bad input
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        ({"noise_multiplier": 0.0, "sample_rate": 0.1}, "noise_multiplier"),
+        ({"noise_multiplier": -1.0, "sample_rate": 0.1}, "noise_multiplier"),
+        ({"noise_multiplier": float("nan"), "sample_rate": 0.1}, "noise_multiplier"),
+        ({"noise_multiplier": float("inf"), "sample_rate": 0.1}, "noise_multiplier"),
+        ({"noise_multiplier": 1.0, "sample_rate": 0.0}, "sample_rate"),
+        ({"noise_multiplier": 1.0, "sample_rate": 1.5}, "sample_rate"),
+        ({"noise_multiplier": 1.0, "sample_rate": 0.1, "count": 0}, "count"),
+        ({"noise_multiplier": 1.0, "sample_rate": 0.1, "count": 2.5}, "count"),
+    ],
+)
+def test_bad_step_raises_and_records_nothing(kwargs, name):
+    acct = PLDAccountant(accuracy=COARSE)
+    acct.step(1.0, 0.1)
+    before = acct.state_dict()
+    with pytest.raises(ValueError, match=name):
+        acct.step(**kwargs)
+    assert acct.state_dict() == before and len(acct) == 1
+
+
+def test_bad_compose_and_options():
+    acct = PLDAccountant()
+    with pytest.raises(TypeError, match="mechanism"):
+        acct.compose("gaussian")
+    with pytest.raises(TypeError, match="noise_multiplier"):
+        acct.step(noise_multiplier="1", sample_rate=0.1)
+    with pytest.raises(ValueError, match="relation"):
+        PLDAccountant(relation="bounded")
+    with pytest.raises(ValueError, match="accuracy"):
+        PLDAccountant(accuracy=2.0)
+    with pytest.raises(ValueError, match="delta"):
+        acct.epsilon(1.5)
+    # replace_one is not defined for every sampled mechanism: refused before recording
+    strict = PLDAccountant(relation="replace_one")
+    with pytest.raises(ValueError, match="replace_one"):
+        strict.compose(plda.PoissonSampled(plda.Laplace(scale=1.0), sample_rate=0.1))
+    assert len(strict) == 0
+
+
+def test_replace_one_dpsgd_steps_agree_with_direct_pld():
+    acct = PLDAccountant(relation="replace_one", accuracy=COARSE)
+    acct.step(1.0, 0.05, count=30)
+    direct = plda.PrivacyLossDistribution.from_mechanism(
+        sampled(1.0, 0.05), 30, relation="replace_one", accuracy=COARSE
+    ).epsilon_bounds(DELTA)
+    ours = acct.epsilon_bounds(DELTA)
+    assert ours.lower <= direct.upper and direct.lower <= ours.upper
+    add_remove = PLDAccountant(accuracy=COARSE)
+    add_remove.step(1.0, 0.05, count=30)
+    assert ours.upper > add_remove.epsilon(DELTA)  # a replaced record leaks more
+
+
+# ----------------------------------------------------------------------------- checkpoints
+def _busy_accountant():
+    acct = PLDAccountant(accuracy=COARSE)
+    acct.step(1.1, 0.01, count=50)
+    acct.compose(plda.Laplace(scale=30.0, sensitivity=2.0), count=3)
+    acct.compose(plda.PoissonSampled(plda.Laplace(scale=5.0), sample_rate=0.1), count=4)
+    acct.compose(plda.DiscreteGaussian(sigma=20.0), count=2)
+    acct.compose(plda.ApproximateDP(epsilon=0.01, delta=1e-9))
+    acct.step(0.9, 0.02, count=7)
+    return acct
+
+
+def test_state_dict_round_trip_through_json_answers_identically():
+    acct = _busy_accountant()
+    original = (acct.epsilon_bounds(DELTA), acct.delta_bounds(1.0))
+    state = json.loads(json.dumps(acct.state_dict()))
+    assert state["format"] == "plda.accountant" and state["version"] == 1
+    reloaded = PLDAccountant.from_state_dict(state)
+    assert reloaded.history == acct.history and len(reloaded) == len(acct)
+    assert (reloaded.epsilon_bounds(DELTA), reloaded.delta_bounds(1.0)) == original
+    other = PLDAccountant()
+    other.load_state_dict(state)
+    assert other.epsilon_bounds(DELTA) == original[0]
+    assert other.accuracy == COARSE
+
+
+@pytest.mark.parametrize(
+    "corrupt",
+    [
+        lambda s: "not a dict",
+        lambda s: {**s, "format": "opacus"},
+        lambda s: {**s, "version": 2},
+        lambda s: {k: v for k, v in s.items() if k != "history"},
+        lambda s: {**s, "relation": "bounded"},
+        lambda s: {**s, "accuracy": -1},
+        lambda s: {**s, "history": [{"mechanism": {"type": "Gaussian"}, "count": 1}]},
+        lambda s: {**s, "history": [{"mechanism": {"type": "Evil", "x": 1}, "count": 1}]},
+        lambda s: {**s, "history": [{"mechanism": {"type": "Gaussian", "sigma": -1}, "count": 1}]},
+        lambda s: {**s, "history": [{"mechanism": {"type": "Gaussian", "sigma": 1}, "count": 0}]},
+        lambda s: {**s, "history": [{"mechanism": {"type": "Gaussian", "sigma": "x"}, "count": 1}]},
+        lambda s: {**s, "history": s["history"] + ["junk"]},
+    ],
+)
+def test_corrupted_state_raises_and_leaves_the_accountant_unchanged(corrupt):
+    acct = _busy_accountant()
+    state = acct.state_dict()
+    before = acct.epsilon_bounds(DELTA)
+    with pytest.raises(ValueError):
+        acct.load_state_dict(corrupt(state))
+    assert acct.state_dict() == state
+    assert acct.epsilon_bounds(DELTA) == before
+    with pytest.raises(ValueError):
+        PLDAccountant.from_state_dict(corrupt(state))
+
+
+mechanisms = st.one_of(
+    st.builds(plda.Gaussian, st.floats(0.1, 100), st.floats(0.1, 10)),
+    st.builds(plda.Laplace, st.floats(0.1, 100), st.floats(0.1, 10)),
+    st.builds(plda.DiscreteLaplace, st.floats(0.01, 10), st.integers(1, 5)),
+    st.builds(plda.DiscreteGaussian, st.floats(0.5, 100), st.integers(1, 5)),
+    st.builds(plda.ApproximateDP, st.floats(0, 10), st.floats(0, 1)),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(mechanism=mechanisms, rate=st.one_of(st.none(), st.floats(1e-6, 1.0)))
+def test_mechanism_serialization_round_trips_exactly(mechanism, rate):
+    if rate is not None:
+        mechanism = plda.PoissonSampled(mechanism, sample_rate=rate)
+    data = json.loads(json.dumps(mechanism_to_dict(mechanism)))
+    assert mechanism_from_dict(data) == mechanism
+
+
+def test_save_and_load_pld_keeps_its_bounds(tmp_path):
+    pld = plda.PrivacyLossDistribution(
+        ((sampled(1.0, 0.02), 40), (plda.Laplace(scale=10.0), 2)), accuracy=COARSE
+    )
+    path = tmp_path / "pld.json"
+    save_pld(pld, path)
+    loaded = load_pld(path)
+    assert loaded.components == pld.components
+    assert loaded.epsilon_bounds(DELTA) == pld.epsilon_bounds(DELTA)
+    path.write_text("{broken")
+    with pytest.raises(ValueError, match="not a plda PLD file"):
+        load_pld(path)
+    path.write_text(json.dumps({"format": "something else"}))
+    with pytest.raises(ValueError, match="plda PLD"):
+        load_pld(path)

@@ -1,0 +1,198 @@
+"""Command line: outputs, JSON, exit codes, one-line errors naming the argument."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+import plda
+from plda.cli import main, parse_mechanism
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_epsilon_dpsgd_json_matches_the_engine(capsys):
+    code, out, err = run(
+        capsys,
+        "epsilon",
+        "--noise-multiplier",
+        "1.0",
+        "--sample-rate",
+        "0.02",
+        "--steps",
+        "50",
+        "--delta",
+        "1e-5",
+        "--accuracy",
+        "1e-2",
+        "--json",
+    )
+    assert code == 0 and err == ""
+    data = json.loads(out)
+    pld = plda.PrivacyLossDistribution.from_mechanism(
+        plda.PoissonSampled(plda.Gaussian(1.0), 0.02), 50, accuracy=1e-2
+    )
+    assert (data["epsilon_lower"], data["epsilon_upper"]) == tuple(pld.epsilon_bounds(1e-5))
+    assert data["epsilon"] == data["epsilon_upper"] and data["steps"] == 50
+
+
+def test_mechanism_list_human_and_json(capsys):
+    argv = [
+        "epsilon",
+        "--mechanism",
+        "gaussian:sigma=2",
+        "--count",
+        "10",
+        "--mechanism",
+        "laplace:scale=3",
+        "--delta",
+        "1e-6",
+        "--accuracy",
+        "1e-2",
+    ]
+    code, out, _ = run(capsys, *argv)
+    assert code == 0 and "certified upper bound" in out and "10 x gaussian:sigma=2" in out
+    code, out, _ = run(capsys, *argv, "--json")
+    data = json.loads(out)
+    pld = plda.PrivacyLossDistribution(
+        ((plda.Gaussian(2.0), 10), (plda.Laplace(3.0), 1)), accuracy=1e-2
+    )
+    assert data["epsilon_upper"] == pld.epsilon(1e-6)
+    assert data["mechanisms"][0] == {"mechanism": "gaussian:sigma=2", "count": 10}
+
+
+def test_delta_command(capsys):
+    code, out, _ = run(
+        capsys,
+        "delta",
+        "--mechanism",
+        "gaussian:sigma=1",
+        "--count",
+        "4",
+        "--epsilon",
+        "1",
+        "--accuracy",
+        "1e-2",
+        "--json",
+    )
+    data = json.loads(out)
+    assert code == 0 and 0 < data["delta_lower"] <= data["delta_upper"] < 1
+
+
+def test_calibrate_command(capsys):
+    code, out, _ = run(
+        capsys,
+        "calibrate",
+        "--epsilon",
+        "1",
+        "--delta",
+        "1e-5",
+        "--sample-rate",
+        "0.02",
+        "--steps",
+        "100",
+        "--accuracy",
+        "1e-2",
+        "--json",
+    )
+    data = json.loads(out)
+    assert code == 0 and data["calibrated"] == "noise_multiplier"
+    assert data["epsilon_upper"] <= 1.0 and data["within_tolerance"]
+    code, out, _ = run(
+        capsys,
+        "calibrate",
+        "--epsilon",
+        "1",
+        "--delta",
+        "1e-5",
+        "--sample-rate",
+        "0.02",
+        "--noise-multiplier",
+        "1.0",
+        "--accuracy",
+        "1e-2",
+    )
+    assert code == 0 and out.startswith("steps = ")
+
+
+def test_parse_mechanism_specs():
+    assert parse_mechanism("gaussian:sigma=2") == plda.Gaussian(2.0)
+    assert parse_mechanism("laplace:scale=3,sensitivity=2") == plda.Laplace(3.0, 2.0)
+    assert parse_mechanism("discrete_laplace:parameter=0.5") == plda.DiscreteLaplace(0.5)
+    assert parse_mechanism("approximate_dp:epsilon=1,delta=1e-6") == plda.ApproximateDP(1, 1e-6)
+    assert parse_mechanism("gaussian:sigma=2,sample_rate=0.1") == plda.PoissonSampled(
+        plda.Gaussian(2.0), 0.1
+    )
+
+
+@pytest.mark.parametrize(
+    "argv, flag",
+    [
+        (["epsilon", "--sample-rate", "2"], "--sample-rate"),
+        (["epsilon", "--noise-multiplier", "-1"], "--noise-multiplier"),
+        (["epsilon", "--steps", "0"], "--steps"),
+        (["epsilon", "--delta", "1.5"], "--delta"),
+        (["epsilon", "--accuracy", "0"], "--accuracy"),
+        (["epsilon", "--steps", "many"], "--steps"),
+        (["epsilon", "--mechanism", "foo:x=1"], "--mechanism"),
+        (["epsilon", "--mechanism", "gaussian:sigma=-1"], "--mechanism"),
+        (["epsilon", "--mechanism", "gaussian:width=1"], "--mechanism"),
+        (["epsilon", "--count", "3"], "--count"),
+        (["epsilon", "--mechanism", "gaussian:sigma=1", "--count", "0"], "--count"),
+        (["delta"], "--epsilon"),
+        (["calibrate", "--epsilon", "1", "--delta", "1e-5", "--steps", "3"], "--sample-rate"),
+        (
+            [
+                "calibrate",
+                "--epsilon",
+                "-1",
+                "--delta",
+                "1e-5",
+                "--steps",
+                "3",
+                "--sample-rate",
+                "0.1",
+            ],
+            "--epsilon",
+        ),
+        (["epsilon", "--relation", "bounded"], "--relation"),
+        (["frobnicate"], "frobnicate"),
+        (["plot", "bogus"], "bogus"),
+    ],
+)
+def test_errors_are_one_line_with_exit_code_2(capsys, argv, flag):
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("plda: error:") and flag in err
+
+
+def test_unreachable_calibration_is_an_error(capsys):
+    code, _, err = run(
+        capsys,
+        "calibrate",
+        "--epsilon",
+        "0.001",
+        "--delta",
+        "1e-5",
+        "--noise-multiplier",
+        "0.5",
+        "--sample-rate",
+        "0.5",
+        "--accuracy",
+        "1e-2",
+    )
+    assert code == 2 and "one step already gives" in err and err.count("\n") == 1
+
+
+@pytest.mark.slow
+def test_python_dash_m_plda_prints_the_reference_bounds():
+    done = subprocess.run(
+        [sys.executable, "-m", "plda"], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0
+    assert "14062 steps" in done.stdout and "epsilon <= 2.38" in done.stdout
