@@ -179,19 +179,19 @@ class PrivacyLossDistribution:
     def _laws(self, direction: str):
         return [(m.privacy_loss(direction), k) for m, k in self._factors]
 
-    def _materialize(self, step: float) -> dict[str, tuple[DiscreteLoss, DiscreteLoss]]:
-        key = ("grid", step)
+    def _materialize(self, step: float, tilt: float = 0.0) -> dict:
+        """``{direction: (upper, lower)}`` grid laws of the composition at ``step``, composed
+        plainly or under an exponential ``tilt`` (cached)."""
+        key = ("grid", step, tilt)
         if key not in self._cache:
             out = {}
             for direction in self._directions:
-                uppers, lowers = [], []
-                for law, k in self._laws(direction):
-                    upper, lower = discretize(law, step)
-                    uppers.append((upper, k))
-                    lowers.append((lower, k))
-                out[direction] = (
-                    compose(uppers, max_size=MAX_GRID),
-                    compose(lowers, max_size=MAX_GRID),
+                pairs = [(discretize(law, step), k) for law, k in self._laws(direction)]
+                out[direction] = tuple(
+                    compose_tilted(side, tilt, max_size=MAX_GRID)
+                    if tilt
+                    else compose(side, max_size=MAX_GRID)
+                    for side in ([(v[i], k) for v, k in pairs] for i in (0, 1))
                 )
             self._cache[key] = out
         return self._cache[key]
@@ -273,7 +273,7 @@ class PrivacyLossDistribution:
         for tilt in np.unique(tilts):
             pick = np.nonzero(small)[0][tilts == tilt]
             try:
-                tilted = self._tilted(step, float(tilt))
+                tilted = self._materialize(step, float(tilt))
             except MemoryError:
                 continue
             if kind == "delta":
@@ -306,23 +306,6 @@ class PrivacyLossDistribution:
             keep = distinct[np.linspace(0, len(distinct) - 1, 3).round().astype(int)]
             rounded = keep[np.argmin(np.abs(np.log(rounded)[:, None] - np.log(keep)), axis=1)]
         return rounded
-
-    def _tilted(self, step: float, tilt: float):
-        key = ("tilted", step, tilt)
-        if key not in self._cache:
-            out = {}
-            for direction in self._directions:
-                uppers, lowers = [], []
-                for law, k in self._laws(direction):
-                    upper, lower = discretize(law, step)
-                    uppers.append((upper, k))
-                    lowers.append((lower, k))
-                out[direction] = (
-                    compose_tilted(uppers, tilt, max_size=MAX_GRID),
-                    compose_tilted(lowers, tilt, max_size=MAX_GRID),
-                )
-            self._cache[key] = out
-        return self._cache[key]
 
     def delta(self, epsilon):
         """Certified upper bound on ``delta(epsilon)`` (hockey-stick divergence)."""
