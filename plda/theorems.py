@@ -16,7 +16,8 @@ Status of each result (what is proven):
   bounds (the exact value is #P-hard to compute).
 * :func:`concurrent`: Vadhan & Wang 2021, Theorem 1 (approximate DP) and Corollary 3 (pure DP):
   theorems. That the *optimal* composition also holds for concurrent composition of approximate-DP
-  interactive mechanisms is only a **conjecture** (their Section 4) and is not used here.
+  interactive mechanisms was a **conjecture** of theirs (Section 4); later work reports proofs
+  (Lyu 2022; Vadhan & Zhang 2023). plda does not use it here: the numbers are conservative.
 """
 
 from __future__ import annotations
@@ -767,8 +768,9 @@ def concurrent(steps, delta: float | None = None, *, accuracy: float | None = No
       :func:`optimal` is returned; otherwise Theorem 1 gives ``sum epsilon_i`` if ``delta >=
       delta_g`` and ``inf`` if not.
 
-    That the optimal composition also holds for concurrent *approximate*-DP mechanisms is a
-    **conjecture** (Vadhan & Wang 2021, Section 4) and is deliberately not used.
+    That the optimal composition also holds for concurrent *approximate*-DP mechanisms was
+    conjectured by Vadhan & Wang (2021, Section 4) and later proved (Lyu 2022; Vadhan & Zhang
+    2023); it is deliberately not used here, so approximate-DP results are conservative.
     """
     epsilons, deltas = _steps(steps)
     delta_g = _concurrent_delta_up(epsilons, deltas)
