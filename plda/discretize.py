@@ -6,12 +6,11 @@ cell ``[l_i, l_{i+1}]`` is split between the two grid points so that both its ``
 hockey-stick curve is convex in ``e^eps`` and the split gives its chord), so every composition of
 split pairs bounds the true composition from above. The error is second order in the grid step.
 
-Optimistic (lower) — *merge, then round down*: the outputs whose loss falls in a bin around
-``l_i`` are merged into one outcome (a post-processing, so the merged pair is dominated by the
-true one), and the merged loss ``log(P(bin)/Q(bin))``, which sits within ``O(h^2)`` of ``l_i``,
-is rounded down to the grid (stochastic dominance). Bins are shifted up by the small amount that
-keeps every merged loss at or above its grid point, so the rounding costs ``O(h^2)`` rather
-than ``O(h)``. Atoms are rounded down directly.
+Optimistic (lower) — *pairing*, an exact post-processing of the true pair: each cell is merged
+into one outcome, and fractions of neighbouring cells are grouped so that every group's merged
+loss sits at (or just above) its grid point; the cell where the two pairing recursions meet is
+split at its best threshold. Rounding down then costs almost nothing, so the lower bound is as
+tight as the upper one. Atoms are rounded down directly (unless the grid is aligned to them).
 
 Tails: the pessimistic side moves the lower tail up to the first grid point and charges the upper
 tail to ``+inf``; the optimistic side drops the lower tail and rounds the upper tail down. Float

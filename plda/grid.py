@@ -267,7 +267,9 @@ def compose(
     (cyclic convolution). Wrapped mass is bounded by the Chernoff tails: an upper version moves
     the upper tail bound to ``+inf`` and keeps wrapped mass (it only increases delta); a lower
     version records both tails as ``spurious_mass`` to subtract. Floating-point error of the
-    transforms and powers is bounded per entry (``entry_error``), see :func:`_fft_error_bound`.
+    transforms and powers is bounded per entry (``entry_error``) and in L2 (``l2_error``): the
+    componentwise transform bound of :func:`plda.fft.transform_error` carried through the powers
+    frequency by frequency.
     """
     factors = [(f, int(k)) for f, k in factors if k > 0]
     if not factors:

@@ -421,8 +421,9 @@ def _choose_step(pld: PrivacyLossDistribution) -> float:
     """A grid step from a coarse pilot discretization.
 
     The composed window (Chernoff tails) sets the size of the FFT; the discretization error of the
-    connect-the-dots and merge-round-down schemes is second order, about ``k h^2`` per factor in
-    loss units, so ``h ~ sqrt(accuracy * eps_scale / k_total)``, capped by the grid size.
+    connect-the-dots (upper) and pairing (lower) schemes is second order, about ``k h^2`` per
+    factor in loss units, so ``h ~ sqrt(accuracy * eps_scale / k_total)``, capped by the grid
+    size. The estimate starts 4x coarse: refinement then predicts the step from the measured gap.
     """
     from plda.grid import _window
 
