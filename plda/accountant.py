@@ -22,6 +22,7 @@ to ``+inf`` (pessimistic version) or subtracted (optimistic version).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ import numpy as np
 import scipy.fft
 
 from plda import _validation as check
+from plda import grid
 from plda.discretize import discretize
 from plda.fft import UNIT_ROUNDOFF, transform_error
 from plda.grid import DiscreteLoss
@@ -158,7 +160,7 @@ class _Composer:
         first = factors[0][0]
         if len(factors) == 1 and factors[0][1] == 1:
             return first
-        step, upper = first.step, first.upper
+        step = first.step
         log_keep = sum(k * math.log1p(-min(f.infinity_mass, 1.0)) for f, k in factors)
         infinity = -math.expm1(log_keep) if log_keep > -np.inf else 1.0
 
@@ -218,38 +220,23 @@ class _Composer:
             relative += k * s.relative + 8 * _U * (k + 2 * k.bit_length())
             x = s.power(k)
             spectrum = x if spectrum is None else spectrum * x
-        bound = np.exp(log_bound)
-        y = scipy.fft.irfft(spectrum, n)
-        inverse_error = transform_error(n, 2.0 / n * float(np.sum(bound)))
-        weighted = bound * relative
-        entry_error = 2.0 / n * float(np.sum(weighted)) + inverse_error + 1e-300
-        l2_error = math.sqrt(2.0 / n * float(np.sum(weighted**2))) + math.sqrt(n) * inverse_error
-        y = np.roll(y, -((lo - lo_exact) % n))[:width]
-        np.maximum(y, 0.0, out=y)
+        composed = grid.from_spectrum(
+            factors,
+            spectrum,
+            np.exp(log_bound),
+            relative,
+            n,
+            (lo, width, lo_exact, below, above),
+            infinity,
+        )
         # losses <= 0 add nothing to delta(eps) = sum p_i (1 - e^(eps - l_i))_+ for eps >= 0 and
         # the profile's tail sums run from the top: dropping them changes no answer, only work
         start = min(max(0, lo), hi) - lo
         if start > 0:
-            y, lo = y[start:], lo + start
-        if upper:
-            chernoff = all(f.log_mgf is not None for f, _ in factors)
-            log_mgf = sum(k * f.log_mgf for f, k in factors) if chernoff else None
-            log_keep = sum(k * math.log1p(-min(f.chernoff_infinity_mass, 1.0)) for f, k in factors)
-            return DiscreteLoss(
-                step,
-                lo,
-                y,
-                min(1.0, infinity + above),
-                True,
-                entry_error,
-                0.0,
-                log_mgf,
-                -math.expm1(log_keep) if log_keep > -np.inf else 1.0,
-                l2_error,
+            composed = dataclasses.replace(
+                composed, offset=lo + start, probs=composed.probs[start:]
             )
-        return DiscreteLoss(
-            step, lo, y, infinity, False, entry_error, below + above, None, 0.0, l2_error
-        )
+        return composed
 
 
 def _epsilon_pair(versions: dict, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -195,8 +195,10 @@ class DiscreteLoss:
         if self.valid_from > -np.inf:
             # a tilted law says nothing below valid_from: an upper bound may not go below it,
             # and a lower bound found below it is replaced by the trivial 0
-            out = np.maximum(out, self.valid_from) if self.upper else np.where(
-                out >= self.valid_from, out, 0.0
+            out = (
+                np.maximum(out, self.valid_from)
+                if self.upper
+                else np.where(out >= self.valid_from, out, 0.0)
             )
         finite = np.isfinite(out)
         nudge = 1e-12 * (1 + np.abs(np.where(finite, out, 0.0)))
@@ -275,7 +277,6 @@ def compose(
     if not factors:
         raise ValueError("compose needs at least one factor with a positive count")
     first = factors[0][0]
-    upper = first.upper
     infinity_keep = 1.0
     for f, k in factors:
         infinity_keep *= np.exp(k * np.log1p(-min(f.infinity_mass, 1.0))) if f.infinity_mass else 1
@@ -321,24 +322,37 @@ def compose(
             relative += eta / amp + 4 * _U
             product *= xb
     spectrum[band] = product
+    full_bound = np.zeros(n // 2 + 1)
+    full_relative = np.zeros(n // 2 + 1)
+    full_bound[band], full_relative[band] = bound, relative
+    window = (lo, width, base, below, above)
+    return from_spectrum(factors, spectrum, full_bound, full_relative, n, window, infinity)
+
+
+def from_spectrum(factors, spectrum, bound, relative, n, window, infinity) -> DiscreteLoss:
+    """The composed grid law from its spectrum and the certified error terms.
+
+    ``bound[j] >= |Y_j|`` and ``relative[j] * bound[j] >= |computed Y_j - Y_j|`` (the caller's
+    forward transforms and powers); ``window = (lo, width, base, below, above)`` places the
+    cyclic result (``base`` is the grid index of spectrum position 0) and gives the Chernoff
+    tail bounds outside it. Shared by :func:`compose` and the accountant's cached composer.
+    """
+    lo, width, base, below, above = window
+    first = factors[0][0]
     y = fft.irfft(spectrum, n)
     # |dy_t| <= (2/n) sum_j |dY_j| (real inverse transform) plus the inverse transform's own error
-    entry_error = 2.0 / n * float(np.sum(bound * relative)) + fft.transform_error(
-        n, 2.0 / n * float(np.sum(bound))
-    )
+    inverse_error = fft.transform_error(n, 2.0 / n * float(np.sum(bound)))
+    weighted = bound * relative
+    entry_error = 2.0 / n * float(np.sum(weighted)) + inverse_error
     # Parseval: ||dy||_2 = ||dY||_2 / sqrt(n), |dY_j| counted twice for the conjugate half
-    l2_error = math.sqrt(2.0 / n * float(np.sum((bound * relative) ** 2))) + math.sqrt(
-        n
-    ) * fft.transform_error(n, 2.0 / n * float(np.sum(bound)))
+    l2_error = math.sqrt(2.0 / n * float(np.sum(weighted**2))) + math.sqrt(n) * inverse_error
     y = np.roll(y, -((lo - base) % n))[:width]
     # entries are exact probabilities up to entry_error: clipping at 0 only moves toward the truth
     np.maximum(y, 0.0, out=y)
-    if upper:
+    if first.upper:
         chernoff = all(f.log_mgf is not None for f, _ in factors)
         log_mgf = sum(k * f.log_mgf for f, k in factors) if chernoff else None
-        keep = 1.0
-        for f, k in factors:
-            keep *= np.exp(k * np.log1p(-min(f.chernoff_infinity_mass, 1.0)))
+        log_keep = sum(k * math.log1p(-min(f.chernoff_infinity_mass, 1.0)) for f, k in factors)
         return DiscreteLoss(
             first.step,
             lo,
@@ -348,7 +362,7 @@ def compose(
             entry_error,
             0.0,
             log_mgf,
-            float(-np.expm1(np.log(keep))) if keep > 0 else 1.0,
+            -math.expm1(log_keep) if log_keep > -np.inf else 1.0,
             l2_error,
         )
     return DiscreteLoss(
@@ -357,7 +371,9 @@ def compose(
 
 
 def compose_tilted(
-    factors: list[tuple[DiscreteLoss, int]], tilt: float, tail: float = 1e-20,
+    factors: list[tuple[DiscreteLoss, int]],
+    tilt: float,
+    tail: float = 1e-20,
     max_size: int = 1 << 23,
 ) -> DiscreteLoss:
     """Composition computed under the exponential tilt ``p_i -> p_i e^{t l_i} / M(t)``.
@@ -392,13 +408,28 @@ def compose_tilted(
     upper = first.upper
     infinity_total = infinity + (inner.infinity_mass * above_weight if upper else 0.0)
     out = DiscreteLoss(
-        first.step, inner.offset + start, probs, min(1.0, infinity_total), upper,
-        inner.entry_error, inner.spurious_mass, None, 0.0, inner.l2_error,
-        tilt, log_scale, float(losses[start]) if start > 0 else -np.inf,
+        first.step,
+        inner.offset + start,
+        probs,
+        min(1.0, infinity_total),
+        upper,
+        inner.entry_error,
+        inner.spurious_mass,
+        None,
+        0.0,
+        inner.l2_error,
+        tilt,
+        log_scale,
+        float(losses[start]) if start > 0 else -np.inf,
     )
     if upper:
-        object.__setattr__(out, "log_mgf", sum(k * f.log_mgf for f, k in factors)
-                           if all(f.log_mgf is not None for f, _ in factors) else None)
+        object.__setattr__(
+            out,
+            "log_mgf",
+            sum(k * f.log_mgf for f, k in factors)
+            if all(f.log_mgf is not None for f, _ in factors)
+            else None,
+        )
         keep_c = sum(k * math.log1p(-min(f.chernoff_infinity_mass, 1.0)) for f, k in factors)
         object.__setattr__(out, "chernoff_infinity_mass", -math.expm1(keep_c))
     return out
