@@ -39,7 +39,7 @@ UPPER_TAIL = 1e-30
 FINE_TAIL = 1e-13
 _COARSE = 64
 #: the far tail kept for the Chernoff bound that serves deltas below the FFT's resolution
-FAR_UPPER_TAIL = 1e-300
+FAR_UPPER_TAIL = 1e-320  # k * this stays below 1e-300 for k up to 1e10
 #: grid points of the coarse discretization behind that Chernoff bound
 _FAR_POINTS = 2048
 
