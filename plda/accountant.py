@@ -22,7 +22,6 @@ to ``+inf`` (pessimistic version) or subtracted (optimistic version).
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -84,7 +83,10 @@ class _Spectrum:
                 last = self.powers[-1]
                 self.powers.append(last * last)
             if k & 1:
-                out = self.powers[j].copy() if out is None else out * self.powers[j]
+                if out is None:
+                    out = self.powers[j].copy()
+                else:
+                    out *= self.powers[j]
             k >>= 1
             j += 1
         return out
@@ -119,6 +121,10 @@ class _Composer:
     def _moments(self, law: DiscreteLoss, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``log E[e^{tL}]`` and ``log E[e^{-tL}]`` (finite part) at ``t = 2^(j/2)``."""
         cache = self._law_cache(law)
+        key = ("orders", int(indices[0]), len(indices))
+        hit = cache.get(key)
+        if hit is not None:
+            return hit
         missing = [j for j in indices if ("order", j) not in cache]
         if missing:
             orders = 2.0 ** (np.asarray(missing, dtype=float) / 2)
@@ -126,7 +132,8 @@ class _Composer:
             for j, u, d in zip(missing, up, down, strict=True):
                 cache[("order", j)] = (u, d)
         pairs = np.array([cache[("order", j)] for j in indices])
-        return pairs[:, 0], pairs[:, 1]
+        cache[key] = (pairs[:, 0], pairs[:, 1])
+        return cache[key]
 
     def _spectrum(self, law: DiscreteLoss, n: int) -> _Spectrum:
         key = (id(law), n)
@@ -182,9 +189,11 @@ class _Composer:
             log_up += k * up
             log_down += k * down
         log_tail = math.log(_TAIL)
+        # fmin/fmax skip NaNs (orders whose moment overflowed) like nanmin, at a fraction of
+        # its overhead on these short arrays
         with np.errstate(over="ignore", invalid="ignore"):
-            hi_loss = np.nanmin((log_up - log_tail) / orders)
-            lo_loss = np.nanmax(-(log_down - log_tail) / orders)
+            hi_loss = float(np.fmin.reduce((log_up - log_tail) / orders))
+            lo_loss = float(np.fmax.reduce(-(log_down - log_tail) / orders))
         # no finite mass at all (e.g. delta = 1) leaves the moments at -inf: keep the exact support
         hi = (
             hi_exact
@@ -198,45 +207,64 @@ class _Composer:
         )
         lo = min(lo, hi)
         with np.errstate(over="ignore", invalid="ignore"):
-            above = 0.0 if hi >= hi_exact else float(np.nanmin(np.exp(log_up - orders * hi * step)))
+            above = (
+                0.0
+                if hi >= hi_exact
+                else float(np.fmin.reduce(np.exp(log_up - orders * hi * step)))
+            )
             below = (
-                0.0 if lo <= lo_exact else float(np.nanmin(np.exp(log_down + orders * lo * step)))
+                0.0
+                if lo <= lo_exact
+                else float(np.fmin.reduce(np.exp(log_down + orders * lo * step)))
             )
         width = hi - lo + 1
-        # power-of-two lengths: they change rarely as the composition grows, so the spectra and
-        # their powers are reused across many queries
-        n = 1 << max(int(width - 1).bit_length(), 4)
+        # lengths on the ladder 2^a * {1, 5/4, 3/2}: they change rarely as the composition grows
+        # (so the spectra and their powers are reused across many queries) and waste at most a
+        # quarter of the transform on padding
+        n = _ladder_length(width)
         if n > MAX_GRID:
             raise _TooLarge(n)
 
         spectrum = None
-        log_bound = np.zeros(n // 2 + 1)
-        relative = np.zeros(n // 2 + 1)
+        log_bound = None
+        relative = 0.0
         for f, k in factors:
             s = self._spectrum(f, n)
-            log_bound += k * s.amplitude_log
+            term = k * s.amplitude_log
+            log_bound = term if log_bound is None else log_bound + term
             # |X^k - X_true^k| <= k eta amp^(k-1); rounding of ~k + 2 log2 k products (relative
             # errors double under squaring, so the squarings add up to k roundings)
-            relative += k * s.relative + 8 * _U * (k + 2 * k.bit_length())
+            relative = relative + (k * s.relative + 8 * _U * (k + 2 * k.bit_length()))
             x = s.power(k)
             spectrum = x if spectrum is None else spectrum * x
-        composed = grid.from_spectrum(
+        # bounds below e^-700 are replaced by e^-700 (still a bound, and exp of deeply
+        # underflowing arguments is many times slower than of ordinary ones)
+        bound = np.full(len(log_bound), math.exp(-700.0))
+        np.exp(log_bound, out=bound, where=log_bound > -700.0)
+        # losses <= 0 add nothing to delta(eps) = sum p_i (1 - e^(eps - l_i))_+ for eps >= 0 and
+        # the profile's tail sums run from the top: the window read out starts at loss 0 (the
+        # cyclic positions below it are still part of the transform, so nothing wraps)
+        start = min(max(0, lo), hi) - lo
+        return grid.from_spectrum(
             factors,
             spectrum,
-            np.exp(log_bound),
+            bound,
             relative,
             n,
-            (lo, width, lo_exact, below, above),
+            (lo + start, width - start, lo_exact, below, above),
             infinity,
         )
-        # losses <= 0 add nothing to delta(eps) = sum p_i (1 - e^(eps - l_i))_+ for eps >= 0 and
-        # the profile's tail sums run from the top: dropping them changes no answer, only work
-        start = min(max(0, lo), hi) - lo
-        if start > 0:
-            composed = dataclasses.replace(
-                composed, offset=lo + start, probs=composed.probs[start:]
-            )
-        return composed
+
+
+def _ladder_length(width: int) -> int:
+    """Smallest FFT length ``>= width`` of the form ``2^a``, ``5 * 2^a`` or ``3 * 2^a`` with
+    ratio at most 3/2 between neighbours (all fast for pyFFTW and scipy.fft); at least 16."""
+    width = max(int(width), 16)
+    power = 1 << (width - 1).bit_length()  # smallest power of two >= width
+    for candidate in (power * 5 // 8, power * 3 // 4):
+        if candidate >= width:
+            return candidate
+    return power
 
 
 def _epsilon_pair(versions: dict, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -375,8 +403,12 @@ class PLDAccountant:
     # -------------------------------------------------------------------- queries
     def epsilon(self, delta):
         """Certified upper bound on ``epsilon(delta)`` of everything recorded (vectorized);
-        ``0`` before the first step."""
-        return self.epsilon_bounds(delta).upper
+        ``0`` before the first step. Equal to ``epsilon_bounds(delta).upper``, at about half its
+        cost (the optimistic version is not composed)."""
+        d = check.array_in("delta", delta, 0.0, 1.0)
+        if not self._history:
+            return _scalar(np.zeros(d.shape), delta)
+        return _scalar(self._epsilon_pair(d, need_lower=False)[1], delta)
 
     def epsilon_bounds(self, delta) -> Bounds:
         """``(lower, upper)`` certified bounds on ``epsilon(delta)``."""
@@ -384,7 +416,7 @@ class PLDAccountant:
         if not self._history:
             zero = np.zeros(d.shape)
             return Bounds(_scalar(zero, delta), _scalar(zero, delta))
-        lower, upper = self._epsilon_pair(d)
+        lower, upper = self._epsilon_pair(d, need_lower=True)
         return Bounds(_scalar(lower, delta), _scalar(upper, delta))
 
     def delta(self, epsilon):
@@ -399,9 +431,9 @@ class PLDAccountant:
             return Bounds(_scalar(zero, epsilon), _scalar(zero, epsilon))
         components = _merge_runs(self._history)
         recipe = PrivacyLossDistribution(components, self._relation, self._accuracy)
-        step = self._grid_step(components)[0]
+        first, horizon_pld = self._grid_step(components)
         try:
-            versions = self._versions(recipe, step)
+            versions = self._versions(recipe, first)
         except _TooLarge:
             return recipe.delta_bounds(epsilon)
         # as the engine: refine for the epsilon gap at the deltas being reported (below ~1e-10
@@ -409,42 +441,64 @@ class PLDAccountant:
         probe = np.ravel(np.max([v[0].delta(e) for v in versions.values()], axis=0))
         probe = probe[(probe > 1e-10) & (probe < 1)]
         if probe.size:
-            step = self._refined_step(components, recipe, probe[:: max(1, probe.size // 16)])
+            probe = probe[:: max(1, probe.size // 16)]
+            step = self._horizon_step(components, probe)
+            if step is None:
+                step = self._refine(recipe, first, probe, horizon_pld)[0]
             if step is not None:
-                versions = self._versions(recipe, step)
+                try:
+                    versions = self._versions(recipe, step)
+                except _TooLarge:
+                    pass
         upper = np.max([v[0].delta(e) for v in versions.values()], axis=0)
         lower = np.max([v[1].delta(e) for v in versions.values()], axis=0)
         lower = np.minimum(lower, upper)
         return Bounds(_scalar(lower, epsilon), _scalar(upper, epsilon))
 
     # ---------------------------------------------------------------- internals
-    def _epsilon_pair(self, d: np.ndarray):
+    def _epsilon_pair(self, d: np.ndarray, need_lower: bool):
+        """``(lower, upper)`` epsilon bounds at ``d`` (lower None if not ``need_lower``).
+
+        The grid step is the one that met the accuracy for the *horizon* history (every count
+        rounded up to a power of two, see :meth:`_horizon_step`): the gap grows with the step
+        counts, so that step serves every history up to the horizon, and the step depends on
+        the horizon and ``d`` only. Hence ``epsilon`` needs no optimistic version to choose its
+        grid and equals ``epsilon_bounds(...).upper``. Where the horizon does not fit under the
+        grid cap, the step is refined on the history itself (and beyond that the engine takes
+        over)."""
         components = _merge_runs(self._history)
         recipe = PrivacyLossDistribution(components, self._relation, self._accuracy)
-        step = self._refined_step(components, recipe, np.ravel(d))
+        flat = np.ravel(d)
+        step = self._horizon_step(components, flat)
+        if step is not None:
+            try:
+                versions = self._versions(recipe, step, lower=need_lower)
+            except _TooLarge:
+                step = None
+            else:
+                upper = np.max([v[0].epsilon(d) for v in versions.values()], axis=0)
+                if not need_lower:
+                    return None, upper
+                lower = np.max([v[1].epsilon(d) for v in versions.values()], axis=0)
+                return np.minimum(lower, upper), upper
+        first, horizon_pld = self._grid_step(components)
+        step, lower, upper = self._refine(recipe, first, flat, horizon_pld)
         if step is None:
             # beyond the fast path's grid cap: the engine picks its own (capped) grid
             return tuple(recipe.epsilon_bounds(d))
-        lower, upper = _epsilon_pair(self._versions(recipe, step), d)
-        return lower, upper
+        return lower.reshape(d.shape), upper.reshape(d.shape)
 
-    def _refined_step(self, components, recipe, d: np.ndarray) -> float | None:
-        """The grid step meeting the accuracy at ``d`` for this history (None: too large)."""
-        # start from the step that met the accuracy for the horizon history (counts rounded up
-        # to powers of two): queries between two powers of two then rarely need refining, and
-        # the step still depends on the history and delta only
+    def _horizon_step(self, components, d: np.ndarray) -> float | None:
+        """The grid step meeting the accuracy at ``d`` for the horizon history (counts rounded
+        up to powers of two), cached; None if the horizon does not fit under the grid cap."""
         horizon = _horizon(components)
         key = (horizon, d.tobytes(), d.shape)
-        first, horizon_pld = self._grid_step(components)
-        start = self._refined.get(key)
-        if start is None:
-            start = self._refine(horizon_pld, first, d, horizon_pld)[0]
-            if start is None:
-                start = first
+        if key not in self._refined:
+            first, horizon_pld = self._grid_step(components)
             if len(self._refined) > 256:
                 self._refined.clear()
-            self._refined[key] = start
-        return self._refine(recipe, start, d, horizon_pld)[0]
+            self._refined[key] = self._refine(horizon_pld, first, d, horizon_pld)[0]
+        return self._refined[key]
 
     def _refine(
         self,
@@ -468,8 +522,10 @@ class PLDAccountant:
             gap = _max_gap(lower, upper)
             if gap <= self._accuracy or gap > 0.7 * previous_gap:
                 break
-            factor = 0.8 * math.sqrt(self._accuracy / gap) if np.isfinite(gap) else 0.25
-            finer = self._quantize(step * min(0.5, max(0.1, factor)), ladder)
+            # at most a factor 4 per refinement: on coarse grids the gap falls faster than h^2,
+            # and a finer grid than needed costs every later query (coarse trials are cheap)
+            factor = 0.9 * math.sqrt(self._accuracy / gap) if np.isfinite(gap) else 0.25
+            finer = self._quantize(step * min(0.5, max(0.25, factor)), ladder)
             try:
                 versions = self._versions(recipe, finer)
             except _TooLarge:
@@ -502,23 +558,27 @@ class PLDAccountant:
             self._steps[horizon] = (step, pld)
         return self._steps[horizon]
 
-    def _versions(self, recipe: PrivacyLossDistribution, step: float) -> dict:
+    def _versions(
+        self, recipe: PrivacyLossDistribution, step: float, lower: bool = True
+    ) -> dict:
+        """``{direction: [upper, lower]}`` composed laws of ``recipe`` on grid ``step``; the
+        optimistic ones only if ``lower`` (None otherwise, composed when first needed)."""
         key = (recipe.components, step)
-        hit = self._results.get(key)
-        if hit is not None:
+        out = self._results.get(key)
+        if out is None:
+            out = {direction: [None, None] for direction in recipe._directions}
+            self._results[key] = out
+            while len(self._results) > _RESULTS_KEPT:
+                self._results.popitem(last=False)
+        else:
             self._results.move_to_end(key)
-            return hit
-        out = {}
-        for direction in recipe._directions:
-            uppers, lowers = [], []
-            for law, k in recipe._laws(direction):
-                upper, lower = discretize(law, step)
-                uppers.append((upper, k))
-                lowers.append((lower, k))
-            out[direction] = (self._composer.compose(uppers), self._composer.compose(lowers))
-        self._results[key] = out
-        while len(self._results) > _RESULTS_KEPT:
-            self._results.popitem(last=False)
+        for direction, pair in out.items():
+            for index in (0, 1) if lower else (0,):
+                if pair[index] is None:
+                    factors = [
+                        (discretize(law, step)[index], k) for law, k in recipe._laws(direction)
+                    ]
+                    pair[index] = self._composer.compose(factors)
         return out
 
     # ------------------------------------------------------------- checkpoints

@@ -7,6 +7,7 @@ certified bounds.
 
 from __future__ import annotations
 
+import math
 import os
 
 import numpy as np
@@ -90,4 +91,4 @@ def transform_error(n: int, l1_norm: float) -> float:
     ``c * u * log2(n) * sum|x|`` (Higham, *Accuracy and Stability*, §24.1). We take ``c = 8``
     to cover twiddle-factor error and mixed radices with margin.
     """
-    return 8.0 * UNIT_ROUNDOFF * max(1.0, np.log2(max(n, 2))) * l1_norm
+    return 8.0 * UNIT_ROUNDOFF * max(1.0, math.log2(max(n, 2))) * l1_norm

@@ -23,7 +23,15 @@ from plda import fft
 
 #: tilts for the Chernoff bound used below the FFT's resolution, see :meth:`DiscreteLoss.delta`
 _CHERNOFF_ORDERS = np.geomspace(1e-3, 2e3, 48)
+#: log of the Chernoff constant c(t) = t^t / (t+1)^(t+1) at those orders
+_CHERNOFF_LOG_C = _CHERNOFF_ORDERS * np.log(_CHERNOFF_ORDERS) - (_CHERNOFF_ORDERS + 1) * np.log1p(
+    _CHERNOFF_ORDERS
+)
 _U = fft.UNIT_ROUNDOFF
+#: block length of the crossing search of :meth:`DiscreteLoss.epsilon` for a few deltas
+_BLOCK = 256
+#: at most this many deltas use the block search; more share the full segment arrays
+_LOCAL_QUERIES = 4
 
 
 @dataclass(frozen=True, eq=False)
@@ -104,6 +112,23 @@ class DiscreteLoss:
         return cached
 
     # ----------------------------------------------------------------- profile
+    def _exp_neg_losses(self) -> np.ndarray:
+        """``exp(-l_i)`` for the grid losses (see :func:`_exp_neg_grid`)."""
+        return _exp_neg_grid(self.step, self.offset, len(self.probs))
+
+    def _tail_terms(self, tail_mass, count) -> np.ndarray:
+        """``A_j`` (the mass term of ``delta`` on the segment below cut ``j``) from the tail mass
+        ``sum_{i >= j} p_i`` and the number of entries ``count = n - j`` above the cut, with
+        the floating-point error terms folded in (untilted laws)."""
+        n = len(self.probs)
+        # error of the summation, in any order: (n u) * sum of magnitudes, for both tail sums
+        fp_error = np.minimum(self.entry_error * count, self.l2_error * np.sqrt(count))
+        fp_error = fp_error + 2.0 * n * _U * tail_mass
+        if self.upper:
+            a = self.infinity_mass + tail_mass + fp_error
+            return np.where(np.isnan(a), np.inf, a)  # never let NaN through an upper bound
+        return self.infinity_mass + tail_mass - fp_error - self.spurious_mass
+
     def _segments(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per grid cut ``j``: ``A_j``, ``B_j`` with ``delta(eps) = A_j - e^eps B_j`` on
         ``[l_{j-1}, l_j]``, and the loss ``l_j``. Error terms are folded into ``A_j``."""
@@ -115,31 +140,70 @@ class DiscreteLoss:
         losses = self.losses
         # suffix sums accumulate the small upper-tail terms first (better relative accuracy)
         tail_mass = np.concatenate([np.cumsum(p[::-1])[::-1], [0.0]])
-        scaled = p * np.exp(-losses)
+        scaled = p * self._exp_neg_losses()
         tail_scaled = np.concatenate([np.cumsum(scaled[::-1])[::-1], [0.0]])
         count = n - np.arange(n + 1)  # entries strictly above a cut
-        # error of naive summation: (n u) * sum of magnitudes, for both sums
-        summation = 2.0 * n * _U * tail_mass
         if self.tilt:
             # errors of the tilted law scale back by w_i = exp(log_scale - tilt l_i)
             w = np.exp(self.log_scale - self.tilt * losses)
             w_sum = np.concatenate([np.cumsum(w[::-1])[::-1], [0.0]])
             w2_sum = np.concatenate([np.cumsum((w * w)[::-1])[::-1], [0.0]])
             fp_error = np.minimum(self.entry_error * w_sum, self.l2_error * np.sqrt(w2_sum))
+            fp_error = fp_error + 2.0 * n * _U * tail_mass
             spurious = self.spurious_mass * np.concatenate([w, [0.0]])  # w decreases in l
+            if self.upper:
+                a = self.infinity_mass + tail_mass + fp_error
+                a = np.where(np.isnan(a), np.inf, a)
+            else:
+                a = self.infinity_mass + tail_mass - fp_error - spurious
         else:
-            fp_error = np.minimum(self.entry_error * count, self.l2_error * np.sqrt(count))
-            spurious = self.spurious_mass
-        fp_error = fp_error + summation
-        if self.upper:
-            a = self.infinity_mass + tail_mass + fp_error
-            a = np.where(np.isnan(a), np.inf, a)  # never let NaN through an upper bound
-        else:
-            a = self.infinity_mass + tail_mass - fp_error - spurious
+            a = self._tail_terms(tail_mass, count)
         cuts = np.concatenate([losses, [np.inf]])
         result = (a, tail_scaled, cuts)
         object.__setattr__(self, "_segment_cache", result)
         return result
+
+    def _crossing(self, d: float) -> tuple[int, float, float]:
+        """First cut ``j`` (``0..n``) with ``delta(l_j) <= d`` (``n + 1`` if none) and its tail
+        sums ``sum_{i >= j} p_i`` and ``sum_{i >= j} p_i e^{-l_i}``. Found on
+        block sums: ``delta`` at the cuts is non-increasing (up to rounding), so the crossing
+        block is located from ``n / _BLOCK`` block tail sums and only that block is summed
+        entry by entry. ``O(n)`` vectorized work without the sequential full-length cumsums
+        and exponentials of :meth:`_segments` (one query costs a fraction of them)."""
+        p = self.probs
+        n = len(p)
+        nb = -(-n // _BLOCK)
+        padded = np.zeros((2, nb * _BLOCK))
+        padded[0, :n] = p
+        np.multiply(p, self._exp_neg_losses(), out=padded[1, :n])
+        sums = padded.reshape(2, nb, _BLOCK).sum(axis=2)
+        tails = np.zeros((2, nb + 1))
+        tails[:, :nb] = np.cumsum(sums[:, ::-1], axis=1)[:, ::-1]
+        starts = np.arange(nb + 1) * _BLOCK
+        starts[-1] = n
+        below = self._raw_at(starts, tails[0], tails[1]) <= d
+        k = int(np.argmax(below))
+        if not below[k]:
+            return n + 1, 0.0, 0.0
+        if k == 0:
+            return 0, float(tails[0, 0]), float(tails[1, 0])
+        lo, hi = int(starts[k - 1]), int(starts[k])
+        # tail sums at the cuts lo+1..hi: the block's suffix sums plus the tail beyond it
+        local = np.zeros((2, hi - lo))
+        local[:, :-1] = np.cumsum(padded[:, hi - 1 : lo : -1], axis=1)[:, ::-1]
+        local += tails[:, k : k + 1]
+        cuts = np.arange(lo + 1, hi + 1)
+        first = int(np.argmax(self._raw_at(cuts, local[0], local[1]) <= d))
+        return int(cuts[first]), float(local[0, first]), float(local[1, first])
+
+    def _raw_at(self, cuts: np.ndarray, tail_mass: np.ndarray, tail_scaled: np.ndarray):
+        """``delta`` at the grid cuts ``cuts`` from their tail sums (``A_j - e^{l_j} B_j``)."""
+        n = len(self.probs)
+        a = self._tail_terms(tail_mass, n - cuts)
+        raw = a - np.exp(np.minimum((self.offset + cuts) * self.step, 700.0)) * tail_scaled
+        if cuts[-1] >= n:  # the cut above the last entry: no finite loss above, delta = A
+            raw[-1] = a[-1]
+        return raw
 
     def delta(self, epsilon: np.ndarray) -> np.ndarray:
         """``delta(epsilon)`` of this version (vectorized); an upper version also applies the
@@ -163,7 +227,7 @@ class DiscreteLoss:
         if self.log_mgf is None:
             return np.full(np.shape(eps), np.inf)
         t = _CHERNOFF_ORDERS
-        log_c = t * np.log(t) - (t + 1) * np.log1p(t)
+        log_c = _CHERNOFF_LOG_C
         exponent = (self.log_mgf + log_c)[None, :] - np.multiply.outer(np.ravel(eps), t)
         bound = np.exp(np.min(exponent, axis=1)).reshape(np.shape(eps))
         # 1e-9 relative margin covers rounding in the log-sum-exp of the moments
@@ -173,24 +237,30 @@ class DiscreteLoss:
         """Smallest ``eps >= 0`` with ``delta(eps) <= delta`` for this version, solved exactly on
         the piecewise closed form; ``inf`` where no finite ``eps`` reaches ``delta``."""
         d = np.asarray(delta, dtype=float)
-        a, b, cuts = self._segments()
-        at_cuts = self.__dict__.get("_cuts_cache")
-        if at_cuts is None:
-            with np.errstate(over="ignore"):
-                at_cuts = a - np.where(np.isfinite(cuts), np.exp(np.minimum(cuts, 700)), 0) * b
-            at_cuts[-1] = a[-1]
-            at_cuts = np.minimum.accumulate(at_cuts)  # error terms make tiny steps: keep monotone
-            object.__setattr__(self, "_cuts_cache", at_cuts)
-        # first cut j with delta(l_j) <= d  (at_cuts is non-increasing)
-        j = np.searchsorted(-at_cuts, -d, side="left")
-        out = np.full(d.shape, np.inf)
-        found = j < len(at_cuts)
-        jj = np.minimum(j, len(at_cuts) - 1)
-        left = np.where(jj > 0, cuts[np.maximum(jj - 1, 0)], -np.inf)
+        if d.size <= _LOCAL_QUERIES and not self.tilt and "_segment_cache" not in self.__dict__:
+            # a few deltas on a fresh law (an accountant query): block search, see _crossing
+            out = [self._epsilon_one(float(x)) for x in d.ravel()]
+            return np.array(out).reshape(d.shape)
+        if True:
+            a, b, cuts = self._segments()
+            at_cuts = self.__dict__.get("_cuts_cache")
+            if at_cuts is None:
+                with np.errstate(over="ignore"):
+                    at_cuts = a - np.where(np.isfinite(cuts), np.exp(np.minimum(cuts, 700)), 0) * b
+                at_cuts[-1] = a[-1]
+                # error terms make tiny steps: keep monotone
+                at_cuts = np.minimum.accumulate(at_cuts)
+                object.__setattr__(self, "_cuts_cache", at_cuts)
+            # first cut j with delta(l_j) <= d  (at_cuts is non-increasing)
+            j = np.searchsorted(-at_cuts, -d, side="left")
+            found = j < len(at_cuts)
+            jj = np.minimum(j, len(at_cuts) - 1)
+            left = np.where(jj > 0, cuts[np.maximum(jj - 1, 0)], -np.inf)
+            a_j, b_j, cut_j = a[jj], b[jj], cuts[jj]
         with np.errstate(divide="ignore", invalid="ignore"):
-            solved = np.log(np.maximum(a[jj] - d, 0.0)) - np.log(b[jj])
-        solved = np.where(b[jj] > 0, solved, left)
-        solved = np.clip(solved, left, cuts[jj])
+            solved = np.log(np.maximum(a_j - d, 0.0)) - np.log(b_j)
+        solved = np.where(b_j > 0, solved, left)
+        solved = np.clip(solved, left, cut_j)
         out = np.where(found, solved, np.inf)
         if self.valid_from > -np.inf:
             # a tilted law says nothing below valid_from: an upper bound may not go below it,
@@ -210,11 +280,50 @@ class DiscreteLoss:
             out = np.where(finite, out - nudge, out)
         return np.maximum(out, 0.0)
 
+    def _epsilon_one(self, d: float) -> float:
+        """:meth:`epsilon` at one ``d`` for an untilted law, in scalar arithmetic on the cut
+        found by :meth:`_crossing` (the same closed form, error terms and margins)."""
+        n = len(self.probs)
+        j, tail_mass, b = self._crossing(d)
+        if j > n:
+            out = math.inf
+        else:
+            # _tail_terms in scalar arithmetic
+            count = n - j
+            fp_error = min(self.entry_error * count, self.l2_error * math.sqrt(count))
+            fp_error += 2.0 * n * _U * tail_mass
+            if self.upper:
+                a = self.infinity_mass + tail_mass + fp_error
+                a = math.inf if math.isnan(a) else a
+            else:
+                a = self.infinity_mass + tail_mass - fp_error - self.spurious_mass
+            left = (self.offset + j - 1) * self.step if j > 0 else -math.inf
+            cut = (self.offset + j) * self.step if j < n else math.inf
+            if b > 0:
+                out = math.log(a - d) - math.log(b) if a > d else -math.inf
+            else:
+                out = left
+            out = min(max(out, left), cut)
+        if self.valid_from > -math.inf:  # as in the vectorized path
+            if self.upper:
+                out = max(out, self.valid_from)
+            elif out < self.valid_from:
+                out = 0.0
+        if math.isfinite(out):
+            nudge = 1e-12 * (1 + abs(out))
+            out = out + nudge if self.upper else out - nudge
+        if self.upper and self.log_mgf is not None:
+            room = d - self.chernoff_infinity_mass
+            if room > 0:
+                exponent = self.log_mgf + _CHERNOFF_LOG_C + 1e-9 - math.log(room)
+                out = min(out, float((exponent / _CHERNOFF_ORDERS).min()))
+        return max(out, 0.0)
+
     def _chernoff_epsilon(self, d: np.ndarray) -> np.ndarray:
         if self.log_mgf is None:
             return np.full(d.shape, np.inf)
         t = _CHERNOFF_ORDERS
-        log_c = t * np.log(t) - (t + 1) * np.log1p(t)
+        log_c = _CHERNOFF_LOG_C
         room = np.ravel(d) - self.chernoff_infinity_mass
         with np.errstate(divide="ignore", invalid="ignore"):
             log_room = np.where(room > 0, np.log(np.maximum(room, 1e-320)), -np.inf)
@@ -222,6 +331,28 @@ class DiscreteLoss:
             eps = np.min(eps / t[None, :], axis=1)
         eps = np.where(room > 0, eps, np.inf)
         return eps.reshape(d.shape)
+
+
+_EXP_TABLES: dict = {}
+
+
+def _exp_neg_grid(step: float, offset: int, n: int) -> np.ndarray:
+    """``exp(-(offset + i) * step)`` for ``i < n``.
+
+    A product of the cached table ``exp(-i * step)`` and ``exp(-offset * step)``: each factor is
+    a correctly rounded exponential of a rounded loss, so the relative error (a few ``u`` per
+    unit of ``|loss|``) is the one of evaluating ``exp`` at the rounded losses directly, which
+    the callers' ``1e-12`` margins absorb. Direct evaluation where the table would under- or
+    overflow."""
+    if not (abs(offset * step) < 600 and abs((offset + n) * step) < 600):
+        return np.exp(-(offset + np.arange(n)) * step)
+    table = _EXP_TABLES.get(step)
+    if table is None or len(table) < n:
+        if len(_EXP_TABLES) > 16:
+            _EXP_TABLES.clear()
+        table = np.exp(-np.arange(max(n, 1 << 12)) * step)
+        _EXP_TABLES[step] = table
+    return table[:n] * math.exp(-offset * step)
 
 
 def power_support(factors: list[tuple[DiscreteLoss, int]]) -> tuple[int, int]:
@@ -341,12 +472,18 @@ def from_spectrum(factors, spectrum, bound, relative, n, window, infinity) -> Di
     first = factors[0][0]
     y = fft.irfft(spectrum, n)
     # |dy_t| <= (2/n) sum_j |dY_j| (real inverse transform) plus the inverse transform's own error
-    inverse_error = fft.transform_error(n, 2.0 / n * float(np.sum(bound)))
+    inverse_error = fft.transform_error(n, 2.0 / n * float(bound.sum()))
     weighted = bound * relative
-    entry_error = 2.0 / n * float(np.sum(weighted)) + inverse_error
+    entry_error = 2.0 / n * float(weighted.sum()) + inverse_error
     # Parseval: ||dy||_2 = ||dY||_2 / sqrt(n), |dY_j| counted twice for the conjugate half
-    l2_error = math.sqrt(2.0 / n * float(np.sum(weighted**2))) + math.sqrt(n) * inverse_error
-    y = np.roll(y, -((lo - base) % n))[:width]
+    l2_error = math.sqrt(2.0 / n * float(np.dot(weighted, weighted))) + math.sqrt(n) * inverse_error
+    # the window starts at cyclic position (lo - base) mod n (a rotation by slicing: np.roll
+    # costs several times as much at these lengths)
+    shift = (lo - base) % n
+    if shift + width <= n:
+        y = y[shift : shift + width]
+    else:
+        y = np.concatenate((y[shift:], y[: shift + width - n]))
     # entries are exact probabilities up to entry_error: clipping at 0 only moves toward the truth
     np.maximum(y, 0.0, out=y)
     if first.upper:
