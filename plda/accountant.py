@@ -125,12 +125,12 @@ class _Composer:
         hit = cache.get(key)
         if hit is not None:
             return hit
-        missing = [j for j in indices if ("order", j) not in cache]
+        missing = [int(j) for j in indices if ("order", j) not in cache]
         if missing:
-            orders = 2.0 ** (np.asarray(missing, dtype=float) / 2)
-            up, down = law.finite_log_mgf(orders), law.finite_log_mgf(-orders)
-            for j, u, d in zip(missing, up, down, strict=True):
-                cache[("order", j)] = (u, d)
+            j0, j1 = min(missing), max(missing)
+            up, down = _log_mgf_ladder(law, j0, j1)
+            for j in range(j0, j1 + 1):
+                cache[("order", j)] = (up[j - j0], down[j - j0])
         pairs = np.array([cache[("order", j)] for j in indices])
         cache[key] = (pairs[:, 0], pairs[:, 1])
         return cache[key]
@@ -254,6 +254,43 @@ class _Composer:
             (lo + start, width - start, lo_exact, below, above),
             infinity,
         )
+
+
+def _log_mgf_ladder(law: DiscreteLoss, j0: int, j1: int) -> tuple[np.ndarray, np.ndarray]:
+    """``log sum_i p_i e^{+-t l_i}`` at the orders ``t = 2^(j/2)``, ``j0 <= j <= j1``.
+
+    Order ``j + 2`` is twice order ``j``, so ``e^{t (l - ref)}`` (shifted to be at most 1) is
+    squared along two chains instead of re-exponentiated: two exponentials per entry instead
+    of one per order. ``m`` squarings grow the relative rounding error of a term to at most
+    ``2^(m+1) u``; that and the rounding of the shift are added to the logarithm so the
+    moments stay upper bounds (Chernoff bounds need upper bounds on the moments, any will
+    do)."""
+    size = j1 - j0 + 1
+    positive = law.probs > 0
+    if not positive.any():
+        empty = np.full(size, -np.inf)
+        return empty, empty.copy()
+    p = law.probs[positive]
+    losses = law.losses[positive]
+    out = []
+    for sign, ref in ((1.0, losses[-1]), (-1.0, losses[0])):
+        shifted = sign * (losses - ref)  # <= 0
+        values = np.empty(size)
+        for start in (j0, j0 + 1):
+            if start > j1:
+                continue
+            order = 2.0 ** (start / 2)
+            terms = np.exp(order * shifted)
+            for squarings, j in enumerate(range(start, j1 + 1, 2)):
+                if squarings:
+                    terms *= terms
+                    order *= 2.0
+                # rounding of the squared terms, of the log and of the shift term
+                margin = 2.0 ** (squarings + 1) * _U + 4 * _U * abs(order * ref)
+                with np.errstate(divide="ignore"):
+                    values[j - j0] = sign * order * ref + math.log(float(p @ terms)) + margin
+        out.append(values)
+    return out[0], out[1]
 
 
 def _ladder_length(width: int) -> int:
@@ -522,10 +559,10 @@ class PLDAccountant:
             gap = _max_gap(lower, upper)
             if gap <= self._accuracy or gap > 0.7 * previous_gap:
                 break
-            # at most a factor 4 per refinement: on coarse grids the gap falls faster than h^2,
-            # and a finer grid than needed costs every later query (coarse trials are cheap)
-            factor = 0.9 * math.sqrt(self._accuracy / gap) if np.isfinite(gap) else 0.25
-            finer = self._quantize(step * min(0.5, max(0.25, factor)), ladder)
+            # halve the step: on coarse grids the gap falls faster than h^2, so a predicted
+            # step would often be finer than needed, which every later query pays for (the
+            # coarse trials are cheap); a quarter when even the first grid gave nothing finite
+            finer = self._quantize(step * (0.5 if np.isfinite(gap) else 0.25), ladder)
             try:
                 versions = self._versions(recipe, finer)
             except _TooLarge:
