@@ -112,6 +112,67 @@ def test_query_path_does_not_change_answers():
     assert a.delta_bounds(1.0) == b.delta_bounds(1.0)
 
 
+class _Swapped(plda.mechanisms.base.Mechanism):
+    """A mechanism whose add and remove laws are another's, swapped (so "add" leads)."""
+
+    symmetric = False
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def _remove_law(self):
+        return self.inner.privacy_loss("add")
+
+    def _add_law(self):
+        return self.inner.privacy_loss("remove")
+
+
+def _all_directions(acct, d):
+    """Epsilon bounds with every direction composed (no dominance shortcut)."""
+    recipe = acct.pld
+    step = acct._horizon_step(recipe.components, np.ravel(d))
+    versions = acct._versions(recipe, step)
+    upper = max(float(v[0].epsilon(np.asarray(d))) for v in versions.values())
+    lower = max(float(v[1].epsilon(np.asarray(d))) for v in versions.values())
+    return min(lower, upper), upper
+
+
+@pytest.mark.parametrize("swap", [False, True])
+def test_dominated_direction_shortcut_gives_the_full_answer(swap):
+    # DP-SGD steps: "remove" leads by 20-40%, so most queries compose one direction only; the
+    # answer must be the one with every direction composed, whichever direction leads
+    mechanism = sampled(1.0, 0.02)
+    if swap:
+        mechanism = _Swapped(mechanism)
+    acct = PLDAccountant(accuracy=COARSE)
+    skipped = set()
+    for k in range(1, 70):
+        acct.compose(mechanism)
+        if k in (1, 7, 8, 9, 33, 40, 47, 48, 69):
+            bounds = acct.epsilon_bounds(DELTA)
+            assert acct.epsilon(DELTA) == bounds.upper
+            key = (acct.pld.components, acct._horizon_step(acct.pld.components, np.ravel(DELTA)))
+            skipped |= {d for d, pair in acct._results[key].items() if pair[0] is None}
+            lower, upper = _all_directions(acct, DELTA)
+            assert bounds.upper == upper
+            assert bounds.lower <= lower and bounds.lower >= upper * (1 - COARSE)
+    assert skipped == {"remove" if swap else "add"}  # the shortcut was taken
+
+
+def test_checkpoint_history_dominates_and_stays_put():
+    from plda.accountant import _checkpoint
+
+    a, b = sampled(1.0, 0.01), plda.Laplace(scale=3.0)
+    for counts in [(1, 1), (7, 100), (100, 513), (1000, 1)]:
+        components = ((a, counts[0]), (b, counts[1]))
+        check = _checkpoint(components)
+        for (m, k), (mc, kc) in zip(components, check, strict=True):
+            assert m is mc and k <= kc <= k + max(k // 8, 0) + 1
+            assert kc <= 1 << max(k - 1, 0).bit_length()  # never past the horizon
+    # one checkpoint serves the queries k = 513..576
+    assert {_checkpoint(((a, k),)) for k in range(513, 577)} == {((a, 576),)}
+
+
 def test_vectorized_queries():
     acct = PLDAccountant(accuracy=COARSE)
     acct.step(1.0, 0.01, count=100)

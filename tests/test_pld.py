@@ -410,3 +410,34 @@ def test_pessimistic_composition_stays_pessimistic_for_rr(eps0, delta0, k):
         exact = kov_delta(eps0, delta0, k, eps)
         lower, upper = pld.delta_bounds(eps)
         assert lower <= exact * (1 + 1e-9) + 1e-300 and exact <= upper * (1 + 1e-9) + 1e-300
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(1, 3000),
+    st.floats(1.0, 30.0),
+    st.sampled_from([1e-3, 1e-2, 0.1]),
+    st.integers(-100, 400),
+    st.booleans(),
+    st.sampled_from([0.0, 1e-9, 1e-3]),
+    st.sampled_from([0.5, 1e-3, 1e-5, 1e-9, 1e-13, 0.0, 1.0]),
+    st.integers(0, 2**32 - 1),
+)
+def test_epsilon_block_search_agrees_with_full_segments(
+    n, power, step, offset, upper, infinity, delta, seed
+):
+    # one delta on a fresh law takes the block search (the accountant's per-query path), many
+    # deltas the full segment arrays: the same closed form, so the same epsilon up to rounding
+    from dataclasses import replace
+
+    from plda.grid import DiscreteLoss
+
+    rng = np.random.default_rng(seed)
+    probs = rng.random(n) ** power
+    probs /= probs.sum() * rng.uniform(1, 2)
+    law = DiscreteLoss(step, offset, probs, infinity, upper, 1e-15, 1e-20, None, 0.0, 1e-13)
+    fast = float(replace(law).epsilon(np.array(delta)))
+    full = float(replace(law).epsilon(np.full(5, delta))[0])
+    assert fast == pytest.approx(full, rel=1e-12, abs=1e-12) or fast == full == math.inf
+    if upper and math.isfinite(fast):
+        assert float(law.delta(np.array(fast))) <= delta * (1 + 1e-9) + 1e-15
