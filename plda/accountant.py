@@ -316,12 +316,6 @@ def _ladder_length(width: int) -> int:
     return power
 
 
-def _epsilon_pair(versions: dict, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    upper = np.max([v[0].epsilon(d) for v in versions.values()], axis=0)
-    lower = np.max([v[1].epsilon(d) for v in versions.values()], axis=0)
-    return np.minimum(lower, upper), upper
-
-
 def _max_gap(lower: np.ndarray, upper: np.ndarray) -> float:
     """Largest relative gap ``(upper - lower) / upper`` (0 where upper is 0 or infinite)."""
     finite = np.isfinite(upper) & (upper > 0)
@@ -537,7 +531,7 @@ class PLDAccountant:
             except _TooLarge:
                 pass
         first, horizon_pld = self._grid_step(components)
-        step, lower, upper = self._refine(recipe, first, flat, horizon_pld)
+        step, lower, upper, _ = self._refine(recipe, first, flat, horizon_pld)
         if step is None:
             # beyond the fast path's grid cap: the engine picks its own (capped) grid
             return tuple(recipe.epsilon_bounds(d))
@@ -547,37 +541,45 @@ class PLDAccountant:
         """Epsilon bounds at ``d`` on grid ``step``: the maximum over the relation's directions.
 
         A direction is skipped when it is dominated: composing more steps can only increase
-        ``delta(eps)`` (the shorter run is a post-processing of the longer one), so the upper
-        bound of a direction at the *checkpoint* history (the last run's count rounded up, see
-        :func:`_checkpoint`) bounds it at this history; if that bound is below the leading
-        direction's upper bound here (with a margin of ``_DOMINANCE``), the skipped direction
-        cannot raise the maximum, and the leading direction's lower bound is a lower bound of
-        the maximum. For DP-SGD the removal direction leads by 20-40% and every query composes
-        one direction instead of two. The decision depends on the history and ``d`` only."""
+        ``delta(eps)`` (the shorter run is a post-processing of the longer one), so a
+        direction's upper bound at a longer history bounds it at this one. Two such histories
+        are at hand: the horizon (its bounds come free with the grid choice) and the
+        *checkpoint* (counts rounded up by at most 1/8, see :func:`_checkpoint`, one per many
+        queries). If the bound is below the leading direction's upper bound here, with a
+        margin of ``_DOMINANCE``, the skipped direction cannot raise the maximum, and the
+        leading direction's lower bound is a lower bound of the maximum. For DP-SGD the removal
+        direction leads by 20-40%, so queries compose one direction instead of two. Every
+        decision depends on the history and ``d`` only."""
         directions = recipe._directions
-        order, dominated = list(directions), {}
-        check = _checkpoint(components)
-        if len(directions) > 1 and check != components:
-            key = (check, step, d.tobytes(), d.shape)
-            bounds = self._checkpoints.get(key)
-            if bounds is None:
-                check_recipe = PrivacyLossDistribution(check, self._relation, self._accuracy)
-                laws = self._versions(check_recipe, step, lower=False)
-                bounds = {D: laws[D][0].epsilon(d) for D in directions}
-                if len(self._checkpoints) > 64:
-                    self._checkpoints.clear()
-                self._checkpoints[key] = bounds
-            order = sorted(directions, key=lambda D: -float(np.max(bounds[D])))
-            dominated = bounds
+        horizon_uppers = self._horizon(components, np.ravel(d))[1]
+        if len(directions) > 1 and horizon_uppers is not None:
+            order = sorted(directions, key=lambda D: -float(np.max(horizon_uppers[D])))
+        else:
+            order = list(directions)
         lead = order[0]
         versions = self._versions(recipe, step, lower=need_lower, directions=(lead,))
         upper = versions[lead][0].epsilon(d)
         lower = versions[lead][1].epsilon(d) if need_lower else None
-        for direction in order[1:]:
-            if direction in dominated and np.all(
-                dominated[direction] < upper * (1 - _DOMINANCE)
-            ):
-                continue
+
+        def dominated(bounds, direction):
+            return np.all(bounds[direction] < upper * (1 - _DOMINANCE))
+
+        # the horizon's bounds first (known from choosing the grid, so free), then the
+        # checkpoint's (closer to this history, computed once for many queries)
+        others = [D for D in order[1:] if not (horizon_uppers and dominated(horizon_uppers, D))]
+        check = _checkpoint(components)
+        if others and check != components:
+            key = (check, step, d.tobytes(), d.shape)
+            bounds = self._checkpoints.get(key)
+            if bounds is None:
+                check_recipe = PrivacyLossDistribution(check, self._relation, self._accuracy)
+                laws = self._versions(check_recipe, step, lower=False, directions=tuple(others))
+                bounds = {D: laws[D][0].epsilon(d) for D in others}
+                if len(self._checkpoints) > 64:
+                    self._checkpoints.clear()
+                self._checkpoints[key] = bounds
+            others = [D for D in others if not (D in bounds and dominated(bounds, D))]
+        for direction in others:
             pair = self._versions(recipe, step, lower=need_lower, directions=(direction,))
             pair = pair[direction]
             upper = np.maximum(upper, pair[0].epsilon(d))
@@ -590,13 +592,20 @@ class PLDAccountant:
     def _horizon_step(self, components, d: np.ndarray) -> float | None:
         """The grid step meeting the accuracy at ``d`` for the horizon history (counts rounded
         up to powers of two), cached; None if the horizon does not fit under the grid cap."""
+        return self._horizon(components, d)[0]
+
+    def _horizon(self, components, d: np.ndarray) -> tuple:
+        """``(step, uppers)``: :meth:`_horizon_step` and each direction's epsilon upper bound
+        at ``d`` for the horizon history on that step (a dominance bound, as the horizon
+        history has at least as many steps of every mechanism)."""
         horizon = _horizon(components)
         key = (horizon, d.tobytes(), d.shape)
         if key not in self._refined:
             first, horizon_pld = self._grid_step(components)
             if len(self._refined) > 256:
                 self._refined.clear()
-            self._refined[key] = self._refine(horizon_pld, first, d, horizon_pld)[0]
+            step, _, _, uppers = self._refine(horizon_pld, first, d, horizon_pld)
+            self._refined[key] = (step, uppers)
         return self._refined[key]
 
     def _refine(
@@ -610,12 +619,12 @@ class PLDAccountant:
         gap is second order in the step, so the next step is predicted from it), with every
         step on the power-of-two ladder of :meth:`_quantize`; stops after ``_REFINEMENTS``
         grids, at the grid cap, or when the gap stops shrinking (floating-point floor).
-        Returns ``(step, lower, upper)``; step None if even the first grid is too large."""
+        Returns ``(step, lower, upper, uppers)`` (``uppers``: each direction's upper bound);
+        step None if even the first grid is too large."""
         try:
-            versions = self._versions(recipe, step)
+            lower, upper, uppers = self._bounds_at(recipe, step, d)
         except _TooLarge:
-            return None, None, None
-        lower, upper = _epsilon_pair(versions, d)
+            return None, None, None, None
         previous_gap = np.inf
         for _ in range(_REFINEMENTS):
             gap = _max_gap(lower, upper)
@@ -626,12 +635,29 @@ class PLDAccountant:
             # coarse trials are cheap); a quarter when even the first grid gave nothing finite
             finer = self._quantize(step * (0.5 if np.isfinite(gap) else 0.25), ladder)
             try:
-                versions = self._versions(recipe, finer)
+                found = self._bounds_at(recipe, finer, d)
             except _TooLarge:
                 break
-            step, previous_gap = finer, gap
-            lower, upper = _epsilon_pair(versions, d)
-        return step, lower, upper
+            step, previous_gap, (lower, upper, uppers) = finer, gap, found
+        return step, lower, upper, uppers
+
+    def _bounds_at(self, recipe: PrivacyLossDistribution, step: float, d: np.ndarray):
+        """Epsilon bounds (the maximum over directions) on grid ``step``, composing the
+        optimistic version only for the directions whose upper bound is within the accuracy of
+        the largest: another direction's lower bound is below ``upper * (1 - accuracy)``, so it
+        can raise the lower bound of the maximum only where the gap misses the accuracy anyway
+        (and leaving it out keeps a valid, if looser, lower bound)."""
+        versions = self._versions(recipe, step, lower=False)
+        uppers = {direction: pair[0].epsilon(d) for direction, pair in versions.items()}
+        upper = np.max(list(uppers.values()), axis=0)
+        lower = None
+        for direction in sorted(uppers, key=lambda name: -float(np.max(uppers[name]))):
+            if lower is not None and np.all(uppers[direction] < upper * (1 - self._accuracy)):
+                continue
+            pair = self._versions(recipe, step, directions=(direction,))[direction]
+            found = pair[1].epsilon(d)
+            lower = found if lower is None else np.maximum(lower, found)
+        return np.minimum(lower, upper), upper, uppers
 
     def _quantize(self, step: float, pld: PrivacyLossDistribution) -> float:
         """Largest step ``<= step`` on the ladder ``unit * 2^-j`` (``unit`` the atoms' common
