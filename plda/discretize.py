@@ -50,8 +50,11 @@ def _interval_masses(law: PrivacyLossLaw, points: np.ndarray, hypothesis: str):
     Differences are taken of the cdf in the lower half and of the sf in the upper half so no
     difference of two numbers near 1 is formed.
     """
-    cdf = law._cont_cdf(points, hypothesis)
-    sf = law._cont_sf(points, hypothesis)
+    return _masses_from(law._cont_cdf(points, hypothesis), law._cont_sf(points, hypothesis))
+
+
+def _masses_from(cdf: np.ndarray, sf: np.ndarray):
+    """:func:`_interval_masses` from the cdf and sf at the points."""
     use_sf = sf[:-1] < cdf[:-1]
     mass = np.where(use_sf, sf[:-1] - sf[1:], cdf[1:] - cdf[:-1])
     err = _CDF_RTOL * np.where(use_sf, sf[:-1] + sf[1:], cdf[1:] + cdf[:-1])
@@ -112,8 +115,9 @@ def _cdf_moments(law: PrivacyLossLaw, step: float, lo: int, mid: int):
     """Cell moments ``(p, ep, u, eu, v, ev)`` from cdf/sf differences (rigorous, but they cancel
     in the bulk: their error bars are about ``u * cdf / h``)."""
     edges = np.arange(lo, mid + 1) * step
-    p2, ep2, _, _ = _interval_masses(law, edges, "P")
-    q2, eq2, _, _ = _interval_masses(law, edges, "Q")
+    cdf_p, sf_p, cdf_q, sf_q = law._cont_cdf_sf(edges)
+    p2, ep2, _, _ = _masses_from(cdf_p, sf_p)
+    q2, eq2, _, _ = _masses_from(cdf_q, sf_q)
     with np.errstate(divide="ignore", over="ignore"):
         # e^{l} q formed in log space: e^{l} alone overflows for large losses where q is 0
         lq2, leq2 = np.log(q2), np.log(eq2)

@@ -144,6 +144,16 @@ class PrivacyLossLaw:
         """Law of the reversed pair ``(Q, P)``: the loss is ``-L``, read under ``Q``."""
         return ReversedLaw(base=self)
 
+    def _cont_cdf_sf(self, x):
+        """``(cdf_P, sf_P, cdf_Q, sf_Q)`` of the continuous part at ``x``, the four together:
+        laws whose four share work (a loss map) override this."""
+        return (
+            self._cont_cdf(x, "P"),
+            self._cont_sf(x, "P"),
+            self._cont_cdf(x, "Q"),
+            self._cont_sf(x, "Q"),
+        )
+
 
 @dataclass(frozen=True, eq=False)
 class ReversedLaw(PrivacyLossLaw):
@@ -178,6 +188,10 @@ class ReversedLaw(PrivacyLossLaw):
     def _cont_pdf(self, x, hypothesis):
         other = "Q" if hypothesis == "P" else "P"
         return self.base._cont_pdf(-np.asarray(x), other)
+
+    def _cont_cdf_sf(self, x):
+        cdf_p, sf_p, cdf_q, sf_q = self.base._cont_cdf_sf(-np.asarray(x))
+        return sf_q, cdf_q, sf_p, cdf_p
 
     def _cont_tail(self, mass, hypothesis):
         other = "Q" if hypothesis == "P" else "P"

@@ -158,6 +158,17 @@ class SubsampledLaw(PrivacyLossLaw):
         q = self.sample_rate
         return q * self.base._cont_sf(y, "P") + (1 - q) * self.base._cont_sf(y, "Q")
 
+    def _cont_cdf_sf(self, x):
+        # one loss map and one set of base tails for all four (the discretization needs all)
+        base_cdf_p, base_sf_p, base_cdf_q, base_sf_q = self.base._cont_cdf_sf(self._backward(x))
+        q = self.sample_rate
+        return (
+            q * base_cdf_p + (1 - q) * base_cdf_q,
+            q * base_sf_p + (1 - q) * base_sf_q,
+            base_cdf_q,
+            base_sf_q,
+        )
+
     def _cont_pdf(self, x, hypothesis):
         # change of variables l -> y = log(1 + r), r = (e^l - 1)/q: dy/dl = e^l / (e^l - 1 + q);
         # base densities under Q are e^{-y} = 1/(1 + r) times those under P
