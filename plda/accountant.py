@@ -109,43 +109,13 @@ class _Composer:
 
     def __init__(self):
         self._spectra: OrderedDict = OrderedDict()
-        self._window_moments: dict = {}
 
     def clear(self) -> None:
         self._spectra.clear()
-        self._window_moments.clear()
-
-    def _law_cache(self, law: DiscreteLoss) -> dict:
-        key = id(law)
-        hit = self._window_moments.get(key)
-        if hit is None or hit[0] is not law:
-            mass = float(np.sum(law.probs))
-            variance = 0.0
-            if mass > 0:
-                mean = float(np.dot(law.probs, law.losses)) / mass
-                variance = float(np.dot(law.probs, (law.losses - mean) ** 2)) / mass
-            hit = (law, {"variance": variance})
-            if len(self._window_moments) > 512:
-                self._window_moments.clear()
-            self._window_moments[key] = hit
-        return hit[1]
 
     def _moments(self, law: DiscreteLoss, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``log E[e^{tL}]`` and ``log E[e^{-tL}]`` (finite part) at ``t = 2^(j/2)``."""
-        cache = self._law_cache(law)
-        key = ("orders", int(indices[0]), len(indices))
-        hit = cache.get(key)
-        if hit is not None:
-            return hit
-        missing = [int(j) for j in indices if ("order", j) not in cache]
-        if missing:
-            j0, j1 = min(missing), max(missing)
-            up, down = _log_mgf_ladder(law, j0, j1)
-            for j in range(j0, j1 + 1):
-                cache[("order", j)] = (up[j - j0], down[j - j0])
-        pairs = np.array([cache[("order", j)] for j in indices])
-        cache[key] = (pairs[:, 0], pairs[:, 1])
-        return cache[key]
+        return law.ladder_log_mgf(int(indices[0]), int(indices[-1]))
 
     def _spectrum(self, law: DiscreteLoss, n: int) -> _Spectrum:
         key = (id(law), n)
@@ -187,7 +157,7 @@ class _Composer:
         lo_exact = sum(k * f.offset for f, k in factors)
         hi_exact = sum(k * (f.offset + len(f.probs) - 1) for f, k in factors)
         spread = math.sqrt(
-            max(sum(k * self._law_cache(f)["variance"] for f, k in factors), step * step)
+            max(sum(k * f._spread()[1] for f, k in factors), step * step)
         )
         indices = np.arange(
             math.floor(2 * math.log2(_ORDER_RANGE[0] / spread)),
@@ -266,43 +236,6 @@ class _Composer:
             (lo + start, width - start, lo_exact, below, above),
             infinity,
         )
-
-
-def _log_mgf_ladder(law: DiscreteLoss, j0: int, j1: int) -> tuple[np.ndarray, np.ndarray]:
-    """``log sum_i p_i e^{+-t l_i}`` at the orders ``t = 2^(j/2)``, ``j0 <= j <= j1``.
-
-    Order ``j + 2`` is twice order ``j``, so ``e^{t (l - ref)}`` (shifted to be at most 1) is
-    squared along two chains instead of re-exponentiated: two exponentials per entry instead
-    of one per order. ``m`` squarings grow the relative rounding error of a term to at most
-    ``2^(m+1) u``; that and the rounding of the shift are added to the logarithm so the
-    moments stay upper bounds (Chernoff bounds need upper bounds on the moments, any will
-    do)."""
-    size = j1 - j0 + 1
-    positive = law.probs > 0
-    if not positive.any():
-        empty = np.full(size, -np.inf)
-        return empty, empty.copy()
-    p = law.probs[positive]
-    losses = law.losses[positive]
-    out = []
-    for sign, ref in ((1.0, losses[-1]), (-1.0, losses[0])):
-        shifted = sign * (losses - ref)  # <= 0
-        values = np.empty(size)
-        for start in (j0, j0 + 1):
-            if start > j1:
-                continue
-            order = 2.0 ** (start / 2)
-            terms = np.exp(order * shifted)
-            for squarings, j in enumerate(range(start, j1 + 1, 2)):
-                if squarings:
-                    terms *= terms
-                    order *= 2.0
-                # rounding of the squared terms, of the log and of the shift term
-                margin = 2.0 ** (squarings + 1) * _U + 4 * _U * abs(order * ref)
-                with np.errstate(divide="ignore"):
-                    values[j - j0] = sign * order * ref + math.log(float(p @ terms)) + margin
-        out.append(values)
-    return out[0], out[1]
 
 
 def _ladder_length(width: int) -> int:

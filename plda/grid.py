@@ -97,6 +97,28 @@ class DiscreteLoss:
         terms = np.exp(orders[:, None] * (losses[None, :] - ref[:, None]))
         return orders * ref + np.log(terms @ p)
 
+    def ladder_log_mgf(self, j0: int, j1: int) -> tuple[np.ndarray, np.ndarray]:
+        """Upper bounds on ``log E[e^{tL}; L finite]`` and ``log E[e^{-tL}; L finite]`` at the
+        ladder orders ``t = 2^(j/2)``, ``j0 <= j <= j1``, cached per order (see
+        :func:`_log_mgf_ladder`). A fixed ladder lets callers reuse the moments of a law
+        across compositions whose spreads differ."""
+        cache = self.__dict__.get("_ladder_cache")
+        if cache is None:
+            cache = {}
+            object.__setattr__(self, "_ladder_cache", cache)
+        hit = cache.get((j0, j1))
+        if hit is not None:
+            return hit
+        missing = [j for j in range(j0, j1 + 1) if j not in cache]
+        if missing:
+            first = min(missing)
+            up, down = _log_mgf_ladder(self, first, max(missing))
+            for j in range(first, max(missing) + 1):
+                cache[j] = (up[j - first], down[j - first])
+        pairs = np.array([cache[j] for j in range(j0, j1 + 1)])
+        cache[(j0, j1)] = (pairs[:, 0], pairs[:, 1])
+        return cache[(j0, j1)]
+
     def _spread(self) -> tuple[float, float]:
         """Mean and variance of the normalized finite part (cached)."""
         cached = self.__dict__.get("_spread_cache")
@@ -353,6 +375,71 @@ def _exp_neg_grid(step: float, offset: int, n: int) -> np.ndarray:
         table = np.exp(-np.arange(max(n, 1 << 12)) * step)
         _EXP_TABLES[step] = table
     return table[:n] * math.exp(-offset * step)
+
+
+def _log_mgf_ladder(law: DiscreteLoss, j0: int, j1: int) -> tuple[np.ndarray, np.ndarray]:
+    """``log sum_i p_i e^{+-t l_i}`` at the orders ``t = 2^(j/2)``, ``j0 <= j <= j1``.
+
+    Order ``j + 2`` is twice order ``j``, so ``e^{t (l - ref)}`` (shifted to be at most 1) is
+    squared along two chains instead of re-exponentiated: two exponentials per entry instead
+    of one per order. ``m`` squarings grow the relative rounding error of a term to at most
+    ``2^(m+1) u``; that and the rounding of the shift are added to the logarithm so the
+    moments stay upper bounds (Chernoff bounds need upper bounds on the moments, any will
+    do)."""
+    size = j1 - j0 + 1
+    positive = law.probs > 0
+    if not positive.any():
+        empty = np.full(size, -np.inf)
+        return empty, empty.copy()
+    p = law.probs[positive]
+    losses = law.losses[positive]
+    out = []
+    for sign, ref in ((1.0, losses[-1]), (-1.0, losses[0])):
+        shifted = sign * (losses - ref)  # <= 0
+        values = np.empty(size)
+        for start in (j0, j0 + 1):
+            if start > j1:
+                continue
+            order = 2.0 ** (start / 2)
+            terms = np.exp(order * shifted)
+            for squarings, j in enumerate(range(start, j1 + 1, 2)):
+                if squarings:
+                    terms *= terms
+                    order *= 2.0
+                # rounding of the squared terms, of the log and of the shift term
+                margin = 2.0 ** (squarings + 1) * _U + 4 * _U * abs(order * ref)
+                with np.errstate(divide="ignore"):
+                    values[j - j0] = sign * order * ref + math.log(float(p @ terms)) + margin
+        out.append(values)
+    return out[0], out[1]
+
+
+def window_losses(factors: list[tuple[DiscreteLoss, int]], tail: float) -> tuple[float, float]:
+    """Loss interval holding all but about ``tail`` of the composed mass on each side, for
+    factors that may sit on different grids (a pilot estimate, not a certified window).
+
+    Chernoff at the ladder orders ``2^(j/2)`` in ``[0.5, 32] / spread`` (cached per factor), cut
+    by the exact support of the composition."""
+    lo_exact = sum(k * f.offset * f.step for f, k in factors)
+    hi_exact = sum(k * (f.offset + len(f.probs) - 1) * f.step for f, k in factors)
+    variance = sum(k * f._spread()[1] for f, k in factors)
+    spread = math.sqrt(max(variance, max(f.step for f, _ in factors) ** 2))
+    j0 = math.floor(2 * math.log2(0.5 / spread))
+    j1 = math.ceil(2 * math.log2(32.0 / spread))
+    orders = 2.0 ** (np.arange(j0, j1 + 1) / 2)
+    log_up = np.zeros(len(orders))
+    log_down = np.zeros(len(orders))
+    for f, k in factors:
+        up, down = f.ladder_log_mgf(j0, j1)
+        log_up += k * up
+        log_down += k * down
+    log_tail = math.log(tail)
+    with np.errstate(invalid="ignore"):
+        hi_loss = float(np.fmin.reduce((log_up - log_tail) / orders))
+        lo_loss = float(np.fmax.reduce(-(log_down - log_tail) / orders))
+    hi = hi_exact if not math.isfinite(hi_loss) else min(hi_exact, hi_loss)
+    lo = lo_exact if not math.isfinite(lo_loss) else max(lo_exact, lo_loss)
+    return min(lo, hi), hi
 
 
 def power_support(factors: list[tuple[DiscreteLoss, int]]) -> tuple[int, int]:

@@ -425,21 +425,17 @@ def _choose_step(pld: PrivacyLossDistribution) -> float:
     factor in loss units, so ``h ~ sqrt(accuracy * eps_scale / k_total)``, capped by the grid
     size. The estimate starts 4x coarse: refinement then predicts the step from the measured gap.
     """
-    from plda.grid import _window
+    from plda.grid import window_losses
 
     direction_widths = []
     spreads = []
     for direction in pld._directions:
-        pilots = []
-        for law, k in pld._laws(direction):
-            upper, _ = discretize(law, _pilot_step(law))
-            pilots.append((upper, k))
-        # a common pilot step is needed for the window: rediscretize on the finest pilot step
-        pilot_step = min(p.step for p, _ in pilots)
-        pilots = [(discretize(law, pilot_step)[0], k) for law, k in pld._laws(direction)]
-        lo, hi, _, _ = _window(pilots, 1e-20)
-        direction_widths.append((hi - lo) * pilot_step)
-        spreads.append(pilot_step)
+        # each law on its own pilot grid: the window is estimated from moments in loss units,
+        # so no common grid (and no rediscretization when a finer law joins) is needed
+        pilots = [(discretize(law, _pilot_step(law))[0], k) for law, k in pld._laws(direction)]
+        lo, hi = window_losses(pilots, 1e-20)
+        direction_widths.append(hi - lo)
+        spreads.append(max(p.step for p, _ in pilots))
     width = max(direction_widths) + 10 * max(spreads)
     pld._cache["window_width"] = width
     # error model: each factor contributes ~ k * c * h^2 * (1/w_f) of shift in loss, w_f being
