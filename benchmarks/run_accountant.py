@@ -9,7 +9,8 @@ Scenarios (DP-SGD, Poisson-sampled Gaussian, add/remove, delta = 1e-5):
   epsilon after every phase (10 queries);
 - ``calibrate``: the noise multiplier for epsilon = 1, delta = 1e-5, q = 0.01, 1,000 steps.
 
-Tools: plda (``PLDAccountant``, ``calibrate_noise_multiplier``, default accuracy 1e-3);
+Tools: plda (``PLDAccountant.epsilon``, ``calibrate_noise_multiplier``, default accuracy 1e-3);
+plda-bounds (the same loop asking ``epsilon_bounds``, i.e. with the certified lower bound too);
 dp_accounting (``PLDAccountant`` fed one step event per step, ``calibrate_dp_mechanism``);
 prv_accountant (``PRVAccountant`` with ``max_self_compositions`` set to the run length,
 ``eps_error=0.01, delta_error=1e-8``, ``compute_epsilon`` per query; ``find_noise_multiplier``);
@@ -123,6 +124,32 @@ def plda_loop(scenario, budget):
         scenario,
         budget,
     )
+
+
+def plda_bounds_loop(scenario, budget):
+    """plda asked for both bounds (``epsilon_bounds``): the optimistic versions are composed too."""
+    import plda
+    import plda.accountant as accountant_module
+
+    if hasattr(plda, "clear_caches"):
+        plda.clear_caches()
+
+    acct = accountant_module.PLDAccountant()
+    lowers = []
+
+    def query():
+        bounds = acct.epsilon_bounds(DELTA)
+        lowers.append(bounds.lower)
+        return bounds.upper
+
+    out = _loop(
+        lambda s, q, k: acct.step(noise_multiplier=s, sample_rate=q, count=k),
+        query,
+        scenario,
+        budget,
+    )
+    out.note = f"lower bound {lowers[-1]:.5f}" if lowers else out.note
+    return out
 
 
 def plda_calibrate(budget):
@@ -288,6 +315,7 @@ def _opacus_calibrate(kind):
 
 TOOLS = {
     "plda": (plda_loop, plda_calibrate, "plda"),
+    "plda-bounds": (plda_bounds_loop, lambda budget: None, "plda"),
     "dp_accounting": (dp_accounting_loop, dp_accounting_calibrate, "dp-accounting"),
     "prv": (prv_loop, prv_calibrate, "prv-accountant"),
     "opacus-rdp": (_opacus_loop("rdp"), _opacus_calibrate("rdp"), "opacus"),
@@ -317,6 +345,8 @@ def main(argv=None) -> int:
     for scenario in scenarios:
         for tool in tools:
             loop, calibrate, _ = TOOLS[tool]
+            if scenario == "calibrate" and tool == "plda-bounds":
+                continue  # calibration is on the upper bound only
             print(f"[{scenario}] {tool} ...", file=sys.stderr, flush=True)
             try:
                 out = (
@@ -355,6 +385,8 @@ def main(argv=None) -> int:
         base = results.get((scenario, "plda"))
         for tool in tools:
             out = results.get((scenario, tool))
+            if scenario == "calibrate" and tool == "plda-bounds":
+                continue
             if out is None:
                 lines.append(f"| {scenario} | {tool} | – | – | – | – | not installed |")
                 continue
