@@ -20,7 +20,8 @@ reported with the steps it finished (no extrapolation).
 
 Usage::
 
-    python benchmarks/run_accountant.py                  # -> benchmarks/RESULTS_accountant.md
+    python benchmarks/run_accountant.py   # -> benchmarks/RESULTS_accountant.md, and its
+                                          #    section at the end of benchmarks/RESULTS.md
     python benchmarks/run_accountant.py --tools plda --scenarios every-step --no-write
 """
 
@@ -407,7 +408,23 @@ def main(argv=None) -> int:
     print(report)
     if not args.no_write:
         Path(args.output).write_text(report)
+        _update_summary(report)
     return 0
+
+
+#: the section of RESULTS.md (the engine report) that holds this benchmark's table
+ACCOUNTANT_START = "<!-- accountant benchmark: written by run_accountant.py -->"
+
+
+def _update_summary(report: str, path: Path = HERE / "RESULTS.md") -> None:
+    """Put this report, as the last section, into ``RESULTS.md`` (replacing the previous one)."""
+    text = path.read_text() if path.exists() else ""
+    start = text.find(ACCOUNTANT_START)
+    if start >= 0:
+        text = text[:start]
+    section = report.replace("# Accountant benchmark", "## Accountant benchmark", 1)
+    text = text.rstrip("\n") + ("\n\n" if text else "") + ACCOUNTANT_START + "\n\n" + section
+    path.write_text(text)
 
 
 if __name__ == "__main__":

@@ -47,6 +47,8 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 DEFAULT_OUTPUT = HERE / "RESULTS.md"
+#: marks the section of RESULTS.md written by run_accountant.py (kept when this script rewrites)
+ACCOUNTANT_START = "<!-- accountant benchmark: written by run_accountant.py -->"
 #: a run slower than this is not repeated (its single time is reported)
 SLOW_SECONDS = 20.0
 MIB = 1024.0 * 1024.0
@@ -789,6 +791,11 @@ def main(argv: list[str] | None = None) -> int:
     text = report(args.case_list, all_results, args, probe, plda_cache_note)
     print(text)
     if not args.no_write:
+        # keep the accountant section that run_accountant.py maintains in the same file
+        previous = args.output.read_text() if args.output.exists() else ""
+        start = previous.find(ACCOUNTANT_START)
+        if start >= 0:
+            text = text.rstrip("\n") + "\n\n" + previous[start:]
         args.output.write_text(text)
         log(f"written to {args.output}")
     return 0

@@ -408,8 +408,12 @@ class PLDAccountant:
         return Bounds(_scalar(lower, delta), _scalar(upper, delta))
 
     def delta(self, epsilon):
-        """Certified upper bound on ``delta(epsilon)`` (vectorized)."""
-        return self.delta_bounds(epsilon).upper
+        """Certified upper bound on ``delta(epsilon)`` (vectorized); equal to
+        ``delta_bounds(epsilon).upper``, composing only the pessimistic versions."""
+        e = check.array_in("epsilon", epsilon, 0.0, np.inf)
+        if not self._history:
+            return _scalar(np.zeros(e.shape), epsilon)
+        return _scalar(self._delta_pair(e, epsilon, need_lower=False)[1], epsilon)
 
     def delta_bounds(self, epsilon) -> Bounds:
         """``(lower, upper)`` certified bounds on ``delta(epsilon)``."""
@@ -417,31 +421,39 @@ class PLDAccountant:
         if not self._history:
             zero = np.zeros(e.shape)
             return Bounds(_scalar(zero, epsilon), _scalar(zero, epsilon))
+        lower, upper = self._delta_pair(e, epsilon, need_lower=True)
+        return Bounds(_scalar(lower, epsilon), _scalar(upper, epsilon))
+
+    def _delta_pair(self, e: np.ndarray, epsilon, need_lower: bool):
         components = _merge_runs(self._history)
         recipe = PrivacyLossDistribution(components, self._relation, self._accuracy)
         first, horizon_pld = self._grid_step(components)
         try:
-            versions = self._versions(recipe, first)
+            versions = self._versions(recipe, first, lower=False)
         except _TooLarge:
-            return recipe.delta_bounds(epsilon)
+            return tuple(recipe.delta_bounds(epsilon))
         # as the engine: refine for the epsilon gap at the deltas being reported (below ~1e-10
         # the FFT's rounding floor is reached and refining cannot help)
+        step = first
         probe = np.ravel(np.max([v[0].delta(e) for v in versions.values()], axis=0))
         probe = probe[(probe > 1e-10) & (probe < 1)]
         if probe.size:
             probe = probe[:: max(1, probe.size // 16)]
-            step = self._horizon_step(components, probe)
-            if step is None:
-                step = self._refine(recipe, first, probe, horizon_pld)[0]
-            if step is not None:
+            refined = self._horizon_step(components, probe)
+            if refined is None:
+                refined = self._refine(recipe, first, probe, horizon_pld)[0]
+            if refined is not None:
                 try:
-                    versions = self._versions(recipe, step)
+                    versions = self._versions(recipe, refined, lower=need_lower)
+                    step = refined
                 except _TooLarge:
                     pass
+        versions = self._versions(recipe, step, lower=need_lower)
         upper = np.max([v[0].delta(e) for v in versions.values()], axis=0)
+        if not need_lower:
+            return None, upper
         lower = np.max([v[1].delta(e) for v in versions.values()], axis=0)
-        lower = np.minimum(lower, upper)
-        return Bounds(_scalar(lower, epsilon), _scalar(upper, epsilon))
+        return np.minimum(lower, upper), upper
 
     # ---------------------------------------------------------------- internals
     def _epsilon_pair(self, d: np.ndarray, need_lower: bool):

@@ -159,6 +159,20 @@ def test_dominated_direction_shortcut_gives_the_full_answer(swap):
     assert skipped == {"remove" if swap else "add"}  # the shortcut was taken
 
 
+def test_upper_only_queries_equal_the_bounds_upper():
+    # epsilon / delta compose only the pessimistic versions; the numbers must not differ
+    acct = PLDAccountant(accuracy=COARSE)
+    for sigma, rate, count in [(1.2, 0.01, 30), (0.9, 0.02, 7)]:
+        acct.step(noise_multiplier=sigma, sample_rate=rate, count=count)
+        fresh = PLDAccountant.from_state_dict(acct.state_dict())
+        deltas, epsilons = np.array([1e-3, 1e-6]), np.array([0.5, 2.0])
+        assert np.array_equal(fresh.epsilon(deltas), acct.epsilon_bounds(deltas).upper)
+        assert np.array_equal(fresh.delta(epsilons), acct.delta_bounds(epsilons).upper)
+        assert fresh.epsilon(1e-5) == acct.epsilon_bounds(1e-5).upper
+    acct.compose(plda.Laplace(scale=20.0), count=2)
+    assert acct.delta(1.0) == PLDAccountant.from_state_dict(acct.state_dict()).delta_bounds(1.0)[1]
+
+
 def test_checkpoint_history_dominates_and_stays_put():
     from plda.accountant import _checkpoint
 
