@@ -517,13 +517,16 @@ class PLDAccountant:
             key = (check, step, d.tobytes(), d.shape)
             bounds = self._checkpoints.get(key)
             if bounds is None:
+                # every non-leading direction (the lead is the same for all histories sharing
+                # this checkpoint, as they share its horizon), so that what is skipped does
+                # not depend on which of them asked first
                 check_recipe = PrivacyLossDistribution(check, self._relation, self._accuracy)
-                laws = self._versions(check_recipe, step, lower=False, directions=tuple(others))
-                bounds = {D: laws[D][0].epsilon(d) for D in others}
+                laws = self._versions(check_recipe, step, lower=False, directions=tuple(order[1:]))
+                bounds = {D: laws[D][0].epsilon(d) for D in order[1:]}
                 if len(self._checkpoints) > 64:
                     self._checkpoints.clear()
                 self._checkpoints[key] = bounds
-            others = [D for D in others if not (D in bounds and dominated(bounds, D))]
+            others = [D for D in others if not dominated(bounds, D)]
         for direction in others:
             pair = self._versions(recipe, step, lower=need_lower, directions=(direction,))
             pair = pair[direction]
