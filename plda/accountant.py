@@ -537,6 +537,18 @@ class PLDAccountant:
             return None, upper
         return np.minimum(lower, upper), upper
 
+    def _upper_on_grid(self, step: float, delta: float) -> float | None:
+        """Certified upper bound on ``epsilon(delta)`` on the given grid ``step`` (every
+        direction, pessimistic versions only), with no grid search: for callers that chose the
+        grid already (calibration's search). None if that grid exceeds the cap."""
+        recipe = self.pld
+        d = np.asarray(delta, dtype=float)
+        try:
+            versions = self._versions(recipe, step, lower=False)
+        except _TooLarge:
+            return None
+        return float(np.max([pair[0].epsilon(d) for pair in versions.values()]))
+
     def _horizon_step(self, components, d: np.ndarray) -> float | None:
         """The grid step meeting the accuracy at ``d`` for the horizon history (counts rounded
         up to powers of two), cached; None if the horizon does not fit under the grid cap."""

@@ -5,9 +5,11 @@ Every function searches on the *certified upper bound* ``epsilon_upper`` (what
 at the requested ``accuracy`` to give ``epsilon_upper <= target_epsilon``.
 
 Search (bounded work at any target): the parameter is bracketed in log space within fixed limits,
-then Brent's method (``scipy.optimize.brentq``, at most ``_MAX_ITERATIONS`` evaluations) runs on
-``log(epsilon_upper / target)`` at a coarse accuracy (``_SEARCH_ACCURACY``); a few secant steps at
-the requested accuracy then land the value inside the tolerance band.
+starting for the noise multiplier from the central-limit (Gaussian DP) guess, then Brent's method
+(``scipy.optimize.brentq``, at most ``_MAX_ITERATIONS`` evaluations) runs on
+``log(epsilon_upper / target)`` at a coarse accuracy (``_SEARCH_ACCURACY``, upper bounds only, on
+the grid the first evaluation chose); a few secant steps at the requested accuracy, each a fresh
+:class:`~plda.PLDAccountant` as a user would run it, then land the value inside the tolerance band.
 
 Tolerance: for the noise multiplier and the sample rate the result meets
 ``target * (1 - rtol) <= epsilon_upper <= target`` with ``rtol = 1e-3`` by default (the
@@ -24,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import brentq
+from scipy.special import ndtr
 
 from plda import _validation as check
 from plda.accountant import PLDAccountant
@@ -87,6 +90,7 @@ class _Objective:
         self.delta = delta
         self.relation = relation
         self.evaluations = 0
+        self.search_step = None  # grid step of the search evaluations, set by the first
 
     def bounds(self, parameter, accuracy: float) -> tuple[float, float]:
         noise_multiplier, sample_rate, steps = self.make(parameter)
@@ -100,6 +104,48 @@ class _Objective:
             # target (never reported as a result, only steers the search away)
             return math.inf, math.inf
         return float(lower), float(upper)
+
+    def upper(self, parameter, accuracy: float) -> float:
+        """``epsilon_upper`` for the search: no lower bound, and after the first evaluation on
+        the grid step chosen there (the parameters searched are close, so the grid search need
+        not be redone for each; the value is a certified upper bound on any grid, and the
+        final checks at the requested accuracy choose their own grid)."""
+        noise_multiplier, sample_rate, steps = self.make(parameter)
+        accountant = PLDAccountant(relation=self.relation, accuracy=accuracy)
+        accountant.step(noise_multiplier, sample_rate, count=steps)
+        self.evaluations += 1
+        try:
+            if self.search_step is not None:
+                upper = accountant._upper_on_grid(self.search_step, self.delta)
+                if upper is not None:
+                    return float(upper)
+            upper = float(accountant.epsilon(self.delta))
+            self.search_step = accountant._horizon_step(
+                accountant.pld.components, np.ravel(self.delta)
+            )
+            return upper
+        except (OverflowError, FloatingPointError, MemoryError):
+            return math.inf
+
+
+def _gdp_noise_multiplier(target_epsilon: float, delta: float, sample_rate: float, steps: int):
+    """Starting point for the noise search: the central-limit (Gaussian DP) approximation.
+
+    ``mu`` with ``delta_mu(eps) = delta`` (Dong, Roth & Su 2022, Cor. 2.13), then
+    ``mu = q sqrt(T (e^{1/sigma^2} - 1))`` (Bu, Dong, Long & Su 2020) solved for ``sigma``. Only a
+    guess (it can be off by tens of percent either way); the search brackets around it."""
+    def excess(mu):
+        return (
+            ndtr(-target_epsilon / mu + mu / 2)
+            - math.exp(target_epsilon) * ndtr(-target_epsilon / mu - mu / 2)
+            - delta
+        )
+
+    try:
+        mu = brentq(excess, 1e-6, 1e3, xtol=1e-8)
+        return -0.5 * math.log(math.log1p((mu / sample_rate) ** 2 / steps))
+    except (ValueError, ZeroDivisionError, OverflowError):
+        return 0.0
 
 
 def _check_target(target_epsilon, target_delta) -> tuple[float, float]:
@@ -141,15 +187,16 @@ def _solve_log(
 
     def f(x):
         if x not in memo:
-            _, upper = objective.bounds(math.exp(x), _SEARCH_ACCURACY)
+            upper = objective.upper(math.exp(x), _SEARCH_ACCURACY)
             memo[x] = math.log(max(upper, 1e-300) / target) if np.isfinite(upper) else 50.0
         return memo[x]
 
-    # bracket outward from ``start`` by factors of 4, at most 3 times, then jump to the end
-    # of the range (which also settles reachability in one evaluation)
+    # bracket outward from ``start`` by factors 1.25, 2, 4 and 4, then jump to the end of the
+    # range (which also settles reachability in one evaluation); a good start needs one move
+    moves = [math.log(1.25), math.log(2.0), math.log(4.0), math.log(4.0)]
     x = float(np.clip(start, lo_x, hi_x))
     x_safe = x_unsafe = None
-    for attempt in range(5):
+    for attempt in range(6):
         if f(x) <= 0:
             x_safe = x
             if x_unsafe is not None or x == unsafe_end:
@@ -160,8 +207,8 @@ def _solve_log(
             if x_safe is not None or x == safe_end:
                 break
             move = -toward_unsafe
-        if attempt < 3:
-            x = float(np.clip(x + move * math.log(4.0), lo_x, hi_x))
+        if attempt < len(moves):
+            x = float(np.clip(x + move * moves[attempt], lo_x, hi_x))
         else:
             x = unsafe_end if move == toward_unsafe else safe_end
     if x_safe is None:
@@ -180,7 +227,9 @@ def _solve_log(
             return _result(unsafe_end, lower, upper, target, objective, rtol)
         x_unsafe = unsafe_end
     a, b = sorted((x_safe, x_unsafe))
-    root = brentq(f, a, b, xtol=1e-6, rtol=1e-10, maxiter=_MAX_ITERATIONS, disp=False)
+    # the search accuracy (1e-2) blurs epsilon far more than this xtol; the steps below at the
+    # requested accuracy finish the job
+    root = brentq(f, a, b, xtol=rtol / 4, rtol=1e-10, maxiter=_MAX_ITERATIONS, disp=False)
 
     # at the requested accuracy: Newton-like steps on g(x) = log(eps_upper / target) toward
     # log(1 - rtol / 2) (secant slope once two points exist), keeping the best point that
@@ -259,6 +308,7 @@ def calibrate_noise_multiplier_detailed(
         rtol=rtol,
         name="noise_multiplier",
         hint="raise target_epsilon or lower sample_rate or steps",
+        start=_gdp_noise_multiplier(target_epsilon, target_delta, sample_rate, steps),
     )
 
 

@@ -49,6 +49,26 @@ def test_noise_multiplier_for_the_default_accuracy():
     assert 1.3 < result.value < 1.5
 
 
+@pytest.mark.parametrize(
+    "target, rate, steps",
+    [(1.0, 0.01, 1000), (8.0, 256 / 60000, 14062), (0.01, 0.01, 100), (1.0, 1.0, 10)],
+)
+def test_gaussian_dp_start_keeps_the_search_short(target, rate, steps):
+    # the central-limit guess lands within a factor 1.25 of the answer on DP-SGD settings, so
+    # one bracketing move, a short Brent search and one or two final checks suffice
+    from math import exp
+
+    from plda.calibration import _gdp_noise_multiplier
+
+    result = calibrate_noise_multiplier_detailed(
+        target, DELTA, sample_rate=rate, steps=steps, accuracy=COARSE
+    )
+    guess = exp(_gdp_noise_multiplier(target, DELTA, rate, steps))
+    assert result.value / 1.25 <= guess <= result.value * 1.25
+    assert result.evaluations <= 8
+    assert result.within_tolerance
+
+
 def test_sample_rate_meets_target():
     result = calibrate_sample_rate_detailed(
         1.0, DELTA, noise_multiplier=1.0, steps=300, accuracy=COARSE, rtol=1e-2
