@@ -590,10 +590,12 @@ class PLDAccountant:
             gap = _max_gap(lower, upper)
             if gap <= self._accuracy or gap > 0.7 * previous_gap:
                 break
-            # halve the step: on coarse grids the gap falls faster than h^2, so a predicted
-            # step would often be finer than needed, which every later query pays for (the
-            # coarse trials are cheap); a quarter when even the first grid gave nothing finite
-            finer = self._quantize(step * (0.5 if np.isfinite(gap) else 0.25), ladder)
+            # halve the step, or quarter it when the gap is so far off (16x) that halving
+            # cannot close it even where it falls like h^4: on coarse grids the gap falls faster
+            # than h^2, so a step predicted from h^2 would often be finer than needed, which
+            # every later query pays for (the coarse trials are cheap)
+            far = not np.isfinite(gap) or gap > 16 * self._accuracy
+            finer = self._quantize(step * (0.25 if far else 0.5), ladder)
             try:
                 found = self._bounds_at(recipe, finer, d)
             except _TooLarge:

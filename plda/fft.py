@@ -63,9 +63,14 @@ def _plan(n: int, forward: bool):
     return plan
 
 
+#: below this length scipy.fft is used even with pyFFTW: creating an FFTW plan (1-3 ms) costs
+#: more than hundreds of small pocketfft transforms, and small lengths change often
+SMALL = 1 << 14
+
+
 def rfft(x: np.ndarray, n: int) -> np.ndarray:
     """Real-input FFT of ``x`` zero-padded to length ``n`` (``len(x) <= n``)."""
-    if backend() == "pyfftw":
+    if backend() == "pyfftw" and n >= SMALL:
         plan = _plan(n, True)
         buffer = plan.input_array
         buffer[: len(x)] = x
@@ -76,7 +81,7 @@ def rfft(x: np.ndarray, n: int) -> np.ndarray:
 
 def irfft(spectrum: np.ndarray, n: int) -> np.ndarray:
     """Inverse of :func:`rfft` for a length-``n`` real signal."""
-    if backend() == "pyfftw":
+    if backend() == "pyfftw" and n >= SMALL:
         plan = _plan(n, False)
         plan.input_array[:] = spectrum
         return plan().copy()  # pyfftw normalizes the backward transform by 1/n
