@@ -47,13 +47,14 @@ __all__ = [
 def clear_caches() -> None:
     """Forget cached discretizations, privacy-loss laws and FFT plans (for benchmarks that
     must time cold runs; results never depend on the caches)."""
-    from plda import discretize, fft
+    from plda import discretize, fft, grid
     from plda.mechanisms import base
 
     discretize.discretize.cache_clear()
     discretize.far_tail_moments.cache_clear()
     base._cached_law.cache_clear()
     fft._PLANS.clear()
+    grid._EXP_TABLES.clear()
 
 
 _SUBMODULES = (

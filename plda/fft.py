@@ -1,4 +1,5 @@
-"""Real FFT backend: pyFFTW with cached plans when importable, ``scipy.fft`` otherwise.
+"""Real FFT backend: pyFFTW with cached plans when importable (for lengths from ``SMALL`` on),
+``scipy.fft`` otherwise.
 
 Both backends compute the same transforms; only speed differs. The componentwise floating-point
 error of either is bounded by :func:`transform_error`, which the composition code charges to the

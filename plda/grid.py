@@ -356,6 +356,7 @@ class DiscreteLoss:
 
 
 _EXP_TABLES: dict = {}
+_EXP_TABLE_MAX = 1 << 20
 
 
 def _exp_neg_grid(step: float, offset: int, n: int) -> np.ndarray:
@@ -366,11 +367,11 @@ def _exp_neg_grid(step: float, offset: int, n: int) -> np.ndarray:
     unit of ``|loss|``) is the one of evaluating ``exp`` at the rounded losses directly, which
     the callers' ``1e-12`` margins absorb. Direct evaluation where the table would under- or
     overflow."""
-    if not (abs(offset * step) < 600 and abs((offset + n) * step) < 600):
+    if not (abs(offset * step) < 600 and abs((offset + n) * step) < 600) or n > _EXP_TABLE_MAX:
         return np.exp(-(offset + np.arange(n)) * step)
     table = _EXP_TABLES.get(step)
     if table is None or len(table) < n:
-        if len(_EXP_TABLES) > 16:
+        if len(_EXP_TABLES) >= 8:  # at most 8 tables of at most 8 MB
             _EXP_TABLES.clear()
         table = np.exp(-np.arange(max(n, 1 << 12)) * step)
         _EXP_TABLES[step] = table
