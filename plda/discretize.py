@@ -147,19 +147,28 @@ def _cell_moments(law: PrivacyLossLaw, step: float, lo: int, mid: int):
     for nodes, weights in ((_NODES, _WEIGHTS), (_NODES_C, _WEIGHTS_C)):
         points = left[:, None] + step * nodes[None, :]
         dens = law._cont_pdf(points, "P") * (weights * step)[None, :]
-        out.append(
-            (dens.sum(axis=1), dens @ -np.expm1(-step * nodes), dens @ np.expm1(step * (1 - nodes)))
-        )
+        with np.errstate(over="ignore", invalid="ignore"):
+            # e^{h(1 - x)} overflows for cells wider than ~709 (compositions of 1e9 steps):
+            # such cells take the cdf values below
+            out.append(
+                (
+                    dens.sum(axis=1),
+                    dens @ -np.expm1(-step * nodes),
+                    dens @ np.expm1(step * (1 - nodes)),
+                )
+            )
     (p, u, v), (pc, uc, vc) = out
     ep = 10 * np.abs(p - pc) + 8 * _U * p
     eu = 10 * np.abs(u - uc) + 8 * _U * u
-    ev = 10 * np.abs(v - vc) + 8 * _U * v
+    with np.errstate(invalid="ignore"):
+        ev = 10 * np.abs(v - vc) + 8 * _U * v
     # quadrature is only an estimate: where it disagrees with the (rigorous, if cancelling) cdf
     # interval by more than both error bars, the density is rough there and cdf values are used
     ep = np.maximum(ep, np.abs(p - p2) - ep2)
     eu = np.maximum(eu, np.abs(u - u2) - eu2)
-    ev = np.maximum(ev, np.abs(v - v2) - ev2)
-    use_cdf = (eu2 + ep2) < (eu + ep)
+    with np.errstate(invalid="ignore"):
+        ev = np.maximum(ev, np.abs(v - v2) - ev2)
+    use_cdf = ((eu2 + ep2) < (eu + ep)) | ~np.isfinite(v) | ~np.isfinite(ev)
     pick = lambda a, b: np.where(use_cdf, b, a)  # noqa: E731
     return (
         pick(p, p2),
@@ -266,7 +275,9 @@ def _threshold_split(law, step, index, v_capacity, u_needed, pieces=256):
     rel = (points - index * step) / step  # position in the cell, 0..1
     mass = dens.sum(axis=1)
     u = (dens * -np.expm1(-step * rel)).sum(axis=1) * (1 - 1e-9)  # under-estimate u
-    v = (dens * np.expm1(step * (1 - rel))).sum(axis=1) * (1 + 1e-9)  # over-estimate v
+    with np.errstate(over="ignore", invalid="ignore"):
+        # v overflows in cells wider than ~709: an infinite V fits no capacity (no split)
+        v = (dens * np.expm1(step * (1 - rel))).sum(axis=1) * (1 + 1e-9)  # over-estimate v
     if not np.all(np.isfinite(mass)):
         return None
     zero = np.zeros(1)

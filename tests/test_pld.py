@@ -331,6 +331,7 @@ def test_wrong_types():
         (plda.PoissonSampled(plda.Gaussian(1.0), 0.01), 10, 1e-300),
     ],
 )
+@pytest.mark.filterwarnings("error::RuntimeWarning")  # no overflow or NaN on the way either
 def test_extreme_inputs_give_finite_ordered_bounds(mechanism, count, delta):
     lower, upper = pld_of(mechanism, count).epsilon_bounds(delta)
     assert not math.isnan(lower) and not math.isnan(upper)
