@@ -62,6 +62,9 @@ _REFINEMENTS = 6
 _CACHE_BYTES = 256 << 20
 #: composed results kept per accountant (one per distinct history and grid step)
 _RESULTS_KEPT = 4
+#: deltas below this are answered by the engine's tilted composition (as PrivacyLossDistribution
+#: does); above it the plain FFT composition meets the accuracy
+_TILTED_BELOW = 1e-8
 #: relative margin by which a direction's checkpoint bound must stay below the leading
 #: direction's upper bound to be skipped (far above the 1e-12 rounding of the bounds)
 _DOMINANCE = 1e-3
@@ -291,6 +294,8 @@ class PLDAccountant:
     Records steps and answers certified bounds on the privacy of their composition:
     ``epsilon(delta)`` is a proven upper bound (``epsilon_bounds`` adds a lower bound, and the
     relative gap between the two is at most ``accuracy`` unless the grid cap is reached).
+    Deltas below 1e-8 are answered by the engine's tilted composition, as
+    :class:`~plda.pld.PrivacyLossDistribution` answers them.
 
     Parameters
     ----------
@@ -450,14 +455,48 @@ class PLDAccountant:
                     pass
         versions = self._versions(recipe, step, lower=need_lower)
         upper = np.max([v[0].delta(e) for v in versions.values()], axis=0)
+        lower = np.max([v[1].delta(e) for v in versions.values()], axis=0) if need_lower else None
+        # deltas below the FFT's floor: the engine's tilted composition (decided on the upper
+        # bound, which both delta and delta_bounds compute, so they stay equal)
+        small = np.ravel((upper > 0) & (upper < _TILTED_BELOW))
+        if small.any():
+            tilted = recipe.delta_bounds(np.ravel(e)[small])
+            upper = np.ravel(upper).copy()
+            upper[small] = np.ravel(tilted.upper)
+            upper = upper.reshape(np.shape(e))
+            if need_lower:
+                lower = np.ravel(lower).copy()
+                lower[small] = np.ravel(tilted.lower)
+                lower = lower.reshape(np.shape(e))
         if not need_lower:
             return None, upper
-        lower = np.max([v[1].delta(e) for v in versions.values()], axis=0)
         return np.minimum(lower, upper), upper
 
     # ---------------------------------------------------------------- internals
     def _epsilon_pair(self, d: np.ndarray, need_lower: bool):
         """``(lower, upper)`` epsilon bounds at ``d`` (lower None if not ``need_lower``).
+
+        Deltas below ``_TILTED_BELOW`` go to the engine, whose exponentially tilted
+        composition resolves them (the fast path's FFT floor would leave a gap of several
+        percent there); the others take :meth:`_fast_epsilon_pair`."""
+        flat = np.ravel(d)
+        small = (flat > 0) & (flat < _TILTED_BELOW)
+        if not small.any():
+            return self._fast_epsilon_pair(d, need_lower)
+        recipe = PrivacyLossDistribution(
+            _merge_runs(self._history), self._relation, self._accuracy
+        )
+        tilted = recipe.epsilon_bounds(flat[small])
+        lower, upper = np.empty(flat.shape), np.empty(flat.shape)
+        lower[small], upper[small] = np.ravel(tilted.lower), np.ravel(tilted.upper)
+        if not small.all():
+            rest_lower, rest_upper = self._fast_epsilon_pair(flat[~small], need_lower)
+            upper[~small] = rest_upper
+            lower[~small] = rest_lower if need_lower else 0.0
+        return (lower.reshape(d.shape) if need_lower else None), upper.reshape(d.shape)
+
+    def _fast_epsilon_pair(self, d: np.ndarray, need_lower: bool):
+        """``(lower, upper)`` epsilon bounds at ``d`` by the cached-spectrum composition.
 
         The grid step is the one that met the accuracy for the *horizon* history (every count
         rounded up to a power of two, see :meth:`_horizon_step`): the gap grows with the step

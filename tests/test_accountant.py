@@ -173,6 +173,24 @@ def test_upper_only_queries_equal_the_bounds_upper():
     assert acct.delta(1.0) == PLDAccountant.from_state_dict(acct.state_dict()).delta_bounds(1.0)[1]
 
 
+def test_tiny_deltas_get_the_engines_tilted_bounds():
+    # below 1e-8 the fast path's FFT floor left gaps of several percent (at 1e-12 the upper
+    # bound was 33% above the truth); such queries now take the engine's tilted composition
+    acct = PLDAccountant()
+    acct.step(noise_multiplier=1.0, sample_rate=0.01, count=1000)
+    deltas = np.array([1e-5, 1e-10, 1e-12])
+    ours, engine = acct.epsilon_bounds(deltas), acct.pld.epsilon_bounds(deltas[1:])
+    assert np.array_equal(ours.upper[1:], engine.upper)
+    assert np.array_equal(ours.lower[1:], engine.lower)
+    assert np.all(ours.upper - ours.lower <= 1e-3 * ours.upper)
+    assert np.array_equal(acct.epsilon(deltas), ours.upper)
+    # and the delta side, where delta(eps) falls below 1e-8
+    epsilons = np.array([1.0, 4.0])
+    d_ours, d_engine = acct.delta_bounds(epsilons), acct.pld.delta_bounds(epsilons[1:])
+    assert d_ours.upper[1] == d_engine.upper[0] and d_ours.lower[1] == d_engine.lower[0]
+    assert np.array_equal(acct.delta(epsilons), d_ours.upper)
+
+
 def test_checkpoint_history_dominates_and_stays_put():
     from plda.accountant import _checkpoint
 
