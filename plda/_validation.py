@@ -57,6 +57,8 @@ def count(name: str, value, *, minimum: int = 0) -> int:
 
 def array_in(name: str, value, lo: float, hi: float, *, open_hi: bool = False) -> np.ndarray:
     """``value`` as a float array with every entry in [lo, hi] (or [lo, hi)); no NaN."""
+    if type(value) is float and (lo <= value < hi if open_hi else lo <= value <= hi):
+        return np.array(value)  # the common scalar query, without the array checks
     try:
         arr = np.asarray(value, dtype=float)
     except (TypeError, ValueError) as exc:

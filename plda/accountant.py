@@ -119,10 +119,6 @@ class _Composer:
     def clear(self) -> None:
         self._spectra.clear()
 
-    def _moments(self, law: DiscreteLoss, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``log E[e^{tL}]`` and ``log E[e^{-tL}]`` (finite part) at ``t = 2^(j/2)``."""
-        return law.ladder_log_mgf(int(indices[0]), int(indices[-1]))
-
     def _spectrum(self, law: DiscreteLoss, n: int) -> _Spectrum:
         key = (id(law), n)
         hit = self._spectra.get(key)
@@ -165,46 +161,54 @@ class _Composer:
         spread = math.sqrt(
             max(sum(k * f._spread()[1] for f, k in factors), step * step)
         )
-        indices = np.arange(
-            math.floor(2 * math.log2(_ORDER_RANGE[0] / spread)),
-            math.ceil(2 * math.log2(_ORDER_RANGE[1] / spread)) + 1,
-        )
-        orders = 2.0 ** (indices / 2)
-        log_up = np.zeros(len(indices))
-        log_down = np.zeros(len(indices))
+        j0 = math.floor(2 * math.log2(_ORDER_RANGE[0] / spread))
+        j1 = math.ceil(2 * math.log2(_ORDER_RANGE[1] / spread))
+        # a few dozen numbers: plain floats cost less than numpy calls on arrays this short
+        orders = [2.0 ** (j / 2) for j in range(j0, j1 + 1)]
+        log_up = [0.0] * len(orders)
+        log_down = [0.0] * len(orders)
         for f, k in factors:
-            up, down = self._moments(f, indices)
-            log_up += k * up
-            log_down += k * down
+            up, down = f.ladder_log_mgf(j0, j1)
+            for i, (u, v) in enumerate(zip(up.tolist(), down.tolist(), strict=True)):
+                log_up[i] += k * u
+                log_down[i] += k * v
         log_tail = math.log(_TAIL)
-        # fmin/fmax skip NaNs (orders whose moment overflowed) like nanmin, at a fraction of
-        # its overhead on these short arrays
-        with np.errstate(over="ignore", invalid="ignore"):
-            hi_loss = float(np.fmin.reduce((log_up - log_tail) / orders))
-            lo_loss = float(np.fmax.reduce(-(log_down - log_tail) / orders))
+        # orders whose moment overflowed (inf or NaN) give no bound and are skipped
+        hi_loss = min(
+            ((u - log_tail) / t for u, t in zip(log_up, orders, strict=True) if u < math.inf),
+            default=math.inf,
+        )
+        lo_loss = max(
+            (-(v - log_tail) / t for v, t in zip(log_down, orders, strict=True) if v < math.inf),
+            default=-math.inf,
+        )
         # no finite mass at all (e.g. delta = 1) leaves the moments at -inf: keep the exact support
         hi = (
             hi_exact
-            if not np.isfinite(hi_loss)
+            if not math.isfinite(hi_loss)
             else int(min(hi_exact, math.ceil(hi_loss / step) + 1))
         )
         lo = (
             lo_exact
-            if not np.isfinite(lo_loss)
+            if not math.isfinite(lo_loss)
             else int(max(lo_exact, math.floor(lo_loss / step) - 1))
         )
         lo = min(lo, hi)
-        with np.errstate(over="ignore", invalid="ignore"):
-            above = (
-                0.0
-                if hi >= hi_exact
-                else float(np.fmin.reduce(np.exp(log_up - orders * hi * step)))
+        # Chernoff bounds of the mass outside: the best order, exp taken once (capped: a bound
+        # above 1 says nothing, and math.exp would overflow)
+        above = below = 0.0
+        if hi < hi_exact:
+            exponent = min(
+                (u - t * hi * step for u, t in zip(log_up, orders, strict=True) if u < math.inf),
+                default=0.0,
             )
-            below = (
-                0.0
-                if lo <= lo_exact
-                else float(np.fmin.reduce(np.exp(log_down + orders * lo * step)))
+            above = math.exp(min(exponent, 0.0))
+        if lo > lo_exact:
+            exponent = min(
+                (v + t * lo * step for v, t in zip(log_down, orders, strict=True) if v < math.inf),
+                default=0.0,
             )
+            below = math.exp(min(exponent, 0.0))
         width = hi - lo + 1
         # lengths on the ladder 2^a * {1, 5/4, 3/2}: they change rarely as the composition grows
         # (so the spectra and their powers are reused across many queries) and waste at most a
@@ -511,10 +515,12 @@ class PLDAccountant:
         components = _merge_runs(self._history)
         recipe = PrivacyLossDistribution(components, self._relation, self._accuracy)
         flat = np.ravel(d)
-        step = self._horizon_step(components, flat)
+        step, horizon_uppers, order = self._horizon(components, flat)
         if step is not None:
             try:
-                return self._directed_pair(components, recipe, step, d, need_lower)
+                return self._directed_pair(
+                    components, recipe, step, d, need_lower, horizon_uppers, order
+                )
             except _TooLarge:
                 pass
         first, horizon_pld = self._grid_step(components)
@@ -524,7 +530,9 @@ class PLDAccountant:
             return tuple(recipe.epsilon_bounds(d))
         return lower.reshape(d.shape), upper.reshape(d.shape)
 
-    def _directed_pair(self, components, recipe, step: float, d: np.ndarray, need_lower: bool):
+    def _directed_pair(
+        self, components, recipe, step, d, need_lower, horizon_uppers, order
+    ):
         """Epsilon bounds at ``d`` on grid ``step``: the maximum over the relation's directions.
 
         A direction is skipped when it is dominated: composing more steps can only increase
@@ -537,12 +545,6 @@ class PLDAccountant:
         leading direction's lower bound is a lower bound of the maximum. For DP-SGD the removal
         direction leads by 20-40%, so queries compose one direction instead of two. Every
         decision depends on the history and ``d`` only."""
-        directions = recipe._directions
-        horizon_uppers = self._horizon(components, np.ravel(d))[1]
-        if len(directions) > 1 and horizon_uppers is not None:
-            order = sorted(directions, key=lambda D: -float(np.max(horizon_uppers[D])))
-        else:
-            order = list(directions)
         lead = order[0]
         versions = self._versions(recipe, step, lower=need_lower, directions=(lead,))
         upper = versions[lead][0].epsilon(d)
@@ -553,7 +555,7 @@ class PLDAccountant:
 
         # the horizon's bounds first (known from choosing the grid, so free), then the
         # checkpoint's (closer to this history, computed once for many queries)
-        others = [D for D in order[1:] if not (horizon_uppers and dominated(horizon_uppers, D))]
+        others = [D for D in order[1:] if not dominated(horizon_uppers, D)]
         check = _checkpoint(components)
         if others and check != components:
             key = (check, step, d.tobytes(), d.shape)
@@ -597,18 +599,25 @@ class PLDAccountant:
         return self._horizon(components, d)[0]
 
     def _horizon(self, components, d: np.ndarray) -> tuple:
-        """``(step, uppers)``: :meth:`_horizon_step` and each direction's epsilon upper bound
-        at ``d`` for the horizon history on that step (a dominance bound, as the horizon
-        history has at least as many steps of every mechanism)."""
+        """``(step, uppers, order)``: :meth:`_horizon_step`, each direction's epsilon upper
+        bound at ``d`` for the horizon history on that step (a dominance bound, as the horizon
+        history has at least as many steps of every mechanism), and the directions by
+        decreasing bound (the leading one first)."""
         horizon = _horizon(components)
         key = (horizon, d.tobytes(), d.shape)
-        if key not in self._refined:
+        hit = self._refined.get(key)
+        if hit is None:
             first, horizon_pld = self._grid_step(components)
             if len(self._refined) > 256:
                 self._refined.clear()
             step, _, _, uppers = self._refine(horizon_pld, first, d, horizon_pld)
-            self._refined[key] = (step, uppers)
-        return self._refined[key]
+            order = (
+                sorted(uppers, key=lambda D: -float(np.max(uppers[D])))
+                if uppers is not None
+                else None
+            )
+            hit = self._refined[key] = (step, uppers, order)
+        return hit
 
     def _refine(
         self,

@@ -186,12 +186,19 @@ class DiscreteLoss:
         return result
 
     def _crossing(self, d: float) -> tuple[int, float, float]:
-        """First cut ``j`` (``0..n``) with ``delta(l_j) <= d`` (``n + 1`` if none) and its tail
-        sums ``sum_{i >= j} p_i`` and ``sum_{i >= j} p_i e^{-l_i}``. Found on
-        block sums: ``delta`` at the cuts is non-increasing (up to rounding), so the crossing
-        block is located from ``n / _BLOCK`` block tail sums and only that block is summed
-        entry by entry. ``O(n)`` vectorized work without the sequential full-length cumsums
-        and exponentials of :meth:`_segments` (one query costs a fraction of them)."""
+        """A cut ``j`` (``0..n``) with ``delta(l_j) <= d < delta(l_{j-1})`` (``n + 1`` if none)
+        and its tail sums ``sum_{i >= j} p_i`` and ``sum_{i >= j} p_i e^{-l_i}``.
+
+        Found by bisection: over the ``n / _BLOCK`` block starts from block tail sums, then
+        inside the crossing block from its suffix sums (``O(n)`` vectorized sums, ``O(log n)``
+        scalar evaluations, none of the sequential full-length cumsums and exponentials of
+        :meth:`_segments`). Bisection keeps ``delta(l_{j-1}) > d``, which is all either version
+        needs: an upper version may solve on any cut at or below ``d``; for a lower version the
+        true ``delta`` exceeds ``d`` up to ``l_{j-1}`` (it is above the lower one, and
+        non-increasing), so the epsilon solved on segment ``j`` stays below the true one. Where
+        the lower version's error terms make its profile wiggle (deltas within about
+        ``entry_error * n`` of ``d``, far below what is reported) this may find a later crossing
+        than the full profile's first one: a valid and slightly tighter lower bound."""
         p = self.probs
         n = len(p)
         nb = -(-n // _BLOCK)
@@ -201,31 +208,48 @@ class DiscreteLoss:
         sums = padded.reshape(2, nb, _BLOCK).sum(axis=2)
         tails = np.zeros((2, nb + 1))
         tails[:, :nb] = np.cumsum(sums[:, ::-1], axis=1)[:, ::-1]
-        starts = np.arange(nb + 1) * _BLOCK
-        starts[-1] = n
-        below = self._raw_at(starts, tails[0], tails[1]) <= d
-        k = int(np.argmax(below))
-        if not below[k]:
+        mass, scaled = tails.tolist()
+        starts = [min(k * _BLOCK, n) for k in range(nb + 1)]
+        k = self._bisect(d, starts, mass, scaled)
+        if k > nb:
             return n + 1, 0.0, 0.0
         if k == 0:
-            return 0, float(tails[0, 0]), float(tails[1, 0])
-        lo, hi = int(starts[k - 1]), int(starts[k])
+            return 0, mass[0], scaled[0]
+        lo, hi = starts[k - 1], starts[k]
         # tail sums at the cuts lo+1..hi: the block's suffix sums plus the tail beyond it
         local = np.zeros((2, hi - lo))
         local[:, :-1] = np.cumsum(padded[:, hi - 1 : lo : -1], axis=1)[:, ::-1]
         local += tails[:, k : k + 1]
-        cuts = np.arange(lo + 1, hi + 1)
-        first = int(np.argmax(self._raw_at(cuts, local[0], local[1]) <= d))
-        return int(cuts[first]), float(local[0, first]), float(local[1, first])
+        local_mass, local_scaled = local.tolist()
+        cuts = list(range(lo + 1, hi + 1))
+        first = self._bisect(d, cuts, local_mass, local_scaled)
+        # the block's last cut is its end, known to cross
+        first = min(first, len(cuts) - 1)
+        return cuts[first], local_mass[first], local_scaled[first]
 
-    def _raw_at(self, cuts: np.ndarray, tail_mass: np.ndarray, tail_scaled: np.ndarray):
-        """``delta`` at the grid cuts ``cuts`` from their tail sums (``A_j - e^{l_j} B_j``)."""
+    def _bisect(self, d: float, cuts: list, mass: list, scaled: list) -> int:
+        """Smallest index ``i`` with ``delta(l_{cuts[i]}) <= d`` (``len(cuts)`` if none),
+        ``delta`` at a cut being ``A_j - e^{l_j} B_j`` from its tail sums."""
         n = len(self.probs)
-        a = self._tail_terms(tail_mass, n - cuts)
-        raw = a - np.exp(np.minimum((self.offset + cuts) * self.step, 700.0)) * tail_scaled
-        if cuts[-1] >= n:  # the cut above the last entry: no finite loss above, delta = A
-            raw[-1] = a[-1]
-        return raw
+        lo, hi = 0, len(cuts)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            j = cuts[mid]
+            count = n - j
+            fp_error = min(self.entry_error * count, self.l2_error * math.sqrt(count))
+            fp_error += 2.0 * n * _U * mass[mid]
+            if self.upper:
+                a = self.infinity_mass + mass[mid] + fp_error
+                a = math.inf if math.isnan(a) else a
+            else:
+                a = self.infinity_mass + mass[mid] - fp_error - self.spurious_mass
+            if j < n:
+                a -= math.exp(min((self.offset + j) * self.step, 700.0)) * scaled[mid]
+            if a <= d:
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo
 
     def delta(self, epsilon: np.ndarray) -> np.ndarray:
         """``delta(epsilon)`` of this version (vectorized); an upper version also applies the

@@ -413,7 +413,7 @@ def test_pessimistic_composition_stays_pessimistic_for_rr(eps0, delta0, k):
         assert lower <= exact * (1 + 1e-9) + 1e-300 and exact <= upper * (1 + 1e-9) + 1e-300
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(
     st.integers(1, 3000),
     st.floats(1.0, 30.0),
@@ -421,7 +421,7 @@ def test_pessimistic_composition_stays_pessimistic_for_rr(eps0, delta0, k):
     st.integers(-100, 400),
     st.booleans(),
     st.sampled_from([0.0, 1e-9, 1e-3]),
-    st.sampled_from([0.5, 1e-3, 1e-5, 1e-9, 1e-13, 0.0, 1.0]),
+    st.sampled_from([0.5, 1e-3, 1e-5, 1e-9, 1e-13, 1e-30, 0.0, 1.0]),
     st.integers(0, 2**32 - 1),
 )
 def test_epsilon_block_search_agrees_with_full_segments(
@@ -439,6 +439,13 @@ def test_epsilon_block_search_agrees_with_full_segments(
     law = DiscreteLoss(step, offset, probs, infinity, upper, 1e-15, 1e-20, None, 0.0, 1e-13)
     fast = float(replace(law).epsilon(np.array(delta)))
     full = float(replace(law).epsilon(np.full(5, delta))[0])
-    assert fast == pytest.approx(full, rel=1e-12, abs=1e-12) or fast == full == math.inf
+    if upper or delta > 1e-9:
+        assert fast == pytest.approx(full, rel=1e-12, abs=1e-12) or fast == full == math.inf
+    else:
+        # deltas in the error-term noise of a lower version: the bisection may stop at a later
+        # crossing than the full profile's first one (valid: the profile exceeds delta before)
+        assert fast >= full - 1e-12 * (1 + abs(full)) or fast == full == math.inf
+        if math.isfinite(fast) and fast > 1e-9:
+            assert float(law.delta(np.array(fast * (1 - 1e-9) - 1e-12))) > delta
     if upper and math.isfinite(fast):
         assert float(law.delta(np.array(fast))) <= delta * (1 + 1e-9) + 1e-15
