@@ -86,10 +86,10 @@ class _Spectrum:
     powers: list
     amplitude_log: np.ndarray  # log(|X| + eta): |true X| and |computed X| are both below
     relative: np.ndarray  # eta / (|X| + eta)
+    nbytes: int = 0  # kept up to date as powers are added (the cache budget reads it)
 
-    @property
-    def nbytes(self) -> int:
-        return sum(p.nbytes for p in self.powers) + 2 * self.amplitude_log.nbytes
+    def __post_init__(self):
+        self.nbytes = sum(p.nbytes for p in self.powers) + 2 * self.amplitude_log.nbytes
 
     def power(self, k: int) -> np.ndarray:
         """``X^k`` as the product of the binary powers of ``X`` (ascending order: the result
@@ -100,6 +100,7 @@ class _Spectrum:
             while len(self.powers) <= j:
                 last = self.powers[-1]
                 self.powers.append(last * last)
+                self.nbytes += last.nbytes
             if k & 1:
                 if out is None:
                     out = self.powers[j].copy()

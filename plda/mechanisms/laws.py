@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,8 +33,13 @@ class GaussianLaw(PrivacyLossLaw):
         return ndtr(-(np.asarray(x) - self._mean(hypothesis)) / self.mu)
 
     def _cont_pdf(self, x, hypothesis):
-        z = (np.asarray(x) - self._mean(hypothesis)) / self.mu
-        return np.exp(-0.5 * z * z) / (self.mu * np.sqrt(2 * np.pi))
+        z = np.asarray(x, dtype=float) - self._mean(hypothesis)
+        z *= 1.0 / self.mu
+        np.square(z, out=z)
+        z *= -0.5
+        np.exp(z, out=z)
+        z *= 1.0 / (self.mu * math.sqrt(2 * math.pi))
+        return z
 
     def _cont_tail(self, mass, hypothesis):
         z = -ndtri(mass)
@@ -172,19 +178,25 @@ class SubsampledLaw(PrivacyLossLaw):
     def _cont_pdf(self, x, hypothesis):
         # change of variables l -> y = log(1 + r), r = (e^l - 1)/q: dy/dl = e^l / (e^l - 1 + q);
         # base densities under Q are e^{-y} = 1/(1 + r) times those under P
+        # With g = e^l / (e^l - 1 + q) (= dy/dl) the P density is q g^2 base_P(y) and the Q
+        # density q g base_P(y) / (e^l - 1 + q); written with in-place steps, as this is the
+        # innermost loop of every DP-SGD discretization.
         x = np.asarray(x, dtype=float)
         q = self.sample_rate
         with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
             em = np.expm1(x)
-            r = em / q
-            y = np.log1p(r)
-            jac = (1.0 + em) / (em + q)
-            base = self.base._cont_pdf(y, "P")
+            inside = em > -q  # losses above log(1 - q)
+            base = self.base._cont_pdf(np.log1p(em / q), "P")
+            g = em + 1.0
+            em += q  # now e^l - 1 + q
+            g /= em
+            out = base * g
             if hypothesis == "Q":
-                out = base * jac / (1.0 + r)
+                out /= em
             else:
-                out = base * jac * (q + (1 - q) / (1.0 + r))
-        return np.where((r > -1) & np.isfinite(out), out, 0.0)
+                out *= g
+            out *= q
+        return np.where(inside & np.isfinite(out), out, 0.0)
 
     def _cont_tail(self, mass, hypothesis):
         ap, bp = self.base._cont_tail(mass, "P")
