@@ -634,12 +634,11 @@ class PLDAccountant:
         Returns ``(step, lower, upper, uppers)`` (``uppers``: each direction's upper bound);
         step None if even the first grid is too large."""
         try:
-            lower, upper, uppers = self._bounds_at(recipe, step, d)
+            gap = self._trial_gap(recipe, step, d)
         except _TooLarge:
             return None, None, None, None
         previous_gap = np.inf
         for _ in range(_REFINEMENTS):
-            gap = _max_gap(lower, upper)
             if gap <= self._accuracy or gap > 0.7 * previous_gap:
                 break
             # halve the step, or quarter it when the gap is so far off (16x) that halving
@@ -649,11 +648,27 @@ class PLDAccountant:
             far = not np.isfinite(gap) or gap > 16 * self._accuracy
             finer = self._quantize(step * (0.25 if far else 0.5), ladder)
             try:
-                found = self._bounds_at(recipe, finer, d)
+                finer_gap = self._trial_gap(recipe, finer, d)
             except _TooLarge:
                 break
-            step, previous_gap, (lower, upper, uppers) = finer, gap, found
+            step, previous_gap, gap = finer, gap, finer_gap
+        lower, upper, uppers = self._bounds_at(recipe, step, d)  # composed already
         return step, lower, upper, uppers
+
+    def _trial_gap(self, recipe: PrivacyLossDistribution, step: float, d: np.ndarray) -> float:
+        """The relative epsilon gap on grid ``step``, for deciding whether to refine.
+
+        The first direction (removal, which leads for subsampled mechanisms) is composed
+        first; if its own gap misses the accuracy the grid is refined without composing the
+        others (a grid that fails need not be completed). Otherwise the gap of the maximum over
+        all directions decides."""
+        lead = recipe._directions[0]
+        pair = self._versions(recipe, step, directions=(lead,))[lead]
+        gap = _max_gap(np.minimum(pair[1].epsilon(d), pair[0].epsilon(d)), pair[0].epsilon(d))
+        if gap > self._accuracy and len(recipe._directions) > 1:
+            return gap
+        lower, upper, _ = self._bounds_at(recipe, step, d)
+        return _max_gap(lower, upper)
 
     def _bounds_at(self, recipe: PrivacyLossDistribution, step: float, d: np.ndarray):
         """Epsilon bounds (the maximum over directions) on grid ``step``, composing the
