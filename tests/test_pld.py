@@ -360,6 +360,16 @@ def test_small_deltas_stay_tight_by_tilting(delta):
     assert lower <= exact <= upper and (upper - lower) / upper <= 1e-3
 
 
+@pytest.mark.parametrize("delta", [1e-12, 1e-20])
+def test_tilting_falls_back_to_smaller_tilts_when_the_lower_bound_collapses(delta):
+    # the Chernoff-optimal tilt (32 here) left the optimistic side swamped by its error terms
+    # (bounds [0.926, 0.999] at 1e-12); a smaller tilt resolves it to the accuracy target
+    pld = pld_of(plda.PoissonSampled(plda.Gaussian(2.2885), 0.01), 1000)
+    lower, upper = pld.epsilon_bounds(delta)
+    assert 0 < lower <= upper < math.inf
+    assert (upper - lower) / upper <= 1e-3
+
+
 def test_tilted_bounds_contain_the_exact_rr_composition():
     eps0, delta0, k = 0.2, 0.0, 60
     pld = pld_of(plda.ApproximateDP(eps0, delta0), k)
