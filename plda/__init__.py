@@ -47,7 +47,7 @@ __all__ = [
 def clear_caches() -> None:
     """Forget cached discretizations, privacy-loss laws and FFT plans (for benchmarks that
     must time cold runs; results never depend on the caches)."""
-    from plda import discretize, fft, grid
+    from plda import discretize, fft, grid, pld
     from plda.mechanisms import base
 
     discretize.discretize.cache_clear()
@@ -55,6 +55,8 @@ def clear_caches() -> None:
     base._cached_law.cache_clear()
     fft._PLANS.clear()
     grid._EXP_TABLES.clear()
+    pld._loss_scale.cache_clear()
+    pld._pilot_step.cache_clear()
 
 
 _SUBMODULES = (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -492,6 +492,7 @@ def _common_unit(values: np.ndarray, smallest: float) -> float | None:
     return unit
 
 
+@lru_cache(maxsize=512)  # laws are cached per mechanism; their tails cost tens of microseconds
 def _loss_scale(law) -> float:
     """A width of one factor's loss law (inter-decile range, or atom spacing)."""
     lo, hi = np.inf, -np.inf
@@ -504,6 +505,7 @@ def _loss_scale(law) -> float:
     return float(width) if np.isfinite(width) and width > 0 else 1.0
 
 
+@lru_cache(maxsize=512)
 def _pilot_step(law) -> float:
     from plda.discretize import UPPER_TAIL, _support
 
