@@ -272,9 +272,39 @@ def _scalar(value, like):
     return float(value) if np.ndim(like) == 0 else value
 
 
+#: beyond this many distinct mechanisms the horizon also coarsens them (see _horizon)
+_MANY_MECHANISMS = 8
+
+
 def _horizon(components) -> tuple:
-    """``components`` with every count rounded up to a power of two."""
+    """``components`` with every count rounded up to a power of two: a history that dominates
+    this one and stays put while it grows.
+
+    A history with many distinct mechanisms (a noise schedule changed at every step) would
+    give a new horizon, hence a new grid search, at every query; there the mechanisms are also
+    replaced by dominating ones on a coarse parameter grid (:func:`_dominating`) and merged,
+    so the horizon again changes only every so often."""
+    if len(components) > _MANY_MECHANISMS:
+        merged: dict = {}
+        for mechanism, count in components:
+            rounded = _dominating(mechanism)
+            merged[rounded] = merged.get(rounded, 0) + count
+        components = tuple(merged.items())
     return tuple((m, 1 << max(int(k) - 1, 0).bit_length()) for m, k in components)
+
+
+def _dominating(mechanism: Mechanism) -> Mechanism:
+    """A mechanism whose privacy loss dominates ``mechanism``'s in both directions, on a coarse
+    grid: a Poisson-sampled Gaussian with ``sigma`` rounded down and ``q`` rounded up to powers
+    of ``2^(1/16)`` (4.4 % apart). More noise is a post-processing, and ``delta(eps)`` of both
+    directions grows with ``q`` (joint convexity of the hockey-stick divergence). Other
+    mechanisms are returned as they are."""
+    if not (isinstance(mechanism, PoissonSampled) and type(mechanism.mechanism) is Gaussian):
+        return mechanism
+    gaussian, rate = mechanism.mechanism, mechanism.sample_rate
+    sigma = min(gaussian.sigma, 2.0 ** (math.floor(16 * math.log2(gaussian.sigma)) / 16))
+    rate = min(1.0, max(rate, 2.0 ** (math.ceil(16 * math.log2(rate)) / 16)))
+    return PoissonSampled(Gaussian(sigma=sigma, sensitivity=gaussian.sensitivity), rate)
 
 
 def _checkpoint(components) -> tuple:

@@ -19,6 +19,8 @@ rounding of every computed mass is bounded and added (upper) or subtracted (lowe
 
 from __future__ import annotations
 
+import functools
+from collections import OrderedDict
 from functools import lru_cache
 
 import numpy as np
@@ -423,8 +425,40 @@ def _discretize_one_side(law: PrivacyLossLaw, step: float, upper_tail: float) ->
     return _assemble(step, parts, inf_upper, True)
 
 
-@lru_cache(maxsize=512)
-def discretize(law: PrivacyLossLaw, step: float) -> tuple[DiscreteLoss, DiscreteLoss]:
+class _ByteBoundedCache:
+    """Least-recently-used cache of discretizations bounded by their total size.
+
+    A history whose noise changes at every step keeps hundreds of laws in use, so a bound on
+    the number of entries either thrashes (every query rediscretizes everything) or, for large
+    grids, holds gigabytes; the bound is on bytes instead."""
+
+    def __init__(self, function, max_bytes: int):
+        self.function, self.max_bytes = function, max_bytes
+        self.entries: OrderedDict = OrderedDict()
+        self.bytes = 0
+        functools.update_wrapper(self, function)
+
+    def __call__(self, law, step):
+        key = (law, step)
+        hit = self.entries.get(key)
+        if hit is not None:
+            self.entries.move_to_end(key)
+            return hit[0]
+        value = self.function(law, step)
+        size = sum(v.probs.nbytes for v in value) + 1024
+        self.entries[key] = (value, size)
+        self.bytes += size
+        while self.bytes > self.max_bytes and len(self.entries) > 1:
+            _, (_, old) = self.entries.popitem(last=False)
+            self.bytes -= old
+        return value
+
+    def cache_clear(self) -> None:
+        self.entries.clear()
+        self.bytes = 0
+
+
+def _discretize(law: PrivacyLossLaw, step: float) -> tuple[DiscreteLoss, DiscreteLoss]:
     """``(upper, lower)`` grid versions of ``law`` with grid step ``step``."""
     upper_parts, lower_parts = [], []
     if len(law.atom_losses):
@@ -447,3 +481,8 @@ def discretize(law: PrivacyLossLaw, step: float) -> tuple[DiscreteLoss, Discrete
     object.__setattr__(upper, "log_mgf", moments_far)
     object.__setattr__(upper, "chernoff_infinity_mass", far_infinity)
     return upper, _assemble(step, lower_parts, law.infinity_mass, False)
+
+
+
+#: cached (the accountant and the engine ask for the same laws on the same grids again and again)
+discretize = _ByteBoundedCache(_discretize, max_bytes=1 << 30)

@@ -191,6 +191,40 @@ def test_tiny_deltas_get_the_engines_tilted_bounds():
     assert np.array_equal(acct.delta(epsilons), d_ours.upper)
 
 
+def test_many_mechanism_horizon_dominates_and_stays_put():
+    # a noise multiplier changed at every step: the horizon rounds sigma down and q up on a
+    # 2^(1/16) grid, so it dominates the history and changes only every few steps (when a
+    # rounded value appears or its count passes a power of two), not at every step
+    from plda.accountant import _dominating, _horizon
+
+    history = [(sampled(1.5 - 0.004 * i, 0.01), 1) for i in range(40)]
+    horizons = {_horizon(tuple(history[: k + 1])) for k in range(9, 40)}
+    assert len(horizons) <= 12  # of 31 histories
+    eps = np.array([0.0, 0.5, 2.0])
+    for mechanism, _ in history:
+        rounded = _dominating(mechanism)
+        assert rounded.mechanism.sigma <= mechanism.mechanism.sigma
+        assert rounded.sample_rate >= mechanism.sample_rate
+    for mechanism, _ in history[::13]:  # the worse direction's delta grows (certified bounds)
+        base = plda.PrivacyLossDistribution.from_mechanism(mechanism, 50, accuracy=COARSE)
+        more = plda.PrivacyLossDistribution.from_mechanism(_dominating(mechanism), 50)
+        assert np.all(more.delta_bounds(eps).upper >= base.delta_bounds(eps).lower)
+
+
+def test_per_step_noise_schedule_agrees_with_direct_composition():
+    acct = PLDAccountant(accuracy=COARSE)
+    steps = [sampled(1.5 - 0.01 * i, 0.02) for i in range(24)]
+    for i, mechanism in enumerate(steps, start=1):
+        acct.compose(mechanism)
+        if i in (5, 12, 24):
+            ours = acct.epsilon_bounds(DELTA)
+            assert acct.epsilon(DELTA) == ours.upper
+    direct = plda.PrivacyLossDistribution(tuple((m, 1) for m in steps), accuracy=COARSE)
+    theirs = direct.epsilon_bounds(DELTA)
+    assert ours.lower <= theirs.upper and theirs.lower <= ours.upper
+    assert ours.upper == pytest.approx(theirs.upper, rel=2 * COARSE)
+
+
 def test_checkpoint_history_dominates_and_stays_put():
     from plda.accountant import _checkpoint
 

@@ -42,7 +42,7 @@ class Mechanism:
         raise ValueError(f"the replace_one relation is not supported for {type(self).__name__}")
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=4096)
 def _cached_law(mechanism: Mechanism, direction: str) -> PrivacyLossLaw:
     if direction == "remove":
         return mechanism._remove_law()
