@@ -18,7 +18,8 @@ Here
   put while a history grows;
 - :meth:`PLDAccountant.epsilon` composes only the pessimistic version, and skips a direction of
   the neighbouring relation that a cheap bound at a nearby longer history shows to be dominated
-  (for DP-SGD the removal direction leads, so one law is composed per query).
+  (for DP-SGD the removal direction leads, so one law is composed per query);
+- deltas below ``1e-8`` go to the engine, whose tilted composition resolves them.
 
 Every choice depends on the history and the query alone, so a reloaded accountant answers bit
 for bit like the original.
