@@ -274,7 +274,7 @@ def _scalar(value, like):
 
 
 #: beyond this many distinct mechanisms the horizon also coarsens them (see _horizon)
-_MANY_MECHANISMS = 8
+_MANY_MECHANISMS = 32
 
 
 def _horizon(components) -> tuple:
