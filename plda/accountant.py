@@ -35,6 +35,7 @@ from __future__ import annotations
 import math
 from collections import OrderedDict
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 import scipy.fft
@@ -66,6 +67,8 @@ _REFINEMENTS = 6
 _CACHE_BYTES = 256 << 20
 #: composed results kept per accountant (one per distinct history and grid step)
 _RESULTS_KEPT = 4
+#: running products kept for histories that grow by appending factors (see _Composer)
+_PREFIXES_KEPT = 8
 #: deltas below this are answered by the engine's tilted composition (as PrivacyLossDistribution
 #: does); above it the plain FFT composition meets the accuracy
 _TILTED_BELOW = 1e-8
@@ -117,9 +120,14 @@ class _Composer:
 
     def __init__(self):
         self._spectra: OrderedDict = OrderedDict()
+        # per (FFT length, first law): the factors last composed and their running product and
+        # error sums, so that a history that only appended factors (a noise schedule changed
+        # at every step) multiplies in the new ones instead of all of them again
+        self._prefixes: OrderedDict = OrderedDict()
 
     def clear(self) -> None:
         self._spectra.clear()
+        self._prefixes.clear()
 
     def _spectrum(self, law: DiscreteLoss, n: int) -> _Spectrum:
         key = (id(law), n)
@@ -222,7 +230,24 @@ class _Composer:
         spectrum = None
         log_bound = None
         relative = 0.0
-        for f, k in factors:
+        # the longest cached prefix of these factors at this length: the same products in the
+        # same order, so the result is bit for bit the one computed from scratch
+        start, hit = 0, None
+        for key, cached in self._prefixes.items():
+            size = len(cached[0])
+            if (
+                key[0] == n
+                and start < size <= len(factors)
+                and all(
+                    g is f and j == k
+                    for (g, j), (f, k) in zip(cached[0], factors[:size], strict=True)
+                )
+            ):
+                start, hit = size, key
+        if hit is not None:
+            _, spectrum, log_bound, relative = self._prefixes[hit]
+            self._prefixes.move_to_end(hit)
+        for f, k in factors[start:]:
             s = self._spectrum(f, n)
             term = k * s.amplitude_log
             log_bound = term if log_bound is None else log_bound + term
@@ -231,6 +256,12 @@ class _Composer:
             relative = relative + (k * s.relative + 8 * _U * (k + 2 * k.bit_length()))
             x = s.power(k)
             spectrum = x if spectrum is None else spectrum * x
+        if len(factors) > 1 and start < len(factors):
+            # keyed by length, first and last law (the objects are held, so ids stay unique)
+            key = (n, id(first), id(factors[-1][0]), len(factors))
+            self._prefixes[key] = (list(factors), spectrum, log_bound, relative)
+            while len(self._prefixes) > _PREFIXES_KEPT:
+                self._prefixes.popitem(last=False)
         # bounds below e^-700 are replaced by e^-700 (still a bound, and exp of deeply
         # underflowing arguments is many times slower than of ordinary ones)
         bound = np.full(len(log_bound), math.exp(-700.0))
@@ -294,6 +325,7 @@ def _horizon(components) -> tuple:
     return tuple((m, 1 << max(int(k) - 1, 0).bit_length()) for m, k in components)
 
 
+@lru_cache(maxsize=4096)
 def _dominating(mechanism: Mechanism) -> Mechanism:
     """A mechanism whose privacy loss dominates ``mechanism``'s in both directions, on a coarse
     grid: a Poisson-sampled Gaussian with ``sigma`` rounded down and ``q`` rounded up to powers
