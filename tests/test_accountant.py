@@ -225,6 +225,18 @@ def test_per_step_noise_schedule_agrees_with_direct_composition():
     assert ours.upper == pytest.approx(theirs.upper, rel=2 * COARSE)
 
 
+def test_per_step_schedule_answers_do_not_depend_on_earlier_queries():
+    # the composer reuses running products of appended factors and the horizon rounds many
+    # mechanisms: a reloaded accountant must still answer with the same floats
+    asked = PLDAccountant(accuracy=COARSE)
+    for i in range(40):
+        asked.step(noise_multiplier=1.5 - 0.005 * i, sample_rate=0.02)
+        asked.epsilon(DELTA)
+    fresh = PLDAccountant.from_state_dict(json.loads(json.dumps(asked.state_dict())))
+    assert fresh.epsilon_bounds(DELTA) == asked.epsilon_bounds(DELTA)
+    assert fresh.epsilon(DELTA) == asked.epsilon(DELTA)
+
+
 def test_checkpoint_history_dominates_and_stays_put():
     from plda.accountant import _checkpoint
 
