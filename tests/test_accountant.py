@@ -421,3 +421,38 @@ def test_save_and_load_pld_keeps_its_bounds(tmp_path):
     path.write_text(json.dumps({"format": "something else"}))
     with pytest.raises(ValueError, match="plda PLD"):
         load_pld(path)
+
+
+_steps = st.lists(
+    st.tuples(
+        st.sampled_from([0.8, 1.0, 1.3, 2.0]),  # noise multiplier
+        st.sampled_from([0.005, 0.02, 0.1]),  # sample rate
+        st.integers(1, 40),  # steps
+    ),
+    min_size=1,
+    max_size=5,
+)
+
+
+@settings(max_examples=25, deadline=None)
+@given(_steps, st.sampled_from([1e-3, 1e-5, 1e-7]), st.booleans())
+def test_random_histories_agree_with_direct_composition(steps, delta, laplace):
+    # the shortcuts (horizon grid, dominated directions, running products) against the
+    # engine on the same history: overlapping certified intervals, upper-only queries equal to
+    # the bounds' upper, and a reloaded accountant answering with the same floats
+    acct = PLDAccountant(accuracy=COARSE)
+    components = []
+    for sigma, rate, count in steps:
+        acct.step(noise_multiplier=sigma, sample_rate=rate, count=count)
+        components.append((sampled(sigma, rate), count))
+        acct.epsilon(delta)  # queries along the way must not change later answers
+    if laplace:
+        acct.compose(plda.Laplace(scale=10.0), count=3)
+        components.append((plda.Laplace(scale=10.0), 3))
+    ours = acct.epsilon_bounds(delta)
+    assert 0 <= ours.lower <= ours.upper < math.inf
+    assert acct.epsilon(delta) == ours.upper
+    direct = plda.PrivacyLossDistribution(tuple(components), accuracy=COARSE).epsilon_bounds(delta)
+    assert ours.lower <= direct.upper * (1 + 1e-9) and direct.lower <= ours.upper * (1 + 1e-9)
+    fresh = PLDAccountant.from_state_dict(acct.state_dict())
+    assert fresh.epsilon_bounds(delta) == ours
