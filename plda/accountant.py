@@ -64,7 +64,7 @@ _ORDER_RANGE = (0.25, 64.0)
 #: grid refinements tried when the epsilon gap misses the accuracy target (as the engine)
 _REFINEMENTS = 6
 #: bytes of cached spectra and powers kept per accountant
-_CACHE_BYTES = 256 << 20
+_CACHE_BYTES = 512 << 20
 #: composed results kept per accountant (one per distinct history and grid step)
 _RESULTS_KEPT = 4
 #: running products kept for histories that grow by appending factors (see _Composer)
@@ -120,6 +120,7 @@ class _Composer:
 
     def __init__(self):
         self._spectra: OrderedDict = OrderedDict()
+        self._bytes = 0  # of the cached spectra and their powers
         # per (FFT length, first law): the factors last composed and their running product and
         # error sums, so that a history that only appended factors (a noise schedule changed
         # at every step) multiplies in the new ones instead of all of them again
@@ -128,6 +129,7 @@ class _Composer:
     def clear(self) -> None:
         self._spectra.clear()
         self._prefixes.clear()
+        self._bytes = 0
 
     def _spectrum(self, law: DiscreteLoss, n: int) -> _Spectrum:
         key = (id(law), n)
@@ -149,11 +151,14 @@ class _Composer:
         amplitude = np.abs(x) + eta
         spectrum = _Spectrum([x], np.log(amplitude), eta / amplitude)
         self._spectra[key] = (law, spectrum)
-        total = sum(s.nbytes for _, s in self._spectra.values())
-        while total > _CACHE_BYTES and len(self._spectra) > 1:
-            _, (_, old) = self._spectra.popitem(last=False)
-            total -= old.nbytes
+        self._bytes += spectrum.nbytes
+        self._evict()
         return spectrum
+
+    def _evict(self) -> None:
+        while self._bytes > _CACHE_BYTES and len(self._spectra) > 1:
+            _, (_, old) = self._spectra.popitem(last=False)
+            self._bytes -= old.nbytes
 
     def compose(self, factors: list[tuple[DiscreteLoss, int]]) -> DiscreteLoss:
         """``*_f law_f^{*k_f}`` with certified error terms (cf. :func:`plda.grid.compose`)."""
@@ -175,13 +180,20 @@ class _Composer:
         j1 = math.ceil(2 * math.log2(_ORDER_RANGE[1] / spread))
         # a few dozen numbers: plain floats cost less than numpy calls on arrays this short
         orders = [2.0 ** (j / 2) for j in range(j0, j1 + 1)]
-        log_up = [0.0] * len(orders)
-        log_down = [0.0] * len(orders)
-        for f, k in factors:
-            up, down = f.ladder_log_mgf(j0, j1)
-            for i, (u, v) in enumerate(zip(up.tolist(), down.tolist(), strict=True)):
-                log_up[i] += k * u
-                log_down[i] += k * v
+        if len(factors) <= 4:
+            log_up = [0.0] * len(orders)
+            log_down = [0.0] * len(orders)
+            for f, k in factors:
+                up, down = f.ladder_log_mgf(j0, j1)
+                for i, (u, v) in enumerate(zip(up.tolist(), down.tolist(), strict=True)):
+                    log_up[i] += k * u
+                    log_down[i] += k * v
+        else:  # many factors (a noise schedule changed every step): one matrix product
+            moments = [f.ladder_log_mgf(j0, j1) for f, _ in factors]
+            counts = np.array([k for _, k in factors], dtype=float)
+            with np.errstate(invalid="ignore"):
+                log_up = (counts @ np.array([m[0] for m in moments])).tolist()
+                log_down = (counts @ np.array([m[1] for m in moments])).tolist()
         log_tail = math.log(_TAIL)
         # orders whose moment overflowed (inf or NaN) give no bound and are skipped
         hi_loss = min(
@@ -254,7 +266,11 @@ class _Composer:
             # |X^k - X_true^k| <= k eta amp^(k-1); rounding of ~k + 2 log2 k products (relative
             # errors double under squaring, so the squarings add up to k roundings)
             relative = relative + (k * s.relative + 8 * _U * (k + 2 * k.bit_length()))
+            before = s.nbytes
             x = s.power(k)
+            if s.nbytes != before:  # new binary powers were cached
+                self._bytes += s.nbytes - before
+                self._evict()
             spectrum = x if spectrum is None else spectrum * x
         if len(factors) > 1 and start < len(factors):
             # keyed by length, first and last law (the objects are held, so ids stay unique)
