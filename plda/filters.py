@@ -267,6 +267,40 @@ def _add(a: tuple, b: tuple) -> tuple:
     return tuple(x + y for x, y in zip(a, b, strict=True))
 
 
+def _parse_charge(epsilon, delta, rho, mu, label) -> Charge:
+    """A step's description checked and normalized (filters and the odometer)."""
+    epsilon = _amount("epsilon", epsilon, optional=True)
+    delta = _amount("delta", delta)
+    rho = _amount("rho", rho, optional=True)
+    mu = _amount("mu", mu, optional=True)
+    if not isinstance(label, str):
+        raise TypeError(f"label must be a str, got {type(label).__name__}")
+    if epsilon is None and rho is None and mu is None:
+        raise ValueError("describe the step: give epsilon (and delta), rho or mu")
+    if epsilon is None and delta > 0:
+        raise ValueError("delta was given without epsilon; give the step's (epsilon, delta)")
+    return Charge(epsilon, delta, rho, mu, label)
+
+
+def _zcdp_price(charge: Charge, who: str) -> Fraction:
+    """Exact zCDP cost of a step: ``rho`` if given, else ``mu^2/2`` (GDP implies zCDP by data
+    processing), else ``epsilon^2/2`` for a pure step (Bun & Steinke 2016, Prop. 3.3); the
+    smallest available. A step with ``delta > 0`` and no ``rho``/``mu`` has no zCDP price."""
+    options = []
+    if charge.rho is not None:
+        options.append(_exact(charge.rho))
+    if charge.mu is not None:
+        options.append(_exact(charge.mu) ** 2 / 2)
+    if charge.epsilon is not None and charge.delta == 0:
+        options.append(_exact(charge.epsilon) ** 2 / 2)
+    if not options:
+        raise ValueError(
+            f"{who} charges zCDP: give rho (or mu) for a step with delta > 0, or a pure step "
+            "(delta=0)"
+        )
+    return min(options)
+
+
 class PrivacyFilter:
     """Common interface of the privacy filters: an overall (ε, δ) budget that holds under fully
     adaptive composition.
@@ -441,16 +475,8 @@ class PrivacyFilter:
 
     # ---------------------------------------------------------------- internals
     def _charge(self, epsilon, delta, rho, mu, label) -> Charge:
-        epsilon = _amount("epsilon", epsilon, optional=True)
-        delta = _amount("delta", delta)
-        rho = _amount("rho", rho, optional=True)
-        mu = _amount("mu", mu, optional=True)
-        if not isinstance(label, str):
-            raise TypeError(f"label must be a str, got {type(label).__name__}")
-        if epsilon is None and rho is None and mu is None:
-            raise ValueError("describe the step: give epsilon (and delta), rho or mu")
-        if epsilon is None and delta > 0:
-            raise ValueError("delta was given without epsilon; give the step's (epsilon, delta)")
+        charge = _parse_charge(epsilon, delta, rho, mu, label)
+        delta = charge.delta
         if delta > 0 and self._delta == 0:
             raise ValueError(
                 f"this filter has delta=0: every step must be pure (delta=0), got delta={delta!r}"
@@ -460,7 +486,7 @@ class PrivacyFilter:
                 f"delta of one step must be 0 or in (0, {self._delta:.6g}) (below the filter's "
                 f"delta), got {delta!r}"
             )
-        return Charge(epsilon, delta, rho, mu, label)
+        return charge
 
     def _usage(self, state: tuple, steps: int) -> Usage:
         return Usage(
@@ -722,19 +748,7 @@ class RenyiFilter(PrivacyFilter):
         return (Fraction(0),)
 
     def _increment(self, charge):
-        options = []
-        if charge.rho is not None:
-            options.append(_exact(charge.rho))
-        if charge.mu is not None:
-            options.append(_exact(charge.mu) ** 2 / 2)
-        if charge.epsilon is not None and charge.delta == 0:
-            options.append(_exact(charge.epsilon) ** 2 / 2)
-        if not options:
-            raise ValueError(
-                "RenyiFilter charges zCDP: give rho (or mu) for a step with delta > 0, or a "
-                "pure step (delta=0)"
-            )
-        return (min(options),)
+        return (_zcdp_price(charge, "RenyiFilter"),)
 
     def _fits(self, state):
         return state[0] <= self._rho_exact
@@ -889,31 +903,10 @@ class Odometer:
         label: str = "",
     ) -> Charge:
         """Record a step (see :meth:`PrivacyFilter.spend`); returns the recorded charge."""
-        epsilon = _amount("epsilon", epsilon, optional=True)
-        delta = _amount("delta", delta)
-        rho = _amount("rho", rho, optional=True)
-        mu = _amount("mu", mu, optional=True)
-        if not isinstance(label, str):
-            raise TypeError(f"label must be a str, got {type(label).__name__}")
-        if epsilon is None and rho is None and mu is None:
-            raise ValueError("describe the step: give epsilon, rho or mu")
-        if epsilon is None and delta > 0:
-            raise ValueError("delta was given without epsilon")
-        options = []
-        if rho is not None:
-            options.append(_exact(rho))
-        if mu is not None:
-            options.append(_exact(mu) ** 2 / 2)
-        if epsilon is not None and delta == 0:
-            options.append(_exact(epsilon) ** 2 / 2)
-        if not options:
-            raise ValueError(
-                "the Odometer charges zCDP: give rho (or mu) for a step with delta > 0, or a "
-                "pure step (delta=0)"
-            )
-        charge = Charge(epsilon, delta, rho, mu, label)
+        charge = _parse_charge(epsilon, delta, rho, mu, label)
+        price = _zcdp_price(charge, "the Odometer")
         with self._lock:
-            total = self._rho + min(options)
+            total = self._rho + price
             try:
                 bound = self.bound(float(total))
             except OverflowError:
