@@ -92,11 +92,16 @@ class _Objective:
         self.evaluations = 0
         self.search_step = None  # grid step of the search evaluations, set by the first
 
-    def bounds(self, parameter, accuracy: float) -> tuple[float, float]:
+    def _accountant(self, parameter, accuracy: float) -> PLDAccountant:
+        """A fresh accountant holding the steps for ``parameter`` (one evaluation)."""
         noise_multiplier, sample_rate, steps = self.make(parameter)
         accountant = PLDAccountant(relation=self.relation, accuracy=accuracy)
         accountant.step(noise_multiplier, sample_rate, count=steps)
         self.evaluations += 1
+        return accountant
+
+    def bounds(self, parameter, accuracy: float) -> tuple[float, float]:
+        accountant = self._accountant(parameter, accuracy)
         try:
             lower, upper = accountant.epsilon_bounds(self.delta)
         except (OverflowError, FloatingPointError, MemoryError):
@@ -110,10 +115,7 @@ class _Objective:
         the grid step chosen there (the parameters searched are close, so the grid search need
         not be redone for each; the value is a certified upper bound on any grid, and the
         final checks at the requested accuracy choose their own grid)."""
-        noise_multiplier, sample_rate, steps = self.make(parameter)
-        accountant = PLDAccountant(relation=self.relation, accuracy=accuracy)
-        accountant.step(noise_multiplier, sample_rate, count=steps)
-        self.evaluations += 1
+        accountant = self._accountant(parameter, accuracy)
         try:
             if self.search_step is not None:
                 upper = accountant._upper_on_grid(self.search_step, self.delta)
