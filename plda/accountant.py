@@ -173,36 +173,8 @@ class _Composer:
         # window: exact support cut by Chernoff bounds with the fixed orders
         lo_exact = sum(k * f.offset for f, k in factors)
         hi_exact = sum(k * (f.offset + len(f.probs) - 1) for f, k in factors)
-        spread = math.sqrt(
-            max(sum(k * f._spread()[1] for f, k in factors), step * step)
-        )
-        j0 = math.floor(2 * math.log2(_ORDER_RANGE[0] / spread))
-        j1 = math.ceil(2 * math.log2(_ORDER_RANGE[1] / spread))
-        # a few dozen numbers: plain floats cost less than numpy calls on arrays this short
-        orders = [2.0 ** (j / 2) for j in range(j0, j1 + 1)]
-        if len(factors) <= 4:
-            log_up = [0.0] * len(orders)
-            log_down = [0.0] * len(orders)
-            for f, k in factors:
-                up, down = f.ladder_log_mgf(j0, j1)
-                for i, (u, v) in enumerate(zip(up.tolist(), down.tolist(), strict=True)):
-                    log_up[i] += k * u
-                    log_down[i] += k * v
-        else:  # many factors (a noise schedule changed every step): one matrix product
-            moments = [f.ladder_log_mgf(j0, j1) for f, _ in factors]
-            counts = np.array([k for _, k in factors], dtype=float)
-            with np.errstate(invalid="ignore"):
-                log_up = (counts @ np.array([m[0] for m in moments])).tolist()
-                log_down = (counts @ np.array([m[1] for m in moments])).tolist()
-        log_tail = math.log(_TAIL)
-        # orders whose moment overflowed (inf or NaN) give no bound and are skipped
-        hi_loss = min(
-            ((u - log_tail) / t for u, t in zip(log_up, orders, strict=True) if u < math.inf),
-            default=math.inf,
-        )
-        lo_loss = max(
-            (-(v - log_tail) / t for v, t in zip(log_down, orders, strict=True) if v < math.inf),
-            default=-math.inf,
+        lo_loss, hi_loss, orders, log_up, log_down = grid.ladder_chernoff(
+            factors, _TAIL, _ORDER_RANGE, step
         )
         # no finite mass at all (e.g. delta = 1) leaves the moments at -inf: keep the exact support
         hi = (

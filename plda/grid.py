@@ -439,29 +439,56 @@ def _log_mgf_ladder(law: DiscreteLoss, j0: int, j1: int) -> tuple[np.ndarray, np
     return out[0], out[1]
 
 
+def ladder_chernoff(factors, tail: float, order_range: tuple[float, float], min_spread: float):
+    """Chernoff cuts of a composition at the ladder orders ``t = 2^(j/2)`` in
+    ``order_range / spread`` (``spread``: the composed standard deviation, at least
+    ``min_spread``), from each factor's cached :meth:`DiscreteLoss.ladder_log_mgf`.
+
+    Returns ``(lo_loss, hi_loss, orders, log_up, log_down)``: all but ``tail`` of the composed
+    mass lies above ``lo_loss`` and below ``hi_loss`` (infinite where no order bounds it, e.g.
+    no finite mass), and ``log E[e^{+-tL}]`` of the composition at ``orders`` for further tail
+    bounds. Plain floats: a few dozen numbers, where numpy calls cost more than the work."""
+    variance = sum(k * f._spread()[1] for f, k in factors)
+    spread = math.sqrt(max(variance, min_spread * min_spread))
+    j0 = math.floor(2 * math.log2(order_range[0] / spread))
+    j1 = math.ceil(2 * math.log2(order_range[1] / spread))
+    orders = [2.0 ** (j / 2) for j in range(j0, j1 + 1)]
+    if len(factors) <= 4:
+        log_up = [0.0] * len(orders)
+        log_down = [0.0] * len(orders)
+        for f, k in factors:
+            up, down = f.ladder_log_mgf(j0, j1)
+            for i, (u, v) in enumerate(zip(up.tolist(), down.tolist(), strict=True)):
+                log_up[i] += k * u
+                log_down[i] += k * v
+    else:  # many factors (a noise schedule changed every step): one matrix product
+        moments = [f.ladder_log_mgf(j0, j1) for f, _ in factors]
+        counts = np.array([k for _, k in factors], dtype=float)
+        with np.errstate(invalid="ignore"):
+            log_up = (counts @ np.array([m[0] for m in moments])).tolist()
+            log_down = (counts @ np.array([m[1] for m in moments])).tolist()
+    log_tail = math.log(tail)
+    # orders whose moment overflowed (inf or NaN) give no bound and are skipped
+    hi_loss = min(
+        ((u - log_tail) / t for u, t in zip(log_up, orders, strict=True) if u < math.inf),
+        default=math.inf,
+    )
+    lo_loss = max(
+        (-(v - log_tail) / t for v, t in zip(log_down, orders, strict=True) if v < math.inf),
+        default=-math.inf,
+    )
+    return lo_loss, hi_loss, orders, log_up, log_down
+
+
 def window_losses(factors: list[tuple[DiscreteLoss, int]], tail: float) -> tuple[float, float]:
     """Loss interval holding all but about ``tail`` of the composed mass on each side, for
-    factors that may sit on different grids (a pilot estimate, not a certified window).
-
-    Chernoff at the ladder orders ``2^(j/2)`` in ``[0.5, 32] / spread`` (cached per factor), cut
-    by the exact support of the composition."""
+    factors that may sit on different grids (a pilot estimate, not a certified window):
+    :func:`ladder_chernoff` at orders in ``[0.5, 32] / spread``, cut by the exact support."""
     lo_exact = sum(k * f.offset * f.step for f, k in factors)
     hi_exact = sum(k * (f.offset + len(f.probs) - 1) * f.step for f, k in factors)
-    variance = sum(k * f._spread()[1] for f, k in factors)
-    spread = math.sqrt(max(variance, max(f.step for f, _ in factors) ** 2))
-    j0 = math.floor(2 * math.log2(0.5 / spread))
-    j1 = math.ceil(2 * math.log2(32.0 / spread))
-    orders = 2.0 ** (np.arange(j0, j1 + 1) / 2)
-    log_up = np.zeros(len(orders))
-    log_down = np.zeros(len(orders))
-    for f, k in factors:
-        up, down = f.ladder_log_mgf(j0, j1)
-        log_up += k * up
-        log_down += k * down
-    log_tail = math.log(tail)
-    with np.errstate(invalid="ignore"):
-        hi_loss = float(np.fmin.reduce((log_up - log_tail) / orders))
-        lo_loss = float(np.fmax.reduce(-(log_down - log_tail) / orders))
+    lo_loss, hi_loss, *_ = ladder_chernoff(
+        factors, tail, (0.5, 32.0), max(f.step for f, _ in factors)
+    )
     hi = hi_exact if not math.isfinite(hi_loss) else min(hi_exact, hi_loss)
     lo = lo_exact if not math.isfinite(lo_loss) else max(lo_exact, lo_loss)
     return min(lo, hi), hi
