@@ -715,7 +715,8 @@ class PLDAccountant:
         all directions decides."""
         lead = recipe._directions[0]
         pair = self._versions(recipe, step, directions=(lead,))[lead]
-        gap = _max_gap(np.minimum(pair[1].epsilon(d), pair[0].epsilon(d)), pair[0].epsilon(d))
+        upper = pair[0].epsilon(d)
+        gap = _max_gap(np.minimum(pair[1].epsilon(d), upper), upper)
         if gap > self._accuracy and len(recipe._directions) > 1:
             return gap
         lower, upper, _ = self._bounds_at(recipe, step, d)
