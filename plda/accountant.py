@@ -302,7 +302,8 @@ def _horizon(components) -> tuple:
 
     A history with many distinct mechanisms (a noise schedule changed at every step) would
     give a new horizon, hence a new grid search, at every query; there the mechanisms are also
-    replaced by dominating ones on a coarse parameter grid (:func:`_dominating`) and merged,
+    replaced by dominating ones on a coarse parameter grid (:meth:`Mechanism._coarsened`: for
+    Poisson-sampled Gaussians sigma rounded down and q up to powers of 2^(1/16)) and merged,
     so the horizon again changes only every so often."""
     if len(components) > _MANY_MECHANISMS:
         merged: dict = {}
@@ -315,17 +316,9 @@ def _horizon(components) -> tuple:
 
 @lru_cache(maxsize=4096)
 def _dominating(mechanism: Mechanism) -> Mechanism:
-    """A mechanism whose privacy loss dominates ``mechanism``'s in both directions, on a coarse
-    grid: a Poisson-sampled Gaussian with ``sigma`` rounded down and ``q`` rounded up to powers
-    of ``2^(1/16)`` (4.4 % apart). More noise is a post-processing, and ``delta(eps)`` of both
-    directions grows with ``q`` (joint convexity of the hockey-stick divergence). Other
-    mechanisms are returned as they are."""
-    if not (isinstance(mechanism, PoissonSampled) and type(mechanism.mechanism) is Gaussian):
-        return mechanism
-    gaussian, rate = mechanism.mechanism, mechanism.sample_rate
-    sigma = min(gaussian.sigma, 2.0 ** (math.floor(16 * math.log2(gaussian.sigma)) / 16))
-    rate = min(1.0, max(rate, 2.0 ** (math.ceil(16 * math.log2(rate)) / 16)))
-    return PoissonSampled(Gaussian(sigma=sigma, sensitivity=gaussian.sensitivity), rate)
+    """:meth:`Mechanism._coarsened`, cached (a history asks for each of its mechanisms at
+    every query)."""
+    return mechanism._coarsened()
 
 
 def _checkpoint(components) -> tuple:

@@ -33,6 +33,13 @@ class Mechanism:
             raise ValueError(f"direction must be 'remove' or 'add', got {direction!r}")
         return _cached_law(self, direction)
 
+    def _coarsened(self) -> Mechanism:
+        """A mechanism whose privacy loss dominates this one's in both directions, with its
+        parameters on a coarse grid (so that many nearby mechanisms share one); the mechanism
+        itself when its family has no such grid. Used to pick grids for long, varied
+        histories, never to report a bound."""
+        return self
+
     def under_replace_one(self) -> Mechanism:
         """The equivalent mechanism whose add/remove laws are this one's replace-one laws.
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 from plda._validation import positive_float
@@ -31,6 +32,11 @@ class Gaussian(Mechanism):
 
     def _remove_law(self):
         return GaussianLaw(mu=self.mu)
+
+    def _coarsened(self):
+        """``sigma`` rounded down to a power of ``2^(1/16)``: more noise is a post-processing."""
+        sigma = min(self.sigma, 2.0 ** (math.floor(16 * math.log2(self.sigma)) / 16))
+        return replace(self, sigma=sigma)
 
     def under_replace_one(self):
         return replace(self, sensitivity=2 * self.sensitivity)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from plda._validation import probability
@@ -45,6 +46,13 @@ class PoissonSampled(Mechanism):
         if self.sample_rate == 1.0:
             return self.mechanism.privacy_loss("add")
         return self.privacy_loss("remove").reversed()
+
+    def _coarsened(self) -> Mechanism:
+        """The base coarsened and ``q`` rounded up to a power of ``2^(1/16)``: ``delta(eps)`` of
+        both directions grows with ``q`` (joint convexity of the hockey-stick divergence)."""
+        q = self.sample_rate
+        q = min(1.0, max(q, 2.0 ** (math.ceil(16 * math.log2(q)) / 16)))
+        return PoissonSampled(self.mechanism._coarsened(), q)
 
     def under_replace_one(self) -> Mechanism:
         """Replace-one: the replaced record's contribution moves between ``±sensitivity``
