@@ -1,5 +1,6 @@
-"""Shared test fixtures."""
+"""Shared test fixtures; loads the hypothesis profile (see ``hypothesis_settings.py``)."""
 
+import hypothesis_settings  # noqa: F401  (registers and loads the ci / dev profiles)
 import mpmath
 import pytest
 

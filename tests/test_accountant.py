@@ -5,8 +5,9 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
+from hypothesis_settings import examples
 from scipy.stats import norm
 
 import plda
@@ -397,7 +398,7 @@ mechanisms = st.one_of(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@examples(60)
 @given(mechanism=mechanisms, rate=st.one_of(st.none(), st.floats(1e-6, 1.0)))
 def test_mechanism_serialization_round_trips_exactly(mechanism, rate):
     if rate is not None:
@@ -434,7 +435,7 @@ _steps = st.lists(
 )
 
 
-@settings(max_examples=25, deadline=None)
+@examples(25)
 @given(_steps, st.sampled_from([1e-3, 1e-5, 1e-7]), st.booleans())
 def test_random_histories_agree_with_direct_composition(steps, delta, laplace):
     # the shortcuts (horizon grid, dominated directions, running products) against the

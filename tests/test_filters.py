@@ -16,8 +16,9 @@ from fractions import Fraction
 import mpmath as mp
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
+from hypothesis_settings import examples
 
 import plda
 from plda import filters as F
@@ -177,7 +178,7 @@ def largest_mu():
 
 
 @pytest.mark.parametrize("kind", FILTER_KINDS)
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@examples(25)
 @given(data=st.data())
 def test_adaptive_sequences_never_exceed_the_theorem(kind, data):
     f = make_filter(kind)

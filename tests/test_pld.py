@@ -7,8 +7,9 @@ import math
 import mpmath as mp
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
+from hypothesis_settings import examples
 
 import plda
 
@@ -387,7 +388,7 @@ def test_extreme_epsilon_gives_tiny_delta():
 
 
 # ------------------------------------------------------------------ properties
-@settings(max_examples=15, deadline=None)
+@examples(15)
 @given(
     sigma=st.floats(0.5, 20.0),
     k=st.integers(1, 200),
@@ -401,7 +402,7 @@ def test_gaussian_bounds_always_contain_the_truth(sigma, k, epsilon):
     assert exact <= upper * (1 + 1e-9) + 1e-300
 
 
-@settings(max_examples=8, deadline=None)
+@examples(8)
 @given(q=st.floats(0.001, 0.5), sigma=st.floats(0.6, 3.0), k=st.integers(1, 50))
 def test_monotone_in_epsilon_delta_and_count(q, sigma, k):
     step = plda.PoissonSampled(plda.Gaussian(sigma), q)
@@ -413,7 +414,7 @@ def test_monotone_in_epsilon_delta_and_count(q, sigma, k):
     assert more.epsilon(1e-5) >= pld.epsilon_bounds(1e-5).lower
 
 
-@settings(max_examples=10, deadline=None)
+@examples(10)
 @given(eps0=st.floats(0.01, 1.0), delta0=st.floats(0.0, 1e-3), k=st.integers(1, 40))
 def test_pessimistic_composition_stays_pessimistic_for_rr(eps0, delta0, k):
     pld = pld_of(plda.ApproximateDP(eps0, delta0), k)
@@ -423,7 +424,7 @@ def test_pessimistic_composition_stays_pessimistic_for_rr(eps0, delta0, k):
         assert lower <= exact * (1 + 1e-9) + 1e-300 and exact <= upper * (1 + 1e-9) + 1e-300
 
 
-@settings(max_examples=150, deadline=None)
+@examples(150)
 @given(
     st.integers(1, 3000),
     st.floats(1.0, 30.0),

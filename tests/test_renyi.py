@@ -8,8 +8,9 @@ import math
 import mpmath
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
+from hypothesis_settings import examples
 from scipy.optimize import minimize_scalar
 
 import plda
@@ -183,7 +184,7 @@ def test_replace_one_doubles_the_sensitivity():
     np.testing.assert_allclose(R.renyi(pld, ORDERS), ORDERS * 4 / 8, rtol=1e-12)
 
 
-@settings(max_examples=30, deadline=None)
+@examples(30)
 @given(st.floats(1.001, 500), st.floats(1.001, 500))
 def test_monotone_in_the_order(a, b):
     """``eps_alpha`` does not decrease with ``alpha``: bounds at two orders are consistent."""

@@ -11,8 +11,9 @@ import sys
 import mpmath
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
+from hypothesis_settings import examples
 
 import plda
 from plda import testing
@@ -37,7 +38,7 @@ from plda.testing import (
     poisson_gaussian_renyi,
 )
 
-FEW = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FEW = examples(25)
 mp = mpmath.mp
 
 

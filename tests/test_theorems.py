@@ -11,8 +11,9 @@ from fractions import Fraction
 import mpmath as mp
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
+from hypothesis_settings import examples
 
 from plda import theorems
 
@@ -210,7 +211,7 @@ def test_kov_slides_theorem_one_as_transcribed_under_reports():
     assert theorems.advanced_kov([(eps, 0.0)] * k, slack).epsilon >= exact.epsilon
 
 
-@settings(max_examples=60, deadline=None)
+@examples(60)
 @given(
     k=st.integers(1, 300),
     eps=st.sampled_from([0.01, 0.05, 0.1, 0.3, 0.5, 1.0, 2.0, 4.0]),
@@ -343,7 +344,7 @@ def test_optimal_brackets_exact_enumeration(steps, delta):
 
 
 @needs_engine
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@examples(8)
 @given(
     k=st.integers(1, 200),
     eps=st.sampled_from([0.02, 0.1, 0.5, 1.0]),
@@ -359,7 +360,7 @@ def test_pld_optimum_matches_kov_closed_form(k, eps, delta0, log_slack):
 
 
 @needs_engine
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@examples(8)
 @given(
     steps=st.lists(
         st.tuples(st.sampled_from([0.01, 0.1, 0.3, 1.0]), st.sampled_from([0.0, 1e-6, 1e-4])),
@@ -407,7 +408,7 @@ def test_concurrent_homogeneous_closed_form():
     assert result.delta >= expected * (1 - 1e-15)
 
 
-@settings(max_examples=60, deadline=None)
+@examples(60)
 @given(
     st.lists(
         st.tuples(st.floats(0.0, 2.0), st.sampled_from([0.0, 1e-6, 1e-4, 1e-3, 0.01])),

@@ -8,8 +8,9 @@ import math
 import mpmath
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
+from hypothesis_settings import examples
 from scipy.special import ndtr, ndtri
 
 import plda
@@ -138,7 +139,7 @@ def test_curve_shape(sampled):
     assert np.max(upper - lower) < 1e-3
 
 
-@settings(max_examples=40, deadline=None)
+@examples(40)
 @given(st.floats(1e-9, 0.999))
 def test_symmetric_curve_is_its_own_inverse(sampled, alpha):
     """``f`` is symmetric for add/remove (``f(f(a)) = a`` where ``f > 0``); with ``L <= f <= U``
@@ -150,7 +151,7 @@ def test_symmetric_curve_is_its_own_inverse(sampled, alpha):
     assert T.tradeoff_bounds(sampled, lower).upper >= alpha - 1e-12
 
 
-@settings(max_examples=40, deadline=None)
+@examples(40)
 @given(st.floats(1e-9, 0.999))
 def test_directions_are_inverse_and_dominate_the_symmetric_curve(sampled, alpha):
     """Poisson sampling: ``T_add = T_remove^-1``; the add/remove curve is below both."""
@@ -173,7 +174,7 @@ def test_symmetric_composition_directions_agree():
         assert np.max(np.abs(one.lower - both.lower)) < 1e-4
 
 
-@settings(max_examples=60, deadline=None)
+@examples(60)
 @given(
     st.lists(st.tuples(st.floats(0.01, 100), st.floats(-5, 5)), min_size=1, max_size=40),
     st.lists(st.floats(0, 2), min_size=1, max_size=20),
