@@ -1,6 +1,7 @@
 """plda: a privacy-loss-distribution accountant with certified upper and lower bounds."""
 
-from plda.accountant import PLDAccountant  # noqa: E402  (needs the engine above)
+from plda._internal import caches
+from plda.accountant import PLDAccountant
 from plda.adapters.dp_accounting import from_dp_event
 from plda.calibration import calibrate_noise_multiplier, calibrate_sample_rate, calibrate_steps
 from plda.mechanisms import (
@@ -45,18 +46,9 @@ __all__ = [
 
 
 def clear_caches() -> None:
-    """Forget cached discretizations, privacy-loss laws and FFT plans (for benchmarks that
-    must time cold runs; results never depend on the caches)."""
-    from plda import discretize, fft, grid, pld
-    from plda.mechanisms import base
-
-    discretize.discretize.cache_clear()
-    discretize.far_tail_moments.cache_clear()
-    base._cached_law.cache_clear()
-    fft._PLANS.clear()
-    grid._EXP_TABLES.clear()
-    pld._loss_scale.cache_clear()
-    pld._pilot_step.cache_clear()
+    """Forget cached discretizations, privacy-loss laws, exp tables and FFT plans (for benchmarks
+    that must time cold runs; results never depend on the caches). Thread-safe."""
+    caches.clear_all()
 
 
 _SUBMODULES = (

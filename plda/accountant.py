@@ -32,16 +32,18 @@ to ``+inf`` (pessimistic version) or subtracted (optimistic version).
 
 from __future__ import annotations
 
+import functools
 import math
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 import scipy.fft
 
 from plda import _validation as check
 from plda import grid
+from plda._internal.caches import cached
 from plda.discretize import discretize
 from plda.fft import UNIT_ROUNDOFF, transform_error
 from plda.grid import DiscreteLoss
@@ -217,14 +219,14 @@ class _Composer:
         # the longest cached prefix of these factors at this length: the same products in the
         # same order, so the result is bit for bit the one computed from scratch
         start, hit = 0, None
-        for key, cached in self._prefixes.items():
-            size = len(cached[0])
+        for key, prefix in self._prefixes.items():
+            size = len(prefix[0])
             if (
                 key[0] == n
                 and start < size <= len(factors)
                 and all(
                     g is f and j == k
-                    for (g, j), (f, k) in zip(cached[0], factors[:size], strict=True)
+                    for (g, j), (f, k) in zip(prefix[0], factors[:size], strict=True)
                 )
             ):
                 start, hit = size, key
@@ -314,7 +316,7 @@ def _horizon(components) -> tuple:
     return tuple((m, 1 << max(int(k) - 1, 0).bit_length()) for m, k in components)
 
 
-@lru_cache(maxsize=4096)
+@cached(maxsize=4096)
 def _dominating(mechanism: Mechanism) -> Mechanism:
     """:meth:`Mechanism._coarsened`, cached (a history asks for each of its mechanisms at
     every query)."""
@@ -340,6 +342,17 @@ def _merge_runs(history) -> tuple:
 
 
 # --------------------------------------------------------------------------------- accountant
+def _locked(method):
+    """Run ``method`` holding the accountant's lock."""
+
+    @functools.wraps(method)
+    def run(self, *args, **kwargs):
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    return run
+
+
 class PLDAccountant:
     """Privacy accountant for a sequence of mechanisms (e.g. the steps of DP-SGD).
 
@@ -383,6 +396,9 @@ class PLDAccountant:
         self._steps: dict = {}
         self._refined: dict = {}
         self._checkpoints: dict = {}
+        # one lock per accountant: its history and its composer's cached spectra are shared
+        # state, so steps recorded and queries asked from several threads take turns
+        self._lock = threading.RLock()
 
     # ------------------------------------------------------------------ recording
     @property
@@ -407,6 +423,7 @@ class PLDAccountant:
         mechanism = PoissonSampled(Gaussian(sigma=noise_multiplier), sample_rate=sample_rate)
         self.compose(mechanism, count)
 
+    @_locked
     def compose(self, mechanism: Mechanism, count: int = 1) -> None:
         """Record ``count`` runs of any plda ``mechanism`` (``plda.Laplace(...)`` etc.)."""
         if not isinstance(mechanism, Mechanism):
@@ -423,10 +440,12 @@ class PLDAccountant:
             self._history.append([mechanism, count])
 
     @property
+    @_locked
     def history(self) -> tuple[tuple[Mechanism, int], ...]:
         """Run-length history: ``((mechanism, count), ...)`` in the order recorded."""
         return tuple((m, k) for m, k in self._history)
 
+    @_locked
     def __len__(self) -> int:
         """Number of recorded steps (mechanism runs)."""
         return sum(k for _, k in self._history)
@@ -438,6 +457,7 @@ class PLDAccountant:
         )
 
     @property
+    @_locked
     def pld(self) -> PrivacyLossDistribution:
         """The history as a :class:`~plda.pld.PrivacyLossDistribution` recipe (for saving,
         composing with other PLDs, or cross-checking on the engine's own grid)."""
@@ -481,6 +501,7 @@ class PLDAccountant:
         lower, upper = self._delta_pair(e, epsilon, need_lower=True)
         return Bounds(_scalar(lower, epsilon), _scalar(upper, epsilon))
 
+    @_locked
     def _delta_pair(self, e: np.ndarray, epsilon, need_lower: bool):
         components = _merge_runs(self._history)
         recipe = PrivacyLossDistribution(components, self._relation, self._accuracy)
@@ -525,6 +546,7 @@ class PLDAccountant:
         return np.minimum(lower, upper), upper
 
     # ---------------------------------------------------------------- internals
+    @_locked
     def _epsilon_pair(self, d: np.ndarray, need_lower: bool):
         """``(lower, upper)`` epsilon bounds at ``d`` (lower None if not ``need_lower``).
 
@@ -788,6 +810,7 @@ class PLDAccountant:
         return out
 
     # ------------------------------------------------------------- checkpoints
+    @_locked
     def state_dict(self) -> dict:
         """JSON-serializable state: ``{"format": "plda.accountant", "version": 1, "relation",
         "accuracy", "history": [{"mechanism": {...}, "count": k}, ...]}``."""
@@ -803,6 +826,7 @@ class PLDAccountant:
             ],
         }
 
+    @_locked
     def load_state_dict(self, state: dict) -> None:
         """Replace this accountant's state by ``state`` (from :meth:`state_dict`).
 

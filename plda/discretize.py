@@ -22,10 +22,10 @@ from __future__ import annotations
 import functools
 import threading
 from collections import OrderedDict
-from functools import lru_cache
 
 import numpy as np
 
+from plda._internal.caches import cached, register
 from plda.grid import _CHERNOFF_ORDERS, DiscreteLoss
 from plda.mechanisms.law import PrivacyLossLaw
 
@@ -376,7 +376,7 @@ def _assemble(step, parts, infinity_mass, upper):
     return DiscreteLoss(step, lo, out, float(min(infinity_mass, 1.0)), upper)
 
 
-@lru_cache(maxsize=512)
+@cached(maxsize=512)
 def far_tail_moments(law: PrivacyLossLaw) -> tuple[np.ndarray, float]:
     """``log E[e^{tL}; L finite]`` at the Chernoff orders, and the mass at ``+inf``, of a coarse
     pessimistic discretization reaching ``FAR_UPPER_TAIL``: any pessimistic grid version is a
@@ -492,3 +492,4 @@ def _discretize(law: PrivacyLossLaw, step: float) -> tuple[DiscreteLoss, Discret
 
 #: cached (the accountant and the engine ask for the same laws on the same grids again and again)
 discretize = _ByteBoundedCache(_discretize, max_bytes=1 << 30)
+register("plda.discretize.discretize", discretize.cache_clear)

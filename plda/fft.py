@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 
 import numpy as np
 import scipy.fft
+
+from plda._internal.caches import register
 
 try:  # pragma: no cover - exercised when pyfftw is installed
     import pyfftw
@@ -27,7 +30,11 @@ except ImportError:  # pragma: no cover
 # threads cost more in synchronisation than they save on a small machine. PLDA_FFT_THREADS=n
 # overrides this.
 THREADS = max(1, int(os.environ.get("PLDA_FFT_THREADS", "1")))
-_PLANS: dict = {}
+# FFTW plans own their aligned input/output buffers, so a plan must never run in two threads
+# at once (one thread's input would be overwritten by another's: wrong answers, not a crash).
+# Each thread therefore keeps its own plans; ``clear_plans`` drops every thread's.
+_LOCAL = threading.local()
+_GENERATION = [0]
 _FORCE_SCIPY = os.environ.get("PLDA_FFT_BACKEND", "").lower() == "scipy"
 
 #: unit roundoff of float64
@@ -44,10 +51,28 @@ def good_size(n: int) -> int:
     return int(scipy.fft.next_fast_len(int(n), real=True))
 
 
+def clear_plans() -> None:
+    """Forget the cached FFTW plans of every thread (each thread rebuilds its own on next use)."""
+    _GENERATION[0] += 1
+
+
+register("plda.fft.plans", clear_plans)
+
+
+def _thread_plans() -> dict:
+    """This thread's plan cache; emptied when :func:`clear_plans` has been called since."""
+    plans = getattr(_LOCAL, "plans", None)
+    if plans is None or _LOCAL.generation != _GENERATION[0]:
+        plans = _LOCAL.plans = {}
+        _LOCAL.generation = _GENERATION[0]
+    return plans
+
+
 def _plan(n: int, forward: bool):
-    """Cached FFTW plan (with its aligned input/output buffers) for length ``n``."""
+    """This thread's cached FFTW plan (with its aligned input/output buffers) for length ``n``."""
     key = (n, forward)
-    plan = _PLANS.get(key)
+    plans = _thread_plans()
+    plan = plans.get(key)
     if plan is None:
         real = _fftw.empty_aligned(n, dtype="float64")
         spectrum = _fftw.empty_aligned(n // 2 + 1, dtype="complex128")
@@ -58,9 +83,9 @@ def _plan(n: int, forward: bool):
                 spectrum, real, direction="FFTW_BACKWARD", threads=THREADS,
                 flags=("FFTW_ESTIMATE", "FFTW_DESTROY_INPUT"),
             )
-        if len(_PLANS) > 64:
-            _PLANS.clear()
-        _PLANS[key] = plan
+        if len(plans) > 64:
+            plans.clear()
+        plans[key] = plan
     return plan
 
 

@@ -15,11 +15,13 @@ Sommer et al. 2019). Between two grid points it has the closed form ``A_j - exp(
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from plda import fft
+from plda._internal.caches import register
 
 #: tilts for the Chernoff bound used below the FFT's resolution, see :meth:`DiscreteLoss.delta`
 _CHERNOFF_ORDERS = np.geomspace(1e-3, 2e3, 48)
@@ -379,8 +381,19 @@ class DiscreteLoss:
         return eps.reshape(d.shape)
 
 
+# tables are never written after they are built, so a thread may keep using one that another
+# thread has just evicted; the dict itself is only changed under the lock
 _EXP_TABLES: dict = {}
+_EXP_TABLES_LOCK = threading.Lock()
 _EXP_TABLE_MAX = 1 << 20
+
+
+def _clear_exp_tables() -> None:
+    with _EXP_TABLES_LOCK:
+        _EXP_TABLES.clear()
+
+
+register("plda.grid.exp_tables", _clear_exp_tables)
 
 
 def _exp_neg_grid(step: float, offset: int, n: int) -> np.ndarray:
@@ -395,10 +408,12 @@ def _exp_neg_grid(step: float, offset: int, n: int) -> np.ndarray:
         return np.exp(-(offset + np.arange(n)) * step)
     table = _EXP_TABLES.get(step)
     if table is None or len(table) < n:
-        if len(_EXP_TABLES) >= 8:  # at most 8 tables of at most 8 MB
-            _EXP_TABLES.clear()
         table = np.exp(-np.arange(max(n, 1 << 12)) * step)
-        _EXP_TABLES[step] = table
+        table.flags.writeable = False
+        with _EXP_TABLES_LOCK:
+            if len(_EXP_TABLES) >= 8:  # at most 8 tables of at most 8 MB
+                _EXP_TABLES.clear()
+            _EXP_TABLES[step] = table
     return table[:n] * math.exp(-offset * step)
 
 

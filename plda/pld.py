@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from functools import cached_property, lru_cache
+from functools import cached_property
 
 import numpy as np
 
 from plda import _validation as check
+from plda._internal.caches import cached
 from plda.discretize import discretize
 from plda.grid import _CHERNOFF_ORDERS, DiscreteLoss, compose, compose_tilted
 from plda.mechanisms.base import DIRECTIONS, Mechanism
@@ -492,7 +493,7 @@ def _common_unit(values: np.ndarray, smallest: float) -> float | None:
     return unit
 
 
-@lru_cache(maxsize=512)  # laws are cached per mechanism; their tails cost tens of microseconds
+@cached(maxsize=512)  # laws are cached per mechanism; their tails cost tens of microseconds
 def _loss_scale(law) -> float:
     """A width of one factor's loss law (inter-decile range, or atom spacing)."""
     lo, hi = np.inf, -np.inf
@@ -505,7 +506,7 @@ def _loss_scale(law) -> float:
     return float(width) if np.isfinite(width) and width > 0 else 1.0
 
 
-@lru_cache(maxsize=512)
+@cached(maxsize=512)
 def _pilot_step(law) -> float:
     from plda.discretize import UPPER_TAIL, _support
 

@@ -33,12 +33,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 from scipy.special import log_ndtr
 
 from plda import _validation as check
+from plda._internal.caches import cached
 from plda.discretize import discretize
 from plda.mechanisms.approximate import ApproximateDP
 from plda.mechanisms.base import DIRECTIONS, Mechanism
@@ -234,7 +234,7 @@ class _SampledGaussianCells:
     log_variance: float  # log E_Q0[(R - 1)^2] = log expm1(mu^2)
 
 
-@lru_cache(maxsize=32)
+@cached(maxsize=32)
 def _sampled_gaussian_cells(
     mu: float, q: float, x_high: float, coarse: int = 1
 ) -> _SampledGaussianCells:

@@ -3,8 +3,7 @@ dominating pair(s) under the add/remove neighbouring relation."""
 
 from __future__ import annotations
 
-from functools import lru_cache
-
+from plda._internal.caches import cached
 from plda.mechanisms.law import PrivacyLossLaw
 
 DIRECTIONS = ("remove", "add")
@@ -49,7 +48,7 @@ class Mechanism:
         raise ValueError(f"the replace_one relation is not supported for {type(self).__name__}")
 
 
-@lru_cache(maxsize=4096)
+@cached(maxsize=4096)
 def _cached_law(mechanism: Mechanism, direction: str) -> PrivacyLossLaw:
     if direction == "remove":
         return mechanism._remove_law()

@@ -11,11 +11,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 
 from plda import _validation as check
+from plda._internal.caches import cached
 
 #: unit roundoff of float64
 U = 2.0**-53
@@ -440,7 +440,7 @@ def log_binomial_pmf(i: np.ndarray, n: int, log_p: float, log_q: float):
     return out, err
 
 
-@lru_cache(maxsize=4)
+@cached(maxsize=4)
 def kov_log_masses(epsilon0: float, count: int):
     """Log ``P``-masses of the ``count``-fold pure randomized response ``RR_epsilon0``: ``i``
     negative steps out of ``count`` (loss ``(count - 2 i) epsilon0``) is Binomial(count,

@@ -15,9 +15,9 @@ import math
 import numbers
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
-from functools import lru_cache
 
 from plda import _validation as check
+from plda._internal.caches import cached
 from plda.mechanisms import (
     ApproximateDP,
     DiscreteGaussian,
@@ -91,7 +91,7 @@ STANDARD_CASES: tuple[AuditCase, ...] = (
 SUITES: dict[str, tuple[AuditCase, ...]] = {"standard": STANDARD_CASES}
 
 
-@lru_cache(maxsize=64)
+@cached(maxsize=64)
 def plda_bounds(case: AuditCase) -> tuple[float, float]:
     """plda's certified ``(lower, upper)`` bounds on the case's ``epsilon(delta)`` (cached)."""
     pld = PrivacyLossDistribution.from_mechanism(case.mechanism, case.count)

@@ -15,11 +15,11 @@ to a few ulps for any ``k``; ``k = 10^6`` takes well under a second).
 from __future__ import annotations
 
 import math
-from functools import lru_cache
 
 import numpy as np
 
 from plda import _validation as check
+from plda._internal.caches import cached
 from plda.testing._numerics import (
     DEFAULT_DPS,
     FloatAtoms,
@@ -34,7 +34,7 @@ from plda.testing._numerics import (
 _LOG_MASS_FLOOR = -800.0
 
 
-@lru_cache(maxsize=8)
+@cached(maxsize=8)
 def _float_atoms(step_epsilon: float, step_delta: float, count: int) -> FloatAtoms:
     if step_delta == 1:  # every run may reveal the record: delta = 1 at every epsilon
         return FloatAtoms(np.zeros(1, np.int64), 1.0, np.array([-math.inf]), 0.0,

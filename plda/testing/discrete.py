@@ -21,11 +21,11 @@ sum over ``P``-masses, the runs conditioned on ``|x| <= R`` give it to within ``
 from __future__ import annotations
 
 import math
-from functools import lru_cache
 
 import numpy as np
 
 from plda import _validation as check
+from plda._internal.caches import cached
 from plda.mechanisms.discrete import _integer_sensitivity
 from plda.testing._numerics import (
     DEFAULT_DPS,
@@ -67,7 +67,7 @@ def _laplace_step_log_masses(parameter: float, sensitivity: int) -> np.ndarray:
     return logs
 
 
-@lru_cache(maxsize=8)
+@cached(maxsize=8)
 def _laplace_float(parameter: float, sensitivity: int, count: int) -> FloatAtoms:
     logs = _laplace_step_log_masses(parameter, sensitivity)
     step = ScaledPmf.from_log(logs, 8 * U * (2 + parameter * sensitivity))
@@ -87,7 +87,7 @@ def _laplace_profile(parameter, count, sensitivity) -> Profile:
     return Profile(atoms.delta, precise_delta, max_loss=atoms.max_loss)
 
 
-@lru_cache(maxsize=8)
+@cached(maxsize=8)
 def _laplace_precise(parameter: float, sensitivity: int, count: int, dps: int):
     from plda.testing._numerics import load_mpmath
 
@@ -133,7 +133,7 @@ def _gaussian_reach(sigma: float, count: int, nats: float) -> int:
     return int(math.ceil(sigma * math.sqrt(2 * budget)))
 
 
-@lru_cache(maxsize=8)
+@cached(maxsize=8)
 def _gaussian_float(sigma: float, sensitivity: int, count: int) -> FloatAtoms:
     reach = _gaussian_reach(sigma, count, _FLOAT_TAIL_NATS)
     x = np.arange(-reach, reach + 1, dtype=float)
@@ -149,7 +149,7 @@ def _gaussian_float(sigma: float, sensitivity: int, count: int) -> FloatAtoms:
     )
 
 
-@lru_cache(maxsize=8)
+@cached(maxsize=8)
 def _gaussian_precise(sigma: float, sensitivity: int, count: int, dps: int):
     from plda.testing._numerics import load_mpmath
 

@@ -1,0 +1,1 @@
+"""Shared internals of plda: public names inside a private package."""

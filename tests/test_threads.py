@@ -1,0 +1,124 @@
+"""Thread safety: shared caches, FFT plans and accountants give the single-threaded answers.
+
+Same library, same machine, same inputs: the answers must be identical to the last bit, so these
+tests compare floats exactly.
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+import plda
+from plda import fft
+
+SIGMAS = tuple(np.linspace(1.05, 1.2, 8))
+DELTA = 1e-5
+
+
+def _epsilon(sigma: float) -> float:
+    accountant = plda.PLDAccountant()
+    accountant.step(sigma, 0.01, count=1000)
+    return accountant.epsilon(DELTA)
+
+
+def _run_in_threads(function, arguments, threads: int = 16, repeats: int = 3):
+    barrier = threading.Barrier(threads)
+
+    def work(i):
+        barrier.wait()  # start together, so the threads really overlap
+        return [function(arguments[(i + r) % len(arguments)]) for r in range(repeats)], i
+
+    with ThreadPoolExecutor(threads) as pool:
+        return list(pool.map(work, range(threads)))
+
+
+def test_many_accountants_in_many_threads_answer_as_one_thread():
+    plda.clear_caches()
+    serial = {s: _epsilon(s) for s in SIGMAS}
+    plda.clear_caches()
+    for answers, i in _run_in_threads(_epsilon, SIGMAS):
+        for r, value in enumerate(answers):
+            assert value == serial[SIGMAS[(i + r) % len(SIGMAS)]]
+
+
+def test_fftw_plans_are_per_thread():
+    # lengths from fft.SMALL on go through FFTW plans, whose buffers must not be shared
+    n = 2 * fft.SMALL
+    rng = np.random.default_rng(0)
+    signals = [rng.random(n) for _ in range(8)]
+    expected = [fft.irfft(fft.rfft(x, n) ** 2, n) for x in signals]
+
+    def square(i):
+        return fft.irfft(fft.rfft(signals[i], n) ** 2, n)
+
+    for answers, i in _run_in_threads(square, list(range(8)), repeats=5):
+        for r, value in enumerate(answers):
+            np.testing.assert_array_equal(value, expected[(i + r) % 8])
+
+
+def test_shared_accountant_counts_every_step():
+    shared = plda.PLDAccountant()
+    mechanisms = [plda.PoissonSampled(plda.Gaussian(s), 0.01) for s in (1.0, 1.5)]
+
+    def record(i):
+        for _ in range(50):
+            shared.compose(mechanisms[i % 2])
+        return shared.epsilon(DELTA)
+
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(record, range(16)))
+    counts = {}
+    for mechanism, count in shared.history:
+        counts[mechanism] = counts.get(mechanism, 0) + count
+    assert counts == {mechanisms[0]: 400, mechanisms[1]: 400}
+    assert len(shared) == 800
+    # the answer is the one of an accountant that replays the recorded history serially
+    replay = plda.PLDAccountant()
+    for mechanism, count in shared.history:
+        replay.compose(mechanism, count)
+    assert shared.epsilon(DELTA) == replay.epsilon(DELTA)
+
+
+def test_clearing_caches_while_querying_changes_no_answer():
+    plda.clear_caches()
+    expected = _epsilon(SIGMAS[0])
+    stop = threading.Event()
+
+    def clear():
+        while not stop.is_set():
+            plda.clear_caches()
+
+    clearer = threading.Thread(target=clear)
+    clearer.start()
+    try:
+        batches = _run_in_threads(_epsilon, SIGMAS[:1], threads=4)
+        answers = [a for batch, _ in batches for a in batch]
+    finally:
+        stop.set()
+        clearer.join()
+    assert answers == [expected] * len(answers)
+
+
+def test_filter_spent_from_threads_admits_exactly_its_budget():
+    # a basic-composition filter of epsilon 1 admits exactly 100 steps of 0.01, whichever
+    # threads ask: the check and the record happen under one lock
+    budget = plda.filters.BasicFilter(epsilon=1.0, delta=0.0)
+    admitted = []
+
+    def spend(_):
+        ok = 0
+        for _ in range(20):
+            try:
+                budget.spend(epsilon=0.01)
+                ok += 1
+            except plda.filters.BudgetExceededError:
+                pass
+        admitted.append(ok)
+
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(spend, range(16)))
+    assert sum(admitted) == 100
+    assert len(budget.history) == 100
