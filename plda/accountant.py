@@ -44,11 +44,19 @@ import scipy.fft
 from plda import _validation as check
 from plda import grid
 from plda._internal.caches import cached
+from plda._internal.floats import union_probability
 from plda.discretize import discretize
 from plda.fft import UNIT_ROUNDOFF, transform_error
 from plda.grid import DiscreteLoss
 from plda.mechanisms import Gaussian, Mechanism, PoissonSampled
-from plda.pld import DEFAULT_ACCURACY, MAX_GRID, RELATIONS, Bounds, PrivacyLossDistribution
+from plda.pld import (
+    DEFAULT_ACCURACY,
+    MAX_GRID,
+    MIN_STEP,
+    RELATIONS,
+    Bounds,
+    PrivacyLossDistribution,
+)
 
 __all__ = ["PLDAccountant"]
 
@@ -169,8 +177,7 @@ class _Composer:
         if len(factors) == 1 and factors[0][1] == 1:
             return first
         step = first.step
-        log_keep = sum(k * math.log1p(-min(f.infinity_mass, 1.0)) for f, k in factors)
-        infinity = -math.expm1(log_keep) if log_keep > -np.inf else 1.0
+        infinity = union_probability(((f.infinity_mass, k) for f, k in factors), upper=first.upper)
 
         # window: exact support cut by Chernoff bounds with the fixed orders
         lo_exact = sum(k * f.offset for f, k in factors)
@@ -713,6 +720,8 @@ class PLDAccountant:
             # every later query pays for (the coarse trials are cheap)
             far = not np.isfinite(gap) or gap > 16 * self._accuracy
             finer = self._quantize(step * (0.25 if far else 0.5), ladder)
+            if finer < MIN_STEP:
+                break
             try:
                 finer_gap = self._trial_gap(recipe, finer, d)
             except _TooLarge:

@@ -22,6 +22,7 @@ import numpy as np
 
 from plda import fft
 from plda._internal.caches import register
+from plda._internal.floats import union_probability
 
 #: tilts for the Chernoff bound used below the FFT's resolution, see :meth:`DiscreteLoss.delta`
 _CHERNOFF_ORDERS = np.geomspace(1e-3, 2e3, 48)
@@ -562,10 +563,7 @@ def compose(
     if not factors:
         raise ValueError("compose needs at least one factor with a positive count")
     first = factors[0][0]
-    infinity_keep = 1.0
-    for f, k in factors:
-        infinity_keep *= np.exp(k * np.log1p(-min(f.infinity_mass, 1.0))) if f.infinity_mass else 1
-    infinity = -np.expm1(np.log(infinity_keep)) if infinity_keep > 0 else 1.0
+    infinity = union_probability(((f.infinity_mass, k) for f, k in factors), upper=first.upper)
     if len(factors) == 1 and factors[0][1] == 1:
         return first
     lo, hi, below, above = _window(factors, tail)
@@ -643,7 +641,6 @@ def from_spectrum(factors, spectrum, bound, relative, n, window, infinity) -> Di
     if first.upper:
         chernoff = all(f.log_mgf is not None for f, _ in factors)
         log_mgf = sum(k * f.log_mgf for f, k in factors) if chernoff else None
-        log_keep = sum(k * math.log1p(-min(f.chernoff_infinity_mass, 1.0)) for f, k in factors)
         return DiscreteLoss(
             first.step,
             lo,
@@ -653,7 +650,7 @@ def from_spectrum(factors, spectrum, bound, relative, n, window, infinity) -> Di
             entry_error,
             0.0,
             log_mgf,
-            -math.expm1(log_keep) if log_keep > -np.inf else 1.0,
+            union_probability(((f.chernoff_infinity_mass, k) for f, k in factors), upper=True),
             l2_error,
         )
     return DiscreteLoss(
@@ -685,8 +682,7 @@ def compose_tilted(
         tilted.append((DiscreteLoss(f.step, f.offset, probs, 0.0, f.upper), k))
     inner = compose(tilted, tail=tail, max_size=max_size)
     first = factors[0][0]
-    log_keep = sum(k * math.log1p(-min(f.infinity_mass, 1.0)) for f, k in factors)
-    infinity = -math.expm1(log_keep) if log_keep > -np.inf else 1.0
+    infinity = union_probability(((f.infinity_mass, k) for f, k in factors), upper=first.upper)
     losses = inner.losses
     exponent = log_scale - tilt * losses
     keep = exponent < 340.0  # weights and their squares stay finite
@@ -721,6 +717,8 @@ def compose_tilted(
             if all(f.log_mgf is not None for f, _ in factors)
             else None,
         )
-        keep_c = sum(k * math.log1p(-min(f.chernoff_infinity_mass, 1.0)) for f, k in factors)
-        object.__setattr__(out, "chernoff_infinity_mass", -math.expm1(keep_c))
+        chernoff_infinity = union_probability(
+            ((f.chernoff_infinity_mass, k) for f, k in factors), upper=True
+        )
+        object.__setattr__(out, "chernoff_infinity_mass", chernoff_infinity)
     return out

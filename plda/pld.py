@@ -20,6 +20,10 @@ RELATIONS = ("add_remove", "replace_one")
 DEFAULT_ACCURACY = 1e-3
 #: largest FFT length used (2^22 doubles = 32 MiB per array)
 MAX_GRID = 1 << 22
+#: finest grid step: losses narrower than this (e.g. ``ApproximateDP(1e-185)``) sit within one
+#: cell, which is certified (the upper version rounds up, the lower one down) though coarse;
+#: below it spreads and Chernoff orders would underflow
+MIN_STEP = 2.0**-36
 
 
 @dataclass(frozen=True)
@@ -228,7 +232,7 @@ class PrivacyLossDistribution:
             # both discretizations are second order: the gap scales like step^2
             factor = 0.8 * math.sqrt(self.accuracy / gap) if np.isfinite(gap) else 0.25
             finer = self._snap(step * min(0.5, max(0.1, factor)))
-            if _grid_points(self, finer) > MAX_GRID:
+            if _grid_points(self, finer) > MAX_GRID or finer < MIN_STEP:
                 break
             try:
                 versions = self._materialize(finer)
@@ -455,7 +459,7 @@ def _choose_step(pld: PrivacyLossDistribution) -> float:
     step = math.sqrt(pld.accuracy * max(width, 1e-3) / (16 * max(total, 1e-12)))
     step *= 4  # start coarse: refinement predicts the final step from the measured gap
     step = min(step, width / 2000)  # at least ~2000 points across the composed window
-    step = max(step, width / (MAX_GRID / 2))  # and the FFT fits the grid cap
+    step = max(step, width / (MAX_GRID / 2), MIN_STEP)  # the FFT fits the grid cap
     # put the atoms of atomic mechanisms (Laplace, discrete ones, (eps, delta)-DP) on grid
     # points when they share a unit not much finer than the step: the optimistic side then need
     # not round them down
@@ -511,4 +515,4 @@ def _pilot_step(law) -> float:
     from plda.discretize import UPPER_TAIL, _support
 
     lo, hi = _support(law, UPPER_TAIL)
-    return max(_loss_scale(law) / 64, (hi - lo) / 4096)
+    return max(_loss_scale(law) / 64, (hi - lo) / 4096, MIN_STEP)
