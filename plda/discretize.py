@@ -130,6 +130,18 @@ def _cdf_moments(law: PrivacyLossLaw, step: float, lo: int, mid: int):
     v2 = q_hi - p2
     eu2 = ep2 + eq_lo + 4 * _U * (p2 + q_lo)
     ev2 = ep2 + eq_hi + 4 * _U * (p2 + q_hi)
+    # Q-masses near or below the smallest normal double (losses beyond ~700) have lost their
+    # relative accuracy or underflowed to 0, which would read as "all of the cell's loss at its
+    # top". There the cdf values say only what always holds, 0 <= u <= p and 0 <= v <= p(e^h - 1)
+    lost = q2 < 1e-290
+    if lost.any():
+        # e^h - 1 overflows for cells wider than ~709 (compositions of 1e9 steps): v is then
+        # unbounded by this fact, and the cell takes the quadrature moments
+        with np.errstate(over="ignore", invalid="ignore"):
+            growth = np.expm1(step)
+            u2, v2 = np.where(lost, 0.5 * p2, u2), np.where(lost, 0.5 * p2 * growth, v2)
+            eu2 = np.where(lost, 0.5 * p2 + ep2, eu2)
+            ev2 = np.where(lost, (0.5 * p2 + ep2) * growth, ev2)
     return p2, ep2, np.maximum(u2, 0.0), eu2, np.maximum(v2, 0.0), ev2
 
 
@@ -318,7 +330,9 @@ def _continuous_lower(law, step, lo, hi, moments):
     n = mid - lo
     # conservative versions: the balance must hold for the true u, v
     u_low = np.maximum(u - eu, 0.0) * (1 - 1e-9)
-    v_high = v + ev
+    # capped at the largest double: a cell too wide to bound its Q-moment (see _cdf_moments)
+    # then pairs nothing, without inf * 0 = NaN in the balances below
+    v_high = np.minimum(v + ev, np.finfo(float).max)
     mode = int(np.argmax(p))
     with np.errstate(divide="ignore", invalid="ignore"):
         a, b = _pair_down(u_low, v_high, mode, n)

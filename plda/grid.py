@@ -19,6 +19,7 @@ import threading
 from dataclasses import dataclass, field
 
 import numpy as np
+import scipy.signal
 
 from plda import fft
 from plda._internal.caches import register
@@ -146,18 +147,21 @@ class DiscreteLoss:
         ``sum_{i >= j} p_i`` and the number of entries ``count = n - j`` above the cut, with
         the floating-point error terms folded in (untilted laws)."""
         n = len(self.probs)
-        # error of the summation, in any order: (n u) * sum of magnitudes, for both tail sums
+        # rounding of the tail sums: (n u) * sum of magnitudes for the mass, and (3 n u) for the
+        # discounted tail S_j of _profile_segments (r^m by repeated products: 2 m u, sums: n u),
+        # whose weights e^(eps - l_i) are at most 1, so both are bounded by multiples of the mass
         fp_error = np.minimum(self.entry_error * count, self.l2_error * np.sqrt(count))
-        fp_error = fp_error + 2.0 * n * _U * tail_mass
+        fp_error = fp_error + 4.0 * n * _U * tail_mass
         if self.upper:
             a = self.infinity_mass + tail_mass + fp_error
             return np.where(np.isnan(a), np.inf, a)  # never let NaN through an upper bound
         return self.infinity_mass + tail_mass - fp_error - self.spurious_mass
 
-    def _segments(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Per grid cut ``j``: ``A_j``, ``B_j`` with ``delta(eps) = A_j - e^eps B_j`` on
-        ``[l_{j-1}, l_j]``, and the loss ``l_j``. Error terms are folded into ``A_j``."""
-        cached = self.__dict__.get("_segment_cache")
+    def _tail_mass_terms(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per grid cut ``j``: ``A_j`` (the tail mass ``sum_{i >= j} p_i`` plus the infinite
+        mass, with the floating-point error terms folded in) and the cut ``l_j`` (``+inf`` past
+        the last entry)."""
+        cached = self.__dict__.get("_tail_cache")
         if cached is not None:
             return cached
         p = self.probs
@@ -165,16 +169,15 @@ class DiscreteLoss:
         losses = self.losses
         # suffix sums accumulate the small upper-tail terms first (better relative accuracy)
         tail_mass = np.concatenate([np.cumsum(p[::-1])[::-1], [0.0]])
-        scaled = p * self._exp_neg_losses()
-        tail_scaled = np.concatenate([np.cumsum(scaled[::-1])[::-1], [0.0]])
         count = n - np.arange(n + 1)  # entries strictly above a cut
         if self.tilt:
             # errors of the tilted law scale back by w_i = exp(log_scale - tilt l_i)
-            w = np.exp(self.log_scale - self.tilt * losses)
+            with np.errstate(over="ignore"):
+                w = np.exp(self.log_scale - self.tilt * losses)
             w_sum = np.concatenate([np.cumsum(w[::-1])[::-1], [0.0]])
             w2_sum = np.concatenate([np.cumsum((w * w)[::-1])[::-1], [0.0]])
             fp_error = np.minimum(self.entry_error * w_sum, self.l2_error * np.sqrt(w2_sum))
-            fp_error = fp_error + 2.0 * n * _U * tail_mass
+            fp_error = fp_error + 4.0 * n * _U * tail_mass  # as in _tail_terms
             spurious = self.spurious_mass * np.concatenate([w, [0.0]])  # w decreases in l
             if self.upper:
                 a = self.infinity_mass + tail_mass + fp_error
@@ -183,88 +186,62 @@ class DiscreteLoss:
                 a = self.infinity_mass + tail_mass - fp_error - spurious
         else:
             a = self._tail_terms(tail_mass, count)
-        cuts = np.concatenate([losses, [np.inf]])
+        result = (a, np.concatenate([losses, [np.inf]]))
+        object.__setattr__(self, "_tail_cache", result)
+        return result
+
+    def _segments(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per grid cut ``j``: ``A_j``, ``B_j = sum_{i >= j} p_i e^(-l_i)`` (the Q-mass above the
+        cut) and the loss ``l_j``; ``delta(eps) = A_j - e^eps B_j`` on ``[l_{j-1}, l_j]``. Used
+        for tradeoff curves (Q-masses); the profile uses :meth:`_profile_segments`, which
+        stays finite at any loss."""
+        cached = self.__dict__.get("_segment_cache")
+        if cached is not None:
+            return cached
+        a, cuts = self._tail_mass_terms()
+        with np.errstate(over="ignore"):
+            scaled = self.probs * self._exp_neg_losses()
+        tail_scaled = np.concatenate([np.cumsum(scaled[::-1])[::-1], [0.0]])
         result = (a, tail_scaled, cuts)
         object.__setattr__(self, "_segment_cache", result)
         return result
 
-    def _crossing(self, d: float) -> tuple[int, float, float]:
-        """A cut ``j`` (``0..n``) with ``delta(l_j) <= d < delta(l_{j-1})`` (``n + 1`` if none)
-        and its tail sums ``sum_{i >= j} p_i`` and ``sum_{i >= j} p_i e^{-l_i}``.
+    def _profile_segments(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per grid cut ``j``: ``A_j``, ``S_j`` with ``delta(eps) = A_j - e^(eps - l_j) S_j`` on
+        ``[l_{j-1}, l_j]``, and the cut ``l_j`` (``+inf`` past the last entry).
 
-        Found by bisection: over the ``n / _BLOCK`` block starts from block tail sums, then
-        inside the crossing block from its suffix sums (``O(n)`` vectorized sums, ``O(log n)``
-        scalar evaluations, none of the sequential full-length cumsums and exponentials of
-        :meth:`_segments`). Bisection keeps ``delta(l_{j-1}) > d``, which is all either version
-        needs: an upper version may solve on any cut at or below ``d``; for a lower version the
-        true ``delta`` exceeds ``d`` up to ``l_{j-1}`` (it is above the lower one, and
-        non-increasing), so the epsilon solved on segment ``j`` stays below the true one. Where
-        the lower version's error terms make its profile wiggle (deltas within about
-        ``entry_error * n`` of ``d``, far below what is reported) this may find a later crossing
-        than the full profile's first one: a valid and slightly tighter lower bound."""
-        p = self.probs
-        n = len(p)
-        nb = -(-n // _BLOCK)
-        padded = np.zeros((2, nb * _BLOCK))
-        padded[0, :n] = p
-        np.multiply(p, self._exp_neg_losses(), out=padded[1, :n])
-        sums = padded.reshape(2, nb, _BLOCK).sum(axis=2)
-        tails = np.zeros((2, nb + 1))
-        tails[:, :nb] = np.cumsum(sums[:, ::-1], axis=1)[:, ::-1]
-        mass, scaled = tails.tolist()
-        starts = [min(k * _BLOCK, n) for k in range(nb + 1)]
-        k = self._bisect(d, starts, mass, scaled)
-        if k > nb:
-            return n + 1, 0.0, 0.0
-        if k == 0:
-            return 0, mass[0], scaled[0]
-        lo, hi = starts[k - 1], starts[k]
-        # tail sums at the cuts lo+1..hi: the block's suffix sums plus the tail beyond it
-        local = np.zeros((2, hi - lo))
-        local[:, :-1] = np.cumsum(padded[:, hi - 1 : lo : -1], axis=1)[:, ::-1]
-        local += tails[:, k : k + 1]
-        local_mass, local_scaled = local.tolist()
-        cuts = list(range(lo + 1, hi + 1))
-        first = self._bisect(d, cuts, local_mass, local_scaled)
-        # the block's last cut is its end, known to cross
-        first = min(first, len(cuts) - 1)
-        return cuts[first], local_mass[first], local_scaled[first]
-
-    def _bisect(self, d: float, cuts: list, mass: list, scaled: list) -> int:
-        """Smallest index ``i`` with ``delta(l_{cuts[i]}) <= d`` (``len(cuts)`` if none),
-        ``delta`` at a cut being ``A_j - e^{l_j} B_j`` from its tail sums."""
-        n = len(self.probs)
-        lo, hi = 0, len(cuts)
-        while lo < hi:
-            mid = (lo + hi) // 2
-            j = cuts[mid]
-            count = n - j
-            fp_error = min(self.entry_error * count, self.l2_error * math.sqrt(count))
-            fp_error += 2.0 * n * _U * mass[mid]
-            if self.upper:
-                a = self.infinity_mass + mass[mid] + fp_error
-                a = math.inf if math.isnan(a) else a
-            else:
-                a = self.infinity_mass + mass[mid] - fp_error - self.spurious_mass
-            if j < n:
-                a -= math.exp(min((self.offset + j) * self.step, 700.0)) * scaled[mid]
-            if a <= d:
-                hi = mid
-            else:
-                lo = mid + 1
-        return lo
+        ``S_j = sum_{i >= j} p_i e^(l_j - l_i)`` is the tail discounted *from its own cut*, by
+        the recurrence ``S_j = p_j + e^(-h) S_{j+1}``: every weight is at most 1, so nothing
+        overflows or underflows at large losses (the form ``A_j - e^eps B_j`` loses ``B_j`` to
+        underflow once losses pass ~745 and ``e^eps`` to overflow past ~709, which put lower
+        bounds above the truth there). Its rounding is charged in ``A_j`` (see
+        :meth:`_tail_terms`)."""
+        cached = self.__dict__.get("_profile_cache")
+        if cached is not None:
+            return cached
+        a, cuts = self._tail_mass_terms()
+        discount = math.exp(-self.step)
+        # S_j for j = n-1 .. 0: a first-order recurrence, run in C by lfilter
+        s = np.zeros(len(self.probs) + 1)
+        if len(self.probs):
+            s[:-1] = scipy.signal.lfilter([1.0], [1.0, -discount], self.probs[::-1])[::-1]
+        at_cuts = a - s  # delta at each cut (e^0 = 1); past the last entry only A remains
+        # error terms make tiny steps: keep the profile at the cuts monotone
+        at_cuts = np.minimum.accumulate(at_cuts)
+        result = (a, s, cuts, at_cuts)
+        object.__setattr__(self, "_profile_cache", result)
+        return result
 
     def delta(self, epsilon: np.ndarray) -> np.ndarray:
         """``delta(epsilon)`` of this version (vectorized); an upper version also applies the
         Chernoff bound ``delta <= P(inf) + inf_t c(t) exp(log E[e^{tL}] - t eps)`` with
         ``c(t) = t^t / (t+1)^(t+1)`` and keeps the smaller of the two."""
         eps = np.asarray(epsilon, dtype=float)
-        a, b, cuts = self._segments()
+        a, s, cuts, _ = self._profile_segments()
         j = np.searchsorted(cuts, eps, side="right")  # first cut strictly above eps
         j = np.minimum(j, len(a) - 1)
-        with np.errstate(over="ignore", invalid="ignore"):
-            value = a[j] - np.exp(eps) * b[j]
-        value = np.where(b[j] == 0, a[j], value)
+        # eps - l_j <= 0 on the segment, so the weight is at most 1 (e^-inf = 0 past the end)
+        value = a[j] - np.exp(np.minimum(eps - cuts[j], 0.0)) * s[j]
         unknown = eps < self.valid_from  # below a tilted law's range nothing is claimed
         if self.upper:
             value = np.where(unknown, 1.0, value * (1 + 8 * _U))
@@ -284,31 +261,23 @@ class DiscreteLoss:
 
     def epsilon(self, delta: np.ndarray) -> np.ndarray:
         """Smallest ``eps >= 0`` with ``delta(eps) <= delta`` for this version, solved exactly on
-        the piecewise closed form; ``inf`` where no finite ``eps`` reaches ``delta``."""
+        the piecewise closed form ``A_j - e^(eps - l_j) S_j``; ``inf`` where no finite ``eps``
+        reaches ``delta``."""
         d = np.asarray(delta, dtype=float)
-        if d.size <= _LOCAL_QUERIES and not self.tilt and "_segment_cache" not in self.__dict__:
+        if d.size <= _LOCAL_QUERIES and not self.tilt and "_profile_cache" not in self.__dict__:
             # a few deltas on a fresh law (an accountant query): block search, see _crossing
-            out = [self._epsilon_one(float(x)) for x in d.ravel()]
-            return np.array(out).reshape(d.shape)
-        if True:
-            a, b, cuts = self._segments()
-            at_cuts = self.__dict__.get("_cuts_cache")
-            if at_cuts is None:
-                with np.errstate(over="ignore"):
-                    at_cuts = a - np.where(np.isfinite(cuts), np.exp(np.minimum(cuts, 700)), 0) * b
-                at_cuts[-1] = a[-1]
-                # error terms make tiny steps: keep monotone
-                at_cuts = np.minimum.accumulate(at_cuts)
-                object.__setattr__(self, "_cuts_cache", at_cuts)
-            # first cut j with delta(l_j) <= d  (at_cuts is non-increasing)
-            j = np.searchsorted(-at_cuts, -d, side="left")
-            found = j < len(at_cuts)
-            jj = np.minimum(j, len(at_cuts) - 1)
-            left = np.where(jj > 0, cuts[np.maximum(jj - 1, 0)], -np.inf)
-            a_j, b_j, cut_j = a[jj], b[jj], cuts[jj]
+            return np.array([self._epsilon_one(float(x)) for x in d.ravel()]).reshape(d.shape)
+        a, s, cuts, at_cuts = self._profile_segments()
+        # first cut j with delta(l_j) <= d  (at_cuts is non-increasing)
+        j = np.searchsorted(-at_cuts, -d, side="left")
+        found = j < len(at_cuts)
+        jj = np.minimum(j, len(at_cuts) - 1)
+        left = np.where(jj > 0, cuts[np.maximum(jj - 1, 0)], -np.inf)
+        a_j, s_j, cut_j = a[jj], s[jj], cuts[jj]
         with np.errstate(divide="ignore", invalid="ignore"):
-            solved = np.log(np.maximum(a_j - d, 0.0)) - np.log(b_j)
-        solved = np.where(b_j > 0, solved, left)
+            # A - e^(eps - l_j) S = d  <=>  eps = l_j + log(A - d) - log(S)
+            solved = cut_j + np.log(np.maximum(a_j - d, 0.0)) - np.log(s_j)
+        solved = np.where(s_j > 0, solved, left)
         solved = np.clip(solved, left, cut_j)
         out = np.where(found, solved, np.inf)
         if self.valid_from > -np.inf:
@@ -329,35 +298,91 @@ class DiscreteLoss:
             out = np.where(finite, out - nudge, out)
         return np.maximum(out, 0.0)
 
+    def _crossing(self, d: float) -> tuple[int, float, float]:
+        """A cut ``j`` (``0..n``) with ``delta(l_j) <= d < delta(l_{j-1})`` (``n + 1`` if none),
+        its tail mass ``sum_{i >= j} p_i`` and its discounted tail ``S_j`` (see
+        :meth:`_profile_segments`).
+
+        Found by bisection: over the ``n / _BLOCK`` block starts, then inside the crossing
+        block (``O(n)`` vectorized sums, ``O(log n)`` scalar evaluations, none of the full-length
+        sequential scans of :meth:`_profile_segments`: an accountant composes a fresh law for
+        every query). Bisection keeps ``delta(l_{j-1}) > d``, which is all either version
+        needs: an upper version may solve on any cut at or below ``d``; for a lower version the
+        true ``delta`` exceeds ``d`` up to ``l_{j-1}`` (it is above the lower one, and
+        non-increasing), so the epsilon solved on segment ``j`` stays below the true one."""
+        p = self.probs
+        n = len(p)
+        nb = -(-n // _BLOCK)
+        padded = np.zeros(nb * _BLOCK)
+        padded[:n] = p
+        blocks = padded.reshape(nb, _BLOCK)
+        # weights r^m, r = e^-h, within a block: each block's sum discounted to its start
+        weights = np.exp(-self.step * np.arange(_BLOCK))
+        mass_sums = blocks.sum(axis=1).tolist()
+        discounted = (blocks @ weights).tolist()
+        r_block = math.exp(-self.step * _BLOCK)
+        mass, scaled = [0.0] * (nb + 1), [0.0] * (nb + 1)
+        for b in range(nb - 1, -1, -1):  # tails at block starts, discounted to each start
+            mass[b] = mass_sums[b] + mass[b + 1]
+            scaled[b] = discounted[b] + r_block * scaled[b + 1]
+        starts = [min(b * _BLOCK, n) for b in range(nb + 1)]
+        k = self._bisect(d, starts, mass, scaled)
+        if k > nb:
+            return n + 1, 0.0, 0.0
+        if k == 0:
+            return 0, mass[0], scaled[0]
+        lo, hi = starts[k - 1], starts[k]
+        # tails at the cuts lo+1..hi from the block's own entries and the tail beyond it
+        local = padded[lo + 1 : hi][::-1]
+        r = math.exp(-self.step)
+        local_mass = (np.cumsum(local)[::-1] + mass[k]).tolist() + [mass[k]]
+        tail_from = scipy.signal.lfilter([1.0], [1.0, -r], local)[::-1]
+        carry = scaled[k] * r ** np.arange(hi - lo - 1, 0, -1)  # S_hi discounted down to j
+        local_scaled = (tail_from + carry).tolist() + [scaled[k]]
+        cuts = list(range(lo + 1, hi + 1))
+        first = self._bisect(d, cuts, local_mass, local_scaled)
+        first = min(first, len(cuts) - 1)  # the block's last cut is its end, known to cross
+        return cuts[first], local_mass[first], local_scaled[first]
+
+    def _bisect(self, d: float, cuts: list, mass: list, scaled: list) -> int:
+        """Smallest index ``i`` with ``delta(l_{cuts[i]}) <= d`` (``len(cuts)`` if none),
+        ``delta`` at a cut being ``A_j - S_j`` from its tail sums."""
+        n = len(self.probs)
+        lo, hi = 0, len(cuts)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            a = self._scalar_tail_term(n - cuts[mid], mass[mid])
+            if a - scaled[mid] <= d:
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo
+
+    def _scalar_tail_term(self, count: int, tail_mass: float) -> float:
+        """:meth:`_tail_terms` for one cut, in scalar arithmetic (untilted laws)."""
+        fp_error = min(self.entry_error * count, self.l2_error * math.sqrt(count))
+        fp_error += 4.0 * len(self.probs) * _U * tail_mass
+        if self.upper:
+            a = self.infinity_mass + tail_mass + fp_error
+            return math.inf if math.isnan(a) else a
+        return self.infinity_mass + tail_mass - fp_error - self.spurious_mass
+
     def _epsilon_one(self, d: float) -> float:
         """:meth:`epsilon` at one ``d`` for an untilted law, in scalar arithmetic on the cut
         found by :meth:`_crossing` (the same closed form, error terms and margins)."""
         n = len(self.probs)
-        j, tail_mass, b = self._crossing(d)
+        j, tail_mass, s = self._crossing(d)
         if j > n:
             out = math.inf
         else:
-            # _tail_terms in scalar arithmetic
-            count = n - j
-            fp_error = min(self.entry_error * count, self.l2_error * math.sqrt(count))
-            fp_error += 2.0 * n * _U * tail_mass
-            if self.upper:
-                a = self.infinity_mass + tail_mass + fp_error
-                a = math.inf if math.isnan(a) else a
-            else:
-                a = self.infinity_mass + tail_mass - fp_error - self.spurious_mass
+            a = self._scalar_tail_term(n - j, tail_mass)
             left = (self.offset + j - 1) * self.step if j > 0 else -math.inf
             cut = (self.offset + j) * self.step if j < n else math.inf
-            if b > 0:
-                out = math.log(a - d) - math.log(b) if a > d else -math.inf
+            if s > 0:
+                out = cut + math.log(a - d) - math.log(s) if a > d else -math.inf
             else:
                 out = left
             out = min(max(out, left), cut)
-        if self.valid_from > -math.inf:  # as in the vectorized path
-            if self.upper:
-                out = max(out, self.valid_from)
-            elif out < self.valid_from:
-                out = 0.0
         if math.isfinite(out):
             nudge = 1e-12 * (1 + abs(out))
             out = out + nudge if self.upper else out - nudge

@@ -39,6 +39,7 @@ from scipy.special import log_ndtr
 
 from plda import _validation as check
 from plda._internal.caches import cached
+from plda._internal.floats import UNIT_ROUNDOFF, round_up
 from plda.discretize import discretize
 from plda.mechanisms.approximate import ApproximateDP
 from plda.mechanisms.base import DIRECTIONS, Mechanism
@@ -560,7 +561,11 @@ def zcdp_bounds(pld: PrivacyLossDistribution) -> Bounds:
     Lower: ``max_i eps_{alpha_i} / alpha_i`` from the lower Rényi bounds.
     """
     factors = _factors(pld)
-    closed = sum(k * _step_rho(m) for m, k in factors)
+    # each step's rho is a product of a few correctly rounded operations (3u relative, see
+    # _step_rho) and the sum of N non-negative terms adds N u: widen by twice that, upward
+    closed = round_up(
+        math.fsum(k * _step_rho(m) for m, k in factors), 2 * (len(factors) + 4) * UNIT_ROUNDOFF
+    )
     grid = np.concatenate(
         [[1 + 1e-6], 1 + np.geomspace(1e-5, 1e-2, 30), np.geomspace(1.011, 1e4, 300)]
     )

@@ -46,6 +46,7 @@ from scipy.optimize import minimize_scalar
 from scipy.special import erfcx, ndtr, ndtri
 
 from plda import _validation as check
+from plda._internal.floats import UNIT_ROUNDOFF, round_down, round_up
 from plda.grid import _CHERNOFF_ORDERS, DiscreteLoss
 from plda.mechanisms.gaussian import Gaussian
 from plda.pld import Bounds, PrivacyLossDistribution
@@ -668,16 +669,20 @@ def gdp_mu(pld: PrivacyLossDistribution, *, delta_floor: float = DELTA_FLOOR) ->
     (e.g. ``1e-9``) certifies GDP on the range that matters in practice.
     """
     floor = _floor(delta_floor)
-    exact = _gaussian_mu(pld)
+    exact = _gaussian_mu(pld, upper=True)
     if exact is not None:
         return exact
     holds = _gdp_certificate(pld, floor)
     return math.inf if holds is None else _threshold_mu(holds)[1]
 
 
-def _gaussian_mu(pld: PrivacyLossDistribution) -> float | None:
+def _gaussian_mu(pld: PrivacyLossDistribution, *, upper: bool) -> float | None:
     """``sqrt(sum_f k_f mu_f^2)`` when every factor is a plain Gaussian (exactly GDP, Dong, Roth &
-    Su 2019, Cor. 3.3), else ``None``."""
+    Su 2019, Cor. 3.3), else ``None``; rounded up (``upper``) or down.
+
+    ``mu_f = sensitivity / sigma`` and its square are correctly rounded (2u), the sum of ``N``
+    non-negative terms adds ``N u`` and the square root halves the relative error and adds
+    ``u``: the float is within ``(N + 4) u`` of the exact value, and is widened by twice that."""
     if not isinstance(pld, PrivacyLossDistribution):
         raise TypeError(f"pld must be a PrivacyLossDistribution, got {type(pld).__name__}")
     total = 0.0
@@ -687,7 +692,11 @@ def _gaussian_mu(pld: PrivacyLossDistribution) -> float | None:
         if type(mechanism) is not Gaussian:
             return None
         total += count * mechanism.mu**2
-    return math.sqrt(total) if pld.components else None
+    if not pld.components:
+        return None
+    error = 2 * (len(pld.components) + 4) * UNIT_ROUNDOFF
+    value = math.sqrt(total)
+    return round_up(value, error) if upper else round_down(value, error)
 
 
 def gaussian_dp(
@@ -697,8 +706,9 @@ def gaussian_dp(
     :class:`GaussianDPSummary` and :func:`gdp_mu`)."""
     floor = _floor(delta_floor)
     mu = gdp_mu(pld, delta_floor=floor)
-    if _gaussian_mu(pld) is not None:
-        return GaussianDPSummary(mu, mu, mu, 0.0, floor)
+    below = _gaussian_mu(pld, upper=False)
+    if below is not None:
+        return GaussianDPSummary(mu, below, mu, 0.0, floor)
     mu_lower = min(_threshold_mu(_gdp_refutation(symmetric_profile(pld, "lower"), floor))[0], mu)
     # sup-norm fit on a grid dense at both ends of [0, 1]
     alpha = ndtr(np.linspace(-9, 9, 801))
