@@ -1,6 +1,7 @@
 """plda: a privacy-loss-distribution accountant with certified upper and lower bounds."""
 
 from plda._internal import caches
+from plda._internal.errors import AccuracyWarning, CalibrationError
 from plda.accountant import PLDAccountant
 from plda.adapters.dp_accounting import from_dp_event
 from plda.calibration import calibrate_noise_multiplier, calibrate_sample_rate, calibrate_steps
@@ -22,6 +23,8 @@ from plda.serialization import load_pld, save_pld
 __version__ = "0.1.0"
 
 __all__ = [
+    "AccuracyWarning",
+    "CalibrationError",
     "ApproximateDP",
     "PLDAccountant",
     "calibrate_noise_multiplier",

@@ -44,6 +44,7 @@ import scipy.fft
 from plda import _validation as check
 from plda import grid
 from plda._internal.caches import cached
+from plda._internal.errors import quiet_accuracy, warn_if_inaccurate
 from plda._internal.floats import union_probability
 from plda.discretize import discretize
 from plda.fft import UNIT_ROUNDOFF, transform_error
@@ -489,6 +490,7 @@ class PLDAccountant:
             zero = np.zeros(d.shape)
             return Bounds(_scalar(zero, delta), _scalar(zero, delta))
         lower, upper = self._epsilon_pair(d, need_lower=True)
+        warn_if_inaccurate(lower, upper, self._accuracy, query="epsilon_bounds")
         return Bounds(_scalar(lower, delta), _scalar(upper, delta))
 
     def delta(self, epsilon):
@@ -516,7 +518,7 @@ class PLDAccountant:
         try:
             versions = self._versions(recipe, first, lower=False)
         except _TooLarge:
-            return tuple(recipe.delta_bounds(epsilon))
+            return tuple(recipe.delta_bounds(epsilon))  # delta bounds never warn
         # as the engine: refine for the epsilon gap at the deltas being reported (below ~1e-10
         # the FFT's rounding floor is reached and refining cannot help)
         step = first
@@ -533,7 +535,10 @@ class PLDAccountant:
                     step = refined
                 except _TooLarge:
                     pass
-        versions = self._versions(recipe, step, lower=need_lower)
+        try:
+            versions = self._versions(recipe, step, lower=need_lower)
+        except _TooLarge:  # beyond the fast path's grid cap: the engine's (capped) grid
+            return tuple(recipe.delta_bounds(epsilon))
         upper = np.max([v[0].delta(e) for v in versions.values()], axis=0)
         lower = np.max([v[1].delta(e) for v in versions.values()], axis=0) if need_lower else None
         # deltas below the FFT's floor: the engine's tilted composition (decided on the upper
@@ -567,7 +572,8 @@ class PLDAccountant:
         recipe = PrivacyLossDistribution(
             _merge_runs(self._history), self._relation, self._accuracy
         )
-        tilted = recipe.epsilon_bounds(flat[small])
+        with quiet_accuracy():  # epsilon_bounds warns once, for the whole answer
+            tilted = recipe.epsilon_bounds(flat[small])
         lower, upper = np.empty(flat.shape), np.empty(flat.shape)
         lower[small], upper[small] = np.ravel(tilted.lower), np.ravel(tilted.upper)
         if not small.all():
@@ -601,7 +607,8 @@ class PLDAccountant:
         step, lower, upper, _ = self._refine(recipe, first, flat, horizon_pld)
         if step is None:
             # beyond the fast path's grid cap: the engine picks its own (capped) grid
-            return tuple(recipe.epsilon_bounds(d))
+            with quiet_accuracy():  # epsilon_bounds warns once, for the whole answer
+                return tuple(recipe.epsilon_bounds(d))
         return lower.reshape(d.shape), upper.reshape(d.shape)
 
     def _directed_pair(
@@ -727,7 +734,10 @@ class PLDAccountant:
             except _TooLarge:
                 break
             step, previous_gap, gap = finer, gap, finer_gap
-        lower, upper, uppers = self._bounds_at(recipe, step, d)  # composed already
+        try:
+            lower, upper, uppers = self._bounds_at(recipe, step, d)  # lead composed already
+        except _TooLarge:  # another direction does not fit: the engine takes over
+            return None, None, None, None
         return step, lower, upper, uppers
 
     def _trial_gap(self, recipe: PrivacyLossDistribution, step: float, d: np.ndarray) -> float:

@@ -29,6 +29,7 @@ from scipy.optimize import brentq
 from scipy.special import ndtr
 
 from plda import _validation as check
+from plda._internal.errors import CalibrationError, quiet_accuracy, warn_if_inaccurate
 from plda.accountant import PLDAccountant
 from plda.pld import DEFAULT_ACCURACY
 
@@ -103,7 +104,8 @@ class _Objective:
     def bounds(self, parameter, accuracy: float) -> tuple[float, float]:
         accountant = self._accountant(parameter, accuracy)
         try:
-            lower, upper = accountant.epsilon_bounds(self.delta)
+            with quiet_accuracy():  # the search judges accuracy; the result is reported once
+                lower, upper = accountant.epsilon_bounds(self.delta)
         except (OverflowError, FloatingPointError, MemoryError):
             # extreme parameters the engine cannot discretize: count them as not meeting any
             # target (never reported as a result, only steers the search away)
@@ -216,7 +218,7 @@ def _solve_log(
     if x_safe is None:
         lower, upper = objective.bounds(math.exp(safe_end), accuracy)
         if upper > target:
-            raise ValueError(
+            raise CalibrationError(
                 f"target_epsilon={target:g} is unreachable: even {name}="
                 f"{math.exp(safe_end):.3g} gives epsilon_upper={upper:.6g}, above the target by "
                 f"{upper - target:.3g} ({hint})"
@@ -226,7 +228,7 @@ def _solve_log(
         # the whole range meets the target: the end with the largest epsilon is the answer
         lower, upper = objective.bounds(math.exp(unsafe_end), accuracy)
         if upper <= target:
-            return _result(unsafe_end, lower, upper, target, objective, rtol)
+            return _result(unsafe_end, lower, upper, target, objective, rtol, accuracy)
         x_unsafe = unsafe_end
     a, b = sorted((x_safe, x_unsafe))
     # the search accuracy (1e-2) blurs epsilon far more than this xtol; the steps below at the
@@ -268,11 +270,12 @@ def _solve_log(
                 break
             shift *= 2
         if best is None:  # pragma: no cover - the safe end met the target during the search
-            raise ValueError(f"calibration of {name} did not converge")
-    return _result(best[0], best[1], best[2], target, objective, rtol)
+            raise CalibrationError(f"calibration of {name} did not converge")
+    return _result(best[0], best[1], best[2], target, objective, rtol, accuracy)
 
 
-def _result(x, lower, upper, target, objective, rtol) -> CalibrationResult:
+def _result(x, lower, upper, target, objective, rtol, accuracy) -> CalibrationResult:
+    warn_if_inaccurate(lower, upper, accuracy, query="calibration result", stacklevel=4)
     return CalibrationResult(
         value=math.exp(x),
         epsilon_lower=lower,
@@ -445,7 +448,7 @@ def calibrate_steps_detailed(
 
     ok, lower, upper = meets(1, accuracy)
     if not ok:
-        raise ValueError(
+        raise CalibrationError(
             f"target_epsilon={target_epsilon:g} is unreachable: one step already gives "
             f"epsilon_upper={upper:.6g}, above the target by {upper - target_epsilon:.3g} "
             f"(raise target_epsilon or noise_multiplier, or lower sample_rate)"
@@ -471,21 +474,41 @@ def calibrate_steps_detailed(
                 good = mid
             else:
                 bad = mid
-    # verify at the requested accuracy: step down until the target is met, then up while the
-    # next count still meets it
+    # at the requested accuracy: step down (geometrically) until the target is met, then bisect
+    # up to the first count that misses it; bounded work whatever the counts (the old walk took
+    # one step at a time)
     ok, lower, upper = meets(good, accuracy)
+    shift = max(1, good // 1000)
     for _ in range(_MAX_ITERATIONS):
         if ok or good == 1:
             break
-        good = max(1, good - max(1, good // 1000))
+        bad, good = good, max(1, good - shift)
+        shift *= 2
         ok, lower, upper = meets(good, accuracy)
-    for _ in range(_MAX_ITERATIONS):
-        if good >= max_steps:
-            break
-        ok_next, lower_next, upper_next = meets(good + 1, accuracy)
-        if not ok_next:
-            break
-        good, lower, upper = good + 1, lower_next, upper_next
+    if not ok:
+        raise CalibrationError(
+            f"calibration of steps did not converge: even one step gives epsilon_upper="
+            f"{upper:.6g} at accuracy {accuracy:g}"
+        )
+    if bad is not None:
+        ok_bad, lower_bad, upper_bad = meets(bad, accuracy)
+        if ok_bad:  # the finer bound meets the target where the coarse one did not
+            good, lower, upper, bad = bad, lower_bad, upper_bad, None
+            while bad is None and good < max_steps:
+                k = min(2 * good, max_steps)
+                ok_k, lower_k, upper_k = meets(k, accuracy)
+                if ok_k:
+                    good, lower, upper = k, lower_k, upper_k
+                else:
+                    bad = k
+    while bad is not None and bad - good > 1:
+        mid = (good + bad) // 2
+        ok_mid, lower_mid, upper_mid = meets(mid, accuracy)
+        if ok_mid:
+            good, lower, upper = mid, lower_mid, upper_mid
+        else:
+            bad = mid
+    warn_if_inaccurate(lower, upper, accuracy, query="calibration result")
     return CalibrationResult(
         value=good,
         epsilon_lower=lower,

@@ -20,7 +20,9 @@ import argparse
 import json
 import math
 import sys
+import warnings
 
+from plda._internal.errors import AccuracyWarning
 from plda.mechanisms import (
     ApproximateDP,
     DiscreteGaussian,
@@ -145,7 +147,11 @@ def _parser() -> argparse.ArgumentParser:
             default=DEFAULT_ACCURACY,
             help="target relative gap of the epsilon bounds (default 1e-3)",
         )
-        p.add_argument("--json", action="store_true", help="machine-readable output")
+        p.add_argument(
+            "--json",
+            action="store_true",
+            help="machine-readable output (strict JSON; null means no finite bound)",
+        )
 
     common(sub.add_parser("epsilon", help="certified epsilon bounds at a delta"), "--delta")
     common(sub.add_parser("delta", help="certified delta bounds at an epsilon"), "--epsilon")
@@ -161,7 +167,9 @@ def _parser() -> argparse.ArgumentParser:
     cal.add_argument("--steps", type=int)
     cal.add_argument("--relation", default="add_remove", choices=RELATIONS)
     cal.add_argument("--accuracy", type=float, default=DEFAULT_ACCURACY)
-    cal.add_argument("--json", action="store_true", help="machine-readable output")
+    cal.add_argument(
+        "--json", action="store_true", help="strict JSON output (null: no finite bound)"
+    )
     try:  # `plda plot ...` (PNG figures; matplotlib is imported only when a plot is drawn)
         from plda.plot.cli import add_plot_parser
     except ImportError:  # pragma: no cover - plotting module absent
@@ -268,12 +276,23 @@ def _pld(components, args) -> PrivacyLossDistribution:
     return PrivacyLossDistribution(components, args.relation, _accuracy(args.accuracy))
 
 
+def _json(record: dict) -> str:
+    """Strict JSON (RFC 8259 has no Infinity or NaN): a non-finite number is written as
+    ``null``, which means "no finite bound" (an infinite epsilon, e.g. delta below the mass at
+    infinite loss)."""
+    clean = {
+        key: (None if isinstance(value, float) and not math.isfinite(value) else value)
+        for key, value in record.items()
+    }
+    return json.dumps(clean, allow_nan=False)
+
+
 def _epsilon(args) -> str:
     delta = _delta("--delta", args.delta)
     components, described = _composition(args)
     lower, upper = _pld(components, args).epsilon_bounds(delta)
     if args.json:
-        return json.dumps(
+        return _json(
             {
                 **described,
                 "delta": delta,
@@ -298,7 +317,7 @@ def _delta_command(args) -> str:
     components, described = _composition(args)
     lower, upper = _pld(components, args).delta_bounds(epsilon)
     if args.json:
-        return json.dumps(
+        return _json(
             {
                 **described,
                 "epsilon": epsilon,
@@ -353,7 +372,7 @@ def _calibrate(args) -> str:
     value = int(result.value) if parameter == "steps" else result.value
     given[parameter] = value
     if args.json:
-        return json.dumps(
+        return _json(
             {
                 **given,
                 "calibrated": parameter,
@@ -373,7 +392,22 @@ def _calibrate(args) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the command line; returns the exit code (0, or 2 on a usage error)."""
+    """Run the command line; returns the exit code (0, or 2 on a usage error or an input the
+    library refuses); an :class:`plda.AccuracyWarning` is one line on stderr."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", AccuracyWarning)
+        code = _run(argv)
+    for warning in caught:
+        if issubclass(warning.category, AccuracyWarning):
+            print(f"plda: warning: {' '.join(str(warning.message).split())}", file=sys.stderr)
+        else:
+            warnings.warn_explicit(
+                warning.message, warning.category, warning.filename, warning.lineno
+            )
+    return code
+
+
+def _run(argv: list[str] | None) -> int:
     try:
         args = _parser().parse_args(argv)
         if args.command is None:

@@ -10,6 +10,7 @@ import numpy as np
 
 from plda import _validation as check
 from plda._internal.caches import cached
+from plda._internal.errors import warn_if_inaccurate
 from plda.discretize import discretize
 from plda.grid import _CHERNOFF_ORDERS, DiscreteLoss, compose, compose_tilted
 from plda.mechanisms.base import DIRECTIONS, Mechanism
@@ -259,6 +260,7 @@ class PrivacyLossDistribution:
             versions, np.ravel(d), np.ravel(lower), np.ravel(upper), "delta"
         )
         lower, upper = lower.reshape(d.shape), upper.reshape(d.shape)
+        warn_if_inaccurate(lower, upper, self.accuracy, query="epsilon_bounds", stacklevel=3)
         return Bounds(_scalar(lower, delta), _scalar(upper, delta))
 
     def _sharpen(self, versions, targets, lower, upper, kind):

@@ -1,0 +1,68 @@
+"""plda's documented warning and exception classes (re-exported as ``plda.AccuracyWarning`` and
+``plda.CalibrationError``)."""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from contextlib import contextmanager
+
+import numpy as np
+
+#: gaps in epsilon below this (absolute) never count as missing the accuracy: they are far below
+#: anything reported, and a relative gap is meaningless at epsilon near 0
+ABSOLUTE_SLACK = 1e-9
+
+
+class AccuracyWarning(UserWarning):
+    """A returned interval is wider than the requested ``accuracy``.
+
+    The bounds are still certified (the upper bound holds, the lower bound holds); they are only
+    further apart than asked, because the grid reached its size cap (very long compositions) or
+    the delta lies below what the composition resolves (deltas far below 1e-30)."""
+
+
+class CalibrationError(ValueError):
+    """A calibration target cannot be met inside the supported range of the parameter.
+
+    The message names the target, the range searched and what to change."""
+
+
+_QUIET = threading.local()
+
+
+@contextmanager
+def quiet_accuracy():
+    """Within this block (in this thread only) :func:`warn_if_inaccurate` stays silent: for
+    internal queries (a calibration's search, the accountant's call into the engine) whose
+    caller judges and reports the accuracy of what it returns. Thread-local, unlike
+    ``warnings.catch_warnings``, which changes process-wide state."""
+    depth = getattr(_QUIET, "depth", 0)
+    _QUIET.depth = depth + 1
+    try:
+        yield
+    finally:
+        _QUIET.depth = depth
+
+
+def warn_if_inaccurate(lower, upper, accuracy: float, *, query: str, stacklevel: int = 3) -> None:
+    """Warn with :class:`AccuracyWarning` where ``(upper - lower) / upper > accuracy`` (unless
+    inside :func:`quiet_accuracy`)."""
+    if getattr(_QUIET, "depth", 0):
+        return
+    lower, upper = np.asarray(lower, dtype=float), np.asarray(upper, dtype=float)
+    finite = np.isfinite(upper)
+    with np.errstate(invalid="ignore"):
+        missed = finite & (upper - lower > accuracy * upper + ABSOLUTE_SLACK)
+    if not np.any(missed):
+        return
+    worst = int(np.argmax(np.where(missed, (upper - lower) / np.maximum(upper, 1e-300), -1.0)))
+    lo, hi = float(np.ravel(lower)[worst]), float(np.ravel(upper)[worst])
+    warnings.warn(
+        f"{query}: the certified interval [{lo:.6g}, {hi:.6g}] has relative gap "
+        f"{(hi - lo) / hi:.3g}, above the requested accuracy {accuracy:g} (the grid reached its "
+        "size cap, or the query lies below what the composition resolves). Both bounds still "
+        "hold; pass a larger accuracy to silence this, or split the composition.",
+        AccuracyWarning,
+        stacklevel=stacklevel,
+    )
