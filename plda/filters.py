@@ -348,6 +348,11 @@ class PrivacyFilter:
     def _step_delta_limit(self) -> float:
         return 0.0
 
+    def _prices_delta(self, charge: Charge) -> bool:
+        """Whether this step's ``delta`` enters the filter's condition (then it must be below
+        the filter's ``delta``); filters that charge a step by ``rho`` or ``mu`` ignore it."""
+        return True
+
     # ---------------------------------------------------------------- public API
     @property
     def epsilon(self) -> float:
@@ -481,7 +486,7 @@ class PrivacyFilter:
             raise ValueError(
                 f"this filter has delta=0: every step must be pure (delta=0), got delta={delta!r}"
             )
-        if delta > 0 and not delta < self._delta:
+        if delta > 0 and self._prices_delta(charge) and not delta < self._delta:
             raise ValueError(
                 f"delta of one step must be 0 or in (0, {self._delta:.6g}) (below the filter's "
                 f"delta), got {delta!r}"
@@ -733,7 +738,11 @@ class RenyiFilter(PrivacyFilter):
         lo = (math.sqrt(log_term + epsilon) - math.sqrt(log_term)) ** 2 * (1 - 1e-9)
         if epsilon_of_zcdp(lo, delta) > epsilon:  # pragma: no cover - the CKS bound is tighter
             raise ArithmeticError("zCDP budget search failed")
-        hi = epsilon
+        # rho may exceed epsilon (epsilon 1, delta 0.5 allows rho 1.0164): grow the bracket
+        # until its top fails rather than assuming rho <= epsilon
+        hi = max(epsilon, 2 * lo)
+        while epsilon_of_zcdp(hi, delta) <= epsilon:
+            lo, hi = hi, 2 * hi
         for _ in range(200):
             mid = 0.5 * (lo + hi)
             if mid in (lo, hi):
@@ -743,6 +752,9 @@ class RenyiFilter(PrivacyFilter):
             else:
                 hi = mid
         return lo
+
+    def _prices_delta(self, charge: Charge) -> bool:
+        return charge.rho is None and charge.mu is None  # a rho/mu price ignores delta
 
     def _zero(self):
         return (Fraction(0),)
@@ -797,6 +809,9 @@ class GaussianFilter(PrivacyFilter):
         """The GDP budget."""
         return math.sqrt(float(self._mu_squared))
 
+    def _prices_delta(self, charge: Charge) -> bool:
+        return charge.mu is None  # a mu price ignores delta
+
     def _zero(self):
         return (Fraction(0),)
 
@@ -836,8 +851,12 @@ class Odometer:
     Whitehouse, Ramdas, Rogers & Wu 2023) gives, with probability at least ``1 - delta``,
     simultaneously for all n,
 
-    .. math:: L_n \le u(R_n) = R_n + \sqrt{2(2R_n + c)\,\ln\!\Big(\frac{1}{δ}
-              \sqrt{\frac{2R_n + c}{c}}\Big)}.
+    .. math:: L_n \le u(R_n) = R_n + x^*, \quad
+              2\sqrt{\tfrac{c}{s}}\, e^{x^{*2}/(2s)}\, \Phi\big(x^*/\sqrt{s}\big) = \frac{1}{δ},
+              \quad s = 2R_n + c,
+
+    the exact mixture (see :meth:`bound`); bounding ``Φ >= 1/2`` would give the closed form
+    ``sqrt(2 s ln(sqrt(s/c)/δ))``, which is the same bound at ``2δ``.
 
     So after any number of steps — including a number the analyst decided on the fly — the
     interaction is ex-post (``epsilon()``, ``delta``)-private. ``c`` is fixed at construction
@@ -886,12 +905,41 @@ class Odometer:
             return self._bounds[-1] if self._bounds else 0.0
 
     def bound(self, rho_total: float) -> float:
-        """``u(R)`` for a total ``R = Σ ρᵢ``."""
+        """``u(R)`` for a total ``R = Σ ρᵢ``: ``R + x*`` with ``x*`` the root of the mixture
+        condition below.
+
+        Mixing ``exp(λx - λ²R)`` (``x = L - R``) over the half-normal density
+        ``2 sqrt(c/2π) e^{-cλ²/2}`` on ``λ > 0`` gives exactly
+        ``M = 2 sqrt(c/s) e^{x²/(2s)} Φ(x/√s)`` with ``s = 2R + c``, and Ville's inequality keeps
+        ``M < 1/δ`` at all times with probability ``1 - δ``. ``M`` increases in ``x``, so the
+        loss stays below the root ``x*`` of ``log M = log(1/δ)``. Bounding ``Φ >= 1/2`` instead
+        gives the closed form ``sqrt(2 s log(sqrt(s/c) / δ))`` of the class docstring, which is
+        ``x*`` at ``2δ`` (a factor 2 lost in δ); the root is found by bisection below it and
+        rounded up."""
         rho_total = _amount("rho_total", rho_total)
         c = self.tuning
         spread = 2 * rho_total + c
-        log_term = 0.5 * math.log(spread / c) - math.log(self._delta)
-        return _up(rho_total + math.sqrt(2 * spread * log_term)) * (1 + SAFETY)
+        log_target = -math.log(self._delta)
+
+        def log_mixture(x: float) -> float:
+            return (
+                math.log(2.0) + 0.5 * math.log(c / spread) + x * x / (2 * spread)
+                + float(special.log_ndtr(x / math.sqrt(spread)))
+            )
+
+        # the closed form (Phi >= 1/2) is at or above the root: bisect below it, keep the top
+        hi = math.sqrt(2 * spread * (0.5 * math.log(spread / c) + log_target))
+        lo = 0.0  # M(0) = sqrt(c/s) <= 1 < 1/δ: the root is positive
+        for _ in range(100):
+            mid = 0.5 * (lo + hi)
+            if mid in (lo, hi):
+                break
+            if log_mixture(mid) < log_target:
+                lo = mid
+            else:
+                hi = mid
+        # 1e-9 relative margin covers the rounding of log_ndtr and the sums (a few ulps each)
+        return _up(rho_total + hi * (1 + 1e-9)) * (1 + SAFETY)
 
     def spend(
         self,

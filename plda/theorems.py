@@ -27,6 +27,7 @@ import numbers
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
+from fractions import Fraction
 from functools import cached_property
 
 import numpy as np
@@ -277,6 +278,28 @@ def _one_minus_product_up(deltas: Iterable[float]) -> float:
     return min(1.0, _up(-math.expm1(total), 8))
 
 
+def _covers_delta_mass(target: float, groups) -> bool:
+    """Whether ``target >= 1 - prod_i (1 - delta_i)^{n_i}`` holds *exactly* (groups of
+    ``((epsilon, delta), n)``), so that basic composition's ``sum epsilon_i`` is valid there.
+
+    A float comparison with the mass rounded up refuses the equality case (``delta = 1e-3`` for
+    one ``(0.5, 1e-3)`` step); within a few ulps of the edge it is decided in exact rational
+    arithmetic (Python integers: a few hundred thousand bits at most), and beyond 4096 steps,
+    where exact powers grow too long, the edge counts as not covered (conservative)."""
+    deltas = [d for (_, d), _ in groups]
+    counts = [n for _, n in groups]
+    log_keep = math.fsum(n * math.log1p(-d) for d, n in zip(deltas, counts, strict=True))
+    mass_up = min(1.0, _up(-math.expm1(log_keep), 8))
+    if target >= mass_up:
+        return True
+    if target < mass_up * (1 - 64 * _U) or sum(counts) > 4096:
+        return False
+    keep = Fraction(1)
+    for d, n in zip(deltas, counts, strict=True):
+        keep *= (1 - Fraction(d)) ** n
+    return Fraction(target) >= 1 - keep
+
+
 # ----------------------------------------------------------------------------- basic / parallel
 def basic(steps) -> Guarantee:
     """Basic composition: ``(sum epsilon_i, sum delta_i)``.
@@ -309,6 +332,10 @@ def advanced(steps, delta_slack: float) -> Guarantee:
 
     .. math:: \varepsilon' = \sqrt{2k\ln(1/\delta')}\,\varepsilon + k\varepsilon(e^\varepsilon - 1).
 
+    The parameters (steps, their epsilons and deltas, the count) must be fixed before the
+    interaction starts: for adaptively chosen parameters this theorem does not hold, and only
+    the privacy filters and odometer of :mod:`plda.filters` give guarantees.
+
     For heterogeneous steps the same proof (Azuma-Hoeffding on the privacy loss, each term in
     ``[-epsilon_i, epsilon_i]`` with mean ``<= epsilon_i (e^epsilon_i - 1)``) gives
     ``epsilon' = sqrt(2 ln(1/delta') sum epsilon_i^2) + sum epsilon_i (e^epsilon_i - 1)`` and
@@ -340,6 +367,10 @@ def advanced_kov(steps, delta_slack: float) -> Guarantee:
     randomized responses). A theorem. The third term is Hoeffding's inequality on that loss, which
     is why it can replace ``epsilon (e^epsilon - 1)`` of :func:`advanced` by the smaller
     ``epsilon tanh(epsilon/2)``.
+
+    The parameters (steps, their epsilons and deltas, the count) must be fixed before the
+    interaction starts: for adaptively chosen parameters this theorem does not hold, and only
+    the privacy filters and odometer of :mod:`plda.filters` give guarantees.
     """
     epsilons, deltas = _steps(steps)
     slack = _delta("delta_slack", delta_slack, allow_zero=False)
@@ -649,6 +680,10 @@ def kairouz_oh_viswanath(
 ) -> Guarantee:
     r"""Optimal (exact) k-fold composition of ``(epsilon, delta)``-DP steps.
 
+    The parameters (steps, their epsilons and deltas, the count) must be fixed before the
+    interaction starts: for adaptively chosen parameters this theorem does not hold, and only
+    the privacy filters and odometer of :mod:`plda.filters` give guarantees.
+
     Theorem (Kairouz, Oh & Viswanath 2015, Thm. 3.3): the k-fold adaptive composition of
     ``(epsilon, delta)``-DP mechanisms is ``(eps_total, delta_total)``-DP if and only if (for the
     worst such mechanisms, ``RR_(epsilon, delta)``) ``delta_total >= 1 - (1-delta)^k (1 -
@@ -677,7 +712,11 @@ def kairouz_oh_viswanath(
         return Guarantee(eps, float(upper), name)
     target = _delta("delta_total", delta_total)
     lower, upper = law.epsilon(target)
-    return Guarantee(float(upper), target, name, epsilon_lower=float(lower))
+    if _covers_delta_mass(target, [((epsilon, delta), k)]):
+        # at eps_total = k epsilon only the +inf mass is left: exactly 1 - (1 - delta)^k, so
+        # the equality case (which the float comparison inside the law refuses) holds there
+        upper = min(float(upper), _sum_up([epsilon] * k) if k <= 4096 else _up(k * epsilon, 2))
+    return Guarantee(float(upper), target, name, epsilon_lower=float(min(lower, upper)))
 
 
 # ----------------------------------------------------------------------------- optimal (PLD)
@@ -685,6 +724,10 @@ def optimal(
     steps, delta: float, *, method: str = "auto", accuracy: float | None = None
 ) -> Guarantee:
     """Optimal composition of black-box ``(epsilon_i, delta_i)``-DP steps at total ``delta``.
+
+    The parameters (steps, their epsilons and deltas, the count) must be fixed before the
+    interaction starts: for adaptively chosen parameters this theorem does not hold, and only
+    the privacy filters and odometer of :mod:`plda.filters` give guarantees.
 
     Theorem (Kairouz, Oh & Viswanath 2015; Murtagh & Vadhan 2016): the worst case is the
     composition of the randomized responses ``RR_(epsilon_i, delta_i)`` (``plda.ApproximateDP``);
@@ -710,7 +753,7 @@ def optimal(
     lower, upper = (float(v) for v in pld.epsilon_bounds(target))
     # at eps = sum eps_i the optimum is exactly 1 - prod(1 - delta_i) (only the +inf mass is
     # left), so basic composition caps the grid's upper bound (it matters at delta -> 0)
-    if target >= _one_minus_product_up(deltas.tolist()):
+    if _covers_delta_mass(target, groups):
         upper = min(upper, _sum_up(epsilons.tolist()))
     return Guarantee(upper, target, "optimal composition (PLD, certified)", min(lower, upper))
 

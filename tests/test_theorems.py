@@ -650,3 +650,30 @@ def test_importing_theorems_does_not_import_matplotlib():
         "sys.exit(1 if 'matplotlib' in sys.modules else 0)"
     )
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+# ------------------------------------------------- issue 12, item 8: the exact edges
+def test_optimal_at_a_delta_equal_to_the_delta_mass():
+    # delta = 1 - prod(1 - delta_i) exactly: only the +inf mass is left at sum(eps_i), so
+    # basic composition holds there (it returned inf because the mass was rounded up)
+    one = theorems.optimal([(0.5, 1e-3)], 1e-3)
+    assert one.epsilon == 0.5
+    two = theorems.optimal([(0.5, 0.25)] * 2, 1 - 0.75**2)
+    assert two.epsilon == 1.0 and two.epsilon_lower <= 1.0
+    assert theorems.optimal([(0.5, 1e-3)], 1e-3, method="pld").epsilon == 0.5
+    # just below the mass no finite epsilon holds
+    assert theorems.optimal([(0.5, 1e-3)], 0.999e-3).epsilon == math.inf
+    assert theorems.kairouz_oh_viswanath(0.5, 0.25, 2, delta_total=1 - 0.75**2).epsilon == 1.0
+
+
+def test_optimal_by_pld_is_capped_by_basic_composition():
+    steps = [(0.5, 1e-3), (0.2, 1e-4)]
+    mass = 1 - (1 - 1e-3) * (1 - 1e-4)
+    result = theorems.optimal(steps, mass * (1 + 1e-12), method="pld")
+    assert result.epsilon <= 0.7 * (1 + 1e-15)
+
+
+def test_adaptivity_is_stated_for_the_fixed_parameter_theorems():
+    fixed = (theorems.advanced, theorems.advanced_kov, theorems.kairouz_oh_viswanath)
+    for theorem in (*fixed, theorems.optimal):
+        assert "fixed before the" in " ".join(theorem.__doc__.split())
