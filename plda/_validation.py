@@ -40,8 +40,27 @@ def probability(name: str, value, *, open_low: bool = False) -> float:
     return v
 
 
-def count(name: str, value, *, minimum: int = 0) -> int:
-    """``value`` as an integer >= ``minimum`` (integral floats like 3.0 are accepted)."""
+#: largest step count plda accepts: beyond it the composed window outgrows the grid cap even on
+#: the coarsest grid the planner tries (counts are also carried in floats, exact to 2^53)
+MAX_COUNT = 10**12
+#: smallest Poisson sample rate plda accepts: below it the subsampled loss law is narrower than
+#: the finest grid step and long compositions of it get only loose bounds
+MIN_SAMPLE_RATE = 1e-12
+
+
+def in_range(name: str, value: float, low: float, high: float, what: str) -> float:
+    """``value`` (a derived parameter such as ``sensitivity / sigma``) inside ``[low, high]``,
+    the range plda certifies; else a ValueError naming it, the range and the reason."""
+    if not low <= value <= high:
+        raise ValueError(
+            f"{name} must be in [{low:g}, {high:g}] ({what}), got {value!r}"
+        )
+    return value
+
+
+def count(name: str, value, *, minimum: int = 0, maximum: int = MAX_COUNT) -> int:
+    """``value`` as an integer in ``[minimum, maximum]`` (integral floats like 3.0 are
+    accepted; the default maximum is ``2^53``)."""
     if isinstance(value, bool):
         raise TypeError(f"{name} must be an integer >= {minimum}, got a bool")
     if isinstance(value, numbers.Integral):
@@ -50,8 +69,11 @@ def count(name: str, value, *, minimum: int = 0) -> int:
         v = int(value)
     else:
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    if v < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    if not minimum <= v <= maximum:
+        raise ValueError(
+            f"{name} must be an integer in [{minimum}, {maximum:.0e}] (the range plda "
+            f"certifies), got {value!r}"
+        )
     return v
 
 

@@ -440,6 +440,11 @@ class PLDAccountant:
                 f"{type(mechanism).__name__}"
             )
         count = check.count("count", count, minimum=1)
+        if len(self) + count > check.MAX_COUNT:
+            raise ValueError(
+                f"count: the accountant would hold {len(self) + count} steps, more than "
+                f"{check.MAX_COUNT:.0e} (the range plda certifies)"
+            )
         if self._relation == "replace_one":
             mechanism.under_replace_one()  # raises if unsupported: refuse before recording
         if self._history and self._history[-1][0] == mechanism:
@@ -871,25 +876,16 @@ class PLDAccountant:
 
 
 def _parse_state(state) -> tuple[str, float, list]:
-    from plda.serialization import mechanism_from_dict
+    from plda.serialization import check_header, mechanism_from_dict
 
     if not isinstance(state, dict):
         raise ValueError(
             f"state must be a dict from PLDAccountant.state_dict(), got {type(state).__name__}"
         )
-    if state.get("format") != PLDAccountant.FORMAT:
-        raise ValueError(
-            f"state is not a plda accountant state (format {state.get('format')!r}, expected "
-            f"{PLDAccountant.FORMAT!r})"
-        )
-    if state.get("version") != PLDAccountant.VERSION:
-        raise ValueError(
-            f"unsupported accountant state version {state.get('version')!r} (this plda reads "
-            f"version {PLDAccountant.VERSION})"
-        )
-    missing = {"relation", "accuracy", "history"} - set(state)
-    if missing:
-        raise ValueError(f"accountant state is missing {sorted(missing)}")
+    check_header(
+        state, format=PLDAccountant.FORMAT, version=PLDAccountant.VERSION,
+        keys={"relation", "accuracy", "history"}, what="plda accountant state",
+    )
     relation = state["relation"]
     if relation not in RELATIONS:
         raise ValueError(f"state relation must be one of {RELATIONS}, got {relation!r}")
@@ -916,4 +912,7 @@ def _parse_state(state) -> tuple[str, float, list]:
             history[-1] = (mechanism, history[-1][1] + count)
         else:
             history.append((mechanism, count))
+    total = sum(k for _, k in history)
+    if total > check.MAX_COUNT:
+        raise ValueError(f"state history holds {total} steps, more than {check.MAX_COUNT:.0e}")
     return relation, accuracy, history

@@ -23,6 +23,7 @@ import scipy.signal
 
 from plda import fft
 from plda._internal.caches import register
+from plda._internal.errors import GridTooLarge
 from plda._internal.floats import union_probability
 
 #: tilts for the Chernoff bound used below the FFT's resolution, see :meth:`DiscreteLoss.delta`
@@ -596,9 +597,7 @@ def compose(
     width = hi - lo + 1
     n = fft.good_size(max(width, max(len(f.probs) for f, _ in factors)))
     if n > max_size:
-        raise MemoryError(
-            f"composition needs {n} grid points (> {max_size}); use a coarser accuracy"
-        )
+        raise GridTooLarge(n, max_size)
     # Spectrum of the composition, computed only where it can be non-negligible: |Y_j| is at most
     # prod_f (|X_fj| + eta_f)^k_f, and where that bound underflows (< e^-740) Y_j is set to 0
     # (the bound itself is then the error, and it is below the smallest double).

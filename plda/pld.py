@@ -10,7 +10,7 @@ import numpy as np
 
 from plda import _validation as check
 from plda._internal.caches import cached
-from plda._internal.errors import warn_if_inaccurate
+from plda._internal.errors import GridTooLarge, warn_if_inaccurate
 from plda.discretize import discretize
 from plda.grid import _CHERNOFF_ORDERS, DiscreteLoss, compose, compose_tilted
 from plda.mechanisms.base import DIRECTIONS, Mechanism
@@ -95,6 +95,12 @@ class PrivacyLossDistribution:
             if not isinstance(mechanism, Mechanism):
                 raise TypeError(f"components must hold plda mechanisms, got {mechanism!r}")
             check.count("count", count, minimum=0)
+        total = sum(count for _, count in self.components)
+        if total > check.MAX_COUNT:
+            raise ValueError(
+                f"count: the composition holds {total} steps, more than {check.MAX_COUNT:.0e} "
+                "(the range plda certifies)"
+            )
 
     # ------------------------------------------------------------ construction
     @classmethod
@@ -221,7 +227,23 @@ class PrivacyLossDistribution:
         """Grid versions; with ``refine_for`` (deltas), refine until the epsilon gap meets
         ``accuracy`` there."""
         step = self._cache.get("step", self._initial_step())
-        versions = self._materialize(step)
+        for _ in range(16):
+            try:
+                versions = self._materialize(step)
+                break
+            except GridTooLarge as exc:
+                if self.step is not None:
+                    raise ValueError(
+                        f"step={self.step!r} is too fine for this composition: it needs "
+                        f"{exc.points} grid points, more than the cap {exc.cap}"
+                    ) from None
+                # the window is wider than the pilot predicted (very long compositions, tiny
+                # sample rates): coarsen until it fits; bounds stay certified, only wider, and
+                # epsilon_bounds warns if the accuracy is missed
+                step = step * 1.25 * exc.points / exc.cap
+                self._cache["step"] = step
+        else:  # pragma: no cover - each retry shrinks the grid by at least 1.25x
+            raise GridTooLarge(0, MAX_GRID)
         if refine_for is None or self.step is not None:
             return versions
         previous_gap = np.inf

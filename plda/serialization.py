@@ -14,6 +14,7 @@ import json
 import numbers
 import os
 
+from plda import _validation as check
 from plda.mechanisms import (
     ApproximateDP,
     DiscreteGaussian,
@@ -56,12 +57,37 @@ def mechanism_to_dict(mechanism: Mechanism) -> dict:
     return out
 
 
-def mechanism_from_dict(data) -> Mechanism:
+#: deepest nesting of mechanisms a dict may hold (a Poisson sample of a Poisson sample ...):
+#: deeper input is refused instead of exhausting Python's recursion limit
+MAX_NESTING = 32
+
+
+def check_header(data, *, format: str, version: int, keys: set, what: str) -> None:
+    """The top level of a saved state: its ``format``, a ``version`` that is exactly the integer
+    this plda writes (not ``1.0``, not ``True``) and no key outside ``keys``."""
+    if not isinstance(data, dict) or data.get("format") != format:
+        raise ValueError(f"not a {what} (expected format {format!r})")
+    found = data.get("version")
+    if type(found) is not int or found != version:
+        raise ValueError(
+            f"unsupported {what} version {found!r} (this plda reads the integer {version})"
+        )
+    unknown = set(data) - keys - {"format", "version"}
+    if unknown:
+        raise ValueError(f"{what} has unknown keys {sorted(unknown)}")
+    missing = keys - set(data)
+    if missing:
+        raise ValueError(f"{what} is missing {sorted(missing)}")
+
+
+def mechanism_from_dict(data, *, depth: int = 0) -> Mechanism:
     """Inverse of :func:`mechanism_to_dict`; the mechanism's own checks validate the values.
 
-    Raises ``ValueError`` for an unknown type name, missing or extra fields, or non-numeric
-    values.
+    Raises ``ValueError`` for an unknown type name, missing or extra fields, non-numeric
+    values, or nesting deeper than ``MAX_NESTING``.
     """
+    if depth > MAX_NESTING:
+        raise ValueError(f"mechanisms may be nested at most {MAX_NESTING} deep")
     if not isinstance(data, dict):
         raise ValueError(f"a mechanism must be a dict with a 'type', got {type(data).__name__}")
     name = data.get("type")
@@ -80,7 +106,7 @@ def mechanism_from_dict(data) -> Mechanism:
     for key in given:
         value = data[key]
         if isinstance(value, dict):
-            kwargs[key] = mechanism_from_dict(value)
+            kwargs[key] = mechanism_from_dict(value, depth=depth + 1)
         elif isinstance(value, numbers.Real) and not isinstance(value, bool):
             kwargs[key] = value
         else:
@@ -109,16 +135,10 @@ def pld_to_dict(pld: PrivacyLossDistribution) -> dict:
 
 def pld_from_dict(data) -> PrivacyLossDistribution:
     """Inverse of :func:`pld_to_dict` (``ValueError`` on a corrupted or foreign dict)."""
-    if not isinstance(data, dict) or data.get("format") != PLD_FORMAT:
-        raise ValueError(f"not a plda PLD recipe (expected format {PLD_FORMAT!r})")
-    if data.get("version") != PLD_VERSION:
-        raise ValueError(
-            f"unsupported PLD recipe version {data.get('version')!r} (this plda reads "
-            f"version {PLD_VERSION})"
-        )
-    missing = {"relation", "accuracy", "step", "components"} - set(data)
-    if missing:
-        raise ValueError(f"PLD recipe is missing {sorted(missing)}")
+    check_header(
+        data, format=PLD_FORMAT, version=PLD_VERSION,
+        keys={"relation", "accuracy", "step", "components"}, what="plda PLD recipe",
+    )
     if data["relation"] not in RELATIONS:
         raise ValueError(f"relation must be one of {RELATIONS}, got {data['relation']!r}")
     if not isinstance(data["components"], list):
@@ -128,9 +148,10 @@ def pld_from_dict(data) -> PrivacyLossDistribution:
         if not isinstance(entry, dict) or set(entry) != {"mechanism", "count"}:
             raise ValueError(f"components[{i}] must be a dict with 'mechanism' and 'count'")
         count = entry["count"]
-        if isinstance(count, bool) or not isinstance(count, numbers.Integral) or count < 0:
-            raise ValueError(f"components[{i}].count must be an integer >= 0, got {count!r}")
-        components.append((mechanism_from_dict(entry["mechanism"]), int(count)))
+        if isinstance(count, bool) or not isinstance(count, numbers.Integral):
+            raise ValueError(f"components[{i}].count must be an integer, got {count!r}")
+        count = check.count(f"components[{i}].count", count, minimum=0)
+        components.append((mechanism_from_dict(entry["mechanism"]), count))
     try:
         return PrivacyLossDistribution(
             tuple(components), data["relation"], data["accuracy"], data["step"]

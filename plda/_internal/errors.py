@@ -22,6 +22,15 @@ class AccuracyWarning(UserWarning):
     the delta lies below what the composition resolves (deltas far below 1e-30)."""
 
 
+class GridTooLarge(MemoryError):
+    """A composition would need more grid points than the cap (internal: the planner then
+    coarsens the grid; it never reaches the user)."""
+
+    def __init__(self, points: int, cap: int):
+        super().__init__(f"composition needs {points} grid points (> {cap})")
+        self.points, self.cap = points, cap
+
+
 class CalibrationError(ValueError):
     """A calibration target cannot be met inside the supported range of the parameter.
 

@@ -8,16 +8,26 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy.special import logsumexp
 
-from plda._validation import positive_float
+from plda._validation import in_range, positive_float
 from plda.mechanisms.base import Mechanism
 from plda.mechanisms.laws import AtomLaw
+
+#: largest supported integer sensitivity: the loss law has one atom per integer of the support,
+#: so work and memory grow with it (1e6 atoms: ~0.4 s, ~50 MB)
+MAX_SENSITIVITY = 10**6
+#: largest supported ``sigma / sensitivity`` of the discrete Gaussian (its support holds
+#: ~77 sigma integers: 3e4 takes ~2 s)
+MAX_RELATIVE_SIGMA = 3e4
 
 
 def _integer_sensitivity(value) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError("sensitivity must be a positive integer")
-    if not float(value).is_integer() or value < 1:
-        raise ValueError(f"sensitivity must be a positive integer (1, 2, ...), got {value!r}")
+    if not float(value).is_integer() or not 1 <= value <= MAX_SENSITIVITY:
+        raise ValueError(
+            f"sensitivity must be an integer in [1, {MAX_SENSITIVITY}] (the loss law holds one "
+            f"atom per integer), got {value!r}"
+        )
     return int(value)
 
 
@@ -62,6 +72,8 @@ class DiscreteGaussian(Mechanism):
     def __post_init__(self):
         object.__setattr__(self, "sigma", positive_float("sigma", self.sigma))
         object.__setattr__(self, "sensitivity", _integer_sensitivity(self.sensitivity))
+        in_range("sigma", self.sigma, 1e-3, MAX_RELATIVE_SIGMA * max(self.sensitivity, 1),
+                 "the discrete Gaussian holds one atom per integer within ~38 sigma")
 
     def _remove_law(self):
         s, d = self.sigma, self.sensitivity

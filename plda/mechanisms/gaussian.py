@@ -5,9 +5,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from plda._validation import positive_float
+from plda._validation import in_range, positive_float
 from plda.mechanisms.base import Mechanism
 from plda.mechanisms.laws import GaussianLaw
+
+#: supported ``mu = sensitivity / sigma``
+MU_RANGE = (1e-150, 1e15)
 
 
 @dataclass(frozen=True)
@@ -24,6 +27,10 @@ class Gaussian(Mechanism):
     def __post_init__(self):
         object.__setattr__(self, "sigma", positive_float("sigma", self.sigma))
         object.__setattr__(self, "sensitivity", positive_float("sensitivity", self.sensitivity))
+        # below 1e-150, mu^2 (the loss variance) underflows; above 1e15 the loss mean mu^2/2
+        # leaves the range where grid indices are exact integers
+        in_range("sensitivity / sigma", self.sensitivity / self.sigma, MU_RANGE[0], MU_RANGE[1],
+                 "the Gaussian-DP mu plda certifies")
 
     @property
     def mu(self) -> float:

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from plda._validation import positive_float
+from plda._validation import in_range, positive_float
 from plda.mechanisms.base import Mechanism
 from plda.mechanisms.laws import LaplaceLaw
+
+#: largest supported ``sensitivity / scale``
+MAX_EPSILON = 700.0
 
 
 @dataclass(frozen=True)
@@ -20,6 +23,9 @@ class Laplace(Mechanism):
     def __post_init__(self):
         object.__setattr__(self, "scale", positive_float("scale", self.scale))
         object.__setattr__(self, "sensitivity", positive_float("sensitivity", self.sensitivity))
+        # past 700 the loss atom at -epsilon has P-mass e^-epsilon / 2 below the smallest double
+        in_range("sensitivity / scale", self.sensitivity / self.scale, 1e-300, MAX_EPSILON,
+                 "the pure-DP epsilon of a Laplace step plda certifies")
 
     @property
     def epsilon(self) -> float:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from plda._validation import probability
+from plda._validation import MIN_SAMPLE_RATE, in_range, probability
 from plda.mechanisms.base import Mechanism
 from plda.mechanisms.gaussian import Gaussian
 from plda.mechanisms.laws import ReplaceOneSampledGaussianLaw, SubsampledLaw
@@ -31,6 +31,8 @@ class PoissonSampled(Mechanism):
         object.__setattr__(
             self, "sample_rate", probability("sample_rate", self.sample_rate, open_low=True)
         )
+        in_range("sample_rate", self.sample_rate, MIN_SAMPLE_RATE, 1.0,
+                 "tighter rates give only loose bounds on the grid")
 
     @property
     def symmetric(self) -> bool:  # type: ignore[override]

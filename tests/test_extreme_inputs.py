@@ -1,0 +1,128 @@
+"""Extreme but valid inputs get a certified answer or a ValueError naming the supported range
+(issue 12, item 9), quickly and in bounded memory; saved states are validated strictly."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+import plda
+from plda._validation import MAX_COUNT
+
+
+@pytest.mark.parametrize(
+    ("make", "match"),
+    [
+        (lambda: plda.DiscreteGaussian(sigma=1e7), "sigma must be in"),
+        (lambda: plda.DiscreteLaplace(parameter=1, sensitivity=10**9), "sensitivity must be"),
+        (lambda: plda.Gaussian(1e300), "sensitivity / sigma must be in"),
+        (lambda: plda.Gaussian(1e-300), "sensitivity / sigma must be in"),
+        (lambda: plda.Laplace(scale=1e-3), "sensitivity / scale must be in"),
+        (lambda: plda.PoissonSampled(plda.Gaussian(1.0), 1e-200), "sample_rate must be in"),
+        (lambda: plda.PrivacyLossDistribution.from_mechanism(plda.Gaussian(1.0), 10**30),
+         "count must be an integer in"),
+        (lambda: plda.PLDAccountant().step(1.0, 0.01, count=10**30), "count must be"),
+        (lambda: plda.PrivacyLossDistribution.from_mechanism(plda.Gaussian(1.0), 10**7)
+         .self_compose(10**6), "count"),
+    ],
+)
+def test_out_of_range_inputs_say_which_range_is_supported(make, match):
+    with pytest.raises(ValueError, match=match):
+        make()
+
+
+def test_an_accountant_refuses_steps_past_the_supported_total_and_records_nothing():
+    accountant = plda.PLDAccountant()
+    accountant.step(1.0, 0.01, count=MAX_COUNT)
+    with pytest.raises(ValueError, match="more than"):
+        accountant.step(1.0, 0.01)
+    assert len(accountant) == MAX_COUNT
+
+
+@pytest.mark.parametrize(
+    "mechanism",
+    [
+        plda.Gaussian(1e150),  # mu = 1e-150: the smallest supported
+        plda.Gaussian(1e-15),  # mu = 1e15: the largest
+        plda.Laplace(scale=1 / 700),
+        plda.Laplace(scale=1e300),
+        plda.DiscreteGaussian(sigma=3e4),
+        plda.DiscreteLaplace(parameter=1.0, sensitivity=10**6),
+        plda.PoissonSampled(plda.Gaussian(1.0), 1e-12),
+    ],
+)
+def test_the_edges_of_the_supported_ranges_give_ordered_bounds(mechanism):
+    bounds = plda.PrivacyLossDistribution.from_mechanism(mechanism).epsilon_bounds(1e-5)
+    assert 0 <= bounds.lower <= bounds.upper < float("inf")
+
+
+def test_edge_gaussians_bracket_the_exact_epsilon():
+    import mpmath
+
+    for sigma in (1e150, 1e-15):
+        mu = mpmath.mpf(1) / mpmath.mpf(sigma)
+        pld = plda.PrivacyLossDistribution.from_mechanism(plda.Gaussian(sigma))
+        bounds = pld.epsilon_bounds(1e-5)
+        with mpmath.workdps(60):
+            def delta(eps, mu=mu):
+                eps = mpmath.mpf(eps)
+                return mpmath.ncdf(-eps / mu + mu / 2) - mpmath.exp(eps) * mpmath.ncdf(
+                    -eps / mu - mu / 2
+                )
+
+            assert delta(bounds.upper) <= 1e-5  # the upper bound is valid
+            assert bounds.lower == 0 or delta(bounds.lower) >= 1e-5  # the lower bound too
+
+
+def _state():
+    accountant = plda.PLDAccountant()
+    accountant.step(1.1, 0.01, count=10)
+    return accountant.state_dict()
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        (lambda s: s.update(version=1.0), "version"),
+        (lambda s: s.update(version=True), "version"),
+        (lambda s: s.update(extra=1), "unknown keys"),
+        (lambda s: s["history"][0].update(count=1e300), "count"),
+        (lambda s: s["history"][0].update(count=10**30), "count"),
+    ],
+)
+def test_accountant_states_are_validated_strictly(change, match):
+    state = _state()
+    change(state)
+    accountant = plda.PLDAccountant()
+    accountant.step(2.0, 0.5)
+    before = accountant.state_dict()
+    with pytest.raises(ValueError, match=match):
+        accountant.load_state_dict(state)
+    assert accountant.state_dict() == before  # nothing half-done
+    with pytest.raises(ValueError, match=match):
+        plda.PLDAccountant.from_state_dict(state)
+
+
+def test_deeply_nested_mechanisms_are_refused_not_recursed():
+    mechanism = {"type": "Gaussian", "sigma": 1.0}
+    for _ in range(2000):
+        mechanism = {"type": "PoissonSampled", "mechanism": mechanism, "sample_rate": 0.5}
+    state = _state()
+    state["history"][0]["mechanism"] = mechanism
+    with pytest.raises(ValueError, match="nested at most"):
+        plda.PLDAccountant.from_state_dict(state)
+
+
+def test_pld_recipes_are_validated_strictly(tmp_path):
+    pld = plda.PrivacyLossDistribution.from_mechanism(plda.Gaussian(1.0), 3)
+    data = plda.serialization.pld_to_dict(pld)
+    for change, match in [
+        (lambda d: d.update(version=True), "version"),
+        (lambda d: d.update(extra=1), "unknown keys"),
+        (lambda d: d["components"][0].update(count=10**30), "count"),
+    ]:
+        broken = copy.deepcopy(data)
+        change(broken)
+        with pytest.raises(ValueError, match=match):
+            plda.serialization.pld_from_dict(broken)
