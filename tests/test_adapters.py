@@ -128,10 +128,12 @@ def test_against_dp_accounting_when_installed():
             dp_event.SelfComposedDpEvent(dp_event.LaplaceDpEvent(20.0), 3),
         ]
     )
-    ours = from_dp_event(event, accuracy=COARSE).epsilon_bounds(DELTA)
+    ours = from_dp_event(event).epsilon_bounds(DELTA)  # a 1e-3 certified interval
     theirs = pld_module.PLDAccountant().compose(event).get_epsilon(DELTA)
-    # dp_accounting's default discretization is pessimistic but coarse-ish: same number to 1%
-    assert ours.upper == pytest.approx(theirs, rel=1e-2)
+    # dp_accounting's default answer is pessimistic for its own discretization, so it is at
+    # least the true epsilon, which is at least our certified lower bound; it overshoots the
+    # truth by its 1e-4 loss grid per composition at most (a few 1e-4 here)
+    assert ours.lower <= theirs <= ours.upper + 1e-3
 
 
 # ------------------------------------------------------------------------------- opacus

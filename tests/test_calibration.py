@@ -2,7 +2,6 @@
 
 import pytest
 
-import plda
 from plda.accountant import PLDAccountant
 from plda.calibration import (
     calibrate_noise_multiplier,
@@ -121,4 +120,7 @@ def test_calibrated_noise_plugs_into_the_accountant():
     for _ in range(50):
         acct.step(noise_multiplier=sigma, sample_rate=0.05)
     assert acct.epsilon(DELTA) <= 2.0
-    assert isinstance(plda.PoissonSampled(plda.Gaussian(sigma), 0.05), plda.Mechanism)
+    # and the calibration is tight: 1% less noise breaks the target
+    tighter = PLDAccountant(accuracy=COARSE)
+    tighter.step(noise_multiplier=0.99 * sigma, sample_rate=0.05, count=50)
+    assert tighter.epsilon_bounds(DELTA).lower > 2.0 * (1 - COARSE)

@@ -7,7 +7,7 @@ import math
 import mpmath as mp
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from hypothesis_settings import examples
 
@@ -414,14 +414,23 @@ def test_monotone_in_epsilon_delta_and_count(q, sigma, k):
     assert more.epsilon(1e-5) >= pld.epsilon_bounds(1e-5).lower
 
 
-@examples(10)
-@given(eps0=st.floats(0.01, 1.0), delta0=st.floats(0.0, 1e-3), k=st.integers(1, 40))
+@examples(40)
+@given(
+    eps0=st.floats(0.01, 1.0),
+    delta0=st.one_of(st.just(0.0), st.floats(-300, -3).map(lambda x: 10.0**x)),
+    k=st.integers(1, 40),
+)
+@example(eps0=1.0, delta0=1e-12, k=2)  # the upper bound was 2.2e-5 relative low at k eps0 + 1
+@example(eps0=1.0, delta0=1e-14, k=2)
+@example(eps0=1.0, delta0=1e-17, k=2)  # it was 0
+@example(eps0=1.0, delta0=1e-300, k=2)
 def test_pessimistic_composition_stays_pessimistic_for_rr(eps0, delta0, k):
+    # no tolerance: the bounds must hold exactly, at 1 - (1 - delta0)^k ~ 1e-300 too
     pld = pld_of(plda.ApproximateDP(eps0, delta0), k)
-    for eps in [0.0, eps0, 3 * eps0]:
+    for eps in [0.0, eps0, 3 * eps0, k * eps0 + 1]:
         exact = kov_delta(eps0, delta0, k, eps)
         lower, upper = pld.delta_bounds(eps)
-        assert lower <= exact * (1 + 1e-9) + 1e-300 and exact <= upper * (1 + 1e-9) + 1e-300
+        assert lower <= exact <= upper
 
 
 @examples(150)

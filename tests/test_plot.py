@@ -70,6 +70,16 @@ def test_privacy_profile_plot(pld, ax, tmp_path):
     assert len(ax.get_lines()) == 1 and len(ax.collections) == 1
     x, y = ax.get_lines()[0].get_data()
     assert np.all(np.diff(y) <= 0)  # delta(eps) does not increase
+    # the line is the certified upper bound on the composition's grid, point for point
+    upper = np.max([law.delta(x) for law in pld.discrete("upper").values()], axis=0)
+    np.testing.assert_array_equal(y, np.maximum(upper, 1e-300))
+    # and the band runs from the certified lower bound up to it
+    band = ax.collections[0].get_paths()[0].vertices
+    inside = (band[:, 0] > x[0]) & (band[:, 0] < x[-1])
+    assert np.all(band[inside, 1] <= np.interp(band[inside, 0], x, y) * (1 + 1e-12))
+    labels = [line.get_label() for line in ax.get_lines()]
+    assert labels == ["composition: δ(ε) upper bound"]
+    assert "certified band" in [t.get_text() for t in ax.get_legend().get_texts()]
     save(ax, tmp_path / "profile.png")
 
 
@@ -79,6 +89,9 @@ def test_epsilon_against_steps(ax, tmp_path):
     (line,) = ax.get_lines()
     x, y = line.get_data()
     assert list(x) == steps and np.all(np.diff(y) > 0)
+    for k, plotted in zip(steps, y, strict=True):  # each point is the certified upper bound
+        bounds = plda.PrivacyLossDistribution.from_mechanism(STEP, k).epsilon_bounds(1e-5)
+        assert bounds.lower <= plotted <= bounds.upper * (1 + 1e-2)
     assert ax.get_xscale() == "log"
     save(ax, tmp_path / "steps.png")
 
@@ -95,13 +108,23 @@ def test_accounting_comparison(ax, tmp_path):
 
 def test_accounting_comparison_without_central_limit(ax):
     profiles.accounting_comparison(plda.Laplace(10.0), [5, 20], 1e-5, ax)
-    assert len(ax.get_lines()) == 2
+    lines = {line.get_label(): line.get_data()[1] for line in ax.get_lines()}
+    assert len(lines) == 2 and "PLD (certified)" in lines
+    exact = [
+        plda.PrivacyLossDistribution.from_mechanism(plda.Laplace(10.0), k).epsilon_bounds(1e-5)
+        for k in (5, 20)
+    ]
+    for plotted, bounds in zip(lines["PLD (certified)"], exact, strict=True):
+        assert bounds.lower <= plotted <= bounds.upper * (1 + 1e-2)
 
 
 def test_new_figure_when_no_axes(pld):
+    before = set(plt.get_fignums())
     ax = profiles.privacy_profile(pld)
     try:
-        assert ax.figure is not None
+        new = set(plt.get_fignums()) - before
+        assert len(new) == 1 and ax.figure.number in new  # a fresh figure, not the current one
+        assert len(ax.get_lines()) == 1
     finally:
         plt.close(ax.figure)
 
