@@ -256,7 +256,12 @@ class DiscreteLoss:
         t = _CHERNOFF_ORDERS
         log_c = _CHERNOFF_LOG_C
         exponent = (self.log_mgf + log_c)[None, :] - np.multiply.outer(np.ravel(eps), t)
-        bound = np.exp(np.min(exponent, axis=1)).reshape(np.shape(eps))
+        smallest = np.min(exponent, axis=1)
+        # a bound that underflows is rounded up to the smallest double, not down to 0 (the true
+        # delta of a Gaussian at eps = 1e5 is 3e-5406995: positive, so 0 would under-report)
+        with np.errstate(over="ignore"):  # a bound above 1 says nothing; it is clipped later
+            bound = np.where(smallest > -np.inf, np.maximum(np.exp(smallest), 5e-324), 0.0)
+        bound = bound.reshape(np.shape(eps))
         # 1e-9 relative margin covers rounding in the log-sum-exp of the moments
         return self.chernoff_infinity_mass + bound * (1 + 1e-9)
 

@@ -65,7 +65,9 @@ def warn_if_inaccurate(lower, upper, accuracy: float, *, query: str, stacklevel:
         missed = finite & (upper - lower > accuracy * upper + ABSOLUTE_SLACK)
     if not np.any(missed):
         return
-    worst = int(np.argmax(np.where(missed, (upper - lower) / np.maximum(upper, 1e-300), -1.0)))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        gaps = np.where(missed, (upper - lower) / np.maximum(upper, 1e-300), -1.0)
+    worst = int(np.argmax(gaps))
     lo, hi = float(np.ravel(lower)[worst]), float(np.ravel(upper)[worst])
     warnings.warn(
         f"{query}: the certified interval [{lo:.6g}, {hi:.6g}] has relative gap "

@@ -1,0 +1,228 @@
+"""One contract for every mechanism family: adding a mechanism is adding one entry to FAMILIES.
+
+Each entry gives a mechanism at a few extreme parameters and counts, and an exact reference
+``delta(eps)`` computed in mpmath (closed forms, exact enumerations, or one-dimensional
+quadrature with the likelihood-ratio crossing as a breakpoint). Every entry is checked for:
+
+- ``lower <= exact <= upper`` for ``delta(eps)``;
+- ``epsilon_bounds(delta)`` bracketing the exact epsilon (the exact ``delta`` at the upper bound
+  is at most ``delta``, at the lower bound at least ``delta``), down to ``delta = 1e-300``;
+- monotonicity in ``eps``, in ``delta`` and in the count; no NaN; no warning (an
+  ``AccuracyWarning`` is allowed only for ``delta <= 1e-10``, below the FFT's resolution, where
+  the gap is documented to open).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import mpmath
+import numpy as np
+import pytest
+
+import plda
+from plda import testing
+
+DPS = 60
+
+
+def _quad_delta(log_ratio, p_pdf, q_pdf, eps, breaks) -> mpmath.mpf:
+    """``int (p - e^eps q)_+`` for a pair whose log-likelihood ratio increases in ``x``: the
+    positive part starts at the crossing, found by bisection and used as a breakpoint."""
+    eps = mpmath.mpf(eps)
+    lo, hi = mpmath.mpf(-60), mpmath.mpf(60)
+    if log_ratio(hi) <= eps:
+        return mpmath.mpf(0)
+    if log_ratio(lo) > eps:
+        start = -mpmath.inf
+    else:
+        for _ in range(200):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if log_ratio(mid) <= eps else (lo, mid)
+        start = hi
+    points = [start] + [b for b in breaks if b > start] + [mpmath.inf]
+    return mpmath.quad(lambda x: p_pdf(x) - mpmath.exp(eps) * q_pdf(x), points)
+
+
+def _sampled_pair(base_p, base_q, q):
+    """Remove direction: P = (1 - q) Q0 + q P0 against Q = Q0 (Poisson sampling)."""
+    q = mpmath.mpf(q)
+
+    def p(x):
+        return (1 - q) * base_q(x) + q * base_p(x)
+
+    return p, base_q, (lambda x: mpmath.log(p(x)) - mpmath.log(base_q(x)))
+
+
+def _laplace(scale):
+    b = mpmath.mpf(scale)
+    return (lambda x: mpmath.exp(-abs(x - 1) / b) / (2 * b)), (
+        lambda x: mpmath.exp(-abs(x) / b) / (2 * b)
+    )
+
+
+def _normal(sigma):
+    s = mpmath.mpf(sigma)
+    return (lambda x: mpmath.npdf(x, 1, s)), (lambda x: mpmath.npdf(x, 0, s))
+
+
+def _worse_direction(p, q, ratio, eps, breaks):
+    """max over remove (P vs Q) and add (Q vs P) of the hockey-stick divergence."""
+    remove = _quad_delta(ratio, p, q, eps, breaks)
+    add = _quad_delta(lambda x: -ratio(-x), lambda x: q(-x), lambda x: p(-x), eps,
+                      [-b for b in breaks])
+    return max(remove, add)
+
+
+def gaussian_reference(sigma, count, eps):
+    mu = mpmath.sqrt(count) / mpmath.mpf(sigma)
+    eps = mpmath.mpf(eps)
+    return mpmath.ncdf(-eps / mu + mu / 2) - mpmath.exp(eps) * mpmath.ncdf(-eps / mu - mu / 2)
+
+
+def laplace_reference(scale, count, eps):
+    assert count == 1
+    e0 = 1 / mpmath.mpf(scale)
+    return max(mpmath.mpf(0), 1 - mpmath.exp((mpmath.mpf(eps) - e0) / 2))
+
+
+def approximate_dp_reference(params, count, eps):
+    e0, d0 = (mpmath.mpf(v) for v in params)
+    keep = mpmath.exp(count * mpmath.log1p(-d0))
+    p = mpmath.exp(e0) / (1 + mpmath.exp(e0))
+    total = -mpmath.expm1(count * mpmath.log1p(-d0))
+    for i in range(count + 1):
+        loss = (count - 2 * i) * e0
+        if loss > eps:
+            weight = mpmath.binomial(count, i) * p ** (count - i) * (1 - p) ** i
+            total += keep * weight * (1 - mpmath.exp(mpmath.mpf(eps) - loss))
+    return total
+
+
+def sampled_gaussian_reference(params, count, eps):
+    sigma, q = params
+    assert count == 1
+    p, base_q, ratio = _sampled_pair(*_normal(sigma), q)
+    return _worse_direction(p, base_q, ratio, eps, [0, 1])
+
+
+def sampled_laplace_reference(params, count, eps):
+    scale, q = params
+    assert count == 1
+    p, base_q, ratio = _sampled_pair(*_laplace(scale), q)
+    return _worse_direction(p, base_q, ratio, eps, [0, 1])
+
+
+def discrete_laplace_reference(parameter, count, eps):
+    return mpmath.mpf(
+        testing.discrete_laplace_composition_delta(parameter, count, eps, precise=True, dps=DPS)
+    )
+
+
+def discrete_gaussian_reference(sigma, count, eps):
+    if count > 1:
+        return mpmath.mpf(
+            testing.discrete_gaussian_composition_delta(sigma, count, eps, precise=True, dps=DPS)
+        )
+    # one step by direct summation over a support wide enough for delta down to 1e-300:
+    # P(x) ~ e^{-x^2/2s^2}, loss (1 - 2x)/(2 s^2) under P = N_Z(0) against Q = N_Z(1)
+    s2 = 2 * mpmath.mpf(sigma) ** 2
+    reach = int(40 * sigma + 60)
+    weights = {x: mpmath.exp(-mpmath.mpf(x) ** 2 / s2) for x in range(-reach - 1, reach + 2)}
+    norm = mpmath.fsum(weights.values())
+    eps = mpmath.mpf(eps)
+    total = mpmath.mpf(0)
+    for x in range(-reach, reach + 1):
+        loss = (1 - 2 * mpmath.mpf(x)) / s2
+        if loss > eps:
+            total += weights[x] / norm * -mpmath.expm1(eps - loss)
+    return total
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    make: Callable  # parameter -> mechanism
+    reference: Callable  # (parameter, count, eps) -> exact delta (mpmath)
+    cases: tuple  # (parameter, count) pairs at the extremes of the supported ranges
+    epsilons: tuple = (0.0, 0.5, 2.0, 8.0)
+
+
+FAMILIES = [
+    Family("gaussian", plda.Gaussian, gaussian_reference,
+           ((0.05, 1), (1.0, 1000), (1.0, 10**9), (1e4, 1), (1.0, 1600)),
+           (0.0, 1.0, 5.0, 700.0, 760.0, 1e5)),
+    Family("laplace", lambda b: plda.Laplace(scale=b), laplace_reference,
+           ((0.01, 1), (1.0, 1), (1 / 700, 1), (1e3, 1)), (0.0, 0.5, 99.0, 699.0)),
+    Family("discrete_laplace", lambda t: plda.DiscreteLaplace(parameter=t),
+           discrete_laplace_reference, ((0.5, 1), (2.0, 50), (0.01, 200))),
+    Family("discrete_gaussian", lambda s: plda.DiscreteGaussian(sigma=s),
+           discrete_gaussian_reference, ((0.5, 1), (3.0, 20), (50.0, 1))),
+    Family("approximate_dp", lambda p: plda.ApproximateDP(*p), approximate_dp_reference,
+           (((1.0, 1e-300), 2), ((0.1, 1e-12), 100), ((0.5, 0.1), 5), ((3.0, 0.0), 40)),
+           (0.0, 0.3, 3.0, 200.0)),
+    Family("poisson_gaussian", lambda p: plda.PoissonSampled(plda.Gaussian(p[0]), p[1]),
+           sampled_gaussian_reference, (((1.0, 0.01), 1), ((0.5, 0.5), 1), ((5.0, 1.0), 1))),
+    Family("poisson_laplace", lambda p: plda.PoissonSampled(plda.Laplace(scale=p[0]), p[1]),
+           sampled_laplace_reference, (((1.0, 0.1), 1), ((0.1, 0.01), 1))),
+]
+
+CASES = [
+    pytest.param(family, parameter, count, id=f"{family.name}-{parameter}-{count}")
+    for family in FAMILIES
+    for parameter, count in family.cases
+]
+DELTAS = (1e-2, 1e-5, 1e-10, 1e-300)
+
+
+def _quietly(function, *args, allow_accuracy_warning=False):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        if allow_accuracy_warning:
+            warnings.simplefilter("ignore", plda.AccuracyWarning)
+        return function(*args)
+
+
+@pytest.mark.parametrize(("family", "parameter", "count"), CASES)
+def test_delta_bounds_bracket_the_exact_value(family, parameter, count):
+    pld = plda.PrivacyLossDistribution.from_mechanism(family.make(parameter), count)
+    eps = np.array(family.epsilons)
+    bounds = _quietly(pld.delta_bounds, eps)
+    assert not np.any(np.isnan(bounds.lower)) and not np.any(np.isnan(bounds.upper))
+    # non-increasing in eps (the lower bound up to its floating-point error terms)
+    assert np.all(np.diff(bounds.upper) <= 0) and np.all(np.diff(bounds.lower) <= 1e-12)
+    with mpmath.workdps(DPS):
+        for e, lower, upper in zip(eps, bounds.lower, bounds.upper, strict=True):
+            exact = family.reference(parameter, count, float(e))
+            assert lower <= exact <= upper, (float(e), lower, float(exact), upper)
+
+
+@pytest.mark.parametrize(("family", "parameter", "count"), CASES)
+def test_epsilon_bounds_bracket_the_exact_value(family, parameter, count):
+    pld = plda.PrivacyLossDistribution.from_mechanism(family.make(parameter), count)
+    for delta in DELTAS:
+        # below the FFT's resolution (~1e-10) the gap may open, with a warning (documented)
+        bounds = _quietly(pld.epsilon_bounds, delta, allow_accuracy_warning=delta <= 1e-10)
+        assert 0 <= bounds.lower <= bounds.upper and not math.isnan(bounds.upper)
+        with mpmath.workdps(DPS):
+            if math.isfinite(bounds.upper):  # the exact delta there is at most delta
+                assert family.reference(parameter, count, bounds.upper) <= delta
+            if bounds.lower > 0:  # and at the lower bound at least delta
+                assert family.reference(parameter, count, bounds.lower) >= delta
+    many = _quietly(pld.epsilon_bounds, np.array(DELTAS), allow_accuracy_warning=True)
+    # a smaller delta never gets a smaller epsilon
+    assert all(a <= b for a, b in zip(many.upper[:-1], many.upper[1:], strict=True))
+
+
+@pytest.mark.parametrize("family", FAMILIES, ids=lambda f: f.name)
+def test_epsilon_grows_with_the_count(family):
+    parameter = family.cases[0][0]
+    mechanism = family.make(parameter)
+    uppers = [
+        _quietly(plda.PrivacyLossDistribution.from_mechanism(mechanism, k).epsilon, 1e-5)
+        for k in (1, 4, 16)
+    ]
+    assert uppers == sorted(uppers)
