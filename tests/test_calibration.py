@@ -2,6 +2,7 @@
 
 import pytest
 
+import plda
 from plda.accountant import PLDAccountant
 from plda.calibration import (
     calibrate_noise_multiplier,
@@ -124,3 +125,16 @@ def test_calibrated_noise_plugs_into_the_accountant():
     tighter = PLDAccountant(accuracy=COARSE)
     tighter.step(noise_multiplier=0.99 * sigma, sample_rate=0.05, count=50)
     assert tighter.epsilon_bounds(DELTA).lower > 2.0 * (1 - COARSE)
+
+
+def test_calibrate_steps_does_bounded_work_and_is_exact():
+    # the final search bisects at the requested accuracy (it walked one step at a time, which
+    # ran past 60 s on long horizons): few evaluations, and the count is the largest that fits
+    result = plda.calibration.calibrate_steps_detailed(
+        target_epsilon=0.2, target_delta=1e-5, noise_multiplier=2.0, sample_rate=0.001
+    )
+    assert result.evaluations <= 64
+    assert result.epsilon_upper <= 0.2
+    beyond = PLDAccountant()
+    beyond.step(2.0, 0.001, count=result.value + 1)
+    assert beyond.epsilon(1e-5) > 0.2
