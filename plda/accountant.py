@@ -58,6 +58,7 @@ from plda.pld import (
     Bounds,
     PrivacyLossDistribution,
 )
+from plda.serialization import check_header, mechanism_from_dict, mechanism_to_dict
 
 __all__ = ["PLDAccountant"]
 
@@ -838,8 +839,6 @@ class PLDAccountant:
     def state_dict(self) -> dict:
         """JSON-serializable state: ``{"format": "plda.accountant", "version": 1, "relation",
         "accuracy", "history": [{"mechanism": {...}, "count": k}, ...]}``."""
-        from plda.serialization import mechanism_to_dict
-
         return {
             "format": self.FORMAT,
             "version": self.VERSION,
@@ -876,8 +875,6 @@ class PLDAccountant:
 
 
 def _parse_state(state) -> tuple[str, float, list]:
-    from plda.serialization import check_header, mechanism_from_dict
-
     if not isinstance(state, dict):
         raise ValueError(
             f"state must be a dict from PLDAccountant.state_dict(), got {type(state).__name__}"

@@ -12,7 +12,7 @@ from plda import _validation as check
 from plda._internal.caches import cached
 from plda._internal.errors import GridTooLarge, warn_if_inaccurate
 from plda.discretize import discretize
-from plda.grid import _CHERNOFF_ORDERS, DiscreteLoss, compose, compose_tilted
+from plda.grid import _CHERNOFF_ORDERS, DiscreteLoss, compose, compose_tilted, window_losses
 from plda.mechanisms.base import DIRECTIONS, Mechanism
 from plda.mechanisms.gaussian import Gaussian
 
@@ -462,8 +462,6 @@ def _choose_step(pld: PrivacyLossDistribution) -> float:
     factor in loss units, so ``h ~ sqrt(accuracy * eps_scale / k_total)``, capped by the grid
     size. The estimate starts 4x coarse: refinement then predicts the step from the measured gap.
     """
-    from plda.grid import window_losses
-
     direction_widths = []
     spreads = []
     for direction in pld._directions:
