@@ -82,6 +82,13 @@ class DiscreteLoss:
     log_scale: float = 0.0
     #: losses below this were left out (a tilted law is only used for larger epsilons)
     valid_from: float = -np.inf
+    #: how far the grid losses may sit on the unsafe side of the losses they stand for (atoms
+    #: and grid points are floats, a few ulps off; snapped atoms): those behind an upper version
+    #: are at most this much above ``l_i``, those behind a lower version at most this much below.
+    #: ``delta`` is non-decreasing in every loss, so evaluating at ``eps -/+ loss_error`` covers
+    #: it; compositions add it up. At eps ~ 1000 a few ulps of loss are 1e-13, which is all of
+    #: delta at an atom just above eps (a single Laplace step at eps = eps0 rounded down)
+    loss_error: float = 0.0
 
     # ------------------------------------------------------------------ basics
     @property
@@ -233,11 +240,26 @@ class DiscreteLoss:
         object.__setattr__(self, "_profile_cache", result)
         return result
 
+    def _loss_slack(self, eps: np.ndarray) -> np.ndarray:
+        """A shift of ``eps`` that covers :attr:`loss_error` and the rounding of the closed form
+        ``A_j - e^(eps - l_j) S_j``: the cut ``l_j`` (within ``|eps| + h`` of ``eps``) is rounded
+        by ``u |l_j|``, ``eps - l_j`` by ``u |eps - l_j|``, and ``exp`` and the product by a few
+        ``u`` relative, i.e. a few ``u`` of the exponent. Each is a small move of ``eps``, which
+        is harmless where ``delta`` is smooth but is all of ``delta`` at a cut just above ``eps``
+        (where ``A_j - S_j`` cancels): so ``eps`` is moved, never ``delta`` rescaled."""
+        rounding = 8 * _U * (2 * np.abs(eps) + self.step + 1)
+        return np.where(np.isfinite(eps), self.loss_error + rounding, 0.0)
+
     def delta(self, epsilon: np.ndarray) -> np.ndarray:
         """``delta(epsilon)`` of this version (vectorized); an upper version also applies the
         Chernoff bound ``delta <= P(inf) + inf_t c(t) exp(log E[e^{tL}] - t eps)`` with
-        ``c(t) = t^t / (t+1)^(t+1)`` and keeps the smaller of the two."""
-        eps = np.asarray(epsilon, dtype=float)
+        ``c(t) = t^t / (t+1)^(t+1)`` and keeps the smaller of the two.
+
+        Both are evaluated at ``eps`` moved by :meth:`_loss_slack` in the safe direction (down
+        for an upper version, up for a lower one; ``delta`` does not increase in ``eps``)."""
+        given = np.asarray(epsilon, dtype=float)
+        slack = self._loss_slack(given)
+        eps = given - slack if self.upper else given + slack
         a, s, cuts, _ = self._profile_segments()
         j = np.searchsorted(cuts, eps, side="right")  # first cut strictly above eps
         j = np.minimum(j, len(a) - 1)
@@ -294,15 +316,19 @@ class DiscreteLoss:
                 if self.upper
                 else np.where(out >= self.valid_from, out, 0.0)
             )
-        finite = np.isfinite(out)
-        nudge = 1e-12 * (1 + np.abs(np.where(finite, out, 0.0)))
         if self.upper:
-            # the true epsilon lies below; push up by a few ulps against rounding in log/exp
-            out = np.where(finite, out + nudge, out)
             out = np.minimum(out, self._chernoff_epsilon(d))
-        else:
-            out = np.where(finite, out - nudge, out)
+        # the true epsilon lies on the safe side: move by far more than the rounding in log/exp
+        # (1e-12 relative, at least the few u of :meth:`_loss_slack`) and by the loss error
+        finite = np.isfinite(out)
+        nudge = self._epsilon_nudge(np.where(finite, out, 0.0))
+        out = np.where(finite, out + nudge if self.upper else out - nudge, out)
         return np.maximum(out, 0.0)
+
+    def _epsilon_nudge(self, out):
+        """Outward move of a solved epsilon: rounding (see :meth:`_loss_slack`) and
+        :attr:`loss_error`."""
+        return 1e-12 * (1 + np.abs(out)) + 8 * _U * self.step + self.loss_error
 
     def _crossing(self, d: float) -> tuple[int, float, float]:
         """A cut ``j`` (``0..n``) with ``delta(l_j) <= d < delta(l_{j-1})`` (``n + 1`` if none),
@@ -389,14 +415,14 @@ class DiscreteLoss:
             else:
                 out = left
             out = min(max(out, left), cut)
-        if math.isfinite(out):
-            nudge = 1e-12 * (1 + abs(out))
-            out = out + nudge if self.upper else out - nudge
         if self.upper and self.log_mgf is not None:
             room = d - self.chernoff_infinity_mass
             if room > 0:
                 exponent = self.log_mgf + _CHERNOFF_LOG_C + 1e-9 - math.log(room)
                 out = min(out, float((exponent / _CHERNOFF_ORDERS).min()))
+        if math.isfinite(out):
+            nudge = float(self._epsilon_nudge(out))
+            out = out + nudge if self.upper else out - nudge
         return max(out, 0.0)
 
     def _chernoff_epsilon(self, d: np.ndarray) -> np.ndarray:
@@ -667,6 +693,8 @@ def from_spectrum(factors, spectrum, bound, relative, n, window, infinity) -> Di
         y = np.concatenate((y[shift:], y[: shift + width - n]))
     # entries are exact probabilities up to entry_error: clipping at 0 only moves toward the truth
     np.maximum(y, 0.0, out=y)
+    # composed losses are sums of the factors' losses: their errors add (1e-9: rounding of the sum)
+    loss_error = sum(k * f.loss_error for f, k in factors) * (1 + 1e-9)
     if first.upper:
         chernoff = all(f.log_mgf is not None for f, _ in factors)
         log_mgf = sum(k * f.log_mgf for f, k in factors) if chernoff else None
@@ -681,9 +709,11 @@ def from_spectrum(factors, spectrum, bound, relative, n, window, infinity) -> Di
             log_mgf,
             union_probability(((f.chernoff_infinity_mass, k) for f, k in factors), upper=True),
             l2_error,
+            loss_error=loss_error,
         )
     return DiscreteLoss(
-        first.step, lo, y, infinity, False, entry_error, below + above, None, 0.0, l2_error
+        first.step, lo, y, infinity, False, entry_error, below + above, None, 0.0, l2_error,
+        loss_error=loss_error,
     )
 
 
@@ -708,15 +738,19 @@ def compose_tilted(
         c = float(f.finite_log_mgf(np.array([tilt]))[0])
         log_scale += k * c
         probs = np.exp(np.log(np.maximum(f.probs, 1e-320)) + tilt * f.losses - c) * (f.probs > 0)
-        tilted.append((DiscreteLoss(f.step, f.offset, probs, 0.0, f.upper), k))
+        tilted.append(
+            (DiscreteLoss(f.step, f.offset, probs, 0.0, f.upper, loss_error=f.loss_error), k)
+        )
     inner = compose(tilted, tail=tail, max_size=max_size)
     first = factors[0][0]
     infinity = union_probability(((f.infinity_mass, k) for f, k in factors), upper=first.upper)
     losses = inner.losses
     exponent = log_scale - tilt * losses
     keep = exponent < 340.0  # weights and their squares stay finite
-    if not keep.any():
-        return DiscreteLoss(first.step, inner.offset + len(losses), np.zeros(1), 1.0, True)
+    if not keep.any():  # nothing resolved: the trivial bounds (delta <= 1, and >= 0)
+        return DiscreteLoss(
+            first.step, inner.offset + len(losses), np.zeros(1), float(first.upper), first.upper
+        )
     start = int(np.argmax(keep))
     weights = np.exp(exponent[start:])
     probs = inner.probs[start:] * weights
@@ -737,6 +771,7 @@ def compose_tilted(
         tilt,
         log_scale,
         float(losses[start]) if start > 0 else -np.inf,
+        loss_error=inner.loss_error,
     )
     if upper:
         object.__setattr__(
