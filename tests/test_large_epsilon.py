@@ -100,6 +100,139 @@ def test_gaussian_epsilon_bounds_bracket_the_exact_value(sigma, count, log_delta
     assert bounds.lower <= reference <= bounds.upper
 
 
+@given(
+    sigma=st.floats(min_value=0.05, max_value=20.0),
+    count=st.integers(min_value=1, max_value=10**6),
+    log_delta=st.floats(min_value=-300.0, max_value=-12.0),
+)
+@example(sigma=1.0, count=10**5, log_delta=-300.0)
+@examples(8)
+@pytest.mark.filterwarnings("ignore::plda.AccuracyWarning")  # wide there, and says so
+def test_gaussian_epsilon_bounds_bracket_tiny_deltas(sigma, count, log_delta):
+    # deltas far below the FFT's resolution: tilted compositions and the Chernoff tail
+    delta = 10.0**log_delta
+    reference = gaussian_epsilon(math.sqrt(count) / sigma, delta)
+    pld = plda.PrivacyLossDistribution.from_mechanism(plda.Gaussian(sigma), count)
+    bounds = pld.epsilon_bounds(delta)
+    assert 0 <= bounds.lower <= reference <= bounds.upper < math.inf
+
+
+@given(
+    sigma=st.floats(min_value=0.05, max_value=20.0),
+    count=st.integers(min_value=1, max_value=10**6),
+    where=st.one_of(
+        st.floats(min_value=-3.0, max_value=40.0).map(lambda z: ("z", z)),
+        st.floats(min_value=0.0, max_value=5.0).map(lambda x: ("log10", x)),
+    ),
+)
+# the far-tail Chernoff bound read its cut tail (1e-320) as 0: upper 5e-324, exact 2e-322
+@example(sigma=8.472702315602351, count=252, where=("log10", math.log10(73.49770275843325)))
+@example(sigma=0.1351853973028406, count=79, where=("log10", math.log10(4680.395480254667)))
+@examples(12)
+def test_gaussian_delta_bounds_bracket_the_exact_value(sigma, count, where):
+    # eps around the mean loss mu^2/2 (z standard deviations away) or anywhere up to 1e5
+    mu = math.sqrt(count) / sigma
+    kind, x = where
+    eps = max(0.0, mu * mu / 2 + x * mu) if kind == "z" else 10.0**x
+    with mpmath.workdps(60):
+        reference = gaussian_delta(mpmath.sqrt(count) / mpmath.mpf(sigma), eps)
+    bounds = plda.PrivacyLossDistribution.from_mechanism(plda.Gaussian(sigma), count).delta_bounds(
+        eps
+    )
+    assert 0 <= bounds.lower <= reference <= bounds.upper <= 1
+
+
+def laplace_composition_delta(scale: float, count: int, eps: float) -> mpmath.mpf:
+    """Exact ``delta(eps)`` of ``count`` Laplace runs (sensitivity 1) for
+    ``eps >= (count - 2) eps0``, ``eps0 = 1/scale`` (the float scale taken exactly).
+
+    One run's loss is ``eps0 - Y`` with ``Y = 0`` w.p. 1/2, density ``e^(-y/2)/4`` on
+    ``(0, 2 eps0)`` and an atom at ``2 eps0``. Below ``y0 = count eps0 - eps <= 2 eps0`` no
+    run reaches that atom or the density's end, so with ``j`` runs in the density their sum
+    has density ``4^-j y^(j-1) e^(-y/2) / (j-1)!`` there, and
+    ``delta = E[(1 - e^(Y - y0))_+] = sum_j C(k, j) 2^(j-k) 4^-j int_0^y0 ...``."""
+    with mpmath.workdps(40):
+        eps0 = 1 / mpmath.mpf(scale)
+        y0 = count * eps0 - mpmath.mpf(eps)
+        assert y0 <= 2 * eps0
+        if y0 <= 0:
+            return mpmath.mpf(0)
+        total = mpmath.mpf(2) ** -count * -mpmath.expm1(-y0)
+        for j in range(1, count + 1):
+
+            def integrand(y, j=j):
+                return y ** (j - 1) / mpmath.factorial(j - 1) * mpmath.exp(-y / 2) * -mpmath.expm1(
+                    y - y0
+                )
+
+            weight = mpmath.binomial(count, j) * mpmath.mpf(2) ** (j - count) * mpmath.mpf(4) ** -j
+            total += weight * mpmath.quad(integrand, [0, y0 / 2, y0])
+        return total
+
+
+@pytest.mark.parametrize(
+    ("scale", "count", "eps"),
+    [
+        (0.01, 10, 970.0),
+        # eps 3.4e-11 below the top loss: the tilted upper law claimed delta 8e-38 (exact 3.3e-14)
+        (0.029783072817777166, 10, 335.76119096851943),
+        (0.1446244428922091, 16, 110.63118568203237),
+        # the top loss is 1000 - 2e-14 (0.005 is not a double): exact 0, the lower bound was 1.2e-15
+        (0.005, 5, 1000.0),
+    ],
+)
+def test_laplace_composition_near_its_top_loss(scale, count, eps):
+    exact = laplace_composition_delta(scale, count, eps)
+    bounds = plda.PrivacyLossDistribution.from_mechanism(plda.Laplace(scale), count).delta_bounds(
+        eps
+    )
+    assert bounds.lower <= exact <= bounds.upper
+
+
+@given(
+    scale=st.floats(min_value=0.0015, max_value=1.0),
+    count=st.integers(min_value=1, max_value=12),
+    depth=st.floats(min_value=0.0, max_value=1.0),
+)
+@examples(5)
+def test_laplace_composition_below_its_top_loss(scale, count, depth):
+    # eps between the top loss count/scale and two steps' worth below it, cubed toward the top
+    eps = count / scale - 2 * depth**3 / scale
+    exact = laplace_composition_delta(scale, count, eps)
+    bounds = plda.PrivacyLossDistribution.from_mechanism(plda.Laplace(scale), count).delta_bounds(
+        eps
+    )
+    assert bounds.lower <= exact <= bounds.upper
+
+
+@given(scale=st.floats(min_value=0.0015, max_value=1.0))
+@example(scale=0.00758384796150766)  # 1/scale rounds down: upper delta(1/scale) was 0, exact 6e-16
+@example(scale=0.0023890263495783093)
+@examples(10)
+def test_one_laplace_at_its_rounded_pure_epsilon(scale):
+    eps = 1 / scale  # within an ulp of the top loss, on either side
+    with mpmath.workdps(50):
+        gap = mpmath.mpf(eps) - 1 / mpmath.mpf(scale)
+        exact = -mpmath.expm1(gap / 2) if gap < 0 else mpmath.mpf(0)
+    bounds = plda.PrivacyLossDistribution.from_mechanism(plda.Laplace(scale)).delta_bounds(eps)
+    assert bounds.lower <= exact <= bounds.upper
+
+
+@pytest.mark.parametrize(
+    ("parameter", "count", "eps"),
+    [
+        # 6e-12 below the top loss 57.53: the upper bound was 0 against an exact 2.4e-31
+        (0.5752761240543938, 100, 57.52761240543362),
+        (2.399478015369556, 164, 393.51439452056786),
+    ],
+)
+def test_discrete_laplace_just_below_its_top_loss(parameter, count, eps):
+    exact = testing.discrete_laplace_composition_delta(parameter, count, eps, precise=True)
+    pld = plda.PrivacyLossDistribution.from_mechanism(plda.DiscreteLaplace(parameter), count)
+    bounds = pld.delta_bounds(eps)
+    assert bounds.lower <= exact <= bounds.upper
+
+
 def test_zcdp_of_a_gaussian_is_rounded_up():
     rho = plda.PrivacyLossDistribution.from_mechanism(plda.Gaussian(7.0)).zcdp()
     assert Fraction(rho) >= Fraction(1, 98)
