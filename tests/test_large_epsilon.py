@@ -30,6 +30,8 @@ def gaussian_delta(mu, eps) -> mpmath.mpf:
 def gaussian_epsilon(mu, delta) -> mpmath.mpf:
     with mpmath.workdps(60):
         mu = mpmath.mpf(mu)
+        if gaussian_delta(mu, 0) <= delta:
+            return mpmath.mpf(0)
         # delta(eps) decreases in eps: bisect on a bracket around the mean loss
         lo, hi = mpmath.mpf(0), mu * mu / 2 + 40 * mu + 40
         for _ in range(200):
@@ -90,6 +92,7 @@ def test_one_laplace_with_a_large_pure_epsilon(eps):
 )
 @example(sigma=1.0, count=1200, log_delta=-5.0)
 @example(sigma=0.5, count=1000, log_delta=-3.0)
+@example(sigma=4.0, count=1, log_delta=-1.0)  # exact epsilon 0 (the reference said 3e-59)
 @examples(15)
 def test_gaussian_epsilon_bounds_bracket_the_exact_value(sigma, count, log_delta):
     delta = 10.0**log_delta
@@ -192,12 +195,13 @@ def test_laplace_composition_near_its_top_loss(scale, count, eps):
 @given(
     scale=st.floats(min_value=0.0015, max_value=1.0),
     count=st.integers(min_value=1, max_value=12),
-    depth=st.floats(min_value=0.0, max_value=1.0),
+    depth=st.floats(min_value=0.0, max_value=0.999),  # the reference holds up to depth 1
 )
+@example(scale=1.0, count=1, depth=0.999)
 @examples(5)
 def test_laplace_composition_below_its_top_loss(scale, count, depth):
     # eps between the top loss count/scale and two steps' worth below it, cubed toward the top
-    eps = count / scale - 2 * depth**3 / scale
+    eps = max(0.0, count / scale - 2 * depth**3 / scale)
     exact = laplace_composition_delta(scale, count, eps)
     bounds = plda.PrivacyLossDistribution.from_mechanism(plda.Laplace(scale), count).delta_bounds(
         eps
