@@ -251,8 +251,9 @@ def test_gaussian_dp_mu_is_rounded_outward(sigma, count):
         exact = mpmath.sqrt(count) / mpmath.mpf(sigma)
         summary = plda.tradeoff.gaussian_dp(pld)
         assert mpmath.mpf(summary.mu_lower) <= exact <= mpmath.mpf(pld.gdp_mu())
-        rho = mpmath.mpf(pld.zcdp())
-        assert rho >= exact**2 / 2
+        rho = plda.renyi.zcdp_bounds(pld)
+        assert mpmath.mpf(rho.lower) <= exact**2 / 2 <= mpmath.mpf(rho.upper)
+        assert rho.upper == pld.zcdp()
 
 
 def test_the_accountant_at_large_epsilon():
