@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.optimize import brentq
 
+from plda._internal.linalg import dot
+
 HYPOTHESES = ("P", "Q")
 
 
@@ -102,7 +104,7 @@ class PrivacyLossLaw:
         _check_hypothesis(hypothesis)
         x = np.asarray(loss, dtype=float)
         atoms = self._atom_masses(hypothesis)
-        below = (self.atom_losses[None, :] <= x.reshape(-1, 1)) @ atoms if len(atoms) else 0.0
+        below = dot(self.atom_losses[None, :] <= x.reshape(-1, 1), atoms) if len(atoms) else 0.0
         out = np.reshape(below, x.shape) if len(atoms) else np.zeros(x.shape)
         out = out + self._cont_cdf(x, hypothesis)
         if hypothesis == "Q":
@@ -114,7 +116,7 @@ class PrivacyLossLaw:
         _check_hypothesis(hypothesis)
         x = np.asarray(loss, dtype=float)
         atoms = self._atom_masses(hypothesis)
-        above = (self.atom_losses[None, :] > x.reshape(-1, 1)) @ atoms if len(atoms) else 0.0
+        above = dot(self.atom_losses[None, :] > x.reshape(-1, 1), atoms) if len(atoms) else 0.0
         out = np.reshape(above, x.shape) if len(atoms) else np.zeros(x.shape)
         out = out + self._cont_sf(x, hypothesis)
         if hypothesis == "P":
