@@ -14,8 +14,12 @@ from plda.mechanisms import (
     Laplace,
     LossLaw,
     Mechanism,
+    NotTightWarning,
     PoissonSampled,
     PrivacyLossLaw,
+    SampledWithoutReplacement,
+    Shuffled,
+    TruncatedPoisson,
 )
 from plda.pld import Bounds, PrivacyLossDistribution
 from plda.serialization import load_pld, save_pld
@@ -45,6 +49,10 @@ __all__ = [
     "PoissonSampled",
     "PrivacyLossDistribution",
     "PrivacyLossLaw",
+    "NotTightWarning",
+    "SampledWithoutReplacement",
+    "Shuffled",
+    "TruncatedPoisson",
 ]
 
 

@@ -1,0 +1,397 @@
+"""Fixed-size batches, truncated Poisson sampling and shuffling: certified brackets checked
+against exact enumerations of small datasets (mpmath), dp_accounting and their defining
+properties."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import warnings
+
+import mpmath
+import numpy as np
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+import plda
+from plda import PrivacyLossDistribution as PLD
+from plda.mechanisms.shuffled import MaxShiftLaw
+from plda.serialization import mechanism_from_dict, mechanism_to_dict
+from tests.hypothesis_settings import examples
+
+GAUSS = plda.Gaussian(sigma=1.0)
+
+
+# ------------------------------------------------------------------ exact references (mpmath)
+def _cdf(kind: str, x, mean, scale):
+    if kind == "gauss":
+        return mpmath.ncdf(x, mu=mean, sigma=scale)
+    if x == mpmath.inf or x == -mpmath.inf:
+        return mpmath.mpf(1 if x > 0 else 0)
+    z = (x - mean) / scale  # Laplace
+    return mpmath.exp(z) / 2 if z < 0 else 1 - mpmath.exp(-z) / 2
+
+
+def _pdf(kind: str, x, mean, scale):
+    if kind == "gauss":
+        return mpmath.npdf(x, mu=mean, sigma=scale)
+    return mpmath.exp(-abs(x - mean) / scale) / (2 * scale)
+
+
+def _log_density(kind, x, means, weights, scale):
+    """log of the mixture density at the points ``x`` (floats: only used to locate roots)."""
+    z = (x[:, None] - np.asarray(means)[None, :]) / scale
+    if kind == "gauss":
+        logs = -0.5 * z * z - 0.5 * math.log(2 * math.pi) - math.log(scale)
+    else:
+        logs = -np.abs(z) - math.log(2 * scale)
+    return np.logaddexp.reduce(logs + np.log(np.asarray(weights))[None, :], axis=1)
+
+
+def bisect(g, a, b, steps):
+    """A sign change of ``g`` in ``[a, b]`` by bisection (``a`` if there is none)."""
+    ga = g(a)
+    if (ga > 0) == (g(b) > 0):
+        return a
+    for _ in range(steps):
+        mid = (a + b) / 2
+        if (g(mid) > 0) == (ga > 0):
+            a = mid
+        else:
+            b = mid
+    return (a + b) / 2
+
+
+def exact_delta(p_mix, q_mix, epsilon, *, kind="gauss", scale=1.0, dps=30):
+    """``sup_S P(S) - e^eps Q(S)`` of two finite mixtures ``[(weight, mean), ...]`` of one
+    location family in 1D, to ``dps`` digits: the set ``{p > e^eps q}`` is located by a fine
+    float scan, its end points refined in mpmath, and its P- and Q-masses taken from exact
+    cdfs in mpmath."""
+    with mpmath.workdps(dps):
+        scale_mp = mpmath.mpf(scale)
+        factor = mpmath.exp(mpmath.mpf(epsilon))
+
+        def g(x):
+            p = sum(mpmath.mpf(w) * _pdf(kind, x, m, scale_mp) for w, m in p_mix)
+            q = sum(mpmath.mpf(w) * _pdf(kind, x, m, scale_mp) for w, m in q_mix)
+            return p - factor * q
+
+        means = [m for _, m in p_mix + q_mix]
+        lo, hi = min(means) - 30 * scale, max(means) + 30 * scale
+        grid = np.linspace(lo, hi, 20001)
+        log_p = _log_density(kind, grid, [m for _, m in p_mix], [w for w, _ in p_mix], scale)
+        log_q = _log_density(kind, grid, [m for _, m in q_mix], [w for w, _ in q_mix], scale)
+        # a margin keeps float noise where p = e^eps q (shared components, far tails) from
+        # posing as crossings; there the integrand is ~0 and an end point off by a cell costs
+        # nothing measurable
+        signs = log_p - log_q - epsilon > 1e-9
+        edges = [-mpmath.inf]
+        for i in np.nonzero(signs[1:] != signs[:-1])[0]:
+            a, b = mpmath.mpf(grid[i]), mpmath.mpf(grid[i + 1])
+            edges.append(bisect(g, a, b, 4 * dps))
+        edges.append(mpmath.inf)
+        inside = bool(signs[0])
+        total = mpmath.mpf(0)
+        for a, b in zip(edges, edges[1:], strict=False):
+            if inside:
+                for w, m in p_mix:
+                    total += mpmath.mpf(w) * (
+                        _cdf(kind, b, m, scale_mp) - _cdf(kind, a, m, scale_mp))
+                for w, m in q_mix:
+                    total -= factor * mpmath.mpf(w) * (
+                        _cdf(kind, b, m, scale_mp) - _cdf(kind, a, m, scale_mp))
+            inside = not inside
+        return max(float(total), 0.0)
+
+
+def wor_output(values, batch_size):
+    """Output mixture of the batch sum over all ``batch_size``-subsets of ``values``."""
+    subsets = list(itertools.combinations(values, batch_size))
+    return [(1 / len(subsets), float(sum(s))) for s in subsets]
+
+
+def truncated_output(values, rate, cap):
+    """Output mixture of the sum of a Poisson sample of ``values`` truncated to ``cap``."""
+    n = len(values)
+    out = {}
+    for mask in itertools.product((0, 1), repeat=n):
+        chosen = [v for v, keep in zip(values, mask, strict=True) if keep]
+        prob = rate ** sum(mask) * (1 - rate) ** (n - sum(mask))
+        subsets = list(itertools.combinations(chosen, min(cap, len(chosen))))
+        for s in subsets:
+            out[float(sum(s))] = out.get(float(sum(s)), 0.0) + prob / len(subsets)
+    return [(w, m) for m, w in out.items()]
+
+
+def both_ways(p_mix, q_mix, eps, **kw):
+    return max(exact_delta(p_mix, q_mix, eps, **kw), exact_delta(q_mix, p_mix, eps, **kw))
+
+
+EPSILONS = [0.0, 0.5, 1.5]
+
+
+# ------------------------------------------------------------------- sampling without replacement
+def test_wor_is_poisson_at_doubled_sensitivity_under_both_relations():
+    wor = plda.SampledWithoutReplacement(plda.Gaussian(0.8, sensitivity=1.5), 30, 1000)
+    twin = plda.PoissonSampled(plda.Gaussian(0.8, sensitivity=3.0), 0.03)
+    for relation in ("add_remove", "replace_one"):
+        got = PLD.from_mechanism(wor, 50, relation=relation).epsilon_bounds(1e-6)
+        want = PLD.from_mechanism(twin, 50).epsilon_bounds(1e-6)
+        assert got.lower == want.lower and got.upper == want.upper
+
+
+def test_wor_is_not_the_poisson_replace_one_mixture_pair():
+    """The trap: the Poisson mixture pair ((1-q)N(0)+qN(C), (1-q)N(0)+qN(-C)) under-reports a
+    fixed-size sampler. The dataset pair (others -C, x = +C vs x' = -C) realizes the doubled
+    pair exactly, and its exact delta lies above the mixture pair's certified upper bound."""
+    n, b, eps = 5, 2, 1.0
+    sigma = 0.6
+    mech = plda.Gaussian(sigma)
+    exact = both_ways(wor_output([1.0] + [-1.0] * (n - 1), b),
+                      wor_output([-1.0] * n, b), eps, scale=sigma)
+    poisson_r1 = PLD.from_mechanism(plda.PoissonSampled(mech, b / n), relation="replace_one")
+    wor = PLD.from_mechanism(plda.SampledWithoutReplacement(mech, b, n), relation="replace_one")
+    assert poisson_r1.delta(eps) < 0.8 * exact
+    bounds = wor.delta_bounds(eps)
+    assert bounds.lower <= exact * (1 + 1e-9) and exact <= bounds.upper * (1 + 1e-9)
+    assert bounds.upper - bounds.lower < 1e-3 * bounds.upper
+
+
+@pytest.mark.parametrize("kind", ["gauss", "laplace"])
+@pytest.mark.parametrize("relation", ["replace_one", "add_remove"])
+def test_wor_bracket_against_every_small_dataset(kind, relation):
+    """Every dataset of values in {-1, 0, 1} (n = 4, batch 2): its exact delta is below plda's
+    certified upper bound, and the worst of them is above plda's lower bound (tightness)."""
+    n, b, scale = 4, 2, 0.7
+    base = plda.Gaussian(scale) if kind == "gauss" else plda.Laplace(scale)
+    pld = PLD.from_mechanism(plda.SampledWithoutReplacement(base, b, n), relation=relation)
+    bounds = pld.delta_bounds(np.array(EPSILONS))
+    worst = np.zeros(len(EPSILONS))
+    for rest in itertools.combinations_with_replacement((-1.0, 0.0, 1.0), n - 1):
+        # add/remove: x is removed; replace-one: x becomes x2 (both orders are checked below)
+        pairs = [(x, x) for x in (-1.0, 0.0, 1.0)] if relation == "add_remove" else [
+            (-1.0, 0.0), (-1.0, 1.0), (0.0, 1.0)]
+        for x, x2 in pairs:
+            if True:
+                big = wor_output(list(rest) + [x], b)
+                small = (wor_output(list(rest) + [x2], b) if relation == "replace_one"
+                         else wor_output(list(rest), b))
+                if relation == "add_remove" and n - 1 < b:
+                    continue
+                for i, eps in enumerate(EPSILONS):
+                    d = both_ways(big, small, eps, kind=kind, scale=scale, dps=20)
+                    assert d <= bounds.upper[i] * (1 + 1e-9) + 1e-15
+                    worst[i] = max(worst[i], d)
+    assert np.all(bounds.lower <= worst * (1 + 1e-9) + 1e-15)
+    assert np.all(worst >= bounds.lower * (1 - 1e-3))
+
+
+# ------------------------------------------------------------------------- truncated Poisson
+def test_truncated_poisson_without_truncation_is_poisson():
+    for cap in (1000, 5000):
+        trunc = plda.TruncatedPoisson(GAUSS, 0.01, cap, 1000)
+        assert trunc.tight and trunc.lower_bound_mechanism() == plda.PoissonSampled(GAUSS, 0.01)
+        got = PLD.from_mechanism(trunc, 100).epsilon_bounds(1e-5)
+        want = PLD.from_mechanism(plda.PoissonSampled(GAUSS, 0.01), 100).epsilon_bounds(1e-5)
+        assert got.lower == want.lower and got.upper == want.upper
+
+
+def _trunc_bracket(trunc, eps):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", plda.NotTightWarning)
+        upper = PLD.from_mechanism(trunc).delta_bounds(eps).upper
+    lower = PLD.from_mechanism(trunc.lower_bound_mechanism()).delta_bounds(eps).lower
+    return lower, upper
+
+
+@pytest.mark.parametrize("kind", ["gauss", "laplace"])
+def test_truncated_poisson_bracket_against_every_small_dataset(kind):
+    """n = 4, q = 0.5, cap 2: every dataset in {-1, 0, 1} stays below the upper bound, and the
+    lower-bound dataset (others 0, x = 1) reproduces the lower pair exactly."""
+    n, rate, cap, scale = 4, 0.5, 2, 0.8
+    base = plda.Gaussian(scale) if kind == "gauss" else plda.Laplace(scale)
+    trunc = plda.TruncatedPoisson(base, rate, cap, n)
+    eps = np.array(EPSILONS)
+    lower, upper = _trunc_bracket(trunc, eps)
+    for rest in itertools.combinations_with_replacement((-1.0, 0.0, 1.0), n - 1):
+        for x in (-1.0, 1.0):
+            big = truncated_output(list(rest) + [x], rate, cap)
+            small = truncated_output(list(rest), rate, cap)
+            for i, e in enumerate(EPSILONS):
+                d = both_ways(big, small, e, kind=kind, scale=scale, dps=20)
+                assert d <= upper[i] * (1 + 1e-9) + 1e-15
+    realized = truncated_output([1.0, 0.0, 0.0, 0.0], rate, cap)
+    for i, e in enumerate(EPSILONS):
+        d = both_ways(realized, truncated_output([0.0, 0.0, 0.0], rate, cap), e, kind=kind,
+                      scale=scale)
+        assert lower[i] <= d * (1 + 1e-9) and d <= lower[i] * (1 + 2e-3) + 1e-12
+
+
+def test_truncated_poisson_matches_dp_accounting():
+    """dp_accounting 0.6's truncated subsampled Gaussian (a pessimistic PLD on a 1e-3 grid)
+    lies inside plda's bracket, up to its discretization."""
+    pld_module = pytest.importorskip("dp_accounting.pld.privacy_loss_distribution")
+    for cap in (290, 512):
+        trunc = plda.TruncatedPoisson(GAUSS, 256 / 60000, cap, 60000)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", plda.NotTightWarning)
+            upper = PLD.from_mechanism(trunc, 500).epsilon(1e-5)
+        lower = PLD.from_mechanism(trunc.lower_bound_mechanism(), 500).epsilon_bounds(1e-5).lower
+        theirs = pld_module.from_truncated_subsampled_gaussian_mechanism(
+            60000, 256 / 60000, cap, 1.0, value_discretization_interval=1e-3
+        ).self_compose(500).get_epsilon_for_delta(1e-5)
+        assert lower <= theirs <= upper * 1.01
+
+
+def test_truncated_poisson_refuses_replace_one():
+    trunc = plda.TruncatedPoisson(GAUSS, 0.01, 5, 1000)
+    with pytest.raises(ValueError, match="replace_one"):
+        PLD.from_mechanism(trunc, relation="replace_one").epsilon(1e-5)
+
+
+# ------------------------------------------------------------------------------------ shuffling
+def test_max_shift_law_against_mpmath():
+    mu, steps = 1.3, 5
+    law = MaxShiftLaw(mu=mu, num_steps=steps)
+
+    def hockey(eps):
+        with mpmath.workdps(30):
+            m, t, f = mpmath.mpf(mu), steps, mpmath.exp(eps)
+
+            def dens(y, shifted):
+                if shifted:
+                    return (mpmath.npdf(y - m) * mpmath.ncdf(y) ** (t - 1) + (t - 1)
+                            * mpmath.ncdf(y - m) * mpmath.ncdf(y) ** (t - 2) * mpmath.npdf(y))
+                return t * mpmath.ncdf(y) ** (t - 1) * mpmath.npdf(y)
+
+            root = bisect(lambda y: dens(y, True) - f * dens(y, False),
+                          mpmath.mpf(-3), mpmath.mpf(12), 120)
+            # the loss increases in y: the hockey stick is the mass above the crossing
+            p = 1 - mpmath.ncdf(root - m) * mpmath.ncdf(root) ** (t - 1)
+            q = 1 - mpmath.ncdf(root) ** t
+            return float(p - f * q)
+
+    for eps in (0.1, 0.5, 1.0):
+        assert law.delta(eps) == pytest.approx(hockey(eps), rel=1e-9)
+        bounds = PLD.from_mechanism(plda.Shuffled(plda.Gaussian(1 / mu), steps)
+                                    .lower_bound_mechanism()).delta_bounds(eps)
+        # the add/remove lower pair takes the worse of both directions: at least the remove one
+        assert bounds.lower <= max(hockey(eps), law.reversed().delta(eps)) * (1 + 1e-9)
+        assert hockey(eps) <= bounds.upper * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("relation", ["add_remove", "replace_one"])
+def test_shuffled_bracket(relation):
+    sigma, steps, epochs = 0.9, 20, 3
+    shuffled = plda.Shuffled(plda.Gaussian(sigma), steps)
+    with pytest.warns(plda.NotTightWarning):
+        upper = PLD.from_mechanism(shuffled, epochs, relation=relation).epsilon(1e-6)
+    base = PLD.from_mechanism(plda.Gaussian(sigma), epochs, relation=relation).epsilon_bounds(1e-6)
+    # no amplification: one run of the base per epoch (composed by FFT instead of merged)
+    assert base.lower <= upper <= base.upper * (1 + 1e-3)
+    lower = PLD.from_mechanism(shuffled.lower_bound_mechanism()
+                               if relation == "add_remove"
+                               else shuffled.under_replace_one().lower_bound_mechanism(),
+                               epochs, relation=relation).epsilon_bounds(1e-6).lower
+    poisson = PLD.from_mechanism(plda.PoissonSampled(plda.Gaussian(sigma), 1 / steps),
+                                 epochs * steps, relation=relation).epsilon(1e-6)
+    assert 0 < lower < upper
+    if relation == "replace_one":
+        # the fixed batch size lets the worst-case input (others at -C) beat Poisson's number
+        # by far (Chua et al. 2024): 16.1 against 5.3 here
+        assert lower > 2 * poisson
+
+
+def test_shuffled_one_step_is_the_base():
+    shuffled = plda.Shuffled(GAUSS, 1)
+    assert shuffled.tight
+    one = PLD.from_mechanism(shuffled.lower_bound_mechanism()).epsilon_bounds(1e-5)
+    base = PLD.from_mechanism(GAUSS).epsilon_bounds(1e-5)
+    assert one.lower == base.lower and one.upper == base.upper
+
+
+# ------------------------------------------------------------------------------------ bad input
+@pytest.mark.parametrize(
+    "build, error, words",
+    [
+        (lambda: plda.SampledWithoutReplacement(GAUSS, 11, 10), ValueError, "batch_size"),
+        (lambda: plda.SampledWithoutReplacement(GAUSS, 0, 10), ValueError, "batch_size"),
+        (lambda: plda.SampledWithoutReplacement(GAUSS, 2.5, 10), ValueError, "batch_size"),
+        (lambda: plda.SampledWithoutReplacement(GAUSS, True, 10), TypeError, "batch_size"),
+        (lambda: plda.SampledWithoutReplacement(GAUSS, 2, 0), ValueError, "dataset_size"),
+        (lambda: plda.SampledWithoutReplacement(GAUSS, 2, "10"), ValueError, "dataset_size"),
+        (lambda: plda.SampledWithoutReplacement(plda.DiscreteGaussian(1.0), 2, 10), TypeError,
+         "Gaussian or plda.Laplace"),
+        (lambda: plda.SampledWithoutReplacement(GAUSS, 1, 10**13), ValueError, "dataset_size"),
+        (lambda: plda.TruncatedPoisson(GAUSS, 0.1, 0, 10), ValueError, "max_batch_size"),
+        (lambda: plda.TruncatedPoisson(GAUSS, 0.1, 1.5, 10), ValueError, "max_batch_size"),
+        (lambda: plda.TruncatedPoisson(GAUSS, 0.0, 5, 10), ValueError, "sample_rate"),
+        (lambda: plda.TruncatedPoisson(GAUSS, 1.5, 5, 10), ValueError, "sample_rate"),
+        (lambda: plda.TruncatedPoisson(GAUSS, 0.1, 5, -1), ValueError, "dataset_size"),
+        (lambda: plda.TruncatedPoisson(plda.ApproximateDP(1.0), 0.1, 5, 10), TypeError,
+         "mechanism"),
+        (lambda: plda.Shuffled(GAUSS, 0), ValueError, "num_steps"),
+        (lambda: plda.Shuffled(GAUSS, 2.5), ValueError, "num_steps"),
+        (lambda: plda.Shuffled(plda.Laplace(1.0), 3), TypeError, "Gaussian"),
+    ],
+)
+def test_bad_input_names_the_argument(build, error, words):
+    with pytest.raises(error, match=words):
+        build()
+
+
+def test_serialization_round_trip():
+    for mech in (plda.SampledWithoutReplacement(GAUSS, 3, 10),
+                 plda.TruncatedPoisson(plda.Laplace(2.0), 0.1, 5, 100), plda.Shuffled(GAUSS, 4)):
+        assert mechanism_from_dict(mechanism_to_dict(mech)) == mech
+
+
+def test_only_untight_samplers_warn():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", plda.NotTightWarning)
+        PLD.from_mechanism(plda.SampledWithoutReplacement(plda.Gaussian(1.7), 3, 10)).epsilon(1e-5)
+        PLD.from_mechanism(plda.TruncatedPoisson(plda.Gaussian(1.7), 0.1, 10, 10)).epsilon(1e-5)
+    with pytest.warns(plda.NotTightWarning):
+        PLD.from_mechanism(plda.TruncatedPoisson(plda.Gaussian(1.7), 0.1, 2, 10)).epsilon(1e-5)
+
+
+# ------------------------------------------------------------------------ properties (hypothesis)
+@examples(15)
+@given(
+    batch=st.integers(1, 200),
+    extra=st.integers(0, 200),
+    sigma=st.floats(0.5, 3.0),
+)
+@example(batch=1, extra=0, sigma=0.5)
+def test_wor_monotone_in_batch_and_dataset_size(batch, extra, sigma):
+    n = 200 + extra
+    g = plda.Gaussian(sigma)
+
+    def eps(b, size):
+        wor = plda.SampledWithoutReplacement(g, b, size)
+        return PLD.from_mechanism(wor, 10, accuracy=1e-2).epsilon_bounds(1e-5)
+
+    here = eps(batch, n)
+    assert here.lower <= here.upper
+    if batch < n:
+        assert eps(batch + 1, n).upper >= here.lower  # more records per batch: no less loss
+    assert eps(batch, n + 50).lower <= here.upper  # a larger dataset: no more loss
+
+
+@examples(10)
+@given(
+    cap=st.integers(1, 60),
+    rate=st.floats(0.01, 0.5),
+    sigma=st.floats(0.6, 3.0),
+)
+@example(cap=1, rate=0.5, sigma=0.6)
+def test_truncated_lower_never_above_upper_nor_poisson(cap, rate, sigma):
+    g = plda.Gaussian(sigma)
+    trunc = plda.TruncatedPoisson(g, rate, cap, 50)
+    lower, upper = _trunc_bracket(trunc, np.array([0.3, 1.0]))
+    poisson = PLD.from_mechanism(plda.PoissonSampled(g, rate)).delta_bounds(np.array([0.3, 1.0]))
+    assert np.all(lower <= upper)
+    assert np.all(lower <= poisson.upper)  # the truncated batch holds x no more often
+    assert trunc.effective_sample_rate() <= rate
+    assert math.isfinite(float(upper[0]))
