@@ -187,6 +187,42 @@ def test_wor_bracket_against_every_small_dataset(kind, relation):
     assert np.all(worst >= bounds.lower * (1 - 1e-3))
 
 
+def test_wor_below_dp_accounting_rdp():
+    """dp_accounting's RDP for sampling without replacement (replace-one; its noise multiplier
+    is relative to the replace-one sensitivity 2C) is a looser upper bound: above plda's."""
+    dp_accounting = pytest.importorskip("dp_accounting")
+    from dp_accounting import rdp
+
+    for sigma, batch, n, steps in [(0.9, 256, 60000, 1000), (2.0, 512, 50000, 2000)]:
+        accountant = rdp.RdpAccountant(
+            neighboring_relation=dp_accounting.NeighboringRelation.REPLACE_ONE
+        )
+        accountant.compose(dp_accounting.SampledWithoutReplacementDpEvent(
+            n, batch, dp_accounting.GaussianDpEvent(sigma / 2)), steps)
+        theirs = accountant.get_epsilon(1e-5)
+        ours = PLD.from_mechanism(plda.SampledWithoutReplacement(plda.Gaussian(sigma), batch, n),
+                                  steps, relation="replace_one").epsilon_bounds(1e-5)
+        assert ours.lower <= ours.upper < theirs < 3 * ours.upper
+
+
+def test_accountant_records_samplers_and_restores_them():
+    acc = plda.PLDAccountant()
+    acc.compose(plda.SampledWithoutReplacement(GAUSS, 256, 60000), 100)
+    acc.compose(plda.TruncatedPoisson(GAUSS, 256 / 60000, 60000, 60000), 100)
+    restored = plda.PLDAccountant.from_state_dict(acc.state_dict())
+    assert restored.history == acc.history
+    assert restored.epsilon(1e-5) == acc.epsilon(1e-5)
+
+
+def test_issue_example_builds():
+    gauss = plda.Gaussian(sigma=1.0)
+    wor = plda.SampledWithoutReplacement(gauss, batch_size=256, dataset_size=60000)
+    trunc = plda.TruncatedPoisson(gauss, sample_rate=256 / 60000, max_batch_size=512,
+                                  dataset_size=60000)
+    shuffled = plda.Shuffled(gauss, num_steps=235)
+    assert wor.sample_rate == trunc.sample_rate and shuffled.num_steps == 235
+
+
 # ------------------------------------------------------------------------- truncated Poisson
 def test_truncated_poisson_without_truncation_is_poisson():
     for cap in (1000, 5000):
@@ -285,6 +321,7 @@ def test_max_shift_law_against_mpmath():
 def test_shuffled_bracket(relation):
     sigma, steps, epochs = 0.9, 20, 3
     shuffled = plda.Shuffled(plda.Gaussian(sigma), steps)
+    plda.clear_caches()  # laws are cached per mechanism and warn when first built
     with pytest.warns(plda.NotTightWarning):
         upper = PLD.from_mechanism(shuffled, epochs, relation=relation).epsilon(1e-6)
     base = PLD.from_mechanism(plda.Gaussian(sigma), epochs, relation=relation).epsilon_bounds(1e-6)
@@ -348,6 +385,7 @@ def test_serialization_round_trip():
 
 
 def test_only_untight_samplers_warn():
+    plda.clear_caches()  # laws are cached per mechanism and warn when first built
     with warnings.catch_warnings():
         warnings.simplefilter("error", plda.NotTightWarning)
         PLD.from_mechanism(plda.SampledWithoutReplacement(plda.Gaussian(1.7), 3, 10)).epsilon(1e-5)
