@@ -280,9 +280,42 @@ def test_truncated_poisson_matches_dp_accounting():
         assert lower <= theirs <= upper * 1.01
 
 
-def test_truncated_poisson_refuses_replace_one():
-    trunc = plda.TruncatedPoisson(GAUSS, 0.01, 5, 1000)
-    with pytest.raises(ValueError, match="replace_one"):
+def test_truncated_poisson_replace_one_against_every_small_dataset():
+    """Replace-one, n = 4, q = 0.5, cap 2: every dataset in {-1, 0, 1} with x replaced stays
+    below the upper bound; the lower pair (others 0, x = 1 vs x' = -1) is reproduced."""
+    n, rate, cap, scale = 4, 0.5, 2, 0.8
+    trunc = plda.TruncatedPoisson(plda.Gaussian(scale), rate, cap, n)
+    eps = np.array(EPSILONS)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", plda.NotTightWarning)
+        upper = PLD.from_mechanism(trunc, relation="replace_one").delta_bounds(eps).upper
+    lower = PLD.from_mechanism(trunc.lower_bound_mechanism(),
+                               relation="replace_one").delta_bounds(eps).lower
+    for rest in itertools.combinations_with_replacement((-1.0, 0.0, 1.0), n - 1):
+        for x, x2 in [(-1.0, 0.0), (-1.0, 1.0), (0.0, 1.0)]:
+            big = truncated_output(list(rest) + [x], rate, cap)
+            small = truncated_output(list(rest) + [x2], rate, cap)
+            for i, e in enumerate(EPSILONS):
+                d = both_ways(big, small, e, scale=scale, dps=20)
+                assert d <= upper[i] * (1 + 1e-9) + 1e-15
+    realized = (truncated_output([1.0, 0.0, 0.0, 0.0], rate, cap),
+                truncated_output([-1.0, 0.0, 0.0, 0.0], rate, cap))
+    for i, e in enumerate(EPSILONS):
+        d = both_ways(*realized, e, scale=scale)
+        assert lower[i] <= d * (1 + 1e-9) and d <= lower[i] * (1 + 2e-3) + 1e-12
+
+
+def test_truncated_poisson_replace_one_without_truncation_is_poisson():
+    trunc = plda.TruncatedPoisson(GAUSS, 0.01, 1000, 1000)
+    got = PLD.from_mechanism(trunc, 50, relation="replace_one").epsilon_bounds(1e-5)
+    want = PLD.from_mechanism(plda.PoissonSampled(GAUSS, 0.01), 50,
+                              relation="replace_one").epsilon_bounds(1e-5)
+    assert got.lower == want.lower and got.upper == want.upper
+
+
+def test_truncated_poisson_replace_one_refuses_laplace():
+    trunc = plda.TruncatedPoisson(plda.Laplace(1.0), 0.01, 5, 1000)
+    with pytest.raises(ValueError, match="Gaussian base"):
         PLD.from_mechanism(trunc, relation="replace_one").epsilon(1e-5)
 
 
@@ -327,10 +360,13 @@ def test_shuffled_bracket(relation):
     base = PLD.from_mechanism(plda.Gaussian(sigma), epochs, relation=relation).epsilon_bounds(1e-6)
     # no amplification: one run of the base per epoch (composed by FFT instead of merged)
     assert base.lower <= upper <= base.upper * (1 + 1e-3)
-    lower = PLD.from_mechanism(shuffled.lower_bound_mechanism()
-                               if relation == "add_remove"
-                               else shuffled.under_replace_one().lower_bound_mechanism(),
-                               epochs, relation=relation).epsilon_bounds(1e-6).lower
+    lower = PLD.from_mechanism(shuffled.lower_bound_mechanism(), epochs,
+                               relation=relation).epsilon_bounds(1e-6).lower
+    # the converted factor (what an engine sees after the relation) gives the same lower pair
+    converted = shuffled.under_replace_one() if relation == "replace_one" else shuffled
+    assert (converted.lower_bound_mechanism()
+            == (shuffled.lower_bound_mechanism().under_replace_one()
+                if relation == "replace_one" else shuffled.lower_bound_mechanism()))
     poisson = PLD.from_mechanism(plda.PoissonSampled(plda.Gaussian(sigma), 1 / steps),
                                  epochs * steps, relation=relation).epsilon(1e-6)
     assert 0 < lower < upper

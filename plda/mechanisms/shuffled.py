@@ -60,7 +60,7 @@ class Shuffled(BracketedMechanism):
     >>> import plda
     >>> epoch = plda.Shuffled(plda.Gaussian(sigma=1.0), num_steps=10)
     >>> epoch.lower_bound_mechanism()
-    ShuffledLowerBound(mechanism=Gaussian(sigma=1.0, sensitivity=1.0), num_steps=10, shift=1.0)
+    ShuffledLowerBound(mechanism=Gaussian(sigma=1.0, sensitivity=1.0), num_steps=10)
     """
 
     mechanism: Mechanism
@@ -92,8 +92,9 @@ class Shuffled(BracketedMechanism):
         return _ReplaceOneShuffled(self.mechanism, self.num_steps)
 
     def lower_bound_mechanism(self) -> Mechanism:
-        """The post-processed worst-case pair under add/remove (shift ``C``)."""
-        return ShuffledLowerBound(self.mechanism, self.num_steps, 1.0)
+        """The post-processed worst-case pair (shift ``C`` under add/remove, ``2C`` once read
+        under replace-one): use it with the same relation as this mechanism."""
+        return ShuffledLowerBound(self.mechanism, self.num_steps)
 
 
 @dataclass(frozen=True)
@@ -111,27 +112,25 @@ class _ReplaceOneShuffled(Shuffled):
         return self.mechanism.under_replace_one()._coarsened()
 
     def lower_bound_mechanism(self) -> Mechanism:
-        return ShuffledLowerBound(self.mechanism, self.num_steps, 2.0)
+        return _ReplaceOneShuffledLowerBound(self.mechanism, self.num_steps)
 
 
 @dataclass(frozen=True)
 class ShuffledLowerBound(Mechanism):
-    """The pair of :class:`MaxShiftLaw` with ``m = shift * mechanism.mu``, realized by datasets
-    (see :class:`Shuffled`); its laws are already those of the relation it was built for, so
-    :meth:`under_replace_one` returns it unchanged."""
+    """The pair of :class:`MaxShiftLaw` with ``m = mu`` of the base (add/remove) and, read under
+    replace-one, ``m = 2 mu``; realized by datasets after a post-processing (see
+    :class:`Shuffled`), so the lower bound of its PLD is certified for the shuffled epoch."""
 
     mechanism: Gaussian
     num_steps: int
-    shift: float = 1.0
+
+    shift = 1.0
+    symmetric = False
 
     def __post_init__(self):
         if type(self.mechanism) is not Gaussian:
             raise TypeError(f"mechanism must be plda.Gaussian, got {type(self.mechanism).__name__}")
         object.__setattr__(self, "num_steps", count("num_steps", self.num_steps, minimum=1))
-        if self.shift not in (1.0, 2.0):
-            raise ValueError(
-                f"shift must be 1.0 (add/remove) or 2.0 (replace-one), got {self.shift!r}"
-            )
 
     def _remove_law(self):
         if self.num_steps == 1:  # the maximum of one coordinate is the output itself
@@ -139,7 +138,15 @@ class ShuffledLowerBound(Mechanism):
             return Gaussian(base.sigma, self.shift * base.sensitivity).privacy_loss("remove")
         return MaxShiftLaw(mu=self.shift * self.mechanism.mu, num_steps=self.num_steps)
 
-    symmetric = False
+    def under_replace_one(self) -> Mechanism:
+        return _ReplaceOneShuffledLowerBound(self.mechanism, self.num_steps)
+
+
+@dataclass(frozen=True)
+class _ReplaceOneShuffledLowerBound(ShuffledLowerBound):
+    """Internal: the lower pair read under replace-one (shift ``2C``)."""
+
+    shift = 2.0
 
     def under_replace_one(self) -> Mechanism:
         return self

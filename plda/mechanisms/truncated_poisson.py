@@ -11,6 +11,7 @@ from scipy.stats import binom
 from plda._validation import MIN_SAMPLE_RATE, count, in_range, probability
 from plda.mechanisms.base import Mechanism
 from plda.mechanisms.bracket import BracketedMechanism
+from plda.mechanisms.gaussian import Gaussian
 from plda.mechanisms.mixture_law import RevealedMixtureLaw
 from plda.mechanisms.subsampled import PoissonSampled
 from plda.mechanisms.without_replacement import check_base
@@ -49,6 +50,11 @@ class TruncatedPoisson(BracketedMechanism):
     contribute ``C``: x reaches the batch with probability ``q_eff = q E[min(1, B/(K+1))]`` and
     the outputs are exactly ``PoissonSampled(base, q_eff)``'s pair. ``q_eff`` is summed and
     rounded down.
+
+    **Replace-one** (Gaussian base only; both datasets hold n records): the same mixture, with
+    the untruncated component read as :meth:`PoissonSampled.under_replace_one` (the mixture
+    pair); the lower pair (others 0, x = C vs x' = -C) is ``PoissonSampled(base, q_eff)`` read
+    under replace-one. Use :meth:`lower_bound_mechanism` with the same relation as this one.
 
     With ``B >= n`` nothing is ever truncated and both equal :class:`PoissonSampled` exactly.
     When truncation is rare (``B`` a few standard deviations above ``q n``), the two bounds are
@@ -105,12 +111,16 @@ class TruncatedPoisson(BracketedMechanism):
     def _poisson(self) -> PoissonSampled:
         return PoissonSampled(self.mechanism, self.sample_rate)
 
-    def _components(self) -> tuple[tuple[PoissonSampled, ...], tuple[float, ...]]:
+    def _untruncated(self) -> Mechanism:
+        """The component for ``K < B`` (nothing truncated)."""
+        return self._poisson()
+
+    def _components(self) -> tuple[tuple[Mechanism, ...], tuple[float, ...]]:
         """Dominating components and their weights (see the class docstring)."""
         q, b, others = self.sample_rate, self.max_batch_size, self.dataset_size - 1
         sub = self.mechanism.under_replace_one()
         # P(K <= B-1), rounded down
-        mechanisms = [self._poisson()]
+        mechanisms = [self._untruncated()]
         weights = [float(binom.cdf(b - 1, others, q)) * (1 - BINOM_RTOL)]
         edges = []
         start = b
@@ -178,9 +188,35 @@ class TruncatedPoisson(BracketedMechanism):
         return self if self.truncates else self._poisson()._coarsened()
 
     def under_replace_one(self) -> Mechanism:
-        """Refused: plda has no analysis of truncated Poisson sampling under replace-one."""
-        raise ValueError(
-            "relation='replace_one' is not supported for TruncatedPoisson (plda analyses it "
-            "under add/remove only); use relation='add_remove', or SampledWithoutReplacement "
-            "if the batches have a fixed size"
+        """Replace-one (Gaussian base): the same mixture with the untruncated component read
+        under replace-one (:meth:`PoissonSampled.under_replace_one`, the mixture pair); the
+        truncated ones are substitutions already. The lower pair (others 0, x = C vs x' = -C)
+        is ``PoissonSampled(mechanism, q_eff)`` read under replace-one."""
+        if type(self.mechanism) is not Gaussian:
+            raise ValueError(
+                "relation='replace_one' with TruncatedPoisson is supported for Gaussian base "
+                f"mechanisms only, got {type(self.mechanism).__name__}; use "
+                "relation='add_remove'"
+            )
+        return _ReplaceOneTruncatedPoisson(
+            self.mechanism, self.sample_rate, self.max_batch_size, self.dataset_size
         )
+
+
+@dataclass(frozen=True)
+class _ReplaceOneTruncatedPoisson(TruncatedPoisson):
+    """Internal: a truncated Poisson step read under replace-one. ``PoissonSampled(sub, q)``,
+    the component that takes the rounding slack, dominates the mixture pair too (it is the
+    advanced-joint-convexity bound of every coupled substitution pair)."""
+
+    def _poisson(self) -> Mechanism:
+        return PoissonSampled(self.mechanism, self.sample_rate).under_replace_one()
+
+    def lower_bound_mechanism(self) -> Mechanism:
+        return PoissonSampled(self.mechanism, self.effective_sample_rate()).under_replace_one()
+
+    def _coarsened(self) -> Mechanism:
+        return self
+
+    def under_replace_one(self) -> Mechanism:
+        return self
