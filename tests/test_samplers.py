@@ -79,7 +79,7 @@ def exact_delta(p_mix, q_mix, epsilon, *, kind="gauss", scale=1.0, dps=30):
 
         means = [m for _, m in p_mix + q_mix]
         lo, hi = min(means) - 30 * scale, max(means) + 30 * scale
-        grid = np.linspace(lo, hi, 20001)
+        grid = np.linspace(lo, hi, 8001)
         log_p = _log_density(kind, grid, [m for _, m in p_mix], [w for w, _ in p_mix], scale)
         log_q = _log_density(kind, grid, [m for _, m in q_mix], [w for w, _ in q_mix], scale)
         # a margin keeps float noise where p = e^eps q (shared components, far tails) from
@@ -89,7 +89,7 @@ def exact_delta(p_mix, q_mix, epsilon, *, kind="gauss", scale=1.0, dps=30):
         edges = [-mpmath.inf]
         for i in np.nonzero(signs[1:] != signs[:-1])[0]:
             a, b = mpmath.mpf(grid[i]), mpmath.mpf(grid[i + 1])
-            edges.append(bisect(g, a, b, 4 * dps))
+            edges.append(bisect(g, a, b, 3 * dps + 10))
         edges.append(mpmath.inf)
         inside = bool(signs[0])
         total = mpmath.mpf(0)
@@ -469,3 +469,55 @@ def test_truncated_lower_never_above_upper_nor_poisson(cap, rate, sigma):
     assert np.all(lower <= poisson.upper)  # the truncated batch holds x no more often
     assert trunc.effective_sample_rate() <= rate
     assert math.isfinite(float(upper[0]))
+
+
+# ------------------------------------------------------------------------------ the new laws
+NEW_LAWS = [
+    plda.TruncatedPoisson(plda.Gaussian(0.9), 0.1, 8, 100),
+    plda.TruncatedPoisson(plda.Laplace(1.0), 0.3, 2, 10),
+    plda.Shuffled(plda.Gaussian(0.8), 7).lower_bound_mechanism(),
+    plda.Shuffled(plda.Gaussian(1.5), 300).lower_bound_mechanism(),
+]
+
+
+@pytest.mark.filterwarnings("ignore::plda.NotTightWarning")
+@pytest.mark.filterwarnings("ignore::scipy.integrate.IntegrationWarning")  # kinks of Laplace
+@pytest.mark.parametrize("mechanism", NEW_LAWS, ids=lambda m: type(m).__name__)
+@pytest.mark.parametrize("direction", ["remove", "add"])
+def test_new_laws_are_valid_pairs(mechanism, direction):
+    """Mass 1 under both hypotheses, monotone cdfs, and densities that integrate to the cdf
+    differences (scipy quad)."""
+    from scipy.integrate import quad
+
+    law = mechanism.privacy_loss(direction)
+    for hypothesis in "PQ":
+        total = law.cdf(60.0, hypothesis) + law.sf(60.0, hypothesis)
+        assert total == pytest.approx(1.0, abs=1e-12)
+        assert law.cdf(-60.0, hypothesis) <= 1e-12 + (law.neg_infinity_mass
+                                                      if hypothesis == "Q" else 0.0)
+    x = np.linspace(-4, 4, 81)
+    assert np.all(np.diff(law.cdf(x, "P")) >= -1e-15)
+    assert np.allclose(law.cdf(x, "Q") + law.sf(x, "Q"), 1.0, atol=1e-12)
+    a, b = -0.3, 0.4
+    for hypothesis in "PQ":
+        density = lambda t, h=hypothesis: law._cont_pdf(np.array([t]), h)[0]  # noqa: E731
+        integral = quad(density, a, b, epsabs=1e-13, limit=200)[0]
+        cdf = law._cont_cdf(np.array([a, b]), hypothesis)
+        assert integral == pytest.approx(cdf[1] - cdf[0], rel=1e-7, abs=1e-12)
+    # Q is the exponential tilt of P: E_P[e^{-L}] over finite losses is Q's finite mass
+    assert law.delta(0.0) >= 0 and law.delta(5.0) <= law.delta(0.0)
+
+
+@examples(3)
+@given(sigma=st.floats(0.4, 3.0), steps=st.integers(1, 500), epochs=st.integers(1, 5))
+@example(sigma=0.4, steps=1, epochs=1)
+def test_shuffled_lower_never_above_upper(sigma, steps, epochs):
+    epoch = plda.Shuffled(plda.Gaussian(sigma), steps)
+    for relation in ("add_remove", "replace_one"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", plda.NotTightWarning)
+            upper = PLD.from_mechanism(epoch, epochs, relation=relation, accuracy=1e-2
+                                       ).delta_bounds(np.array([0.5, 2.0])).upper
+        lower = PLD.from_mechanism(epoch.lower_bound_mechanism(), epochs, relation=relation,
+                                   accuracy=1e-2).delta_bounds(np.array([0.5, 2.0])).lower
+        assert np.all(lower <= upper * (1 + 1e-9))

@@ -43,7 +43,8 @@ class SampledWithoutReplacement(Mechanism):
       they are equal except, with probability ``q``, one record of the batch is *substituted* (a
       removed record's slot is taken by another record, since the batch size is fixed); advanced
       joint convexity then gives ``delta'(log(1 + q(e^eps - 1))) <= q delta_sub(eps)``
-      (Balle, Barthe & Gaboardi 2018, Thm. 10; Zhu, Dong & Wang 2022, Thm. 11 for the pair);
+      (Balle, Barthe & Gaboardi 2018, sampling without replacement under substitution; Zhu,
+      Dong & Wang 2022 for the dominating pair and its reversed direction);
     - *lower bound* (tightness): the pair is realized by actual datasets. For a sum query, let
       every record contribute ``-C`` except the differing one, ``+C`` (replace-one: ``-C`` in the
       neighbour; add/remove: absent from it). Then one dataset's batch sum is always ``-bC``
