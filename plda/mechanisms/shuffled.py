@@ -11,13 +11,15 @@ from scipy.special import log_ndtr, ndtri
 from plda._validation import count
 from plda.mechanisms.base import Mechanism
 from plda.mechanisms.bracket import BracketedMechanism
-from plda.mechanisms.gaussian import Gaussian
+from plda.mechanisms.laplace import Laplace
 from plda.mechanisms.law import PrivacyLossLaw
+from plda.mechanisms.max_laplace_law import LaplaceMaxShiftLaw
+from plda.mechanisms.without_replacement import check_base
 
 
 @dataclass(frozen=True)
 class Shuffled(BracketedMechanism):
-    r"""One epoch of ``num_steps`` steps of ``mechanism`` (a Gaussian), each step on the next
+    r"""One epoch of ``num_steps`` steps of ``mechanism``, each step on the next
     batch of a uniformly random partition of the data: every record is used exactly once.
 
     No tight analysis of shuffling is known (Chua et al., ICML 2024, "How private are DP-SGD
@@ -51,7 +53,9 @@ class Shuffled(BracketedMechanism):
     Parameters
     ----------
     mechanism
-        ``plda.Gaussian`` (add/remove sensitivity ``C`` = the clipping norm).
+        ``plda.Gaussian`` or ``plda.Laplace`` with its add/remove sensitivity ``C`` (for DP-SGD
+        the clipping norm). With Laplace noise the lower pair is the maximum of shifted Laplace
+        coordinates (:class:`~plda.mechanisms.max_laplace_law.LaplaceMaxShiftLaw`).
     num_steps
         Steps (batches) per epoch, an integer ``>= 1``.
 
@@ -67,11 +71,7 @@ class Shuffled(BracketedMechanism):
     num_steps: int
 
     def __post_init__(self):
-        if type(self.mechanism) is not Gaussian:
-            raise TypeError(
-                "mechanism must be plda.Gaussian for Shuffled (plda's lower bound for shuffling "
-                f"is computed for Gaussian noise only), got {type(self.mechanism).__name__}"
-            )
+        check_base("Shuffled", self.mechanism)
         object.__setattr__(self, "num_steps", count("num_steps", self.num_steps, minimum=1))
 
     @property
@@ -121,22 +121,24 @@ class ShuffledLowerBound(Mechanism):
     replace-one, ``m = 2 mu``; realized by datasets after a post-processing (see
     :class:`Shuffled`), so the lower bound of its PLD is certified for the shuffled epoch."""
 
-    mechanism: Gaussian
+    mechanism: Mechanism
     num_steps: int
 
     shift = 1.0
     symmetric = False
 
     def __post_init__(self):
-        if type(self.mechanism) is not Gaussian:
-            raise TypeError(f"mechanism must be plda.Gaussian, got {type(self.mechanism).__name__}")
+        check_base("ShuffledLowerBound", self.mechanism)
         object.__setattr__(self, "num_steps", count("num_steps", self.num_steps, minimum=1))
 
     def _remove_law(self):
+        base = self.mechanism
         if self.num_steps == 1:  # the maximum of one coordinate is the output itself
-            base = self.mechanism
-            return Gaussian(base.sigma, self.shift * base.sensitivity).privacy_loss("remove")
-        return MaxShiftLaw(mu=self.shift * self.mechanism.mu, num_steps=self.num_steps)
+            return type(base)(base.scale if type(base) is Laplace else base.sigma,
+                              self.shift * base.sensitivity).privacy_loss("remove")
+        if type(base) is Laplace:
+            return LaplaceMaxShiftLaw(m=self.shift * base.epsilon, num_steps=self.num_steps)
+        return MaxShiftLaw(mu=self.shift * base.mu, num_steps=self.num_steps)
 
     def under_replace_one(self) -> Mechanism:
         return _ReplaceOneShuffledLowerBound(self.mechanism, self.num_steps)
