@@ -208,7 +208,7 @@ def test_wor_below_dp_accounting_rdp():
 def test_accountant_records_samplers_and_restores_them():
     acc = plda.PLDAccountant()
     acc.compose(plda.SampledWithoutReplacement(GAUSS, 256, 60000), 100)
-    acc.compose(plda.TruncatedPoisson(GAUSS, 256 / 60000, 60000, 60000), 100)
+    acc.compose(plda.TruncatedPoisson(GAUSS, 256 / 60000, 60001, 60000), 100)
     restored = plda.PLDAccountant.from_state_dict(acc.state_dict())
     assert restored.history == acc.history
     assert restored.epsilon(1e-5) == acc.epsilon(1e-5)
@@ -224,8 +224,13 @@ def test_issue_example_builds():
 
 
 # ------------------------------------------------------------------------- truncated Poisson
+@pytest.mark.filterwarnings("ignore::plda.NotTightWarning")
 def test_truncated_poisson_without_truncation_is_poisson():
-    for cap in (1000, 5000):
+    # cap = n: only the add-neighbour (n + 1 records, all drawn: probability q^(n)) truncates
+    near = PLD.from_mechanism(plda.TruncatedPoisson(GAUSS, 0.01, 1000, 1000), 100).epsilon(1e-5)
+    exact = PLD.from_mechanism(plda.PoissonSampled(GAUSS, 0.01), 100).epsilon(1e-5)
+    assert near == pytest.approx(exact, rel=1e-4)  # a different grid, the same law to 1e-12
+    for cap in (1001, 5000):
         trunc = plda.TruncatedPoisson(GAUSS, 0.01, cap, 1000)
         assert trunc.tight and trunc.lower_bound_mechanism() == plda.PoissonSampled(GAUSS, 0.01)
         got = PLD.from_mechanism(trunc, 100).epsilon_bounds(1e-5)
@@ -250,7 +255,10 @@ def test_truncated_poisson_bracket_against_every_small_dataset(kind):
     trunc = plda.TruncatedPoisson(base, rate, cap, n)
     eps = np.array(EPSILONS)
     lower, upper = _trunc_bracket(trunc, eps)
-    for rest in itertools.combinations_with_replacement((-1.0, 0.0, 1.0), n - 1):
+    # both neighbours of an n-record dataset: the larger dataset holds n or n + 1 records
+    rests = [r for size in (n - 1, n)
+             for r in itertools.combinations_with_replacement((-1.0, 0.0, 1.0), size)]
+    for rest in rests:
         for x in (-1.0, 1.0):
             big = truncated_output(list(rest) + [x], rate, cap)
             small = truncated_output(list(rest), rate, cap)
@@ -476,7 +484,7 @@ def test_only_untight_samplers_warn():
     with warnings.catch_warnings():
         warnings.simplefilter("error", plda.NotTightWarning)
         PLD.from_mechanism(plda.SampledWithoutReplacement(plda.Gaussian(1.7), 3, 10)).epsilon(1e-5)
-        PLD.from_mechanism(plda.TruncatedPoisson(plda.Gaussian(1.7), 0.1, 10, 10)).epsilon(1e-5)
+        PLD.from_mechanism(plda.TruncatedPoisson(plda.Gaussian(1.7), 0.1, 11, 10)).epsilon(1e-5)
     with pytest.warns(plda.NotTightWarning):
         PLD.from_mechanism(plda.TruncatedPoisson(plda.Gaussian(1.7), 0.1, 2, 10)).epsilon(1e-5)
 

@@ -32,10 +32,12 @@ class TruncatedPoisson(BracketedMechanism):
     cut down to a uniformly random subset of ``max_batch_size`` B records when it is larger (the
     "truncated subsampled Gaussian" of dp_accounting 0.6; Chua et al. 2024/2025).
 
-    Pass the base with its add/remove sensitivity ``C``. ``dataset_size`` n is the size of the
-    larger of two neighbouring datasets (the one holding the differing record x).
+    Pass the base with its add/remove sensitivity ``C`` and the number of records ``n`` of your
+    dataset as ``dataset_size``. Under add/remove the guarantee covers both of its neighbours:
+    the pairs whose larger dataset (the one holding the differing record x) has ``N = n`` or
+    ``N = n + 1`` records.
 
-    **Upper bound** (a dominating pair). Let ``K ~ Binomial(n-1, q)`` be the number of other
+    **Upper bound** (a dominating pair). Let ``K ~ Binomial(N-1, q)`` be the number of other
     records drawn, which both datasets share under the natural coupling. If ``K < B`` nothing is
     truncated and the step is a Poisson-sampled step: pair ``PoissonSampled(base, q)``. If
     ``K >= B``, x survives truncation with probability ``B/(K+1)`` and then *replaces* one of the
@@ -43,20 +45,24 @@ class TruncatedPoisson(BracketedMechanism):
     ``base_sub`` the base at doubled sensitivity (as for :class:`SampledWithoutReplacement`).
     Revealing ``K`` to the adversary gives the dominating pair ``sum_k P(K=k) (k, pair_k)``
     (joint convexity); plda groups ``K >= B`` into doubling buckets, each at its largest rate,
-    and gives the rounding slack of the weights to ``PoissonSampled(base_sub, q)``, which
-    dominates every component — so each rounding errs on the safe side.
+    weighs each component by the smaller of its probabilities for ``N = n`` and ``N = n + 1``
+    (rounded down), and gives the remaining weight to ``PoissonSampled(base_sub, q)``, which
+    dominates every component: the mixture dominates the pairs of both sizes, and every
+    rounding errs on the safe side.
 
     **Lower bound** (:meth:`lower_bound_mechanism`). Let every other record contribute 0 and x
-    contribute ``C``: x reaches the batch with probability ``q_eff = q E[min(1, B/(K+1))]`` and
-    the outputs are exactly ``PoissonSampled(base, q_eff)``'s pair. ``q_eff`` is summed and
-    rounded down.
+    contribute ``C``: x reaches the batch with probability ``q_eff = q E[min(1, B/(K+1))]``
+    (``N = n``) and the outputs are exactly ``PoissonSampled(base, q_eff)``'s pair. ``q_eff`` is
+    summed and rounded down.
 
     **Replace-one** (Gaussian base only; both datasets hold n records): the same mixture, with
     the untruncated component read as :meth:`PoissonSampled.under_replace_one` (the mixture
     pair); the lower pair (others 0, x = C vs x' = -C) is ``PoissonSampled(base, q_eff)`` read
     under replace-one. Use :meth:`lower_bound_mechanism` with the same relation as this one.
 
-    With ``B >= n`` nothing is ever truncated and both equal :class:`PoissonSampled` exactly.
+    With ``B > n`` nothing is ever truncated and both equal :class:`PoissonSampled` exactly;
+    with ``B = n`` only the add-neighbour's batch can be truncated (when all its ``n + 1``
+    records are drawn), and under replace-one ``B >= n`` is exactly Poisson.
     When truncation is rare (``B`` a few standard deviations above ``q n``), the two bounds are
     close; when it is frequent the upper bound pays for revealing ``K``.
 
@@ -75,7 +81,7 @@ class TruncatedPoisson(BracketedMechanism):
     --------
     >>> import plda
     >>> g = plda.Gaussian(sigma=1.0)
-    >>> plda.TruncatedPoisson(g, 256 / 60000, 60000, 60000).tight
+    >>> plda.TruncatedPoisson(g, 256 / 60000, 60001, 60000).tight
     True
     >>> trunc = plda.TruncatedPoisson(g, 256 / 60000, 512, 60000)
     >>> trunc.tight, round(trunc.lower_bound_mechanism().sample_rate * 60000, 6)
@@ -103,10 +109,14 @@ class TruncatedPoisson(BracketedMechanism):
         """Whether the upper and lower pairs coincide: exactly when nothing is truncated."""
         return not self.truncates
 
+    def _others(self) -> tuple[int, ...]:
+        """Possible numbers of records besides x: ``n - 1`` and ``n`` (the add-neighbour)."""
+        return (self.dataset_size - 1, self.dataset_size)
+
     @property
     def truncates(self) -> bool:
-        """Whether a batch can exceed ``max_batch_size`` (some other ``K >= B`` is possible)."""
-        return self.max_batch_size <= self.dataset_size - 1 and self.sample_rate > 0
+        """Whether a batch can exceed ``max_batch_size`` (some ``K >= B`` is possible)."""
+        return self.max_batch_size <= max(self._others())
 
     def _poisson(self) -> PoissonSampled:
         return PoissonSampled(self.mechanism, self.sample_rate)
@@ -117,22 +127,25 @@ class TruncatedPoisson(BracketedMechanism):
 
     def _components(self) -> tuple[tuple[Mechanism, ...], tuple[float, ...]]:
         """Dominating components and their weights (see the class docstring)."""
-        q, b, others = self.sample_rate, self.max_batch_size, self.dataset_size - 1
+        q, b, sizes = self.sample_rate, self.max_batch_size, self._others()
         sub = self.mechanism.under_replace_one()
-        # P(K <= B-1), rounded down
+        # P(K <= B-1), rounded down, the smaller over the sizes
         mechanisms = [self._untruncated()]
-        weights = [float(binom.cdf(b - 1, others, q)) * (1 - BINOM_RTOL)]
+        weights = [min(float(binom.cdf(b - 1, k, q)) for k in sizes) * (1 - BINOM_RTOL)]
         edges = []
         start = b
-        while start <= others:
+        while start <= max(sizes):
             edges.append(start)
             start *= 2
-        edges.append(others + 1)
+        edges.append(max(sizes) + 1)
         buckets = []
         for lo, hi in zip(edges[:-1], edges[1:], strict=True):
             # P(lo <= K < hi) rounded down: the smaller tail rounded up, the larger down
-            mass = binom.sf(lo - 1, others, q) * (1 - BINOM_RTOL)
-            mass -= binom.sf(hi - 1, others, q) * (1 + BINOM_RTOL)
+            mass = min(
+                binom.sf(lo - 1, k, q) * (1 - BINOM_RTOL)
+                - binom.sf(hi - 1, k, q) * (1 + BINOM_RTOL)
+                for k in sizes
+            )
             if mass > 0:
                 buckets.append((float(mass), PoissonSampled(sub, q * b / (lo + 1))))
         buckets.sort(key=lambda item: -item[0])
@@ -167,9 +180,9 @@ class TruncatedPoisson(BracketedMechanism):
 
     def effective_sample_rate(self) -> float:
         """``q E[min(1, B/(K+1))]``, ``K ~ Binomial(n-1, q)``: the probability that a given
-        record is in the truncated batch, rounded down (a lower bound)."""
+        record of the dataset is in the truncated batch, rounded down (a lower bound)."""
         q, b, others = self.sample_rate, self.max_batch_size, self.dataset_size - 1
-        if not self.truncates:
+        if b > others:
             return q
         inside = float(binom.cdf(b - 1, others, q))
         k = np.arange(b, min(others, b + MAX_TERMS - 1) + 1)
@@ -208,6 +221,9 @@ class _ReplaceOneTruncatedPoisson(TruncatedPoisson):
     """Internal: a truncated Poisson step read under replace-one. ``PoissonSampled(sub, q)``,
     the component that takes the rounding slack, dominates the mixture pair too (it is the
     advanced-joint-convexity bound of every coupled substitution pair)."""
+
+    def _others(self) -> tuple[int, ...]:
+        return (self.dataset_size - 1,)  # both datasets hold n records
 
     def _poisson(self) -> Mechanism:
         return PoissonSampled(self.mechanism, self.sample_rate).under_replace_one()
