@@ -18,6 +18,7 @@ from plda.mechanisms import (
     PoissonSampled,
     PrivacyLossLaw,
     SampledWithoutReplacement,
+    SamplerAssumptionWarning,
     Shuffled,
     TruncatedPoisson,
 )
@@ -51,6 +52,7 @@ __all__ = [
     "PrivacyLossLaw",
     "NotTightWarning",
     "SampledWithoutReplacement",
+    "SamplerAssumptionWarning",
     "Shuffled",
     "TruncatedPoisson",
 ]

@@ -399,8 +399,13 @@ def test_shuffled_bracket(relation):
     sigma, steps, epochs = 0.9, 20, 3
     shuffled = plda.Shuffled(plda.Gaussian(sigma), steps)
     plda.clear_caches()  # laws are cached per mechanism and warn when first built
-    with pytest.warns(plda.NotTightWarning):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         upper = PLD.from_mechanism(shuffled, epochs, relation=relation).epsilon(1e-6)
+    kinds = {w.category for w in caught}
+    assert plda.NotTightWarning in kinds
+    # the slot assumption matters under add/remove only
+    assert (plda.SamplerAssumptionWarning in kinds) == (relation == "add_remove")
     base = PLD.from_mechanism(plda.Gaussian(sigma), epochs, relation=relation).epsilon_bounds(1e-6)
     # no amplification: one run of the base per epoch (composed by FFT instead of merged)
     assert base.lower <= upper <= base.upper * (1 + 1e-3)
@@ -433,6 +438,7 @@ def test_shuffled_one_step_is_the_base(base, relation):
 
 
 @pytest.mark.filterwarnings("ignore::plda.NotTightWarning")
+@pytest.mark.filterwarnings("ignore::plda.SamplerAssumptionWarning")
 def test_shuffled_laplace_bracket():
     epoch = plda.Shuffled(plda.Laplace(1.0), 10)
     for relation, pure in (("add_remove", 3.0), ("replace_one", 6.0)):
@@ -575,6 +581,7 @@ def test_shuffled_lower_never_above_upper(sigma, steps, epochs):
     for relation in ("add_remove", "replace_one"):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", plda.NotTightWarning)
+            warnings.simplefilter("ignore", plda.SamplerAssumptionWarning)
             upper = PLD.from_mechanism(epoch, epochs, relation=relation, accuracy=1e-2
                                        ).delta_bounds(np.array([0.5, 2.0])).upper
         lower = PLD.from_mechanism(epoch.lower_bound_mechanism(), epochs, relation=relation,

@@ -2,7 +2,7 @@
 
 from plda.mechanisms.approximate import ApproximateDP
 from plda.mechanisms.base import Mechanism
-from plda.mechanisms.bracket import NotTightWarning
+from plda.mechanisms.bracket import NotTightWarning, SamplerAssumptionWarning
 from plda.mechanisms.custom import CustomMechanism, LossLaw
 from plda.mechanisms.discrete import DiscreteGaussian, DiscreteLaplace
 from plda.mechanisms.gaussian import Gaussian
@@ -26,6 +26,7 @@ __all__ = [
     "PoissonSampled",
     "PrivacyLossLaw",
     "SampledWithoutReplacement",
+    "SamplerAssumptionWarning",
     "Shuffled",
     "TruncatedPoisson",
 ]

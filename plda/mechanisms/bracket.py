@@ -26,6 +26,13 @@ class NotTightWarning(UserWarning):
     sampler. Take the lower bound from the sampler's ``lower_bound_mechanism()``."""
 
 
+class SamplerAssumptionWarning(UserWarning):
+    """A sampler's analysis rests on an assumption about the data loader that plda cannot
+    check: :class:`~plda.Shuffled` under add/remove assumes that removing a record leaves its
+    slot empty (the other batches unchanged). A loader that re-chunks a permutation shifts every
+    later batch instead; account it under ``relation="replace_one"``."""
+
+
 class BracketedMechanism(Mechanism):
     """Mixin for samplers analysed by an upper pair and a separate realized lower pair."""
 

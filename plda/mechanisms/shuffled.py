@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -10,7 +11,7 @@ from scipy.special import log_ndtr, ndtri
 
 from plda._validation import count
 from plda.mechanisms.base import Mechanism
-from plda.mechanisms.bracket import BracketedMechanism
+from plda.mechanisms.bracket import BracketedMechanism, SamplerAssumptionWarning
 from plda.mechanisms.laplace import Laplace
 from plda.mechanisms.law import PrivacyLossLaw
 from plda.mechanisms.max_laplace_law import LaplaceMaxShiftLaw
@@ -81,6 +82,14 @@ class Shuffled(BracketedMechanism):
 
     def _remove_law(self):
         self._warn_not_tight()
+        if self.num_steps > 1:
+            warnings.warn(
+                "Shuffled under add/remove assumes that removing a record leaves its slot "
+                "empty and the other batches unchanged; if your loader re-chunks a permutation "
+                "(later batches shift), use relation='replace_one'",
+                SamplerAssumptionWarning,
+                stacklevel=3,
+            )
         return self.mechanism.privacy_loss("remove")
 
     def _coarsened(self) -> Mechanism:
