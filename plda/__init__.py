@@ -14,8 +14,13 @@ from plda.mechanisms import (
     Laplace,
     LossLaw,
     Mechanism,
+    NotTightWarning,
     PoissonSampled,
     PrivacyLossLaw,
+    SampledWithoutReplacement,
+    SamplerAssumptionWarning,
+    Shuffled,
+    TruncatedPoisson,
 )
 from plda.pld import Bounds, PrivacyLossDistribution
 from plda.serialization import load_pld, save_pld
@@ -45,6 +50,11 @@ __all__ = [
     "PoissonSampled",
     "PrivacyLossDistribution",
     "PrivacyLossLaw",
+    "NotTightWarning",
+    "SampledWithoutReplacement",
+    "SamplerAssumptionWarning",
+    "Shuffled",
+    "TruncatedPoisson",
 ]
 
 

@@ -23,6 +23,9 @@ from plda.mechanisms import (
     Laplace,
     Mechanism,
     PoissonSampled,
+    SampledWithoutReplacement,
+    Shuffled,
+    TruncatedPoisson,
 )
 from plda.pld import RELATIONS, PrivacyLossDistribution
 
@@ -35,6 +38,7 @@ PLD_VERSION = 1
 MECHANISM_TYPES: dict[str, type] = {
     cls.__name__: cls
     for cls in (ApproximateDP, DiscreteGaussian, DiscreteLaplace, Gaussian, Laplace, PoissonSampled)
+    + (SampledWithoutReplacement, Shuffled, TruncatedPoisson)
 }
 
 

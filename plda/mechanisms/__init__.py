@@ -2,12 +2,16 @@
 
 from plda.mechanisms.approximate import ApproximateDP
 from plda.mechanisms.base import Mechanism
+from plda.mechanisms.bracket import NotTightWarning, SamplerAssumptionWarning
 from plda.mechanisms.custom import CustomMechanism, LossLaw
 from plda.mechanisms.discrete import DiscreteGaussian, DiscreteLaplace
 from plda.mechanisms.gaussian import Gaussian
 from plda.mechanisms.laplace import Laplace
 from plda.mechanisms.law import PrivacyLossLaw
+from plda.mechanisms.shuffled import Shuffled
 from plda.mechanisms.subsampled import PoissonSampled
+from plda.mechanisms.truncated_poisson import TruncatedPoisson
+from plda.mechanisms.without_replacement import SampledWithoutReplacement
 
 __all__ = [
     "ApproximateDP",
@@ -18,6 +22,11 @@ __all__ = [
     "Laplace",
     "LossLaw",
     "Mechanism",
+    "NotTightWarning",
     "PoissonSampled",
     "PrivacyLossLaw",
+    "SampledWithoutReplacement",
+    "SamplerAssumptionWarning",
+    "Shuffled",
+    "TruncatedPoisson",
 ]

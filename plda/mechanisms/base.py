@@ -39,6 +39,16 @@ class Mechanism:
         histories, never to report a bound."""
         return self
 
+    #: whether this mechanism's laws are those of a pair realized by two neighbouring datasets,
+    #: so that the lower bound of its PLD is a lower bound on the mechanism itself (samplers
+    #: without a known tight pair, such as :class:`~plda.Shuffled`, set it False)
+    tight: bool = True
+
+    def lower_bound_mechanism(self) -> Mechanism:
+        """A mechanism whose PLD *lower* bound is a certified lower bound for this one: the
+        mechanism itself when it is ``tight``."""
+        return self
+
     def under_replace_one(self) -> Mechanism:
         """The equivalent mechanism whose add/remove laws are this one's replace-one laws.
 

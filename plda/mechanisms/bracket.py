@@ -1,0 +1,56 @@
+"""Samplers whose worst case is not known exactly: an upper pair and a realized lower pair.
+
+For :class:`~plda.TruncatedPoisson` and :class:`~plda.Shuffled` no single pair of output
+distributions is known to be both a dominating pair and realized by actual datasets. Such a
+mechanism supplies two mechanisms:
+
+- itself: its privacy-loss laws are those of a *dominating* pair, so a PLD built on it gives a
+  certified **upper** bound (its PLD lower bound brackets that pair, not the mechanism);
+- :meth:`lower_bound_mechanism`: a mechanism whose laws are those of a pair *realized* by two
+  neighbouring datasets (or a post-processing of such a pair), so the **lower** bound of a PLD
+  built on it is a certified lower bound on the true privacy loss of the sampler.
+
+``tight`` says whether the two coincide (then the PLD's own bracket is the mechanism's).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+from plda.mechanisms.base import Mechanism
+
+
+class NotTightWarning(UserWarning):
+    """A PLD was built on a sampler whose dominating pair is not known to be realized by
+    datasets: its upper bound holds, but its lower bound brackets the dominating pair, not the
+    sampler. Take the lower bound from the sampler's ``lower_bound_mechanism()``."""
+
+
+class SamplerAssumptionWarning(UserWarning):
+    """A sampler's analysis rests on an assumption about the data loader that plda cannot
+    check: :class:`~plda.Shuffled` under add/remove assumes that removing a record leaves its
+    slot empty (the other batches unchanged). A loader that re-chunks a permutation shifts every
+    later batch instead; account it under ``relation="replace_one"``."""
+
+
+class BracketedMechanism(Mechanism):
+    """Mixin for samplers analysed by an upper pair and a separate realized lower pair."""
+
+    @property
+    def tight(self) -> bool:
+        """Whether this mechanism's own laws are also realized by datasets."""
+        return False
+
+    def lower_bound_mechanism(self) -> Mechanism:  # pragma: no cover - abstract
+        """A mechanism whose PLD *lower* bound is a certified lower bound for this sampler."""
+        raise NotImplementedError
+
+    def _warn_not_tight(self) -> None:
+        if not self.tight:
+            warnings.warn(
+                f"{type(self).__name__}: the PLD's upper bound is certified, but its lower bound "
+                "brackets the dominating pair, not this sampler; a certified lower bound comes "
+                "from PrivacyLossDistribution.from_mechanism(m.lower_bound_mechanism(), ...)",
+                NotTightWarning,
+                stacklevel=4,
+            )

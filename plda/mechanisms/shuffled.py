@@ -1,0 +1,262 @@
+"""One shuffled pass over the data (an epoch): an honest bracket, as no tight analysis is known."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import log_ndtr, ndtri
+
+from plda._validation import count
+from plda.mechanisms.base import Mechanism
+from plda.mechanisms.bracket import BracketedMechanism, SamplerAssumptionWarning
+from plda.mechanisms.laplace import Laplace
+from plda.mechanisms.law import PrivacyLossLaw
+from plda.mechanisms.max_laplace_law import LaplaceMaxShiftLaw
+from plda.mechanisms.without_replacement import check_base
+
+
+@dataclass(frozen=True)
+class Shuffled(BracketedMechanism):
+    r"""One epoch of ``num_steps`` steps of ``mechanism``, each step on the next
+    batch of a uniformly random partition of the data: every record is used exactly once.
+
+    No tight analysis of shuffling is known (Chua et al., ICML 2024, "How private are DP-SGD
+    implementations?"; NeurIPS 2024, "Scalable DP-SGD: shuffling vs. Poisson subsampling"), so
+    plda reports a bracket, certified on both sides:
+
+    **Upper bound: no amplification.** Under replace-one, couple the two shuffles so that x and
+    x' take the same slot. Then all batches agree except the one holding x/x', which differs by
+    one substitution; the other steps are the same (adaptively chosen) kernels under both
+    datasets, so given the shuffle the epoch is a post-processing of one run of the base on
+    substitution-neighbouring batches, and mixing over the shuffle (the same for both) keeps the
+    bound (joint convexity): the epoch is dominated by ``mechanism.under_replace_one()``, i.e.
+    ``N(2C, sigma^2)`` vs ``N(0, sigma^2)``. Under add/remove the same argument needs the
+    smaller dataset's batches to be the larger's with x taken out (its slot left empty); then
+    the epoch is dominated by one run of ``mechanism`` itself. A loader whose later batches
+    *shift* when a record is removed (consecutive chunks of a permutation) breaks this
+    coupling; account such a loader under replace-one.
+
+    **Lower bound: a worst-case input, post-processed** (:meth:`lower_bound_mechanism`).
+    Following Chua et al., let the ``T = num_steps`` queries be fixed sums. Replace-one: every
+    other record contributes ``-C``, x contributes ``+C`` and x' ``-C``; with x' every batch
+    sum is the same constant, with x one uniformly random batch is shifted by ``2C``: the pair
+    ``((1/T) sum_t N(2C e_t, sigma^2 I), N(0, sigma^2 I))`` on ``R^T``. Add/remove: others
+    contribute 0, x contributes ``C`` (shift ``C``). plda takes the *maximum coordinate* of the
+    output, a post-processing, whose pair :class:`MaxShiftLaw` it computes exactly: its
+    ``epsilon`` is a certified lower bound on the shuffled epoch's. The full ``T``-dimensional
+    pair (the likelihood ratio needs all coordinates) would give a larger, still sound lower
+    bound; the maximum is weaker, and much weaker for large ``T`` and moderate noise. With
+    ``T = 1`` both bounds coincide with the base.
+
+    Parameters
+    ----------
+    mechanism
+        ``plda.Gaussian`` or ``plda.Laplace`` with its add/remove sensitivity ``C`` (for DP-SGD
+        the clipping norm). With Laplace noise the lower pair is the maximum of shifted Laplace
+        coordinates (:class:`~plda.mechanisms.max_laplace_law.LaplaceMaxShiftLaw`).
+    num_steps
+        Steps (batches) per epoch, an integer ``>= 1``.
+
+    Examples
+    --------
+    >>> import plda
+    >>> epoch = plda.Shuffled(plda.Gaussian(sigma=1.0), num_steps=10)
+    >>> epoch.lower_bound_mechanism()
+    ShuffledLowerBound(mechanism=Gaussian(sigma=1.0, sensitivity=1.0), num_steps=10)
+    """
+
+    mechanism: Mechanism
+    num_steps: int
+
+    def __post_init__(self):
+        check_base("Shuffled", self.mechanism)
+        object.__setattr__(self, "num_steps", count("num_steps", self.num_steps, minimum=1))
+
+    @property
+    def tight(self) -> bool:  # type: ignore[override]
+        """True for one step per epoch only."""
+        return self.num_steps == 1
+
+    def _remove_law(self):
+        self._warn_not_tight()
+        if self.num_steps > 1:
+            warnings.warn(
+                "Shuffled under add/remove assumes that removing a record leaves its slot "
+                "empty and the other batches unchanged; if your loader re-chunks a permutation "
+                "(later batches shift), use relation='replace_one'",
+                SamplerAssumptionWarning,
+                stacklevel=3,
+            )
+        return self.mechanism.privacy_loss("remove")
+
+    def _coarsened(self) -> Mechanism:
+        return self.mechanism._coarsened()
+
+    def under_replace_one(self) -> Mechanism:
+        """The replace-one reading: an epoch dominated by one run of the base at doubled
+        sensitivity, with the lower bound at shift ``2C``."""
+        return _ReplaceOneShuffled(self.mechanism, self.num_steps)
+
+    def lower_bound_mechanism(self) -> Mechanism:
+        """The post-processed worst-case pair (shift ``C`` under add/remove, ``2C`` once read
+        under replace-one): use it with the same relation as this mechanism."""
+        return ShuffledLowerBound(self.mechanism, self.num_steps)
+
+
+@dataclass(frozen=True)
+class _ReplaceOneShuffled(Shuffled):
+    """Internal: a shuffled epoch read under replace-one (laws at doubled sensitivity)."""
+
+    def _remove_law(self):
+        self._warn_not_tight()
+        return self.mechanism.under_replace_one().privacy_loss("remove")
+
+    def under_replace_one(self) -> Mechanism:
+        return self
+
+    def _coarsened(self) -> Mechanism:
+        return self.mechanism.under_replace_one()._coarsened()
+
+    def lower_bound_mechanism(self) -> Mechanism:
+        return _ReplaceOneShuffledLowerBound(self.mechanism, self.num_steps)
+
+
+@dataclass(frozen=True)
+class ShuffledLowerBound(Mechanism):
+    """The pair of :class:`MaxShiftLaw` with ``m = mu`` of the base (add/remove) and, read under
+    replace-one, ``m = 2 mu``; realized by datasets after a post-processing (see
+    :class:`Shuffled`), so the lower bound of its PLD is certified for the shuffled epoch."""
+
+    mechanism: Mechanism
+    num_steps: int
+
+    shift = 1.0
+    symmetric = False
+
+    def __post_init__(self):
+        check_base("ShuffledLowerBound", self.mechanism)
+        object.__setattr__(self, "num_steps", count("num_steps", self.num_steps, minimum=1))
+
+    def _remove_law(self):
+        base = self.mechanism
+        if self.num_steps == 1:  # the maximum of one coordinate is the output itself
+            return type(base)(base.scale if type(base) is Laplace else base.sigma,
+                              self.shift * base.sensitivity).privacy_loss("remove")
+        if type(base) is Laplace:
+            return LaplaceMaxShiftLaw(m=self.shift * base.epsilon, num_steps=self.num_steps)
+        return MaxShiftLaw(mu=self.shift * base.mu, num_steps=self.num_steps)
+
+    def under_replace_one(self) -> Mechanism:
+        return _ReplaceOneShuffledLowerBound(self.mechanism, self.num_steps)
+
+
+@dataclass(frozen=True)
+class _ReplaceOneShuffledLowerBound(ShuffledLowerBound):
+    """Internal: the lower pair read under replace-one (shift ``2C``)."""
+
+    shift = 2.0
+
+    def under_replace_one(self) -> Mechanism:
+        return self
+
+
+@dataclass(frozen=True, eq=False)
+class MaxShiftLaw(PrivacyLossLaw):
+    r"""Loss law of ``Y = max_t X_t`` with ``X ~ N(mu e_J, I)``, ``J`` uniform on ``T`` coordinates
+    (``P``), against ``X ~ N(0, I)`` (``Q``).
+
+    ``P(Y <= y) = Phi(y - mu) Phi(y)^(T-1)``, ``Q(Y <= y) = Phi(y)^T``, and the loss
+    ``l(y) = log((e^(mu y - mu^2/2) + (T-1) Phi(y-mu)/Phi(y)) / T)`` is increasing in ``y``
+    (both terms are: the Gaussian likelihood ratio and, by log-concavity of ``Phi``, the ratio
+    of cdfs), so the law of the loss is that of ``Y`` through ``l``; ``l`` is inverted by a
+    safeguarded Newton iteration. Everything is evaluated from ``log_ndtr`` (no ``1 - Phi``).
+    """
+
+    mu: float = 1.0
+    num_steps: int = 2
+    has_continuous_part = True
+
+    @property
+    def continuous_support(self):
+        return (-np.inf, np.inf)
+
+    def _loss(self, y):
+        y = np.asarray(y, dtype=float)
+        m, t = self.mu, self.num_steps
+        ratio = math.log(t - 1) + log_ndtr(y - m) - log_ndtr(y)
+        return np.logaddexp(m * y - m * m / 2, ratio) - math.log(t)
+
+    def _slope(self, y):
+        y = np.asarray(y, dtype=float)
+        m, t = self.mu, self.num_steps
+        a = m * y - m * m / 2
+        log_r = math.log(t - 1) + log_ndtr(y - m) - log_ndtr(y)
+        # d/dy log Phi(z) = phi(z)/Phi(z) = exp(log phi(z) - log Phi(z))
+        hazard = lambda z: np.exp(-0.5 * z * z - 0.5 * math.log(2 * math.pi) - log_ndtr(z))  # noqa: E731
+        num_a = m
+        num_r = hazard(y - m) - hazard(y)
+        top = np.logaddexp(a, log_r)
+        return np.exp(a - top) * num_a + np.exp(log_r - top) * num_r
+
+    def _inverse(self, loss):
+        """``y`` with ``l(y) = loss`` (vectorized): bracket by doubling, then safeguarded Newton."""
+        loss = np.asarray(loss, dtype=float)
+        lo = np.full(loss.shape, -1.0)
+        hi = np.full(loss.shape, 1.0)
+        for _ in range(1100):
+            low = self._loss(lo) > loss
+            high = self._loss(hi) < loss
+            if not (low.any() or high.any()):
+                break
+            lo = np.where(low, 2 * lo - 1, lo)
+            hi = np.where(high, 2 * hi + 1, hi)
+        x = 0.5 * (lo + hi)
+        for _ in range(100):
+            f = self._loss(x) - loss
+            lo = np.where(f < 0, x, lo)
+            hi = np.where(f > 0, x, hi)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                nxt = x - f / self._slope(x)
+            bad = ~((nxt > lo) & (nxt < hi))
+            nxt = np.where(bad, 0.5 * (lo + hi), nxt)
+            done = np.abs(nxt - x) <= 4e-16 * (1 + np.abs(x))
+            x = nxt
+            if np.all(done | (f == 0)):
+                break
+        return x
+
+    def _log_cdf_y(self, y, hypothesis):
+        t = self.num_steps
+        if hypothesis == "P":
+            return log_ndtr(y - self.mu) + (t - 1) * log_ndtr(y)
+        return t * log_ndtr(y)
+
+    def _cont_cdf(self, x, hypothesis):
+        return np.exp(self._log_cdf_y(self._inverse(x), hypothesis))
+
+    def _cont_sf(self, x, hypothesis):
+        # 1 - e^{log cdf}, from expm1: no cancellation in the upper tail
+        return -np.expm1(self._log_cdf_y(self._inverse(x), hypothesis))
+
+    def _cont_pdf(self, x, hypothesis):
+        y = self._inverse(x)
+        m, t = self.mu, self.num_steps
+        log_phi = lambda z: -0.5 * z * z - 0.5 * math.log(2 * math.pi)  # noqa: E731
+        if hypothesis == "P":
+            a = log_phi(y - m) + (t - 1) * log_ndtr(y)
+            b = math.log(t - 1) + log_ndtr(y - m) + (t - 2) * log_ndtr(y) + log_phi(y)
+            log_density = np.logaddexp(a, b)
+        else:
+            log_density = math.log(t) + (t - 1) * log_ndtr(y) + log_phi(y)
+        return np.exp(log_density) / self._slope(y)
+
+    def _cont_tail(self, mass, hypothesis):
+        t = self.num_steps
+        # below y_a both cdfs are <= Phi(y_a)^T = mass; above y_b both sfs are <= T (1 -
+        # Phi(y_b - mu)) = mass (union bound over the T coordinates)
+        y_a = ndtri(math.exp(math.log(mass) / t))
+        y_b = self.mu - ndtri(mass / t)
+        return float(self._loss(np.array([y_a]))[0]), float(self._loss(np.array([y_b]))[0])
