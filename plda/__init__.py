@@ -17,6 +17,7 @@ from plda.mechanisms import (
     PoissonSampled,
     PrivacyLossLaw,
 )
+from plda.mechanisms.allocation import RandomAllocation
 from plda.pld import Bounds, PrivacyLossDistribution
 from plda.serialization import load_pld, save_pld
 
@@ -43,6 +44,7 @@ __all__ = [
     "LossLaw",
     "Mechanism",
     "PoissonSampled",
+    "RandomAllocation",
     "PrivacyLossDistribution",
     "PrivacyLossLaw",
 ]

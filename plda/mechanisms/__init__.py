@@ -1,5 +1,6 @@
 """Mechanisms and their privacy-loss laws."""
 
+from plda.mechanisms.allocation import RandomAllocation
 from plda.mechanisms.approximate import ApproximateDP
 from plda.mechanisms.base import Mechanism
 from plda.mechanisms.custom import CustomMechanism, LossLaw
@@ -20,4 +21,5 @@ __all__ = [
     "Mechanism",
     "PoissonSampled",
     "PrivacyLossLaw",
+    "RandomAllocation",
 ]
