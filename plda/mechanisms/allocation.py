@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from plda._internal.caches import cached
 from plda.mechanisms.allocation_sum import sum_laws
 from plda.mechanisms.base import Mechanism
 from plda.mechanisms.gaussian import Gaussian
@@ -140,22 +141,7 @@ class RandomAllocation(Mechanism):
         return self.num_steps == 1 and self.mechanism.symmetric
 
     def _laws(self):
-        mu, t = self.mechanism.mu, self.num_steps
-        w, cap = _plan(mu, t)
-        upper, inf_mean, low_remove, low_add = sum_laws(mu, t, w, cap)
-        infinity = inf_mean / t
-        up_remove = _lattice_law(upper, w, t, reverse=False, infinity=infinity)
-        up_add = _lattice_law(upper, w, t, reverse=True, infinity=infinity)
-        return (
-            BracketLaw(atom_losses=up_remove.atom_losses, atom_probs=up_remove.atom_probs,
-                       infinity_mass=up_remove.infinity_mass,
-                       neg_infinity_mass=up_remove.neg_infinity_mass,
-                       lower=_lattice_law(low_remove, w, t, reverse=False)),
-            BracketLaw(atom_losses=up_add.atom_losses, atom_probs=up_add.atom_probs,
-                       infinity_mass=up_add.infinity_mass,
-                       neg_infinity_mass=up_add.neg_infinity_mass,
-                       lower=_lattice_law(low_add, w, t, reverse=True)),
-        )
+        return _allocation_laws(self.mechanism.mu, self.num_steps)
 
     def _remove_law(self):
         if self.num_steps == 1:
@@ -166,3 +152,23 @@ class RandomAllocation(Mechanism):
         if self.num_steps == 1:
             return self.mechanism.privacy_loss("add")
         return self._laws()[1]
+
+
+@cached(maxsize=16)
+def _allocation_laws(mu: float, t: int) -> tuple[BracketLaw, BracketLaw]:
+    """``(remove, add)`` bracket laws of one epoch (both directions from one computation)."""
+    w, cap = _plan(mu, t)
+    upper, inf_mean, low_remove, low_add = sum_laws(mu, t, w, cap)
+    infinity = inf_mean / t
+    up_remove = _lattice_law(upper, w, t, reverse=False, infinity=infinity)
+    up_add = _lattice_law(upper, w, t, reverse=True, infinity=infinity)
+    return (
+        BracketLaw(atom_losses=up_remove.atom_losses, atom_probs=up_remove.atom_probs,
+                   infinity_mass=up_remove.infinity_mass,
+                   neg_infinity_mass=up_remove.neg_infinity_mass,
+                   lower=_lattice_law(low_remove, w, t, reverse=False)),
+        BracketLaw(atom_losses=up_add.atom_losses, atom_probs=up_add.atom_probs,
+                   infinity_mass=up_add.infinity_mass,
+                   neg_infinity_mass=up_add.neg_infinity_mass,
+                   lower=_lattice_law(low_add, w, t, reverse=True)),
+    )

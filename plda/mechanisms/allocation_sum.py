@@ -18,11 +18,13 @@ a pair whose hockey-stick curve dominates everywhere dominates in the Blackwell 
 compositions stay upper bounds.
 
 Lower versions (one per direction): each ``W_i`` is rounded *down* to the lattice for the
-remove direction (``f`` increasing) and *up* for the add direction (``f`` decreasing; mass
-above the cap is dropped, where ``f = 0``). The pointwise coupling ``L- <= L`` (resp. ``>=``)
-survives composition, since the composed ``delta`` is ``E[(e^{sum L_j} - e^eps)_+]`` over the
-product of the ``Q``'s. These are sub-normalized (``E[S-/t] < 1``): plda's delta formulas
-``sum_{l > eps} q_l (e^l - e^eps)`` never use the total mass, so they stay lower bounds.
+remove direction (``f`` increasing) and *up* for the add direction (``f`` decreasing); mass
+above the caps is dropped (a sub-measure only lowers ``delta``), so one floor-rounded chain
+serves both, the add side shifted by ``t`` lattice points. The pointwise coupling
+``L- <= L`` (resp. ``>=``) survives composition, since the composed ``delta`` is
+``E[(e^{sum L_j} - e^eps)_+]`` over the product of the ``Q``'s. These are sub-normalized
+(``E[S-/t] < 1``): plda's delta formulas ``sum_{l > eps} q_l (e^l - e^eps)`` never use the
+total mass, so they stay lower bounds.
 
 Floating point: FFT convolution errors are bounded (a multiple of ``n log2 n`` ulps of the
 total) and charged to ``+inf`` (upper) or subtracted (lower).
@@ -83,7 +85,8 @@ def _convolve(a, b):
     ``sqrt(n) * transform_error(n, (2/n) sum |Y_j|)``.
     """
     n = fft.good_size(len(a) + len(b) - 1)
-    fa, fb = fft.rfft(a, n), fft.rfft(b, n)
+    fa = fft.rfft(a, n)
+    fb = fa if b is a else fft.rfft(b, n)  # squarings (binary powering) transform once
     da = fft.transform_error(n, float(a.sum()))
     db = fft.transform_error(n, float(b.sum()))
     prod = fa * fb
@@ -113,15 +116,6 @@ def _cap_upper(dist, cap, w):
     return out, excess
 
 
-def _cap_lower(dist, cap, down):
-    if len(dist) <= cap + 1:
-        return dist
-    out = dist[: cap + 1].copy()
-    if down:  # pointwise down: the mass above the cap moves to the cap
-        out[cap] += float(dist[cap + 1 :].sum())
-    return out  # pointwise up (add direction): the mass above the cap is dropped (f = 0 there)
-
-
 def sum_laws(mu: float, t: int, w: float, w_cap: float, s_cap_sd: float = 12.0):
     """Lattice laws (step ``w``) of ``S`` under ``Q``: ``(upper, inf_mean, lower_remove,
     lower_add)`` where ``upper`` is a mean-preserving spread of ``S`` except for the mean
@@ -132,61 +126,48 @@ def sum_laws(mu: float, t: int, w: float, w_cap: float, s_cap_sd: float = 12.0):
     upper = _spread(mass, moment, w)
     upper[cells] += mass_above
     inf_mean = max(moment_above - cells * w * mass_above, 0.0) * (1 + 1e-9) + 1e-300
-    low_r = np.zeros(cells + 1)
-    low_r[:-1] = mass * (1 - 8 * _U)
-    low_r[cells] += mass_above * (1 - 8 * _U)
-    low_a = np.zeros(cells + 1)
-    low_a[1:] = mass * (1 - 8 * _U)
+    # one floor-rounded chain serves both lower sides: W_i rounded down (mass above the cap
+    # dropped: a sub-measure only lowers delta) is below W_i, and the same plus w is above it,
+    # so S_down = sum floor(W_i) and S_up = S_down + t w (a shift by t lattice points)
+    core = np.zeros(cells + 1)
+    core[:-1] = mass * (1 - 8 * _U)
     sd = math.sqrt(math.expm1(mu * mu))
 
     def cap_for(k):
         return int(math.ceil((k + s_cap_sd * math.sqrt(k) * sd + w_cap) / w))
 
-    # binary powering: result = sum of the powers of two in t
-    acc = None
-    power = (upper, low_r, low_a)
-    count, k = t, 1
-    err_up = err_q = 0.0
+    errors = {"up": 0.0, "q": 0.0, "inf": inf_mean}
+
+    def combine(x, y, k):
+        (u, e1), (c, e2) = _convolve(x[0], y[0]), _convolve(x[1], y[1])
+        cap = cap_for(k)
+        u, extra = _cap_upper(u, cap, w)
+        # an upper entry's FFT error moves at most that much Q-mass, whose P-mass is at most
+        # that times S/t: charged to +inf through the mean (units of S), and its Q-mass to
+        # S = 0 (add direction: loss +inf). Cauchy-Schwarz: sum_k |e_k| k w <=
+        # ||e||_2 w sqrt(sum k^2), sum_k |e_k| <= sqrt(n) ||e||_2
+        errors["up"] += e1 * w * _root_sum_squares(len(u))
+        errors["q"] += e1 * math.sqrt(len(u))
+        errors["inf"] += extra
+        # lower: the L2 error bounds every entry's error; subtracting it keeps entries below
+        return u, np.maximum(c[: cap + 1] - e2, 0.0)
+
+    # binary powering: the sum of the powers of two in t
+    acc, acc_k = None, 0
+    power, k, count = (upper, core), 1, t
     while True:
         if count & 1:
-            if acc is None:
-                acc, acc_k = power, k
-            else:
-                (u, e1), (r, e2), (a, e3) = (
-                    _convolve(acc[0], power[0]),
-                    _convolve(acc[1], power[1]),
-                    _convolve(acc[2], power[2]),
-                )
-                acc_k += k
-                cap = cap_for(acc_k)
-                u, extra = _cap_upper(u, cap, w)
-                err_up += e1 * w * _root_sum_squares(len(u))
-                err_q += e1 * math.sqrt(len(u))
-                inf_mean += extra
-                acc = (u, np.maximum(_cap_lower(r, cap, True) - e2, 0.0),
-                       np.maximum(_cap_lower(a, cap, False) - e3, 0.0))
+            acc_k += k
+            acc = power if acc is None else combine(acc, power, acc_k)
         count >>= 1
         if not count:
             break
-        (u, e1), (r, e2), (a, e3) = (
-            _convolve(power[0], power[0]),
-            _convolve(power[1], power[1]),
-            _convolve(power[2], power[2]),
-        )
         k *= 2
-        cap = cap_for(k)
-        u, extra = _cap_upper(u, cap, w)
-        # the FFT error of an upper entry moves at most its size of Q-mass; its P-mass is at
-        # most that times S/t: charged to +inf through the mean (in units of S)
-        # (Cauchy-Schwarz: sum_k |e_k| k w <= ||e||_2 w sqrt(sum k^2); sum |e_k| <= sqrt(n) ||e||_2)
-        err_up += e1 * w * _root_sum_squares(len(u))
-        err_q += e1 * math.sqrt(len(u))  # and its Q-mass is charged to S = 0 (add: loss +inf)
-        inf_mean += extra
-        power = (u, np.maximum(_cap_lower(r, cap, True) - e2, 0.0),
-                 np.maximum(_cap_lower(a, cap, False) - e3, 0.0))
-    upper = acc[0].copy()
-    upper[0] += err_q
-    return upper, inf_mean + err_up, acc[1], acc[2]
+        power = combine(power, power, k)
+    up = acc[0].copy()
+    up[0] += errors["q"]
+    low_add = np.concatenate([np.zeros(t), acc[1]])
+    return up, errors["inf"] + errors["up"], acc[1], low_add
 
 
 def delta_bracket(mu: float, t: int, epsilon: float, w: float, w_cap: float):
