@@ -93,3 +93,17 @@ def test_unsupported_bases_are_refused():
         RandomAllocation(plda.Gaussian(0.2), 10)
     with pytest.raises(TypeError, match="mechanism"):
         RandomAllocation("gauss", 10)
+
+
+def test_comparable_to_poisson_with_rate_one_over_t():
+    gauss = plda.Gaussian(1.0)
+    alloc = plda.PrivacyLossDistribution.from_mechanism(RandomAllocation(gauss, 8), 2)
+    poisson = plda.PrivacyLossDistribution.from_mechanism(plda.PoissonSampled(gauss, 1 / 8), 16)
+    a, p = alloc.epsilon_bounds(1e-5), poisson.epsilon_bounds(1e-5)
+    assert a.lower <= a.upper
+    assert 0.5 * p.upper < a.upper < 1.5 * p.upper
+
+
+def test_exported():
+    assert plda.RandomAllocation is RandomAllocation
+    assert plda.mechanisms.RandomAllocation is RandomAllocation

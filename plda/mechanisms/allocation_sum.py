@@ -26,8 +26,12 @@ serves both, the add side shifted by ``t`` lattice points. The pointwise couplin
 (``E[S-/t] < 1``): plda's delta formulas ``sum_{l > eps} q_l (e^l - e^eps)`` never use the
 total mass, so they stay lower bounds.
 
-Floating point: FFT convolution errors are bounded (a multiple of ``n log2 n`` ulps of the
-total) and charged to ``+inf`` (upper) or subtracted (lower).
+Floating point: each FFT convolution's error is bounded in L2 norm (Higham's componentwise
+FFT bound and Parseval). On the upper side it is charged as a Q-atom at ``S = 0`` plus mean
+sent to ``S = +inf`` (which dominates any signed error for both convex functions, see
+:func:`sum_laws`); on the lower side the bound is subtracted from every entry. Adding a
+non-negative measure only raises every composed ``delta`` (the composed ``delta`` is a
+multilinear, non-negative integral), so these charges stay valid under composition.
 """
 
 from __future__ import annotations
@@ -136,18 +140,22 @@ def sum_laws(mu: float, t: int, w: float, w_cap: float, s_cap_sd: float = 12.0):
     def cap_for(k):
         return int(math.ceil((k + s_cap_sd * math.sqrt(k) * sd + w_cap) / w))
 
-    errors = {"up": 0.0, "q": 0.0, "inf": inf_mean}
+    # the cells' masses and moments carry a few ulps of error (ndtr differences) each: the
+    # up-share of a cell may then miss its mean by that much; charged like the FFT errors
+    upper[0] += 1e-13
+    errors = {"up": 0.0, "inf": inf_mean + 1e-13 * float(moment.sum() + mass.sum())}
 
     def combine(x, y, k):
         (u, e1), (c, e2) = _convolve(x[0], y[0]), _convolve(x[1], y[1])
         cap = cap_for(k)
         u, extra = _cap_upper(u, cap, w)
-        # an upper entry's FFT error moves at most that much Q-mass, whose P-mass is at most
-        # that times S/t: charged to +inf through the mean (units of S), and its Q-mass to
-        # S = 0 (add direction: loss +inf). Cauchy-Schwarz: sum_k |e_k| k w <=
-        # ||e||_2 w sqrt(sum k^2), sum_k |e_k| <= sqrt(n) ||e||_2
+        # FFT error e of the upper partial sum S_a: the computed measure plus a Q-atom of
+        # mass sum|e_k| at S_a = 0 and mean sum|e_k| k w sent to S_a = +inf dominates the
+        # exact one for both convex f (f(a + b) <= f(b) + a * slope for the increasing one,
+        # f(a + b) <= f(b) for the decreasing one), whatever is added or composed later.
+        # Cauchy-Schwarz: sum_k |e_k| k w <= ||e||_2 w sqrt(sum k^2), sum|e_k| <= sqrt(n)||e||_2
         errors["up"] += e1 * w * _root_sum_squares(len(u))
-        errors["q"] += e1 * math.sqrt(len(u))
+        u[0] += e1 * math.sqrt(len(u))
         errors["inf"] += extra
         # lower: the L2 error bounds every entry's error; subtracting it keeps entries below
         return u, np.maximum(c[: cap + 1] - e2, 0.0)
@@ -164,8 +172,7 @@ def sum_laws(mu: float, t: int, w: float, w_cap: float, s_cap_sd: float = 12.0):
             break
         k *= 2
         power = combine(power, power, k)
-    up = acc[0].copy()
-    up[0] += errors["q"]
+    up = acc[0]
     low_add = np.concatenate([np.zeros(t), acc[1]])
     return up, errors["inf"] + errors["up"], acc[1], low_add
 
