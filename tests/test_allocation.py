@@ -107,3 +107,28 @@ def test_comparable_to_poisson_with_rate_one_over_t():
 def test_exported():
     assert plda.RandomAllocation is RandomAllocation
     assert plda.mechanisms.RandomAllocation is RandomAllocation
+
+
+def _exact_two_steps_add(mu: float, eps: float) -> float:
+    """delta(eps), add direction, t = 2: E_Q[(1 - e^eps S/2)_+]; with c = 2 e^-eps - W1 the
+    inner expectation is (e^eps / 2) E[(c - W2)_+] = (e^eps / 2)(c P(W2 < c) - E[W2; W2 < c])."""
+    mp.mp.dps = 30
+    mu, e = mp.mpf(mu), mp.e ** mp.mpf(eps)
+
+    def inner(z1):
+        c = 2 / e - mp.e ** (mu * z1 - mu**2 / 2)
+        if c <= 0:
+            return mp.mpf(0)
+        lc = mp.log(c)
+        below = c * mp.ncdf((lc + mu**2 / 2) / mu) - mp.ncdf((lc - mu**2 / 2) / mu)
+        return e / 2 * below
+
+    return float(mp.quad(lambda z: inner(z) * mp.npdf(z), [-mp.inf, -2, 0, 2, 6, mp.inf]))
+
+
+def test_add_direction_bracket_contains_exact_two_steps():
+    upper, lower = RandomAllocation(plda.Gaussian(1.0), 2).privacy_loss("add").bracket
+    for eps in (0.0, 0.5, 1.0):
+        exact = _exact_two_steps_add(1.0, eps)
+        assert float(lower.delta(eps)) <= exact <= float(upper.delta(eps))
+        assert float(upper.delta(eps)) - float(lower.delta(eps)) < 0.02 * exact
