@@ -36,7 +36,8 @@ import plda  # noqa: E402
 from plda._internal import caches  # noqa: E402
 
 DELTA = 1e-5
-SETTINGS = [(1.0, 100, 1), (1.0, 100, 10), (1.0, 1000, 1), (1.0, 1000, 10), (2.0, 100, 100)]
+#: PLD_accounting takes minutes per setting beyond these (177 s for t = 1000, one epoch)
+SETTINGS = [(1.0, 100, 1), (1.0, 100, 10), (1.0, 1000, 1), (2.0, 100, 1), (2.0, 100, 10)]
 
 
 def run_plda(sigma, t, epochs):
@@ -71,6 +72,16 @@ def main():
         peer = run_peer(sigma, t, epochs)
         rows.append((sigma, t, epochs, ours, peer))
         print(sigma, t, epochs, ours, peer, flush=True)
+        text = render(rows)  # written after every setting: the peer may be stopped midway
+        if not args.no_write:
+            path = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "RESULTS_allocation.md")
+            with open(path, "w") as f:
+                f.write(text)
+    print(text)
+
+
+def render(rows) -> str:
     lines = [
         "# Random allocation: plda vs PLD_accounting 2.0",
         "",
@@ -94,12 +105,7 @@ def main():
             f"| {sigma} | {t} | {epochs} | [{lo:.4f}, {hi:.4f}] | [{plo:.4f}, {phi:.4f}] "
             f"| {overlap} | {width:.2f} | {sec:.2f} | {psec:.2f} | {psec / sec:.1f}x |"
         )
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if not args.no_write:
-        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "RESULTS_allocation.md")
-        with open(path, "w") as f:
-            f.write(text)
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":
