@@ -22,6 +22,7 @@ from plda.mechanisms import (
     Shuffled,
     TruncatedPoisson,
 )
+from plda.mechanisms.allocation import RandomAllocation
 from plda.pld import Bounds, PrivacyLossDistribution
 from plda.serialization import load_pld, save_pld
 
@@ -48,6 +49,7 @@ __all__ = [
     "LossLaw",
     "Mechanism",
     "PoissonSampled",
+    "RandomAllocation",
     "PrivacyLossDistribution",
     "PrivacyLossLaw",
     "NotTightWarning",

@@ -518,6 +518,9 @@ class _ByteBoundedCache:
 
 def _discretize(law: PrivacyLossLaw, step: float) -> tuple[DiscreteLoss, DiscreteLoss]:
     """``(upper, lower)`` grid versions of ``law`` with grid step ``step``."""
+    bracket = getattr(law, "bracket", None)
+    if bracket is not None:  # known through a dominating and a dominated law (RandomAllocation)
+        return _discretize(bracket[0], step)[0], _discretize(bracket[1], step)[1]
     upper_parts, lower_parts = [], []
     if len(law.atom_losses):
         index, at_lo, at_hi = _atoms_upper(law, step)

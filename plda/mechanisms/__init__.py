@@ -1,5 +1,6 @@
 """Mechanisms and their privacy-loss laws."""
 
+from plda.mechanisms.allocation import RandomAllocation
 from plda.mechanisms.approximate import ApproximateDP
 from plda.mechanisms.base import Mechanism
 from plda.mechanisms.bracket import NotTightWarning, SamplerAssumptionWarning
@@ -29,4 +30,5 @@ __all__ = [
     "SamplerAssumptionWarning",
     "Shuffled",
     "TruncatedPoisson",
+    "RandomAllocation",
 ]

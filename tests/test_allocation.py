@@ -1,0 +1,134 @@
+"""RandomAllocation (balls-in-bins): certified bracket against an exact mpmath reference."""
+
+import math
+
+import mpmath as mp
+import numpy as np
+import pytest
+
+import plda
+from plda.mechanisms.allocation import RandomAllocation
+from plda.mechanisms.allocation_sum import delta_bracket
+
+
+def _exact_two_steps(mu: float, eps: float) -> float:
+    """delta(eps), remove direction, t = 2: E_Q[(S/2 - e^eps)_+] with S = W1 + W2,
+    W = exp(mu Z - mu^2/2); the inner expectation over W2 in closed form
+    (E[(W - c)_+] = Phi((mu^2/2 - log c)/mu) - c Phi(-(log c + mu^2/2)/mu))."""
+    mp.mp.dps = 30
+    mu, e = mp.mpf(mu), mp.e ** mp.mpf(eps)
+
+    def inner(z1):
+        w1 = mp.e ** (mu * z1 - mu**2 / 2)
+        c = 2 * e - w1
+        if c <= 0:
+            return (w1 + 1) / 2 - e
+        lc = mp.log(c)
+        return (mp.ncdf((mu**2 / 2 - lc) / mu) - c * mp.ncdf(-(lc + mu**2 / 2) / mu)) / 2
+
+    return float(mp.quad(lambda z: inner(z) * mp.npdf(z), [-mp.inf, -2, 0, 2, 6, mp.inf]))
+
+
+@pytest.mark.parametrize("eps", [0.0, 0.5, 1.0])
+def test_lattice_bracket_contains_exact_two_steps(eps):
+    lo, hi = delta_bracket(1.0, 2, eps, 0.01, math.exp(7.5 + 0.5))
+    exact = _exact_two_steps(1.0, eps)
+    assert lo <= exact <= hi
+    assert hi - exact < 1e-4 * exact  # the upper side is second order in the lattice step
+    assert exact - lo < 1e-2 * exact
+
+
+def test_engine_bracket_contains_exact_two_steps():
+    epoch = RandomAllocation(plda.Gaussian(1.0), num_steps=2)
+    bounds = plda.PrivacyLossDistribution.from_mechanism(epoch).delta_bounds(1.0)
+    exact = _exact_two_steps(1.0, 1.0)
+    assert bounds.lower <= exact <= bounds.upper
+    assert bounds.upper - bounds.lower < 0.01 * exact
+
+
+def test_one_step_is_the_base_mechanism():
+    gauss = plda.Gaussian(1.0)
+    a = plda.PrivacyLossDistribution.from_mechanism(RandomAllocation(gauss, 1), 3)
+    b = plda.PrivacyLossDistribution.from_mechanism(gauss, 3)
+    ea, eb = a.epsilon_bounds(1e-5), b.epsilon_bounds(1e-5)
+    assert ea.upper == pytest.approx(eb.upper, rel=1e-3)
+    assert ea.lower == pytest.approx(eb.lower, rel=1e-3)
+
+
+def test_more_steps_amplify_and_stay_below_the_base():
+    gauss = plda.Gaussian(1.0)
+    base = plda.PrivacyLossDistribution.from_mechanism(gauss).delta_bounds(1.0)
+    two = plda.PrivacyLossDistribution.from_mechanism(RandomAllocation(gauss, 2)).delta_bounds(1.0)
+    four = plda.PrivacyLossDistribution.from_mechanism(RandomAllocation(gauss, 4)).delta_bounds(1.0)
+    assert four.upper < two.lower <= two.upper < base.lower
+
+
+def test_add_direction_brackets_are_ordered():
+    law = RandomAllocation(plda.Gaussian(1.0), 4).privacy_loss("add")
+    upper, lower = law.bracket
+    eps = np.array([0.0, 0.5, 1.0, 2.0])
+    assert np.all(lower.delta(eps) <= upper.delta(eps) * (1 + 1e-9))
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, word",
+    [
+        ({"num_steps": 0}, ValueError, "num_steps"),
+        ({"num_steps": 2.5}, ValueError, "num_steps"),
+        ({"num_steps": "3"}, TypeError, "num_steps"),
+        ({"num_steps": 3, "num_selected": 4}, ValueError, "num_selected"),
+        ({"num_steps": 3, "num_selected": 0}, ValueError, "num_selected"),
+        ({"num_steps": 3, "num_selected": 2}, ValueError, "num_selected"),
+    ],
+)
+def test_bad_input(kwargs, error, word):
+    with pytest.raises(error, match=word):
+        RandomAllocation(plda.Gaussian(1.0), **kwargs)
+
+
+def test_unsupported_bases_are_refused():
+    with pytest.raises(ValueError, match="Gaussian"):
+        RandomAllocation(plda.Laplace(1.0), 10)
+    with pytest.raises(ValueError, match="sigma"):
+        RandomAllocation(plda.Gaussian(0.2), 10)
+    with pytest.raises(TypeError, match="mechanism"):
+        RandomAllocation("gauss", 10)
+
+
+def test_comparable_to_poisson_with_rate_one_over_t():
+    gauss = plda.Gaussian(1.0)
+    alloc = plda.PrivacyLossDistribution.from_mechanism(RandomAllocation(gauss, 8), 2)
+    poisson = plda.PrivacyLossDistribution.from_mechanism(plda.PoissonSampled(gauss, 1 / 8), 16)
+    a, p = alloc.epsilon_bounds(1e-5), poisson.epsilon_bounds(1e-5)
+    assert a.lower <= a.upper
+    assert 0.5 * p.upper < a.upper < 1.5 * p.upper
+
+
+def test_exported():
+    assert plda.RandomAllocation is RandomAllocation
+    assert plda.mechanisms.RandomAllocation is RandomAllocation
+
+
+def _exact_two_steps_add(mu: float, eps: float) -> float:
+    """delta(eps), add direction, t = 2: E_Q[(1 - e^eps S/2)_+]; with c = 2 e^-eps - W1 the
+    inner expectation is (e^eps / 2) E[(c - W2)_+] = (e^eps / 2)(c P(W2 < c) - E[W2; W2 < c])."""
+    mp.mp.dps = 30
+    mu, e = mp.mpf(mu), mp.e ** mp.mpf(eps)
+
+    def inner(z1):
+        c = 2 / e - mp.e ** (mu * z1 - mu**2 / 2)
+        if c <= 0:
+            return mp.mpf(0)
+        lc = mp.log(c)
+        below = c * mp.ncdf((lc + mu**2 / 2) / mu) - mp.ncdf((lc - mu**2 / 2) / mu)
+        return e / 2 * below
+
+    return float(mp.quad(lambda z: inner(z) * mp.npdf(z), [-mp.inf, -2, 0, 2, 6, mp.inf]))
+
+
+def test_add_direction_bracket_contains_exact_two_steps():
+    upper, lower = RandomAllocation(plda.Gaussian(1.0), 2).privacy_loss("add").bracket
+    for eps in (0.0, 0.5, 1.0):
+        exact = _exact_two_steps_add(1.0, eps)
+        assert float(lower.delta(eps)) <= exact <= float(upper.delta(eps))
+        assert float(upper.delta(eps)) - float(lower.delta(eps)) < 0.02 * exact
