@@ -5,7 +5,9 @@ Run with: ``pip install torch==2.13.0 opacus`` (CPU wheels) then
 """
 
 import math
+import re
 import warnings
+from pathlib import Path
 
 import pytest
 
@@ -180,3 +182,20 @@ def test_check_sampler_names_poisson_and_other_samplers():
         with pytest.warns(plda.SamplerMismatchWarning):
             assert check_sampler(loader) == kind
     assert math.isfinite(_reference(1.0, 0.25, 4).epsilon(DELTA))
+
+
+def test_howto_page_examples_run(tmp_path, monkeypatch):
+    # the page's blocks are skipped by tests/test_docs.py (they need torch, opacus and
+    # dp_accounting): run them here, where those are installed
+    pytest.importorskip("dp_accounting")
+    monkeypatch.chdir(tmp_path)
+    page = Path(__file__).resolve().parents[1] / "docs" / "howto" / "opacus-and-dp-accounting.md"
+    blocks = re.findall(r"^```python\n(.*?)^```", page.read_text(encoding="utf-8"), re.S | re.M)
+    assert len(blocks) == 4
+    namespace: dict = {"__name__": "__docs__"}
+    for block in blocks:
+        exec(compile(block, str(page), "exec"), namespace)  # noqa: S102 - the docs are the test
+    assert namespace["engine"].get_epsilon(1e-5) <= 2.0
+    assert namespace["sigma"] == pytest.approx(
+        plda.calibrate_noise_multiplier(1.0, 1e-5, 0.01, 1000), rel=1e-3
+    )
