@@ -152,7 +152,7 @@ def test_checkpoint_save_and_load(tmp_path):
 def test_fixed_size_batches_warn_that_poisson_accounting_does_not_apply(shuffle, kind):
     model, optimizer, loader = _setup(shuffle=shuffle)
     engine = opacus.PrivacyEngine(accountant="plda")
-    with pytest.warns(plda.SamplerMismatchWarning, match=f"{kind}.*poisson_sampling=True"):
+    with pytest.warns(plda.SamplerMismatchWarning, match=f"{kind}.*poisson_sampling=True") as got:
         engine.make_private(
             module=model,
             optimizer=optimizer,
@@ -161,8 +161,11 @@ def test_fixed_size_batches_warn_that_poisson_accounting_does_not_apply(shuffle,
             max_grad_norm=1.0,
             poisson_sampling=False,
         )
-    with pytest.warns(plda.SamplerMismatchWarning):
+    mismatches = [w for w in got if w.category is plda.SamplerMismatchWarning]
+    assert len(mismatches) == 1 and mismatches[0].filename == __file__  # the user's call
+    with pytest.warns(plda.SamplerMismatchWarning) as got:
         assert check_sampler(loader) == kind
+    assert got[0].filename == __file__
 
 
 def test_check_sampler_names_poisson_and_other_samplers():

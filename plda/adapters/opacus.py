@@ -79,10 +79,18 @@ def check_sampler(data_loader) -> str:
     SamplerMismatchWarning
         For every result but ``"poisson"``.
     """
+    kind, description = _classify(data_loader)
+    if kind != "poisson":
+        _warn(kind, description, stacklevel=2)
+    return kind
+
+
+def _classify(data_loader) -> tuple[str, str]:
+    """``(kind, "BatchSampler over Sampler")`` of a data loader (see :func:`check_sampler`)."""
     batch_sampler = getattr(data_loader, "batch_sampler", None)
     name = type(batch_sampler).__name__
     if name in _POISSON_SAMPLERS and type(batch_sampler).__module__.startswith("opacus"):
-        return "poisson"
+        return "poisson", name
     sampler = getattr(batch_sampler, "sampler", None) or getattr(data_loader, "sampler", None)
     inner = type(sampler).__name__
     if inner == "RandomSampler":
@@ -93,31 +101,37 @@ def check_sampler(data_loader) -> str:
         kind = "weighted"
     else:
         kind = "unknown"
+    return kind, f"{name} over {inner}"
+
+
+def _warn(kind: str, description: str, stacklevel: int) -> None:
+    """Warn with :class:`SamplerMismatchWarning`; ``stacklevel`` as seen from the caller."""
     warnings.warn(
-        f"the data loader draws {kind} batches ({name} over {inner}), but the accountant assumes "
+        f"the data loader draws {kind} batches ({description}), but the accountant assumes "
         "Poisson subsampling: its epsilon is not a bound for this training. Use Opacus's "
         "make_private(..., poisson_sampling=True) (or DPDataLoader.from_data_loader), or account "
         "with the sampler that ran (e.g. plda.PLDAccountant.compose with a fixed-size or "
         "shuffled sampler mechanism).",
         SamplerMismatchWarning,
-        stacklevel=3,
+        stacklevel=stacklevel + 1,
     )
-    return kind
 
 
 def _check_caller_loader() -> None:
     """If Opacus's ``PrivacyEngine.make_private`` is asking for the optimizer hook, check the
     data loader it prepared (best effort: reads the caller's local ``data_loader``; silent when
     the call comes from elsewhere)."""
-    frame = sys._getframe(2)
-    for _ in range(_FRAME_DEPTH):
+    frame = sys._getframe(2)  # 0: here, 1: get_optimizer_hook_fn, 2: its caller
+    for depth in range(_FRAME_DEPTH):
         if frame is None:
             return
         code = frame.f_code
         if code.co_name == "make_private" and "opacus" in code.co_filename:
             loader = frame.f_locals.get("data_loader")
-            if loader is not None:
-                check_sampler(loader)
+            kind, description = _classify(loader)
+            if kind != "poisson":
+                # point the warning at the user's call of make_private (its caller's frame)
+                _warn(kind, description, stacklevel=4 + depth)
             return
         frame = frame.f_back
 
