@@ -28,9 +28,9 @@ try:
     import dp_accounting
 except ImportError as error:  # optional: the class exists only when dp_accounting does
     dp_accounting = None
-    IMPORT_ERROR = error
+    _IMPORT_ERROR = error
 
-MISSING = (
+_MISSING = (
     "plda.adapters.dp_accounting.PLDPrivacyAccountant needs dp_accounting: install it with "
     '`pip install "plda[dp-accounting]"` (or `pip install dp-accounting`)'
 )
@@ -58,7 +58,7 @@ if dp_accounting is None:
 
     def __getattr__(name: str):
         if name == "PLDPrivacyAccountant":
-            raise ImportError(MISSING) from IMPORT_ERROR
+            raise ImportError(_MISSING) from _IMPORT_ERROR
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 else:
