@@ -1,7 +1,7 @@
 """plda: a privacy-loss-distribution accountant with certified upper and lower bounds."""
 
 from plda._internal import caches
-from plda._internal.errors import AccuracyWarning, CalibrationError
+from plda._internal.errors import AccuracyWarning, CalibrationError, SamplerMismatchWarning
 from plda.accountant import PLDAccountant
 from plda.adapters.dp_accounting import from_dp_event
 from plda.calibration import calibrate_noise_multiplier, calibrate_sample_rate, calibrate_steps
@@ -31,6 +31,7 @@ __version__ = "0.1.0"
 __all__ = [
     "AccuracyWarning",
     "CalibrationError",
+    "SamplerMismatchWarning",
     "ApproximateDP",
     "PLDAccountant",
     "calibrate_noise_multiplier",

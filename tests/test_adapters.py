@@ -3,6 +3,8 @@
 import dataclasses
 import json
 import math
+import subprocess
+import sys
 from dataclasses import dataclass
 
 import pytest
@@ -51,6 +53,11 @@ class ComposedDpEvent:
 
 @dataclass
 class NoOpDpEvent:
+    pass
+
+
+@dataclass
+class NonPrivateDpEvent:
     pass
 
 
@@ -136,6 +143,114 @@ def test_against_dp_accounting_when_installed():
     assert ours.lower <= theirs <= ours.upper + 1e-3
 
 
+def test_non_private_events_have_no_finite_epsilon():
+    assert from_dp_event(NonPrivateDpEvent()).epsilon(DELTA) == math.inf
+    assert from_dp_event(GaussianDpEvent(0.0)).delta(1.0) == 1.0
+    # Poisson-sampled at rate q: the whole record leaks with probability q, so delta(0) = q
+    sampled = from_dp_event(PoissonSampledDpEvent(0.01, NonPrivateDpEvent()), accuracy=COARSE)
+    assert sampled.epsilon(DELTA) == math.inf and sampled.epsilon(0.011) == 0.0
+    assert sampled.delta(0.0) == pytest.approx(0.01, rel=1e-9)
+
+
+# ------------------------------------------------------------- dp_accounting's accountant
+def _sgd_event(dp_event, sigma, rate=0.01, steps=1000):
+    sampled = dp_event.PoissonSampledDpEvent(rate, dp_event.GaussianDpEvent(sigma))
+    return dp_event.SelfComposedDpEvent(sampled, steps)
+
+
+def test_dp_accounting_subclass_matches_dp_accounting_pld():
+    dpa = pytest.importorskip("dp_accounting")
+    from plda.adapters.dp_accounting import PLDPrivacyAccountant
+
+    acct = PLDPrivacyAccountant()
+    assert isinstance(acct, dpa.PrivacyAccountant)
+    assert acct.neighboring_relation is dpa.NeighboringRelation.ADD_OR_REMOVE_ONE
+    assert acct.get_epsilon(DELTA) == 0.0 and acct.supports(_sgd_event(dpa, 1.0))
+    event = _sgd_event(dpa, 1.0)
+    assert acct.compose(event, 2) is acct and len(acct.accountant) == 2000
+    bounds = acct.get_epsilon_bounds(DELTA)
+    assert isinstance(bounds, plda.Bounds) and bounds.upper == acct.get_epsilon(DELTA)
+    theirs = dpa.pld.PLDAccountant().compose(event, 2)
+    assert acct.ledger == theirs.ledger
+    assert acct.get_epsilon(DELTA) == pytest.approx(theirs.get_epsilon(DELTA), rel=2e-3)
+    assert bounds.lower <= theirs.get_epsilon(DELTA) * (1 + 1e-3)
+    delta = acct.get_delta_bounds(1.0)
+    assert delta.lower <= acct.get_delta(1.0) == delta.upper
+    assert acct.get_delta(1.0) == pytest.approx(theirs.get_delta(1.0), rel=1e-2)
+    assert "steps=2000" in repr(acct)
+    replace = PLDPrivacyAccountant(dpa.NeighboringRelation.REPLACE_ONE, accuracy=COARSE)
+    assert replace.compose(event).get_epsilon(DELTA) > acct.get_epsilon(DELTA) / 2
+    with pytest.raises(ValueError, match="neighboring_relation"):
+        PLDPrivacyAccountant(dpa.NeighboringRelation.REPLACE_SPECIAL)
+
+
+def test_dp_accounting_subclass_refuses_unsupported_events_and_records_nothing():
+    dpa = pytest.importorskip("dp_accounting")
+    from plda.adapters.dp_accounting import PLDPrivacyAccountant
+
+    acct = PLDPrivacyAccountant(accuracy=COARSE).compose(dpa.GaussianDpEvent(2.0))
+    bad = [
+        dpa.ComposedDpEvent([dpa.GaussianDpEvent(1.0), dpa.ZCDpEvent(0.1)]),
+        dpa.SampledWithoutReplacementDpEvent(100, 10, dpa.GaussianDpEvent(1.0)),
+        dpa.SingleEpochTreeAggregationDpEvent(1.0, 8),
+    ]
+    for event in bad:
+        assert not acct.supports(event)
+        with pytest.raises(dpa.UnsupportedEventError, match="not supported"):
+            acct.compose(event)
+        assert len(acct.accountant) == 1 and acct.ledger == dpa.GaussianDpEvent(2.0)
+    with pytest.raises(dpa.UnsupportedEventError, match="ZCDpEvent.*caused by subevent ZCDp"):
+        acct.compose(bad[0])
+    with pytest.raises(dpa.UnsupportedEventError, match="count"):
+        acct.compose(dpa.GaussianDpEvent(1.0), -1)
+    assert acct.compose(dpa.NonPrivateDpEvent()).get_epsilon(DELTA) == math.inf
+
+
+def test_dp_accounting_calibrate_dp_mechanism_agrees_with_plda_calibration():
+    dpa = pytest.importorskip("dp_accounting")
+    from plda.adapters.dp_accounting import PLDPrivacyAccountant
+
+    sigma = dpa.calibrate_dp_mechanism(
+        PLDPrivacyAccountant, lambda s: _sgd_event(dpa, s), target_epsilon=1.0, target_delta=DELTA
+    )
+    ours = plda.calibrate_noise_multiplier(1.0, DELTA, 0.01, 1000)
+    assert sigma == pytest.approx(ours, rel=1e-3)
+    # the certified epsilon at the calibrated sigma meets the target (to brentq's tolerance)
+    assert PLDPrivacyAccountant().compose(_sgd_event(dpa, sigma + 1e-5)).get_epsilon(DELTA) <= 1.0
+
+
+_IMPORTS = "import sys, plda, plda.adapters.dp_accounting; "
+
+
+def test_import_plda_loads_no_optional_library():
+    code = _IMPORTS + "print(sorted({'torch', 'opacus', 'dp_accounting'} & set(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_missing_dp_accounting_is_a_clear_import_error():
+    code = (
+        "import sys; sys.modules['dp_accounting'] = None; "
+        + _IMPORTS
+        + "import plda.adapters.dp_privacy_accountant; "  # the module itself imports
+        + "from plda.adapters.dp_accounting import PLDPrivacyAccountant"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 1 and "ImportError" in out.stderr
+    assert 'pip install "plda[dp-accounting]"' in out.stderr
+
+
+def test_opacus_adapter_works_without_opacus():
+    code = (
+        "import sys; sys.modules['opacus'] = None; "
+        + _IMPORTS
+        + "from plda.adapters.opacus import PLDOpacusAccountant as A; a = A(); "
+        "a.step(noise_multiplier=1.0, sample_rate=0.01); print(len(a))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "1"
+
+
 # ------------------------------------------------------------------------------- opacus
 class FakeOptimizer:
     noise_multiplier = 1.1
@@ -144,7 +259,7 @@ class FakeOptimizer:
 
 def test_opacus_style_accountant_interface():
     acct = PLDOpacusAccountant(accuracy=COARSE)
-    assert acct.mechanism() == PLDOpacusAccountant.mechanism() == "plda-pld"
+    assert acct.mechanism() == PLDOpacusAccountant.mechanism() == "plda"
     assert len(acct) == 0 and acct.get_epsilon(DELTA) == 0.0
     hook = acct.get_optimizer_hook_fn(sample_rate=0.01)
     for _ in range(20):
@@ -166,7 +281,7 @@ def test_opacus_style_state_dict_round_trip_and_refusal():
     other = PLDOpacusAccountant()
     other.load_state_dict(state)
     assert len(other) == 1 and other.get_epsilon(DELTA) == acct.get_epsilon(DELTA)
-    for bad in ({}, {"mechanism": "rdp", "history": []}, {"mechanism": "plda-pld"}):
+    for bad in ({}, {"mechanism": "rdp", "history": []}, {"mechanism": "plda"}):
         with pytest.raises(ValueError):
             other.load_state_dict(bad)
     assert len(other) == 1

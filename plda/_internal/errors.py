@@ -31,6 +31,16 @@ class GridTooLarge(MemoryError):
         self.points, self.cap = points, cap
 
 
+class SamplerMismatchWarning(UserWarning):
+    """The batches were not drawn the way the accounting assumes.
+
+    Raised by the Opacus adapter when steps are accounted as Poisson-subsampled (each record in
+    each batch independently with probability ``sample_rate``) while the data loader actually
+    draws fixed-size, shuffled or sequential batches: the reported epsilon is then not a bound
+    for the training that ran (Lebeda et al. 2024; Chua et al. 2024). Use Opacus's
+    ``poisson_sampling=True`` or account with the sampler that ran."""
+
+
 class CalibrationError(ValueError):
     """A calibration target cannot be met inside the supported range of the parameter.
 

@@ -1,10 +1,20 @@
-"""Adapters to other libraries' interfaces (none of them is imported at runtime).
+"""Adapters to other libraries' interfaces (none of them is imported by ``import plda``).
 
-- :mod:`plda.adapters.opacus`: :class:`PLDOpacusAccountant`, an Opacus-style accountant.
-- :mod:`plda.adapters.dp_accounting`: :func:`from_dp_event`, dp_accounting events to a PLD.
+- :mod:`plda.adapters.opacus`: :class:`PLDOpacusAccountant`, an Opacus accountant; importing the
+  module registers it in Opacus (when installed) as ``PrivacyEngine(accountant="plda")``.
+- :mod:`plda.adapters.dp_accounting`: :func:`from_dp_event`, dp_accounting events to a PLD, and
+  ``PLDPrivacyAccountant``, a ``dp_accounting.PrivacyAccountant`` (needs dp_accounting).
 """
 
+from importlib import import_module
+
 from plda.adapters.dp_accounting import from_dp_event
-from plda.adapters.opacus import PLDOpacusAccountant
 
 __all__ = ["PLDOpacusAccountant", "from_dp_event"]
+
+
+def __getattr__(name: str):
+    # the Opacus adapter imports Opacus (and torch) when they are installed: load it on first use
+    if name == "PLDOpacusAccountant":
+        return import_module("plda.adapters.opacus").PLDOpacusAccountant
+    raise AttributeError(f"module 'plda.adapters' has no attribute {name!r}")

@@ -13,15 +13,24 @@ Duck-typed on class names and attributes: dp_accounting is never imported. Suppo
 ``SelfComposedDpEvent``          ``count`` runs of ``event``
 ``ComposedDpEvent``              all of ``events``
 ``NoOpDpEvent``                  nothing
+``NonPrivateDpEvent``            ``ApproximateDP(epsilon=0, delta=1)``: no guarantee (every
+                                 mechanism is (0, 1)-DP); also a Gaussian or Laplace event
+                                 with ``noise_multiplier=0``
 ==============================  ==========================================================
 
-Anything else (``NonPrivateDpEvent``, sampling without replacement, tree aggregation, zCDP
-events, ...) raises ``ValueError`` naming the event type.
+Anything else (sampling without replacement, tree aggregation, zCDP events, ...) raises
+``ValueError`` naming the event type.
+
+:class:`PLDPrivacyAccountant`, a ``dp_accounting.PrivacyAccountant`` built on this mapping, is
+available when dp_accounting is installed (``pip install "plda[dp-accounting]"``); it lives in
+:mod:`plda.adapters.dp_privacy_accountant` and is loaded on first use, so importing this module
+never imports dp_accounting.
 """
 
 from __future__ import annotations
 
 import math
+from importlib import import_module
 
 from plda.mechanisms import (
     ApproximateDP,
@@ -36,6 +45,16 @@ from plda.pld import DEFAULT_ACCURACY, PrivacyLossDistribution
 __all__ = ["from_dp_event", "mechanisms_from_dp_event"]
 
 _MAX_DEPTH = 64
+#: what an event without any guarantee composes as: every mechanism is (0, 1)-DP, so epsilon is
+#: infinite at every delta < 1 (and a Poisson-sampled one at rate q gives delta = q at epsilon 0)
+NON_PRIVATE = ApproximateDP(epsilon=0.0, delta=1.0)
+
+
+def __getattr__(name: str):
+    # the dp_accounting subclass needs dp_accounting: load it on first use only
+    if name == "PLDPrivacyAccountant":
+        return import_module("plda.adapters.dp_privacy_accountant").PLDPrivacyAccountant
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _attribute(event, name: str):
@@ -65,10 +84,15 @@ def _walk(event, count: int, depth: int) -> list[tuple[Mechanism, int]]:
     name = type(event).__name__
     if name == "NoOpDpEvent":
         return []
-    if name == "GaussianDpEvent":
-        return [(Gaussian(sigma=_attribute(event, "noise_multiplier")), count)]
-    if name == "LaplaceDpEvent":
-        return [(Laplace(scale=_attribute(event, "noise_multiplier")), count)]
+    if name == "NonPrivateDpEvent":
+        return [(NON_PRIVATE, count)]
+    if name in ("GaussianDpEvent", "LaplaceDpEvent"):
+        noise = _attribute(event, "noise_multiplier")
+        if isinstance(noise, (int, float)) and noise == 0:
+            return [(NON_PRIVATE, count)]  # no noise: no guarantee
+        if name == "GaussianDpEvent":
+            return [(Gaussian(sigma=noise), count)]
+        return [(Laplace(scale=noise), count)]
     if name == "DiscreteLaplaceDpEvent":
         mechanism = DiscreteLaplace(
             parameter=_attribute(event, "noise_parameter"),
@@ -105,7 +129,8 @@ def _walk(event, count: int, depth: int) -> list[tuple[Mechanism, int]]:
     raise ValueError(
         f"dp_event type {name} is not supported by plda (supported: GaussianDpEvent, "
         f"LaplaceDpEvent, DiscreteLaplaceDpEvent, RandomizedResponseDpEvent, "
-        f"PoissonSampledDpEvent, SelfComposedDpEvent, ComposedDpEvent, NoOpDpEvent)"
+        f"PoissonSampledDpEvent, SelfComposedDpEvent, ComposedDpEvent, NoOpDpEvent, "
+        f"NonPrivateDpEvent)"
     )
 
 

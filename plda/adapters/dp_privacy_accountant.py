@@ -1,0 +1,170 @@
+"""``PLDPrivacyAccountant``: plda's certified PLD accounting behind dp_accounting's interface.
+
+A subclass of ``dp_accounting.PrivacyAccountant``, so it drops into code written for
+dp_accounting: ``compose(event, count)``, ``supports(event)``, ``get_epsilon(target_delta)``,
+``get_delta(target_epsilon)``, ``ledger``, and ``dp_accounting.calibrate_dp_mechanism``::
+
+    from plda.adapters.dp_accounting import PLDPrivacyAccountant
+    sigma = dp_accounting.calibrate_dp_mechanism(
+        PLDPrivacyAccountant,
+        lambda s: dp_accounting.SelfComposedDpEvent(
+            dp_accounting.PoissonSampledDpEvent(0.01, dp_accounting.GaussianDpEvent(s)), 1000),
+        target_epsilon=1.0, target_delta=1e-5)
+
+Events map to plda mechanisms as in :mod:`plda.adapters.dp_accounting`; any other event raises
+``dp_accounting.UnsupportedEventError`` (from ``compose``) and nothing is recorded. Needs
+dp_accounting: ``pip install "plda[dp-accounting]"`` (or ``pip install dp-accounting``).
+"""
+
+from __future__ import annotations
+
+import math
+
+from plda.accountant import PLDAccountant
+from plda.adapters.dp_accounting import NON_PRIVATE, mechanisms_from_dp_event
+from plda.pld import DEFAULT_ACCURACY, Bounds
+
+try:
+    import dp_accounting
+except ImportError as error:  # optional: the class exists only when dp_accounting does
+    dp_accounting = None
+    _IMPORT_ERROR = error
+
+_MISSING = (
+    "plda.adapters.dp_accounting.PLDPrivacyAccountant needs dp_accounting: install it with "
+    '`pip install "plda[dp-accounting]"` (or `pip install dp-accounting`)'
+)
+
+__all__ = ["PLDPrivacyAccountant"]
+
+#: event types whose children are walked to name the offending sub-event
+_CONTAINERS = {"ComposedDpEvent": "events", "SelfComposedDpEvent": "event"}
+
+
+def _offending(event):
+    """The innermost sub-event of ``event`` that plda cannot map (``event`` itself if none of
+    its children is to blame)."""
+    children = getattr(event, _CONTAINERS.get(type(event).__name__, ""), None)
+    if children is not None:
+        for child in children if isinstance(children, (list, tuple)) else [children]:
+            try:
+                mechanisms_from_dp_event(child)
+            except ValueError:
+                return _offending(child)
+    return event
+
+
+if dp_accounting is None:
+
+    def __getattr__(name: str):
+        if name == "PLDPrivacyAccountant":
+            raise ImportError(_MISSING) from _IMPORT_ERROR
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+else:
+    _RELATIONS = {
+        dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE: "add_remove",
+        dp_accounting.NeighboringRelation.REPLACE_ONE: "replace_one",
+    }
+
+    class PLDPrivacyAccountant(dp_accounting.PrivacyAccountant):
+        """A ``dp_accounting.PrivacyAccountant`` with plda's certified PLD bounds.
+
+        ``get_epsilon`` and ``get_delta`` return certified upper bounds (the numbers to report);
+        ``get_epsilon_bounds`` and ``get_delta_bounds`` add certified lower bounds.
+
+        Parameters
+        ----------
+        neighboring_relation
+            ``NeighboringRelation.ADD_OR_REMOVE_ONE`` (default) or ``REPLACE_ONE``
+            (``REPLACE_SPECIAL`` is not supported: ``ValueError``).
+        accuracy
+            Target relative gap ``(upper - lower) / upper`` of the epsilon bounds, as for
+            :class:`~plda.PLDAccountant`.
+        """
+
+        def __init__(
+            self,
+            neighboring_relation=dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE,
+            accuracy: float = DEFAULT_ACCURACY,
+        ):
+            if neighboring_relation not in _RELATIONS:
+                raise ValueError(
+                    f"neighboring_relation must be NeighboringRelation.ADD_OR_REMOVE_ONE or "
+                    f"REPLACE_ONE, got {neighboring_relation!r}"
+                )
+            self._plda = PLDAccountant(relation=_RELATIONS[neighboring_relation], accuracy=accuracy)
+            super().__init__(neighboring_relation)
+
+        @property
+        def accountant(self) -> PLDAccountant:
+            """The underlying :class:`~plda.PLDAccountant` (read it; compose through this class so
+            the ledger stays in step)."""
+            return self._plda
+
+        def _recorded_with(self, event, count: int) -> PLDAccountant:
+            """A new plda accountant holding everything so far plus ``count`` runs of ``event``
+            (raises ``ValueError`` when plda cannot account it)."""
+            if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+                raise ValueError(f"count must be an integer >= 0, got {count!r}")
+            parts = mechanisms_from_dp_event(event)
+            trial = PLDAccountant(relation=self._plda.relation, accuracy=self._plda.accuracy)
+            for mechanism, times in self._plda.history:
+                trial.compose(mechanism, times)
+            if count:
+                for mechanism, times in parts:
+                    trial.compose(mechanism, times * count)
+            return trial
+
+        def _maybe_compose(self, event, count: int, do_compose: bool):
+            """dp_accounting's hook: ``None`` when ``count`` runs of ``event`` can be accounted
+            (recording them if ``do_compose``), else the offending sub-event and the reason."""
+            try:
+                trial = self._recorded_with(event, count)
+            except (ValueError, TypeError) as error:
+                return self.CompositionErrorDetails(
+                    invalid_event=_offending(event), error_message=str(error)
+                )
+            if do_compose:
+                self._plda = trial
+            return None
+
+        def _non_private(self) -> bool:
+            """Whether an event without any guarantee ran unsampled: then the answers are exact
+            without composing (epsilon inf below delta 1, delta 1 at every epsilon)."""
+            return any(mechanism == NON_PRIVATE for mechanism, _ in self._plda.history)
+
+        def get_epsilon(self, target_delta: float) -> float:
+            """Certified upper bound on epsilon at ``target_delta`` (0 with nothing composed, inf
+            when no finite epsilon holds, e.g. after a ``NonPrivateDpEvent``)."""
+            if self._non_private():
+                return self.get_epsilon_bounds(target_delta).upper
+            return float(self._plda.epsilon(target_delta))  # composes the upper version only
+
+        def get_delta(self, target_epsilon: float) -> float:
+            """Certified upper bound on delta at ``target_epsilon``."""
+            if self._non_private():
+                return self.get_delta_bounds(target_epsilon).upper
+            return float(self._plda.delta(target_epsilon))
+
+        def get_epsilon_bounds(self, target_delta: float) -> Bounds:
+            """Certified ``Bounds(lower=..., upper=...)`` on epsilon at ``target_delta``."""
+            if self._non_private() and 0 <= target_delta < 1:
+                return Bounds(lower=math.inf, upper=math.inf)
+            if self._non_private() and target_delta == 1:
+                return Bounds(lower=0.0, upper=0.0)  # every mechanism is (0, 1)-DP
+            bounds = self._plda.epsilon_bounds(target_delta)
+            return Bounds(lower=float(bounds.lower), upper=float(bounds.upper))
+
+        def get_delta_bounds(self, target_epsilon: float) -> Bounds:
+            """Certified ``Bounds(lower=..., upper=...)`` on delta at ``target_epsilon``."""
+            if self._non_private() and target_epsilon >= 0:
+                return Bounds(lower=1.0, upper=1.0)
+            bounds = self._plda.delta_bounds(target_epsilon)
+            return Bounds(lower=float(bounds.lower), upper=float(bounds.upper))
+
+        def __repr__(self) -> str:
+            return (
+                f"PLDPrivacyAccountant(neighboring_relation={self.neighboring_relation}, "
+                f"accuracy={self._plda.accuracy!r}, steps={len(self._plda)})"
+            )

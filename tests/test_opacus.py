@@ -1,0 +1,204 @@
+"""The Opacus adapter inside a real ``PrivacyEngine`` (CPU torch; skipped without torch/opacus).
+
+Run with: ``pip install torch==2.13.0 opacus`` (CPU wheels) then
+``python -m pytest -q tests/test_opacus.py``.
+"""
+
+import math
+import re
+import warnings
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+opacus = pytest.importorskip("opacus")
+
+from opacus.accountants import IAccountant, create_accountant  # noqa: E402
+from opacus.accountants.utils import get_noise_multiplier  # noqa: E402
+
+import plda  # noqa: E402
+from plda.adapters.opacus import PLDOpacusAccountant, check_sampler  # noqa: E402
+
+DELTA = 1e-5
+N, BATCH = 64, 16
+
+
+def _setup(shuffle=False):
+    torch.manual_seed(0)
+    data = torch.utils.data.TensorDataset(torch.randn(N, 4), torch.randint(0, 2, (N,)))
+    loader = torch.utils.data.DataLoader(data, batch_size=BATCH, shuffle=shuffle)
+    model = torch.nn.Linear(4, 2)
+    return model, torch.optim.SGD(model.parameters(), lr=0.1), loader
+
+
+def _train(model, optimizer, loader):
+    for x, y in loader:
+        optimizer.zero_grad()
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        optimizer.step()
+
+
+def _reference(noise_multiplier, sample_rate, steps):
+    reference = plda.PLDAccountant()
+    reference.step(noise_multiplier, sample_rate, count=steps)
+    return reference
+
+
+def test_registered_under_plda():
+    acct = create_accountant("plda")
+    assert type(acct) is PLDOpacusAccountant and isinstance(acct, IAccountant)
+    assert acct.mechanism() == "plda" and len(acct) == 0
+    assert repr(acct) == "PLDOpacusAccountant(relation='add_remove', accuracy=0.001, steps=0)"
+
+
+def test_privacy_engine_trains_and_reports_certified_bounds():
+    model, optimizer, loader = _setup()
+    engine = opacus.PrivacyEngine(accountant="plda")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", plda.SamplerMismatchWarning)  # Poisson: no warning
+        model, optimizer, loader = engine.make_private(
+            module=model,
+            optimizer=optimizer,
+            data_loader=loader,
+            noise_multiplier=1.0,
+            max_grad_norm=1.0,
+        )
+    _train(model, optimizer, loader)
+    _train(model, optimizer, loader)
+    assert len(engine.accountant) == 2 * N // BATCH
+    assert engine.accountant.history == [(1.0, BATCH / N, 2 * N // BATCH)]
+    reference = _reference(1.0, BATCH / N, 2 * N // BATCH)
+    assert engine.get_epsilon(DELTA) == pytest.approx(reference.epsilon(DELTA), rel=1e-12)
+    bounds = engine.accountant.get_epsilon_bounds(DELTA)
+    assert isinstance(bounds, plda.Bounds)
+    assert 0 < bounds.lower <= bounds.upper == engine.get_epsilon(DELTA)
+    assert "steps=8" in repr(engine.accountant)
+
+
+def test_make_private_with_epsilon_meets_the_target():
+    model, optimizer, loader = _setup()
+    engine = opacus.PrivacyEngine(accountant="plda")
+    model, optimizer, loader = engine.make_private_with_epsilon(
+        module=model,
+        optimizer=optimizer,
+        data_loader=loader,
+        target_epsilon=2.0,
+        target_delta=DELTA,
+        epochs=2,
+        max_grad_norm=1.0,
+    )
+    sigma = optimizer.noise_multiplier
+    _train(model, optimizer, loader)
+    _train(model, optimizer, loader)
+    eps = engine.get_epsilon(DELTA)
+    # Opacus bisects to within its epsilon_tolerance (0.01) below the target
+    assert 2.0 - 0.011 <= eps <= 2.0
+    assert sigma == pytest.approx(
+        plda.calibrate_noise_multiplier(2.0, DELTA, BATCH / N, 2 * N // BATCH), rel=2e-2
+    )
+
+
+def test_get_noise_multiplier_with_plda_matches_plda_calibration_and_beats_rdp():
+    kwargs = dict(target_epsilon=1.0, target_delta=DELTA, sample_rate=0.01, steps=500)
+    sigma = get_noise_multiplier(**kwargs, accountant="plda", epsilon_tolerance=1e-3)
+    ours = plda.calibrate_noise_multiplier(1.0, DELTA, 0.01, 500)
+    assert sigma == pytest.approx(ours, rel=2e-3)
+    assert _reference(sigma, 0.01, 500).epsilon(DELTA) <= 1.0
+    # the PLD needs less noise than RDP's conversion for the same certified target
+    assert sigma < get_noise_multiplier(**kwargs, accountant="rdp", epsilon_tolerance=1e-3)
+
+
+def test_history_assignment_replaces_state_and_refuses_bad_entries():
+    acct = PLDOpacusAccountant()
+    acct.history = [(1.0, 0.02, 10), (2.0, 0.01, 5)]
+    assert len(acct) == 15 and acct.history == [(1.0, 0.02, 10), (2.0, 0.01, 5)]
+    for bad in ([(1.0, 2.0, 3)], [(1.0, 0.1)], [(0.0, 0.1, 3)]):
+        with pytest.raises(ValueError):
+            acct.history = bad
+        assert len(acct) == 15
+
+
+def test_checkpoint_save_and_load(tmp_path):
+    model, optimizer, loader = _setup()
+    engine = opacus.PrivacyEngine(accountant="plda")
+    model, optimizer, loader = engine.make_private(
+        module=model,
+        optimizer=optimizer,
+        data_loader=loader,
+        noise_multiplier=1.2,
+        max_grad_norm=1.0,
+    )
+    _train(model, optimizer, loader)
+    path = tmp_path / "checkpoint.pt"
+    engine.save_checkpoint(path=path, module=model, optimizer=optimizer)
+    model2, optimizer2, loader2 = _setup()
+    restored = opacus.PrivacyEngine(accountant="plda")
+    model2, optimizer2, loader2 = restored.make_private(
+        module=model2,
+        optimizer=optimizer2,
+        data_loader=loader2,
+        noise_multiplier=1.2,
+        max_grad_norm=1.0,
+    )
+    restored.load_checkpoint(path=path, module=model2, optimizer=optimizer2)
+    assert len(restored.accountant) == len(engine.accountant) == N // BATCH
+    assert restored.get_epsilon(DELTA) == engine.get_epsilon(DELTA)
+    _train(model2, optimizer2, loader2)  # training continues on the restored budget
+    assert restored.get_epsilon(DELTA) > engine.get_epsilon(DELTA)
+
+
+@pytest.mark.parametrize("shuffle, kind", [(True, "shuffled"), (False, "sequential")])
+def test_fixed_size_batches_warn_that_poisson_accounting_does_not_apply(shuffle, kind):
+    model, optimizer, loader = _setup(shuffle=shuffle)
+    engine = opacus.PrivacyEngine(accountant="plda")
+    with pytest.warns(plda.SamplerMismatchWarning, match=f"{kind}.*poisson_sampling=True") as got:
+        engine.make_private(
+            module=model,
+            optimizer=optimizer,
+            data_loader=loader,
+            noise_multiplier=1.0,
+            max_grad_norm=1.0,
+            poisson_sampling=False,
+        )
+    mismatches = [w for w in got if w.category is plda.SamplerMismatchWarning]
+    assert len(mismatches) == 1 and mismatches[0].filename == __file__  # the user's call
+    with pytest.warns(plda.SamplerMismatchWarning) as got:
+        assert check_sampler(loader) == kind
+    assert got[0].filename == __file__
+
+
+def test_check_sampler_names_poisson_and_other_samplers():
+    _, _, loader = _setup()
+    dp_loader = opacus.data_loader.DPDataLoader.from_data_loader(loader)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert check_sampler(dp_loader) == "poisson"
+    data = loader.dataset
+    weighted = torch.utils.data.DataLoader(
+        data, batch_size=4, sampler=torch.utils.data.WeightedRandomSampler([1.0] * N, N)
+    )
+    replaced = torch.utils.data.DataLoader(
+        data, batch_size=4, sampler=torch.utils.data.RandomSampler(data, replacement=True)
+    )
+    for loader, kind in ((weighted, "weighted"), (replaced, "with_replacement")):
+        with pytest.warns(plda.SamplerMismatchWarning):
+            assert check_sampler(loader) == kind
+    assert math.isfinite(_reference(1.0, 0.25, 4).epsilon(DELTA))
+
+
+def test_howto_page_examples_run(tmp_path, monkeypatch):
+    # the page's blocks are skipped by tests/test_docs.py (they need torch, opacus and
+    # dp_accounting): run them here, where those are installed
+    pytest.importorskip("dp_accounting")
+    monkeypatch.chdir(tmp_path)
+    page = Path(__file__).resolve().parents[1] / "docs" / "howto" / "opacus-and-dp-accounting.md"
+    blocks = re.findall(r"^```python\n(.*?)^```", page.read_text(encoding="utf-8"), re.S | re.M)
+    assert len(blocks) == 4
+    namespace: dict = {"__name__": "__docs__"}
+    for block in blocks:
+        exec(compile(block, str(page), "exec"), namespace)  # noqa: S102 - the docs are the test
+    assert namespace["engine"].get_epsilon(1e-5) <= 2.0
+    assert namespace["sigma"] == pytest.approx(
+        plda.calibrate_noise_multiplier(1.0, 1e-5, 0.01, 1000), rel=1e-3
+    )
