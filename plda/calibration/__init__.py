@@ -28,9 +28,8 @@ from plda.calibration.dpsgd import (
     calibrate_sample_rate_detailed,
     calibrate_steps,
     calibrate_steps_detailed,
-    gdp_noise_multiplier,
-    make_target,
 )
+from plda.calibration.targets import DPSGDEvaluator, gdp_mu, gdp_noise_multiplier, make_target
 
 #: kept for callers of the former module-level helper (log of the Gaussian-DP noise guess)
 _gdp_noise_multiplier = gdp_noise_multiplier
@@ -38,6 +37,7 @@ _gdp_noise_multiplier = gdp_noise_multiplier
 __all__ = [
     "DEFAULT_RTOL",
     "CalibrationResult",
+    "DPSGDEvaluator",
     "Parameter",
     "Target",
     "calibrate_noise_multiplier",
@@ -46,6 +46,7 @@ __all__ = [
     "calibrate_sample_rate_detailed",
     "calibrate_steps",
     "calibrate_steps_detailed",
+    "gdp_mu",
     "gdp_noise_multiplier",
     "make_target",
     "solve",
