@@ -250,3 +250,28 @@ def test_no_more_noise_than_riskcal():
         step = plda.PoissonSampled(plda.Gaussian(sigma=theirs), sample_rate=0.1)
         pld = plda.PrivacyLossDistribution.from_mechanism(step, 10, step=1e-3)
         assert plda.risk.true_positive_rate_bounds(pld, 0.01).lower > 0.2
+
+
+def test_the_solver_takes_any_monotone_evaluator():
+    # one solver over an evaluator and a target: a closed-form objective (upper = lower =
+    # 2 Phi(1 / (2 sigma)) - 1, the Gaussian advantage) is calibrated like the DP-SGD ones
+    from scipy.special import ndtr
+
+    from plda.calibration import Parameter, Target, solve
+
+    def evaluate(sigma, accuracy, search):
+        value = 2 * ndtr(0.5 / sigma) - 1
+        return value, value
+
+    target = Target(objective="advantage", value=0.1)
+    parameter = Parameter(name="sigma", low=1e-2, high=1e4, increasing=False, start=1.0)
+    result = solve(evaluate, target, parameter, accuracy=1e-3, rtol=1e-6)
+    assert 0.1 * (1 - 1e-6) <= result.upper <= 0.1
+    count = Parameter(name="steps", low=1, high=10**6, increasing=True, start=10, integer=True)
+    steps = solve(
+        lambda k, a, s: (k / 1000, k / 1000),
+        Target(objective="advantage", value=0.5),
+        count,
+        accuracy=1,
+    )
+    assert steps.value == 500

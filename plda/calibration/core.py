@@ -213,7 +213,7 @@ def solve(
                 else f"even {parameter.name}={end:.3g} gives"
             )
             raise CalibrationError(
-                f"target {target.objective}={target.value:g} is unreachable: {where} "
+                f"target_{target.objective}={target.value:g} is unreachable: {where} "
                 f"{target.bound_name}={upper:.6g}, above the target by "
                 f"{upper - target.value:.3g} ({parameter.hint})"
             )
