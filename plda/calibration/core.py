@@ -241,18 +241,25 @@ def _finish_continuous(run: _Run, root: float, bracket, accuracy: float, rtol: f
     target, parameter = run.target.value, run.parameter
     lo_x, hi_x = math.log(parameter.low), math.log(parameter.high)
     toward_unsafe = 1.0 if parameter.increasing else -1.0
-    goal = math.log1p(-rtol / 2)
+    # aim at the upper half of the band: a value in the lower half gets one more step (the
+    # least noise that meets the target is the point; the band is the guarantee)
+    goal = math.log1p(-rtol / 4)
     slope = toward_unsafe  # first guess: objective roughly proportional to parameter^(+-1)
     best = None
     previous = None
+    in_band = 0
     x = root
     for _ in range(12):
         lower, upper = run.bounds(run.value(x), accuracy)
         g = _log_ratio(upper, target)
         if upper <= target and (best is None or upper > best[2]):
             best = (x, lower, upper)
-        if target * (1 - rtol) <= upper <= target:
+        if target * (1 - rtol / 2) <= upper <= target:
             break
+        if target * (1 - rtol) <= upper <= target:
+            in_band += 1
+            if in_band > 1:
+                break
         if previous is not None and g != previous[1] and x != previous[0]:
             secant = (g - previous[1]) / (x - previous[0])
             if secant * toward_unsafe > 0:

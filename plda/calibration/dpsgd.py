@@ -23,7 +23,6 @@ import math
 
 from plda import _validation as check
 from plda.calibration.core import (
-    DEFAULT_RTOL,
     SEARCH_ACCURACY,
     CalibrationResult,
     Parameter,
@@ -65,7 +64,7 @@ def calibrate_noise_multiplier_detailed(
     target_advantage: float | None = None,
     relation: str = "add_remove",
     accuracy: float = DEFAULT_ACCURACY,
-    rtol: float = DEFAULT_RTOL,
+    rtol: float | None = None,
     progress: Progress | None = None,
 ) -> CalibrationResult:
     """Smallest-within-``rtol`` noise multiplier whose ``steps`` Poisson-sampled Gaussian steps
@@ -79,7 +78,7 @@ def calibrate_noise_multiplier_detailed(
     )
     sample_rate = check.probability("sample_rate", sample_rate, open_low=True)
     steps = check.count("steps", steps, minimum=1)
-    accuracy, rtol = check_options(accuracy, rtol, progress)
+    accuracy, rtol = check_options(accuracy, rtol, progress, target)
     start = math.exp(log_sigma(gdp_mu(target), sample_rate, steps))
     parameter = Parameter(
         name="noise_multiplier",
@@ -104,7 +103,7 @@ def calibrate_noise_multiplier(
     target_advantage: float | None = None,
     relation: str = "add_remove",
     accuracy: float = DEFAULT_ACCURACY,
-    rtol: float = DEFAULT_RTOL,
+    rtol: float | None = None,
     progress: Progress | None = None,
 ) -> float:
     """Noise multiplier ``sigma`` of DP-SGD for a target privacy or attack risk.
@@ -116,9 +115,10 @@ def calibrate_noise_multiplier(
     ``at_false_positive_rate``, ``1 - f(alpha)`` (Kulynych et al. 2024, "Attack-aware noise
     calibration for differential privacy"; Dong, Roth & Su 2019); or the advantage
     ``max(TPR - FPR) = delta(0)``. Both neighbouring directions are covered under
-    ``"add_remove"``. The search covers ``sigma`` in [1e-2, 1e4]; the upper end failing raises
-    :class:`~plda.CalibrationError` (a ``ValueError``). ``progress(fraction, message)`` is
-    called after each evaluation.
+    ``"add_remove"``. ``rtol`` defaults to 1e-3 for epsilon targets and 1e-5 for risk
+    targets (their bounds are cheap; the least noise is the point). The search covers
+    ``sigma`` in [1e-2, 1e4]; the upper end failing raises :class:`~plda.CalibrationError` (a
+    ``ValueError``). ``progress(fraction, message)`` is called after each evaluation.
 
     Examples
     --------
@@ -159,7 +159,7 @@ def calibrate_sample_rate_detailed(
     target_advantage: float | None = None,
     relation: str = "add_remove",
     accuracy: float = DEFAULT_ACCURACY,
-    rtol: float = DEFAULT_RTOL,
+    rtol: float | None = None,
     progress: Progress | None = None,
 ) -> CalibrationResult:
     """Largest-within-``rtol`` sample rate meeting the target; see
@@ -173,7 +173,7 @@ def calibrate_sample_rate_detailed(
     )
     noise_multiplier = check.positive_float("noise_multiplier", noise_multiplier)
     steps = check.count("steps", steps, minimum=1)
-    accuracy, rtol = check_options(accuracy, rtol, progress)
+    accuracy, rtol = check_options(accuracy, rtol, progress, target)
     parameter = Parameter(
         name="sample_rate",
         low=MIN_SAMPLE_RATE,
@@ -197,7 +197,7 @@ def calibrate_sample_rate(
     target_advantage: float | None = None,
     relation: str = "add_remove",
     accuracy: float = DEFAULT_ACCURACY,
-    rtol: float = DEFAULT_RTOL,
+    rtol: float | None = None,
     progress: Progress | None = None,
 ) -> float:
     """Poisson sample rate ``q`` of DP-SGD for a target privacy or attack risk.
@@ -245,7 +245,7 @@ def calibrate_steps_detailed(
     noise_multiplier = check.positive_float("noise_multiplier", noise_multiplier)
     sample_rate = check.probability("sample_rate", sample_rate, open_low=True)
     max_steps = check.count("max_steps", max_steps, minimum=1)
-    accuracy, _ = check_options(accuracy, DEFAULT_RTOL, progress)
+    accuracy, _ = check_options(accuracy, None, progress, target)
     # central-limit guess: mu = q sqrt(T (e^{1/sigma^2} - 1)) solved for T (the search brackets
     # around it, so a guess off by tens of percent costs one or two coarse evaluations)
     try:

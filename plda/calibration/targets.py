@@ -16,13 +16,14 @@ from scipy.special import ndtr, ndtri
 from plda import _validation as check
 from plda._internal.errors import quiet_accuracy
 from plda.accountant import PLDAccountant
-from plda.calibration.core import Target
+from plda.calibration.core import DEFAULT_RTOL, SEARCH_ACCURACY, Target
 from plda.mechanisms import Gaussian, PoissonSampled
 from plda.pld import PrivacyLossDistribution
 from plda.risk import advantage_bounds, true_positive_rate_bounds
 
 __all__ = [
     "DPSGDEvaluator",
+    "RISK_RTOL",
     "check_options",
     "gdp_mu",
     "gdp_noise_multiplier",
@@ -30,6 +31,10 @@ __all__ = [
     "make_target",
 ]
 
+#: default relative tolerance of a risk target: the risk bounds are cheap to evaluate, and the
+#: least noise that meets the target is the point (at 1e-3 the result may carry ~0.05% more
+#: noise than needed, more than riskcal's own search tolerance)
+RISK_RTOL = 1e-5
 #: grid refinements of a risk objective beyond the engine's epsilon-driven grid
 _REFINEMENTS = 4
 
@@ -140,9 +145,15 @@ class DPSGDEvaluator:
                     accountant.step(sigma, rate, count=steps)
                     return tuple(accountant.epsilon_bounds(self.target.delta))
                 step = self.search_step if search else None
+                # the engine's accuracy steers its grid by the *epsilon* gap; a risk objective
+                # starts from the coarse grid and is refined on its own gap (_refined): the
+                # advantage of DP-SGD is often resolved far below 1e-3 on the coarse grid
+                grid_accuracy = accuracy
+                if self.target.objective != "epsilon":
+                    grid_accuracy = max(accuracy, SEARCH_ACCURACY)
                 mechanism = PoissonSampled(Gaussian(sigma=sigma), sample_rate=rate)
                 pld = PrivacyLossDistribution(
-                    ((mechanism, steps),), self.relation, accuracy, step=step
+                    ((mechanism, steps),), self.relation, grid_accuracy, step=step
                 )
                 bounds = self._objective(pld)
                 if search:
@@ -168,7 +179,7 @@ class DPSGDEvaluator:
                 break
             # the gap falls about like step^2: aim a little below the accuracy, at least halve
             step *= min(0.5, max(0.125, 0.9 * math.sqrt(accuracy / gap)))
-            finer = PrivacyLossDistribution(pld.components, pld.relation, accuracy, step=step)
+            finer = PrivacyLossDistribution(pld.components, pld.relation, pld.accuracy, step=step)
             try:
                 lo, up = self._objective(finer)
             except MemoryError:
@@ -187,7 +198,11 @@ class DPSGDEvaluator:
         return float(bounds.lower), float(bounds.upper)
 
 
-def check_options(accuracy, rtol, progress) -> tuple[float, float]:
+def check_options(accuracy, rtol, progress, target: Target) -> tuple[float, float]:
+    """Validated ``(accuracy, rtol)``; ``rtol=None`` is :data:`~plda.calibration.core.
+    DEFAULT_RTOL` (1e-3) for epsilon targets and :data:`RISK_RTOL` (1e-5) for risk targets."""
+    if rtol is None:
+        rtol = DEFAULT_RTOL if target.objective == "epsilon" else RISK_RTOL
     accuracy = check.positive_float("accuracy", accuracy)
     rtol = check.positive_float("rtol", rtol)
     if not accuracy < 1 or not rtol < 1:
