@@ -42,6 +42,15 @@ CASES = [
 ]
 QUICK = CASES[1:2]
 
+NOTES = [
+    "",
+    "Last column: plda's certified bounds (grid step 5e-4) on the risk at riskcal's sigma. "
+    '"misses the target" means the certified *lower* bound is above the target: riskcal\'s '
+    "sigma (one neighbouring direction, uncertified grid) provably lets an attack beat it in "
+    "the worse direction, so plda's larger sigma there is required, not conservative. "
+    "Where riskcal's sigma is not refuted (R2, R4), plda needs less noise (ratio < 1).",
+]
+
 
 def run_plda(rate, steps, target):
     plda.clear_caches()
@@ -132,6 +141,7 @@ def main(argv=None) -> int:
         row += " | ".join(cells) + " |"
         lines.append(row)
         print(row, flush=True)
+    lines += NOTES
     if not args.quick:
         plda.clear_caches()
         start = time.perf_counter()
