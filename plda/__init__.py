@@ -24,7 +24,9 @@ from plda.mechanisms import (
 )
 from plda.mechanisms.allocation import RandomAllocation
 from plda.pld import Bounds, PrivacyLossDistribution
+from plda.risk import advantage_bounds, true_positive_rate_bounds
 from plda.serialization import load_pld, save_pld
+from plda.sweep import sweep, sweep_to_dataframe
 
 __version__ = "0.1.0"
 
@@ -37,6 +39,10 @@ __all__ = [
     "calibrate_noise_multiplier",
     "calibrate_sample_rate",
     "calibrate_steps",
+    "advantage_bounds",
+    "true_positive_rate_bounds",
+    "sweep",
+    "sweep_to_dataframe",
     "from_dp_event",
     "load_pld",
     "save_pld",

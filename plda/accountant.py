@@ -42,7 +42,7 @@ import numpy as np
 import scipy.fft
 
 from plda import _validation as check
-from plda import grid
+from plda import grid, risk
 from plda._internal.caches import cached
 from plda._internal.errors import quiet_accuracy, warn_if_inaccurate
 from plda._internal.floats import union_probability
@@ -872,6 +872,17 @@ class PLDAccountant:
         accountant = cls(relation=relation, accuracy=accuracy)
         accountant._history = [[m, k] for m, k in history]
         return accountant
+
+    def true_positive_rate_bounds(self, false_positive_rate) -> Bounds:
+        """Certified bounds on the best membership-inference true-positive rate at
+        ``false_positive_rate``, ``1 - f(alpha)``, both directions
+        (:func:`plda.risk.true_positive_rate_bounds`)."""
+        return risk.true_positive_rate_bounds(self.pld, false_positive_rate)
+
+    def advantage_bounds(self) -> Bounds:
+        """Certified bounds on the membership-inference advantage ``max(TPR - FPR) = delta(0)``
+        (:func:`plda.risk.advantage_bounds`)."""
+        return risk.advantage_bounds(self.pld)
 
 
 def _parse_state(state) -> tuple[str, float, list]:

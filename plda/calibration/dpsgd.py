@@ -1,0 +1,309 @@
+"""Calibration of DP-SGD: noise multiplier, sample rate or steps, for a privacy or risk target.
+
+Each public function validates its arguments, builds an evaluator (the parameter -> certified
+bounds of the objective for the DP-SGD composition) and hands it to :func:`plda.calibration.core.
+solve`. The target is exactly one of
+
+* ``target_epsilon`` with ``target_delta``: ``epsilon_upper(delta) <= target_epsilon``;
+* ``target_true_positive_rate`` with ``at_false_positive_rate``: no membership-inference attack
+  has a higher true-positive rate at that false-positive rate (``1 - f(alpha)``, both
+  neighbouring directions; :func:`plda.risk.true_positive_rate_bounds`);
+* ``target_advantage``: no attack has a larger ``TPR - FPR`` (``delta(0)``, total variation;
+  :func:`plda.risk.advantage_bounds`).
+
+Epsilon targets are evaluated as :class:`~plda.PLDAccountant` evaluates them (the final value
+checks out with a fresh accountant at the same accuracy); risk targets on the
+:class:`~plda.PrivacyLossDistribution`. During the coarse search, the grid step chosen by the
+first evaluation is kept (the values searched are close, and a bound on any grid is certified).
+"""
+
+from __future__ import annotations
+
+import math
+
+from plda import _validation as check
+from plda.calibration.core import (
+    SEARCH_ACCURACY,
+    CalibrationResult,
+    Parameter,
+    Progress,
+    solve,
+)
+from plda.calibration.targets import (
+    DPSGDEvaluator,
+    check_options,
+    gdp_mu,
+    log_sigma,
+    make_target,
+)
+from plda.pld import DEFAULT_ACCURACY
+
+__all__ = [
+    "calibrate_noise_multiplier",
+    "calibrate_noise_multiplier_detailed",
+    "calibrate_sample_rate",
+    "calibrate_sample_rate_detailed",
+    "calibrate_steps",
+    "calibrate_steps_detailed",
+]
+
+#: noise multipliers searched
+SIGMA_RANGE = (1e-2, 1e4)
+#: smallest sample rate searched
+MIN_SAMPLE_RATE = 1e-9
+
+
+def calibrate_noise_multiplier_detailed(
+    target_epsilon: float | None = None,
+    target_delta: float | None = None,
+    sample_rate: float | None = None,
+    steps: int | None = None,
+    *,
+    target_true_positive_rate: float | None = None,
+    at_false_positive_rate: float | None = None,
+    target_advantage: float | None = None,
+    relation: str = "add_remove",
+    accuracy: float = DEFAULT_ACCURACY,
+    rtol: float | None = None,
+    progress: Progress | None = None,
+) -> CalibrationResult:
+    """Smallest-within-``rtol`` noise multiplier whose ``steps`` Poisson-sampled Gaussian steps
+    meet the target, with its certified bounds; see :func:`calibrate_noise_multiplier`."""
+    target = make_target(
+        target_epsilon,
+        target_delta,
+        target_true_positive_rate=target_true_positive_rate,
+        at_false_positive_rate=at_false_positive_rate,
+        target_advantage=target_advantage,
+    )
+    sample_rate = check.probability("sample_rate", sample_rate, open_low=True)
+    steps = check.count("steps", steps, minimum=1)
+    accuracy, rtol = check_options(accuracy, rtol, progress, target)
+    start = math.exp(log_sigma(gdp_mu(target), sample_rate, steps))
+    parameter = Parameter(
+        name="noise_multiplier",
+        low=SIGMA_RANGE[0],
+        high=SIGMA_RANGE[1],
+        increasing=False,
+        start=min(max(start, SIGMA_RANGE[0]), SIGMA_RANGE[1]),
+        hint="raise the target or lower sample_rate or steps",
+    )
+    evaluate = DPSGDEvaluator(lambda s: (s, sample_rate, steps), target, relation)
+    return solve(evaluate, target, parameter, accuracy=accuracy, rtol=rtol, progress=progress)
+
+
+def calibrate_noise_multiplier(
+    target_epsilon: float | None = None,
+    target_delta: float | None = None,
+    sample_rate: float | None = None,
+    steps: int | None = None,
+    *,
+    target_true_positive_rate: float | None = None,
+    at_false_positive_rate: float | None = None,
+    target_advantage: float | None = None,
+    relation: str = "add_remove",
+    accuracy: float = DEFAULT_ACCURACY,
+    rtol: float | None = None,
+    progress: Progress | None = None,
+) -> float:
+    """Noise multiplier ``sigma`` of DP-SGD for a target privacy or attack risk.
+
+    Returns ``sigma`` with ``target (1 - rtol) <= upper(sigma) <= target``, where ``upper`` is
+    the certified upper bound of the objective for ``steps`` Gaussian steps (noise ``sigma``,
+    sensitivity 1) on Poisson samples of rate ``sample_rate``. The objective is one of:
+    ``epsilon(target_delta)``; the best membership-inference true-positive rate at
+    ``at_false_positive_rate``, ``1 - f(alpha)`` (Kulynych et al. 2024, "Attack-aware noise
+    calibration for differential privacy"; Dong, Roth & Su 2019); or the advantage
+    ``max(TPR - FPR) = delta(0)``. Both neighbouring directions are covered under
+    ``"add_remove"``. ``rtol`` defaults to 1e-3 for epsilon targets and 1e-5 for risk
+    targets (their bounds are cheap; the least noise is the point). The search covers
+    ``sigma`` in [1e-2, 1e4]; the upper end failing raises :class:`~plda.CalibrationError` (a
+    ``ValueError``). ``progress(fraction, message)`` is called after each evaluation.
+
+    Examples
+    --------
+    >>> import plda
+    >>> sigma = plda.calibrate_noise_multiplier(1.0, 1e-5, sample_rate=0.01, steps=1000)
+    >>> acct = plda.PLDAccountant(); acct.step(sigma, 0.01, count=1000)
+    >>> 0.998 <= acct.epsilon(1e-5) <= 1.0
+    True
+    >>> sigma = plda.calibrate_noise_multiplier(
+    ...     sample_rate=0.01, steps=1000, target_true_positive_rate=0.02,
+    ...     at_false_positive_rate=1e-3)
+    >>> 0.65 < sigma < 0.66
+    True
+    """
+    return calibrate_noise_multiplier_detailed(
+        target_epsilon,
+        target_delta,
+        sample_rate,
+        steps,
+        target_true_positive_rate=target_true_positive_rate,
+        at_false_positive_rate=at_false_positive_rate,
+        target_advantage=target_advantage,
+        relation=relation,
+        accuracy=accuracy,
+        rtol=rtol,
+        progress=progress,
+    ).value
+
+
+def calibrate_sample_rate_detailed(
+    target_epsilon: float | None = None,
+    target_delta: float | None = None,
+    noise_multiplier: float | None = None,
+    steps: int | None = None,
+    *,
+    target_true_positive_rate: float | None = None,
+    at_false_positive_rate: float | None = None,
+    target_advantage: float | None = None,
+    relation: str = "add_remove",
+    accuracy: float = DEFAULT_ACCURACY,
+    rtol: float | None = None,
+    progress: Progress | None = None,
+) -> CalibrationResult:
+    """Largest-within-``rtol`` sample rate meeting the target; see
+    :func:`calibrate_sample_rate`."""
+    target = make_target(
+        target_epsilon,
+        target_delta,
+        target_true_positive_rate=target_true_positive_rate,
+        at_false_positive_rate=at_false_positive_rate,
+        target_advantage=target_advantage,
+    )
+    noise_multiplier = check.positive_float("noise_multiplier", noise_multiplier)
+    steps = check.count("steps", steps, minimum=1)
+    accuracy, rtol = check_options(accuracy, rtol, progress, target)
+    parameter = Parameter(
+        name="sample_rate",
+        low=MIN_SAMPLE_RATE,
+        high=1.0,
+        increasing=True,
+        start=0.01,
+        hint="raise the target or noise_multiplier, or lower steps",
+    )
+    evaluate = DPSGDEvaluator(lambda q: (noise_multiplier, min(q, 1.0), steps), target, relation)
+    return solve(evaluate, target, parameter, accuracy=accuracy, rtol=rtol, progress=progress)
+
+
+def calibrate_sample_rate(
+    target_epsilon: float | None = None,
+    target_delta: float | None = None,
+    noise_multiplier: float | None = None,
+    steps: int | None = None,
+    *,
+    target_true_positive_rate: float | None = None,
+    at_false_positive_rate: float | None = None,
+    target_advantage: float | None = None,
+    relation: str = "add_remove",
+    accuracy: float = DEFAULT_ACCURACY,
+    rtol: float | None = None,
+    progress: Progress | None = None,
+) -> float:
+    """Poisson sample rate ``q`` of DP-SGD for a target privacy or attack risk.
+
+    Returns ``q`` in [1e-9, 1] with ``target (1 - rtol) <= upper(q) <= target`` (or ``q = 1``
+    when even full batches meet the target); targets as in :func:`calibrate_noise_multiplier`.
+    """
+    return calibrate_sample_rate_detailed(
+        target_epsilon,
+        target_delta,
+        noise_multiplier,
+        steps,
+        target_true_positive_rate=target_true_positive_rate,
+        at_false_positive_rate=at_false_positive_rate,
+        target_advantage=target_advantage,
+        relation=relation,
+        accuracy=accuracy,
+        rtol=rtol,
+        progress=progress,
+    ).value
+
+
+def calibrate_steps_detailed(
+    target_epsilon: float | None = None,
+    target_delta: float | None = None,
+    noise_multiplier: float | None = None,
+    sample_rate: float | None = None,
+    *,
+    target_true_positive_rate: float | None = None,
+    at_false_positive_rate: float | None = None,
+    target_advantage: float | None = None,
+    max_steps: int = 10**7,
+    relation: str = "add_remove",
+    accuracy: float = DEFAULT_ACCURACY,
+    progress: Progress | None = None,
+) -> CalibrationResult:
+    """Largest number of steps meeting the target; see :func:`calibrate_steps`."""
+    target = make_target(
+        target_epsilon,
+        target_delta,
+        target_true_positive_rate=target_true_positive_rate,
+        at_false_positive_rate=at_false_positive_rate,
+        target_advantage=target_advantage,
+    )
+    noise_multiplier = check.positive_float("noise_multiplier", noise_multiplier)
+    sample_rate = check.probability("sample_rate", sample_rate, open_low=True)
+    max_steps = check.count("max_steps", max_steps, minimum=1)
+    accuracy, _ = check_options(accuracy, None, progress, target)
+    # central-limit guess: mu = q sqrt(T (e^{1/sigma^2} - 1)) solved for T (the search brackets
+    # around it, so a guess off by tens of percent costs one or two coarse evaluations)
+    try:
+        guess = (gdp_mu(target) / sample_rate) ** 2 / math.expm1(noise_multiplier**-2)
+    except OverflowError:
+        guess = 1.0
+    parameter = Parameter(
+        name="steps",
+        low=1,
+        high=max_steps,
+        increasing=True,
+        start=min(max(guess, 1.0), float(max_steps)) if math.isfinite(guess) else 1.0,
+        integer=True,
+        hint="raise the target or noise_multiplier, or lower sample_rate",
+    )
+    evaluate = DPSGDEvaluator(lambda k: (noise_multiplier, sample_rate, int(k)), target, relation)
+    return solve(
+        evaluate,
+        target,
+        parameter,
+        accuracy=accuracy,
+        rtol=SEARCH_ACCURACY / 4,
+        progress=progress,
+    )
+
+
+def calibrate_steps(
+    target_epsilon: float | None = None,
+    target_delta: float | None = None,
+    noise_multiplier: float | None = None,
+    sample_rate: float | None = None,
+    *,
+    target_true_positive_rate: float | None = None,
+    at_false_positive_rate: float | None = None,
+    target_advantage: float | None = None,
+    max_steps: int = 10**7,
+    relation: str = "add_remove",
+    accuracy: float = DEFAULT_ACCURACY,
+    progress: Progress | None = None,
+) -> int:
+    """Largest number of DP-SGD steps (at most ``max_steps``) whose certified upper bound meets
+    the target (targets as in :func:`calibrate_noise_multiplier`).
+
+    Raises :class:`~plda.CalibrationError` (a ``ValueError``) when a single step already exceeds
+    the target.
+    """
+    return int(
+        calibrate_steps_detailed(
+            target_epsilon,
+            target_delta,
+            noise_multiplier,
+            sample_rate,
+            target_true_positive_rate=target_true_positive_rate,
+            at_false_positive_rate=at_false_positive_rate,
+            target_advantage=target_advantage,
+            max_steps=max_steps,
+            relation=relation,
+            accuracy=accuracy,
+            progress=progress,
+        ).value
+    )

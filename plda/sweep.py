@@ -1,0 +1,228 @@
+"""Sweeps: certified bounds (or calibrations) for many DP-SGD configurations, on any executor.
+
+:func:`sweep` takes an iterable of configurations (dicts) and returns one record (a dict) per
+configuration, in order. Each configuration is computed independently from scratch (results
+never depend on caches), so the records are identical whether the sweep runs serially, on a
+``concurrent.futures.ProcessPoolExecutor`` / ``ThreadPoolExecutor``, or on a Dask cluster through
+``distributed.Client(...).get_executor()``. Dask is an optional extra (``pip install
+"plda[sweep]"``), never a dependency.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import importlib
+from collections.abc import Callable, Iterable
+
+from plda import _validation as check
+from plda._internal.errors import quiet_accuracy
+from plda.accountant import PLDAccountant
+from plda.calibration import (
+    calibrate_noise_multiplier_detailed,
+    calibrate_sample_rate_detailed,
+    calibrate_steps_detailed,
+)
+from plda.pld import DEFAULT_ACCURACY, RELATIONS
+
+__all__ = ["evaluate_config", "sweep", "sweep_to_dataframe"]
+
+PARAMETERS = ("noise_multiplier", "sample_rate", "steps")
+TARGETS = ("target_epsilon", "target_true_positive_rate", "target_advantage")
+KEYS = frozenset((*PARAMETERS, *TARGETS, "delta", "at_false_positive_rate", "relation", "accuracy"))
+
+
+def _validate(index: int, config) -> dict:
+    """The configuration checked and normalized; ``ValueError`` naming its index and key."""
+    if not isinstance(config, dict):
+        raise TypeError(f"configs[{index}] must be a dict, got {type(config).__name__}")
+    unknown = sorted(set(config) - KEYS)
+    if unknown:
+        raise ValueError(
+            f"configs[{index}]: unknown key {unknown[0]!r} (allowed: {', '.join(sorted(KEYS))})"
+        )
+    out = dict(config)
+
+    def checked(key, function, *args, **kwargs):
+        if config.get(key) is None:
+            return
+        try:
+            out[key] = function(key, config[key], *args, **kwargs)
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"configs[{index}][{key!r}]: {error}") from None
+
+    checked("noise_multiplier", check.positive_float)
+    checked("sample_rate", check.probability, open_low=True)
+    checked("steps", check.count, minimum=1)
+    checked("delta", check.probability, open_low=True)
+    checked("accuracy", check.positive_float)
+    relation = out.setdefault("relation", "add_remove")
+    if relation not in RELATIONS:
+        raise ValueError(f"configs[{index}]['relation']: must be one of {RELATIONS}")
+    targets = [key for key in TARGETS if config.get(key) is not None]
+    missing = [key for key in PARAMETERS if config.get(key) is None]
+    if not targets:
+        for key in (*missing, "delta"):
+            if config.get(key) is None:
+                raise ValueError(
+                    f"configs[{index}][{key!r}]: missing (give noise_multiplier, sample_rate, "
+                    "steps and delta, or a calibration target and all but one of the three)"
+                )
+        return out
+    if len(targets) > 1:
+        raise ValueError(f"configs[{index}][{targets[1]!r}]: give one target, got {targets}")
+    if len(missing) != 1:
+        key = missing[1] if missing else targets[0]
+        raise ValueError(
+            f"configs[{index}][{key!r}]: with a calibration target exactly one of "
+            f"{PARAMETERS} must be missing (it is calibrated); missing: {missing or 'none'}"
+        )
+    try:  # the target's own checks, without running anything
+        _calibration_target(out)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"configs[{index}][{targets[0]!r}]: {error}") from None
+    return out
+
+
+def _calibration_target(config: dict) -> dict:
+    """Keyword arguments of the calibration functions for the configuration's target."""
+    if config.get("target_epsilon") is not None:
+        check.positive_float("target_epsilon", config["target_epsilon"])
+        if config.get("delta") is None:
+            raise ValueError("target_epsilon needs 'delta'")
+        return {"target_epsilon": config["target_epsilon"], "target_delta": config["delta"]}
+    if config.get("target_true_positive_rate") is not None:
+        alpha = config.get("at_false_positive_rate")
+        if alpha is None:
+            raise ValueError("target_true_positive_rate needs 'at_false_positive_rate'")
+        check.probability("at_false_positive_rate", alpha, open_low=True)
+        tpr = check.probability("target_true_positive_rate", config["target_true_positive_rate"])
+        if not alpha < tpr < 1:
+            raise ValueError("target_true_positive_rate must be in (at_false_positive_rate, 1)")
+        return {"target_true_positive_rate": tpr, "at_false_positive_rate": alpha}
+    advantage = check.probability("target_advantage", config["target_advantage"], open_low=True)
+    if not advantage < 1:
+        raise ValueError("target_advantage must be in (0, 1)")
+    return {"target_advantage": advantage}
+
+
+def evaluate_config(config: dict) -> dict:
+    """One record of :func:`sweep` for one (validated) configuration; a module-level function so
+    that process pools and Dask workers can pickle it."""
+    record = dict(config)
+    accuracy = config.get("accuracy", DEFAULT_ACCURACY)
+    relation = config["relation"]
+    with quiet_accuracy():  # the record carries both bounds: the gap is there to read
+        target = [key for key in TARGETS if config.get(key) is not None]
+        if not target:
+            accountant = PLDAccountant(relation=relation, accuracy=accuracy)
+            accountant.step(config["noise_multiplier"], config["sample_rate"], config["steps"])
+            lower, upper = accountant.epsilon_bounds(config["delta"])
+            record.update(epsilon_lower=float(lower), epsilon_upper=float(upper))
+            return record
+        kwargs = dict(_calibration_target(config), relation=relation, accuracy=accuracy)
+        missing = next(key for key in PARAMETERS if config.get(key) is None)
+        if missing == "noise_multiplier":
+            result = calibrate_noise_multiplier_detailed(
+                sample_rate=config["sample_rate"], steps=config["steps"], **kwargs
+            )
+        elif missing == "sample_rate":
+            result = calibrate_sample_rate_detailed(
+                noise_multiplier=config["noise_multiplier"], steps=config["steps"], **kwargs
+            )
+        else:
+            result = calibrate_steps_detailed(
+                noise_multiplier=config["noise_multiplier"],
+                sample_rate=config["sample_rate"],
+                **kwargs,
+            )
+    record[missing] = int(result.value) if missing == "steps" else float(result.value)
+    record.update(
+        calibrated=missing,
+        objective=result.objective,
+        lower=result.lower,
+        upper=result.upper,
+        within_tolerance=result.within_tolerance,
+    )
+    if result.objective == "epsilon":
+        record.update(epsilon_lower=result.epsilon_lower, epsilon_upper=result.epsilon_upper)
+    return record
+
+
+def sweep(
+    configs: Iterable[dict],
+    executor: concurrent.futures.Executor | None = None,
+    progress: Callable[[float, str], None] | None = None,
+) -> list[dict]:
+    """Certified epsilon bounds, or a calibration, for each DP-SGD configuration.
+
+    Parameters
+    ----------
+    configs
+        Dicts with keys ``noise_multiplier``, ``sample_rate``, ``steps``, ``delta`` (all four:
+        the record gets ``epsilon_lower`` and ``epsilon_upper``, as
+        :meth:`plda.PLDAccountant.epsilon_bounds`), optionally ``relation`` and ``accuracy``.
+        With a calibration target -- ``target_epsilon`` (with ``delta``),
+        ``target_true_positive_rate`` (with ``at_false_positive_rate``) or ``target_advantage``
+        -- exactly one of the three parameters is left out and calibrated (see
+        :func:`plda.calibrate_noise_multiplier`); the record gets its value, ``calibrated`` (its
+        name), ``objective``, the certified ``lower`` and ``upper`` bounds of the objective and
+        ``within_tolerance`` (plus ``epsilon_lower``/``epsilon_upper`` for epsilon targets).
+    executor
+        Any ``concurrent.futures.Executor`` (a process or thread pool, or
+        ``distributed.Client(...).get_executor()`` for a Dask cluster); None runs serially.
+    progress
+        Called as ``progress(fraction_done, message)`` after each configuration finishes.
+
+    Returns
+    -------
+    list of dict
+        One record per configuration, in order (the configuration's keys and the results);
+        identical whatever the executor. ``pandas.DataFrame(records)`` (or
+        :func:`sweep_to_dataframe`) makes a table of them.
+
+    Raises
+    ------
+    ValueError
+        Before anything runs, naming the configuration index and key, for an invalid
+        configuration (and :class:`~plda.CalibrationError` for an unreachable target).
+
+    Examples
+    --------
+    >>> import plda
+    >>> records = plda.sweep(
+    ...     [{"noise_multiplier": s, "sample_rate": 0.01, "steps": 100, "delta": 1e-5}
+    ...      for s in (1.0, 2.0)])
+    >>> [round(r["epsilon_upper"], 2) for r in records]
+    [0.72, 0.19]
+    """
+    if progress is not None and not callable(progress):
+        raise TypeError(
+            f"progress must be a callable (fraction, message) or None, got {progress!r}"
+        )
+    if executor is not None and not hasattr(executor, "submit"):
+        raise TypeError(f"executor must be a concurrent.futures.Executor or None, got {executor!r}")
+    checked = [_validate(index, config) for index, config in enumerate(configs)]
+    total = len(checked)
+    records: list = [None] * total
+    if executor is None:
+        for index, config in enumerate(checked):
+            records[index] = evaluate_config(config)
+            if progress is not None:
+                progress((index + 1) / total, f"config {index + 1}/{total} done")
+        return records
+    futures = {executor.submit(evaluate_config, config): i for i, config in enumerate(checked)}
+    for done, future in enumerate(concurrent.futures.as_completed(futures), start=1):
+        records[futures[future]] = future.result()
+        if progress is not None:
+            progress(done / total, f"config {futures[future] + 1} done ({done}/{total})")
+    return records
+
+
+def sweep_to_dataframe(records: list[dict]):
+    """The records of :func:`sweep` as a ``pandas.DataFrame`` (one row per configuration);
+    ``ImportError`` when pandas is not installed (it is optional)."""
+    try:
+        pandas = importlib.import_module("pandas")
+    except ImportError as error:
+        raise ImportError("sweep_to_dataframe needs pandas: pip install pandas") from error
+    return pandas.DataFrame.from_records(list(records))

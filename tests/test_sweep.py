@@ -1,0 +1,109 @@
+"""plda.sweep: one record per configuration, in order, the same on every executor."""
+
+import concurrent.futures
+import importlib.util
+
+import pytest
+
+import plda
+from plda.sweep import sweep, sweep_to_dataframe
+
+CONFIGS = [
+    {"noise_multiplier": 1.0, "sample_rate": 0.01, "steps": 100, "delta": 1e-5},
+    {"noise_multiplier": 2.0, "sample_rate": 0.02, "steps": 50, "delta": 1e-6, "accuracy": 1e-2},
+    {"sample_rate": 0.01, "steps": 100, "target_epsilon": 1.0, "delta": 1e-5, "accuracy": 1e-2},
+    {"noise_multiplier": 1.0, "steps": 100, "target_advantage": 0.1, "accuracy": 1e-2},
+]
+
+
+@pytest.fixture(scope="module")
+def serial():
+    return sweep(CONFIGS)
+
+
+def test_records_match_the_accountant_and_the_calibration(serial):
+    assert len(serial) == len(CONFIGS)
+    acct = plda.PLDAccountant()
+    acct.step(1.0, 0.01, count=100)
+    bounds = acct.epsilon_bounds(1e-5)
+    assert serial[0]["epsilon_lower"] == bounds.lower
+    assert serial[0]["epsilon_upper"] == bounds.upper
+    calibrated = serial[2]
+    assert calibrated["calibrated"] == "noise_multiplier"
+    assert calibrated["epsilon_upper"] <= 1.0
+    assert calibrated["noise_multiplier"] == plda.calibration.calibrate_noise_multiplier(
+        1.0, 1e-5, sample_rate=0.01, steps=100, accuracy=1e-2
+    )
+    assert serial[3]["calibrated"] == "sample_rate" and serial[3]["upper"] <= 0.1
+    assert serial[3]["objective"] == "advantage"
+
+
+@pytest.mark.parametrize("kind", ["thread", "process"])
+def test_executors_give_identical_records(serial, kind):
+    pool = (
+        concurrent.futures.ThreadPoolExecutor(2)
+        if kind == "thread"
+        else concurrent.futures.ProcessPoolExecutor(1)
+    )
+    seen = []
+    with pool:
+        records = sweep(CONFIGS, executor=pool, progress=lambda f, m: seen.append((f, m)))
+    assert records == serial
+    fractions = [f for f, _ in seen]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0
+    assert all(isinstance(m, str) for _, m in seen)
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("distributed") is None, reason="dask.distributed not installed"
+)
+def test_dask_cluster_gives_identical_records(serial):
+    import distributed
+
+    with (
+        distributed.LocalCluster(
+            n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        records = sweep(CONFIGS, executor=client.get_executor())
+    assert records == serial
+
+
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        ({"noise_multiplier": -1.0}, r"configs\[1\]\['noise_multiplier'\]"),
+        ({"sample_rate": 1.5}, r"configs\[1\]\['sample_rate'\]"),
+        ({"steps": 0}, r"configs\[1\]\['steps'\]"),
+        ({"delta": None}, r"configs\[1\]\['delta'\]: missing"),
+        ({"sigma": 1.0}, r"configs\[1\]: unknown key 'sigma'"),
+        ({"target_epsilon": 1.0}, r"configs\[1\]\['target_epsilon'\]: with a calibration target"),
+        ({"relation": "swap"}, r"configs\[1\]\['relation'\]"),
+    ],
+)
+def test_invalid_configs_are_refused_before_running(bad, match):
+    ran = []
+    config = dict(CONFIGS[0], **bad)
+    config = {k: v for k, v in config.items() if v is not None}
+    with pytest.raises(ValueError, match=match):
+        sweep([CONFIGS[0], config], progress=lambda f, m: ran.append(f))
+    assert ran == []  # nothing ran: the first config was not evaluated either
+
+
+def test_bad_executor_and_progress():
+    with pytest.raises(TypeError, match="executor"):
+        sweep(CONFIGS[:1], executor=object())
+    with pytest.raises(TypeError, match="progress"):
+        sweep(CONFIGS[:1], progress=3)
+
+
+def test_empty_sweep():
+    assert sweep([]) == []
+
+
+@pytest.mark.skipif(importlib.util.find_spec("pandas") is None, reason="pandas not installed")
+def test_records_make_a_dataframe(serial):
+    frame = sweep_to_dataframe(serial)
+    assert len(frame) == len(CONFIGS)
+    assert frame["epsilon_upper"].iloc[0] == serial[0]["epsilon_upper"]
