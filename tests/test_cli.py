@@ -231,3 +231,33 @@ def test_version(capsys):
         main(["--version"])
     assert exit_info.value.code == 0
     assert capsys.readouterr().out.strip() == f"plda {plda.__version__}"
+
+
+def test_progress_printer_only_on_a_terminal():
+    import io
+
+    from plda.cli import StderrProgress, progress_printer
+
+    assert progress_printer(io.StringIO()) is None  # a pipe or a log: no progress
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    stream = Terminal()
+    printer = progress_printer(stream)
+    assert isinstance(printer, StderrProgress)
+    printer(0.5, "noise multiplier in [1.0, 2.0]")
+    printer(1.0, "done")
+    printer.close()
+    text = stream.getvalue()
+    assert " 50.0% noise multiplier in [1.0, 2.0]" in text and "100.0% done" in text
+    assert "\n" not in text  # redraws one line, never scrolls
+
+
+def test_package_is_typed_and_lists_lazy_submodules():
+    from importlib import resources
+
+    assert resources.files("plda").joinpath("py.typed").is_file()
+    for name in ("accountant", "plot", "theorems", "calibration"):
+        assert name in dir(plda)
