@@ -190,3 +190,11 @@ def test_plot_command_writes_pdf_and_svg_by_extension(suffix, magic, tmp_path):
                  "-o", str(output))
     plot_command(args)
     assert output.read_bytes().startswith(magic)
+
+
+def test_plots_accept_an_accountant(ax):
+    accountant = plda.PLDAccountant()
+    accountant.step(noise_multiplier=1.0, sample_rate=0.02, count=30)
+    plda.plot.privacy_profile(accountant, ax)
+    assert ax.lines
+    plda.plot.tradeoff(accountant, ax)
