@@ -1,5 +1,7 @@
 """plda: a privacy-loss-distribution accountant with certified upper and lower bounds."""
 
+from typing import TYPE_CHECKING
+
 from plda._internal import caches
 from plda._internal.errors import AccuracyWarning, CalibrationError, SamplerMismatchWarning
 from plda.accountant import PLDAccountant
@@ -94,3 +96,23 @@ def __getattr__(name: str):
 
         return import_module(f"plda.{name}")
     raise AttributeError(f"module 'plda' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    # the lazily loaded submodules are listed too (tab completion, dir(plda))
+    return sorted(set(globals()) | set(_SUBMODULES))
+
+
+if TYPE_CHECKING:  # IDEs and type checkers see the lazily loaded submodules
+    from plda import (  # noqa: F401
+        accountant,
+        adapters,
+        calibration,
+        filters,
+        plot,
+        renyi,
+        serialization,
+        testing,
+        theorems,
+        tradeoff,
+    )

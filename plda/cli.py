@@ -22,6 +22,7 @@ import math
 import sys
 import warnings
 
+from plda import __version__
 from plda._internal.errors import AccuracyWarning
 from plda.mechanisms import (
     ApproximateDP,
@@ -53,6 +54,17 @@ class UsageError(Exception):
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # one line, exit code 2 (handled in main)
         raise UsageError(message)
+
+
+def _integer(text: str) -> int:
+    """``--steps 1e6`` is accepted (an integer value); ``1.5`` is refused with a clear message."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+    if not math.isfinite(value) or value != math.floor(value):
+        raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}")
+    return int(value)
 
 
 class _MechanismAction(argparse.Action):
@@ -113,12 +125,13 @@ def parse_mechanism(spec: str) -> Mechanism:
 
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="plda", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"plda {__version__}")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
 
     def common(p, quantity: str):
         p.add_argument("--noise-multiplier", type=float, help="DP-SGD noise multiplier sigma")
         p.add_argument("--sample-rate", type=float, help="DP-SGD Poisson sample rate q")
-        p.add_argument("--steps", type=int, help="number of DP-SGD steps")
+        p.add_argument("--steps", type=_integer, help="number of DP-SGD steps (e.g. 14062 or 1e6)")
         p.add_argument(
             "--mechanism",
             action=_MechanismAction,
@@ -130,14 +143,13 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument(
             "--count",
             action=_MechanismAction,
-            type=int,
+            type=_integer,
             metavar="K",
             help="runs of the preceding --mechanism (default 1)",
         )
         if quantity == "--delta":
-            p.add_argument(
-                "--delta", type=float, default=_REFERENCE["delta"], help="delta (default 1e-5)"
-            )
+            # no default: a missing --delta is an error (checked after the given values)
+            p.add_argument("--delta", type=float, help="delta (required)")
         else:
             p.add_argument(quantity, type=float, required=True, help="epsilon")
         p.add_argument("--relation", default="add_remove", choices=RELATIONS)
@@ -164,19 +176,54 @@ def _parser() -> argparse.ArgumentParser:
     cal.add_argument("--delta", type=float, required=True, help="target delta")
     cal.add_argument("--noise-multiplier", type=float)
     cal.add_argument("--sample-rate", type=float)
-    cal.add_argument("--steps", type=int)
+    cal.add_argument("--steps", type=_integer)
     cal.add_argument("--relation", default="add_remove", choices=RELATIONS)
     cal.add_argument("--accuracy", type=float, default=DEFAULT_ACCURACY)
     cal.add_argument(
         "--json", action="store_true", help="strict JSON output (null: no finite bound)"
     )
-    try:  # `plda plot ...` (PNG figures; matplotlib is imported only when a plot is drawn)
+    try:  # `plda plot ...` (PNG/PDF/SVG figures; matplotlib is imported only when a plot is drawn)
         from plda.plot.cli import add_plot_parser
     except ImportError:  # pragma: no cover - plotting module absent
         pass
     else:
         add_plot_parser(sub)
     return parser
+
+
+# ------------------------------------------------------------------ progress
+class StderrProgress:
+    """A ``progress(fraction, message)`` callback that redraws one line on stderr.
+
+    Meant for the calibration functions' ``progress=`` argument; :func:`progress_printer`
+    returns one only when stderr is a terminal, so pipes and logs stay clean.
+    """
+
+    def __init__(self, stream=None) -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        self.width = 0
+
+    def __call__(self, fraction: float, message: str) -> None:
+        percent = 100.0 * min(max(float(fraction), 0.0), 1.0) if math.isfinite(fraction) else 0.0
+        line = f"plda: {percent:5.1f}% {' '.join(str(message).split())}"
+        # pad with blanks so a shorter line fully covers the previous one
+        self.stream.write("\r" + line.ljust(self.width))
+        self.stream.flush()
+        self.width = len(line)
+
+    def close(self) -> None:
+        """End the progress line (call once the work is done)."""
+        if self.width:
+            self.stream.write("\r" + " " * self.width + "\r")
+            self.stream.flush()
+            self.width = 0
+
+
+def progress_printer(stream=None) -> StderrProgress | None:
+    """A :class:`StderrProgress` when ``stream`` (default stderr) is a terminal, else ``None``."""
+    stream = stream if stream is not None else sys.stderr
+    isatty = getattr(stream, "isatty", None)
+    return StderrProgress(stream) if isatty is not None and isatty() else None
 
 
 # ------------------------------------------------------------------ argument checks
@@ -204,14 +251,20 @@ def _delta(flag: str, value) -> float:
     return value
 
 
+def _require(missing: list[str]) -> None:
+    if missing:
+        raise UsageError(f"the following arguments are required: {', '.join(missing)}")
+
+
 def _accuracy(value) -> float:
     if not (0 < value < 1):
         raise UsageError(f"argument --accuracy: must be in (0, 1), got {value!r}")
     return value
 
 
-def _composition(args) -> tuple[tuple, dict]:
-    """``(components, description)`` from DP-SGD flags or a --mechanism list."""
+def _composition(args, missing: tuple[str, ...] = ()) -> tuple[tuple, dict]:
+    """``(components, description)`` from DP-SGD flags or a --mechanism list; ``missing`` names
+    other required flags that were not given (reported together with missing DP-SGD flags)."""
     mechanisms = getattr(args, "mechanisms", None)
     dpsgd = [args.noise_multiplier, args.sample_rate, args.steps]
     if mechanisms:
@@ -225,18 +278,18 @@ def _composition(args) -> tuple[tuple, dict]:
                 raise UsageError(f"argument --count: must be an integer >= 1, got {count!r}")
             components.append((parse_mechanism(spec), int(count)))
         described = {"mechanisms": [{"mechanism": s, "count": int(k)} for s, k in mechanisms]}
+        _require(list(missing))
         return tuple(components), described
-    sigma = _positive(
-        "--noise-multiplier",
-        args.noise_multiplier
-        if args.noise_multiplier is not None
-        else _REFERENCE["noise_multiplier"],
-    )
-    rate = _rate(
-        "--sample-rate",
-        args.sample_rate if args.sample_rate is not None else _REFERENCE["sample_rate"],
-    )
-    steps = _steps("--steps", args.steps if args.steps is not None else _REFERENCE["steps"])
+    # No silent defaults: the values given are checked first (so the error names a bad value),
+    # then every missing one is reported in a single line.
+    given = {
+        "--noise-multiplier": (_positive, args.noise_multiplier),
+        "--sample-rate": (_rate, args.sample_rate),
+        "--steps": (_steps, args.steps),
+    }
+    values = {flag: check(flag, v) for flag, (check, v) in given.items() if v is not None}
+    _require([f for f in given if f not in values] + list(missing))
+    sigma, rate, steps = values["--noise-multiplier"], values["--sample-rate"], values["--steps"]
     step = PoissonSampled(Gaussian(sigma=sigma), sample_rate=rate)
     return ((step, steps),), {"noise_multiplier": sigma, "sample_rate": rate, "steps": steps}
 
@@ -288,8 +341,11 @@ def _json(record: dict) -> str:
 
 
 def _epsilon(args) -> str:
-    delta = _delta("--delta", args.delta)
-    components, described = _composition(args)
+    _accuracy(args.accuracy)  # given values are checked before missing ones are reported
+    if args.delta is not None:
+        _delta("--delta", args.delta)
+    components, described = _composition(args, () if args.delta is not None else ("--delta",))
+    delta = args.delta
     lower, upper = _pld(components, args).epsilon_bounds(delta)
     if args.json:
         return _json(

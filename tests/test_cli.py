@@ -196,3 +196,68 @@ def test_python_dash_m_plda_prints_the_reference_bounds():
     )
     assert done.returncode == 0
     assert "14062 steps" in done.stdout and "epsilon <= 2.38" in done.stdout
+
+
+@pytest.mark.parametrize(
+    "argv, missing",
+    [
+        # this used to run silently with the reference run's 14062 steps
+        (["epsilon", "--noise-multiplier", "1", "--sample-rate", "0.01", "--delta", "1e-5"],
+         "--steps"),
+        (["epsilon", "--noise-multiplier", "1", "--sample-rate", "0.01", "--steps", "10"],
+         "--delta"),
+        (["epsilon", "--mechanism", "gaussian:sigma=2"], "--delta"),
+        (["delta", "--epsilon", "1", "--steps", "10"], "--noise-multiplier, --sample-rate"),
+    ],
+)
+def test_missing_required_values_are_an_error_not_a_default(capsys, argv, missing):
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "required" in err and missing in err
+
+
+def test_steps_accepts_integer_valued_scientific_notation(capsys):
+    argv = ["epsilon", "--noise-multiplier", "2", "--sample-rate", "0.01", "--delta", "1e-5",
+            "--json", "--accuracy", "1e-2"]
+    code, out, _ = run(capsys, *argv, "--steps", "1e2")
+    assert code == 0 and json.loads(out)["steps"] == 100
+    code, out, err = run(capsys, *argv, "--steps", "1.5")
+    assert code == 2 and out == "" and "--steps" in err and "integer" in err
+    assert err.count("\n") == 1
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"plda {plda.__version__}"
+
+
+def test_progress_printer_only_on_a_terminal():
+    import io
+
+    from plda.cli import StderrProgress, progress_printer
+
+    assert progress_printer(io.StringIO()) is None  # a pipe or a log: no progress
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    stream = Terminal()
+    printer = progress_printer(stream)
+    assert isinstance(printer, StderrProgress)
+    printer(0.5, "noise multiplier in [1.0, 2.0]")
+    printer(1.0, "done")
+    printer.close()
+    text = stream.getvalue()
+    assert " 50.0% noise multiplier in [1.0, 2.0]" in text and "100.0% done" in text
+    assert "\n" not in text  # redraws one line, never scrolls
+
+
+def test_package_is_typed_and_lists_lazy_submodules():
+    from importlib import resources
+
+    assert resources.files("plda").joinpath("py.typed").is_file()
+    for name in ("accountant", "plot", "theorems", "calibration"):
+        assert name in dir(plda)

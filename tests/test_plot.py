@@ -164,7 +164,8 @@ def test_plot_command_writes_png(kind, tmp_path):
     [
         (["tradeoff", "--steps", "0"], "steps"),
         (["tradeoff", "--delta", "1.5"], "delta"),
-        (["tradeoff", "-o", "figure.pdf"], "png"),
+        (["tradeoff", "-o", "figure.txt"], "png"),
+        (["tradeoff", "-o", "no/such/folder/figure.png"], "folder"),
         (["tradeoff", "--noise-multiplier", "-1"], "sigma"),
     ],
 )
@@ -180,3 +181,20 @@ def test_importing_plda_modules_does_not_import_matplotlib():
         "assert 'matplotlib' not in sys.modules, 'matplotlib imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize("suffix, magic", [(".pdf", b"%PDF"), (".svg", b"<?xml")])
+def test_plot_command_writes_pdf_and_svg_by_extension(suffix, magic, tmp_path):
+    output = tmp_path / f"profile{suffix}"
+    args = parse("profile", "--steps", "30", "--sample-rate", "0.02", "--noise-multiplier", "1.0",
+                 "-o", str(output))
+    plot_command(args)
+    assert output.read_bytes().startswith(magic)
+
+
+def test_plots_accept_an_accountant(ax):
+    accountant = plda.PLDAccountant()
+    accountant.step(noise_multiplier=1.0, sample_rate=0.02, count=30)
+    plda.plot.privacy_profile(accountant, ax)
+    assert ax.lines
+    plda.plot.tradeoff(accountant, ax)

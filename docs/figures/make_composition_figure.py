@@ -4,6 +4,7 @@
 Run from the repository root: ``python docs/figures/make_composition_figure.py``.
 """
 
+import os
 from pathlib import Path
 
 import matplotlib
@@ -14,7 +15,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from plda.plot.composition import composition_comparison  # noqa: E402
 
-OUTPUT = Path(__file__).with_name("composition_comparison.png")
+# PLDA_FIGURES_DIR: the docs build draws into its own folder (tracked files stay untouched)
+FIGURES_DIR = Path(os.environ.get("PLDA_FIGURES_DIR", Path(__file__).resolve().parent))
+OUTPUT = FIGURES_DIR / "composition_comparison.png"
 
 
 def main() -> None:

@@ -7,6 +7,7 @@ DP-SGD run (q = 0.01, sigma = 1, 1000 steps, delta = 1e-5) against the grid step
 Run from the repository root: ``python docs/figures/make_discretization_figure.py``.
 """
 
+import os
 from pathlib import Path
 
 import matplotlib
@@ -19,7 +20,9 @@ from scipy.stats import norm  # noqa: E402
 
 import plda  # noqa: E402
 
-OUTPUT = Path(__file__).with_name("discretization.png")
+# PLDA_FIGURES_DIR: the docs build draws into its own folder (tracked files stay untouched)
+FIGURES_DIR = Path(os.environ.get("PLDA_FIGURES_DIR", Path(__file__).resolve().parent))
+OUTPUT = FIGURES_DIR / "discretization.png"
 
 
 def main() -> None:

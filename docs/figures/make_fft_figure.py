@@ -5,6 +5,7 @@ the relative gap between them.
 Run from the repository root: ``python docs/figures/make_fft_figure.py``.
 """
 
+import os
 from pathlib import Path
 
 import matplotlib
@@ -16,7 +17,9 @@ import numpy as np  # noqa: E402
 
 import plda  # noqa: E402
 
-OUTPUT = Path(__file__).with_name("fft_error_floor.png")
+# PLDA_FIGURES_DIR: the docs build draws into its own folder (tracked files stay untouched)
+FIGURES_DIR = Path(os.environ.get("PLDA_FIGURES_DIR", Path(__file__).resolve().parent))
+OUTPUT = FIGURES_DIR / "fft_error_floor.png"
 
 
 def main() -> None:

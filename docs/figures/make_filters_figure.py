@@ -5,6 +5,7 @@ Run from the repository root: ``python docs/figures/make_filters_figure.py``.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import matplotlib
@@ -29,7 +30,8 @@ def main() -> None:
     fig, ax = plt.subplots(figsize=(8, 5))
     filter_comparison(comparison, ax=ax)
     fig.tight_layout()
-    out = HERE / "filter_comparison.png"
+    # PLDA_FIGURES_DIR: the docs build draws into its own folder (tracked files stay untouched)
+    out = Path(os.environ.get("PLDA_FIGURES_DIR", HERE)) / "filter_comparison.png"
     fig.savefig(out, dpi=130)
     print(f"wrote {out}")
 

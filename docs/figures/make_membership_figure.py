@@ -7,6 +7,7 @@ next to what the single guarantee (epsilon(1e-5), 1e-5)-DP alone would allow.
 Run from the repository root: ``python docs/figures/make_membership_figure.py``.
 """
 
+import os
 from pathlib import Path
 
 import matplotlib
@@ -19,7 +20,9 @@ import numpy as np  # noqa: E402
 import plda  # noqa: E402
 import plda.plot  # noqa: E402
 
-OUTPUT = Path(__file__).with_name("membership_inference.png")
+# PLDA_FIGURES_DIR: the docs build draws into its own folder (tracked files stay untouched)
+FIGURES_DIR = Path(os.environ.get("PLDA_FIGURES_DIR", Path(__file__).resolve().parent))
+OUTPUT = FIGURES_DIR / "membership_inference.png"
 DELTA = 1e-5
 
 

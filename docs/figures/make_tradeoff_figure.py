@@ -6,6 +6,7 @@ RDP and GDP-central-limit accounting.
 Run from the repository root: ``python docs/figures/make_tradeoff_figure.py``.
 """
 
+import os
 from pathlib import Path
 
 import matplotlib
@@ -18,7 +19,9 @@ import plda  # noqa: E402
 from plda import tradeoff  # noqa: E402
 from plda.plot import profiles  # noqa: E402
 
-OUTPUT = Path(__file__).with_name("tradeoff.png")
+# PLDA_FIGURES_DIR: the docs build draws into its own folder (tracked files stay untouched)
+FIGURES_DIR = Path(os.environ.get("PLDA_FIGURES_DIR", Path(__file__).resolve().parent))
+OUTPUT = FIGURES_DIR / "tradeoff.png"
 
 
 def main() -> None:

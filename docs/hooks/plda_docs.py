@@ -4,7 +4,9 @@
    ``--8<-- "benchmarks/RESULTS.md"`` works whatever directory mkdocs is started from.
 2. Figures: before every ``mkdocs build`` each ``docs/figures/make_*.py`` script is run, so the
    figures on the site are always drawn by the code in the repository (not pasted images that
-   can go stale). ``PLDA_DOCS_FIGURES=0`` skips this and uses the figures already in the tree
+   can go stale). The scripts draw into a temporary folder (``PLDA_FIGURES_DIR``) whose images
+   replace the tree's copies in the built site, so a build never rewrites tracked files.
+   ``PLDA_DOCS_FIGURES=0`` skips this and uses the figures already in the tree
    (quick local iteration); ``mkdocs serve`` skips it too (rewriting files it watches would make
    it rebuild forever).
 3. Docstrings: the Sphinx roles some docstrings use (``:class:`~plda.pld.X```) are shown as
@@ -20,8 +22,10 @@ import html.parser
 import importlib
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -44,6 +48,8 @@ PUBLIC_MODULES = (
 )
 
 _command = "build"
+#: where the figure scripts drew this build's images (copied into the site after the build)
+_drawn: Path | None = None
 
 
 def public_names() -> dict[str, set[str]]:
@@ -83,7 +89,7 @@ def on_config(config):
 
 
 def _run_figure_script(script: Path) -> tuple[Path, subprocess.CompletedProcess]:
-    env = dict(os.environ, MPLBACKEND="Agg")
+    env = dict(os.environ, MPLBACKEND="Agg", PLDA_FIGURES_DIR=str(_drawn))
     done = subprocess.run(
         [sys.executable, str(script)], cwd=ROOT, env=env, capture_output=True, text=True
     )
@@ -102,6 +108,8 @@ def on_pre_build(config):  # noqa: ARG001 - mkdocs hook signature
             "the docs figures are drawn at build time and need matplotlib: "
             "pip install -e '.[docs]' (or set PLDA_DOCS_FIGURES=0 to use the figures in the tree)"
         ) from exc
+    global _drawn
+    _drawn = Path(tempfile.mkdtemp(prefix="plda-docs-figures-"))
     scripts = sorted(FIGURES.glob("make_*.py"))
     with ThreadPoolExecutor(max_workers=2) as pool:
         for script, done in pool.map(_run_figure_script, scripts):
@@ -148,6 +156,15 @@ def documented_ids(site_dir: Path) -> set[str]:
 
 def on_post_build(config):
     from mkdocs.exceptions import PluginError
+
+    global _drawn
+    if _drawn is not None:  # this build's figures replace the tree's copies in the site only
+        target = Path(config.site_dir) / "figures"
+        target.mkdir(parents=True, exist_ok=True)
+        for image in sorted(_drawn.glob("*.png")):
+            shutil.copyfile(image, target / image.name)
+        shutil.rmtree(_drawn, ignore_errors=True)
+        _drawn = None
 
     ids = documented_ids(Path(config.site_dir))
     try:

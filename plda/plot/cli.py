@@ -19,11 +19,15 @@ __all__ = ["add_plot_parser", "plot_command"]
 KINDS = ("tradeoff", "mia", "profile", "steps", "comparison")
 
 
+#: output formats, chosen by the file extension of ``--output``
+FORMATS = (".png", ".pdf", ".svg")
+
+
 def add_plot_parser(subparsers) -> argparse.ArgumentParser:
     """Register the ``plot`` subcommand on an ``argparse`` subparsers object."""
     plot = subparsers.add_parser(
         "plot",
-        help="write a PNG: tradeoff curve, membership-inference view, privacy profile, "
+        help="write a PNG, PDF or SVG: tradeoff curve, membership-inference view, privacy profile, "
         "epsilon over steps, or accountings compared",
     )
     plot.add_argument("kind", choices=KINDS, help="what to plot")
@@ -37,7 +41,7 @@ def add_plot_parser(subparsers) -> argparse.ArgumentParser:
     plot.add_argument("--reference-mu", type=float, default=None,
                       help="add the mu-GDP tradeoff curve ('tradeoff', 'mia')")
     plot.add_argument("--output", "-o", type=Path, default=None,
-                      help="PNG path (default: plda-<kind>.png)")
+                      help=".png, .pdf or .svg path (default: plda-<kind>.png)")
     plot.add_argument("--dpi", type=int, default=150)
     return plot
 
@@ -63,8 +67,12 @@ def plot_command(args: argparse.Namespace) -> str:
     if not 0 < args.delta < 1:
         raise ValueError(f"delta must be in (0, 1), got {args.delta!r}")
     output = Path(args.output) if args.output is not None else Path(f"plda-{args.kind}.png")
-    if output.suffix.lower() != ".png":
-        raise ValueError(f"output must be a .png path, got {str(output)!r}")
+    if output.suffix.lower() not in FORMATS:
+        raise ValueError(
+            f"output must end in one of {', '.join(FORMATS)} (the format), got {str(output)!r}"
+        )
+    if not output.parent.is_dir():  # one-line error before any computation, not a traceback
+        raise ValueError(f"output folder {str(output.parent)!r} does not exist")
     # the mechanism validates noise multiplier and sample rate
     from plda.mechanisms import Gaussian, PoissonSampled
     from plda.pld import PrivacyLossDistribution

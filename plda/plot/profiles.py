@@ -41,9 +41,15 @@ def _axes(ax, figsize=(6, 4.5)):
 
 
 def _pld(pld) -> PrivacyLossDistribution:
-    if not isinstance(pld, PrivacyLossDistribution):
-        raise TypeError(f"pld must be a PrivacyLossDistribution, got {type(pld).__name__}")
-    return pld
+    # an accountant (anything with a ``.pld`` PrivacyLossDistribution) is plotted as its history;
+    # duck-typed so the plots need no accountant internals
+    recorded = getattr(pld, "pld", None) if not isinstance(pld, PrivacyLossDistribution) else pld
+    if not isinstance(recorded, PrivacyLossDistribution):
+        raise TypeError(
+            "pld must be a PrivacyLossDistribution or a PLDAccountant, got "
+            f"{type(pld).__name__}"
+        )
+    return recorded
 
 
 def tradeoff(
