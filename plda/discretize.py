@@ -55,7 +55,9 @@ def _interval_masses(law: PrivacyLossLaw, points: np.ndarray, hypothesis: str):
     Differences are taken of the cdf in the lower half and of the sf in the upper half so no
     difference of two numbers near 1 is formed.
     """
-    return _masses_from(law._cont_cdf(points, hypothesis), law._cont_sf(points, hypothesis))
+    return _masses_from(
+        law.continuous_cdf(points, hypothesis), law.continuous_sf(points, hypothesis)
+    )
 
 
 def _masses_from(cdf: np.ndarray, sf: np.ndarray):
@@ -109,7 +111,7 @@ _NODES_C, _WEIGHTS_C = (_NODES_C + 1) / 2, _WEIGHTS_C / 2
 
 def _fine_end(law: PrivacyLossLaw, step: float, lo: int, hi: int) -> int:
     """Last grid index of the finely discretized bulk."""
-    _, b = law._cont_tail(FINE_TAIL, "P")
+    _, b = law.tail_points(FINE_TAIL, "P")
     return int(np.clip(np.ceil(b / step), lo + 1, hi))
 
 
@@ -119,7 +121,7 @@ def _coarse_tail(law, step, start: int, hi: int, upper: bool):
     if hi <= start:
         return np.zeros(0, dtype=np.int64), np.zeros(0)
     edges = np.unique(np.append(np.arange(start, hi, _COARSE), hi))
-    sf = law._cont_sf(edges * step, "P")
+    sf = law.continuous_sf(edges * step, "P")
     mass = np.maximum(sf[:-1] - sf[1:], 0.0)
     if upper:
         return edges[1:], mass + _CDF_RTOL * (sf[:-1] + sf[1:])
@@ -130,7 +132,7 @@ def _cdf_moments(law: PrivacyLossLaw, step: float, lo: int, mid: int):
     """Cell moments ``(p, ep, u, eu, v, ev)`` from cdf/sf differences (rigorous, but they cancel
     in the bulk: their error bars are about ``u * cdf / h``)."""
     edges = np.arange(lo, mid + 1) * step
-    cdf_p, sf_p, cdf_q, sf_q = law._cont_cdf_sf(edges)
+    cdf_p, sf_p, cdf_q, sf_q = law.continuous_cdf_sf(edges)
     p2, ep2, _, _ = _masses_from(cdf_p, sf_p)
     q2, eq2, _, _ = _masses_from(cdf_q, sf_q)
     with np.errstate(divide="ignore", over="ignore"):
@@ -173,7 +175,7 @@ def _cell_moments(law: PrivacyLossLaw, step: float, lo: int, mid: int):
     out = []
     for nodes, weights in ((_NODES, _WEIGHTS), (_NODES_C, _WEIGHTS_C)):
         points = left[:, None] + step * nodes[None, :]
-        dens = law._cont_pdf(points, "P") * (weights * step)[None, :]
+        dens = law.continuous_pdf(points, "P") * (weights * step)[None, :]
         with np.errstate(over="ignore", invalid="ignore"):
             # e^{h(1 - x)} overflows for cells wider than ~709 (compositions of 1e9 steps):
             # such cells take the cdf values below
@@ -220,8 +222,8 @@ def _continuous_upper(law, step, lo, hi, moments):
     out[1 : mid - lo + 1] += up + err
     index, tail = _coarse_tail(law, step, mid, hi, upper=True)
     np.add.at(out, index - lo, tail)
-    below = law._cont_cdf(np.array([lo * step]), "P")[0]
-    above = law._cont_sf(np.array([hi * step]), "P")[0]
+    below = law.continuous_cdf(np.array([lo * step]), "P")[0]
+    above = law.continuous_sf(np.array([hi * step]), "P")[0]
     out[0] += below * (1 + _CDF_RTOL)  # lower tail moved up to l_lo
     return out, above * (1 + _CDF_RTOL)  # upper tail goes to +inf
 
@@ -298,7 +300,7 @@ def _threshold_split(law, step, index, v_capacity, u_needed, pieces=256):
     left = index * step + step * np.arange(pieces) / pieces
     width = step / pieces
     points = left[:, None] + width * _NODES[None, :]
-    dens = law._cont_pdf(points, "P") * (_WEIGHTS * width)[None, :]
+    dens = law.continuous_pdf(points, "P") * (_WEIGHTS * width)[None, :]
     rel = (points - index * step) / step  # position in the cell, 0..1
     mass = dens.sum(axis=1)
     u = (dens * -np.expm1(-step * rel)).sum(axis=1) * (1 - 1e-9)  # under-estimate u
@@ -375,7 +377,7 @@ def _continuous_lower(law, step, lo, hi, moments):
     out[1 : n + 1] += up
     index, tail = _coarse_tail(law, step, mid, hi, upper=False)
     np.add.at(out, index - lo, tail)
-    above_hi = law._cont_sf(np.array([hi * step]), "P")[0]
+    above_hi = law.continuous_sf(np.array([hi * step]), "P")[0]
     out[-1] += above_hi * (1 - _CDF_RTOL)  # upper tail rounded down to the last grid point
     return out
 
@@ -443,8 +445,8 @@ def far_tail_moments(law: PrivacyLossLaw) -> tuple[np.ndarray, float]:
 def _support(law: PrivacyLossLaw, upper_tail: float) -> tuple[float, float]:
     lo, hi = np.inf, -np.inf
     if law.has_continuous_part:
-        lo, _ = law._cont_tail(LOWER_TAIL, "P")
-        _, hi = law._cont_tail(upper_tail, "P")
+        lo, _ = law.tail_points(LOWER_TAIL, "P")
+        _, hi = law.tail_points(upper_tail, "P")
     if len(law.atom_losses):
         lo, hi = min(lo, law.atom_losses.min()), max(hi, law.atom_losses.max())
     if not np.isfinite(lo) or not np.isfinite(hi) or hi <= lo:
@@ -453,8 +455,8 @@ def _support(law: PrivacyLossLaw, upper_tail: float) -> tuple[float, float]:
 
 
 def _continuous_range(law, step, upper_tail):
-    a, _ = law._cont_tail(LOWER_TAIL, "P")
-    _, b = law._cont_tail(upper_tail, "P")
+    a, _ = law.tail_points(LOWER_TAIL, "P")
+    _, b = law.tail_points(upper_tail, "P")
     if not (np.isfinite(a / step) and np.isfinite(b / step) and (b - a) / step < 2**40):
         raise MemoryError(f"a grid of step {step:g} over [{a:g}, {b:g}] is too large")
     lo, hi = int(np.floor(a / step)), int(np.ceil(b / step))

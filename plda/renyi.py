@@ -408,7 +408,7 @@ def _grid_cumulant(law, alpha: np.ndarray):
 def _support(law) -> tuple[float, float]:
     lo, hi = np.inf, -np.inf
     if law.has_continuous_part:
-        a, b = law._cont_tail(1e-24, "P")
+        a, b = law.tail_points(1e-24, "P")
         lo, hi = min(lo, a), max(hi, b)
     if len(law.atom_losses):
         lo, hi = min(lo, law.atom_losses.min()), max(hi, law.atom_losses.max())

@@ -5,8 +5,11 @@ Like a ``scipy.stats`` distribution it exposes ``cdf``, ``sf`` and ``ppf``/``isf
 hypothesis (``"P"``: the output comes from ``P``; ``"Q"``: from ``Q``). Under ``Q`` the law
 follows from the one under ``P`` by ``dQ = exp(-l) dP`` on finite losses.
 
-Subclasses implement the continuous part through ``_cont_cdf``/``_cont_sf`` (and may override
-``_cont_tail``); the discretizer only ever asks for masses of intervals and for tail points.
+Subclasses implement the continuous part through the hooks ``_cont_cdf``/``_cont_sf`` (and may
+override ``_cont_pdf``, ``_cont_tail``, ``_cont_cdf_sf``); code outside ``plda.mechanisms`` uses
+only the public methods ``continuous_cdf``/``continuous_sf``/``continuous_pdf``/
+``continuous_cdf_sf``/``tail_points``, which validate and call the hooks (the ``scipy.stats``
+pattern).
 """
 
 from __future__ import annotations
@@ -92,6 +95,93 @@ class PrivacyLossLaw:
             if hi > 1e6:
                 return hi
         return brentq(lambda x: increasing(np.array([x]))[0] - target, lo, hi, xtol=1e-12)
+
+    # ------------------------------------------- public interface of the continuous part
+    # The scipy.stats pattern: these public methods validate their arguments and call the
+    # family's ``_cont_*`` hooks; code outside ``plda.mechanisms`` calls only these.
+    def continuous_cdf(self, x, hypothesis: str = "P") -> np.ndarray:
+        """Mass of the continuous part at losses ``<= x``.
+
+        .. math:: F_c(x) = \\int_{-\\infty}^{x} f_c(l)\\,dl
+
+        under ``P`` (``hypothesis="P"``) or ``Q`` (``hypothesis="Q"``, density
+        ``f_c^Q(l) = e^{-l} f_c^P(l)``). Atoms and the masses at ``±inf`` are not included
+        (``cdf`` includes them).
+
+        Parameters
+        ----------
+        x : array_like of float
+            Losses.
+        hypothesis : {"P", "Q"}
+            Distribution the output is drawn from.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``F_c(x)``, same shape as ``x``.
+
+        Raises
+        ------
+        ValueError
+            If ``hypothesis`` is not ``"P"`` or ``"Q"``.
+        """
+        _check_hypothesis(hypothesis)
+        return self._cont_cdf(np.asarray(x, dtype=float), hypothesis)
+
+    def continuous_sf(self, x, hypothesis: str = "P") -> np.ndarray:
+        """Mass of the continuous part at losses ``> x``: ``S_c(x) = int_x^inf f_c(l) dl``.
+
+        Computed directly (not as ``total - F_c(x)``) so that small tails keep their
+        relative accuracy. Same parameters and exceptions as :meth:`continuous_cdf`.
+        """
+        _check_hypothesis(hypothesis)
+        return self._cont_sf(np.asarray(x, dtype=float), hypothesis)
+
+    def continuous_pdf(self, x, hypothesis: str = "P") -> np.ndarray:
+        """Density ``f_c(x)`` of the continuous part; under ``Q`` it is ``e^{-x} f_c^P(x)``.
+
+        Only meaningful when ``has_density`` is true (laws without one return zeros).
+        Same parameters and exceptions as :meth:`continuous_cdf`.
+        """
+        _check_hypothesis(hypothesis)
+        return self._cont_pdf(np.asarray(x, dtype=float), hypothesis)
+
+    def continuous_cdf_sf(self, x) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(F_c^P(x), S_c^P(x), F_c^Q(x), S_c^Q(x))`` together.
+
+        Laws whose four functions share work (e.g. one loss map) compute them at once.
+
+        Parameters
+        ----------
+        x : array_like of float
+            Losses.
+        """
+        return self._cont_cdf_sf(np.asarray(x, dtype=float))
+
+    def tail_points(self, mass: float, hypothesis: str = "P") -> tuple[float, float]:
+        """Points ``(a, b)`` with continuous mass below ``a`` and above ``b`` each ``<= mass``.
+
+        .. math:: F_c(a) \\le m, \\qquad S_c(b) \\le m
+
+        The discretizer keeps ``[a, b]`` and charges the two tails in the safe direction.
+
+        Parameters
+        ----------
+        mass : float
+            Tail mass ``m``, in ``[0, 1]``.
+        hypothesis : {"P", "Q"}
+            Distribution the output is drawn from.
+
+        Raises
+        ------
+        ValueError
+            If ``mass`` is outside ``[0, 1]`` or ``hypothesis`` is not ``"P"``/``"Q"``.
+        """
+        _check_hypothesis(hypothesis)
+        m = float(mass)
+        if not 0.0 <= m <= 1.0:
+            raise ValueError(f"mass must be in [0, 1], got {mass!r}")
+        return self._cont_tail(m, hypothesis)
 
     # ------------------------------------------------------------ public API
     def _atom_masses(self, hypothesis: str) -> np.ndarray:
