@@ -36,22 +36,15 @@ noise), :mod:`~plda.filters.queries` (:class:`PrivateQueries`) and :mod:`~plda.f
 
 from __future__ import annotations
 
-from plda.filters.amounts import SAFETY as SAFETY
+# SAFETY and the comparison's constants are public but, as before the split, not in __all__
+from plda.filters.amounts import SAFETY  # noqa: F401
 from plda.filters.base import PrivacyFilter
 from plda.filters.charges import BudgetExceededError, Charge, Usage
-from plda.filters.compare import (
-    DEFAULT_STEP_EPSILONS as DEFAULT_STEP_EPSILONS,
-)
-from plda.filters.compare import (
-    FILTER_COLUMNS as FILTER_COLUMNS,
-)
-from plda.filters.compare import (
-    LAPLACE_COLUMN as LAPLACE_COLUMN,
-)
-from plda.filters.compare import (
-    OPTIMAL_COLUMN as OPTIMAL_COLUMN,
-)
-from plda.filters.compare import (
+from plda.filters.compare import (  # noqa: F401
+    DEFAULT_STEP_EPSILONS,
+    FILTER_COLUMNS,
+    LAPLACE_COLUMN,
+    OPTIMAL_COLUMN,
     FilterComparison,
     compare_filters,
 )
