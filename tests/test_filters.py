@@ -31,6 +31,7 @@ from plda.filters import (
     Odometer,
     PrivateQueries,
     RenyiFilter,
+    samplers,
 )
 
 mp.mp.dps = 40
@@ -604,7 +605,7 @@ def test_gaussian_query_charges_every_filter():
 def test_discrete_laplace_sampler_matches_its_law():
     rng = np.random.default_rng(1)
     rate = Fraction(1, 2)  # P(x) ∝ exp(-|x|/2)
-    draws = np.array([F._discrete_laplace(rng, 1, 2) for _ in range(20000)])
+    draws = np.array([samplers.discrete_laplace(rng, 1, 2) for _ in range(20000)])
     q = math.exp(-0.5)
     pmf = lambda x: (1 - q) / (1 + q) * q ** abs(x)  # noqa: E731
     for x in range(-4, 5):
@@ -617,7 +618,7 @@ def test_discrete_laplace_sampler_matches_its_law():
 def test_discrete_gaussian_sampler_matches_its_law():
     rng = np.random.default_rng(2)
     sigma_squared = Fraction(9, 4)
-    draws = np.array([F._discrete_gaussian(rng, sigma_squared) for _ in range(20000)])
+    draws = np.array([samplers.discrete_gaussian(rng, sigma_squared) for _ in range(20000)])
     support = np.arange(-40, 41)
     weights = np.exp(-(support**2) / (2 * 2.25))
     pmf = weights / weights.sum()

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from plda import theorems
+from plda.theorems import common as checks
 
 
 def composition_comparison(
@@ -47,10 +48,10 @@ def composition_comparison(
     """
     import matplotlib.pyplot as plt  # optional dependency: imported only when plotting
 
-    epsilon = theorems._epsilon("epsilon", epsilon)
-    delta = theorems._delta("delta", delta)
-    max_steps = theorems._count("max_steps", max_steps)
-    delta_slack = theorems._delta("delta_slack", delta_slack, allow_zero=False)
+    epsilon = checks.epsilon_value("epsilon", epsilon)
+    delta = checks.delta_value("delta", delta)
+    max_steps = checks.count_value("max_steps", max_steps)
+    delta_slack = checks.delta_value("delta_slack", delta_slack, allow_zero=False)
     if not max_steps * delta + delta_slack < 1:
         raise ValueError(
             f"delta_slack must be in (0, 1 - max_steps * delta) = (0, {1 - max_steps * delta:g}),"
@@ -77,7 +78,7 @@ def composition_comparison(
     ax.plot(ks, kov_bound, label="KOV bound (Thm 3.4)", color="tab:orange")
     ax.plot(ks, exact, label="optimal (KOV exact)", color="tab:blue", linewidth=2)
     if pld_steps:
-        points = sorted({theorems._count("pld_steps", k) for k in pld_steps})
+        points = sorted({checks.count_value("pld_steps", k) for k in pld_steps})
         values = [
             theorems.optimal([(epsilon, delta)] * k, k * delta + delta_slack, method="pld").epsilon
             for k in points
