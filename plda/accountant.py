@@ -41,8 +41,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.fft
 
-from plda import _validation as check
 from plda import grid, risk
+from plda._internal import validation as check
 from plda._internal.caches import cached
 from plda._internal.errors import quiet_accuracy, warn_if_inaccurate
 from plda._internal.floats import union_probability

@@ -8,7 +8,7 @@ from functools import cached_property
 
 import numpy as np
 
-from plda import _validation as check
+from plda._internal import validation as check
 from plda._internal.caches import cached
 from plda._internal.errors import GridTooLarge, warn_if_inaccurate
 from plda.discretize import discretize

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import log_ndtr
 
-from plda import _validation as check
+from plda._internal import validation as check
 from plda._internal.caches import cached
 from plda._internal.floats import UNIT_ROUNDOFF, round_up
 from plda.discretize import discretize

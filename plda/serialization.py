@@ -14,7 +14,7 @@ import json
 import numbers
 import os
 
-from plda import _validation as check
+from plda._internal import validation as check
 from plda.mechanisms import (
     ApproximateDP,
     DiscreteGaussian,

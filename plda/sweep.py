@@ -14,7 +14,7 @@ import concurrent.futures
 import importlib
 from collections.abc import Callable, Iterable
 
-from plda import _validation as check
+from plda._internal import validation as check
 from plda._internal.errors import quiet_accuracy
 from plda.accountant import PLDAccountant
 from plda.calibration import (

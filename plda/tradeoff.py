@@ -45,7 +45,7 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 from scipy.special import erfcx, ndtr, ndtri
 
-from plda import _validation as check
+from plda._internal import validation as check
 from plda._internal.floats import UNIT_ROUNDOFF, round_down, round_up
 from plda.grid import _CHERNOFF_ORDERS, DiscreteLoss
 from plda.mechanisms.gaussian import Gaussian

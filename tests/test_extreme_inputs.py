@@ -8,7 +8,7 @@ import copy
 import pytest
 
 import plda
-from plda._validation import MAX_COUNT
+from plda._internal.validation import MAX_COUNT
 
 
 @pytest.mark.parametrize(

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 
-from plda import _validation as check
+from plda._internal import validation as check
 from plda.calibration.core import (
     SEARCH_ACCURACY,
     CalibrationResult,

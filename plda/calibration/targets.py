@@ -13,7 +13,7 @@ import math
 from scipy.optimize import brentq
 from scipy.special import ndtr, ndtri
 
-from plda import _validation as check
+from plda._internal import validation as check
 from plda._internal.errors import quiet_accuracy
 from plda.accountant import PLDAccountant
 from plda.calibration.core import DEFAULT_RTOL, SEARCH_ACCURACY, Target

@@ -8,7 +8,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from plda import _validation as check
+from plda._internal import validation as check
 from plda.filters.amounts import add_states, exact
 from plda.filters.charges import BudgetExceededError, Charge, Usage, parse_charge
 

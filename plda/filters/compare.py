@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from plda import _validation as check
+from plda._internal import validation as check
 from plda.filters.amounts import delta_budget
 from plda.filters.filters import (
     AdvancedFilter,

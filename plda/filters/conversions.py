@@ -11,7 +11,7 @@ import math
 import numpy as np
 from scipy import optimize, special
 
-from plda import _validation as check
+from plda._internal import validation as check
 from plda.filters.amounts import SAFETY, amount, delta_budget, round_up
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from plda import _validation as check
+from plda._internal import validation as check
 from plda.filters.amounts import SAFETY, UNPAYABLE, delta_budget, exact, exact_round_up
 from plda.filters.base import PrivacyFilter
 from plda.filters.charges import Charge, zcdp_price

@@ -8,7 +8,7 @@ from fractions import Fraction
 
 from scipy import optimize, special
 
-from plda import _validation as check
+from plda._internal import validation as check
 from plda.filters.amounts import SAFETY, amount, delta_budget, round_up
 from plda.filters.charges import Charge, parse_charge, zcdp_price
 

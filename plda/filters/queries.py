@@ -10,7 +10,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from plda import _validation as check
+from plda._internal import validation as check
 from plda.filters import samplers
 from plda.filters.amounts import SAFETY, delta_budget, exact, positive_int, round_up
 from plda.filters.base import PrivacyFilter

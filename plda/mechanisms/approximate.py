@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import expit
 
-from plda._validation import nonnegative_float
+from plda._internal.validation import nonnegative_float
 from plda.mechanisms.base import Mechanism
 from plda.mechanisms.laws import AtomLaw
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy.special import logsumexp
 
-from plda._validation import in_range, positive_float
+from plda._internal.validation import in_range, positive_float
 from plda.mechanisms.base import Mechanism
 from plda.mechanisms.laws import AtomLaw
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from plda._validation import in_range, positive_float
+from plda._internal.validation import in_range, positive_float
 from plda.mechanisms.base import Mechanism
 from plda.mechanisms.laws import GaussianLaw
 

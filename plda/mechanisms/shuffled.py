@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import log_ndtr, ndtri
 
-from plda._validation import count
+from plda._internal.validation import count
 from plda.mechanisms.base import Mechanism
 from plda.mechanisms.bracket import BracketedMechanism, SamplerAssumptionWarning
 from plda.mechanisms.laplace import Laplace

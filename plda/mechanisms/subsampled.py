@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from plda._validation import MIN_SAMPLE_RATE, in_range, probability
+from plda._internal.validation import MIN_SAMPLE_RATE, in_range, probability
 from plda.mechanisms.base import Mechanism
 from plda.mechanisms.gaussian import Gaussian
 from plda.mechanisms.laws import ReplaceOneSampledGaussianLaw, SubsampledLaw

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import binom
 
-from plda._validation import MIN_SAMPLE_RATE, count, in_range, probability
+from plda._internal.validation import MIN_SAMPLE_RATE, count, in_range, probability
 from plda.mechanisms.base import Mechanism
 from plda.mechanisms.bracket import BracketedMechanism
 from plda.mechanisms.gaussian import Gaussian

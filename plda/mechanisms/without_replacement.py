@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from plda._validation import MIN_SAMPLE_RATE, count, in_range
+from plda._internal.validation import MIN_SAMPLE_RATE, count, in_range
 from plda.mechanisms.base import Mechanism
 from plda.mechanisms.gaussian import Gaussian
 from plda.mechanisms.laplace import Laplace

@@ -13,9 +13,9 @@ from collections.abc import Sequence
 import numpy as np
 from scipy.special import ndtr, ndtri
 
-from plda import _validation as check
 from plda import renyi as renyi_module
 from plda import tradeoff as tradeoff_module
+from plda._internal import validation as check
 from plda.mechanisms.base import Mechanism
 from plda.mechanisms.gaussian import Gaussian
 from plda.mechanisms.subsampled import PoissonSampled

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from plda import _validation as check
+from plda._internal import validation as check
 from plda._internal.caches import cached
 
 #: unit roundoff of float64

@@ -16,7 +16,7 @@ import numbers
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 
-from plda import _validation as check
+from plda._internal import validation as check
 from plda._internal.caches import cached
 from plda.mechanisms import (
     ApproximateDP,

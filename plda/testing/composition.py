@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from plda import _validation as check
+from plda._internal import validation as check
 from plda._internal.caches import cached
 from plda.testing._numerics import (
     DEFAULT_DPS,

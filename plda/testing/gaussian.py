@@ -22,7 +22,7 @@ import math
 import numpy as np
 from scipy.special import erfcx, log_ndtr, ndtr, ndtri
 
-from plda import _validation as check
+from plda._internal import validation as check
 from plda.testing._numerics import (
     DEFAULT_DPS,
     GUARD_DIGITS,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from plda import _validation as check
+from plda._internal import validation as check
 from plda.testing._numerics import (
     DEFAULT_DPS,
     TINY,

@@ -17,7 +17,7 @@ import numbers
 
 import numpy as np
 
-from plda import _validation as check
+from plda._internal import validation as check
 from plda.testing._numerics import (
     DEFAULT_DPS,
     GUARD_DIGITS,
