@@ -410,7 +410,8 @@ def _calibrate(args) -> str:
             "argument --noise-multiplier/--sample-rate/--steps: give exactly two of the three "
             f"(the missing one is calibrated); missing: {', '.join(missing) or 'none'}"
         )
-    options = {"relation": args.relation, "accuracy": accuracy}
+    # progress on stderr only when it is a terminal (None otherwise: nothing printed)
+    options = {"relation": args.relation, "accuracy": accuracy, "progress": progress_printer()}
     if missing == ["noise_multiplier"]:
         rate, steps = _rate("--sample-rate", args.sample_rate), _steps("--steps", args.steps)
         result = calibration.calibrate_noise_multiplier_detailed(
