@@ -26,8 +26,9 @@ from collections import OrderedDict
 import numpy as np
 
 from plda._internal.caches import cached, register
+from plda._internal.chernoff import CHERNOFF_ORDERS
 from plda._internal.linalg import dot
-from plda.grid import _CHERNOFF_ORDERS, DiscreteLoss
+from plda.grid import DiscreteLoss
 from plda.mechanisms.law import PrivacyLossLaw
 
 _U = 2.0**-53
@@ -426,13 +427,13 @@ def far_tail_moments(law: PrivacyLossLaw) -> tuple[np.ndarray, float]:
     """``log E[e^{tL}; L finite]`` at the Chernoff orders, and the mass at ``+inf``, of a coarse
     pessimistic discretization reaching ``FAR_UPPER_TAIL``: any pessimistic grid version is a
     dominating pair, so its moments give a valid Chernoff bound whatever its step."""
-    lo, hi = _support(law, FAR_UPPER_TAIL)
+    lo, hi = loss_support(law, FAR_UPPER_TAIL)
     step = max((hi - lo) / _FAR_POINTS, 1e-12)
     upper = _discretize_one_side(law, step, FAR_UPPER_TAIL)
     # rounding of the moments: 1e-12 for the log-sum-exp, and t * |l| * (a few u) for the grid
     # losses, which carry a relative error of a few ulps (atoms computed in floats, i * step)
     largest = step * max(abs(upper.offset), abs(upper.offset + len(upper.probs)))
-    moments = upper.finite_log_mgf(_CHERNOFF_ORDERS) + 1e-12 + _CHERNOFF_ORDERS * 16 * _U * largest
+    moments = upper.finite_log_mgf(CHERNOFF_ORDERS) + 1e-12 + CHERNOFF_ORDERS * 16 * _U * largest
     infinity = upper.infinity_mass
     if law.has_continuous_part and not np.isfinite(law.continuous_support[1]):
         # the tail cut at FAR_UPPER_TAIL has a tiny (often subnormal or underflowed) computed mass:
@@ -442,7 +443,8 @@ def far_tail_moments(law: PrivacyLossLaw) -> tuple[np.ndarray, float]:
     return moments, infinity
 
 
-def _support(law: PrivacyLossLaw, upper_tail: float) -> tuple[float, float]:
+def loss_support(law: PrivacyLossLaw, upper_tail: float) -> tuple[float, float]:
+    """Range the discretizer keeps: continuous tail points and every atom."""
     lo, hi = np.inf, -np.inf
     if law.has_continuous_part:
         lo, _ = law.tail_points(LOWER_TAIL, "P")

@@ -23,16 +23,11 @@ import scipy.signal
 
 from plda import fft
 from plda._internal.caches import register
+from plda._internal.chernoff import CHERNOFF_LOG_C, CHERNOFF_ORDERS
 from plda._internal.errors import GridTooLarge
 from plda._internal.floats import union_probability
 from plda._internal.linalg import dot
 
-#: tilts for the Chernoff bound used below the FFT's resolution, see :meth:`DiscreteLoss.delta`
-_CHERNOFF_ORDERS = np.geomspace(1e-3, 2e3, 48)
-#: log of the Chernoff constant c(t) = t^t / (t+1)^(t+1) at those orders
-_CHERNOFF_LOG_C = _CHERNOFF_ORDERS * np.log(_CHERNOFF_ORDERS) - (_CHERNOFF_ORDERS + 1) * np.log1p(
-    _CHERNOFF_ORDERS
-)
 _U = fft.UNIT_ROUNDOFF
 #: block length of the crossing search of :meth:`DiscreteLoss.epsilon` for a few deltas
 _BLOCK = 256
@@ -62,7 +57,7 @@ class DiscreteLoss:
         Mass that may sit in ``probs`` without being in the exact law (FFT wrap-around); an
         optimistic version subtracts it, a pessimistic one may keep it.
     log_mgf
-        ``log E[exp(t L); L finite]`` at the orders ``_CHERNOFF_ORDERS`` (upper versions only):
+        ``log E[exp(t L); L finite]`` at the orders ``CHERNOFF_ORDERS`` (upper versions only):
         a Chernoff tail bound that takes over where ``delta`` is below the FFT's resolution.
     """
 
@@ -97,7 +92,7 @@ class DiscreteLoss:
         """Grid losses ``l_i`` of ``probs``."""
         return (self.offset + np.arange(len(self.probs))) * self.step
 
-    def finite_log_mgf(self, orders: np.ndarray = _CHERNOFF_ORDERS) -> np.ndarray:
+    def finite_log_mgf(self, orders: np.ndarray = CHERNOFF_ORDERS) -> np.ndarray:
         """``log sum_i p_i exp(t l_i)`` for each order ``t`` (shifted so nothing overflows)."""
         positive = self.probs > 0
         orders = np.asarray(orders, dtype=float)
@@ -276,8 +271,8 @@ class DiscreteLoss:
     def _chernoff_delta(self, eps: np.ndarray) -> np.ndarray:
         if self.log_mgf is None:
             return np.full(np.shape(eps), np.inf)
-        t = _CHERNOFF_ORDERS
-        log_c = _CHERNOFF_LOG_C
+        t = CHERNOFF_ORDERS
+        log_c = CHERNOFF_LOG_C
         exponent = (self.log_mgf + log_c)[None, :] - np.multiply.outer(np.ravel(eps), t)
         smallest = np.min(exponent, axis=1)
         # a bound that underflows is rounded up to the smallest double, not down to 0 (the true
@@ -419,8 +414,8 @@ class DiscreteLoss:
         if self.upper and self.log_mgf is not None:
             room = d - self.chernoff_infinity_mass
             if room > 0:
-                exponent = self.log_mgf + _CHERNOFF_LOG_C + 1e-9 - math.log(room)
-                out = min(out, float((exponent / _CHERNOFF_ORDERS).min()))
+                exponent = self.log_mgf + CHERNOFF_LOG_C + 1e-9 - math.log(room)
+                out = min(out, float((exponent / CHERNOFF_ORDERS).min()))
         if math.isfinite(out):
             nudge = float(self._epsilon_nudge(out))
             out = out + nudge if self.upper else out - nudge
@@ -429,8 +424,8 @@ class DiscreteLoss:
     def _chernoff_epsilon(self, d: np.ndarray) -> np.ndarray:
         if self.log_mgf is None:
             return np.full(d.shape, np.inf)
-        t = _CHERNOFF_ORDERS
-        log_c = _CHERNOFF_LOG_C
+        t = CHERNOFF_ORDERS
+        log_c = CHERNOFF_LOG_C
         room = np.ravel(d) - self.chernoff_infinity_mass
         with np.errstate(divide="ignore", invalid="ignore"):
             log_room = np.where(room > 0, np.log(np.maximum(room, 1e-320)), -np.inf)

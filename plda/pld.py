@@ -10,9 +10,10 @@ import numpy as np
 
 from plda._internal import validation as check
 from plda._internal.caches import cached
+from plda._internal.chernoff import CHERNOFF_ORDERS
 from plda._internal.errors import GridTooLarge, warn_if_inaccurate
-from plda.discretize import discretize
-from plda.grid import _CHERNOFF_ORDERS, DiscreteLoss, compose, compose_tilted, window_losses
+from plda.discretize import UPPER_TAIL, discretize, loss_support
+from plda.grid import DiscreteLoss, compose, compose_tilted, window_losses
 from plda.mechanisms.base import DIRECTIONS, Mechanism
 from plda.mechanisms.gaussian import Gaussian
 
@@ -325,7 +326,7 @@ class PrivacyLossDistribution:
 
     def _choose_tilts(self, versions, targets, kind) -> np.ndarray:
         """Chernoff-optimal order for each target, rounded to a power of sqrt(2) (reuse)."""
-        t = _CHERNOFF_ORDERS
+        t = CHERNOFF_ORDERS
         log_c = t * np.log(t) - (t + 1) * np.log1p(t)
         moments = [v[0].log_mgf for v in versions.values() if v[0].log_mgf is not None]
         if not moments:
@@ -524,7 +525,7 @@ def _loss_scale(law) -> float:
     """A width of one factor's loss law (inter-decile range, or atom spacing)."""
     lo, hi = np.inf, -np.inf
     if law.has_continuous_part:
-        a, b = law._cont_tail(0.1, "P")
+        a, b = law.tail_points(0.1, "P")
         lo, hi = min(lo, a), max(hi, b)
     if len(law.atom_losses):
         lo, hi = min(lo, law.atom_losses.min()), max(hi, law.atom_losses.max())
@@ -534,7 +535,5 @@ def _loss_scale(law) -> float:
 
 @cached(maxsize=512)
 def _pilot_step(law) -> float:
-    from plda.discretize import UPPER_TAIL, _support
-
-    lo, hi = _support(law, UPPER_TAIL)
+    lo, hi = loss_support(law, UPPER_TAIL)
     return max(_loss_scale(law) / 64, (hi - lo) / 4096, MIN_STEP)

@@ -46,8 +46,9 @@ from scipy.optimize import minimize_scalar
 from scipy.special import erfcx, ndtr, ndtri
 
 from plda._internal import validation as check
+from plda._internal.chernoff import CHERNOFF_ORDERS
 from plda._internal.floats import UNIT_ROUNDOFF, round_down, round_up
-from plda.grid import _CHERNOFF_ORDERS, DiscreteLoss
+from plda.grid import DiscreteLoss
 from plda.mechanisms.gaussian import Gaussian
 from plda.pld import Bounds, PrivacyLossDistribution
 
@@ -203,7 +204,7 @@ def _cut_values(law: DiscreteLoss, m: np.ndarray, x: np.ndarray) -> np.ndarray:
 
 
 def _chernoff_terms(law: DiscreteLoss):
-    t = _CHERNOFF_ORDERS
+    t = CHERNOFF_ORDERS
     return t, law.log_mgf + t * np.log(t) - (t + 1) * np.log1p(t)
 
 

@@ -44,11 +44,11 @@ MAX_LINES = 400
 #: modules allowed over MAX_LINES, with the size they must not grow past
 KNOWN_LONG_MODULES: dict[str, int] = {
     "plda.accountant": 926,  # engine helper: -> plda/accounting/
-    "plda.grid": 793,  # engine helper: -> plda/engine/
-    "plda.tradeoff": 749,  # conversions helper: -> plda/conversions/
+    "plda.grid": 788,  # engine helper: -> plda/engine/
+    "plda.tradeoff": 750,  # conversions helper: -> plda/conversions/
     "plda.renyi": 676,  # conversions helper: -> plda/conversions/
-    "plda.discretize": 553,  # conversions helper: -> plda/engine/discretize/
-    "plda.pld": 540,  # engine helper
+    "plda.discretize": 555,  # conversions helper: -> plda/engine/discretize/
+    "plda.pld": 539,  # engine helper
     "plda.testing._numerics": 451,
     "plda.cli": 500,  # cli-docs helper
 }
@@ -73,10 +73,6 @@ KNOWN_PRIVATE_ACCESS: frozenset[tuple[str, str]] = frozenset(
             for name in ("composition", "discrete", "gaussian", "laplace", "renyi")
         ),
         # engine and conversions helpers: private names of grid / discretize / mechanisms
-        ("plda.discretize", "plda.grid._CHERNOFF_ORDERS"),
-        ("plda.pld", "plda.grid._CHERNOFF_ORDERS"),
-        ("plda.tradeoff", "plda.grid._CHERNOFF_ORDERS"),
-        ("plda.pld", "plda.discretize._support"),
         ("plda.testing.discrete", "plda.mechanisms.discrete._integer_sensitivity"),
     }
 )
