@@ -23,6 +23,7 @@ from plda.mechanisms import (
     Laplace,
     Mechanism,
     PoissonSampled,
+    RandomAllocation,
     SampledWithoutReplacement,
     Shuffled,
     TruncatedPoisson,
@@ -38,7 +39,7 @@ PLD_VERSION = 1
 MECHANISM_TYPES: dict[str, type] = {
     cls.__name__: cls
     for cls in (ApproximateDP, DiscreteGaussian, DiscreteLaplace, Gaussian, Laplace, PoissonSampled)
-    + (SampledWithoutReplacement, Shuffled, TruncatedPoisson)
+    + (RandomAllocation, SampledWithoutReplacement, Shuffled, TruncatedPoisson)
 }
 
 
