@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import pytest
 
 import plda
+from plda.accountant import PLDAccountant
 from plda.adapters.dp_accounting import NON_PRIVATE, from_dp_event, mechanisms_from_dp_event
 from plda.adapters.opacus import PLDOpacusAccountant
 
@@ -440,3 +441,83 @@ def test_inside_a_real_opacus_privacy_engine():
     reference = plda.accountant.PLDAccountant(accuracy=COARSE)
     reference.step(1.0, 16 / 64, count=4)
     assert engine.get_epsilon(DELTA) == reference.epsilon(DELTA)
+
+
+# ---------------------------------------------- one-pass epochs and loaders (no torch needed)
+def test_one_pass_epochs_refuse_steps_across_epochs_and_bad_states():
+    from plda.adapters.epochs import OnePassEpochs
+
+    acct = PLDOpacusAccountant()
+    with pytest.raises(ValueError, match="relation='replace_one'"):
+        acct.account_one_pass(4)
+    assert acct.sampler == "poisson"
+    acct = PLDOpacusAccountant(relation="replace_one", accuracy=COARSE)
+    acct.account_one_pass(4)
+    acct.step(noise_multiplier=2.0, sample_rate=0.5)  # two batches (gradient accumulation)
+    with pytest.raises(ValueError, match="runs past the end of the epoch"):
+        acct.step(noise_multiplier=2.0, sample_rate=0.75)
+    with pytest.raises(ValueError, match="whole number of batches"):
+        acct.step(noise_multiplier=2.0, sample_rate=0.3)
+    with pytest.raises(ValueError, match="already holds 1 steps"):
+        acct.account_one_pass(4)
+    assert len(acct) == 1 and acct.epochs.batches == 2
+    acct.step(noise_multiplier=1.0, sample_rate=0.5)  # the epoch ends: the smaller sigma counts
+    assert acct.accountant.history == ((plda.Shuffled(plda.Gaussian(sigma=1.0), 2), 1),)
+    assert acct.epochs.lower.history == (
+        (plda.Shuffled(plda.Gaussian(sigma=2.0), 2).lower_bound_mechanism(), 1),
+    )
+    state = json.loads(json.dumps(acct.state_dict()))
+    fresh = PLDOpacusAccountant()
+    fresh.load_state_dict(state)
+    assert fresh.sampler == "shuffled" and fresh.accountant.history == acct.accountant.history
+    for bad in ({}, {**state["one_pass"], "batches": 4}, {**state["one_pass"], "pending": [1.0]}):
+        with pytest.raises(ValueError):
+            OnePassEpochs.from_state_dict(bad)
+    with pytest.raises(ValueError, match="replace_one"):
+        OnePassEpochs.from_state_dict({**state["one_pass"], "upper": PLDAccountant().state_dict()})
+    acct.history = [(1.0, 0.1, 3)]  # assigning a history records Poisson steps
+    assert acct.sampler == "poisson" and len(acct) == 3
+
+
+@dataclass
+class BatchSampler:
+    sampler: object
+    batch_size: int
+    drop_last: bool = False
+
+
+@dataclass
+class RandomSampler:
+    data: list
+    replacement: bool = False
+
+    def __len__(self):
+        return len(self.data)
+
+
+@dataclass
+class DataLoader:
+    dataset: list
+    batch_sampler: object
+
+    def __len__(self):
+        b = self.batch_sampler
+        full, rest = divmod(len(self.dataset), b.batch_size)
+        return full + (rest > 0 and not b.drop_last)
+
+
+def test_describe_loader_is_duck_typed():
+    from plda.adapters.loaders import describe_loader
+
+    data = list(range(10))
+    found = describe_loader(DataLoader(data, BatchSampler(RandomSampler(data), 3)))
+    assert (found.kind, found.num_batches, found.every_record_once) == ("shuffled", 4, True)
+    found = describe_loader(DataLoader(data, BatchSampler(RandomSampler(data), 3, True)))
+    assert not found.every_record_once and "drop_last" in found.description
+    found = describe_loader(DataLoader(data, BatchSampler(RandomSampler(data), 5, True)))
+    assert found.every_record_once  # nothing dropped
+    found = describe_loader(DataLoader(data, BatchSampler(RandomSampler(data[:5]), 5)))
+    assert not found.every_record_once and "drawing 5 of 10" in found.description
+    found = describe_loader(DataLoader(data, BatchSampler(RandomSampler(data, True), 5)))
+    assert found.kind == "with_replacement" and not found.every_record_once
+    assert describe_loader(object()).kind == "unknown"
