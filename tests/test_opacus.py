@@ -332,3 +332,15 @@ def test_poisson_loader_after_one_pass_steps_warns():
             max_grad_norm=1.0,
         )
     assert acct.sampler == "shuffled" and len(acct) == 1
+
+
+def test_calibrating_for_poisson_then_accounting_shuffled_epochs_warns():
+    model, optimizer, loader = _setup(shuffle=True)
+    engine = _replace_one_engine()
+    with pytest.warns(plda.SamplerMismatchWarning, match="exceed target_epsilon") as got:
+        engine.make_private_with_epsilon(
+            module=model, optimizer=optimizer, data_loader=loader, target_epsilon=2.0,
+            target_delta=DELTA, epochs=2, max_grad_norm=1.0, poisson_sampling=False,
+        )
+    assert engine.accountant.sampler == "shuffled"
+    assert [w.filename for w in got if w.category is plda.SamplerMismatchWarning] == [__file__]

@@ -63,6 +63,8 @@ MECHANISM = "plda"
 _OLD_MECHANISMS = ("plda-pld",)
 #: how many frames up the optimizer-hook request looks for Opacus's ``make_private``
 _FRAME_DEPTH = 4
+#: Opacus's ``make_private`` caller that calibrates the noise first (for Poisson batches)
+CALIBRATING_CALLER = "make_private_with_epsilon"
 
 
 def check_sampler(data_loader, relation: str = "add_remove") -> str:
@@ -101,18 +103,20 @@ def check_sampler(data_loader, relation: str = "add_remove") -> str:
 
 
 def _caller_loader():
-    """``(loader, depth)`` if Opacus's ``PrivacyEngine.make_private`` is asking for the
-    optimizer hook (best effort: reads its local ``data_loader``, the loader it prepared), else
-    ``(None, 0)``."""
+    """``(loader, depth, calibrated)`` if Opacus's ``PrivacyEngine.make_private`` is asking for
+    the optimizer hook (best effort: reads its local ``data_loader``, the loader it prepared;
+    ``calibrated``: called by ``make_private_with_epsilon``), else ``(None, 0, False)``."""
     frame = sys._getframe(3)  # 0: here, 1: _adopt_caller_loader, 2: get_optimizer_hook_fn
     for depth in range(_FRAME_DEPTH):
         if frame is None:
             break
         code = frame.f_code
         if code.co_name == "make_private" and "opacus" in code.co_filename:
-            return frame.f_locals.get("data_loader"), depth
+            caller = frame.f_back
+            calibrated = caller is not None and caller.f_code.co_name == CALIBRATING_CALLER
+            return frame.f_locals.get("data_loader"), depth, calibrated
         frame = frame.f_back
-    return None, 0
+    return None, 0, False
 
 
 class PLDOpacusAccountant:
@@ -253,7 +257,7 @@ class PLDOpacusAccountant:
     def _adopt_caller_loader(self) -> None:
         """Called from Opacus's ``make_private``: account for the loader it prepared, or warn
         with :class:`~plda.SamplerMismatchWarning` saying what to do."""
-        loader, depth = _caller_loader()
+        loader, depth, calibrated = _caller_loader()
         if loader is None:
             return
         found = describe_loader(loader)
@@ -267,6 +271,18 @@ class PLDOpacusAccountant:
                 return  # the same kind of loader again: its epochs go on
             if not len(self):
                 self.account_one_pass(found.num_batches)
+                if calibrated:
+                    warnings.warn(
+                        "make_private_with_epsilon calibrated the noise for Poisson batches "
+                        "(Opacus's get_noise_multiplier), but this loader's epochs are "
+                        f"accounted as shuffled epochs ({found.description}): the epsilon "
+                        "will exceed target_epsilon. Choose the noise multiplier for the "
+                        "shuffled epochs (under replace-one, each epoch's upper bound is one "
+                        "Gaussian of sensitivity 2) and call make_private, or use "
+                        "poisson_sampling=True.",
+                        SamplerMismatchWarning,
+                        stacklevel=stacklevel + 1,  # the user's make_private_with_epsilon
+                    )
                 return
         if len(self) and (found.kind == "poisson" or one_pass):
             message = (
