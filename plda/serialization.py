@@ -23,10 +23,12 @@ from plda.mechanisms import (
     Laplace,
     Mechanism,
     PoissonSampled,
+    RandomAllocation,
     SampledWithoutReplacement,
     Shuffled,
     TruncatedPoisson,
 )
+from plda.mechanisms.shuffled import ShuffledLowerBound
 from plda.pld import RELATIONS, PrivacyLossDistribution
 
 __all__ = ["load_pld", "mechanism_from_dict", "mechanism_to_dict", "save_pld"]
@@ -38,7 +40,7 @@ PLD_VERSION = 1
 MECHANISM_TYPES: dict[str, type] = {
     cls.__name__: cls
     for cls in (ApproximateDP, DiscreteGaussian, DiscreteLaplace, Gaussian, Laplace, PoissonSampled)
-    + (SampledWithoutReplacement, Shuffled, TruncatedPoisson)
+    + (RandomAllocation, SampledWithoutReplacement, Shuffled, ShuffledLowerBound, TruncatedPoisson)
 }
 
 

@@ -202,3 +202,145 @@ def test_howto_page_examples_run(tmp_path, monkeypatch):
     assert namespace["sigma"] == pytest.approx(
         plda.calibrate_noise_multiplier(1.0, 1e-5, 0.01, 1000), rel=1e-3
     )
+
+
+# ------------------------------------------------------- loaders that use every record once
+def _replace_one_engine():
+    engine = opacus.PrivacyEngine(accountant="plda")
+    engine.accountant = PLDOpacusAccountant(relation="replace_one")
+    return engine
+
+
+def _steps(model, optimizer, loader, count):
+    for step, (x, y) in enumerate(loader):
+        if step == count:
+            return
+        optimizer.zero_grad()
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        optimizer.step()
+
+
+@pytest.mark.parametrize("shuffle", [True, False])
+def test_one_pass_loader_is_accounted_as_shuffled_epochs_under_replace_one(shuffle, tmp_path):
+    model, optimizer, loader = _setup(shuffle=shuffle)
+    engine = _replace_one_engine()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", plda.SamplerMismatchWarning)  # accounted: no warning
+        model, optimizer, loader = engine.make_private(
+            module=model, optimizer=optimizer, data_loader=loader, noise_multiplier=1.0,
+            max_grad_norm=1.0, poisson_sampling=False,
+        )
+    acct = engine.accountant
+    assert acct.sampler == "shuffled" and acct.epochs.num_batches == N // BATCH
+    _train(model, optimizer, loader)
+    _train(model, optimizer, loader)
+    _steps(model, optimizer, loader, 2)  # half of a third epoch
+    assert len(acct) == 2 * N // BATCH + 2
+    epoch = plda.Shuffled(plda.Gaussian(sigma=1.0), num_steps=N // BATCH)
+    assert acct.accountant.history == ((epoch, 2),)  # the accountant records the sampler
+    assert acct.history == [(1.0, BATCH / N, 8), (1.0, 1 / (N // BATCH), 1),
+                            (1.0, 1 / (N // BATCH), 1)]
+    # upper: the unfinished epoch counts as a whole one; lower: the finished epochs' realized
+    # pairs (the unfinished one left out)
+    upper = plda.PLDAccountant(relation="replace_one")
+    upper.compose(epoch, 3)
+    lower = plda.PLDAccountant(relation="replace_one")
+    lower.compose(epoch.lower_bound_mechanism(), 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", plda.NotTightWarning)
+        expected = upper.epsilon(DELTA)
+    bounds = acct.get_epsilon_bounds(DELTA)
+    # (the same recipe, composed along another path: equal to rounding)
+    assert engine.get_epsilon(DELTA) == bounds.upper == pytest.approx(expected, rel=1e-9)
+    assert bounds.lower == pytest.approx(lower.epsilon_bounds(DELTA).lower, rel=1e-9)
+    # the Poisson number for the same steps is below the certified lower bound: reporting it
+    # would under-report (12.7 <= epsilon <= 20.1 against Poisson's 6.0 add/remove, 8.0 replace)
+    for relation in ("add_remove", "replace_one"):
+        poisson = plda.PLDAccountant(relation=relation)
+        poisson.step(1.0, BATCH / N, count=len(acct))
+        assert poisson.epsilon(DELTA) < bounds.lower
+    # checkpoints keep the unfinished epoch
+    path = tmp_path / "checkpoint.pt"
+    engine.save_checkpoint(path=path, module=model, optimizer=optimizer)
+    model2, optimizer2, loader2 = _setup(shuffle=shuffle)
+    restored = _replace_one_engine()
+    model2, optimizer2, loader2 = restored.make_private(
+        module=model2, optimizer=optimizer2, data_loader=loader2, noise_multiplier=1.0,
+        max_grad_norm=1.0, poisson_sampling=False,
+    )
+    restored.load_checkpoint(path=path, module=model2, optimizer=optimizer2)
+    assert restored.accountant.get_epsilon_bounds(DELTA) == bounds
+    _steps(model2, optimizer2, loader2, 2)  # finishes the third epoch
+    assert restored.accountant.accountant.history == ((epoch, 3),)
+    assert restored.accountant.get_epsilon_bounds(DELTA).upper == pytest.approx(bounds.upper,
+                                                                                rel=1e-9)
+    assert restored.accountant.get_epsilon_bounds(DELTA).lower > bounds.lower
+
+
+def test_one_pass_loader_under_add_remove_warns_what_to_do():
+    model, optimizer, loader = _setup(shuffle=True)
+    engine = opacus.PrivacyEngine(accountant="plda")
+    with pytest.warns(plda.SamplerMismatchWarning, match="relation='replace_one'"):
+        engine.make_private(
+            module=model, optimizer=optimizer, data_loader=loader, noise_multiplier=1.0,
+            max_grad_norm=1.0, poisson_sampling=False,
+        )
+    assert engine.accountant.sampler == "poisson"
+
+
+def _loader(**kwargs):
+    torch.manual_seed(0)
+    data = torch.utils.data.TensorDataset(torch.randn(N, 4), torch.randint(0, 2, (N,)))
+    return torch.utils.data.DataLoader(data, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(batch_size=12, shuffle=True, drop_last=True), "drop_last=False"),
+        (dict(batch_size=BATCH, sampler="weighted"), "WeightedRandomSampler draws with replace"),
+        (dict(batch_size=BATCH, sampler="replacement"), "no sound analysis of sampling with"),
+    ],
+)
+def test_loaders_without_a_sound_analysis_warn_inside_privacy_engine(kwargs, match):
+    if kwargs.get("sampler") == "weighted":
+        kwargs["sampler"] = torch.utils.data.WeightedRandomSampler([1.0] * N, N)
+    elif kwargs.get("sampler") == "replacement":
+        kwargs["sampler"] = torch.utils.data.RandomSampler(range(N), replacement=True)
+    model = torch.nn.Linear(4, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    engine = _replace_one_engine()
+    with pytest.warns(plda.SamplerMismatchWarning, match=match) as got:
+        engine.make_private(
+            module=model, optimizer=optimizer, data_loader=_loader(**kwargs),
+            noise_multiplier=1.0, max_grad_norm=1.0, poisson_sampling=False,
+        )
+    assert engine.accountant.sampler == "poisson"
+    assert [w.filename for w in got if w.category is plda.SamplerMismatchWarning] == [__file__]
+
+
+def test_poisson_loader_after_one_pass_steps_warns():
+    acct = PLDOpacusAccountant(relation="replace_one")
+    acct.account_one_pass(4)
+    acct.step(noise_multiplier=1.0, sample_rate=0.25)
+    model, optimizer, loader = _setup()
+    engine = opacus.PrivacyEngine(accountant="plda")
+    engine.accountant = acct
+    with pytest.warns(plda.SamplerMismatchWarning, match="already holds 1 steps"):
+        engine.make_private(
+            module=model, optimizer=optimizer, data_loader=loader, noise_multiplier=1.0,
+            max_grad_norm=1.0,
+        )
+    assert acct.sampler == "shuffled" and len(acct) == 1
+
+
+def test_calibrating_for_poisson_then_accounting_shuffled_epochs_warns():
+    model, optimizer, loader = _setup(shuffle=True)
+    engine = _replace_one_engine()
+    with pytest.warns(plda.SamplerMismatchWarning, match="exceed target_epsilon") as got:
+        engine.make_private_with_epsilon(
+            module=model, optimizer=optimizer, data_loader=loader, target_epsilon=2.0,
+            target_delta=DELTA, epochs=2, max_grad_norm=1.0, poisson_sampling=False,
+        )
+    assert engine.accountant.sampler == "shuffled"
+    assert [w.filename for w in got if w.category is plda.SamplerMismatchWarning] == [__file__]

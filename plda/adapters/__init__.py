@@ -4,6 +4,10 @@
   module registers it in Opacus (when installed) as ``PrivacyEngine(accountant="plda")``.
 - :mod:`plda.adapters.dp_accounting`: :func:`from_dp_event`, dp_accounting events to a PLD, and
   ``PLDPrivacyAccountant``, a ``dp_accounting.PrivacyAccountant`` (needs dp_accounting).
+- :mod:`plda.adapters.loaders`: which sampler a PyTorch data loader runs;
+  :mod:`plda.adapters.epochs`: one-pass (shuffled) epochs of DP-SGD steps;
+  :mod:`plda.adapters.certified`: two-sided certified bounds when a history holds samplers
+  whose lower bound comes from a separate realized pair.
 """
 
 from importlib import import_module

@@ -10,6 +10,11 @@ Duck-typed on class names and attributes: dp_accounting is never imported. Suppo
 ``RandomizedResponseDpEvent``    ``ApproximateDP(log(1 + (1 - p) k / p))``: pure-DP bound of
                                  k-ary randomized response that keeps the truth w.p. 1 - p
 ``PoissonSampledDpEvent``        ``PoissonSampled(inner, sampling_probability)``
+``SampledWithoutReplacement-``   ``SampledWithoutReplacement(inner, sample_size,
+``DpEvent``                      source_dataset_size)``: fixed-size batches (inner Gaussian
+                                 or Laplace)
+``TruncatedSubsampled-``         ``TruncatedPoisson(Gaussian(sigma=noise_multiplier),
+``GaussianDpEvent``              sampling_probability, truncated_batch_size, dataset_size)``
 ``SelfComposedDpEvent``          ``count`` runs of ``event``
 ``ComposedDpEvent``              all of ``events``
 ``NoOpDpEvent``                  nothing
@@ -18,8 +23,29 @@ Duck-typed on class names and attributes: dp_accounting is never imported. Suppo
                                  with ``noise_multiplier=0``
 ==============================  ==========================================================
 
-Anything else (sampling without replacement, tree aggregation, zCDP events, ...) raises
-``ValueError`` naming the event type.
+Anything else (tree aggregation, zCDP events, mixtures of Gaussians, ...) raises ``ValueError``
+naming the event type.
+
+**Sensitivity conventions.** A ``noise_multiplier`` is read relative to the *add/remove*
+sensitivity (for DP-SGD: the clipping norm), under either neighbouring relation: plda doubles it
+where replace-one requires. This is how dp_accounting's PLD accountant reads
+``GaussianDpEvent`` under ``REPLACE_ONE`` (``N(-1, s^2)`` vs ``N(1, s^2)``) and how it builds
+``TruncatedSubsampledGaussianDpEvent`` (sensitivity 1, doubled for a substituted record).
+dp_accounting's *RDP* accountant reads the ``GaussianDpEvent`` inside a
+``SampledWithoutReplacementDpEvent`` (which it supports under ``REPLACE_ONE`` only) relative to
+the replace-one distance instead (its RDP at rate 1 is ``alpha / (2 s^2)``): for a clipped
+sum, whose replace-one distance is twice the clipping norm, that is half the sensitivity.
+plda's reading is the larger sensitivity, so its bound holds under both readings; to compare
+with dp_accounting's RDP number, give dp_accounting ``GaussianDpEvent(noise_multiplier / 2)``.
+Fixed-size batches are certified under add/remove too (see
+:class:`~plda.SampledWithoutReplacement`).
+
+**Lower bounds of truncated Poisson steps.** :class:`~plda.TruncatedPoisson`'s pair dominates
+the sampler but is not known to be realized by datasets, so the lower end of
+:func:`from_dp_event`'s bounds brackets that pair, not the sampler (plda warns with
+``NotTightWarning``). :class:`PLDPrivacyAccountant`'s ``get_epsilon_bounds`` and
+``get_delta_bounds`` take the lower bound from each step's realized pair instead
+(:mod:`plda.adapters.certified`), so both of their ends are certified.
 
 :class:`PLDPrivacyAccountant`, a ``dp_accounting.PrivacyAccountant`` built on this mapping, is
 available when dp_accounting is installed (``pip install "plda[dp-accounting]"``); it lives in
@@ -30,6 +56,7 @@ never imports dp_accounting.
 from __future__ import annotations
 
 import math
+import numbers
 from importlib import import_module
 
 from plda.mechanisms import (
@@ -39,6 +66,8 @@ from plda.mechanisms import (
     Laplace,
     Mechanism,
     PoissonSampled,
+    SampledWithoutReplacement,
+    TruncatedPoisson,
 )
 from plda.pld import DEFAULT_ACCURACY, PrivacyLossDistribution
 
@@ -67,15 +96,28 @@ def _attribute(event, name: str):
         ) from None
 
 
-def _single(event, depth: int) -> Mechanism:
+def _single(event, depth: int, outer: str = "PoissonSampledDpEvent") -> Mechanism:
     """The one mechanism an event stands for (for the inside of a sampled event)."""
     parts = _walk(event, 1, depth)
     if len(parts) != 1 or parts[0][1] != 1:
         raise ValueError(
-            f"PoissonSampledDpEvent of {type(event).__name__} (a composition) is not supported: "
+            f"{outer} of {type(event).__name__} (a composition) is not supported: "
             f"plda samples one mechanism at a time"
         )
     return parts[0][0]
+
+
+def _is_integer(value) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _build(cls, event_name: str, *args, **kwargs) -> Mechanism:
+    """``cls(*args, **kwargs)``; its TypeError (an unsupported inner mechanism, a non-numeric
+    field) becomes the ValueError this module documents, naming the event."""
+    try:
+        return cls(*args, **kwargs)
+    except TypeError as error:
+        raise ValueError(f"{event_name} is not supported here: {error}") from None
 
 
 def _walk(event, count: int, depth: int) -> list[tuple[Mechanism, int]]:
@@ -114,6 +156,35 @@ def _walk(event, count: int, depth: int) -> list[tuple[Mechanism, int]]:
         if rate == 0:
             return []
         return [(PoissonSampled(inner, sample_rate=rate), count)]
+    if name == "SampledWithoutReplacementDpEvent":
+        n = _attribute(event, "source_dataset_size")
+        b = _attribute(event, "sample_size")
+        inner = _single(_attribute(event, "event"), depth + 1, name)
+        if b == 0:
+            return []  # an empty batch: nothing is released about anyone
+        if inner == NON_PRIVATE:
+            # the batch leaks whole; a record is in it with probability at most b / n
+            rate = b / n if _is_integer(n) and _is_integer(b) and 0 < b <= n else None
+            if rate is None:
+                raise ValueError(
+                    f"{name} needs integers 0 <= sample_size <= source_dataset_size, got "
+                    f"{b!r}, {n!r}"
+                )
+            return [(PoissonSampled(NON_PRIVATE, sample_rate=rate), count)]
+        return [(_build(SampledWithoutReplacement, name, inner, batch_size=b, dataset_size=n),
+                 count)]
+    if name == "TruncatedSubsampledGaussianDpEvent":
+        n = _attribute(event, "dataset_size")
+        rate = _attribute(event, "sampling_probability")
+        cap = _attribute(event, "truncated_batch_size")
+        noise = _attribute(event, "noise_multiplier")
+        if rate == 0 or cap == 0 or n == 0:
+            return []  # nobody is ever in the batch (as dp_accounting reads these)
+        if isinstance(noise, (int, float)) and noise == 0:
+            return [(NON_PRIVATE, count)]  # no noise: no guarantee
+        mechanism = _build(TruncatedPoisson, name, _build(Gaussian, name, sigma=noise),
+                           sample_rate=rate, max_batch_size=cap, dataset_size=n)
+        return [(mechanism, count)]
     if name == "SelfComposedDpEvent":
         times = _attribute(event, "count")
         if isinstance(times, bool) or int(times) != times or times < 0:
@@ -129,8 +200,9 @@ def _walk(event, count: int, depth: int) -> list[tuple[Mechanism, int]]:
     raise ValueError(
         f"dp_event type {name} is not supported by plda (supported: GaussianDpEvent, "
         f"LaplaceDpEvent, DiscreteLaplaceDpEvent, RandomizedResponseDpEvent, "
-        f"PoissonSampledDpEvent, SelfComposedDpEvent, ComposedDpEvent, NoOpDpEvent, "
-        f"NonPrivateDpEvent)"
+        f"PoissonSampledDpEvent, SampledWithoutReplacementDpEvent, "
+        f"TruncatedSubsampledGaussianDpEvent, SelfComposedDpEvent, ComposedDpEvent, "
+        f"NoOpDpEvent, NonPrivateDpEvent)"
     )
 
 

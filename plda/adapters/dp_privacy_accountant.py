@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 
 from plda.accountant import PLDAccountant
+from plda.adapters import certified
 from plda.adapters.dp_accounting import NON_PRIVATE, mechanisms_from_dp_event
 from plda.pld import DEFAULT_ACCURACY, Bounds
 
@@ -153,15 +154,14 @@ else:
                 return Bounds(lower=math.inf, upper=math.inf)
             if self._non_private() and target_delta == 1:
                 return Bounds(lower=0.0, upper=0.0)  # every mechanism is (0, 1)-DP
-            bounds = self._plda.epsilon_bounds(target_delta)
-            return Bounds(lower=float(bounds.lower), upper=float(bounds.upper))
+            # a truncated-Poisson step's lower bound comes from its realized pair
+            return certified.epsilon_bounds(self._plda, target_delta)
 
         def get_delta_bounds(self, target_epsilon: float) -> Bounds:
             """Certified ``Bounds(lower=..., upper=...)`` on delta at ``target_epsilon``."""
             if self._non_private() and target_epsilon >= 0:
                 return Bounds(lower=1.0, upper=1.0)
-            bounds = self._plda.delta_bounds(target_epsilon)
-            return Bounds(lower=float(bounds.lower), upper=float(bounds.upper))
+            return certified.delta_bounds(self._plda, target_epsilon)
 
         def __repr__(self) -> str:
             return (

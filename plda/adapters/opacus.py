@@ -16,10 +16,21 @@ module registers it in Opacus's accountant registry under ``"plda"`` when Opacus
     engine.accountant.get_epsilon_bounds(1e-5)        # Bounds(lower=..., upper=...)
 
 The accountant assumes Poisson subsampling (Opacus's ``DPDataLoader``). When Opacus's
-``make_private`` attaches it to an optimizer, it inspects the data loader actually used and
-warns with :class:`~plda.SamplerMismatchWarning` if the batches are not Poisson-sampled
-(``poisson_sampling=False``: fixed-size shuffled or sequential batches); call
-:func:`check_sampler` yourself on any other loader.
+``make_private`` attaches it to an optimizer, it inspects the data loader actually used
+(:func:`plda.adapters.loaders.describe_loader`):
+
+- Poisson batches: accounted as Poisson-subsampled Gaussian steps;
+- fixed-size batches that use every record once per epoch (``poisson_sampling=False`` with
+  ``shuffle=True`` or ``False``): under ``relation="replace_one"`` each epoch is accounted as a
+  :class:`~plda.Shuffled` epoch (:class:`plda.adapters.epochs.OnePassEpochs`); under
+  add/remove (the default) there is no sound analysis of a chunked permutation, and the
+  accountant warns with :class:`~plda.SamplerMismatchWarning` saying to set
+  ``engine.accountant = PLDOpacusAccountant(relation="replace_one")`` before ``make_private``
+  (or to use ``poisson_sampling=True``);
+- sampling with replacement, ``WeightedRandomSampler`` or an unknown sampler: warns (no sound
+  analysis), the steps are still recorded as Poisson so that training runs.
+
+Call :func:`check_sampler` yourself on any other loader.
 """
 
 from __future__ import annotations
@@ -29,8 +40,12 @@ import sys
 import warnings
 from collections import OrderedDict
 
+from plda._internal import validation as check
 from plda._internal.errors import SamplerMismatchWarning
 from plda.accountant import PLDAccountant
+from plda.adapters import certified
+from plda.adapters.epochs import OnePassEpochs
+from plda.adapters.loaders import ONE_PASS_KINDS, describe_loader, mismatch_message
 from plda.mechanisms import Gaussian, PoissonSampled
 from plda.pld import DEFAULT_ACCURACY, Bounds
 
@@ -46,13 +61,13 @@ __all__ = ["MECHANISM", "PLDOpacusAccountant", "check_sampler"]
 MECHANISM = "plda"
 #: names of earlier versions' state dicts, still loadable
 _OLD_MECHANISMS = ("plda-pld",)
-#: Opacus's batch samplers that draw each record independently with probability sample_rate
-_POISSON_SAMPLERS = ("UniformWithReplacementSampler", "DistributedUniformWithReplacementSampler")
 #: how many frames up the optimizer-hook request looks for Opacus's ``make_private``
 _FRAME_DEPTH = 4
+#: Opacus's ``make_private`` caller that calibrates the noise first (for Poisson batches)
+CALIBRATING_CALLER = "make_private_with_epsilon"
 
 
-def check_sampler(data_loader) -> str:
+def check_sampler(data_loader, relation: str = "add_remove") -> str:
     """Name the sampling scheme of a PyTorch data loader; warn unless it is Poisson.
 
     Poisson subsampling (Opacus's ``DPDataLoader``, whose batch sampler is
@@ -66,6 +81,8 @@ def check_sampler(data_loader) -> str:
     data_loader
         A ``torch.utils.data.DataLoader`` (read duck-typed: ``batch_sampler`` and its
         ``sampler``).
+    relation
+        The relation you account under: the warning's advice depends on it.
 
     Returns
     -------
@@ -77,67 +94,39 @@ def check_sampler(data_loader) -> str:
     Warns
     -----
     SamplerMismatchWarning
-        For every result but ``"poisson"``.
+        For every result but ``"poisson"``, saying what to do.
     """
-    kind, description = _classify(data_loader)
-    if kind != "poisson":
-        _warn(kind, description, stacklevel=2)
-    return kind
+    found = describe_loader(data_loader)
+    if found.kind != "poisson":
+        warnings.warn(mismatch_message(found, relation), SamplerMismatchWarning, stacklevel=2)
+    return found.kind
 
 
-def _classify(data_loader) -> tuple[str, str]:
-    """``(kind, "BatchSampler over Sampler")`` of a data loader (see :func:`check_sampler`)."""
-    batch_sampler = getattr(data_loader, "batch_sampler", None)
-    name = type(batch_sampler).__name__
-    if name in _POISSON_SAMPLERS and type(batch_sampler).__module__.startswith("opacus"):
-        return "poisson", name
-    sampler = getattr(batch_sampler, "sampler", None) or getattr(data_loader, "sampler", None)
-    inner = type(sampler).__name__
-    if inner == "RandomSampler":
-        kind = "with_replacement" if getattr(sampler, "replacement", False) else "shuffled"
-    elif inner == "SequentialSampler":
-        kind = "sequential"
-    elif inner == "WeightedRandomSampler":
-        kind = "weighted"
-    else:
-        kind = "unknown"
-    return kind, f"{name} over {inner}"
-
-
-def _warn(kind: str, description: str, stacklevel: int) -> None:
-    """Warn with :class:`SamplerMismatchWarning`; ``stacklevel`` as seen from the caller."""
-    warnings.warn(
-        f"the data loader draws {kind} batches ({description}), but the accountant assumes "
-        "Poisson subsampling: its epsilon is not a bound for this training. Use Opacus's "
-        "make_private(..., poisson_sampling=True) (or DPDataLoader.from_data_loader), or account "
-        "with the sampler that ran (e.g. plda.PLDAccountant.compose with a fixed-size or "
-        "shuffled sampler mechanism).",
-        SamplerMismatchWarning,
-        stacklevel=stacklevel + 1,
-    )
-
-
-def _check_caller_loader() -> None:
-    """If Opacus's ``PrivacyEngine.make_private`` is asking for the optimizer hook, check the
-    data loader it prepared (best effort: reads the caller's local ``data_loader``; silent when
-    the call comes from elsewhere)."""
-    frame = sys._getframe(2)  # 0: here, 1: get_optimizer_hook_fn, 2: its caller
+def _caller_loader():
+    """``(loader, depth, calibrated)`` if Opacus's ``PrivacyEngine.make_private`` is asking for
+    the optimizer hook (best effort: reads its local ``data_loader``, the loader it prepared;
+    ``calibrated``: called by ``make_private_with_epsilon``), else ``(None, 0, False)``."""
+    frame = sys._getframe(3)  # 0: here, 1: _adopt_caller_loader, 2: get_optimizer_hook_fn
     for depth in range(_FRAME_DEPTH):
         if frame is None:
-            return
+            break
         code = frame.f_code
         if code.co_name == "make_private" and "opacus" in code.co_filename:
-            loader = frame.f_locals.get("data_loader")
-            kind, description = _classify(loader)
-            if kind != "poisson":
-                # point the warning at the user's call of make_private (its caller's frame)
-                _warn(kind, description, stacklevel=4 + depth)
-            return
+            caller = frame.f_back
+            calibrated = caller is not None and caller.f_code.co_name == CALIBRATING_CALLER
+            return frame.f_locals.get("data_loader"), depth, calibrated
         frame = frame.f_back
+    return None, 0, False
 
 
 class PLDOpacusAccountant:
     """Opacus accountant: certified PLD bounds for DP-SGD steps.
+
+    Steps are accounted as Poisson-subsampled Gaussian steps, unless Opacus's ``make_private``
+    attaches the accountant to a loader that uses every record once per epoch and the relation
+    is ``"replace_one"``: then each epoch is accounted as a :class:`~plda.Shuffled` epoch
+    (:attr:`sampler` is ``"shuffled"``; see the module docstring and
+    :meth:`account_one_pass`).
 
     Parameters
     ----------
@@ -150,35 +139,79 @@ class PLDOpacusAccountant:
     >>> acct = PLDOpacusAccountant()
     >>> for _ in range(10):
     ...     acct.step(noise_multiplier=1.1, sample_rate=0.01)
-    >>> acct.history, acct.get_epsilon(1e-5) < 1
-    ([(1.1, 0.01, 10)], True)
+    >>> acct.history, acct.get_epsilon(1e-5) < 1, acct.sampler
+    ([(1.1, 0.01, 10)], True, 'poisson')
     """
 
     def __init__(self, relation: str = "add_remove", accuracy: float = DEFAULT_ACCURACY):
         self.accountant = PLDAccountant(relation=relation, accuracy=accuracy)
+        #: the epochs of a one-pass loader, when the steps are accounted that way
+        self.epochs: OnePassEpochs | None = None
 
     @classmethod
     def mechanism(cls) -> str:
         """Accounting mechanism name (the key in Opacus's registry)."""
         return MECHANISM
 
+    @property
+    def sampler(self) -> str:
+        """``"poisson"``, or ``"shuffled"`` when steps are accounted as one-pass epochs."""
+        return "poisson" if self.epochs is None else "shuffled"
+
+    def account_one_pass(self, num_batches: int) -> None:
+        """Account the coming steps as epochs of a loader that puts every record in exactly one
+        of its ``num_batches`` batches per pass (``DataLoader(shuffle=True)`` or
+        ``shuffle=False``, without a dropped partial batch): one :class:`~plda.Shuffled` epoch
+        per ``num_batches`` batches (:class:`plda.adapters.epochs.OnePassEpochs`).
+
+        ``make_private`` calls it when it finds such a loader. Needs ``relation="replace_one"``
+        and no step recorded yet (``ValueError`` otherwise, nothing changed).
+        """
+        if self.accountant.relation != "replace_one":
+            raise ValueError(
+                "one-pass (shuffled) accounting of a chunked loader is sound under "
+                "relation='replace_one' only (a removed record shifts every later batch): use "
+                "PLDOpacusAccountant(relation='replace_one'), or Poisson batches"
+            )
+        if len(self):
+            raise ValueError(
+                f"the accountant already holds {len(self)} steps accounted as {self.sampler}; "
+                "use a new accountant (a new PrivacyEngine) for the new loader"
+            )
+        epochs = OnePassEpochs(num_batches, self.accountant.accuracy)
+        self.epochs, self.accountant = epochs, epochs.upper
+
     def step(self, *, noise_multiplier: float, sample_rate: float) -> None:
-        """Record one DP-SGD step (noise multiplier sigma, Poisson sample rate q)."""
-        self.accountant.step(noise_multiplier=noise_multiplier, sample_rate=sample_rate)
+        """Record one DP-SGD step (noise multiplier sigma, Poisson sample rate q; for one-pass
+        epochs, ``sample_rate`` is the fraction of the epoch's batches the step used)."""
+        if self.epochs is None:
+            self.accountant.step(noise_multiplier=noise_multiplier, sample_rate=sample_rate)
+            return
+        rate = check.probability("sample_rate", sample_rate, open_low=True)
+        batches = rate * self.epochs.num_batches
+        if abs(batches - round(batches)) > 1e-9 * batches:
+            raise ValueError(
+                f"sample_rate must be a whole number of batches over {self.epochs.num_batches} "
+                f"(one-pass epochs), got {sample_rate!r}"
+            )
+        self.epochs.step(noise_multiplier, batches=round(batches))
 
     def get_epsilon(self, delta: float, **kwargs) -> float:
         """Certified upper bound on epsilon at ``delta``; 0 before the first step."""
         if kwargs:
             raise TypeError(f"unexpected arguments {sorted(kwargs)} (plda takes only delta)")
+        if self.epochs is not None:
+            return self.epochs.epsilon(delta)
         return float(self.accountant.epsilon(delta))
 
     def get_epsilon_bounds(self, delta: float) -> Bounds:
         """Certified ``Bounds(lower=..., upper=...)`` on epsilon at ``delta``."""
-        bounds = self.accountant.epsilon_bounds(delta)
-        return Bounds(lower=float(bounds.lower), upper=float(bounds.upper))
+        if self.epochs is not None:
+            return self.epochs.epsilon_bounds(delta)
+        return certified.epsilon_bounds(self.accountant, delta)
 
     def __len__(self) -> int:
-        return len(self.accountant)
+        return len(self.accountant) if self.epochs is None else self.epochs.steps
 
     def __repr__(self) -> str:
         return (
@@ -189,11 +222,14 @@ class PLDOpacusAccountant:
     @property
     def history(self) -> list[tuple[float, float, int]]:
         """Opacus-style history ``[(noise_multiplier, sample_rate, steps), ...]`` of the DP-SGD
-        steps (other mechanisms composed on :attr:`accountant` are not listed).
+        steps (other mechanisms composed on :attr:`accountant` are not listed; for one-pass
+        epochs ``sample_rate`` is ``1 / steps per epoch``).
 
-        Assigning a list of such triples replaces everything recorded (Opacus's
-        ``get_noise_multiplier`` does this); on a bad entry nothing changes.
+        Assigning a list of such triples replaces everything recorded by Poisson steps
+        (Opacus's ``get_noise_multiplier`` does this); on a bad entry nothing changes.
         """
+        if self.epochs is not None:
+            return self.epochs.history()
         out = []
         for mechanism, count in self.accountant.history:
             if isinstance(mechanism, PoissonSampled) and type(mechanism.mechanism) is Gaussian:
@@ -216,15 +252,59 @@ class PLDOpacusAccountant:
                 continue  # infinite noise: the step reveals nothing
             if steps != 0:
                 fresh.step(noise_multiplier=noise_multiplier, sample_rate=sample_rate, count=steps)
-        self.accountant = fresh
+        self.accountant, self.epochs = fresh, None
+
+    def _adopt_caller_loader(self) -> None:
+        """Called from Opacus's ``make_private``: account for the loader it prepared, or warn
+        with :class:`~plda.SamplerMismatchWarning` saying what to do."""
+        loader, depth, calibrated = _caller_loader()
+        if loader is None:
+            return
+        found = describe_loader(loader)
+        relation = self.accountant.relation
+        stacklevel = 4 + depth  # the user's call of make_private
+        one_pass = found.kind in ONE_PASS_KINDS and found.every_record_once
+        if found.kind == "poisson" and self.epochs is None:
+            return
+        if one_pass and relation == "replace_one" and found.num_batches:
+            if self.epochs is not None and self.epochs.num_batches == found.num_batches:
+                return  # the same kind of loader again: its epochs go on
+            if not len(self):
+                self.account_one_pass(found.num_batches)
+                if calibrated:
+                    warnings.warn(
+                        "make_private_with_epsilon calibrated the noise for Poisson batches "
+                        "(Opacus's get_noise_multiplier), but this loader's epochs are "
+                        f"accounted as shuffled epochs ({found.description}): the epsilon "
+                        "will exceed target_epsilon. Choose the noise multiplier for the "
+                        "shuffled epochs (under replace-one, each epoch's upper bound is one "
+                        "Gaussian of sensitivity 2) and call make_private, or use "
+                        "poisson_sampling=True.",
+                        SamplerMismatchWarning,
+                        stacklevel=stacklevel + 1,  # the user's make_private_with_epsilon
+                    )
+                return
+        if len(self) and (found.kind == "poisson" or one_pass):
+            message = (
+                f"the accountant already holds {len(self)} steps accounted as {self.sampler}, "
+                f"and make_private now prepared {found.kind} batches ({found.description}): "
+                "use a new PrivacyEngine for the new loader"
+            )
+        elif found.kind == "poisson":  # one-pass accounting set by hand, nothing recorded
+            self.accountant = PLDAccountant(relation=relation, accuracy=self.accountant.accuracy)
+            self.epochs = None
+            return
+        else:
+            message = mismatch_message(found, relation)
+        warnings.warn(message, SamplerMismatchWarning, stacklevel=stacklevel)
 
     def get_optimizer_hook_fn(self, sample_rate: float):
         """Callback for Opacus's ``DPOptimizer.attach_step_hook``: records a step with the
         optimizer's noise multiplier and ``sample_rate`` times its accumulated iterations.
 
-        Called from Opacus's ``make_private``, it first checks the data loader that
-        ``make_private`` prepared (:func:`check_sampler`)."""
-        _check_caller_loader()
+        Called from Opacus's ``make_private``, it first reads the data loader that
+        ``make_private`` prepared and accounts for it (see the module docstring)."""
+        self._adopt_caller_loader()
 
         def hook_fn(optimizer) -> None:
             self.step(
@@ -236,12 +316,15 @@ class PLDOpacusAccountant:
 
     def state_dict(self, destination: dict | None = None) -> dict:
         """Opacus-style state: ``history`` and ``mechanism`` plus the full plda state under
-        ``"plda"`` (JSON-serializable; saved by Opacus's ``PrivacyEngine.save_checkpoint``)."""
+        ``"plda"`` (and ``"one_pass"`` for one-pass epochs); JSON-serializable, saved by
+        Opacus's ``PrivacyEngine.save_checkpoint``."""
         if destination is None:
             destination = OrderedDict()
         destination["history"] = self.history
         destination["mechanism"] = self.mechanism()
         destination["plda"] = self.accountant.state_dict()
+        if self.epochs is not None:
+            destination["one_pass"] = self.epochs.state_dict()
         return destination
 
     def load_state_dict(self, state_dict: dict) -> None:
@@ -253,7 +336,12 @@ class PLDOpacusAccountant:
             raise ValueError(f"state_dict is from the accountant {name!r}, not {MECHANISM!r}")
         if "plda" not in state_dict:
             raise ValueError("state_dict has no 'plda' entry")
-        self.accountant.load_state_dict(state_dict["plda"])
+        if "one_pass" in state_dict:
+            epochs = OnePassEpochs.from_state_dict(state_dict["one_pass"])
+            self.epochs, self.accountant = epochs, epochs.upper
+            return
+        accountant = PLDAccountant.from_state_dict(state_dict["plda"])
+        self.epochs, self.accountant = None, accountant
 
 
 if OpacusAccountant is not None:

@@ -1,0 +1,144 @@
+"""``sampled_mechanism``: a sampler description to a plda mechanism; every sampler's mechanism
+survives the accountant's state dict with identical bounds."""
+
+import json
+import warnings
+
+import pytest
+
+import plda
+from plda.mechanisms.sampler_spec import (
+    EPOCH_SAMPLERS,
+    SAMPLERS,
+    sampled_mechanism,
+    sampler_name,
+)
+
+G = plda.Gaussian(sigma=1.0)
+DELTA = 1e-5
+
+#: one description per sampler, and the mechanism it must give
+CASES = {
+    "poisson": (dict(sample_rate=0.01), plda.PoissonSampled(G, 0.01)),
+    "without-replacement": (
+        dict(batch_size=10, dataset_size=1000), plda.SampledWithoutReplacement(G, 10, 1000)
+    ),
+    "truncated-poisson": (
+        dict(sample_rate=0.01, max_batch_size=15, dataset_size=1000),
+        plda.TruncatedPoisson(G, 0.01, 15, 1000),
+    ),
+    "shuffled": (dict(num_steps=10), plda.Shuffled(G, 10)),
+    "random-allocation": (dict(num_steps=4), plda.RandomAllocation(G, 4)),
+}
+
+
+def test_every_sampler_is_described():
+    assert set(CASES) == set(SAMPLERS) and set(EPOCH_SAMPLERS) < set(SAMPLERS)
+
+
+@pytest.mark.parametrize("sampler", SAMPLERS)
+def test_description_gives_the_sampler_mechanism(sampler):
+    kwargs, expected = CASES[sampler]
+    got = sampled_mechanism(G, sampler, **kwargs)
+    assert got == expected and sampler_name(got) == sampler
+    assert sampler_name(G) is None
+
+
+def test_fixed_size_batch_from_a_rate():
+    # Opacus and PLDAccountant.step speak in rates: b / n given as a float still names b
+    wor = sampled_mechanism(G, "without-replacement", sample_rate=256 / 60000, dataset_size=60000)
+    assert wor == plda.SampledWithoutReplacement(G, 256, 60000)
+    same = sampled_mechanism(G, "without-replacement", sample_rate=0.25, batch_size=4,
+                             dataset_size=16)
+    assert same.batch_size == 4
+    with pytest.raises(ValueError, match="sample_rate \\* dataset_size must be an integer"):
+        sampled_mechanism(G, "without-replacement", sample_rate=0.01, dataset_size=150)
+    with pytest.raises(ValueError, match="batch_size=5 disagrees"):
+        sampled_mechanism(G, "without-replacement", sample_rate=0.25, batch_size=5,
+                          dataset_size=16)
+
+
+@pytest.mark.parametrize(
+    "sampler, kwargs, match",
+    [
+        ("bernoulli", dict(sample_rate=0.1), "sampler must be one of"),
+        ("poisson", dict(), "needs sample_rate"),
+        ("poisson", dict(sample_rate=0.1, batch_size=10), "batch_size does not apply"),
+        ("poisson", dict(sample_rate=1.5), "sample_rate must be in \\(0, 1\\]"),
+        ("without-replacement", dict(batch_size=10), "needs dataset_size"),
+        ("without-replacement", dict(dataset_size=10), "needs batch_size or sample_rate"),
+        ("without-replacement", dict(batch_size=11, dataset_size=10),
+         "batch_size must be an integer in \\[1, dataset_size=10\\]"),
+        ("without-replacement", dict(batch_size=2.5, dataset_size=10), "batch_size"),
+        ("without-replacement", dict(batch_size=0, dataset_size=10), "batch_size"),
+        ("truncated-poisson", dict(sample_rate=0.1, dataset_size=10), "needs max_batch_size"),
+        ("truncated-poisson", dict(sample_rate=0.1, max_batch_size=0, dataset_size=10),
+         "max_batch_size must be an integer"),
+        ("shuffled", dict(num_steps=0), "num_steps"),
+        ("shuffled", dict(num_steps=4, sample_rate=0.25), "sample_rate does not apply"),
+        ("random-allocation", dict(num_steps=4, num_selected=5), "num_selected"),
+        ("random-allocation", dict(num_steps=4, batch_size=2), "batch_size does not apply"),
+    ],
+)
+def test_bad_descriptions_are_refused_naming_the_argument(sampler, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        sampled_mechanism(G, sampler, **kwargs)
+
+
+def test_bad_types_and_relations():
+    with pytest.raises(TypeError, match="mechanism must be a plda mechanism"):
+        sampled_mechanism(1.0, "poisson", sample_rate=0.1)
+    with pytest.raises(TypeError, match="dataset_size"):
+        sampled_mechanism(G, "without-replacement", batch_size=1, dataset_size="10")
+    with pytest.raises(ValueError, match="relation must be one of"):
+        sampled_mechanism(G, "poisson", sample_rate=0.1, relation="substitute")
+
+
+@pytest.mark.parametrize(
+    "sampler, base, kwargs, advice",
+    [
+        ("poisson", plda.Laplace(scale=1.0), dict(sample_rate=0.1), "relation='add_remove'"),
+        ("truncated-poisson", plda.Laplace(scale=1.0),
+         dict(sample_rate=0.1, max_batch_size=3, dataset_size=10), "plda.Gaussian base"),
+        ("random-allocation", G, dict(num_steps=4),
+         "compose the base mechanism once per epoch with relation='replace_one'"),
+    ],
+)
+def test_relation_without_sound_analysis_is_refused_with_advice(sampler, base, kwargs, advice):
+    with pytest.raises(ValueError, match="no sound replace-one analysis") as error:
+        sampled_mechanism(base, sampler, relation="replace_one", **kwargs)
+    assert advice in str(error.value)
+    sampled_mechanism(base, sampler, **kwargs)  # add/remove is fine
+
+
+def test_replace_one_is_accepted_where_plda_has_an_analysis():
+    for sampler in ("poisson", "without-replacement", "truncated-poisson", "shuffled"):
+        kwargs, expected = CASES[sampler]
+        assert sampled_mechanism(G, sampler, relation="replace_one", **kwargs) == expected
+
+
+def _bounds(accountant):
+    with warnings.catch_warnings():
+        # Shuffled and TruncatedPoisson warn that the PLD lower bound brackets their dominating
+        # pair (NotTightWarning) and about the loader assumption: not the subject here
+        warnings.simplefilter("ignore")
+        return accountant.epsilon_bounds(DELTA)
+
+
+@pytest.mark.parametrize("relation", ["add_remove", "replace_one"])
+@pytest.mark.parametrize("sampler", SAMPLERS)
+def test_accountant_state_dict_round_trips_every_sampler(sampler, relation):
+    if sampler == "random-allocation" and relation == "replace_one":
+        pytest.skip("no replace-one analysis (refused, tested above)")
+    kwargs, mechanism = CASES[sampler]
+    accountant = plda.PLDAccountant(relation=relation, accuracy=1e-2)
+    accountant.step(noise_multiplier=2.0, sample_rate=0.05, count=3)
+    accountant.compose(mechanism, 2)
+    state = json.loads(json.dumps(accountant.state_dict()))  # through JSON text
+    restored = plda.PLDAccountant.from_state_dict(state)
+    assert restored.history == accountant.history
+    assert [sampler_name(m) for m, _ in restored.history] == ["poisson", sampler]
+    assert _bounds(restored) == _bounds(accountant)
+    into = plda.PLDAccountant()
+    into.load_state_dict(state)
+    assert into.relation == relation and _bounds(into) == _bounds(accountant)
