@@ -233,6 +233,8 @@ def test_bad_profile_arguments(pld, ax):
         profiles.privacy_profile(pld, ax, refine="yes")
     with pytest.raises(ValueError, match="epsilon"):
         profiles.privacy_profile(pld, ax, epsilon=[-1.0])
+    with pytest.raises(ValueError, match="alpha"):
+        profiles.tradeoff(pld, ax, log_scale=True, alpha=[0.0])
 
 
 def test_epsilon_against_steps(ax, tmp_path):

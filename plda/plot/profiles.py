@@ -89,6 +89,8 @@ def tradeoff(
     ax = new_axes(ax)
     if log_scale:
         a = a[a > 0]  # alpha = 0 has no place on a log axis
+        if not len(a):
+            raise ValueError("alpha must hold a false-positive rate in (0, 1] for log_scale")
         bounds = tradeoff_module.true_positive_rate_bounds(pld, a)
         # TPR is non-decreasing in FPR: the running minimum of upper bounds from the right and
         # the running maximum of lower bounds from the left are still certified at each alpha
