@@ -179,6 +179,26 @@ def test_privacy_profile_marks_the_floor_instead_of_drawing_it(pld, ax):
     assert any(t.startswith("numerical floor: only δ ≤") for t in legend_texts(ax))
 
 
+def test_privacy_profile_of_the_issue_run(ax):
+    # issue 15 item 8: q = 0.01, sigma = 1, 1000 steps, eps in [0, 12]. The old plot drew the
+    # FFT's rounding floor flat (3e-11 from eps 3.7 to 4.7), the truncated tail's mass flat (1e-20
+    # at eps 8.0-8.2, after a drop of 1.16 decades in one point) and the band down to 1e-300
+    run = plda.PrivacyLossDistribution.from_mechanism(
+        plda.PoissonSampled(plda.Gaussian(1.0), sample_rate=0.01), count=1000
+    )
+    epsilon = np.linspace(0, 12, 200)
+    profiles.privacy_profile(run, ax, epsilon=epsilon)
+    upper_line, lower_line = ax.get_lines()
+    x, upper = drawn(upper_line)
+    lower = drawn(lower_line)[1]
+    step = np.searchsorted(epsilon, 0.3)  # eps moves by 0.3: delta falls by over 20 %
+    assert np.all(upper[step:] < 0.8 * upper[:-step])  # no flat stretch drawn as data
+    assert np.all(np.abs(np.diff(np.log10(upper))) < 1)  # and no drop
+    assert np.all(lower > 0) and np.all(band_vertices(ax)[:, 1] >= lower.min())
+    ((level, x0, x1),) = floors(ax)
+    assert 1e-30 < level < 1e-28 and x0 > 9  # the truncated tails' mass, past eps = 9
+
+
 def test_privacy_profile_of_a_gaussian_against_the_closed_form(ax):
     gaussian = plda.PrivacyLossDistribution.from_mechanism(plda.Gaussian(1.0))
     epsilon = np.linspace(0, 40, 81)
