@@ -415,11 +415,12 @@ def test_filter_plot_marks_refused_steps(ax):
         columns=("basic", "advanced RRUV16"), counts=((100, 50), (10, 0), (2, None)),
     )
     filter_comparison(comparison, ax=ax)
-    crosses = [line for line in ax.get_lines() if line.get_label() == "_no step"]
+    assert len(ax.get_lines()) == 2  # one line per column
+    crosses = [c for c in ax.collections if c.get_label() == "_no step"]
     (cross,) = crosses  # one zero (a None is "not computed": not marked)
-    x, y = cross.get_data()
-    assert list(x) == [0.1] and 0 < y[0] < 1  # below every possible count, on the log axis
-    assert ax.get_ylim()[0] < y[0]
+    ((x, y),) = cross.get_offsets()
+    assert x == 0.1 and 0 < y < 1  # below every possible count, on the log axis
+    assert ax.get_ylim()[0] < y
     assert any("no step allowed" in t for t in legend_texts(ax))
     basic = next(line for line in ax.get_lines() if line.get_label() == "basic")
     assert list(basic.get_data()[1]) == [100, 10, 2]

@@ -64,10 +64,11 @@ def filter_comparison(comparison: FilterComparison | None = None, *, ax=None, **
             # one row per refusing column below count 1 (where no count can be), so that
             # crosses at the same epsilon_0 stay apart
             refused += 1
-            ax.plot(zeros, np.full(len(zeros), _ZERO_ROW**refused), "x", markersize=5,
-                    color=line.get_color(), label="_no step")
+            # markers, not lines: each column stays one line of the axes
+            ax.scatter(zeros, np.full(len(zeros), _ZERO_ROW**refused), marker="x", s=25,
+                       color=line.get_color(), label="_no step")
     if refused:
-        ax.plot([], [], "x", color="0.3", label="× below 1: no step allowed (0 runs)")
+        ax.scatter([], [], marker="x", color="0.3", label="× below 1: no step allowed (0 runs)")
         ax.set_ylim(bottom=_ZERO_ROW ** (refused + 0.7))
     ax.set_xscale("log")
     ax.set_yscale("log")
