@@ -7,6 +7,7 @@ import argparse
 import subprocess
 import sys
 
+import mpmath
 import numpy as np
 import pytest
 
@@ -15,9 +16,13 @@ import plda
 matplotlib = pytest.importorskip("matplotlib")
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.collections import LineCollection, PolyCollection  # noqa: E402
 
+from plda.filters import FilterComparison  # noqa: E402
 from plda.plot import profiles  # noqa: E402
 from plda.plot.cli import add_plot_parser, plot_command  # noqa: E402
+from plda.plot.common import BAND_LABEL, describe_band, draw_band  # noqa: E402
+from plda.plot.filters import filter_comparison  # noqa: E402
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 STEP = plda.PoissonSampled(plda.Gaussian(1.0), sample_rate=0.02)
@@ -42,15 +47,58 @@ def pld():
     return plda.PrivacyLossDistribution.from_mechanism(STEP).self_compose(200)
 
 
+def legend_texts(ax):
+    return [t.get_text() for t in ax.get_legend().get_texts()]
+
+
+def band_label(ax):
+    (label,) = [t for t in legend_texts(ax) if t.startswith(BAND_LABEL)]
+    return label
+
+
+def drawn(line):
+    """The finite points of a line (gaps are NaN)."""
+    x, y = (np.asarray(v, dtype=float) for v in line.get_data())
+    keep = np.isfinite(y)
+    return x[keep], y[keep]
+
+
+def floors(ax):
+    """(level, x0, x1) of each dashed numerical floor."""
+    out = []
+    for collection in ax.collections:
+        if isinstance(collection, LineCollection):
+            for segment in collection.get_segments():
+                (x0, y0), (x1, y1) = segment
+                assert y0 == y1  # a floor is a level
+                out.append((y0, x0, x1))
+    return out
+
+
+def band_vertices(ax):
+    return np.concatenate([
+        path.vertices for c in ax.collections if isinstance(c, PolyCollection)
+        for path in c.get_paths()
+    ])
+
+
 def test_tradeoff_plot(pld, ax, tmp_path):
     out = profiles.tradeoff(pld, ax, reference_mu=1.0)
     assert out is ax
-    labels = [line.get_label() for line in ax.get_lines()]
+    labels = [line.get_label() for line in ax.get_lines() if not line.get_label().startswith("_")]
     assert len(labels) == 3  # certified curve, perfect privacy, reference GDP
     assert any("GDP" in label for label in labels)
     assert len(ax.collections) == 1  # the certified band
-    x, y = ax.get_lines()[0].get_data()
+    lower_line, upper_line = ax.get_lines()[:2]  # the certified curve and the band's other edge
+    x, y = lower_line.get_data()
     np.testing.assert_allclose(y, plda.tradeoff.tradeoff(pld, x))
+    np.testing.assert_allclose(upper_line.get_data()[1], pld.tradeoff_bounds(x).upper)
+    assert lower_line.get_label() == "composition: certified lower bound on β"
+    # the band is far thinner than the line here: its entry says so, with its largest width
+    label = band_label(ax)
+    width = float(label.rsplit("≤", 1)[1].strip(" )"))
+    gap = np.max(upper_line.get_data()[1] - y)
+    assert gap > 0 and width == pytest.approx(gap, rel=0.06)
     assert ax.get_xlabel() and ax.get_ylabel()
     save(ax, tmp_path / "tradeoff.png")
 
@@ -58,63 +106,200 @@ def test_tradeoff_plot(pld, ax, tmp_path):
 def test_membership_inference_view(pld, ax, tmp_path):
     profiles.tradeoff(pld, ax, log_scale=True)
     assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
-    assert len(ax.get_lines()) == 2  # max TPR and random guessing
-    x, y = ax.get_lines()[0].get_data()
+    named = [line for line in ax.get_lines() if not line.get_label().startswith("_")]
+    assert len(named) == 2  # max TPR and random guessing
+    x, y = drawn(named[0])
     assert np.all(y >= x) and np.all(y <= 1)
+    assert not floors(ax)  # down to FPR 1e-10 this run is resolved
+    assert band_label(ax)
     save(ax, tmp_path / "mia.png")
+
+
+def test_membership_inference_marks_the_floor_at_tiny_false_positive_rates(pld, ax):
+    alpha = np.geomspace(1e-25, 1, 300)
+    profiles.tradeoff(pld, ax, log_scale=True, alpha=alpha)
+    upper_line, lower_line = ax.get_lines()[:2]
+    x, upper = drawn(upper_line)
+    lower = drawn(lower_line)[1]
+    # only resolved points are drawn: positive lower bound, bounds within a factor 10
+    assert np.all(lower > 0) and np.all(upper <= 10 * lower)
+    ((level, x0, x1),) = floors(ax)
+    assert x0 == alpha[0] and x1 < x.min()  # the floor covers the small FPRs left out
+    bounds = plda.tradeoff.true_positive_rate_bounds(pld, alpha[alpha <= x1])
+    assert np.all(bounds.upper <= level)  # what the floor claims is certified
+    assert any(t.startswith("numerical floor: only TPR ≤") for t in legend_texts(ax))
+    assert np.all(band_vertices(ax)[:, 1] > 0)
+
+
+def gaussian_delta(epsilon: float, mu: float = 1.0) -> float:
+    """Exact delta(eps) of the Gaussian mechanism (Balle & Wang 2018), at 60 digits."""
+    with mpmath.workdps(60):
+        e, m = mpmath.mpf(epsilon), mpmath.mpf(mu)
+        return float(mpmath.ncdf(m / 2 - e / m) - mpmath.exp(e) * mpmath.ncdf(-m / 2 - e / m))
 
 
 def test_privacy_profile_plot(pld, ax, tmp_path):
     profiles.privacy_profile(pld, ax)
     assert ax.get_yscale() == "log"
-    assert len(ax.get_lines()) == 1 and len(ax.collections) == 1
-    x, y = ax.get_lines()[0].get_data()
+    upper_line, lower_line = ax.get_lines()
+    x, y = upper_line.get_data()
     assert np.all(np.diff(y) <= 0)  # delta(eps) does not increase
-    # the line is the certified upper bound on the composition's grid, point for point
-    upper = np.max([law.delta(x) for law in pld.discrete("upper").values()], axis=0)
-    np.testing.assert_array_equal(y, np.maximum(upper, 1e-300))
+    # the line is the certified upper bound: never below the engine's certified lower bound
+    some = slice(None, None, 50)
+    bounds = pld.with_accuracy(pld.accuracy).delta_bounds(x[some])
+    assert np.all(y[some] >= bounds.lower)
     # and the band runs from the certified lower bound up to it
-    band = ax.collections[0].get_paths()[0].vertices
-    inside = (band[:, 0] > x[0]) & (band[:, 0] < x[-1])
-    assert np.all(band[inside, 1] <= np.interp(band[inside, 0], x, y) * (1 + 1e-12))
-    labels = [line.get_label() for line in ax.get_lines()]
-    assert labels == ["composition: δ(ε) upper bound"]
-    assert "certified band" in [t.get_text() for t in ax.get_legend().get_texts()]
+    assert np.all(lower_line.get_data()[1] <= y)
+    assert upper_line.get_label() == "composition: certified upper bound on δ(ε)"
+    assert BAND_LABEL in band_label(ax)
     save(ax, tmp_path / "profile.png")
+
+
+def test_privacy_profile_marks_the_floor_instead_of_drawing_it(pld, ax):
+    # the reproduction of issue 15 item 8: over a wide range the old plot drew the FFT's rounding
+    # floor (~1e-11), then a drop to the truncated tail's mass, then a band down to 1e-300
+    epsilon = np.linspace(0, 14, 200)
+    profiles.privacy_profile(pld, ax, epsilon=epsilon)
+    upper_line, lower_line = ax.get_lines()
+    x, upper = drawn(upper_line)
+    lower = drawn(lower_line)[1]
+    assert np.all(lower > 0) and np.all(upper <= 10 * lower)  # resolved points only
+    assert x.max() > 6  # well below the FFT's floor (delta ~ 1e-11 near eps = 4.5) on tilts
+    ((level, x0, x1),) = floors(ax)
+    assert x1 == epsilon[-1] and x0 == epsilon[np.searchsorted(epsilon, x.max()) + 1]
+    assert np.all(upper >= level)  # no drawn upper bound below the floor
+    assert level < 1e-25
+    # no vertical drop: consecutive drawn points of either edge within a decade
+    for line in (upper_line, lower_line):
+        y = np.asarray(line.get_data()[1], dtype=float)
+        pairs = np.isfinite(y[1:]) & np.isfinite(y[:-1])
+        assert np.all(np.abs(np.diff(np.log10(y)))[pairs] < 1)
+    assert np.all(band_vertices(ax)[:, 1] >= lower.min() * (1 - 1e-12))
+    assert ax.get_ylim()[0] >= min(level, lower.min()) / 4  # nothing drawn down to 1e-300
+    assert any(t.startswith("numerical floor: only δ ≤") for t in legend_texts(ax))
+
+
+def test_privacy_profile_of_the_issue_run(ax):
+    # issue 15 item 8: q = 0.01, sigma = 1, 1000 steps, eps in [0, 12]. The old plot drew the
+    # FFT's rounding floor flat (3e-11 from eps 3.7 to 4.7), the truncated tail's mass flat (1e-20
+    # at eps 8.0-8.2, after a drop of 1.16 decades in one point) and the band down to 1e-300
+    run = plda.PrivacyLossDistribution.from_mechanism(
+        plda.PoissonSampled(plda.Gaussian(1.0), sample_rate=0.01), count=1000
+    )
+    epsilon = np.linspace(0, 12, 200)
+    profiles.privacy_profile(run, ax, epsilon=epsilon)
+    upper_line, lower_line = ax.get_lines()
+    x, upper = drawn(upper_line)
+    lower = drawn(lower_line)[1]
+    step = np.searchsorted(epsilon, 0.3)  # eps moves by 0.3: delta falls by over 20 %
+    assert np.all(upper[step:] < 0.8 * upper[:-step])  # no flat stretch drawn as data
+    assert np.all(np.abs(np.diff(np.log10(upper))) < 1)  # and no drop
+    assert np.all(lower > 0) and np.all(band_vertices(ax)[:, 1] >= lower.min())
+    ((level, x0, x1),) = floors(ax)
+    assert 1e-30 < level < 1e-28 and x0 > 9  # the truncated tails' mass, past eps = 9
+
+
+def test_privacy_profile_of_a_gaussian_against_the_closed_form(ax):
+    gaussian = plda.PrivacyLossDistribution.from_mechanism(plda.Gaussian(1.0))
+    epsilon = np.linspace(0, 40, 81)
+    profiles.privacy_profile(gaussian, ax, epsilon=epsilon)
+    upper_line, lower_line = ax.get_lines()
+    x, upper = drawn(upper_line)
+    lower = drawn(lower_line)[1]
+    exact = np.array([gaussian_delta(e) for e in x])
+    assert np.all(lower <= exact) and np.all(exact <= upper)
+    ((level, x0, x1),) = floors(ax)
+    assert gaussian_delta(x0) <= level  # the floor is a certified bound where it is drawn
+    assert x0 > x.max()
+    assert x1 == 40 and ax.get_ylim()[0] > 1e-40
+
+
+def test_privacy_profile_refined(ax):
+    gaussian = plda.PrivacyLossDistribution.from_mechanism(plda.Gaussian(1.0))
+    epsilon = np.linspace(0, 40, 81)
+    profiles.privacy_profile(gaussian, ax, epsilon=epsilon, refine=True)
+    x, upper = drawn(ax.get_lines()[0])
+    exact = np.array([gaussian_delta(e) for e in x])
+    assert np.all(exact <= upper) and x.max() > 10  # resolved much further on a finer grid
+
+
+def test_privacy_profile_certified_zero(ax):
+    pure = plda.PrivacyLossDistribution.from_mechanism(plda.Laplace(1.0), count=2)
+    profiles.privacy_profile(pure, ax, epsilon=np.linspace(0, 3, 61))
+    zero = [line for line in ax.get_lines() if line.get_label().startswith("certified δ = 0")]
+    (marker,) = zero
+    at = marker.get_xdata()[0]
+    assert 2 <= at <= 2.1  # two Laplace(1) steps: delta = 0 from eps = 2 on
+    assert np.all(pure.delta_bounds(np.linspace(at, 3, 5)).upper == 0)
+    _, upper = drawn(ax.get_lines()[0])
+    assert np.all(upper > 0)
+
+
+def test_describe_band_only_when_thinner_than_the_line(ax):
+    x = np.linspace(0, 1, 50)
+    upper = np.geomspace(1, 1e-6, 50)
+    line, band = draw_band(ax, x, upper / 100, upper, primary="upper", label="u", color="C0")
+    ax.set_yscale("log")
+    describe_band(ax, band, x, upper / 100, upper, linewidth=line.get_linewidth())
+    assert band.get_label() == BAND_LABEL  # two decades wide: visible, nothing to add
+    describe_band(ax, band, x, upper * (1 - 1e-4), upper, linewidth=line.get_linewidth())
+    assert "≤ 0.0001" in band.get_label()
+
+
+def test_bad_profile_arguments(pld, ax):
+    with pytest.raises(ValueError, match="resolved_ratio"):
+        profiles.privacy_profile(pld, ax, resolved_ratio=1.0)
+    with pytest.raises(TypeError, match="refine"):
+        profiles.privacy_profile(pld, ax, refine="yes")
+    with pytest.raises(ValueError, match="epsilon"):
+        profiles.privacy_profile(pld, ax, epsilon=[-1.0])
+    with pytest.raises(ValueError, match="alpha"):
+        profiles.tradeoff(pld, ax, log_scale=True, alpha=[0.0])
 
 
 def test_epsilon_against_steps(ax, tmp_path):
     steps = [10, 100, 1000]
     profiles.epsilon_vs_steps(STEP, steps, 1e-5, ax)
-    (line,) = ax.get_lines()
-    x, y = line.get_data()
+    upper_line, lower_line = ax.get_lines()
+    x, y = upper_line.get_data()
+    low = lower_line.get_data()[1]
     assert list(x) == steps and np.all(np.diff(y) > 0)
-    for k, plotted in zip(steps, y, strict=True):  # each point is the certified upper bound
+    for k, plotted, below in zip(steps, y, low, strict=True):  # the certified band, per point
         bounds = plda.PrivacyLossDistribution.from_mechanism(STEP, k).epsilon_bounds(1e-5)
         assert bounds.lower <= plotted <= bounds.upper * (1 + 1e-2)
+        assert below <= bounds.upper and below <= plotted
     assert ax.get_xscale() == "log"
+    assert upper_line.get_label() == "PLD: certified upper bound on ε (δ = 1e-05)"
+    assert "thinner than the line" in band_label(ax)  # 1e-2 accuracy: a hairline band
     save(ax, tmp_path / "steps.png")
+
+
+def named_lines(ax):
+    return {line.get_label(): line.get_data()[1] for line in ax.get_lines()
+            if not line.get_label().startswith("_")}
 
 
 def test_accounting_comparison(ax, tmp_path):
     profiles.accounting_comparison(STEP, [50, 500], 1e-5, ax)
-    lines = {line.get_label(): line.get_data()[1] for line in ax.get_lines()}
+    lines = named_lines(ax)
     assert len(lines) == 3  # PLD, RDP, GDP central limit
-    pld_eps = lines["PLD (certified)"]
+    pld_eps = lines["PLD: certified upper bound on ε"]
     rdp_eps = next(v for k, v in lines.items() if k.startswith("RDP"))
     assert np.all(rdp_eps >= pld_eps)  # RDP accounting loses against the PLD
+    assert any("approximation, not a bound" in k for k in lines)
+    assert band_label(ax)
     save(ax, tmp_path / "comparison.png")
 
 
 def test_accounting_comparison_without_central_limit(ax):
     profiles.accounting_comparison(plda.Laplace(10.0), [5, 20], 1e-5, ax)
-    lines = {line.get_label(): line.get_data()[1] for line in ax.get_lines()}
-    assert len(lines) == 2 and "PLD (certified)" in lines
+    lines = named_lines(ax)
+    assert len(lines) == 2 and "PLD: certified upper bound on ε" in lines
     exact = [
         plda.PrivacyLossDistribution.from_mechanism(plda.Laplace(10.0), k).epsilon_bounds(1e-5)
         for k in (5, 20)
     ]
-    for plotted, bounds in zip(lines["PLD (certified)"], exact, strict=True):
+    for plotted, bounds in zip(lines["PLD: certified upper bound on ε"], exact, strict=True):
         assert bounds.lower <= plotted <= bounds.upper * (1 + 1e-2)
 
 
@@ -124,7 +309,7 @@ def test_new_figure_when_no_axes(pld):
     try:
         new = set(plt.get_fignums()) - before
         assert len(new) == 1 and ax.figure.number in new  # a fresh figure, not the current one
-        assert len(ax.get_lines()) == 1
+        assert len(ax.get_lines()) == 2  # the upper bound and the band's lower edge
     finally:
         plt.close(ax.figure)
 
@@ -192,9 +377,50 @@ def test_plot_command_writes_pdf_and_svg_by_extension(suffix, magic, tmp_path):
     assert output.read_bytes().startswith(magic)
 
 
-def test_plots_accept_an_accountant(ax):
+def test_plots_accept_an_accountant():
     accountant = plda.PLDAccountant()
-    accountant.step(noise_multiplier=1.0, sample_rate=0.02, count=30)
-    plda.plot.privacy_profile(accountant, ax)
-    assert ax.lines
-    plda.plot.tradeoff(accountant, ax)
+    accountant.step(noise_multiplier=1.0, sample_rate=0.02, count=200)
+    draws = [
+        lambda source, ax: profiles.privacy_profile(source, ax),
+        lambda source, ax: profiles.tradeoff(source, ax),
+        lambda source, ax: profiles.tradeoff(source, ax, log_scale=True),
+    ]
+    for draw in draws:  # the accountant's history is drawn as the PLD of the same steps
+        figure, (left, right) = plt.subplots(1, 2)
+        try:
+            draw(accountant, left)
+            draw(plda.PrivacyLossDistribution.from_mechanism(STEP, 200), right)
+            for a, b in zip(left.get_lines(), right.get_lines(), strict=True):
+                np.testing.assert_allclose(a.get_data()[1], b.get_data()[1], rtol=1e-9)
+        finally:
+            plt.close(figure)
+    one = plda.PLDAccountant(accuracy=0.01)
+    one.step(noise_multiplier=1.0, sample_rate=0.02)  # one step, repeated along the axis
+    figure, (left, right) = plt.subplots(1, 2)
+    try:
+        profiles.epsilon_vs_steps(one, [10, 100], 1e-5, left)
+        profiles.epsilon_vs_steps(STEP, [10, 100], 1e-5, right)
+        np.testing.assert_allclose(left.get_lines()[0].get_data()[1],
+                                   right.get_lines()[0].get_data()[1], rtol=1e-9)
+        profiles.accounting_comparison(one, [10], 1e-5, left)
+    finally:
+        plt.close(figure)
+    with pytest.raises(ValueError, match="no recorded steps"):
+        profiles.privacy_profile(plda.PLDAccountant())
+
+
+def test_filter_plot_marks_refused_steps(ax):
+    comparison = FilterComparison(
+        epsilon=1.0, delta=1e-6, step_epsilons=(0.01, 0.1, 0.5),
+        columns=("basic", "advanced RRUV16"), counts=((100, 50), (10, 0), (2, None)),
+    )
+    filter_comparison(comparison, ax=ax)
+    assert len(ax.get_lines()) == 2  # one line per column
+    crosses = [c for c in ax.collections if c.get_label() == "_no step"]
+    (cross,) = crosses  # one zero (a None is "not computed": not marked)
+    ((x, y),) = cross.get_offsets()
+    assert x == 0.1 and 0 < y < 1  # below every possible count, on the log axis
+    assert ax.get_ylim()[0] < y
+    assert any("no step allowed" in t for t in legend_texts(ax))
+    basic = next(line for line in ax.get_lines() if line.get_label() == "basic")
+    assert list(basic.get_data()[1]) == [100, 10, 2]

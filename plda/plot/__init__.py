@@ -1,7 +1,14 @@
 """Plots of privacy guarantees (matplotlib is an optional extra: ``pip install plda[plot]``).
 
 Importing :mod:`plda` or this package never imports matplotlib; each function imports it when
-called, takes an optional ``ax`` and returns the Axes it drew on.
+called, takes an optional ``ax`` and returns the Axes it drew on. The functions that plot a
+composition accept a :class:`~plda.pld.PrivacyLossDistribution` or a
+:class:`~plda.accountant.PLDAccountant`.
+
+What is drawn as data is certified: the band between the bounds has both edges drawn and the
+legend entry "certified bounds [lower, upper]" (with its width where it is thinner than the
+line); on log axes, stretches the bounds do not resolve are marked as numerical floors instead
+of being drawn as curves (see :mod:`plda.plot.common`).
 """
 
 from __future__ import annotations

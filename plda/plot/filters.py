@@ -16,6 +16,9 @@ _STYLE = {
     LAPLACE_COLUMN: dict(color="#1f77b4", linestyle=":", marker=""),
 }
 
+#: count-axis height of the first row of zero-count crosses (row j at _ZERO_ROW**j, below 1)
+_ZERO_ROW = 10**-0.07
+
 
 def filter_comparison(comparison: FilterComparison | None = None, *, ax=None, **kwargs):
     """Plot the number of pure ε₀-steps (e.g. Laplace queries) each privacy filter allows before
@@ -33,8 +36,9 @@ def filter_comparison(comparison: FilterComparison | None = None, *, ax=None, **
 
     Returns
     -------
-    The matplotlib axes. Zero counts (a filter that refuses even one step) are not drawn on the
-    logarithmic axis.
+    The matplotlib axes. Zero counts (a filter that refuses even one step) have no place on the
+    logarithmic axis: each is marked by a cross below 1 (one row per column, in its colour)
+    (``None``, a column not computed, is not drawn).
     """
     import matplotlib.pyplot as plt  # optional dependency: imported only when plotting
 
@@ -47,12 +51,25 @@ def filter_comparison(comparison: FilterComparison | None = None, *, ax=None, **
     if ax is None:
         _, ax = plt.subplots(figsize=(8, 5))
     steps = np.asarray(comparison.step_epsilons, dtype=float)
+    # a count of 0 has no place on the log axis: it is marked by a cross below 1 (in the
+    # column's colour) instead of the line silently ending there
+    refused = 0
     for name in comparison.columns:
-        counts = np.array(
-            [np.nan if c is None or c == 0 else c for c in comparison.column(name)], dtype=float
-        )
+        column = comparison.column(name)
+        counts = np.array([np.nan if c is None or c == 0 else c for c in column], dtype=float)
         style = dict(_STYLE.get(name, {}))
-        ax.plot(steps, counts, label=name, markersize=4, linewidth=1.5, **style)
+        (line,) = ax.plot(steps, counts, label=name, markersize=4, linewidth=1.5, **style)
+        zeros = steps[[c == 0 for c in column]]
+        if len(zeros):
+            # one row per refusing column below count 1 (where no count can be), so that
+            # crosses at the same epsilon_0 stay apart
+            refused += 1
+            # markers, not lines: each column stays one line of the axes
+            ax.scatter(zeros, np.full(len(zeros), _ZERO_ROW**refused), marker="x", s=25,
+                       color=line.get_color(), label="_no step")
+    if refused:
+        ax.scatter([], [], marker="x", color="0.3", label="× below 1: no step allowed (0 runs)")
+        ax.set_ylim(bottom=_ZERO_ROW ** (refused + 0.7))
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel(r"$\varepsilon_0$ of each step (pure DP, e.g. a Laplace query)")

@@ -16,10 +16,21 @@ from scipy.special import ndtr, ndtri
 from plda import renyi as renyi_module
 from plda import tradeoff as tradeoff_module
 from plda._internal import validation as check
+from plda.accountant import PLDAccountant
 from plda.mechanisms.base import Mechanism
 from plda.mechanisms.gaussian import Gaussian
 from plda.mechanisms.subsampled import PoissonSampled
 from plda.pld import PrivacyLossDistribution
+from plda.plot.common import (
+    FLOOR_COLOR,
+    RESOLVED_RATIO,
+    as_pld,
+    describe_band,
+    draw_band,
+    draw_floors,
+    new_axes,
+    resolved,
+)
 
 __all__ = ["accounting_comparison", "epsilon_vs_steps", "privacy_profile", "tradeoff"]
 
@@ -31,29 +42,8 @@ _RDP_COLOR = "#d62728"
 _GDP_COLOR = "#2ca02c"
 
 
-def _axes(ax, figsize=(6, 4.5)):
-    if ax is not None:
-        return ax
-    import matplotlib.pyplot as plt  # optional dependency: imported only when plotting
-
-    _, ax = plt.subplots(figsize=figsize)
-    return ax
-
-
-def _pld(pld) -> PrivacyLossDistribution:
-    # an accountant (anything with a ``.pld`` PrivacyLossDistribution) is plotted as its history;
-    # duck-typed so the plots need no accountant internals
-    recorded = getattr(pld, "pld", None) if not isinstance(pld, PrivacyLossDistribution) else pld
-    if not isinstance(recorded, PrivacyLossDistribution):
-        raise TypeError(
-            "pld must be a PrivacyLossDistribution or a PLDAccountant, got "
-            f"{type(pld).__name__}"
-        )
-    return recorded
-
-
 def tradeoff(
-    pld: PrivacyLossDistribution,
+    pld: PrivacyLossDistribution | PLDAccountant,
     ax=None,
     *,
     reference_mu: float | None = None,
@@ -62,14 +52,21 @@ def tradeoff(
     label: str = "composition",
 ):
     """Tradeoff curve ``beta = f(alpha)`` of the composition (Dong, Roth & Su 2019): the
-    certified lower bound as a line, the band up to the optimistic upper bound shaded, the ideal
-    ``beta = 1 - alpha`` (perfect privacy) dotted and, with ``reference_mu``, the ``mu``-GDP
-    curve ``G_mu(alpha) = Phi(Phi^-1(1 - alpha) - mu)`` dashed.
+    certified lower bound as a line, the certified upper bound as a thin line and the band
+    between them shaded (legend ``"certified bounds [lower, upper]"``, with its width when it is
+    thinner than the line), the ideal ``beta = 1 - alpha`` (perfect privacy) dotted and, with
+    ``reference_mu``, the ``mu``-GDP curve ``G_mu(alpha) = Phi(Phi^-1(1 - alpha) - mu)`` dashed.
+
+    With ``log_scale`` (membership inference) the certified bounds on the best attack's
+    true-positive rate ``1 - f(alpha)`` are drawn where they resolve it (lower bound positive,
+    bounds within a factor 10, as in :func:`privacy_profile`); at smaller false-positive rates
+    the upper bound is set by the numerics' floor in ``delta`` and is marked as a dashed floor.
 
     Parameters
     ----------
     pld
-        The composition.
+        The composition: a :class:`~plda.pld.PrivacyLossDistribution` or a
+        :class:`~plda.accountant.PLDAccountant` (its recorded history).
     ax
         Axes to draw on (default: a new figure).
     reference_mu
@@ -83,35 +80,43 @@ def tradeoff(
     label
         Legend label of the curve.
     """
-    pld = _pld(pld)
+    pld = as_pld(pld)
     if reference_mu is not None:
         reference_mu = check.nonnegative_float("reference_mu", reference_mu, upper=math.inf)
     if alpha is None:
         alpha = np.geomspace(1e-10, 1, 600) if log_scale else np.linspace(0, 1, 601)
     a = np.sort(np.atleast_1d(check.array_in("alpha", alpha, 0.0, 1.0)))
-    ax = _axes(ax)
-    lower, upper = tradeoff_module.tradeoff_bounds(pld, a)
+    ax = new_axes(ax)
     if log_scale:
-        tpr_lower, tpr_upper = tradeoff_module.true_positive_rate_bounds(pld, a)
-        keep = a > 0
-        ax.plot(a[keep], tpr_upper[keep], color=_PLD_COLOR, label=f"{label}: max TPR (certified)")
-        ax.fill_between(a[keep], tpr_lower[keep], tpr_upper[keep], color=_PLD_COLOR, alpha=0.25,
-                        linewidth=0, label="certified band")
-        ax.plot(a[keep], a[keep], ":", color="black", label="random guessing (TPR = FPR)")
+        a = a[a > 0]  # alpha = 0 has no place on a log axis
+        if not len(a):
+            raise ValueError("alpha must hold a false-positive rate in (0, 1] for log_scale")
+        bounds = tradeoff_module.true_positive_rate_bounds(pld, a)
+        # TPR is non-decreasing in FPR: the running minimum of upper bounds from the right and
+        # the running maximum of lower bounds from the left are still certified at each alpha
+        upper = np.minimum.accumulate(np.asarray(bounds.upper, dtype=float)[::-1])[::-1]
+        lower = np.minimum(np.maximum.accumulate(np.asarray(bounds.lower, dtype=float)), upper)
+        show = resolved(lower, upper)
+        line, band = draw_band(ax, a, lower, upper, primary="upper", color=_PLD_COLOR,
+                               show=show, label=f"{label}: certified max TPR")
+        # unresolved (tiny FPRs): the upper bound is the numerics' floor in delta, not a curve
+        draw_floors(ax, a, upper, ~show, quantity="TPR")
+        ax.plot(a, a, ":", color="black", label="random guessing (TPR = FPR)")
         if reference_mu is not None:
             with np.errstate(divide="ignore"):
                 tpr = ndtr(ndtri(a) + reference_mu)  # 1 - G_mu(alpha) without cancellation
-            ax.plot(a[keep], tpr[keep], "--", color=_GDP_COLOR,
-                    label=f"{reference_mu:.3g}-GDP")
+            ax.plot(a, tpr, "--", color=_GDP_COLOR, label=f"{reference_mu:.3g}-GDP")
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("false-positive rate α")
         ax.set_ylabel("true-positive rate 1 − β")
         ax.set_title("Membership inference: best attack")
+        describe_band(ax, band, a[show], lower[show], upper[show],
+                      linewidth=line.get_linewidth())
     else:
-        ax.plot(a, lower, color=_PLD_COLOR, label=f"{label} (certified lower bound)")
-        ax.fill_between(a, lower, upper, color=_PLD_COLOR, alpha=0.25, linewidth=0,
-                        label="certified band")
+        lower, upper = tradeoff_module.tradeoff_bounds(pld, a)
+        line, band = draw_band(ax, a, lower, upper, primary="lower", color=_PLD_COLOR,
+                               label=f"{label}: certified lower bound on β")
         ax.plot(a, 1 - a, ":", color="black", label="perfect privacy (β = 1 − α)")
         if reference_mu is not None:
             ax.plot(a, tradeoff_module.gaussian_tradeoff(a, reference_mu), "--",
@@ -122,21 +127,70 @@ def tradeoff(
         ax.set_xlabel("type-I error α")
         ax.set_ylabel("type-II error β")
         ax.set_title("Tradeoff function (f-DP)")
+        describe_band(ax, band, a, lower, upper, linewidth=line.get_linewidth(), relative=False)
     ax.legend(fontsize="small")
     return ax
 
 
 def privacy_profile(
-    pld: PrivacyLossDistribution, ax=None, *, epsilon=None, label: str = "composition"
+    pld: PrivacyLossDistribution | PLDAccountant,
+    ax=None,
+    *,
+    epsilon=None,
+    label: str = "composition",
+    resolved_ratio: float = RESOLVED_RATIO,
+    refine: bool = False,
 ):
-    """Privacy profile ``delta(epsilon)`` on a logarithmic ``delta`` axis: the certified upper
-    bound as a line and the band down to the lower bound shaded, both from the composition's
-    current grid (the one :meth:`~plda.PrivacyLossDistribution.discrete` returns).
+    """Privacy profile ``delta(epsilon)`` (the hockey-stick divergence) on a logarithmic
+    ``delta`` axis, drawn only where the certified bounds resolve it.
 
-    ``epsilon`` defaults to 400 points from 0 to a little past where the certified ``delta``
-    reaches ``1e-12``.
+    The bounds are those of the composition's current grid (the one
+    :meth:`~plda.PrivacyLossDistribution.discrete` returns) and, where these are not resolved,
+    of :meth:`~plda.PrivacyLossDistribution.delta_bounds` on the same grid step (which
+    recomposes under an exponential tilt, so they stay resolved well below the FFT's rounding
+    floor, near ``1e-11``), made monotone for display (a running minimum of the upper bound from the
+    left and a running maximum of the lower bound from the right: both stay certified, ``delta``
+    being non-increasing in ``epsilon``). Drawn:
+
+    * the certified upper bound (line), the lower bound (thin line) and the band between them,
+      labelled ``"certified bounds [lower, upper]"`` (with its width when it is thinner than
+      the line), at the points where ``0 < lower`` and ``upper <= resolved_ratio * lower``;
+    * elsewhere the upper bound is set by the numerics (FFT rounding, the truncated tail's mass,
+      underflow), not by the mechanism: each such run is marked by a dashed *numerical floor*
+      at the largest certified upper bound in the run (``delta <= floor`` holds there), and is
+      not drawn as a curve; a lower bound of 0 is never drawn;
+    * where the certified upper bound is exactly 0, a dotted vertical line (``delta = 0``).
+
+    Parameters
+    ----------
+    pld
+        The composition: a :class:`~plda.pld.PrivacyLossDistribution` or a
+        :class:`~plda.accountant.PLDAccountant` (its recorded history).
+    ax
+        Axes to draw on (default: a new figure).
+    epsilon
+        The ``epsilon >= 0`` to evaluate (default: 400 points from 0 to a little past where the
+        certified ``delta`` on the current grid reaches ``1e-12``).
+    label
+        Legend label of the curve.
+    resolved_ratio
+        Largest ``upper / lower`` drawn as a curve (default 10: one decade).
+    refine
+        Use :meth:`~plda.PrivacyLossDistribution.delta_bounds` at every point, which also
+        refines the grid to the composition's accuracy (resolves more of the tail, e.g. of a
+        single Gaussian, at the cost of finer grids: seconds for long compositions). Default:
+        the current grid step only.
+
+    Returns
+    -------
+    The matplotlib axes.
     """
-    pld = _pld(pld)
+    pld = as_pld(pld)
+    resolved_ratio = check.positive_float("resolved_ratio", resolved_ratio)
+    if not resolved_ratio > 1:
+        raise ValueError(f"resolved_ratio must be > 1, got {resolved_ratio!r}")
+    if not isinstance(refine, bool):
+        raise TypeError(f"refine must be True or False, got {refine!r}")
     if epsilon is None:
         # the range where the certified profile is above 1e-12, from the current grid (asking
         # for epsilon(1e-12) would refine the grid for that delta)
@@ -145,34 +199,66 @@ def privacy_profile(
         top = float(below[0]) if len(below) else float(samples.epsilon[-1])
         epsilon = np.linspace(0, 1.1 * max(top, 1e-3), 400)
     e = np.sort(np.atleast_1d(check.array_in("epsilon", epsilon, 0.0, np.inf)))
-    ax = _axes(ax)
-    # on the current grid (pld.delta_bounds would refine it for every delta on the curve)
-    upper = np.max([law.delta(e) for law in pld.discrete("upper").values()], axis=0)
-    lower = np.max([law.delta(e) for law in pld.discrete("lower").values()], axis=0)
-    lower = np.minimum(lower, upper)
-    floor = 1e-300
-    ax.plot(e, np.maximum(upper, floor), color=_PLD_COLOR, label=f"{label}: δ(ε) upper bound")
-    ax.fill_between(e, np.maximum(lower, floor), np.maximum(upper, floor), color=_PLD_COLOR,
-                    alpha=0.25, linewidth=0, label="certified band")
+    ax = new_axes(ax)
+    if refine:
+        # the engine's own answer: refines the grid for the deltas on the curve, and below the
+        # FFT's rounding floor recomposes under an exponential tilt
+        bounds = pld.delta_bounds(e)
+        lower = np.array(bounds.lower, dtype=float)
+        upper = np.array(bounds.upper, dtype=float)
+    else:
+        # certified bounds on the current grid (refining it for every delta on the curve takes
+        # seconds, for a band already far thinner than the line)
+        upper = np.max([law.delta(e) for law in pld.discrete("upper").values()], axis=0)
+        lower = np.max([law.delta(e) for law in pld.discrete("lower").values()], axis=0)
+        # near and below the FFT's rounding floor (delta ~ 1e-11) the engine resolves delta by
+        # recomposing under an exponential tilt; on the same grid step, fixed so that nothing
+        # is refined (a few compositions). Both are certified: keep the tighter of each bound
+        unclear = (upper > 0) & (upper < 1e-8) & (lower < upper * (1 - 1e-2))
+        if unclear.any():
+            fixed = PrivacyLossDistribution(components=pld.components, relation=pld.relation,
+                                            accuracy=pld.accuracy, step=pld.grid_step)
+            sharper = fixed.delta_bounds(e[unclear])
+            upper[unclear] = np.fmin(upper[unclear], sharper.upper)
+            lower[unclear] = np.fmax(lower[unclear], sharper.lower)
+    # delta(eps) is non-increasing: the running minimum of upper bounds from the left and the
+    # running maximum of lower bounds from the right are still certified bounds at each eps
+    upper = np.minimum.accumulate(upper)
+    lower = np.minimum(np.maximum.accumulate(lower[::-1])[::-1], upper)
+    zero = upper <= 0
+    show = resolved(lower, upper, resolved_ratio)
+    line, band = draw_band(ax, e, lower, upper, primary="upper", color=_PLD_COLOR, show=show,
+                           label=f"{label}: certified upper bound on δ(ε)")
+    floors = draw_floors(ax, e, upper, ~show & ~zero, quantity="δ")
+    if zero.any():
+        at = float(e[np.argmax(zero)])
+        ax.axvline(at, color=FLOOR_COLOR, linestyle=":", linewidth=1.2,
+                   label=f"certified δ = 0 for ε ≥ {at:.3g}")
     ax.set_yscale("log")
-    positive = upper[upper > 0]
-    if len(positive):
-        ax.set_ylim(max(positive.min() / 3, 1e-300), min(1.0, positive.max() * 3))
+    drawn = np.concatenate([upper[show], lower[show], floors])
+    if len(drawn):
+        ax.set_ylim(drawn.min() / 3, min(1.0, drawn.max() * 3))
+    if e[-1] > e[0]:
+        ax.set_xlim(e[0], e[-1])
     ax.set_xlabel("ε")
     ax.set_ylabel("δ(ε)")
     ax.set_title("Privacy profile")
-    ax.legend(fontsize="small")
+    describe_band(ax, band, e[show], lower[show], upper[show], linewidth=line.get_linewidth())
+    ax.legend(fontsize="small", loc="upper right")
     return ax
 
 
 def _one_step(accountant_or_mechanism, accuracy: float) -> PrivacyLossDistribution:
+    if isinstance(accountant_or_mechanism, PLDAccountant):
+        # what the accountant has recorded is the unit that is repeated (one step, typically)
+        accountant_or_mechanism = accountant_or_mechanism.pld
     if isinstance(accountant_or_mechanism, PrivacyLossDistribution):
         return accountant_or_mechanism.with_accuracy(accuracy)
     if isinstance(accountant_or_mechanism, Mechanism):
         return PrivacyLossDistribution.from_mechanism(accountant_or_mechanism, accuracy=accuracy)
     raise TypeError(
-        "accountant_or_mechanism must be a plda mechanism or a PrivacyLossDistribution (one "
-        f"training step), got {type(accountant_or_mechanism).__name__}"
+        "accountant_or_mechanism must be a plda mechanism, a PrivacyLossDistribution or a "
+        f"PLDAccountant (one training step), got {type(accountant_or_mechanism).__name__}"
     )
 
 
@@ -199,29 +285,42 @@ def epsilon_vs_steps(
     accuracy: float = STEPS_ACCURACY,
     label: str | None = None,
 ):
-    """Certified ``epsilon(delta)`` against the number of training steps: one engine call per
-    ``steps`` value (``accuracy`` defaults to a moderate 1e-2: the band between the bounds shows
-    what it costs). ``accountant_or_mechanism`` is one step: a mechanism (e.g.
-    ``plda.PoissonSampled(plda.Gaussian(1.1), 256/60000)``) or a PLD."""
+    """Certified ``epsilon(delta)`` against the number of training steps: the upper bound as a
+    line with markers, the lower bound as a thin line and the band between them (legend
+    ``"certified bounds [lower, upper]"``, with its relative width when it is thinner than the
+    line). One engine call per ``steps`` value (``accuracy`` defaults to a moderate 1e-2: the
+    band shows what it costs).
+
+    ``accountant_or_mechanism`` is one step: a mechanism (e.g.
+    ``plda.PoissonSampled(plda.Gaussian(1.1), 256/60000)``), a PLD, or a
+    :class:`~plda.accountant.PLDAccountant` whose recorded history is the step repeated."""
     one = _one_step(accountant_or_mechanism, accuracy)
     k = _steps(steps)
     d = _check_delta(delta)
+    ax = new_axes(ax)
+    line, band, lower, upper = _epsilon_band(
+        ax, one, k, d, label or f"PLD: certified upper bound on ε (δ = {d:g})"
+    )
+    describe_band(ax, band, k, lower, upper, linewidth=line.get_linewidth())
+    ax.legend(fontsize="small")
+    return ax
+
+
+def _epsilon_band(ax, one: PrivacyLossDistribution, k: np.ndarray, d: float, label: str):
+    """Draw the certified epsilon(d) band of ``k`` repetitions of ``one``."""
     lower = np.empty(len(k))
     upper = np.empty(len(k))
     for i, count in enumerate(k):
-        lower[i], upper[i] = one.self_compose(int(count)).epsilon_bounds(d)
-    ax = _axes(ax)
-    ax.plot(k, upper, "o-", color=_PLD_COLOR, markersize=3,
-            label=label or f"PLD, certified ε (δ = {d:g})")
-    ax.fill_between(k, lower, upper, color=_PLD_COLOR, alpha=0.25, linewidth=0,
-                    label="certified band")
+        bounds = one.self_compose(int(count)).epsilon_bounds(d)
+        lower[i], upper[i] = bounds.lower, bounds.upper
+    line, band = draw_band(ax, k, lower, upper, primary="upper", color=_PLD_COLOR, marker="o",
+                           label=label)
     ax.set_xlabel("training steps")
     ax.set_ylabel("ε")
     ax.set_title("Privacy loss over training")
     if k[-1] / k[0] >= 100:
         ax.set_xscale("log")
-    ax.legend(fontsize="small")
-    return ax
+    return line, band, lower, upper
 
 
 def _clt_mu(mechanism: Mechanism, count: int) -> float | None:
@@ -266,7 +365,8 @@ def accounting_comparison(
     one = _one_step(accountant_or_mechanism, accuracy)
     k = _steps(steps)
     d = _check_delta(delta)
-    ax = epsilon_vs_steps(one, k, d, ax, accuracy=accuracy, label="PLD (certified)")
+    ax = new_axes(ax)
+    line, band, lower, upper = _epsilon_band(ax, one, k, d, "PLD: certified upper bound on ε")
     rdp = np.array([renyi_module.renyi_epsilon(one.self_compose(int(c)), d) for c in k])
     ax.plot(k, rdp, "s--", color=_RDP_COLOR, markersize=3, label="RDP accounting (certified)")
     mechanisms = [m for m, _ in one.components]
@@ -275,7 +375,8 @@ def accounting_comparison(
         if all(m is not None for m in mus):
             gdp = np.array([_gdp_epsilon(m, d) for m in mus])
             ax.plot(k, gdp, "^:", color=_GDP_COLOR, markersize=3,
-                    label="GDP central limit (approximation)")
+                    label="GDP central limit (approximation, not a bound)")
     ax.set_title(f"Accountings compared (δ = {d:g})")
+    describe_band(ax, band, k, lower, upper, linewidth=line.get_linewidth())
     ax.legend(fontsize="small")
     return ax

@@ -1,0 +1,159 @@
+"""Shared drawing rules of :mod:`plda.plot`: what a plot may show as data, and how it shows a
+certified band.
+
+Rules (what a reader of a published figure can rely on):
+
+* every curve drawn as data is a certified bound; the band between the certified lower and
+  upper bounds is filled, its two edges drawn, and its legend entry says what it is
+  (:data:`BAND_LABEL`); where the band is thinner than the line, the legend states its width;
+* on a logarithmic axis a point is drawn only where it is *resolved*: the lower bound is
+  positive and the bounds are less than :data:`RESOLVED_RATIO` apart. Elsewhere the upper bound
+  is set by the numerics (FFT rounding, truncated tails, underflow), not by the mechanism, and
+  a plot marks that level as a floor instead of drawing it as a curve (a lower bound of 0 is
+  never drawn on a log axis).
+
+matplotlib is imported only by :func:`new_axes`, when a plot is drawn.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from plda.accountant import PLDAccountant
+from plda.pld import PrivacyLossDistribution
+
+__all__ = [
+    "BAND_LABEL",
+    "FLOOR_COLOR",
+    "RESOLVED_RATIO",
+    "as_pld",
+    "describe_band",
+    "draw_band",
+    "draw_floors",
+    "new_axes",
+    "resolved",
+    "runs",
+]
+
+#: legend entry of the filled band between the certified bounds
+BAND_LABEL = "certified bounds [lower, upper]"
+
+#: on a log axis, bounds further apart than this factor are not drawn as a curve (one decade:
+#: beyond it the upper bound says more about the numerics than about the mechanism)
+RESOLVED_RATIO = 10.0
+
+FLOOR_COLOR = "0.35"
+
+
+def new_axes(ax, figsize=(6, 4.5)):
+    """``ax``, or the axes of a new figure when ``ax`` is ``None``."""
+    if ax is not None:
+        return ax
+    import matplotlib.pyplot as plt  # optional dependency: imported only when plotting
+
+    _, ax = plt.subplots(figsize=figsize)
+    return ax
+
+
+def as_pld(value, name: str = "pld") -> PrivacyLossDistribution:
+    """The :class:`~plda.pld.PrivacyLossDistribution` of ``value``: a PLD itself, or the history
+    of a :class:`~plda.accountant.PLDAccountant` (its ``pld``, at the accountant's accuracy).
+
+    Raises ``TypeError`` for anything else and ``ValueError`` for an accountant with no steps.
+    """
+    if isinstance(value, PrivacyLossDistribution):
+        return value
+    if isinstance(value, PLDAccountant):
+        return value.pld
+    raise TypeError(
+        f"{name} must be a PrivacyLossDistribution or a PLDAccountant, got {type(value).__name__}"
+    )
+
+
+def resolved(lower: np.ndarray, upper: np.ndarray, ratio: float = RESOLVED_RATIO) -> np.ndarray:
+    """Points drawable on a log axis: ``0 < lower`` and ``upper <= ratio * lower``."""
+    lower = np.asarray(lower, dtype=float)
+    upper = np.asarray(upper, dtype=float)
+    return (lower > 0) & (upper <= ratio * lower)
+
+
+def runs(mask: np.ndarray) -> list[tuple[int, int]]:
+    """Maximal runs ``(first, last)`` (inclusive indices) of ``True`` in ``mask``."""
+    padded = np.concatenate([[False], np.asarray(mask, dtype=bool), [False]])
+    edges = np.flatnonzero(np.diff(padded.astype(np.int8)))
+    return [(int(a), int(b) - 1) for a, b in zip(edges[::2], edges[1::2], strict=True)]
+
+
+def draw_band(ax, x, lower, upper, *, primary: str, label: str, color: str, show=None,
+              marker: str | None = None):
+    """Draw a certified band: the ``primary`` bound (``"upper"`` or ``"lower"``) as a labelled
+    line, the other edge as a thin line, and the fill between them labelled
+    :data:`BAND_LABEL`. ``show`` (a mask) limits all three to those points (the others become
+    gaps). Returns ``(primary line, band)``."""
+    x = np.asarray(x, dtype=float)
+    lower = np.asarray(lower, dtype=float)
+    upper = np.asarray(upper, dtype=float)
+    show = np.ones(len(x), dtype=bool) if show is None else np.asarray(show, dtype=bool)
+    hidden_lower = np.where(show, lower, np.nan)
+    hidden_upper = np.where(show, upper, np.nan)
+    main, edge = (hidden_upper, hidden_lower) if primary == "upper" else (
+        hidden_lower, hidden_upper)
+    style = {"marker": marker, "markersize": 3} if marker else {}
+    (line,) = ax.plot(x, main, color=color, label=label, **style)
+    ax.plot(x, edge, color=color, linewidth=0.7, label="_band edge")
+    band = ax.fill_between(x, lower, upper, where=show, color=color, alpha=0.25, linewidth=0,
+                           label=BAND_LABEL)
+    return line, band
+
+
+def describe_band(ax, band, x, lower, upper, *, linewidth: float, relative: bool = True) -> None:
+    """Where the band between ``lower`` and ``upper`` (finite points) is thinner than
+    ``linewidth`` points at the axes' current size and limits, state its largest width there in
+    its legend entry: ``(upper - lower) / upper`` if ``relative``, else ``upper - lower``.
+
+    Call after the limits and scales are set (a later change of either is not tracked)."""
+    x = np.asarray(x, dtype=float)
+    lower = np.asarray(lower, dtype=float)
+    upper = np.asarray(upper, dtype=float)
+    ax.get_xlim(), ax.get_ylim()  # settle autoscaled limits before reading the transform
+    ok = np.isfinite(lower) & np.isfinite(upper)
+    if ax.get_yscale() == "log":
+        ok &= lower > 0
+    if not ok.any():
+        return
+    with np.errstate(divide="ignore", invalid="ignore"):
+        bottom = ax.transData.transform(np.column_stack([x[ok], lower[ok]]))[:, 1]
+        top = ax.transData.transform(np.column_stack([x[ok], upper[ok]]))[:, 1]
+    points = np.abs(top - bottom) * 72.0 / ax.figure.dpi
+    thin = points < linewidth
+    if not thin.any():
+        return
+    gap = upper[ok][thin] - lower[ok][thin]
+    if relative:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            gap = np.where(upper[ok][thin] > 0, gap / upper[ok][thin], 0.0)
+        what = "(upper − lower)/upper"
+    else:
+        what = "upper − lower"
+    width = float(np.max(gap))
+    band.set_label(f"{BAND_LABEL}\n(thinner than the line: {what} ≤ {width:.2g})")
+
+
+def draw_floors(ax, x, upper, unresolved, *, quantity: str, label: str | None = None) -> list:
+    """Mark each run of ``unresolved`` points by a dashed level: the largest certified upper
+    bound in the run (a valid bound on the whole run, the curve being monotone), drawn over the
+    run's points. Returns the drawn levels."""
+    x = np.asarray(x, dtype=float)
+    upper = np.asarray(upper, dtype=float)
+    levels = []
+    for first, last in runs(unresolved):
+        level = float(np.max(upper[first:last + 1]))
+        if not level > 0:
+            continue
+        # over the run's own points only: next to it the curve may lie above the level
+        start, end = x[first], x[last]
+        text = label or f"numerical floor: only {quantity} ≤ {level:.1e} certified here"
+        ax.hlines(level, start, end, colors=FLOOR_COLOR, linestyles="--", linewidth=1.2,
+                  label=text if not levels else "_floor")
+        levels.append(level)
+    return levels
