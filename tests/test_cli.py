@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+import warnings
 
 import pytest
 
@@ -261,3 +262,127 @@ def test_package_is_typed_and_lists_lazy_submodules():
     assert resources.files("plda").joinpath("py.typed").is_file()
     for name in ("accountant", "plot", "theorems", "calibration"):
         assert name in dir(plda)
+
+
+# ------------------------------------------------------------------ samplers (issue 14)
+EPS_ARGS = ["epsilon", "--noise-multiplier", "2", "--delta", "1e-5", "--accuracy", "1e-2"]
+
+SAMPLER_CASES = {
+    "poisson": (["--sample-rate", "0.02", "--steps", "40"],
+                lambda g: (plda.PoissonSampled(g, 0.02), 40)),
+    "without-replacement": (["--batch-size", "20", "--dataset-size", "1000", "--steps", "40"],
+                            lambda g: (plda.SampledWithoutReplacement(g, 20, 1000), 40)),
+    "truncated-poisson": (
+        ["--sample-rate", "0.02", "--max-batch-size", "25", "--dataset-size", "1000",
+         "--steps", "40"],
+        lambda g: (plda.TruncatedPoisson(g, 0.02, 25, 1000), 40),
+    ),
+    "shuffled": (["--num-steps", "5", "--steps", "10"], lambda g: (plda.Shuffled(g, 5), 2)),
+    "random-allocation": (["--num-steps", "5", "--steps", "10"],
+                          lambda g: (plda.RandomAllocation(g, 5), 2)),
+}
+
+
+@pytest.mark.parametrize("sampler", list(SAMPLER_CASES))
+def test_sampler_bounds_are_the_library_bracket(capsys, sampler):
+    flags, build = SAMPLER_CASES[sampler]
+    code, out, _ = run(capsys, *EPS_ARGS, "--sampler", sampler, *flags, "--json")
+    assert code == 0
+    data = json.loads(out)
+    mechanism, count = build(plda.Gaussian(2.0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # NotTightWarning / SamplerAssumptionWarning
+        upper = plda.PrivacyLossDistribution.from_mechanism(mechanism, count, accuracy=1e-2)
+        lower = plda.PrivacyLossDistribution.from_mechanism(
+            mechanism.lower_bound_mechanism(), count, accuracy=1e-2
+        )
+        expected_upper = upper.epsilon_bounds(1e-5).upper
+        expected_lower = lower.epsilon_bounds(1e-5).lower
+    assert data["sampler"] == sampler
+    assert data["epsilon_upper"] == pytest.approx(expected_upper, rel=1e-12)
+    assert data["epsilon_lower"] == pytest.approx(expected_lower, rel=1e-12)
+    assert data["epsilon_lower"] <= data["epsilon_upper"]
+    code, out, _ = run(capsys, *EPS_ARGS, "--sampler", sampler, *flags)  # human output
+    assert code == 0 and "certified upper bound" in out and f"{data['steps']} steps" in out
+
+
+def test_the_default_sampler_is_poisson_and_help_says_so(capsys):
+    flags = SAMPLER_CASES["poisson"][0]
+    _, default, _ = run(capsys, *EPS_ARGS, *flags, "--json")
+    _, explicit, _ = run(capsys, *EPS_ARGS, *flags, "--json", "--sampler", "poisson")
+    assert json.loads(default) == json.loads(explicit)
+    with pytest.raises(SystemExit):
+        main(["epsilon", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "default: poisson" in text and "Opacus" in text and "DPDataLoader" in text
+
+
+def test_delta_command_takes_a_sampler(capsys):
+    code, out, _ = run(capsys, "delta", "--noise-multiplier", "1", "--epsilon", "1",
+                       "--sampler", "without-replacement", "--batch-size", "20",
+                       "--dataset-size", "1000", "--steps", "40", "--accuracy", "1e-2", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["sampler"] == "without-replacement"
+    assert 0 < data["delta_lower"] <= data["delta_upper"] < 1
+
+
+@pytest.mark.parametrize(
+    "sampler, flags, missing",
+    [
+        ("without-replacement", ["--batch-size", "20"], "--dataset-size"),
+        ("without-replacement", [], "--batch-size, --dataset-size"),
+        ("truncated-poisson", ["--sample-rate", "0.02", "--dataset-size", "1000"],
+         "--max-batch-size"),
+        ("shuffled", [], "--num-steps"),
+        ("random-allocation", [], "--num-steps"),
+        ("poisson", [], "--sample-rate"),
+    ],
+)
+def test_a_sampler_without_its_size_flags_is_an_error(capsys, sampler, flags, missing):
+    code, out, err = run(capsys, *EPS_ARGS, "--steps", "10", "--sampler", sampler, *flags)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "required" in err and missing in err
+
+
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        # a flag the sampler does not use would be ignored silently
+        (["--sampler", "shuffled", "--num-steps", "5", "--sample-rate", "0.1"],
+         ["--sample-rate", "not used by --sampler shuffled"]),
+        (["--sample-rate", "0.1", "--batch-size", "10"], ["--batch-size", "poisson"]),
+        # the epoch samplers count whole epochs
+        (["--sampler", "shuffled", "--num-steps", "3"], ["--steps", "multiple", "--steps 12"]),
+        # the library's own refusals, one line, naming the argument
+        (["--sampler", "without-replacement", "--batch-size", "20", "--dataset-size", "10"],
+         ["batch_size", "dataset_size"]),
+        (["--sampler", "random-allocation", "--num-steps", "5", "--num-selected", "2"],
+         ["num_selected"]),
+        (["--sampler", "random-allocation", "--num-steps", "5", "--relation", "replace_one"],
+         ["--relation", "replace_one", "RandomAllocation"]),
+        (["--sampler", "bogus"], ["--sampler"]),
+        (["--sampler", "shuffled", "--num-steps", "0"], ["--num-steps"]),
+    ],
+)
+def test_sampler_errors_are_one_line_with_exit_code_2(capsys, argv, words):
+    argv = ["--steps", "10", *argv] if "--steps" not in argv else argv
+    code, out, err = run(capsys, *EPS_ARGS, *argv)
+    assert code == 2 and out == "" and err.count("\n") == 1 and err.startswith("plda: error:")
+    for word in words:
+        assert word in err
+
+
+def test_sampler_flags_are_refused_with_a_mechanism_list(capsys):
+    code, _, err = run(capsys, "epsilon", "--mechanism", "gaussian:sigma=1", "--delta", "1e-5",
+                       "--sampler", "shuffled")
+    assert code == 2 and "--sampler" in err and err.count("\n") == 1
+
+
+def test_shuffled_loader_assumption_is_one_warning_line(capsys):
+    # parameters no other test uses: the law (and its warning) is computed once per process
+    code, out, err = run(capsys, "epsilon", "--noise-multiplier", "1.37", "--delta", "1e-5",
+                         "--accuracy", "1e-2", "--sampler", "shuffled", "--num-steps", "3",
+                         "--steps", "3")
+    assert code == 0 and "certified upper bound" in out
+    lines = [line for line in err.splitlines() if "slot" in line]
+    assert len(lines) == 1 and lines[0].startswith("plda: warning:")

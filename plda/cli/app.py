@@ -10,22 +10,29 @@ from plda.cli.calibrate import calibrate_command
 from plda.cli.checks import UsageError
 from plda.cli.commands import delta_command, epsilon_command, epsilon_text
 from plda.cli.parser import build_parser
+from plda.mechanisms import SamplerAssumptionWarning
 
-__all__ = ["REFERENCE", "main"]
+__all__ = ["ONE_LINE_WARNINGS", "REFERENCE", "main"]
 
 #: the reference DP-SGD run that ``plda`` with no arguments prints (a demonstration only: a
 #: subcommand never falls back on these values)
+#: warnings shown as one line ``plda: warning: ...`` on stderr
+ONE_LINE_WARNINGS = (AccuracyWarning, SamplerAssumptionWarning)
+
 REFERENCE = {"noise_multiplier": 1.1, "sample_rate": 256 / 60000, "steps": 14062, "delta": 1e-5}
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit code (0, or 2 on a usage error or an input the
-    library refuses); an :class:`plda.AccuracyWarning` is one line on stderr."""
+    library refuses); an :class:`plda.AccuracyWarning` or a
+    :class:`plda.SamplerAssumptionWarning` (an assumption about the data loader that the
+    bounds rest on) is one line on stderr."""
     with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", AccuracyWarning)
+        for category in ONE_LINE_WARNINGS:
+            warnings.simplefilter("always", category)
         code = _run(argv)
     for warning in caught:
-        if issubclass(warning.category, AccuracyWarning):
+        if issubclass(warning.category, ONE_LINE_WARNINGS):
             print(f"plda: warning: {' '.join(str(warning.message).split())}", file=sys.stderr)
         else:
             warnings.warn_explicit(

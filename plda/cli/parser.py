@@ -6,6 +6,7 @@ import argparse
 
 from plda import __version__
 from plda.cli.checks import UsageError, integer
+from plda.cli.samplers import add_sampler_flags
 from plda.pld import DEFAULT_ACCURACY, RELATIONS
 
 __all__ = ["DESCRIPTION", "MechanismAction", "Parser", "build_parser"]
@@ -38,6 +39,7 @@ def _common(p, quantity: str) -> None:
     p.add_argument("--noise-multiplier", type=float, help="DP-SGD noise multiplier sigma")
     p.add_argument("--sample-rate", type=float, help="DP-SGD Poisson sample rate q")
     p.add_argument("--steps", type=integer, help="number of DP-SGD steps (e.g. 14062 or 1e6)")
+    add_sampler_flags(p, integer)
     p.add_argument(
         "--mechanism",
         action=MechanismAction,
@@ -88,6 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     cal.add_argument("--noise-multiplier", type=float)
     cal.add_argument("--sample-rate", type=float)
     cal.add_argument("--steps", type=integer)
+    add_sampler_flags(cal, integer)
     cal.add_argument("--relation", default="add_remove", choices=RELATIONS)
     cal.add_argument("--accuracy", type=float, default=DEFAULT_ACCURACY)
     cal.add_argument(

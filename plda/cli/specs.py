@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-from plda.cli.checks import (
-    UsageError,
-    check_positive,
-    check_rate,
-    check_steps,
-    require,
-)
+from plda.cli.checks import UsageError, require
+from plda.cli.samplers import DEFAULT_SAMPLER, SIZE_FLAGS, sampler_run
 from plda.mechanisms import (
     ApproximateDP,
     DiscreteGaussian,
@@ -74,14 +69,17 @@ def parse_mechanism(spec: str) -> Mechanism:
 
 
 def composition(args, missing: tuple[str, ...] = ()) -> tuple[tuple, dict]:
-    """``(components, description)`` from DP-SGD flags or a --mechanism list; ``missing`` names
-    other required flags that were not given (reported together with missing DP-SGD flags)."""
+    """``(components, description)`` from DP-SGD flags (with their ``--sampler``) or a
+    --mechanism list; ``missing`` names other required flags that were not given (reported
+    together with missing DP-SGD flags)."""
     mechanisms = getattr(args, "mechanisms", None)
-    dpsgd = [args.noise_multiplier, args.sample_rate, args.steps]
     if mechanisms:
-        if any(v is not None for v in dpsgd):
+        dpsgd = ["--noise-multiplier", "--steps", "--sampler", *SIZE_FLAGS]
+        used = [f for f in dpsgd if getattr(args, f[2:].replace("-", "_"), None) is not None]
+        if used:
             raise UsageError(
-                "argument --mechanism: not allowed with --noise-multiplier/--sample-rate/--steps"
+                f"argument --mechanism: not allowed with {used[0]} (DP-SGD flags describe one "
+                "run; for Poisson sampling in a --mechanism list add sample_rate=q to its spec)"
             )
         components = []
         for spec, count in mechanisms:
@@ -93,22 +91,32 @@ def composition(args, missing: tuple[str, ...] = ()) -> tuple[tuple, dict]:
         return tuple(components), described
     # No silent defaults: the values given are checked first (so the error names a bad value),
     # then every missing one is reported in a single line.
-    given = {
-        "--noise-multiplier": (check_positive, args.noise_multiplier),
-        "--sample-rate": (check_rate, args.sample_rate),
-        "--steps": (check_steps, args.steps),
-    }
-    values = {flag: check(flag, v) for flag, (check, v) in given.items() if v is not None}
-    require([f for f in given if f not in values] + list(missing))
-    sigma, rate, steps = values["--noise-multiplier"], values["--sample-rate"], values["--steps"]
-    step = PoissonSampled(Gaussian(sigma=sigma), sample_rate=rate)
-    return ((step, steps),), {"noise_multiplier": sigma, "sample_rate": rate, "steps": steps}
+    run = sampler_run(args, missing)
+    sigma = args.noise_multiplier
+    return ((run.step(sigma), run.count()),), run.described(sigma)
+
+
+#: how the human-readable output names each sampler
+SAMPLER_NAMES = {
+    "without-replacement": "fixed-size batches of {batch_size} of {dataset_size} records",
+    "truncated-poisson": "Poisson sample rate {sample_rate:.6g} truncated at {max_batch_size} "
+    "of {dataset_size} records",
+    "shuffled": "shuffled, {num_steps} steps per epoch, {epochs} epochs",
+    "random-allocation": "random allocation, {num_steps} steps per epoch, {epochs} epochs",
+}
 
 
 def describe(described: dict) -> str:
     if "mechanisms" in described:
         return "; ".join(f"{m['count']} x {m['mechanism']}" for m in described["mechanisms"])
+    sampler = described.get("sampler", DEFAULT_SAMPLER)
+    if sampler == DEFAULT_SAMPLER:
+        return (
+            f"DP-SGD: noise multiplier {described['noise_multiplier']}, sample rate "
+            f"{described['sample_rate']:.6g}, {described['steps']} steps"
+        )
+    how = SAMPLER_NAMES[sampler].format(**{"num_selected": 1, **described})
     return (
-        f"DP-SGD: noise multiplier {described['noise_multiplier']}, sample rate "
-        f"{described['sample_rate']:.6g}, {described['steps']} steps"
+        f"DP-SGD ({how}): noise multiplier {described['noise_multiplier']}, "
+        f"{described['steps']} steps"
     )
