@@ -386,3 +386,170 @@ def test_shuffled_loader_assumption_is_one_warning_line(capsys):
     assert code == 0 and "certified upper bound" in out
     lines = [line for line in err.splitlines() if "slot" in line]
     assert len(lines) == 1 and lines[0].startswith("plda: warning:")
+
+
+# ------------------------------------------------------------------ risk targets (issue 15)
+CAL_FAST = ["--sample-rate", "0.05", "--steps", "20", "--accuracy", "1e-2", "--json"]
+
+
+def test_calibrate_to_a_true_positive_rate_target_is_the_library_result(capsys):
+    code, out, err = run(capsys, "calibrate", "--target-true-positive-rate", "0.05",
+                         "--at-false-positive-rate", "1e-3", *CAL_FAST)
+    assert code == 0, err
+    data = json.loads(out)
+    expected = plda.calibrate_noise_multiplier(
+        sample_rate=0.05, steps=20, target_true_positive_rate=0.05,
+        at_false_positive_rate=1e-3, accuracy=1e-2,
+    )
+    assert data["calibrated"] == "noise_multiplier" and data["objective"] == "true_positive_rate"
+    assert data["noise_multiplier"] == pytest.approx(expected, rel=1e-12)
+    assert data["true_positive_rate_lower"] <= data["true_positive_rate_upper"] <= 0.05
+    assert data["at_false_positive_rate"] == 1e-3
+    code, out, _ = run(capsys, "calibrate", "--target-true-positive-rate", "0.05",
+                       "--at-false-positive-rate", "1e-3", *CAL_FAST[:-1])
+    assert code == 0 and "true-positive rate 0.05 at false-positive rate 0.001" in out
+    assert "<= true-positive rate <=" in out
+
+
+def test_calibrate_to_an_advantage_target_calibrates_any_parameter(capsys):
+    code, out, _ = run(capsys, "calibrate", "--target-advantage", "0.2", "--noise-multiplier",
+                       "1", "--sample-rate", "0.05", "--accuracy", "1e-2", "--json")
+    data = json.loads(out)
+    expected = plda.calibrate_steps(noise_multiplier=1.0, sample_rate=0.05,
+                                    target_advantage=0.2, accuracy=1e-2)
+    assert code == 0 and data["calibrated"] == "steps" and data["steps"] == expected
+    assert data["advantage_lower"] <= data["advantage_upper"] <= 0.2
+    code, out, _ = run(capsys, "calibrate", "--target-advantage", "0.2", *CAL_FAST)
+    data = json.loads(out)
+    assert code == 0 and data["objective"] == "advantage" and data["advantage_upper"] <= 0.2
+
+
+@pytest.mark.parametrize(
+    "targets, words",
+    [
+        ([], ["exactly one target", "none"]),
+        (["--epsilon", "1", "--delta", "1e-5", "--target-advantage", "0.1"],
+         ["exactly one target", "--epsilon and --target-advantage"]),
+        (["--target-true-positive-rate", "0.1"], ["required", "--at-false-positive-rate"]),
+        (["--epsilon", "1"], ["required", "--delta"]),
+        (["--target-advantage", "0.1", "--delta", "1e-5"], ["--delta", "only used with --epsilon"]),
+        (["--epsilon", "1", "--delta", "1e-5", "--at-false-positive-rate", "0.1"],
+         ["--at-false-positive-rate", "--target-true-positive-rate"]),
+        (["--target-true-positive-rate", "1e-4", "--at-false-positive-rate", "1e-3"],
+         ["--target-true-positive-rate", "(0.001, 1)"]),
+        (["--target-true-positive-rate", "0.1", "--at-false-positive-rate", "0"],
+         ["--at-false-positive-rate"]),
+        (["--target-advantage", "1"], ["--target-advantage", "(0, 1)"]),
+    ],
+)
+def test_calibration_target_errors_are_one_line_with_exit_code_2(capsys, targets, words):
+    code, out, err = run(capsys, "calibrate", *targets, "--sample-rate", "0.05", "--steps", "20")
+    assert code == 2 and out == "" and err.count("\n") == 1 and err.startswith("plda: error:")
+    for word in words:
+        assert word in err
+
+
+@pytest.mark.parametrize(
+    "flags, calibrated",
+    [
+        (["--sampler", "without-replacement", "--batch-size", "10", "--dataset-size", "200",
+          "--steps", "20"], "noise_multiplier"),
+        (["--sampler", "truncated-poisson", "--sample-rate", "0.05", "--max-batch-size", "12",
+          "--dataset-size", "200", "--steps", "20"], "noise_multiplier"),
+        (["--sampler", "random-allocation", "--num-steps", "4", "--noise-multiplier", "2"],
+         "steps"),
+    ],
+)
+def test_calibrate_with_a_sampler_meets_the_target_on_that_sampler(capsys, flags, calibrated):
+    code, out, err = run(capsys, "calibrate", "--epsilon", "3", "--delta", "1e-5", *flags,
+                         "--accuracy", "1e-2", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["calibrated"] == calibrated and data["epsilon_upper"] <= 3.0
+    assert 0 <= data["epsilon_lower"] <= data["epsilon_upper"]
+    # an independent check with `plda epsilon` at the calibrated value: the same bounds
+    check = ["epsilon", "--delta", "1e-5", "--accuracy", "1e-2", "--json", *flags]
+    if calibrated == "noise_multiplier":
+        check += ["--noise-multiplier", repr(data["noise_multiplier"])]
+    else:
+        check += ["--steps", str(data["steps"])]
+        assert data["steps"] % 4 == 0 and data["epochs"] == data["steps"] // 4
+    _, again, _ = run(capsys, *check)
+    again = json.loads(again)
+    assert again["epsilon_upper"] == pytest.approx(data["epsilon_upper"], rel=1e-9)
+    assert again["epsilon_lower"] == pytest.approx(data["epsilon_lower"], rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    "flags, words",
+    [
+        # a sampler's sizes are given, only the noise multiplier or the steps is calibrated
+        (["--sampler", "shuffled", "--num-steps", "4"],
+         ["--noise-multiplier/--steps", "missing: --noise-multiplier, --steps"]),
+        (["--sampler", "shuffled", "--num-steps", "4", "--noise-multiplier", "2", "--steps",
+          "8"], ["exactly one of the two", "missing: none"]),
+        (["--sampler", "without-replacement", "--batch-size", "10", "--noise-multiplier", "2",
+          "--steps", "20"], ["required", "--dataset-size"]),
+        (["--sampler", "shuffled", "--num-steps", "4", "--noise-multiplier", "2", "--steps",
+          "4", "--sample-rate", "0.1"], ["--sample-rate", "not used by --sampler shuffled"]),
+    ],
+)
+def test_calibrate_sampler_errors(capsys, flags, words):
+    code, out, err = run(capsys, "calibrate", "--epsilon", "1", "--delta", "1e-5", *flags)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    for word in words:
+        assert word in err
+
+
+def test_risk_command_reports_the_certified_attack_bounds(capsys):
+    argv = ["risk", "--noise-multiplier", "2", "--sample-rate", "0.05", "--steps", "20",
+            "--accuracy", "1e-2", "--false-positive-rate", "0.01", "0.1"]
+    code, out, _ = run(capsys, *argv, "--json")
+    assert code == 0
+    data = json.loads(out)
+    pld = plda.PrivacyLossDistribution.from_mechanism(
+        plda.PoissonSampled(plda.Gaussian(2.0), 0.05), 20, accuracy=1e-2
+    )
+    from plda.risk import advantage_bounds, true_positive_rate_bounds
+
+    for i, alpha in enumerate((0.01, 0.1)):
+        tpr = true_positive_rate_bounds(pld, alpha)
+        assert data["true_positive_rate_lower"][i] == pytest.approx(tpr.lower, rel=1e-12)
+        assert data["true_positive_rate_upper"][i] == pytest.approx(tpr.upper, rel=1e-12)
+        assert alpha <= data["true_positive_rate_lower"][i]
+    adv = advantage_bounds(pld)
+    assert data["advantage_upper"] == pytest.approx(adv.upper, rel=1e-12)
+    assert data["advantage_lower"] == pytest.approx(adv.lower, rel=1e-12)
+    code, out, _ = run(capsys, *argv)
+    assert code == 0 and "at false-positive rate 0.01:" in out and "<= advantage <=" in out
+
+
+def test_risk_command_with_a_bracketed_sampler_takes_the_realized_lower_bound(capsys):
+    code, out, _ = run(capsys, "risk", "--noise-multiplier", "2", "--sampler",
+                       "truncated-poisson", "--sample-rate", "0.05", "--max-batch-size", "12",
+                       "--dataset-size", "200", "--steps", "20", "--accuracy", "1e-2",
+                       "--false-positive-rate", "0.01", "--json")
+    data = json.loads(out)
+    trunc = plda.TruncatedPoisson(plda.Gaussian(2.0), 0.05, 12, 200)
+    realized = plda.PrivacyLossDistribution.from_mechanism(
+        trunc.lower_bound_mechanism(), 20, accuracy=1e-2
+    )
+    from plda.risk import advantage_bounds
+
+    assert code == 0
+    assert data["advantage_lower"] == pytest.approx(advantage_bounds(realized).lower, rel=1e-12)
+    assert data["advantage_lower"] < data["advantage_upper"]
+
+
+@pytest.mark.parametrize(
+    "argv, flag",
+    [
+        (["--false-positive-rate", "0"], "--false-positive-rate"),
+        (["--false-positive-rate", "1.5"], "--false-positive-rate"),
+        (["--steps", "x"], "--steps"),
+    ],
+)
+def test_risk_command_errors(capsys, argv, flag):
+    code, out, err = run(capsys, "risk", "--noise-multiplier", "2", "--sample-rate", "0.05",
+                         *argv)
+    assert code == 2 and out == "" and err.count("\n") == 1 and flag in err

@@ -10,6 +10,7 @@ from plda.cli.calibrate import calibrate_command
 from plda.cli.checks import UsageError
 from plda.cli.commands import delta_command, epsilon_command, epsilon_text
 from plda.cli.parser import build_parser
+from plda.cli.risk import risk_command
 from plda.mechanisms import SamplerAssumptionWarning
 
 __all__ = ["ONE_LINE_WARNINGS", "REFERENCE", "main"]
@@ -31,9 +32,13 @@ def main(argv: list[str] | None = None) -> int:
         for category in ONE_LINE_WARNINGS:
             warnings.simplefilter("always", category)
         code = _run(argv)
+    shown = set()
     for warning in caught:
         if issubclass(warning.category, ONE_LINE_WARNINGS):
-            print(f"plda: warning: {' '.join(str(warning.message).split())}", file=sys.stderr)
+            line = f"plda: warning: {' '.join(str(warning.message).split())}"
+            if line not in shown:  # a calibration meets the same law many times: say it once
+                print(line, file=sys.stderr)
+                shown.add(line)
         else:
             warnings.warn_explicit(
                 warning.message, warning.category, warning.filename, warning.lineno
@@ -56,6 +61,7 @@ def _run(argv: list[str] | None) -> int:
             "epsilon": epsilon_text,
             "delta": delta_command,
             "calibrate": calibrate_command,
+            "risk": risk_command,
         }
         print(command[args.command](args))
         return 0

@@ -6,7 +6,9 @@ import argparse
 
 from plda import __version__
 from plda.cli.checks import UsageError, integer
+from plda.cli.risk import add_risk_flags
 from plda.cli.samplers import add_sampler_flags
+from plda.cli.targets import add_target_flags
 from plda.pld import DEFAULT_ACCURACY, RELATIONS
 
 __all__ = ["DESCRIPTION", "MechanismAction", "Parser", "build_parser"]
@@ -58,8 +60,10 @@ def _common(p, quantity: str) -> None:
     if quantity == "--delta":
         # no default: a missing --delta is an error (checked after the given values)
         p.add_argument("--delta", type=float, help="delta (required)")
-    else:
+    elif quantity == "--epsilon":
         p.add_argument(quantity, type=float, required=True, help="epsilon")
+    else:
+        add_risk_flags(p)
     p.add_argument("--relation", default="add_remove", choices=RELATIONS)
     p.add_argument(
         "--accuracy",
@@ -80,13 +84,20 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", parser_class=Parser)
     _common(sub.add_parser("epsilon", help="certified epsilon bounds at a delta"), "--delta")
     _common(sub.add_parser("delta", help="certified delta bounds at an epsilon"), "--epsilon")
+    _common(
+        sub.add_parser(
+            "risk",
+            help="certified membership-inference risk: true-positive rate at a false-positive "
+            "rate, and the advantage",
+        ),
+        "risk",
+    )
     cal = sub.add_parser(
         "calibrate",
         help="the missing DP-SGD parameter (noise multiplier, sample rate or steps) for a "
-        "target (epsilon, delta)",
+        "target: epsilon at a delta, or a membership-inference risk",
     )
-    cal.add_argument("--epsilon", type=float, required=True, help="target epsilon")
-    cal.add_argument("--delta", type=float, required=True, help="target delta")
+    add_target_flags(cal)
     cal.add_argument("--noise-multiplier", type=float)
     cal.add_argument("--sample-rate", type=float)
     cal.add_argument("--steps", type=integer)

@@ -38,6 +38,7 @@ __all__ = [
     "SIZE_FLAGS",
     "SamplerRun",
     "add_sampler_flags",
+    "check_unused",
     "sampler_run",
 ]
 
@@ -155,11 +156,9 @@ class SamplerRun:
         return record
 
 
-def sampler_run(args, missing: tuple[str, ...] = (), calibrated: str | None = None) -> SamplerRun:
-    """The sampler of a DP-SGD command line, checked: a flag the sampler does not use, a bad
-    value, a missing size flag (reported with the other ``missing`` flags), or ``--steps`` not a
-    whole number of epochs is a :class:`UsageError`. ``calibrated`` names a flag left out on
-    purpose (calibration)."""
+def check_unused(args) -> str:
+    """The sampler of ``args``; a size flag it does not use is a :class:`UsageError` (it would
+    otherwise be ignored silently)."""
     sampler = getattr(args, "sampler", None) or DEFAULT_SAMPLER
     takes = SAMPLERS[sampler] + OPTIONAL_FLAGS.get(sampler, ())
     for flag, attr in SIZE_FLAGS.items():
@@ -168,6 +167,16 @@ def sampler_run(args, missing: tuple[str, ...] = (), calibrated: str | None = No
                 f"argument {flag}: not used by --sampler {sampler} (it takes "
                 f"{' '.join(takes)}); pass the --sampler that ran"
             )
+    return sampler
+
+
+def sampler_run(args, missing: tuple[str, ...] = (), calibrated: str | None = None) -> SamplerRun:
+    """The sampler of a DP-SGD command line, checked: a flag the sampler does not use, a bad
+    value, a missing size flag (reported with the other ``missing`` flags), or ``--steps`` not a
+    whole number of epochs is a :class:`UsageError`. ``calibrated`` names a flag left out on
+    purpose (calibration)."""
+    sampler = check_unused(args)
+    takes = SAMPLERS[sampler] + OPTIONAL_FLAGS.get(sampler, ())
     sizes = {}
     for flag in takes:
         value = getattr(args, SIZE_FLAGS[flag], None)
