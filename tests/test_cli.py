@@ -553,3 +553,64 @@ def test_risk_command_errors(capsys, argv, flag):
     code, out, err = run(capsys, "risk", "--noise-multiplier", "2", "--sample-rate", "0.05",
                          *argv)
     assert code == 2 and out == "" and err.count("\n") == 1 and flag in err
+
+
+# ------------------------------------------------------------------ plda plot (issue 15 item 6)
+PLOT_RUN = ["--noise-multiplier", "1", "--sample-rate", "0.02", "--steps", "30"]
+
+
+@pytest.mark.parametrize(
+    "argv, missing",
+    [
+        (["profile"], "--noise-multiplier, --sample-rate, --steps"),
+        (["tradeoff", "--noise-multiplier", "1", "--sample-rate", "0.02"], "--steps"),
+        (["steps", *PLOT_RUN], "--delta"),  # used to be a silent 1e-5
+        (["comparison", "--steps", "30", "--delta", "1e-5"], "--noise-multiplier, --sample-rate"),
+    ],
+)
+def test_plot_missing_values_are_an_error_not_a_default(capsys, tmp_path, argv, missing):
+    code, out, err = run(capsys, "plot", *argv, "-o", str(tmp_path / "figure.png"))
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "required" in err and missing in err
+    assert not (tmp_path / "figure.png").exists()
+
+
+def test_plot_refuses_a_delta_it_would_ignore(capsys, tmp_path):
+    code, _, err = run(capsys, "plot", "tradeoff", *PLOT_RUN, "--delta", "1e-5",
+                       "-o", str(tmp_path / "figure.png"))
+    assert code == 2 and "--delta" in err and "not used" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("suffix, magic", [(".pdf", b"%PDF"), (".svg", b"<?xml"),
+                                           (".png", b"\x89PNG")])
+def test_plot_writes_pdf_svg_png_and_takes_steps_in_scientific_notation(capsys, tmp_path,
+                                                                         suffix, magic):
+    pytest.importorskip("matplotlib")
+    output = tmp_path / f"profile{suffix}"
+    code, out, err = run(capsys, "plot", "profile", "--noise-multiplier", "1", "--sample-rate",
+                         "0.02", "--steps", "3e1", "-o", str(output))
+    assert code == 0, err
+    assert out.strip() == f"wrote {output}" and output.read_bytes().startswith(magic)
+
+
+def test_plot_to_a_missing_folder_is_a_one_line_error(capsys, tmp_path):
+    output = tmp_path / "no" / "such" / "figure.pdf"
+    code, out, err = run(capsys, "plot", "profile", *PLOT_RUN, "-o", str(output))
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert err.startswith("plda: error: output folder") and "does not exist" in err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["epsilon", "--steps", "1e6"],
+        ["delta", "--epsilon", "1", "--steps", "1e6"],
+        ["calibrate", "--steps", "1e6"],
+        ["risk", "--steps", "1e6"],
+        ["plot", "profile", "--steps", "1e6"],
+    ],
+)
+def test_every_command_accepts_integral_steps_in_scientific_notation(argv):
+    from plda.cli.parser import build_parser
+
+    assert build_parser().parse_args(argv).steps == 10**6
