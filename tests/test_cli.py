@@ -614,3 +614,56 @@ def test_every_command_accepts_integral_steps_in_scientific_notation(argv):
     from plda.cli.parser import build_parser
 
     assert build_parser().parse_args(argv).steps == 10**6
+
+
+def documented_commands() -> list[tuple[str, list[str]]]:
+    """``(where, argv)`` of every ``plda ...`` line in the shell blocks of README and docs
+    (``$ `` prompts, ``\\`` continuations and ``#`` comments removed)."""
+    import shlex
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    found = []
+    for page in [root / "README.md", *sorted((root / "docs").rglob("*.md"))]:
+        lines = page.read_text(encoding="utf-8").splitlines()
+        in_shell, command, start = False, "", 0
+        for number, line in enumerate(lines, 1):
+            fence = line.strip()
+            if fence.startswith("```"):
+                in_shell = not in_shell and fence[3:].strip() in ("bash", "console", "sh", "shell")
+                continue
+            if not in_shell:
+                continue
+            text = line.strip().removeprefix("$ ")
+            if not command and not text.startswith("plda "):
+                continue
+            start = start if command else number
+            command += " " + text.split(" #")[0].rstrip().removesuffix("\\")
+            if not text.split(" #")[0].rstrip().endswith("\\"):
+                found.append((f"{page.name}:{start}", shlex.split(command)[1:]))
+                command = ""
+    return found
+
+
+def test_every_documented_command_line_parses():
+    from plda.cli.parser import build_parser
+
+    commands = documented_commands()
+    assert any(argv[:1] == ["risk"] for _, argv in commands)  # the page shows the new command
+    from plda.cli.samplers import sampler_run
+    from plda.cli.specs import composition
+    from plda.cli.targets import calibration_target
+
+    for where, argv in commands:
+        try:
+            args = build_parser().parse_args(argv)
+            # the checks each command runs before computing (flags, sizes, targets, samplers)
+            if args.command in ("epsilon", "delta", "risk"):
+                composition(args)
+            elif args.command == "calibrate":
+                calibration_target(args)
+                flags = ("--noise-multiplier", "--sample-rate", "--steps")
+                left_out = [f for f in flags if getattr(args, f[2:].replace("-", "_")) is None]
+                sampler_run(args, calibrated=left_out[0])
+        except Exception as exc:  # noqa: BLE001 - name the page and line
+            pytest.fail(f"{where}: plda {' '.join(argv)}: {exc}")
