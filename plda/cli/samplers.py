@@ -74,8 +74,9 @@ def add_sampler_flags(parser, integer) -> None:
         "--sampler",
         choices=tuple(SAMPLERS),
         default=None,
+        metavar="SAMPLER",
         help="how batches were drawn (default: poisson, the sampler Opacus's DPDataLoader "
-        "runs). poisson: --sample-rate; without-replacement (fixed-size batches): "
+        "runs). One of: poisson: --sample-rate; without-replacement (fixed-size batches): "
         "--batch-size --dataset-size; truncated-poisson: --sample-rate --max-batch-size "
         "--dataset-size; shuffled (one pass per epoch, a certified bracket): --num-steps; "
         "random-allocation (balls-in-bins): --num-steps [--num-selected]",
