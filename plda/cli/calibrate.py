@@ -80,10 +80,7 @@ def calibrate_command(args) -> str:
             printer.close()
     if run.sampler == DEFAULT_SAMPLER:
         value = int(result.value) if parameter == "steps" else result.value
-    record = run.described(sigma)
-    record[parameter] = value
-    if run.sampler in ("shuffled", "random-allocation"):
-        record["epochs"] = run.count(record["steps"])
+    record = run.described(sigma, **{parameter: value})
     if args.json:
         return strict_json(_json_record(record, parameter, keywords, result))
     shown = f"{value}" if parameter == "steps" else f"{value:.6g}"

@@ -148,12 +148,16 @@ class SamplerRun:
         except (TypeError, ValueError) as exc:
             raise UsageError(f"argument --sampler {self.sampler}: {exc}") from None
 
-    def described(self, sigma: float, steps: int | None = None) -> dict:
-        """The run as a JSON-ready dict (the keys of the flags)."""
-        steps = self.steps if steps is None else steps
-        record = {"noise_multiplier": sigma, **self.sizes, "steps": steps, "sampler": self.sampler}
-        if self.sampler in EPOCH_SAMPLERS and steps is not None:
-            record["epochs"] = self.count(steps)
+    def described(self, sigma: float, **calibrated) -> dict:
+        """The run as a JSON-ready dict (the keys of the flags, in the order of
+        :data:`SIZE_FLAGS`); ``calibrated`` gives a calibrated parameter's value
+        (``steps=...``, ``sample_rate=...``)."""
+        values = {"noise_multiplier": sigma, **self.sizes, "steps": self.steps, **calibrated}
+        order = ("noise_multiplier", *SIZE_FLAGS.values(), "steps")
+        record = {key: values[key] for key in order if key in values}
+        record["sampler"] = self.sampler
+        if self.sampler in EPOCH_SAMPLERS and record["steps"] is not None:
+            record["epochs"] = self.count(record["steps"])
         return record
 
 
