@@ -1,5 +1,6 @@
 """Command line: outputs, JSON, exit codes, one-line errors naming the argument."""
 
+import importlib
 import json
 import subprocess
 import sys
@@ -667,3 +668,18 @@ def test_every_documented_command_line_parses():
                 sampler_run(args, calibrated=left_out[0])
         except Exception as exc:  # noqa: BLE001 - name the page and line
             pytest.fail(f"{where}: plda {' '.join(argv)}: {exc}")
+
+
+def test_the_console_script_and_python_dash_m_reach_main():
+    import re
+    from pathlib import Path
+
+    import plda.cli
+
+    pyproject = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text("utf-8")
+    target = re.search(r'^plda = "([\w.]+):(\w+)"$', pyproject, re.MULTILINE)
+    assert target, "the [project.scripts] entry of plda"
+    assert getattr(importlib.import_module(target[1]), target[2]) is plda.cli.main
+    done = subprocess.run([sys.executable, "-m", "plda", "--version"], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == f"plda {plda.__version__}"
