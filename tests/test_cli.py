@@ -683,3 +683,33 @@ def test_the_console_script_and_python_dash_m_reach_main():
     done = subprocess.run([sys.executable, "-m", "plda", "--version"], capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == f"plda {plda.__version__}"
+
+
+def test_plot_takes_a_sampler_whose_band_is_certified(capsys, tmp_path):
+    pytest.importorskip("matplotlib")
+    output = tmp_path / "wor.svg"
+    code, out, err = run(capsys, "plot", "profile", "--noise-multiplier", "2", "--steps", "20",
+                         "--sampler", "without-replacement", "--batch-size", "10",
+                         "--dataset-size", "200", "-o", str(output))
+    assert code == 0, err
+    assert output.read_bytes().startswith(b"<?xml")
+
+
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        # a bracket from two pairs cannot be drawn as one PLD's band
+        (["tradeoff", "--sampler", "shuffled", "--num-steps", "2"], ["shuffled", "plda epsilon"]),
+        (["steps", "--sampler", "without-replacement", "--batch-size", "10", "--dataset-size",
+          "200", "--delta", "1e-5"], ["Poisson-sampled runs only"]),
+        (["tradeoff", "--sampler", "without-replacement", "--batch-size", "10"],
+         ["required", "--dataset-size"]),
+        (["tradeoff", "--sample-rate", "0.1", "--num-steps", "2"], ["--num-steps", "not used"]),
+    ],
+)
+def test_plot_sampler_errors(capsys, tmp_path, argv, words):
+    code, out, err = run(capsys, "plot", *argv, "--noise-multiplier", "2", "--steps", "20",
+                         "-o", str(tmp_path / "figure.png"))
+    assert code == 2 and out == "" and err.count("\n") == 1
+    for word in words:
+        assert word in err
