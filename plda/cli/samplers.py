@@ -125,8 +125,9 @@ class SamplerRun:
     def step(self, sigma: float) -> Mechanism:
         """The mechanism of one step (one epoch for epoch samplers) at noise ``sigma``;
         the library's refusals become a one-line error naming the sampler."""
-        sizes, gauss = self.sizes, Gaussian(sigma=sigma)
+        sizes = self.sizes
         try:
+            gauss = Gaussian(sigma=sigma)
             if self.sampler == "poisson":
                 return PoissonSampled(gauss, sample_rate=sizes["sample_rate"])
             if self.sampler == "without-replacement":
