@@ -50,7 +50,6 @@ KNOWN_LONG_MODULES: dict[str, int] = {
     "plda.discretize": 555,  # conversions helper: -> plda/engine/discretize/
     "plda.pld": 539,  # engine helper
     "plda.testing._numerics": 451,
-    "plda.cli": 500,  # cli-docs helper
 }
 
 #: import edges (importer, imported) that close a cycle; with them removed the graph must be

@@ -1,23 +1,39 @@
-"""``plda plot ...``: write a PNG of a DP-SGD run's privacy (the lead wires it into plda.cli).
+"""``plda plot ...``: write a PNG, PDF or SVG of a DP-SGD run's privacy.
 
-Wiring (in ``plda.cli._parser``)::
+Registered on the ``plda`` command line by :func:`plda.cli.parser.build_parser`; ``plda.cli.main``
+prints :func:`plot_command`'s message, and reports its ``ValueError`` (and the ``ImportError``
+of a missing matplotlib) as one line with exit code 2.
 
-    from plda.plot.cli import add_plot_parser
-    add_plot_parser(sub)
-
-and in ``main``: ``if args.command == "plot": print(plot_command(args)); return 0``
-(``ImportError`` when matplotlib is missing: report it like a bad argument).
+No silent defaults: ``--noise-multiplier``, ``--sample-rate`` and ``--steps`` are required, and
+so is ``--delta`` for the plots that need one (``steps``, ``comparison``); the other plots refuse
+a ``--delta`` they would ignore. ``--sampler`` (see :mod:`plda.cli.samplers`) replaces
+``--sample-rate`` by the sampler's size flags in the ``tradeoff``, ``mia`` and ``profile`` plots,
+for the samplers whose PLD band is certified on both sides (not ``shuffled`` or a truncating
+``truncated-poisson``).
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
+
+from plda.cli.checks import UsageError, integer
+from plda.cli.samplers import (
+    DEFAULT_SAMPLER,
+    SAMPLERS,
+    add_sampler_flags,
+    check_unused,
+    sampler_run,
+)
 
 __all__ = ["add_plot_parser", "plot_command"]
 
 KINDS = ("tradeoff", "mia", "profile", "steps", "comparison")
 
+
+#: the plots that take a ``--delta``
+DELTA_KINDS = ("steps", "comparison")
 
 #: output formats, chosen by the file extension of ``--output``
 FORMATS = (".png", ".pdf", ".svg")
@@ -31,11 +47,15 @@ def add_plot_parser(subparsers) -> argparse.ArgumentParser:
         "epsilon over steps, or accountings compared",
     )
     plot.add_argument("kind", choices=KINDS, help="what to plot")
-    plot.add_argument("--noise-multiplier", type=float, default=1.1)
-    plot.add_argument("--sample-rate", type=float, default=256 / 60000)
-    plot.add_argument("--steps", type=int, default=14062,
-                      help="steps of the run (largest step count for 'steps'/'comparison')")
-    plot.add_argument("--delta", type=float, default=1e-5)
+    plot.add_argument("--noise-multiplier", type=float, help="noise multiplier sigma (required)")
+    plot.add_argument("--sample-rate", type=float,
+                      help="Poisson sample rate q (required with --sampler poisson)")
+    plot.add_argument("--steps", type=integer,
+                      help="steps of the run, e.g. 14062 or 1e6 (required; the largest step "
+                      "count for 'steps'/'comparison')")
+    plot.add_argument("--delta", type=float,
+                      help="delta (required for 'steps' and 'comparison', refused otherwise)")
+    add_sampler_flags(plot, integer)
     plot.add_argument("--points", type=int, default=12,
                       help="step counts on the curve for 'steps'/'comparison'")
     plot.add_argument("--reference-mu", type=float, default=None,
@@ -54,18 +74,30 @@ def _count(name: str, value, minimum: int = 1) -> int:
 
 def plot_command(args: argparse.Namespace) -> str:
     """Draw the plot ``args.kind`` for the DP-SGD run of ``args`` (Poisson-sampled Gaussian
-    steps) and save it as a PNG; returns a one-line message naming the file.
+    steps) and save it as a PNG, PDF or SVG (by the extension of ``--output``); returns a
+    one-line message naming the file.
 
-    Raises ``ValueError`` on bad arguments (before any computation) and ``ImportError`` when
-    matplotlib is not installed.
+    Raises ``ValueError`` on bad or missing arguments (before any computation) and
+    ``ImportError`` when matplotlib is not installed.
     """
     if args.kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {args.kind!r}")
-    steps = _count("steps", args.steps)
+    # the values given are checked first (the error names a bad value), then the missing ones
+    steps = None if args.steps is None else _count("steps", args.steps)
     points = _count("points", args.points)
     dpi = _count("dpi", args.dpi, minimum=10)
-    if not 0 < args.delta < 1:
+    sigma, rate = args.noise_multiplier, args.sample_rate
+    if sigma is not None and not (math.isfinite(sigma) and sigma > 0):
+        raise ValueError(f"--noise-multiplier: sigma must be a finite number > 0, got {sigma!r}")
+    if rate is not None and not 0 < rate <= 1:
+        raise ValueError(f"--sample-rate must be in (0, 1], got {rate!r}")
+    uses_delta = args.kind in DELTA_KINDS
+    if args.delta is not None and not 0 < args.delta < 1:
         raise ValueError(f"delta must be in (0, 1), got {args.delta!r}")
+    if args.delta is not None and not uses_delta:
+        raise ValueError(
+            f"--delta is not used by 'plot {args.kind}' (only by {', '.join(DELTA_KINDS)})"
+        )
     output = Path(args.output) if args.output is not None else Path(f"plda-{args.kind}.png")
     if output.suffix.lower() not in FORMATS:
         raise ValueError(
@@ -73,11 +105,36 @@ def plot_command(args: argparse.Namespace) -> str:
         )
     if not output.parent.is_dir():  # one-line error before any computation, not a traceback
         raise ValueError(f"output folder {str(output.parent)!r} does not exist")
-    # the mechanism validates noise multiplier and sample rate
-    from plda.mechanisms import Gaussian, PoissonSampled
+    try:
+        sampler = check_unused(args)
+    except UsageError as exc:
+        raise ValueError(str(exc)) from None
+    if sampler != DEFAULT_SAMPLER and uses_delta:
+        raise ValueError(
+            f"--sampler {sampler}: 'plot {args.kind}' draws Poisson-sampled runs only; for "
+            f"{sampler} use 'plda epsilon --sampler {sampler}' at the step counts you need"
+        )
+    required = {"--noise-multiplier": sigma}
+    required.update({flag: getattr(args, flag[2:].replace("-", "_")) for flag in SAMPLERS[sampler]})
+    required["--steps"] = steps
+    if uses_delta:
+        required["--delta"] = args.delta
+    missing = [flag for flag, value in required.items() if value is None]
+    if missing:  # no silent defaults (issue 15): the run is the user's, never a reference run
+        raise ValueError(f"the following arguments are required: {', '.join(missing)}")
     from plda.pld import PrivacyLossDistribution
 
-    step = PoissonSampled(Gaussian(sigma=args.noise_multiplier), sample_rate=args.sample_rate)
+    try:  # the mechanism validates the noise multiplier and the sampler's sizes
+        sampled = sampler_run(args)
+        step = sampled.step(sigma)
+    except UsageError as exc:
+        raise ValueError(str(exc)) from None
+    if not step.tight:
+        raise ValueError(
+            f"--sampler {sampler}: a plot draws one PLD's certified band, and this sampler's "
+            "lower bound comes from a second, realized pair; use 'plda epsilon' or 'plda risk' "
+            f"with --sampler {sampler} for its certified bracket"
+        )
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
@@ -89,8 +146,8 @@ def plot_command(args: argparse.Namespace) -> str:
     figure = Figure(figsize=(6.4, 4.8) if args.kind in ("steps", "comparison") else (6, 5.5))
     FigureCanvasAgg(figure)
     ax = figure.add_subplot()
-    pld = PrivacyLossDistribution.from_mechanism(step).self_compose(steps)
-    run = f"σ = {args.noise_multiplier:g}, q = {args.sample_rate:.4g}, {steps} steps"
+    pld = PrivacyLossDistribution.from_mechanism(step).self_compose(sampled.count())
+    run = f"σ = {sigma:g}, {_sampling(sampled)}, {steps} steps"
     if args.kind in ("tradeoff", "mia"):
         profiles.tradeoff(pld, ax, reference_mu=args.reference_mu,
                           log_scale=args.kind == "mia", label="DP-SGD")
@@ -106,6 +163,16 @@ def plot_command(args: argparse.Namespace) -> str:
     figure.tight_layout()
     figure.savefig(output, dpi=dpi)
     return f"wrote {output}"
+
+
+def _sampling(run) -> str:
+    """The sampler in a plot title: ``q = 0.004267`` for Poisson sampling."""
+    sizes = run.sizes
+    if run.sampler == "poisson":
+        return f"q = {sizes['sample_rate']:.4g}"
+    if run.sampler == "without-replacement":
+        return f"batches of {sizes['batch_size']} of {sizes['dataset_size']}"
+    return f"{run.sampler.replace('-', ' ')}, {sizes['num_steps']} steps per epoch"
 
 
 def _geometric(first: int, last: int, count: int) -> list[int]:

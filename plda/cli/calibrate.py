@@ -1,0 +1,108 @@
+"""``plda calibrate``: the missing DP-SGD parameter for a privacy or attack-risk target."""
+
+from __future__ import annotations
+
+from plda import calibration
+from plda.cli.checks import UsageError, check_accuracy, require
+from plda.cli.commands import strict_json
+from plda.cli.progress import progress_printer
+from plda.cli.sampler_calibration import calibrate_sampler
+from plda.cli.samplers import (
+    DEFAULT_SAMPLER,
+    SAMPLERS,
+    SIZE_FLAGS,
+    check_unused,
+    sampler_run,
+)
+from plda.cli.targets import calibration_target, describe_target
+
+__all__ = ["calibrate_command"]
+
+#: what the human-readable output calls each objective
+OBJECTIVES = {
+    "epsilon": "epsilon",
+    "true_positive_rate": "true-positive rate",
+    "advantage": "advantage",
+}
+
+
+def _calibrated(args) -> str:
+    """The one parameter left out (it is calibrated); a one-line error otherwise."""
+    sampler = check_unused(args)
+    if sampler == DEFAULT_SAMPLER:
+        candidates = ("--noise-multiplier", "--sample-rate", "--steps")
+        advice = "give exactly two of the three"
+    else:
+        # the sampler's sizes are never calibrated: a missing one is reported as such
+        require([f for f in SAMPLERS[sampler] if getattr(args, SIZE_FLAGS[f], None) is None])
+        candidates = ("--noise-multiplier", "--steps")
+        advice = (
+            f"with --sampler {sampler} give {' '.join(SAMPLERS[sampler])} and exactly one of "
+            "the two"
+        )
+    missing = [f for f in candidates if getattr(args, f[2:].replace("-", "_")) is None]
+    if len(missing) != 1:
+        raise UsageError(
+            f"argument {'/'.join(candidates)}: {advice} (the missing one is calibrated); "
+            f"missing: {', '.join(missing) or 'none'}"
+        )
+    return missing[0]
+
+
+def calibrate_command(args) -> str:
+    """``plda calibrate``: one target, and all but one DP-SGD parameter."""
+    keywords = calibration_target(args)
+    accuracy = check_accuracy(args.accuracy)
+    flag = _calibrated(args)
+    run = sampler_run(args, calibrated=flag)
+    parameter = SIZE_FLAGS.get(flag) or flag[2:].replace("-", "_")
+    # progress on stderr only when it is a terminal (None otherwise: nothing printed)
+    printer = progress_printer()
+    options = {"relation": args.relation, "accuracy": accuracy, "progress": printer}
+    sigma, sizes = args.noise_multiplier, run.sizes
+    try:
+        if run.sampler != DEFAULT_SAMPLER:
+            value, result = calibrate_sampler(run, keywords, parameter, sigma, options)
+        elif parameter == "noise_multiplier":
+            result = calibration.calibrate_noise_multiplier_detailed(
+                sample_rate=sizes["sample_rate"], steps=run.steps, **keywords, **options
+            )
+        elif parameter == "sample_rate":
+            result = calibration.calibrate_sample_rate_detailed(
+                noise_multiplier=sigma, steps=run.steps, **keywords, **options
+            )
+        else:
+            result = calibration.calibrate_steps_detailed(
+                noise_multiplier=sigma, sample_rate=sizes["sample_rate"], **keywords, **options
+            )
+    finally:
+        if printer is not None:
+            printer.close()
+    if run.sampler == DEFAULT_SAMPLER:
+        value = int(result.value) if parameter == "steps" else result.value
+    record = run.described(sigma, **{parameter: value})
+    if args.json:
+        return strict_json(_json_record(record, parameter, keywords, result))
+    shown = f"{value}" if parameter == "steps" else f"{value:.6g}"
+    name = OBJECTIVES[result.objective]
+    via = "" if run.sampler == DEFAULT_SAMPLER else f", --sampler {run.sampler}"
+    return (
+        f"{parameter.replace('_', ' ')} = {shown}   (for {describe_target(keywords)}{via})\n"
+        f"achieved: {result.lower:.6g} <= {name} <= {result.upper:.6g}   (certified bounds)"
+    )
+
+
+def _json_record(record: dict, parameter: str, keywords: dict, result) -> dict:
+    out = {**record, "calibrated": parameter, "objective": result.objective}
+    if result.objective == "epsilon":
+        out.update(target_epsilon=keywords["target_epsilon"], delta=keywords["target_delta"],
+                   epsilon_lower=result.lower, epsilon_upper=result.upper)
+    elif result.objective == "true_positive_rate":
+        out.update(target_true_positive_rate=result.target,
+                   at_false_positive_rate=result.false_positive_rate,
+                   true_positive_rate_lower=result.lower, true_positive_rate_upper=result.upper)
+    else:
+        out.update(target_advantage=result.target, advantage_lower=result.lower,
+                   advantage_upper=result.upper)
+    out["within_tolerance"] = result.within_tolerance
+    return out

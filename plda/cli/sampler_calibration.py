@@ -1,0 +1,134 @@
+"""``plda calibrate`` for the samplers other than Poisson: noise multiplier or steps.
+
+:mod:`plda.calibration` calibrates Poisson-sampled DP-SGD. For the other samplers the command
+line runs the same solver (:func:`plda.calibration.solve`) on an evaluator built from the
+sampler's mechanism: the searched value's *upper* bound is the PLD upper bound of the sampler
+(a dominating pair), so the result meets the target exactly as the Poisson calibration's does;
+the reported lower bound comes from the sampler's realized pair
+(:func:`plda.cli.commands.certified_bounds`).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from argparse import Namespace
+from dataclasses import replace
+
+from plda._internal.errors import quiet_accuracy
+from plda.calibration import CalibrationResult, Parameter, make_target, solve
+from plda.calibration.targets import gdp_mu, log_sigma
+from plda.cli.checks import UsageError
+from plda.cli.commands import build_pld, certified_bounds
+from plda.cli.samplers import EPOCH_SAMPLERS, SamplerRun
+from plda.mechanisms import NotTightWarning
+from plda.risk import advantage_bounds, true_positive_rate_bounds
+
+__all__ = ["SamplerEvaluator", "calibrate_sampler"]
+
+#: noise multipliers searched (as plda.calibration searches them)
+SIGMA_RANGE = (1e-2, 1e4)
+#: most steps searched
+MAX_STEPS = 10**7
+
+
+class SamplerEvaluator:
+    """Parameter value -> certified ``(lower, upper)`` of the target's objective for the run."""
+
+    def __init__(self, run: SamplerRun, target, parameter: str, fixed, relation: str):
+        self.run, self.target, self.parameter = run, target, parameter
+        self.fixed, self.relation = fixed, relation  # the other parameter's value
+
+    def components(self, value) -> tuple:
+        if self.parameter == "noise_multiplier":
+            return ((self.run.step(value), self.run.count()),)
+        return ((self.run.step(self.fixed), int(value)),)  # value counts steps or epochs
+
+    def objective(self, pld):
+        target = self.target
+        if target.objective == "epsilon":
+            return pld.epsilon_bounds(target.delta)
+        if target.objective == "true_positive_rate":
+            return true_positive_rate_bounds(pld, target.false_positive_rate)
+        return advantage_bounds(pld)
+
+    def __call__(self, value, accuracy: float, search: bool) -> tuple[float, float]:
+        try:
+            components = self.components(value)
+        except UsageError:
+            # a noise multiplier the sampler's analysis does not cover (random allocation needs
+            # sigma >= ~0.69): counted as not meeting the target, which steers the search away
+            # from it and is never reported as a result
+            return math.inf, math.inf
+        args = Namespace(relation=self.relation, accuracy=accuracy)
+        try:
+            # the solver reports the accuracy of its result once, judged on the PLD's own
+            # bracket (the grid's accuracy); the sampler's lower bound is taken from its
+            # realized pair afterwards (realized_bounds), so NotTightWarning's advice is followed
+            with quiet_accuracy(), warnings.catch_warnings():
+                warnings.simplefilter("ignore", NotTightWarning)
+                bounds = self.objective(build_pld(components, args))
+        except (OverflowError, FloatingPointError, MemoryError):
+            return math.inf, math.inf
+        return float(bounds.lower), float(bounds.upper)
+
+    def realized_bounds(self, result: CalibrationResult, accuracy: float) -> CalibrationResult:
+        """``result`` with its lower bound from the sampler's realized pair (for samplers whose
+        dominating pair is not realized; the PLD's own lower bound brackets that pair only)."""
+        components = self.components(result.value)
+        if all(mechanism.tight for mechanism, _ in components):
+            return result
+        args = Namespace(relation=self.relation, accuracy=accuracy)
+        with quiet_accuracy():
+            lower = float(certified_bounds(components, args, self.objective).lower)
+        lower = min(lower, result.upper)
+        if self.target.objective == "epsilon":
+            return replace(result, lower=lower, epsilon_lower=lower)
+        return replace(result, lower=lower)
+
+
+def calibrate_sampler(run: SamplerRun, keywords: dict, calibrated: str, sigma, options: dict):
+    """Calibrate ``calibrated`` (``"noise_multiplier"`` or ``"steps"``) for ``run`` and the
+    target ``keywords`` (those of :mod:`plda.calibration`); returns ``(value, result)`` with
+    ``value`` in the command line's units (steps, not epochs)."""
+    target = make_target(**keywords)
+    relation, accuracy, progress = options["relation"], options["accuracy"], options["progress"]
+    rtol = 1e-3 if target.objective == "epsilon" else 1e-5
+    if calibrated == "noise_multiplier":
+        run.step(SIGMA_RANGE[1])  # a refusal that does not depend on sigma is reported now
+        rate, steps = run.nominal_rate, run.steps
+        start = math.exp(log_sigma(gdp_mu(target), rate, steps))
+        parameter = Parameter(
+            name="noise_multiplier",
+            low=SIGMA_RANGE[0],
+            high=SIGMA_RANGE[1],
+            increasing=False,
+            start=min(max(start, SIGMA_RANGE[0]), SIGMA_RANGE[1]),
+            hint="raise the target or lower the steps or the batch size",
+        )
+        evaluate = SamplerEvaluator(run, target, "noise_multiplier", None, relation)
+        result = solve(evaluate, target, parameter, accuracy=accuracy, rtol=rtol,
+                       progress=progress)
+        return result.value, evaluate.realized_bounds(result, accuracy)
+    run.step(sigma)  # the sampler's own refusals first
+    epochs = run.sampler in EPOCH_SAMPLERS
+    unit = run.epoch_length
+    try:
+        guess = (gdp_mu(target) / run.nominal_rate) ** 2 / math.expm1(sigma**-2) / unit
+    except OverflowError:
+        guess = 1.0
+    high = max(1, MAX_STEPS // unit)
+    parameter = Parameter(
+        name="epochs" if epochs else "steps",
+        low=1,
+        high=high,
+        increasing=True,
+        start=min(max(guess, 1.0), float(high)) if math.isfinite(guess) else 1.0,
+        integer=True,
+        hint="raise the target or the noise multiplier",
+    )
+    evaluate = SamplerEvaluator(run, target, "steps", sigma, relation)
+    result: CalibrationResult = solve(
+        evaluate, target, parameter, accuracy=accuracy, rtol=2.5e-3, progress=progress
+    )
+    return int(result.value) * unit, evaluate.realized_bounds(result, accuracy)

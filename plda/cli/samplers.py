@@ -1,0 +1,210 @@
+"""``--sampler``: which batch sampler a DP-SGD run used, and the size flags each one needs.
+
+Every sampler is one of plda's mechanisms around ``Gaussian(sigma=--noise-multiplier)``:
+
+- ``poisson`` (the default; Opacus's DPDataLoader): ``--sample-rate``,
+  :class:`~plda.PoissonSampled`;
+- ``without-replacement`` (fixed-size batches): ``--batch-size --dataset-size``,
+  :class:`~plda.SampledWithoutReplacement`;
+- ``truncated-poisson``: ``--sample-rate --max-batch-size --dataset-size``,
+  :class:`~plda.TruncatedPoisson`;
+- ``shuffled`` (one pass per epoch): ``--num-steps`` (steps per epoch), :class:`~plda.Shuffled`;
+- ``random-allocation`` (balls-in-bins): ``--num-steps [--num-selected]``,
+  :class:`~plda.RandomAllocation`.
+
+``--steps`` always counts training steps; for the two epoch samplers it must be a whole number
+of epochs (a multiple of ``--num-steps``). A flag the chosen sampler does not use is an error
+(it would otherwise be ignored silently), and so is a missing one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from plda.cli.checks import UsageError, check_positive, check_rate, check_steps, require
+from plda.mechanisms import (
+    Gaussian,
+    Mechanism,
+    PoissonSampled,
+    RandomAllocation,
+    SampledWithoutReplacement,
+    Shuffled,
+    TruncatedPoisson,
+)
+
+__all__ = [
+    "DEFAULT_SAMPLER",
+    "SAMPLERS",
+    "SIZE_FLAGS",
+    "SamplerRun",
+    "add_sampler_flags",
+    "check_unused",
+    "sampler_run",
+]
+
+#: the sampler assumed without ``--sampler``: Poisson sampling, what Opacus's DPDataLoader runs
+DEFAULT_SAMPLER = "poisson"
+
+#: sampler -> its required size flags (besides --noise-multiplier and --steps)
+SAMPLERS: dict[str, tuple[str, ...]] = {
+    "poisson": ("--sample-rate",),
+    "without-replacement": ("--batch-size", "--dataset-size"),
+    "truncated-poisson": ("--sample-rate", "--max-batch-size", "--dataset-size"),
+    "shuffled": ("--num-steps",),
+    "random-allocation": ("--num-steps",),
+}
+#: optional size flags (random allocation: each record in --num-selected steps, default 1)
+OPTIONAL_FLAGS: dict[str, tuple[str, ...]] = {"random-allocation": ("--num-selected",)}
+#: every size flag -> its namespace attribute
+SIZE_FLAGS = {
+    "--sample-rate": "sample_rate",
+    "--batch-size": "batch_size",
+    "--dataset-size": "dataset_size",
+    "--max-batch-size": "max_batch_size",
+    "--num-steps": "num_steps",
+    "--num-selected": "num_selected",
+}
+#: samplers whose mechanism is one epoch of --num-steps steps
+EPOCH_SAMPLERS = ("shuffled", "random-allocation")
+
+
+def add_sampler_flags(parser, integer) -> None:
+    """The ``--sampler`` flag and the size flags (``integer`` parses ``1e6``-style counts)."""
+    parser.add_argument(
+        "--sampler",
+        choices=tuple(SAMPLERS),
+        default=None,
+        metavar="SAMPLER",
+        help="how batches were drawn (default: poisson, the sampler Opacus's DPDataLoader "
+        "runs). One of: poisson: --sample-rate; without-replacement (fixed-size batches): "
+        "--batch-size --dataset-size; truncated-poisson: --sample-rate --max-batch-size "
+        "--dataset-size; shuffled (one pass per epoch, a certified bracket): --num-steps; "
+        "random-allocation (balls-in-bins): --num-steps [--num-selected]",
+    )
+    parser.add_argument("--batch-size", type=integer, help="records per fixed-size batch")
+    parser.add_argument("--dataset-size", type=integer, help="records in the dataset")
+    parser.add_argument("--max-batch-size", type=integer, help="cap of a truncated Poisson batch")
+    parser.add_argument(
+        "--num-steps", type=integer, help="steps per epoch (shuffled, random-allocation)"
+    )
+    parser.add_argument(
+        "--num-selected",
+        type=integer,
+        help="steps each record takes part in per epoch (random-allocation; default 1)",
+    )
+
+
+@dataclass(frozen=True)
+class SamplerRun:
+    """A DP-SGD run's sampler and sizes; ``steps`` is None while it is being calibrated."""
+
+    sampler: str
+    sizes: dict
+    steps: int | None
+
+    @property
+    def epoch_length(self) -> int:
+        """Steps per composed mechanism: ``--num-steps`` for epoch samplers, else 1."""
+        return self.sizes["num_steps"] if self.sampler in EPOCH_SAMPLERS else 1
+
+    def count(self, steps: int | None = None) -> int:
+        """Composed mechanisms for ``steps`` training steps (epochs for epoch samplers)."""
+        steps = self.steps if steps is None else steps
+        return steps // self.epoch_length
+
+    @property
+    def nominal_rate(self) -> float:
+        """The chance that a record is in a given step's batch (a starting guess only)."""
+        sizes = self.sizes
+        if self.sampler in ("poisson", "truncated-poisson"):
+            return sizes["sample_rate"]
+        if self.sampler == "without-replacement":
+            return sizes["batch_size"] / sizes["dataset_size"]
+        return sizes.get("num_selected", 1) / sizes["num_steps"]
+
+    def step(self, sigma: float) -> Mechanism:
+        """The mechanism of one step (one epoch for epoch samplers) at noise ``sigma``;
+        the library's refusals become a one-line error naming the sampler."""
+        sizes = self.sizes
+        try:
+            gauss = Gaussian(sigma=sigma)
+            if self.sampler == "poisson":
+                return PoissonSampled(gauss, sample_rate=sizes["sample_rate"])
+            if self.sampler == "without-replacement":
+                return SampledWithoutReplacement(
+                    gauss, batch_size=sizes["batch_size"], dataset_size=sizes["dataset_size"]
+                )
+            if self.sampler == "truncated-poisson":
+                return TruncatedPoisson(
+                    gauss,
+                    sample_rate=sizes["sample_rate"],
+                    max_batch_size=sizes["max_batch_size"],
+                    dataset_size=sizes["dataset_size"],
+                )
+            if self.sampler == "shuffled":
+                return Shuffled(gauss, num_steps=sizes["num_steps"])
+            return RandomAllocation(
+                gauss, num_steps=sizes["num_steps"], num_selected=sizes.get("num_selected", 1)
+            )
+        except (TypeError, ValueError) as exc:
+            raise UsageError(f"argument --sampler {self.sampler}: {exc}") from None
+
+    def described(self, sigma: float, **calibrated) -> dict:
+        """The run as a JSON-ready dict (the keys of the flags, in the order of
+        :data:`SIZE_FLAGS`); ``calibrated`` gives a calibrated parameter's value
+        (``steps=...``, ``sample_rate=...``)."""
+        values = {"noise_multiplier": sigma, **self.sizes, "steps": self.steps, **calibrated}
+        order = ("noise_multiplier", *SIZE_FLAGS.values(), "steps")
+        record = {key: values[key] for key in order if key in values}
+        record["sampler"] = self.sampler
+        if self.sampler in EPOCH_SAMPLERS and record["steps"] is not None:
+            record["epochs"] = self.count(record["steps"])
+        return record
+
+
+def check_unused(args) -> str:
+    """The sampler of ``args``; a size flag it does not use is a :class:`UsageError` (it would
+    otherwise be ignored silently)."""
+    sampler = getattr(args, "sampler", None) or DEFAULT_SAMPLER
+    takes = SAMPLERS[sampler] + OPTIONAL_FLAGS.get(sampler, ())
+    for flag, attr in SIZE_FLAGS.items():
+        if getattr(args, attr, None) is not None and flag not in takes:
+            raise UsageError(
+                f"argument {flag}: not used by --sampler {sampler} (it takes "
+                f"{' '.join(takes)}); pass the --sampler that ran"
+            )
+    return sampler
+
+
+def sampler_run(args, missing: tuple[str, ...] = (), calibrated: str | None = None) -> SamplerRun:
+    """The sampler of a DP-SGD command line, checked: a flag the sampler does not use, a bad
+    value, a missing size flag (reported with the other ``missing`` flags), or ``--steps`` not a
+    whole number of epochs is a :class:`UsageError`. ``calibrated`` names a flag left out on
+    purpose (calibration)."""
+    sampler = check_unused(args)
+    takes = SAMPLERS[sampler] + OPTIONAL_FLAGS.get(sampler, ())
+    sizes = {}
+    for flag in takes:
+        value = getattr(args, SIZE_FLAGS[flag], None)
+        if value is not None:
+            check = check_rate if flag == "--sample-rate" else check_steps
+            sizes[SIZE_FLAGS[flag]] = check(flag, value)
+    given = {"--noise-multiplier": args.noise_multiplier, "--steps": args.steps}
+    if given["--noise-multiplier"] is not None:
+        check_positive("--noise-multiplier", given["--noise-multiplier"])
+    if given["--steps"] is not None:
+        check_steps("--steps", given["--steps"])
+    absent = [f for f, v in given.items() if v is None and f != calibrated]
+    absent += [f for f in SAMPLERS[sampler] if SIZE_FLAGS[f] not in sizes and f != calibrated]
+    require(absent + list(missing))
+    run = SamplerRun(sampler=sampler, sizes=sizes, steps=args.steps)
+    if sampler in EPOCH_SAMPLERS and args.steps is not None:
+        epoch = sizes["num_steps"]
+        if args.steps % epoch:
+            whole = -(-args.steps // epoch) * epoch
+            raise UsageError(
+                f"argument --steps: must be a whole number of epochs (a multiple of "
+                f"--num-steps {epoch}) for --sampler {sampler}, got {args.steps}; pass "
+                f"--steps {whole} (whole epochs: its upper bound also bounds the shorter run)"
+            )
+    return run

@@ -1,0 +1,122 @@
+"""What the command line accounts: ``--mechanism`` specs, or DP-SGD flags."""
+
+from __future__ import annotations
+
+from plda.cli.checks import UsageError, require
+from plda.cli.samplers import DEFAULT_SAMPLER, SIZE_FLAGS, sampler_run
+from plda.mechanisms import (
+    ApproximateDP,
+    DiscreteGaussian,
+    DiscreteLaplace,
+    Gaussian,
+    Laplace,
+    Mechanism,
+    PoissonSampled,
+)
+
+__all__ = ["MECHANISM_SPECS", "composition", "describe", "parse_mechanism"]
+
+#: mechanism spec name -> (class, accepted keys)
+MECHANISM_SPECS = {
+    "gaussian": (Gaussian, ("sigma", "sensitivity")),
+    "laplace": (Laplace, ("scale", "sensitivity")),
+    "discrete_laplace": (DiscreteLaplace, ("parameter", "sensitivity")),
+    "discrete_gaussian": (DiscreteGaussian, ("sigma", "sensitivity")),
+    "approximate_dp": (ApproximateDP, ("epsilon", "delta")),
+}
+
+
+def parse_mechanism(spec: str) -> Mechanism:
+    """``"gaussian:sigma=2"``, ``"laplace:scale=3,sensitivity=2"``, ... ; a ``sample_rate=q``
+    key wraps the mechanism in :class:`~plda.PoissonSampled`."""
+    name, _, rest = spec.partition(":")
+    name = name.strip().lower().replace("-", "_")
+    if name not in MECHANISM_SPECS:
+        raise UsageError(
+            f"argument --mechanism: unknown mechanism {name!r} in {spec!r} (choose from "
+            f"{', '.join(MECHANISM_SPECS)})"
+        )
+    cls, keys = MECHANISM_SPECS[name]
+    kwargs = {}
+    sample_rate = None
+    for item in filter(None, (p.strip() for p in rest.split(","))):
+        key, eq, value = item.partition("=")
+        key = key.strip()
+        if not eq or (key not in keys and key != "sample_rate"):
+            raise UsageError(
+                f"argument --mechanism: bad parameter {item!r} in {spec!r} ({name} takes "
+                f"{', '.join(keys)}, sample_rate)"
+            )
+        try:
+            number = float(value)
+        except ValueError:
+            raise UsageError(
+                f"argument --mechanism: {key}={value!r} in {spec!r} is not a number"
+            ) from None
+        if key == "sample_rate":
+            sample_rate = number
+        else:
+            kwargs[key] = int(number) if number.is_integer() and key == "sensitivity" else number
+    try:
+        mechanism = cls(**kwargs)
+        if sample_rate is not None:
+            mechanism = PoissonSampled(mechanism, sample_rate=sample_rate)
+    except TypeError as exc:
+        raise UsageError(f"argument --mechanism: {spec!r}: {exc}") from None
+    except ValueError as exc:
+        raise UsageError(f"argument --mechanism: {spec!r}: {exc}") from None
+    return mechanism
+
+
+def composition(args, missing: tuple[str, ...] = ()) -> tuple[tuple, dict]:
+    """``(components, description)`` from DP-SGD flags (with their ``--sampler``) or a
+    --mechanism list; ``missing`` names other required flags that were not given (reported
+    together with missing DP-SGD flags)."""
+    mechanisms = getattr(args, "mechanisms", None)
+    if mechanisms:
+        dpsgd = ["--noise-multiplier", "--steps", "--sampler", *SIZE_FLAGS]
+        used = [f for f in dpsgd if getattr(args, f[2:].replace("-", "_"), None) is not None]
+        if used:
+            raise UsageError(
+                f"argument --mechanism: not allowed with {used[0]} (DP-SGD flags describe one "
+                "run; for Poisson sampling in a --mechanism list add sample_rate=q to its spec)"
+            )
+        components = []
+        for spec, count in mechanisms:
+            if count is None or count < 1:
+                raise UsageError(f"argument --count: must be an integer >= 1, got {count!r}")
+            components.append((parse_mechanism(spec), int(count)))
+        described = {"mechanisms": [{"mechanism": s, "count": int(k)} for s, k in mechanisms]}
+        require(list(missing))
+        return tuple(components), described
+    # No silent defaults: the values given are checked first (so the error names a bad value),
+    # then every missing one is reported in a single line.
+    run = sampler_run(args, missing)
+    sigma = args.noise_multiplier
+    return ((run.step(sigma), run.count()),), run.described(sigma)
+
+
+#: how the human-readable output names each sampler
+SAMPLER_NAMES = {
+    "without-replacement": "fixed-size batches of {batch_size} of {dataset_size} records",
+    "truncated-poisson": "Poisson sample rate {sample_rate:.6g} truncated at {max_batch_size} "
+    "of {dataset_size} records",
+    "shuffled": "shuffled, {num_steps} steps per epoch, {epochs} epochs",
+    "random-allocation": "random allocation, {num_steps} steps per epoch, {epochs} epochs",
+}
+
+
+def describe(described: dict) -> str:
+    if "mechanisms" in described:
+        return "; ".join(f"{m['count']} x {m['mechanism']}" for m in described["mechanisms"])
+    sampler = described.get("sampler", DEFAULT_SAMPLER)
+    if sampler == DEFAULT_SAMPLER:
+        return (
+            f"DP-SGD: noise multiplier {described['noise_multiplier']}, sample rate "
+            f"{described['sample_rate']:.6g}, {described['steps']} steps"
+        )
+    how = SAMPLER_NAMES[sampler].format(**{"num_selected": 1, **described})
+    return (
+        f"DP-SGD ({how}): noise multiplier {described['noise_multiplier']}, "
+        f"{described['steps']} steps"
+    )
