@@ -13,8 +13,10 @@ solve`. The target is exactly one of
 
 Epsilon targets are evaluated as :class:`~plda.PLDAccountant` evaluates them (the final value
 checks out with a fresh accountant at the same accuracy); risk targets on the
-:class:`~plda.PrivacyLossDistribution`. During the coarse search, the grid step chosen by the
-first evaluation is kept (the values searched are close, and a bound on any grid is certified).
+:class:`~plda.PrivacyLossDistribution` on grids of their own (one step per accuracy, predicted
+from the measured gap; see :class:`~plda.calibration.targets.DPSGDEvaluator`). During the
+coarse search the grid step is kept (the values searched are close, and a bound on any grid is
+certified); for risk targets the search starts with Newton steps on the Gaussian-DP model.
 """
 
 from __future__ import annotations
@@ -33,10 +35,10 @@ from plda.calibration.targets import (
     DPSGDEvaluator,
     check_options,
     gdp_mu,
+    gdp_slope,
     log_sigma,
     make_target,
 )
-from plda.pld import DEFAULT_ACCURACY
 
 __all__ = [
     "calibrate_noise_multiplier",
@@ -63,7 +65,7 @@ def calibrate_noise_multiplier_detailed(
     at_false_positive_rate: float | None = None,
     target_advantage: float | None = None,
     relation: str = "add_remove",
-    accuracy: float = DEFAULT_ACCURACY,
+    accuracy: float | None = None,
     rtol: float | None = None,
     progress: Progress | None = None,
 ) -> CalibrationResult:
@@ -80,15 +82,21 @@ def calibrate_noise_multiplier_detailed(
     steps = check.count("steps", steps, minimum=1)
     accuracy, rtol = check_options(accuracy, rtol, progress, target)
     start = math.exp(log_sigma(gdp_mu(target), sample_rate, steps))
+    start = min(max(start, SIGMA_RANGE[0]), SIGMA_RANGE[1])
+
+    def make(s):
+        return s, sample_rate, steps
+
     parameter = Parameter(
         name="noise_multiplier",
         low=SIGMA_RANGE[0],
         high=SIGMA_RANGE[1],
         increasing=False,
-        start=min(max(start, SIGMA_RANGE[0]), SIGMA_RANGE[1]),
+        start=start,
         hint="raise the target or lower sample_rate or steps",
+        slope=gdp_slope(target, make, start),
     )
-    evaluate = DPSGDEvaluator(lambda s: (s, sample_rate, steps), target, relation)
+    evaluate = DPSGDEvaluator(make, target, relation)
     return solve(evaluate, target, parameter, accuracy=accuracy, rtol=rtol, progress=progress)
 
 
@@ -102,7 +110,7 @@ def calibrate_noise_multiplier(
     at_false_positive_rate: float | None = None,
     target_advantage: float | None = None,
     relation: str = "add_remove",
-    accuracy: float = DEFAULT_ACCURACY,
+    accuracy: float | None = None,
     rtol: float | None = None,
     progress: Progress | None = None,
 ) -> float:
@@ -115,8 +123,10 @@ def calibrate_noise_multiplier(
     ``at_false_positive_rate``, ``1 - f(alpha)`` (Kulynych et al. 2024, "Attack-aware noise
     calibration for differential privacy"; Dong, Roth & Su 2019); or the advantage
     ``max(TPR - FPR) = delta(0)``. Both neighbouring directions are covered under
-    ``"add_remove"``. ``rtol`` defaults to 1e-3 for epsilon targets and 1e-5 for risk
-    targets (their bounds are cheap; the least noise is the point). The search covers
+    ``"add_remove"``. ``accuracy`` bounds the relative gap ``(upper - lower) / upper`` at
+    the result. Defaults: epsilon targets ``accuracy = rtol = 1e-3``; risk targets
+    ``accuracy = 1e-4`` and ``rtol = 5e-5``, so the true risk at the result is certified
+    within 1.5e-4 of the target (the least noise is the point). The search covers
     ``sigma`` in [1e-2, 1e4]; the upper end failing raises :class:`~plda.CalibrationError` (a
     ``ValueError``). ``progress(fraction, message)`` is called after each evaluation.
 
@@ -158,7 +168,7 @@ def calibrate_sample_rate_detailed(
     at_false_positive_rate: float | None = None,
     target_advantage: float | None = None,
     relation: str = "add_remove",
-    accuracy: float = DEFAULT_ACCURACY,
+    accuracy: float | None = None,
     rtol: float | None = None,
     progress: Progress | None = None,
 ) -> CalibrationResult:
@@ -174,6 +184,9 @@ def calibrate_sample_rate_detailed(
     noise_multiplier = check.positive_float("noise_multiplier", noise_multiplier)
     steps = check.count("steps", steps, minimum=1)
     accuracy, rtol = check_options(accuracy, rtol, progress, target)
+    def make(q):
+        return noise_multiplier, min(q, 1.0), steps
+
     parameter = Parameter(
         name="sample_rate",
         low=MIN_SAMPLE_RATE,
@@ -181,8 +194,9 @@ def calibrate_sample_rate_detailed(
         increasing=True,
         start=0.01,
         hint="raise the target or noise_multiplier, or lower steps",
+        slope=gdp_slope(target, make, 0.01),
     )
-    evaluate = DPSGDEvaluator(lambda q: (noise_multiplier, min(q, 1.0), steps), target, relation)
+    evaluate = DPSGDEvaluator(make, target, relation)
     return solve(evaluate, target, parameter, accuracy=accuracy, rtol=rtol, progress=progress)
 
 
@@ -196,7 +210,7 @@ def calibrate_sample_rate(
     at_false_positive_rate: float | None = None,
     target_advantage: float | None = None,
     relation: str = "add_remove",
-    accuracy: float = DEFAULT_ACCURACY,
+    accuracy: float | None = None,
     rtol: float | None = None,
     progress: Progress | None = None,
 ) -> float:
@@ -231,7 +245,7 @@ def calibrate_steps_detailed(
     target_advantage: float | None = None,
     max_steps: int = 10**7,
     relation: str = "add_remove",
-    accuracy: float = DEFAULT_ACCURACY,
+    accuracy: float | None = None,
     progress: Progress | None = None,
 ) -> CalibrationResult:
     """Largest number of steps meeting the target; see :func:`calibrate_steps`."""
@@ -283,7 +297,7 @@ def calibrate_steps(
     target_advantage: float | None = None,
     max_steps: int = 10**7,
     relation: str = "add_remove",
-    accuracy: float = DEFAULT_ACCURACY,
+    accuracy: float | None = None,
     progress: Progress | None = None,
 ) -> int:
     """Largest number of DP-SGD steps (at most ``max_steps``) whose certified upper bound meets
