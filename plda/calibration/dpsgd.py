@@ -184,6 +184,7 @@ def calibrate_sample_rate_detailed(
     noise_multiplier = check.positive_float("noise_multiplier", noise_multiplier)
     steps = check.count("steps", steps, minimum=1)
     accuracy, rtol = check_options(accuracy, rtol, progress, target)
+
     def make(q):
         return noise_multiplier, min(q, 1.0), steps
 

@@ -218,7 +218,7 @@ class DPSGDEvaluator:
             self.search_step = pld.grid_step
         return float(bounds.lower), float(bounds.upper)
 
-    def _mechanism(self, sigma, rate):
+    def mechanism(self, sigma, rate):
         """The step's mechanism under ``add_remove``; for the advantage, one direction only.
 
         The advantage is the total variation ``TV(P^T, Q^T)``, the same for the pair and its
@@ -257,7 +257,7 @@ class DPSGDEvaluator:
         once instead). The search only needs the upper bound: its step is kept unless the
         bounds are meaningless (gap above 1/2; the lower bound of a true-positive rate at a
         small false-positive rate is poor on coarse grids while the upper one is fine)."""
-        mechanism = self._mechanism(sigma, rate)
+        mechanism = self.mechanism(sigma, rate)
         known = gap in self.steps
         step = self.steps[gap] if known else self._first_step(sigma, rate, steps, gap)
         best = used = None
