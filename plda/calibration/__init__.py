@@ -31,7 +31,8 @@ from plda.calibration.dpsgd import (
     calibrate_steps,
     calibrate_steps_detailed,
 )
-from plda.calibration.targets import DPSGDEvaluator, gdp_mu, gdp_noise_multiplier, make_target
+from plda.calibration.evaluator import DPSGDEvaluator, Sampler
+from plda.calibration.targets import gdp_mu, gdp_noise_multiplier, make_target
 
 #: kept for callers of the former module-level helper (log of the Gaussian-DP noise guess)
 _gdp_noise_multiplier = gdp_noise_multiplier
@@ -41,6 +42,7 @@ __all__ = [
     "CalibrationResult",
     "DPSGDEvaluator",
     "Parameter",
+    "Sampler",
     "Target",
     "calibrate_noise_multiplier",
     "calibrate_noise_multiplier_detailed",

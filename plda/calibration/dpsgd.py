@@ -31,8 +31,8 @@ from plda.calibration.core import (
     Progress,
     solve,
 )
+from plda.calibration.evaluator import DPSGDEvaluator, Sampler
 from plda.calibration.targets import (
-    DPSGDEvaluator,
     check_options,
     gdp_mu,
     gdp_slope,
@@ -65,6 +65,7 @@ def calibrate_noise_multiplier_detailed(
     at_false_positive_rate: float | None = None,
     target_advantage: float | None = None,
     relation: str = "add_remove",
+    sampler: Sampler | None = None,
     accuracy: float | None = None,
     rtol: float | None = None,
     progress: Progress | None = None,
@@ -96,7 +97,7 @@ def calibrate_noise_multiplier_detailed(
         hint="raise the target or lower sample_rate or steps",
         slope=gdp_slope(target, make, start),
     )
-    evaluate = DPSGDEvaluator(make, target, relation)
+    evaluate = DPSGDEvaluator(make, target, relation, _sampler(sampler))
     return solve(evaluate, target, parameter, accuracy=accuracy, rtol=rtol, progress=progress)
 
 
@@ -110,6 +111,7 @@ def calibrate_noise_multiplier(
     at_false_positive_rate: float | None = None,
     target_advantage: float | None = None,
     relation: str = "add_remove",
+    sampler: Sampler | None = None,
     accuracy: float | None = None,
     rtol: float | None = None,
     progress: Progress | None = None,
@@ -129,6 +131,9 @@ def calibrate_noise_multiplier(
     within 1.5e-4 of the target (the least noise is the point). The search covers
     ``sigma`` in [1e-2, 1e4]; the upper end failing raises :class:`~plda.CalibrationError` (a
     ``ValueError``). ``progress(fraction, message)`` is called after each evaluation.
+    ``sampler(noise_multiplier, sample_rate) -> Mechanism`` replaces Poisson sampling by
+    another sampler's step (e.g. :class:`~plda.SampledWithoutReplacement`); for a sampler
+    whose pair only dominates (``tight`` False) the lower bound is its realized pair's.
 
     Examples
     --------
@@ -152,6 +157,7 @@ def calibrate_noise_multiplier(
         at_false_positive_rate=at_false_positive_rate,
         target_advantage=target_advantage,
         relation=relation,
+        sampler=sampler,
         accuracy=accuracy,
         rtol=rtol,
         progress=progress,
@@ -168,6 +174,7 @@ def calibrate_sample_rate_detailed(
     at_false_positive_rate: float | None = None,
     target_advantage: float | None = None,
     relation: str = "add_remove",
+    sampler: Sampler | None = None,
     accuracy: float | None = None,
     rtol: float | None = None,
     progress: Progress | None = None,
@@ -197,7 +204,7 @@ def calibrate_sample_rate_detailed(
         hint="raise the target or noise_multiplier, or lower steps",
         slope=gdp_slope(target, make, 0.01),
     )
-    evaluate = DPSGDEvaluator(make, target, relation)
+    evaluate = DPSGDEvaluator(make, target, relation, _sampler(sampler))
     return solve(evaluate, target, parameter, accuracy=accuracy, rtol=rtol, progress=progress)
 
 
@@ -211,6 +218,7 @@ def calibrate_sample_rate(
     at_false_positive_rate: float | None = None,
     target_advantage: float | None = None,
     relation: str = "add_remove",
+    sampler: Sampler | None = None,
     accuracy: float | None = None,
     rtol: float | None = None,
     progress: Progress | None = None,
@@ -229,6 +237,7 @@ def calibrate_sample_rate(
         at_false_positive_rate=at_false_positive_rate,
         target_advantage=target_advantage,
         relation=relation,
+        sampler=sampler,
         accuracy=accuracy,
         rtol=rtol,
         progress=progress,
@@ -246,6 +255,7 @@ def calibrate_steps_detailed(
     target_advantage: float | None = None,
     max_steps: int = 10**7,
     relation: str = "add_remove",
+    sampler: Sampler | None = None,
     accuracy: float | None = None,
     progress: Progress | None = None,
 ) -> CalibrationResult:
@@ -276,7 +286,9 @@ def calibrate_steps_detailed(
         integer=True,
         hint="raise the target or noise_multiplier, or lower sample_rate",
     )
-    evaluate = DPSGDEvaluator(lambda k: (noise_multiplier, sample_rate, int(k)), target, relation)
+    evaluate = DPSGDEvaluator(
+        lambda k: (noise_multiplier, sample_rate, int(k)), target, relation, _sampler(sampler)
+    )
     return solve(
         evaluate,
         target,
@@ -298,6 +310,7 @@ def calibrate_steps(
     target_advantage: float | None = None,
     max_steps: int = 10**7,
     relation: str = "add_remove",
+    sampler: Sampler | None = None,
     accuracy: float | None = None,
     progress: Progress | None = None,
 ) -> int:
@@ -318,7 +331,19 @@ def calibrate_steps(
             target_advantage=target_advantage,
             max_steps=max_steps,
             relation=relation,
+            sampler=sampler,
             accuracy=accuracy,
             progress=progress,
         ).value
     )
+
+
+def _sampler(sampler):
+    """``sampler`` checked: None (Poisson sampling) or a callable ``(noise_multiplier,
+    sample_rate) -> Mechanism``."""
+    if sampler is not None and not callable(sampler):
+        raise TypeError(
+            "sampler must be None (Poisson sampling) or a callable (noise_multiplier, "
+            f"sample_rate) -> plda mechanism, got {sampler!r}"
+        )
+    return sampler
