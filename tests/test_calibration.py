@@ -321,3 +321,30 @@ def test_the_solver_takes_any_monotone_evaluator():
         accuracy=1,
     )
     assert steps.value == 500
+
+
+def _fixed_batches(noise_multiplier, sample_rate):
+    batch = round(sample_rate * 1000)
+    return plda.SampledWithoutReplacement(
+        plda.Gaussian(sigma=noise_multiplier), batch_size=batch, dataset_size=1000
+    )
+
+
+def test_a_sampler_replaces_poisson_sampling():
+    # fixed-size batches are not Poisson sampling (a substitution, not an addition): they need
+    # more noise for the same target; the result checks out with the accountant
+    kwargs = {"sample_rate": 0.02, "steps": 50}
+    fixed = calibrate_noise_multiplier_detailed(
+        1.0, DELTA, accuracy=COARSE, sampler=_fixed_batches, **kwargs
+    )
+    poisson = calibrate_noise_multiplier_detailed(1.0, DELTA, accuracy=COARSE, **kwargs)
+    assert fixed.value > poisson.value and fixed.epsilon_upper <= 1.0
+    acct = PLDAccountant(accuracy=COARSE)
+    acct.compose(_fixed_batches(fixed.value, 0.02), 50)
+    assert acct.epsilon_bounds(DELTA).upper == fixed.epsilon_upper
+    risk = calibrate_noise_multiplier_detailed(
+        target_advantage=0.1, sampler=_fixed_batches, **kwargs
+    )
+    assert 0.1 * (1 - 5e-5) <= risk.upper <= 0.1 and risk.lower <= risk.upper
+    with pytest.raises(TypeError, match="sampler"):
+        calibrate_noise_multiplier(target_advantage=0.1, sampler="fixed", **kwargs)
