@@ -140,6 +140,12 @@ def test_empty_sweep():
     assert sweep([]) == []
 
 
+def test_serial_progress_reports_each_config_in_order(serial):
+    seen = []
+    assert sweep(CONFIGS[:2], progress=lambda f, m: seen.append((f, m))) == serial[:2]
+    assert seen == [(0.5, "config 1/2 done"), (1.0, "config 2/2 done")]
+
+
 @pytest.mark.skipif(importlib.util.find_spec("pandas") is None, reason="pandas not installed")
 def test_records_make_a_dataframe(serial):
     frame = sweep_to_dataframe(serial)
