@@ -13,6 +13,7 @@ from __future__ import annotations
 import concurrent.futures
 import importlib
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 from plda._internal import validation as check
 from plda._internal.errors import quiet_accuracy
@@ -22,13 +23,66 @@ from plda.calibration import (
     calibrate_sample_rate_detailed,
     calibrate_steps_detailed,
 )
+from plda.calibration.evaluator import epsilon_bounds_of
+from plda.mechanisms import Gaussian, SampledWithoutReplacement, TruncatedPoisson
 from plda.pld import DEFAULT_ACCURACY, RELATIONS
 
-__all__ = ["evaluate_config", "sweep", "sweep_to_dataframe"]
+__all__ = [
+    "SAMPLERS",
+    "TruncatedPoissonSampler",
+    "WithoutReplacementSampler",
+    "evaluate_config",
+    "sweep",
+    "sweep_to_dataframe",
+]
 
 PARAMETERS = ("noise_multiplier", "sample_rate", "steps")
 TARGETS = ("target_epsilon", "target_true_positive_rate", "target_advantage")
-KEYS = frozenset((*PARAMETERS, *TARGETS, "delta", "at_false_positive_rate", "relation", "accuracy"))
+SAMPLER_KEYS = ("sampler", "dataset_size", "max_batch_size")
+KEYS = frozenset(
+    (*PARAMETERS, *TARGETS, *SAMPLER_KEYS, "delta", "at_false_positive_rate", "relation")
+    + ("accuracy",)
+)
+
+
+@dataclass(frozen=True)
+class WithoutReplacementSampler:
+    """DP-SGD step on a batch of ``round(sample_rate * dataset_size)`` records drawn without
+    replacement (:class:`~plda.SampledWithoutReplacement`); picklable, so sweeps can ship it
+    to process pools and Dask workers."""
+
+    dataset_size: int
+
+    def __call__(self, noise_multiplier: float, sample_rate: float):
+        batch = max(1, round(sample_rate * self.dataset_size))
+        return SampledWithoutReplacement(
+            Gaussian(sigma=noise_multiplier), batch_size=batch, dataset_size=self.dataset_size
+        )
+
+
+@dataclass(frozen=True)
+class TruncatedPoissonSampler:
+    """DP-SGD step on a Poisson sample cut to ``max_batch_size`` records
+    (:class:`~plda.TruncatedPoisson`); picklable."""
+
+    dataset_size: int
+    max_batch_size: int
+
+    def __call__(self, noise_multiplier: float, sample_rate: float):
+        return TruncatedPoisson(
+            Gaussian(sigma=noise_multiplier),
+            sample_rate,
+            max_batch_size=self.max_batch_size,
+            dataset_size=self.dataset_size,
+        )
+
+
+#: sampler names a configuration may give, with the keys each needs
+SAMPLERS = {
+    "poisson": (),
+    "without_replacement": ("dataset_size",),
+    "truncated_poisson": ("dataset_size", "max_batch_size"),
+}
 
 
 def _validate(index: int, config) -> dict:
@@ -58,6 +112,9 @@ def _validate(index: int, config) -> dict:
     relation = out.setdefault("relation", "add_remove")
     if relation not in RELATIONS:
         raise ValueError(f"configs[{index}]['relation']: must be one of {RELATIONS}")
+    checked("dataset_size", check.count, minimum=1)
+    checked("max_batch_size", check.count, minimum=1)
+    _check_sampler(index, out)
     targets = [key for key in TARGETS if config.get(key) is not None]
     missing = [key for key in PARAMETERS if config.get(key) is None]
     if not targets:
@@ -81,6 +138,50 @@ def _validate(index: int, config) -> dict:
     except (TypeError, ValueError) as error:
         raise ValueError(f"configs[{index}][{targets[0]!r}]: {error}") from None
     return out
+
+
+def _check_sampler(index: int, config: dict) -> None:
+    """The configuration's sampler: a name of :data:`SAMPLERS` with the keys it needs, or a
+    callable ``(noise_multiplier, sample_rate) -> Mechanism``."""
+    sampler = config.get("sampler")
+    if sampler is None or callable(sampler):
+        return
+    if not isinstance(sampler, str) or sampler not in SAMPLERS:
+        raise ValueError(
+            f"configs[{index}]['sampler']: must be one of {sorted(SAMPLERS)} or a callable "
+            f"(noise_multiplier, sample_rate) -> plda mechanism, got {sampler!r}"
+        )
+    for key in SAMPLERS[sampler]:
+        if config.get(key) is None:
+            raise ValueError(
+                f"configs[{index}][{key!r}]: missing (sampler {sampler!r} needs "
+                f"{', '.join(SAMPLERS[sampler])})"
+            )
+    if sampler == "without_replacement":
+        rate = config.get("sample_rate")
+        if rate is None:
+            raise ValueError(
+                f"configs[{index}]['sample_rate']: missing (with fixed-size batches the rate is "
+                "batch_size / dataset_size; calibrate noise_multiplier or steps instead)"
+            )
+        batch = rate * config["dataset_size"]
+        if abs(batch - round(batch)) > 1e-6 * batch:
+            raise ValueError(
+                f"configs[{index}]['sample_rate']: sample_rate * dataset_size must be a whole "
+                f"batch size for sampler 'without_replacement', got {batch:.6g}"
+            )
+
+
+def _step_sampler(config: dict):
+    """The sampler callable of a (validated) configuration; None for Poisson sampling."""
+    sampler = config.get("sampler")
+    if sampler is None or sampler == "poisson":
+        return None
+    if sampler == "without_replacement":
+        return WithoutReplacementSampler(config["dataset_size"])
+    if sampler == "truncated_poisson":
+        return TruncatedPoissonSampler(config["dataset_size"], config["max_batch_size"])
+    return sampler
 
 
 def _calibration_target(config: dict) -> dict:
@@ -109,17 +210,31 @@ def evaluate_config(config: dict) -> dict:
     """One record of :func:`sweep` for one (validated) configuration; a module-level function so
     that process pools and Dask workers can pickle it."""
     record = dict(config)
-    accuracy = config.get("accuracy", DEFAULT_ACCURACY)
     relation = config["relation"]
+    sampler = _step_sampler(config)
     with quiet_accuracy():  # the record carries both bounds: the gap is there to read
         target = [key for key in TARGETS if config.get(key) is not None]
         if not target:
-            accountant = PLDAccountant(relation=relation, accuracy=accuracy)
-            accountant.step(config["noise_multiplier"], config["sample_rate"], config["steps"])
-            lower, upper = accountant.epsilon_bounds(config["delta"])
+            accuracy = config.get("accuracy", DEFAULT_ACCURACY)
+            sigma, rate, steps = (config[key] for key in PARAMETERS)
+            if sampler is None:
+                accountant = PLDAccountant(relation=relation, accuracy=accuracy)
+                accountant.step(sigma, rate, steps)
+                lower, upper = accountant.epsilon_bounds(config["delta"])
+            else:
+                mechanism = sampler(sigma, rate)
+                lower, upper = epsilon_bounds_of(
+                    mechanism, steps, relation, accuracy, config["delta"]
+                )
             record.update(epsilon_lower=float(lower), epsilon_upper=float(upper))
             return record
-        kwargs = dict(_calibration_target(config), relation=relation, accuracy=accuracy)
+        # accuracy None: the calibration's default for its target (1e-3 epsilon, 1e-4 risk)
+        kwargs = dict(
+            _calibration_target(config),
+            relation=relation,
+            accuracy=config.get("accuracy"),
+            sampler=sampler,
+        )
         missing = next(key for key in PARAMETERS if config.get(key) is None)
         if missing == "noise_multiplier":
             result = calibrate_noise_multiplier_detailed(
@@ -160,7 +275,12 @@ def sweep(
     configs
         Dicts with keys ``noise_multiplier``, ``sample_rate``, ``steps``, ``delta`` (all four:
         the record gets ``epsilon_lower`` and ``epsilon_upper``, as
-        :meth:`plda.PLDAccountant.epsilon_bounds`), optionally ``relation`` and ``accuracy``.
+        :meth:`plda.PLDAccountant.epsilon_bounds`), optionally ``relation`` and ``accuracy``,
+        and a ``sampler``: ``"poisson"`` (the default), ``"without_replacement"`` (with
+        ``dataset_size``; fixed batches of ``sample_rate * dataset_size`` records),
+        ``"truncated_poisson"`` (with ``dataset_size`` and ``max_batch_size``), or a picklable
+        callable ``(noise_multiplier, sample_rate) -> Mechanism`` (one step). For a sampler
+        whose own pair only dominates, the lower bound is that of its realized pair.
         With a calibration target -- ``target_epsilon`` (with ``delta``),
         ``target_true_positive_rate`` (with ``at_false_positive_rate``) or ``target_advantage``
         -- exactly one of the three parameters is left out and calibrated (see

@@ -8,11 +8,33 @@ import pytest
 import plda
 from plda.sweep import sweep, sweep_to_dataframe
 
+# the truncated-Poisson config's upper pair only dominates; the sweep takes the lower bound from
+# the realized pair, so the warning about the dominating pair's lower bound does not apply
+pytestmark = pytest.mark.filterwarnings("ignore::plda.NotTightWarning")
+
 CONFIGS = [
     {"noise_multiplier": 1.0, "sample_rate": 0.01, "steps": 100, "delta": 1e-5},
     {"noise_multiplier": 2.0, "sample_rate": 0.02, "steps": 50, "delta": 1e-6, "accuracy": 1e-2},
     {"sample_rate": 0.01, "steps": 100, "target_epsilon": 1.0, "delta": 1e-5, "accuracy": 1e-2},
     {"noise_multiplier": 1.0, "steps": 100, "target_advantage": 0.1, "accuracy": 1e-2},
+    # samplers: fixed-size batches, and a calibration under a truncated Poisson sampler
+    {
+        "noise_multiplier": 1.0,
+        "sample_rate": 0.01,
+        "steps": 100,
+        "delta": 1e-5,
+        "sampler": "without_replacement",
+        "dataset_size": 1000,
+    },
+    {
+        "sample_rate": 0.01,
+        "steps": 100,
+        "target_advantage": 0.1,
+        "sampler": "truncated_poisson",
+        "dataset_size": 1000,
+        "max_batch_size": 20,
+        "accuracy": 1e-2,
+    },
 ]
 
 
@@ -36,6 +58,15 @@ def test_records_match_the_accountant_and_the_calibration(serial):
     )
     assert serial[3]["calibrated"] == "sample_rate" and serial[3]["upper"] <= 0.1
     assert serial[3]["objective"] == "advantage"
+    # fixed-size batches: the accountant's bounds for the same step mechanism
+    wor = plda.SampledWithoutReplacement(plda.Gaussian(sigma=1.0), batch_size=10, dataset_size=1000)
+    acct = plda.PLDAccountant()
+    acct.compose(wor, 100)
+    assert serial[4]["epsilon_upper"] == acct.epsilon_bounds(1e-5).upper
+    assert serial[4]["epsilon_upper"] > serial[0]["epsilon_upper"]  # not Poisson sampling
+    truncated = serial[5]
+    assert truncated["calibrated"] == "noise_multiplier" and truncated["upper"] <= 0.1
+    assert 0 <= truncated["lower"] <= truncated["upper"]
 
 
 @pytest.mark.parametrize("kind", ["thread", "process"])
@@ -80,6 +111,13 @@ def test_dask_cluster_gives_identical_records(serial):
         ({"sigma": 1.0}, r"configs\[1\]: unknown key 'sigma'"),
         ({"target_epsilon": 1.0}, r"configs\[1\]\['target_epsilon'\]: with a calibration target"),
         ({"relation": "swap"}, r"configs\[1\]\['relation'\]"),
+        ({"sampler": "shuffle"}, r"configs\[1\]\['sampler'\]: must be one of"),
+        ({"sampler": "without_replacement"}, r"configs\[1\]\['dataset_size'\]: missing"),
+        (
+            {"sampler": "without_replacement", "dataset_size": 150},
+            r"configs\[1\]\['sample_rate'\]: .* whole batch size",
+        ),
+        ({"sampler": "truncated_poisson", "dataset_size": 10}, r"\['max_batch_size'\]: missing"),
     ],
 )
 def test_invalid_configs_are_refused_before_running(bad, match):
@@ -100,6 +138,12 @@ def test_bad_executor_and_progress():
 
 def test_empty_sweep():
     assert sweep([]) == []
+
+
+def test_serial_progress_reports_each_config_in_order(serial):
+    seen = []
+    assert sweep(CONFIGS[:2], progress=lambda f, m: seen.append((f, m))) == serial[:2]
+    assert seen == [(0.5, "config 1/2 done"), (1.0, "config 2/2 done")]
 
 
 @pytest.mark.skipif(importlib.util.find_spec("pandas") is None, reason="pandas not installed")

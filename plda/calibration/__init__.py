@@ -10,10 +10,11 @@ attack's true-positive rate at that false-positive rate, both neighbouring direc
 ``target_advantage`` (``max(TPR - FPR)``, the total variation ``delta(0)``).
 
 Tolerance: for the noise multiplier and the sample rate the result meets
-``target * (1 - rtol) <= upper <= target`` with ``rtol = 1e-3`` by default (1e-5 for risk
-targets) (the ``*_detailed``
-functions report the achieved bounds; if the band cannot be hit in the iteration budget the best
-value that meets the target is returned and ``within_tolerance`` is False). For the number of
+``target * (1 - rtol) <= upper <= target`` and ``(upper - lower) / upper <= accuracy``;
+by default ``rtol = accuracy = 1e-3`` for epsilon targets and ``rtol = 5e-5``, ``accuracy =
+1e-4`` for risk targets (the ``*_detailed`` functions report the achieved bounds; if the band
+cannot be hit in the iteration budget the best value that meets the target is returned and
+``within_tolerance`` is False). For the number of
 steps the result is the largest integer count whose upper bound meets the target (the next
 count is checked to exceed it).
 
@@ -30,7 +31,8 @@ from plda.calibration.dpsgd import (
     calibrate_steps,
     calibrate_steps_detailed,
 )
-from plda.calibration.targets import DPSGDEvaluator, gdp_mu, gdp_noise_multiplier, make_target
+from plda.calibration.evaluator import DPSGDEvaluator, Sampler
+from plda.calibration.targets import gdp_mu, gdp_noise_multiplier, make_target
 
 #: kept for callers of the former module-level helper (log of the Gaussian-DP noise guess)
 _gdp_noise_multiplier = gdp_noise_multiplier
@@ -40,6 +42,7 @@ __all__ = [
     "CalibrationResult",
     "DPSGDEvaluator",
     "Parameter",
+    "Sampler",
     "Target",
     "calibrate_noise_multiplier",
     "calibrate_noise_multiplier_detailed",

@@ -13,8 +13,10 @@ solve`. The target is exactly one of
 
 Epsilon targets are evaluated as :class:`~plda.PLDAccountant` evaluates them (the final value
 checks out with a fresh accountant at the same accuracy); risk targets on the
-:class:`~plda.PrivacyLossDistribution`. During the coarse search, the grid step chosen by the
-first evaluation is kept (the values searched are close, and a bound on any grid is certified).
+:class:`~plda.PrivacyLossDistribution` on grids of their own (one step per accuracy, predicted
+from the measured gap; see :class:`~plda.calibration.targets.DPSGDEvaluator`). During the
+coarse search the grid step is kept (the values searched are close, and a bound on any grid is
+certified); for risk targets the search starts with Newton steps on the Gaussian-DP model.
 """
 
 from __future__ import annotations
@@ -29,14 +31,14 @@ from plda.calibration.core import (
     Progress,
     solve,
 )
+from plda.calibration.evaluator import DPSGDEvaluator, Sampler
 from plda.calibration.targets import (
-    DPSGDEvaluator,
     check_options,
     gdp_mu,
+    gdp_slope,
     log_sigma,
     make_target,
 )
-from plda.pld import DEFAULT_ACCURACY
 
 __all__ = [
     "calibrate_noise_multiplier",
@@ -63,7 +65,8 @@ def calibrate_noise_multiplier_detailed(
     at_false_positive_rate: float | None = None,
     target_advantage: float | None = None,
     relation: str = "add_remove",
-    accuracy: float = DEFAULT_ACCURACY,
+    sampler: Sampler | None = None,
+    accuracy: float | None = None,
     rtol: float | None = None,
     progress: Progress | None = None,
 ) -> CalibrationResult:
@@ -80,15 +83,21 @@ def calibrate_noise_multiplier_detailed(
     steps = check.count("steps", steps, minimum=1)
     accuracy, rtol = check_options(accuracy, rtol, progress, target)
     start = math.exp(log_sigma(gdp_mu(target), sample_rate, steps))
+    start = min(max(start, SIGMA_RANGE[0]), SIGMA_RANGE[1])
+
+    def make(s):
+        return s, sample_rate, steps
+
     parameter = Parameter(
         name="noise_multiplier",
         low=SIGMA_RANGE[0],
         high=SIGMA_RANGE[1],
         increasing=False,
-        start=min(max(start, SIGMA_RANGE[0]), SIGMA_RANGE[1]),
+        start=start,
         hint="raise the target or lower sample_rate or steps",
+        slope=gdp_slope(target, make, start),
     )
-    evaluate = DPSGDEvaluator(lambda s: (s, sample_rate, steps), target, relation)
+    evaluate = DPSGDEvaluator(make, target, relation, _sampler(sampler))
     return solve(evaluate, target, parameter, accuracy=accuracy, rtol=rtol, progress=progress)
 
 
@@ -102,7 +111,8 @@ def calibrate_noise_multiplier(
     at_false_positive_rate: float | None = None,
     target_advantage: float | None = None,
     relation: str = "add_remove",
-    accuracy: float = DEFAULT_ACCURACY,
+    sampler: Sampler | None = None,
+    accuracy: float | None = None,
     rtol: float | None = None,
     progress: Progress | None = None,
 ) -> float:
@@ -115,10 +125,15 @@ def calibrate_noise_multiplier(
     ``at_false_positive_rate``, ``1 - f(alpha)`` (Kulynych et al. 2024, "Attack-aware noise
     calibration for differential privacy"; Dong, Roth & Su 2019); or the advantage
     ``max(TPR - FPR) = delta(0)``. Both neighbouring directions are covered under
-    ``"add_remove"``. ``rtol`` defaults to 1e-3 for epsilon targets and 1e-5 for risk
-    targets (their bounds are cheap; the least noise is the point). The search covers
+    ``"add_remove"``. ``accuracy`` bounds the relative gap ``(upper - lower) / upper`` at
+    the result. Defaults: epsilon targets ``accuracy = rtol = 1e-3``; risk targets
+    ``accuracy = 1e-4`` and ``rtol = 5e-5``, so the true risk at the result is certified
+    within 1.5e-4 of the target (the least noise is the point). The search covers
     ``sigma`` in [1e-2, 1e4]; the upper end failing raises :class:`~plda.CalibrationError` (a
     ``ValueError``). ``progress(fraction, message)`` is called after each evaluation.
+    ``sampler(noise_multiplier, sample_rate) -> Mechanism`` replaces Poisson sampling by
+    another sampler's step (e.g. :class:`~plda.SampledWithoutReplacement`); for a sampler
+    whose pair only dominates (``tight`` False) the lower bound is its realized pair's.
 
     Examples
     --------
@@ -142,6 +157,7 @@ def calibrate_noise_multiplier(
         at_false_positive_rate=at_false_positive_rate,
         target_advantage=target_advantage,
         relation=relation,
+        sampler=sampler,
         accuracy=accuracy,
         rtol=rtol,
         progress=progress,
@@ -158,7 +174,8 @@ def calibrate_sample_rate_detailed(
     at_false_positive_rate: float | None = None,
     target_advantage: float | None = None,
     relation: str = "add_remove",
-    accuracy: float = DEFAULT_ACCURACY,
+    sampler: Sampler | None = None,
+    accuracy: float | None = None,
     rtol: float | None = None,
     progress: Progress | None = None,
 ) -> CalibrationResult:
@@ -174,6 +191,10 @@ def calibrate_sample_rate_detailed(
     noise_multiplier = check.positive_float("noise_multiplier", noise_multiplier)
     steps = check.count("steps", steps, minimum=1)
     accuracy, rtol = check_options(accuracy, rtol, progress, target)
+
+    def make(q):
+        return noise_multiplier, min(q, 1.0), steps
+
     parameter = Parameter(
         name="sample_rate",
         low=MIN_SAMPLE_RATE,
@@ -181,8 +202,9 @@ def calibrate_sample_rate_detailed(
         increasing=True,
         start=0.01,
         hint="raise the target or noise_multiplier, or lower steps",
+        slope=gdp_slope(target, make, 0.01),
     )
-    evaluate = DPSGDEvaluator(lambda q: (noise_multiplier, min(q, 1.0), steps), target, relation)
+    evaluate = DPSGDEvaluator(make, target, relation, _sampler(sampler))
     return solve(evaluate, target, parameter, accuracy=accuracy, rtol=rtol, progress=progress)
 
 
@@ -196,7 +218,8 @@ def calibrate_sample_rate(
     at_false_positive_rate: float | None = None,
     target_advantage: float | None = None,
     relation: str = "add_remove",
-    accuracy: float = DEFAULT_ACCURACY,
+    sampler: Sampler | None = None,
+    accuracy: float | None = None,
     rtol: float | None = None,
     progress: Progress | None = None,
 ) -> float:
@@ -214,6 +237,7 @@ def calibrate_sample_rate(
         at_false_positive_rate=at_false_positive_rate,
         target_advantage=target_advantage,
         relation=relation,
+        sampler=sampler,
         accuracy=accuracy,
         rtol=rtol,
         progress=progress,
@@ -231,7 +255,8 @@ def calibrate_steps_detailed(
     target_advantage: float | None = None,
     max_steps: int = 10**7,
     relation: str = "add_remove",
-    accuracy: float = DEFAULT_ACCURACY,
+    sampler: Sampler | None = None,
+    accuracy: float | None = None,
     progress: Progress | None = None,
 ) -> CalibrationResult:
     """Largest number of steps meeting the target; see :func:`calibrate_steps`."""
@@ -261,7 +286,9 @@ def calibrate_steps_detailed(
         integer=True,
         hint="raise the target or noise_multiplier, or lower sample_rate",
     )
-    evaluate = DPSGDEvaluator(lambda k: (noise_multiplier, sample_rate, int(k)), target, relation)
+    evaluate = DPSGDEvaluator(
+        lambda k: (noise_multiplier, sample_rate, int(k)), target, relation, _sampler(sampler)
+    )
     return solve(
         evaluate,
         target,
@@ -283,7 +310,8 @@ def calibrate_steps(
     target_advantage: float | None = None,
     max_steps: int = 10**7,
     relation: str = "add_remove",
-    accuracy: float = DEFAULT_ACCURACY,
+    sampler: Sampler | None = None,
+    accuracy: float | None = None,
     progress: Progress | None = None,
 ) -> int:
     """Largest number of DP-SGD steps (at most ``max_steps``) whose certified upper bound meets
@@ -303,7 +331,19 @@ def calibrate_steps(
             target_advantage=target_advantage,
             max_steps=max_steps,
             relation=relation,
+            sampler=sampler,
             accuracy=accuracy,
             progress=progress,
         ).value
     )
+
+
+def _sampler(sampler):
+    """``sampler`` checked: None (Poisson sampling) or a callable ``(noise_multiplier,
+    sample_rate) -> Mechanism``."""
+    if sampler is not None and not callable(sampler):
+        raise TypeError(
+            "sampler must be None (Poisson sampling) or a callable (noise_multiplier, "
+            f"sample_rate) -> plda mechanism, got {sampler!r}"
+        )
+    return sampler

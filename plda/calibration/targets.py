@@ -2,8 +2,9 @@
 
 :func:`make_target` turns the keyword arguments of a calibration call into its one
 :class:`~plda.calibration.core.Target`; :func:`gdp_mu` gives the Gaussian-DP ``mu`` meeting it
-(the starting guess of every search); :class:`DPSGDEvaluator` maps a parameter value to certified
-bounds on the objective for the DP-SGD composition.
+(the starting guess of every search) and :func:`gdp_slope` the slope of the objective there;
+:func:`check_options` validates the tolerances. :class:`~plda.calibration.evaluator.
+DPSGDEvaluator` maps a parameter value to certified bounds on the objective.
 """
 
 from __future__ import annotations
@@ -14,29 +15,27 @@ from scipy.optimize import brentq
 from scipy.special import ndtr, ndtri
 
 from plda._internal import validation as check
-from plda._internal.errors import quiet_accuracy
-from plda.accountant import PLDAccountant
-from plda.calibration.core import DEFAULT_RTOL, SEARCH_ACCURACY, Target
-from plda.mechanisms import Gaussian, PoissonSampled
-from plda.pld import PrivacyLossDistribution
-from plda.risk import advantage_bounds, true_positive_rate_bounds
+from plda.calibration.problem import DEFAULT_RTOL, Target
+from plda.pld import DEFAULT_ACCURACY
 
 __all__ = [
-    "DPSGDEvaluator",
+    "RISK_ACCURACY",
     "RISK_RTOL",
     "check_options",
     "gdp_mu",
     "gdp_noise_multiplier",
+    "gdp_slope",
     "log_sigma",
     "make_target",
 ]
 
-#: default relative tolerance of a risk target: the risk bounds are cheap to evaluate, and the
-#: least noise that meets the target is the point (at 1e-3 the result may carry ~0.05% more
-#: noise than needed, more than riskcal's own search tolerance)
-RISK_RTOL = 1e-5
-#: grid refinements of a risk objective beyond the engine's epsilon-driven grid
-_REFINEMENTS = 4
+#: default tolerances of a risk target: the upper bound lands in ``[target (1 - RISK_RTOL),
+#: target]`` with a relative gap ``(upper - lower) / upper <= RISK_ACCURACY``, so the true risk
+#: at the result is certified within 1.5e-4 of the target (the least noise that meets the
+#: target is the point: riskcal's own answers carry 1e-4 to 7e-4 more noise than needed on the
+#: cases of ``benchmarks/run_risk.py``)
+RISK_RTOL = 5e-5
+RISK_ACCURACY = 1e-4
 
 
 def make_target(
@@ -121,88 +120,51 @@ def gdp_noise_multiplier(target_epsilon: float, delta: float, sample_rate: float
 
 
 def log_sigma(mu: float, sample_rate: float, steps: int) -> float:
+    """``log sigma`` with Gaussian-DP ``mu`` after ``steps`` steps at ``sample_rate``: exactly
+    ``sqrt(T) / mu`` without subsampling, else the central-limit form (a guess)."""
     try:
+        if sample_rate >= 1:
+            return math.log(math.sqrt(steps) / mu)
         return -0.5 * math.log(math.log1p((mu / sample_rate) ** 2 / steps))
     except (ValueError, ZeroDivisionError, OverflowError):
         return 0.0
 
 
-class DPSGDEvaluator:
-    """DP-SGD composition for a parameter value -> certified bounds of the target objective."""
+def gdp_slope(target: Target, make, value: float) -> float | None:
+    """``d log(objective) / d log(value)`` under the Gaussian-DP reading of DP-SGD (``mu = q
+    sqrt(T (e^{1/sigma^2} - 1))``, Bu, Dong, Long & Su 2020), ``make(value) -> (sigma, q, T)``;
+    None for epsilon targets or where the model is undefined. Only steers the search."""
+    if target.objective == "epsilon":
+        return None
 
-    def __init__(self, make, target: Target, relation: str):
-        self.make = make  # parameter -> (noise_multiplier, sample_rate, steps)
-        self.target = target
-        self.relation = relation
-        self.search_step = None  # grid step of the search evaluations, set by the first
-
-    def __call__(self, value, accuracy: float, search: bool) -> tuple[float, float]:
-        sigma, rate, steps = self.make(value)
-        try:
-            with quiet_accuracy():  # the solver reports the accuracy of its result once
-                if self.target.objective == "epsilon" and not search:
-                    accountant = PLDAccountant(relation=self.relation, accuracy=accuracy)
-                    accountant.step(sigma, rate, count=steps)
-                    return tuple(accountant.epsilon_bounds(self.target.delta))
-                step = self.search_step if search else None
-                # the engine's accuracy steers its grid by the *epsilon* gap; a risk objective
-                # starts from the coarse grid and is refined on its own gap (_refined): the
-                # advantage of DP-SGD is often resolved far below 1e-3 on the coarse grid
-                grid_accuracy = accuracy
-                if self.target.objective != "epsilon":
-                    grid_accuracy = max(accuracy, SEARCH_ACCURACY)
-                mechanism = PoissonSampled(Gaussian(sigma=sigma), sample_rate=rate)
-                pld = PrivacyLossDistribution(
-                    ((mechanism, steps),), self.relation, grid_accuracy, step=step
-                )
-                bounds = self._objective(pld)
-                if search:
-                    if self.search_step is None:
-                        self.search_step = pld.grid_step
-                    return bounds
-                return self._refined(pld, bounds, accuracy)
-        except (OverflowError, FloatingPointError, MemoryError):
-            # extreme parameters the engine cannot discretize: count them as not meeting any
-            # target (never reported as a result, only steers the search away)
-            return math.inf, math.inf
-
-    def _refined(self, pld: PrivacyLossDistribution, bounds, accuracy: float):
-        """Refine the grid until the relative gap of the objective meets ``accuracy``: the
-        engine chooses its grid for the epsilon gap, and the tradeoff curve at a small
-        false-positive rate can need a finer one (both bounds hold on every grid, so the
-        tighter pair of each refinement is kept)."""
-        lower, upper = bounds
-        step = pld.grid_step
-        for _ in range(_REFINEMENTS):
-            gap = (upper - lower) / upper if upper > 0 else 0.0
-            if not gap > accuracy:
-                break
-            # the gap falls about like step^2: aim a little below the accuracy, at least halve
-            step *= min(0.5, max(0.125, 0.9 * math.sqrt(accuracy / gap)))
-            finer = PrivacyLossDistribution(pld.components, pld.relation, pld.accuracy, step=step)
-            try:
-                lo, up = self._objective(finer)
-            except MemoryError:
-                break
-            lower, upper = max(lower, lo), min(upper, up)
-        return lower, upper
-
-    def _objective(self, pld: PrivacyLossDistribution) -> tuple[float, float]:
-        target = self.target
-        if target.objective == "epsilon":
-            bounds = pld.epsilon_bounds(target.delta)
-        elif target.objective == "true_positive_rate":
-            bounds = true_positive_rate_bounds(pld, target.false_positive_rate)
+    def log_objective(x):
+        sigma, rate, steps = make(math.exp(x))
+        if rate >= 1:  # T Gaussian steps: exactly sqrt(T) / sigma
+            mu = math.sqrt(steps) / sigma
         else:
-            bounds = advantage_bounds(pld)
-        return float(bounds.lower), float(bounds.upper)
+            mu = rate * math.sqrt(steps * math.expm1(sigma**-2))
+        if target.objective == "true_positive_rate":
+            return math.log(ndtr(ndtri(target.false_positive_rate) + mu))
+        return math.log(2 * ndtr(mu / 2) - 1)
+
+    x, h = math.log(value), 1e-4
+    try:
+        slope = (log_objective(x + h) - log_objective(x - h)) / (2 * h)
+    except (ValueError, OverflowError, ZeroDivisionError):
+        return None
+    return slope if math.isfinite(slope) and slope != 0 else None
 
 
 def check_options(accuracy, rtol, progress, target: Target) -> tuple[float, float]:
-    """Validated ``(accuracy, rtol)``; ``rtol=None`` is :data:`~plda.calibration.core.
-    DEFAULT_RTOL` (1e-3) for epsilon targets and :data:`RISK_RTOL` (1e-5) for risk targets."""
+    """Validated ``(accuracy, rtol)``; None picks the defaults of the target: for epsilon
+    ``accuracy`` :data:`~plda.pld.DEFAULT_ACCURACY` (1e-3) and ``rtol``
+    :data:`~plda.calibration.core.DEFAULT_RTOL` (1e-3), for risk targets :data:`RISK_ACCURACY`
+    (1e-4) and :data:`RISK_RTOL` (5e-5)."""
+    epsilon = target.objective == "epsilon"
     if rtol is None:
-        rtol = DEFAULT_RTOL if target.objective == "epsilon" else RISK_RTOL
+        rtol = DEFAULT_RTOL if epsilon else RISK_RTOL
+    if accuracy is None:
+        accuracy = DEFAULT_ACCURACY if epsilon else RISK_ACCURACY
     accuracy = check.positive_float("accuracy", accuracy)
     rtol = check.positive_float("rtol", rtol)
     if not accuracy < 1 or not rtol < 1:

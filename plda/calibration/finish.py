@@ -1,0 +1,171 @@
+"""The last phase of a calibration: land the result at the requested accuracy.
+
+:func:`finish_continuous` (noise multiplier, sample rate) takes secant steps on the fine
+objective until its upper bound lies in ``[target (1 - rtol), target]``; :func:`finish_integer`
+(steps) finds the largest count meeting the target. Both start next to the root of the coarse
+search of :func:`plda.calibration.core.solve`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from plda._internal.errors import CalibrationError
+from plda.calibration.problem import MAX_ITERATIONS, Run, log_ratio, make_result
+
+__all__ = ["finish_continuous", "finish_integer"]
+
+#: largest move of one secant step in log space (a factor 2): a poor slope cannot throw the
+#: search far from the coarse root
+MAX_MOVE = math.log(2.0)
+#: largest relative coarse gap used to predict the fine upper bound from its ``upper_share``
+SHARE_GAP = 0.05
+
+
+def finish_continuous(run: Run, root: float, accuracy: float, rtol: float):
+    """Secant steps at the requested accuracy on ``g(x) = log(upper / target)`` toward the
+    middle of the band, ``log(1 - rtol / 2)``, keeping the best point that meets the target.
+
+    The first point is the coarse root, moved by the predicted difference between the coarse
+    and the fine upper bounds when the evaluator states which share of the gap is the upper
+    bound's own discretization bias (``upper_share``): ``upper_fine ~ upper - share (upper -
+    lower)`` at the root (both discretizations are second order, so the biases keep their
+    ratio as the grid is refined). The first slope is the coarse search's last secant."""
+    target, parameter = run.target.value, run.parameter
+    lo_x, hi_x = math.log(parameter.low), math.log(parameter.high)
+    toward_unsafe = 1.0 if parameter.increasing else -1.0
+    # not clipped to the coarse bracket: the fine root may lie outside it (the coarse upper
+    # bound is the looser one), a bounded move keeps a poor slope from going far
+    low, high = lo_x, hi_x
+    goal = math.log1p(-rtol / 2)
+    # first guess: objective roughly proportional to parameter^(+-1)
+    slope = run.slope if run.slope is not None and run.slope * toward_unsafe > 0 else toward_unsafe
+    x = root
+    share = getattr(run.evaluate, "upper_share", None)
+    pair = run.pairs.get(root)
+    # only where the coarse gap is small enough to scale like the fine one (step^2): a true-
+    # positive rate's lower bound is poor on coarse grids, its gap says little about the upper
+    if share and pair is not None and np.all(np.isfinite(pair)) and 0 <= pair[0] <= pair[1]:
+        predicted = pair[1] - share * (pair[1] - pair[0])
+        if predicted > 0 and pair[1] - pair[0] <= SHARE_GAP * pair[1]:
+            move = (goal - log_ratio(predicted, target)) / slope
+            x = float(np.clip(root + np.clip(move, -MAX_MOVE, MAX_MOVE), low, high))
+    best = None
+    previous = None
+    stuck = 1e-3
+    for _ in range(12):
+        lower, upper = run.bounds(run.value(x), accuracy)
+        g = log_ratio(upper, target)
+        if upper <= target and (best is None or upper > best[2]):
+            best = (x, lower, upper)
+        if target * (1 - rtol) <= upper <= target:
+            break
+        flat = previous is not None and g >= previous[1] and upper > target
+        if previous is not None and g != previous[1] and x != previous[0]:
+            secant = (g - previous[1]) / (x - previous[0])
+            if secant * toward_unsafe > 0:
+                slope = secant
+        previous = (x, g)
+        move = float(np.clip((goal - g) / slope, -MAX_MOVE, MAX_MOVE))
+        if flat:  # no progress toward the target (a bound stuck at its ceiling): move away
+            stuck *= 4
+            move = -toward_unsafe * min(stuck, MAX_MOVE)
+        x = float(np.clip(x + move, low, high))
+        if x == previous[0]:
+            if upper <= target:
+                break  # pinned at the end of the bracket: the best point stands
+            x = float(np.clip(x - toward_unsafe * 1e-3, lo_x, hi_x))
+    if best is None:
+        # walk toward the safe end until the target is met
+        shift = 1e-3
+        x = root
+        for _ in range(MAX_ITERATIONS):
+            x = float(np.clip(x - toward_unsafe * shift, lo_x, hi_x))
+            lower, upper = run.bounds(run.value(x), accuracy)
+            if upper <= target:
+                best = (x, lower, upper)
+                break
+            shift *= 2
+        if best is None:  # pragma: no cover - the safe end met the target during the search
+            raise CalibrationError(f"calibration of {parameter.name} did not converge")
+    x, lower, upper = best
+    return make_result(run, run.value(x), lower, upper, upper >= target * (1 - rtol), accuracy)
+
+
+def finish_integer(run: Run, root: float, bracket, accuracy: float):
+    """The largest count meeting the target at the requested accuracy, near the coarse root.
+
+    Secant steps on the fine ``g(k) = log(upper / target)`` (safeguarded: each new count lies
+    strictly between the largest count known to meet the target and the smallest known to miss
+    it) land next to the boundary in a few evaluations; a gallop (shifts doubling) closes a
+    missing side, and a bisection between neighbouring verdicts finishes. Bounded work whatever
+    the counts. Assumes the objective increases with the count (more steps never reduce the
+    privacy loss)."""
+    parameter, target = run.parameter, run.target.value
+    low, high = int(parameter.low), int(parameter.high)
+    seen: dict = {}
+
+    def meets(k: int):
+        if k not in seen:
+            lower, upper = run.bounds(k, accuracy)
+            seen[k] = (upper <= target, lower, upper)
+        return seen[k]
+
+    a, b = bracket
+    # slope of g in log k from the coarse search (the fine one has nearly the same shape)
+    ga, gb = run.memo.get(a), run.memo.get(b)
+    slope = (gb - ga) / (b - a) if ga is not None and gb is not None and b > a else 0.5
+    slope = slope if slope > 0 else 0.5
+    good = bad = None
+    k = run.value(root)
+    for _ in range(8):
+        ok, lower, upper = meets(k)
+        if ok:
+            good = k if good is None else max(good, k)
+        else:
+            bad = k if bad is None else min(bad, k)
+        if good is not None and bad is not None and bad - good <= 1:
+            break
+        g = log_ratio(upper, target)
+        nxt = int(math.floor(math.exp(math.log(k) - g / slope)))
+        if good is not None:
+            nxt = max(nxt, good + 1)
+        if bad is not None:
+            nxt = min(nxt, bad - 1)
+        nxt = min(max(nxt, low), high)
+        if nxt in seen:
+            break
+        k = nxt
+    shift = max(1, (k // 4096))
+    for _ in range(MAX_ITERATIONS):  # gallop to close a missing side
+        if good is not None and (bad is not None or good == high):
+            break
+        if good is None:
+            if bad == low:
+                _, _, upper = meets(low)
+                raise CalibrationError(
+                    f"calibration of {parameter.name} did not converge: even {low} gives "
+                    f"{run.target.bound_name}={upper:.6g} at accuracy {accuracy:g}"
+                )
+            k = max(low, bad - shift)
+            if meets(k)[0]:
+                good = k
+            else:
+                bad = k
+        else:
+            k = min(high, good + shift)
+            if meets(k)[0]:
+                good = k
+            else:
+                bad = k
+        shift *= 2
+    while bad is not None and bad - good > 1:
+        mid = (good + bad) // 2
+        if meets(mid)[0]:
+            good = mid
+        else:
+            bad = mid
+    _, lower, upper = meets(good)
+    return make_result(run, good, lower, upper, True, accuracy)
