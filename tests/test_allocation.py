@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 import plda
+from plda.mechanisms import allocation_sum
 from plda.mechanisms.allocation import RandomAllocation
-from plda.mechanisms.allocation_sum import delta_bracket
+from plda.mechanisms.allocation_sum import delta_bracket, offset_positions
 
 
 def _exact_two_steps(mu: float, eps: float) -> float:
@@ -34,8 +35,40 @@ def test_lattice_bracket_contains_exact_two_steps(eps):
     lo, hi = delta_bracket(1.0, 2, eps, 0.01, math.exp(7.5 + 0.5))
     exact = _exact_two_steps(1.0, eps)
     assert lo <= exact <= hi
-    assert hi - exact < 1e-4 * exact  # the upper side is second order in the lattice step
-    assert exact - lo < 1e-2 * exact
+    assert hi - exact < 1e-4 * exact  # both sides are second order in the lattice step
+    assert exact - lo < 1e-4 * exact
+
+
+def test_lattice_bracket_is_second_order_in_the_step():
+    exact = _exact_two_steps(1.0, 0.5)
+    cap = math.exp(7.5 + 0.5)
+    fine, coarse = (delta_bracket(1.0, 2, 0.5, w, cap) for w in (0.01, 0.05))
+    for side in (0, 1):  # five times the step: about 25 times the error (10 allows for noise)
+        assert abs(coarse[side] - exact) > 10 * abs(fine[side] - exact)
+
+
+@pytest.mark.parametrize("mu", [0.7, 1.0, 1.4])
+def test_lower_positions_straddle_exact_conditional_means(mu):
+    """Each cell's remove position is at most E[W | cell] and its add position at least (the
+    conditional means from mpmath at 40 digits)."""
+    w, cells = 0.05, 4000
+    cell_data = allocation_sum.lognormal_cells(mu, w, cells)
+    mass, moment, _, _, mass_err, moment_err = cell_data
+    q, j_rem, off_rem, j_add, off_add = offset_positions(mass, moment, mass_err, moment_err, w)
+    mp.mp.dps = 40
+    m = mp.mpf(mu)
+
+    def cdf(x, shift):
+        return mp.ncdf((mp.log(x) + shift) / m) if x > 0 else mp.mpf(0)
+
+    for k in [0, 1, 2, 3, 5, 10, 20, 50, 100, 300, 1000, 3999]:
+        if q[k] == 0:
+            continue
+        a, b = mp.mpf(k) * mp.mpf(w), mp.mpf(k + 1) * mp.mpf(w)
+        p_cell = cdf(b, m * m / 2) - cdf(a, m * m / 2)
+        mean = (cdf(b, -m * m / 2) - cdf(a, -m * m / 2)) / p_cell
+        assert q[k] <= p_cell
+        assert j_rem[k] * w + off_rem <= mean <= j_add[k] * w + off_add
 
 
 def test_engine_bracket_contains_exact_two_steps():

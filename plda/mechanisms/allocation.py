@@ -21,10 +21,19 @@ MAX_STEPS = 10**5
 #: ``num_steps`` (the lognormal tail of ``W`` must fit below the cap)
 MAX_POINTS = 1 << 22
 #: mean of ``W`` above the cap ``B``, charged to loss ``+inf``: ``E[(W - B)_+] <= TAIL``
-TAIL = 1e-12
-_Z_TAIL = 7.035  # Phi(-7.035) ~ 1e-12
-#: coarsest lattice step of ``W`` allowed: the lower bounds lose about ``w`` of loss per epoch
-MAX_STEP = 0.02
+#: (P-mass ``TAIL / t`` at loss ``+inf`` per epoch, below the cells' rounding charges)
+TAIL = 1e-10
+_Z_TAIL = 6.362  # Phi(-6.362) ~ 1e-10
+#: finest lattice step of ``W``: the bounds' error is second order in it (the lower bounds move
+#: conditional means by a shared offset), so 0.02 is already far below the engine's own error
+MIN_STEP = 0.02
+#: coarsest lattice step of ``W`` allowed (with ``MAX_POINTS``, caps ``num_steps`` at large
+#: ``mu``)
+MAX_STEP = 0.05
+#: largest supported ``mu = sensitivity / sigma`` (``sigma >= 0.69`` at sensitivity 1): beyond
+#: it the lognormal tail of the likelihood ratio needs lattices of millions of points and the
+#: composed bounds lose their accuracy
+MAX_MU = 1.45
 
 
 def _integer(name: str, value, low: int, high: int, what: str) -> int:
@@ -50,27 +59,31 @@ class BracketLaw(AtomLaw):
                        neg_infinity_mass=self.neg_infinity_mass), self.lower
 
 
-def _lattice_law(q: np.ndarray, w: float, t: int, reverse: bool, infinity: float = 0.0):
-    """Law of the pair with Q-masses ``q`` at ``S = k w`` and likelihood ratio ``S / t``:
-    remove direction (loss ``log(S/t)``, P-mass ``q S/t``) or its reverse (loss ``-log(S/t)``,
-    mass ``q``)."""
-    k = np.nonzero(q[1:] > 0)[0] + 1
-    ratio = k * (w / t)
+def _lattice_law(q: np.ndarray, w: float, t: int, reverse: bool, infinity: float = 0.0,
+                 offset: float = 0.0):
+    """Law of the pair with Q-masses ``q`` at ``S = k w + offset`` and likelihood ratio
+    ``S / t``: remove direction (loss ``log(S/t)``, P-mass ``q S/t``) or its reverse (loss
+    ``-log(S/t)``, mass ``q``). Positions ``S <= 0`` are ratio ``0`` (only a negative offset of
+    a lower side reaches them: clamping ``S`` up to ``0`` keeps it below the true ``S >= 0``)."""
+    s = np.arange(len(q)) * w + offset
+    k = np.nonzero((q > 0) & (s > 0))[0]
+    zero = float(q[(s <= 0)].sum())
+    ratio = s[k] / t
     loss = np.log(ratio)
     if not reverse:
         return AtomLaw(atom_losses=loss, atom_probs=q[k] * ratio, infinity_mass=infinity,
-                       neg_infinity_mass=float(q[0]))
-    return AtomLaw(atom_losses=-loss[::-1], atom_probs=q[k][::-1], infinity_mass=float(q[0]),
+                       neg_infinity_mass=zero)
+    return AtomLaw(atom_losses=-loss[::-1], atom_probs=q[k][::-1], infinity_mass=zero,
                    neg_infinity_mass=infinity)
 
 
 def _plan(mu: float, t: int) -> tuple[float, float]:
-    """Lattice step ``w`` and cap ``B`` of ``W``: ``B`` with ``E[(W-B)_+] = TAIL``; ``w`` as fine
-    as the point budget allows, but not finer than needed (1e-4 relative to the mean of S/t)."""
+    """Lattice step ``w`` and cap ``B`` of ``W``: ``B`` with ``E[(W-B)_+] <= TAIL``; ``w`` as fine
+    as the point budget allows, but not finer than ``MIN_STEP``."""
     cap = math.exp(_Z_TAIL * mu + mu * mu / 2)
     sd = math.sqrt(math.expm1(mu * mu))
     span = t + 12 * math.sqrt(t) * sd + cap
-    w = max(span / MAX_POINTS, 2e-3)
+    w = max(span / MAX_POINTS, MIN_STEP)
     return w, cap
 
 
@@ -87,18 +100,30 @@ class RandomAllocation(Mechanism):
     lognormal under ``Q``; the add pair is the reverse. Both hockey-stick curves are ``Q``-
     expectations of convex functions of ``S``. The upper bound replaces each ``W_i`` by a
     mean-preserving spread onto a lattice (conditional Jensen: a dominating pair, for both
-    directions and all ``eps``); the lower bounds round ``W_i`` down (remove) or up (add)
-    pointwise, a coupling that survives composition. The law of ``S`` on the lattice comes
-    from FFT convolutions (binary powering). Details: :mod:`plda.mechanisms.allocation_sum`.
+    directions and all ``eps``); the lower bounds replace ``W_i`` by its conditional mean on
+    its cell (Jensen the other way) moved down (remove) or up (add) onto an offset lattice, a
+    bound that survives composition. Both are second order in the lattice step. The law of
+    ``S`` on the lattice comes from FFT convolutions (binary powering). Details:
+    :mod:`plda.mechanisms.allocation_sum`.
 
     Parameters
     ----------
     mechanism
-        The base mechanism (a :class:`~plda.Gaussian`).
+        The base mechanism: a :class:`~plda.Gaussian` with ``sensitivity / sigma <= 1.45``.
+        Others raise ``ValueError``.
     num_steps
         Steps per epoch ``t``, an integer in ``[1, 1e5]``.
     num_selected
-        Steps each record takes part in; only ``1`` is supported.
+        Steps each record takes part in; only ``1`` is supported (others raise
+        ``ValueError``).
+
+    Raises
+    ------
+    TypeError
+        ``mechanism`` is not a plda mechanism, or a size is not a number.
+    ValueError
+        A size is out of range or not an integer, or the combination is not supported (see
+        above).
     """
 
     mechanism: Mechanism
@@ -125,14 +150,14 @@ class RandomAllocation(Mechanism):
                 f"{type(self.mechanism).__name__}"
             )
         mu = self.mechanism.mu
-        if t > 1:
-            w, cap = _plan(mu, t)
-            if w > MAX_STEP:
-                raise ValueError(
-                    f"sensitivity / sigma must be at most ~1.45 for RandomAllocation with "
-                    f"num_steps = {t} (the lognormal tail of the likelihood ratio does not fit "
-                    f"a lattice of {MAX_POINTS} points), got {mu:g}"
-                )
+        if t > 1 and (mu > MAX_MU or _plan(mu, t)[0] > MAX_STEP):
+            raise ValueError(
+                f"sensitivity / sigma must be at most {MAX_MU} for RandomAllocation (sigma >= "
+                f"{1 / MAX_MU:.2f} at sensitivity 1; with num_steps = {t}: the lognormal tail "
+                f"of the likelihood ratio must fit a lattice of {MAX_POINTS} points), got "
+                f"{mu:g}; a certified upper bound without amplification is one use of the base "
+                "mechanism per epoch"
+            )
         object.__setattr__(self, "num_steps", t)
         object.__setattr__(self, "num_selected", k)
 
@@ -158,7 +183,7 @@ class RandomAllocation(Mechanism):
 def _allocation_laws(mu: float, t: int) -> tuple[BracketLaw, BracketLaw]:
     """``(remove, add)`` bracket laws of one epoch (both directions from one computation)."""
     w, cap = _plan(mu, t)
-    upper, inf_mean, low_remove, low_add = sum_laws(mu, t, w, cap)
+    upper, inf_mean, (low_remove, off_r), (low_add, off_a) = sum_laws(mu, t, w, cap)
     infinity = inf_mean / t
     up_remove = _lattice_law(upper, w, t, reverse=False, infinity=infinity)
     up_add = _lattice_law(upper, w, t, reverse=True, infinity=infinity)
@@ -166,9 +191,9 @@ def _allocation_laws(mu: float, t: int) -> tuple[BracketLaw, BracketLaw]:
         BracketLaw(atom_losses=up_remove.atom_losses, atom_probs=up_remove.atom_probs,
                    infinity_mass=up_remove.infinity_mass,
                    neg_infinity_mass=up_remove.neg_infinity_mass,
-                   lower=_lattice_law(low_remove, w, t, reverse=False)),
+                   lower=_lattice_law(low_remove, w, t, reverse=False, offset=off_r)),
         BracketLaw(atom_losses=up_add.atom_losses, atom_probs=up_add.atom_probs,
                    infinity_mass=up_add.infinity_mass,
                    neg_infinity_mass=up_add.neg_infinity_mass,
-                   lower=_lattice_law(low_add, w, t, reverse=True)),
+                   lower=_lattice_law(low_add, w, t, reverse=True, offset=off_a)),
     )
