@@ -165,3 +165,28 @@ def test_add_direction_bracket_contains_exact_two_steps():
         exact = _exact_two_steps_add(1.0, eps)
         assert float(lower.delta(eps)) <= exact <= float(upper.delta(eps))
         assert float(upper.delta(eps)) - float(lower.delta(eps)) < 0.02 * exact
+
+
+def test_shuffled_lower_bound_is_the_allocation_pair():
+    """One shuffled epoch's worst-case input (Chua et al.) is the allocation pair: its lower
+    bound is RandomAllocation's, below the exact pair (both directions, t = 2, mpmath) and
+    above its maximum-coordinate post-processing (the previous lower bound)."""
+    from plda.mechanisms.shuffled import MaxShiftLaw
+
+    lower_mech = plda.Shuffled(plda.Gaussian(1.0), 2).lower_bound_mechanism()
+    assert lower_mech.privacy_loss("remove") is RandomAllocation(
+        plda.Gaussian(1.0), 2).privacy_loss("remove")
+    for eps in (0.5, 1.0):
+        bounds = plda.PrivacyLossDistribution.from_mechanism(lower_mech).delta_bounds(eps)
+        exact = max(_exact_two_steps(1.0, eps), _exact_two_steps_add(1.0, eps))
+        maximum = MaxShiftLaw(mu=1.0, num_steps=2)
+        weaker = max(maximum.delta(eps), maximum.reversed().delta(eps))
+        assert weaker < bounds.lower <= exact <= bounds.upper
+
+
+def test_shuffled_lower_bound_falls_back_outside_the_allocation_range():
+    from plda.mechanisms.shuffled import MaxShiftLaw
+
+    # replace-one doubles the shift: mu = 2 / 1.0 is beyond RandomAllocation's 1.45
+    lower_mech = plda.Shuffled(plda.Gaussian(1.0), 10).lower_bound_mechanism().under_replace_one()
+    assert isinstance(lower_mech.privacy_loss("remove"), MaxShiftLaw)

@@ -351,11 +351,13 @@ def test_max_shift_law_against_mpmath():
 
     for eps in (0.1, 0.5, 1.0):
         assert law.delta(eps) == pytest.approx(hockey(eps), rel=1e-9)
+        # where RandomAllocation supports it, the shuffled lower pair is the full pair, of
+        # which the maximum coordinate is a post-processing: its certified lower bound is
+        # above the maximum's exact delta (less the engine's discretization)
         bounds = PLD.from_mechanism(plda.Shuffled(plda.Gaussian(1 / mu), steps)
                                     .lower_bound_mechanism()).delta_bounds(eps)
-        # the add/remove lower pair takes the worse of both directions: at least the remove one
-        assert bounds.lower <= max(hockey(eps), law.reversed().delta(eps)) * (1 + 1e-9)
-        assert hockey(eps) <= bounds.upper * (1 + 1e-9)
+        assert bounds.lower >= hockey(eps) * (1 - 1e-3)
+        assert bounds.lower <= bounds.upper
 
 
 def test_laplace_max_law_against_mpmath():
@@ -540,8 +542,9 @@ def test_truncated_lower_never_above_upper_nor_poisson(cap, rate, sigma):
 NEW_LAWS = [
     plda.TruncatedPoisson(plda.Gaussian(0.9), 0.1, 8, 100),
     plda.TruncatedPoisson(plda.Laplace(1.0), 0.3, 2, 10),
-    plda.Shuffled(plda.Gaussian(0.8), 7).lower_bound_mechanism(),
-    plda.Shuffled(plda.Gaussian(1.5), 300).lower_bound_mechanism(),
+    # noise below RandomAllocation's range: the maximum-coordinate pair (MaxShiftLaw)
+    plda.Shuffled(plda.Gaussian(0.6), 7).lower_bound_mechanism(),
+    plda.Shuffled(plda.Gaussian(0.5), 300).lower_bound_mechanism(),
     plda.Shuffled(plda.Laplace(0.8), 6).lower_bound_mechanism(),
 ]
 

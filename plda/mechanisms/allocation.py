@@ -87,6 +87,13 @@ def _plan(mu: float, t: int) -> tuple[float, float]:
     return w, cap
 
 
+def allocation_supported(mu: float, num_steps: int) -> bool:
+    """Whether :class:`RandomAllocation` supports a Gaussian with ``mu = sensitivity / sigma``
+    over ``num_steps`` steps (``mu <= MAX_MU`` and a lattice within the point budget)."""
+    return num_steps <= MAX_STEPS and (
+        num_steps == 1 or (mu <= MAX_MU and _plan(mu, num_steps)[0] <= MAX_STEP))
+
+
 @dataclass(frozen=True)
 class RandomAllocation(Mechanism):
     """One epoch of ``num_steps`` runs of ``mechanism`` in which each record takes part in
@@ -150,7 +157,7 @@ class RandomAllocation(Mechanism):
                 f"{type(self.mechanism).__name__}"
             )
         mu = self.mechanism.mu
-        if t > 1 and (mu > MAX_MU or _plan(mu, t)[0] > MAX_STEP):
+        if t > 1 and not allocation_supported(mu, t):
             raise ValueError(
                 f"sensitivity / sigma must be at most {MAX_MU} for RandomAllocation (sigma >= "
                 f"{1 / MAX_MU:.2f} at sensitivity 1; with num_steps = {t}: the lognormal tail "
