@@ -120,8 +120,8 @@ def test_bad_input(kwargs, error, word):
 
 
 def test_unsupported_bases_are_refused():
-    with pytest.raises(ValueError, match="Gaussian"):
-        RandomAllocation(plda.Laplace(1.0), 10)
+    with pytest.raises(ValueError, match="Gaussian and Laplace"):
+        RandomAllocation(plda.DiscreteLaplace(1.0), 10)
     with pytest.raises(ValueError, match="sigma"):
         RandomAllocation(plda.Gaussian(0.2), 10)
     with pytest.raises(TypeError, match="mechanism"):
@@ -190,3 +190,51 @@ def test_shuffled_lower_bound_falls_back_outside_the_allocation_range():
     # replace-one doubles the shift: mu = 2 / 1.0 is beyond RandomAllocation's 1.45
     lower_mech = plda.Shuffled(plda.Gaussian(1.0), 10).lower_bound_mechanism().under_replace_one()
     assert isinstance(lower_mech.privacy_loss("remove"), MaxShiftLaw)
+
+
+def _exact_two_steps_laplace(eps0: float, eps: float, direction: str) -> float:
+    """delta(eps) of the t = 2 allocation of a unit-scale Laplace with sensitivity eps0. Under
+    Q, W = e^L has atoms 1/2 at a = e^-eps0 and a/2 at b = e^eps0 and density
+    sqrt(a) x^(-3/2) / 4 between; E[(W - c)_+] = 1 - sqrt(c/b) and E[(c - W)_+] = c - sqrt(c/b)
+    for a <= c <= b (1 - c below a, 0 above b; 0 below a, c - 1 above b)."""
+    mp.mp.dps = 30
+    a, b, e = mp.e ** (-mp.mpf(eps0)), mp.e ** mp.mpf(eps0), mp.e ** mp.mpf(eps)
+
+    def above(c):  # E[(W - c)_+]
+        return 1 - c if c < a else (mp.mpf(0) if c > b else 1 - mp.sqrt(c / b))
+
+    def below(c):  # E[(c - W)_+]
+        return mp.mpf(0) if c < a else (c - 1 if c > b else c - mp.sqrt(c / b))
+
+    if direction == "remove":  # E_Q[(S/2 - e^eps)_+]
+        inner = lambda x: above(2 * e - x) / 2  # noqa: E731
+    else:  # E_Q[(1 - e^eps S/2)_+] = (e^eps / 2) E[(2 e^-eps - S)_+]
+        inner = lambda x: e / 2 * below(2 / e - x)  # noqa: E731
+    points = sorted({a, b, min(max(2 * e - a, a), b), min(max(2 * e - b, a), b),
+                     min(max(2 / e - a, a), b), min(max(2 / e - b, a), b)})
+    smooth = mp.quad(lambda x: mp.sqrt(a) * x ** mp.mpf(-1.5) / 4 * inner(x), points)
+    return float(inner(a) / 2 + a / 2 * inner(b) + smooth)
+
+
+@pytest.mark.parametrize("eps0", [0.5, 1.5])
+def test_laplace_base_bracket_contains_exact_two_steps(eps0):
+    epoch = RandomAllocation(plda.Laplace(1.0, eps0), 2)
+    for direction in ("remove", "add"):
+        upper, lower = epoch.privacy_loss(direction).bracket
+        for eps in (0.0, 0.2, 0.5 * eps0):
+            exact = _exact_two_steps_laplace(eps0, eps, direction)
+            lo, hi = float(lower.delta(eps)), float(upper.delta(eps))
+            assert lo <= exact <= hi
+            assert hi - lo <= 2e-3 * exact + 1e-12
+    bounds = plda.PrivacyLossDistribution.from_mechanism(epoch, 3).epsilon_bounds(1e-5)
+    # at most the pure-DP sum (plus the engine's discretization of the losses)
+    assert bounds.lower <= bounds.upper < 3 * eps0 * (1 + 1e-3)
+
+
+def test_laplace_base_amplifies():
+    base = plda.PrivacyLossDistribution.from_mechanism(plda.Laplace(1.0)).epsilon_bounds(1e-5)
+    epoch = plda.PrivacyLossDistribution.from_mechanism(
+        RandomAllocation(plda.Laplace(1.0), 10)).epsilon_bounds(1e-5)
+    assert epoch.upper < base.lower
+    with pytest.raises(ValueError, match="at most about 12"):
+        RandomAllocation(plda.Laplace(1.0, 30.0), 10)

@@ -545,7 +545,7 @@ NEW_LAWS = [
     # noise below RandomAllocation's range: the maximum-coordinate pair (MaxShiftLaw)
     plda.Shuffled(plda.Gaussian(0.6), 7).lower_bound_mechanism(),
     plda.Shuffled(plda.Gaussian(0.5), 300).lower_bound_mechanism(),
-    plda.Shuffled(plda.Laplace(0.8), 6).lower_bound_mechanism(),
+    plda.Shuffled(plda.Laplace(0.07), 6).lower_bound_mechanism(),
 ]
 
 

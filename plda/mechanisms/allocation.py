@@ -9,9 +9,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from plda._internal.caches import cached
-from plda.mechanisms.allocation_sum import sum_laws
+from plda.mechanisms.allocation_sum import laplace_cells, lognormal_cells, sum_cells
 from plda.mechanisms.base import Mechanism
 from plda.mechanisms.gaussian import Gaussian
+from plda.mechanisms.laplace import Laplace
 from plda.mechanisms.law import PrivacyLossLaw
 from plda.mechanisms.laws import AtomLaw
 
@@ -101,7 +102,8 @@ class RandomAllocation(Mechanism):
 
     Compose epochs with ``PrivacyLossDistribution.from_mechanism(epoch, count)``.
 
-    Supported: Gaussian base mechanisms with ``num_selected = 1``. The remove pair is
+    Supported: Gaussian and Laplace base mechanisms with ``num_selected = 1``. For the
+    Gaussian the remove pair is
     ``P = (1/t) sum_i N(mu e_i, I_t)`` vs ``Q = N(0, I_t)`` (Feldman & Shenfeld 2025), whose
     likelihood ratio is ``S/t`` with ``S = sum_i W_i``, ``W_i = exp(mu Z_i - mu^2/2)`` i.i.d.
     lognormal under ``Q``; the add pair is the reverse. Both hockey-stick curves are ``Q``-
@@ -116,7 +118,9 @@ class RandomAllocation(Mechanism):
     Parameters
     ----------
     mechanism
-        The base mechanism: a :class:`~plda.Gaussian` with ``sensitivity / sigma <= 1.45``.
+        The base mechanism: a :class:`~plda.Gaussian` with ``sensitivity / sigma <= 1.45``,
+        or a :class:`~plda.Laplace` with ``sensitivity / scale`` up to about 12 (then ``W_i``
+        is the bounded likelihood ratio of one Laplace step, with atoms at ``e^{+-eps0}``).
         Others raise ``ValueError``.
     num_steps
         Steps per epoch ``t``, an integer in ``[1, 1e5]``.
@@ -151,10 +155,21 @@ class RandomAllocation(Mechanism):
                 "yet; as a certified upper bound, split the epoch into num_selected epochs of "
                 "num_steps // num_selected steps with num_selected = 1"
             )
+        if type(self.mechanism) is Laplace:
+            if t > 1 and _laplace_plan(self.mechanism.epsilon, t)[0] > MAX_STEP:
+                raise ValueError(
+                    "sensitivity / scale of a Laplace base must be at most about 12 for "
+                    f"RandomAllocation with num_steps = {t} (the likelihood ratio's range "
+                    f"must fit a lattice of {MAX_POINTS} points), got {self.mechanism.epsilon:g}"
+                )
+            object.__setattr__(self, "num_steps", t)
+            object.__setattr__(self, "num_selected", k)
+            return
         if type(self.mechanism) is not Gaussian:
             raise ValueError(
-                "RandomAllocation supports Gaussian base mechanisms only, got "
-                f"{type(self.mechanism).__name__}"
+                "RandomAllocation supports Gaussian and Laplace base mechanisms only, got "
+                f"{type(self.mechanism).__name__}; a certified upper bound without "
+                "amplification is one use of the base mechanism per epoch"
             )
         mu = self.mechanism.mu
         if t > 1 and not allocation_supported(mu, t):
@@ -173,7 +188,9 @@ class RandomAllocation(Mechanism):
         return self.num_steps == 1 and self.mechanism.symmetric
 
     def _laws(self):
-        return _allocation_laws(self.mechanism.mu, self.num_steps)
+        if type(self.mechanism) is Laplace:
+            return _allocation_laws("laplace", self.mechanism.epsilon, self.num_steps)
+        return _allocation_laws("gaussian", self.mechanism.mu, self.num_steps)
 
     def _remove_law(self):
         if self.num_steps == 1:
@@ -186,14 +203,39 @@ class RandomAllocation(Mechanism):
         return self._laws()[1]
 
 
+def _laplace_plan(epsilon0: float, t: int) -> tuple[float, float, int]:
+    """Lattice step ``w``, origin and cell count for a Laplace base: ``W`` lies in
+    ``[a, b] = [e^-eps0, e^eps0]`` with atoms at both ends; ``w = (b - a) / N`` and the origin
+    ``a - w/2`` put both atoms at cell centres (the lower bounds' shared offset, about ``w/2``,
+    then lands on them: no first-order loss), with at least 64 cells across ``[a, b]``."""
+    lo, hi = math.exp(-epsilon0), math.exp(epsilon0)
+    sd = math.sqrt(max(hi - 1.0, 0.0))  # E_Q[W^2] = E_P[W] <= b
+    span = hi + t + 12 * math.sqrt(t) * sd
+    cells = max(64, math.ceil((hi - lo) / max(MIN_STEP, span / MAX_POINTS)))
+    w = (hi - lo) / cells
+    return w, lo - w / 2, cells + 1
+
+
 @cached(maxsize=16)
-def _allocation_laws(mu: float, t: int) -> tuple[BracketLaw, BracketLaw]:
-    """``(remove, add)`` bracket laws of one epoch (both directions from one computation)."""
-    w, cap = _plan(mu, t)
-    upper, inf_mean, (low_remove, off_r), (low_add, off_a) = sum_laws(mu, t, w, cap)
+def _allocation_laws(kind: str, parameter: float, t: int) -> tuple[BracketLaw, BracketLaw]:
+    """``(remove, add)`` bracket laws of one epoch (both directions from one computation);
+    ``parameter`` is ``mu`` of a Gaussian or ``epsilon0`` of a Laplace base."""
+    if kind == "laplace":
+        w, origin, cells = _laplace_plan(parameter, t)
+        # upper side: atoms on lattice points (cells from e^-eps0); lower: at cell centres
+        low = origin + w / 2
+        laws = sum_cells(laplace_cells(parameter, w, low, cells), t, w,
+                         math.sqrt(max(math.expm1(parameter), 0.0)), low,
+                         lower_cells=laplace_cells(parameter, w, origin, cells),
+                         lower_origin=origin)
+    else:
+        w, cap = _plan(parameter, t)
+        laws = sum_cells(lognormal_cells(parameter, w, int(math.ceil(cap / w))), t, w,
+                         math.sqrt(math.expm1(parameter * parameter)))
+    upper, off_u, inf_mean, (low_remove, off_r), (low_add, off_a) = laws
     infinity = inf_mean / t
-    up_remove = _lattice_law(upper, w, t, reverse=False, infinity=infinity)
-    up_add = _lattice_law(upper, w, t, reverse=True, infinity=infinity)
+    up_remove = _lattice_law(upper, w, t, reverse=False, infinity=infinity, offset=off_u)
+    up_add = _lattice_law(upper, w, t, reverse=True, infinity=infinity, offset=off_u)
     return (
         BracketLaw(atom_losses=up_remove.atom_losses, atom_probs=up_remove.atom_probs,
                    infinity_mass=up_remove.infinity_mass,

@@ -79,6 +79,28 @@ def lognormal_cells(mu: float, w: float, cells: int):
     return mass, moment, mass_above, moment_above, mass_err, moment_err
 
 
+def laplace_cells(epsilon0: float, w: float, origin: float, cells: int):
+    """:func:`lognormal_cells` for the Laplace base: ``W = e^L`` with ``L = |X| - |X - eps0|``
+    (unit scale), ``X ~ Lap(0, 1)`` under ``Q`` and ``Lap(eps0, 1)`` under ``P``, on the cells
+    ``[origin + k w, origin + (k+1) w)``. ``W`` lies in ``[a, b] = [e^-eps0, e^eps0]``, with
+    Q-atoms ``1/2`` at ``a`` and ``e^-eps0 / 2`` at ``b``; in between
+    ``Q(W >= x) = 1 / (2 sqrt(x e^eps0))`` and ``E_Q[W; W < x] = P(W < x) = sqrt(x e^-eps0) / 2``
+    (so ``E_Q[W; W >= x] = 1 - sqrt(x e^-eps0) / 2``, at least 1/2: no cancellation)."""
+    lo, hi = math.exp(-epsilon0), math.exp(epsilon0)
+    edges = origin + np.arange(cells + 1) * w
+    inside = (edges > lo) & (edges <= hi)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # Q(W >= x) and E_Q[W; W >= x] at every edge (both non-increasing in x)
+        sf = np.where(edges <= lo, 1.0, np.where(inside, 0.5 / np.sqrt(edges * hi), 0.0))
+        msf = np.where(edges <= lo, 1.0, np.where(inside, 1 - 0.5 * np.sqrt(edges * lo), 0.0))
+    mass = np.maximum(sf[:-1] - sf[1:], 0.0)
+    moment = np.maximum(msf[:-1] - msf[1:], 0.0)
+    # each value is a few roundings (sqrt, products, exp of eps0) from the exact one
+    mass_err = 16 * _U * (sf[:-1] + sf[1:])
+    moment_err = 16 * _U * (msf[:-1] + msf[1:])
+    return mass, moment, float(sf[-1]), float(msf[-1]), mass_err, moment_err
+
+
 def offset_positions(mass, moment, mass_err, moment_err, w):
     """Where each cell of ``W`` goes in the lower lattices (see :func:`offset_lattices`).
 
@@ -192,24 +214,40 @@ def _cap_upper(dist, cap, w):
     return out, excess
 
 
-def sum_laws(mu: float, t: int, w: float, w_cap: float, s_cap_sd: float = 12.0):
-    """Lattice laws (step ``w``) of ``S`` under ``Q``: ``(upper, inf_mean, lower_remove,
-    lower_add)`` where ``upper`` (positions ``k w``) is a mean-preserving spread of ``S``
-    except for the mean ``inf_mean`` sent to ``+inf``, and each lower side is a pair
-    ``(masses, offset)`` (positions ``k w + offset``) below ``S`` in the order that matters
-    for its direction (see :func:`offset_lattices`), on the mass it keeps."""
+def sum_laws(mu: float, t: int, w: float, w_cap: float):
+    """:func:`sum_cells` for the Gaussian base (``W`` lognormal, lattice from 0)."""
     cells = int(math.ceil(w_cap / w))
-    mass, moment, mass_above, moment_above, mass_err, moment_err = lognormal_cells(mu, w, cells)
+    return sum_cells(lognormal_cells(mu, w, cells), t, w, math.sqrt(math.expm1(mu * mu)))
+
+
+def sum_cells(cell_data, t: int, w: float, sd: float, origin: float = 0.0,
+              lower_cells=None, lower_origin: float | None = None, s_cap_sd: float = 12.0):
+    """Lattice laws (step ``w``) of ``S = W_1 + ... + W_t`` under ``Q``, from the cells
+    ``[origin + k w, origin + (k+1) w)`` of ``W`` (``cell_data`` as returned by
+    :func:`lognormal_cells`; ``sd`` at least the standard deviation of ``W``). Returns
+    ``(upper, upper_offset, inf_mean, lower_remove, lower_add)``: ``upper`` (positions
+    ``k w + upper_offset``) is a mean-preserving spread of ``S`` except for the mean
+    ``inf_mean`` sent to ``+inf``, and each lower side is a pair ``(masses, offset)``
+    (positions ``k w + offset``) below ``S`` in the order that matters for its direction (see
+    :func:`offset_lattices`), on the mass it keeps. The lower sides may use their own cells
+    (``lower_cells`` from ``lower_origin``, same step and count): atoms of ``W`` belong on
+    lattice points for the upper side (a spread would move them) and at cell centres for the
+    lower ones (where the shared offset lands)."""
+    mass, moment, mass_above, moment_above, mass_err, moment_err = _about(cell_data, origin)
+    cells = len(mass)
     upper = _spread(mass, moment, w)
     upper[cells] += mass_above
     inf_mean = max(moment_above - cells * w * mass_above, 0.0) * (1 + 1e-9) + 1e-300
     # lower sides: conditional means moved to offset lattices (mass above the cap dropped: a
     # sub-measure only lowers delta)
-    remove, off_r, add, off_a = offset_lattices(mass, moment, mass_err, moment_err, w)
-    sd = math.sqrt(math.expm1(mu * mu))
+    if lower_cells is None:
+        lower_cells, lower_origin = cell_data, origin
+    low_mass, low_moment, _, _, low_mass_err, low_moment_err = _about(lower_cells, lower_origin)
+    remove, off_r, add, off_a = offset_lattices(low_mass, low_moment, low_mass_err,
+                                                low_moment_err, w)
 
     def cap_for(k):
-        return int(math.ceil((k + s_cap_sd * math.sqrt(k) * sd + w_cap) / w))
+        return int(math.ceil((k * (1 - origin) + s_cap_sd * math.sqrt(k) * sd) / w)) + cells
 
     # the up-share of a cell may miss its mean by the cells' errors: charged like the FFT
     # errors (a Q-atom at S = 0 and mean sent to +inf, see below)
@@ -258,13 +296,26 @@ def sum_laws(mu: float, t: int, w: float, w_cap: float, s_cap_sd: float = 12.0):
             break
         k *= 2
         power = combine(power, power, k)
-    return acc[0], errors["inf"] + errors["up"], (acc[1], t * off_r), (acc[2], t * off_a)
+    return (acc[0], t * origin, errors["inf"] + errors["up"],
+            (acc[1], t * (lower_origin + off_r)), (acc[2], t * (lower_origin + off_a)))
+
+
+def _about(cell_data, origin: float):
+    """Cell data with first moments about ``origin`` (positions relative to it)."""
+    mass, moment, mass_above, moment_above, mass_err, moment_err = cell_data
+    if not origin:
+        return cell_data
+    # error: the mass's error times |origin|, and the subtraction's rounding
+    moment_err = moment_err + abs(origin) * mass_err * (1 + 4 * _U) + 4 * _U * (
+        np.abs(moment) + abs(origin) * mass)
+    return (mass, moment - origin * mass, mass_above, moment_above - origin * mass_above,
+            mass_err, moment_err)
 
 
 def delta_bracket(mu: float, t: int, epsilon: float, w: float, w_cap: float):
     """``(lower, upper)`` on ``delta(epsilon)`` of one allocation epoch, remove direction, read
     directly off the lattice laws of :func:`sum_laws` (``delta = E_Q[(S/t - e^eps)_+]``)."""
-    upper, inf_mean, (low_r, off_r), _ = sum_laws(mu, t, w, w_cap)
+    upper, _, inf_mean, (low_r, off_r), _ = sum_laws(mu, t, w, w_cap)
     ratio_u = np.arange(len(upper)) * (w / t)
     ratio_l = np.maximum(np.arange(len(low_r)) * w + off_r, 0.0) / t
     e = math.exp(epsilon)

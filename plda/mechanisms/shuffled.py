@@ -47,12 +47,13 @@ class Shuffled(BracketedMechanism):
     with x one uniformly random batch is shifted by ``2C``: the pair
     ``((1/T) sum_t N(2C e_t, sigma^2 I), N(0, sigma^2 I))`` on ``R^T``. Add/remove: others
     contribute 0, x contributes ``C`` (shift ``C``). This is the random-allocation
-    (balls-in-bins) pair, realized by datasets: for a Gaussian base with shift / sigma up to
-    ``1.45`` (and ``T <= 1e5``) plda computes its *full* ``T``-dimensional PLD with a certified
-    lower bound (:class:`~plda.RandomAllocation`'s), the strongest lower bound this input
-    gives. Otherwise (smaller noise, Laplace base) plda takes the *maximum coordinate* of the
-    output, a post-processing, whose pair :class:`MaxShiftLaw` it computes exactly -- weaker,
-    and much weaker for large ``T`` and moderate noise. Either way its ``epsilon`` is a
+    (balls-in-bins) pair, realized by datasets: where :class:`~plda.RandomAllocation`
+    supports it (a Gaussian base with shift / sigma up to ``1.45``, a Laplace base with shift /
+    scale up to about 12, ``T <= 1e5``) plda computes its *full* ``T``-dimensional PLD with a
+    certified lower bound, the strongest lower bound this input gives. Otherwise (smaller
+    noise) plda takes the *maximum coordinate* of the output, a post-processing, whose pair
+    :class:`MaxShiftLaw` (or its Laplace analogue) it computes exactly -- weaker, and much
+    weaker for large ``T`` and moderate noise. Either way its ``epsilon`` is a
     certified lower bound on the shuffled epoch's. With ``T = 1`` both bounds coincide with
     the base.
 
@@ -151,8 +152,14 @@ class ShuffledLowerBound(Mechanism):
     def _allocation(self) -> RandomAllocation | None:
         """The full pair as a :class:`~plda.RandomAllocation` epoch, if supported."""
         base = self.mechanism
-        if type(base) is not Gaussian or self.num_steps == 1:
+        if self.num_steps == 1:
             return None
+        if type(base) is Laplace:
+            shifted = Laplace(base.scale, self.shift * base.sensitivity)
+            try:
+                return RandomAllocation(shifted, self.num_steps)
+            except ValueError:  # beyond RandomAllocation's range for a Laplace base
+                return None
         shifted = Gaussian(base.sigma, self.shift * base.sensitivity)
         return RandomAllocation(shifted, self.num_steps) if allocation_supported(
             shifted.mu, self.num_steps) else None
