@@ -30,7 +30,9 @@ These are sub-normalized: plda's delta formulas ``sum_{l > eps} q_l (e^l - e^eps
 the total mass, so they stay lower bounds.
 
 Floating point: each FFT convolution's error is bounded in L2 norm and entrywise (Higham's
-componentwise FFT bound and Parseval). On the upper side it is charged as a Q-atom at ``S = 0``
+componentwise FFT bound and Parseval), part by part: the convolutions are split so that the
+far tail's error scales with the tail's mass (:mod:`plda.mechanisms.allocation_fft`). On the
+upper side it is charged as a Q-atom at ``S = 0``
 plus mean sent to ``S = +inf`` (which dominates any signed error for both convex functions,
 see :func:`sum_laws`); on the lower side the entrywise bound is subtracted from every entry.
 Adding a non-negative measure only raises every composed ``delta`` (the composed ``delta`` is
@@ -45,6 +47,7 @@ import numpy as np
 from scipy.special import ndtr
 
 from plda import fft
+from plda.mechanisms.allocation_fft import root_sum_squares, split_convolve
 
 _U = 2.0**-53
 
@@ -166,41 +169,6 @@ def _spread(mass, moment, w):
     return out
 
 
-def _convolve(a, b, n: int):
-    """Linear convolution by FFT (length ``n``), negatives clipped, with two bounds on its
-    error vector: its L2 norm and its largest entry.
-
-    Forward transforms err by at most ``dA = transform_error(n, ||a||_1)`` per entry (Higham
-    §24.1); the product's error is then at most ``dY_j = |A_j| dB + |B_j| dA + dA dB +
-    2u |A_j B_j|`` (``|A_j|`` meaning the computed modulus plus ``dA``). The inverse maps an
-    error vector ``dY`` (half spectrum) to one of L2 norm ``||dY||_2 sqrt(2/n)`` (Parseval,
-    conjugate half counted twice) and of entries at most ``(2/n) sum |dY_j|``, and adds its own
-    error, at most ``transform_error(n, (2/n) sum |Y_j|)`` per entry. Sums are
-    ``np.add.reduce``, not BLAS dots (a threaded BLAS call costs more than the FFT here).
-    """
-    assert n >= len(a) + len(b) - 1  # one size for all of an epoch's convolutions: one FFT plan
-    fa = fft.rfft(a, n)
-    fb = fa if b is a else fft.rfft(b, n)  # squarings (binary powering) transform once
-    da = fft.transform_error(n, float(a.sum()))  # L1 norms: the inputs are non-negative
-    db = fft.transform_error(n, float(b.sum()))
-    ma = np.abs(fa) + da
-    mb = ma if b is a else np.abs(fb) + db
-    mab = ma * mb
-    dy = ma * db + mb * da + (da * db + 2 * _U * mab)
-    c = fft.irfft(fa * fb, n)[: len(a) + len(b) - 1]
-    inverse = fft.transform_error(n, 2.0 / n * float(np.add.reduce(mab)))
-    # sums of m non-negative terms: relative rounding below m u, covered by the final factor
-    l2 = math.sqrt(2.0 / n * float(np.add.reduce(dy * dy))) + math.sqrt(n) * inverse
-    entry = 2.0 / n * float(np.add.reduce(dy)) + inverse
-    grow = 1 + 4 * len(fa) * _U
-    return np.maximum(c, 0.0), l2 * grow, entry * grow
-
-
-def _root_sum_squares(n: int) -> float:
-    """``sqrt(sum_{k<n} k^2)``, rounded up."""
-    return math.sqrt((n - 1) * n * (2 * n - 1) / 6.0) * (1 + 1e-12)
-
-
 def _cap_upper(dist, cap, w):
     """Mean-preserving spread of the mass above lattice index ``cap`` to ``cap`` and ``+inf``;
     returns the capped distribution and the mean sent to infinity (in units of ``S``)."""
@@ -260,25 +228,30 @@ def sum_cells(cell_data, t: int, w: float, sd: float, origin: float = 0.0,
     errors = {"up": 0.0,
               "inf": inf_mean + float(np.add.reduce(lattice_err * (np.arange(cells + 1) * w)))}
 
-    def lower(c, e, cap):
-        # e bounds every entry's error; subtracting it keeps entries below
-        return np.maximum(c[: cap + 1] - e, 0.0)
+    def lower(c, parts, cap):
+        # each part's entry bound covers its support: subtracting it keeps entries below
+        for length, _, entry in parts:
+            c[:length] -= entry
+        return np.maximum(c[: cap + 1], 0.0)
 
     # every partial sum is capped at cap_for(t) + 1 points: one transform length serves all
     n = fft.good_size(2 * (max(cap_for(t), cells) + 2))
 
     def combine(x, y, k):
-        (u, e1, _), (r, _, e2), (d, _, e3) = (
-            _convolve(x[0], y[0], n), _convolve(x[1], y[1], n), _convolve(x[2], y[2], n))
+        (u, e1), (r, e2), (d, e3) = (split_convolve(x[0], y[0], n),
+                                     split_convolve(x[1], y[1], n),
+                                     split_convolve(x[2], y[2], n))
         cap = cap_for(k)
-        u, extra = _cap_upper(u, cap, w)
         # FFT error e of the upper partial sum S_a: the computed measure plus a Q-atom of
         # mass sum|e_k| at S_a = 0 and mean sum|e_k| k w sent to S_a = +inf dominates the
         # exact one for both convex f (f(a + b) <= f(b) + a * slope for the increasing one,
         # f(a + b) <= f(b) for the decreasing one), whatever is added or composed later.
-        # Cauchy-Schwarz: sum_k |e_k| k w <= ||e||_2 w sqrt(sum k^2), sum|e_k| <= sqrt(n)||e||_2
-        errors["up"] += e1 * w * _root_sum_squares(len(u))
-        u[0] += e1 * math.sqrt(len(u))
+        # Cauchy-Schwarz on each part's support [0, m): sum_k |e_k| k w <= ||e||_2 w
+        # sqrt(sum_{k<m} k^2) and sum|e_k| <= sqrt(m) ||e||_2
+        for length, l2, _ in e1:
+            errors["up"] += l2 * w * root_sum_squares(length)
+            u[0] += l2 * math.sqrt(length)
+        u, extra = _cap_upper(u, cap, w)
         errors["inf"] += extra
         # the lower chains are cut at the same index (index j of a k-term sum is at
         # j w + k * offset: dropping more of the far tail only lowers delta)
