@@ -34,7 +34,7 @@ componentwise FFT bound and Parseval), part by part: the convolutions are split 
 far tail's error scales with the tail's mass (:mod:`plda.mechanisms.allocation_fft`). On the
 upper side it is charged as a Q-atom at ``S = 0``
 plus mean sent to ``S = +inf`` (which dominates any signed error for both convex functions,
-see :func:`sum_laws`); on the lower side the entrywise bound is subtracted from every entry.
+see :func:`sum_cells`); on the lower side the entrywise bound is subtracted from every entry.
 Adding a non-negative measure only raises every composed ``delta`` (the composed ``delta`` is
 a multilinear, non-negative integral), so these charges stay valid under composition.
 """
