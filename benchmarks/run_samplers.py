@@ -14,6 +14,11 @@ Truncated Poisson: plda's ``TruncatedPoisson`` bracket (upper from the mechanism
 ``lower_bound_mechanism()``) against dp_accounting 0.6's
 ``from_truncated_subsampled_gaussian_mechanism`` (PLD, ``value_discretization_interval=1e-4``).
 
+Random allocation: plda's ``RandomAllocation`` against PLD_accounting 2.0 (the table of
+``benchmarks/run_allocation.py``, run here too so that all samplers are measured side by side
+in one run; it is also written to ``RESULTS_allocation.md``). ``--no-allocation`` skips it
+(PLD_accounting takes minutes).
+
 Times are cold (``plda.clear_caches()`` before each plda run), one run each, wall clock.
 
 Usage::
@@ -35,6 +40,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # this checkout's plda, not an installed one
+sys.path.insert(0, str(HERE))
+
+import run_allocation  # noqa: E402  (this directory: the allocation table)
 
 import plda  # noqa: E402
 from plda import PrivacyLossDistribution as PLD  # noqa: E402
@@ -117,6 +125,8 @@ def dp_truncated(sigma, rate, cap, n, steps):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--no-write", action="store_true")
+    parser.add_argument("--no-allocation", action="store_true",
+                        help="skip random allocation vs PLD_accounting (minutes)")
     args = parser.parse_args()
     lines = [
         "## Samplers: fixed-size batches and truncated Poisson, plda vs dp_accounting",
@@ -171,6 +181,11 @@ def main() -> None:
         "estimate of its own analysis.",
         "",
     ]
+    if not args.no_allocation:
+        rows = run_allocation.run_all(log=lambda line: print(line, flush=True))
+        lines.append(run_allocation.render(rows, heading="##", script="benchmarks/run_samplers.py"))
+        if not args.no_write:
+            run_allocation.write(run_allocation.render(rows, script="benchmarks/run_samplers.py"))
     text = "\n".join(lines)
     if not args.no_write:
         OUTPUT.write_text("# Sampler benchmarks\n\n" + text, encoding="utf-8")

@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 import plda
+from plda.mechanisms import allocation_sum
 from plda.mechanisms.allocation import RandomAllocation
-from plda.mechanisms.allocation_sum import delta_bracket
+from plda.mechanisms.allocation_sum import delta_bracket, offset_positions
 
 
 def _exact_two_steps(mu: float, eps: float) -> float:
@@ -34,8 +35,40 @@ def test_lattice_bracket_contains_exact_two_steps(eps):
     lo, hi = delta_bracket(1.0, 2, eps, 0.01, math.exp(7.5 + 0.5))
     exact = _exact_two_steps(1.0, eps)
     assert lo <= exact <= hi
-    assert hi - exact < 1e-4 * exact  # the upper side is second order in the lattice step
-    assert exact - lo < 1e-2 * exact
+    assert hi - exact < 1e-4 * exact  # both sides are second order in the lattice step
+    assert exact - lo < 1e-4 * exact
+
+
+def test_lattice_bracket_is_second_order_in_the_step():
+    exact = _exact_two_steps(1.0, 0.5)
+    cap = math.exp(7.5 + 0.5)
+    fine, coarse = (delta_bracket(1.0, 2, 0.5, w, cap) for w in (0.01, 0.05))
+    for side in (0, 1):  # five times the step: about 25 times the error (10 allows for noise)
+        assert abs(coarse[side] - exact) > 10 * abs(fine[side] - exact)
+
+
+@pytest.mark.parametrize("mu", [0.7, 1.0, 1.4])
+def test_lower_positions_straddle_exact_conditional_means(mu):
+    """Each cell's remove position is at most E[W | cell] and its add position at least (the
+    conditional means from mpmath at 40 digits)."""
+    w, cells = 0.05, 4000
+    cell_data = allocation_sum.lognormal_cells(mu, w, cells)
+    mass, moment, _, _, mass_err, moment_err = cell_data
+    q, j_rem, off_rem, j_add, off_add = offset_positions(mass, moment, mass_err, moment_err, w)
+    mp.mp.dps = 40
+    m = mp.mpf(mu)
+
+    def cdf(x, shift):
+        return mp.ncdf((mp.log(x) + shift) / m) if x > 0 else mp.mpf(0)
+
+    for k in [0, 1, 2, 3, 5, 10, 20, 50, 100, 300, 1000, 3999]:
+        if q[k] == 0:
+            continue
+        a, b = mp.mpf(k) * mp.mpf(w), mp.mpf(k + 1) * mp.mpf(w)
+        p_cell = cdf(b, m * m / 2) - cdf(a, m * m / 2)
+        mean = (cdf(b, -m * m / 2) - cdf(a, -m * m / 2)) / p_cell
+        assert q[k] <= p_cell
+        assert j_rem[k] * w + off_rem <= mean <= j_add[k] * w + off_add
 
 
 def test_engine_bracket_contains_exact_two_steps():
@@ -87,8 +120,8 @@ def test_bad_input(kwargs, error, word):
 
 
 def test_unsupported_bases_are_refused():
-    with pytest.raises(ValueError, match="Gaussian"):
-        RandomAllocation(plda.Laplace(1.0), 10)
+    with pytest.raises(ValueError, match="Gaussian and Laplace"):
+        RandomAllocation(plda.DiscreteLaplace(1.0), 10)
     with pytest.raises(ValueError, match="sigma"):
         RandomAllocation(plda.Gaussian(0.2), 10)
     with pytest.raises(TypeError, match="mechanism"):
@@ -132,3 +165,112 @@ def test_add_direction_bracket_contains_exact_two_steps():
         exact = _exact_two_steps_add(1.0, eps)
         assert float(lower.delta(eps)) <= exact <= float(upper.delta(eps))
         assert float(upper.delta(eps)) - float(lower.delta(eps)) < 0.02 * exact
+
+
+def test_shuffled_lower_bound_is_the_allocation_pair():
+    """One shuffled epoch's worst-case input (Chua et al.) is the allocation pair: its lower
+    bound is RandomAllocation's, below the exact pair (both directions, t = 2, mpmath) and
+    above its maximum-coordinate post-processing (the previous lower bound)."""
+    from plda.mechanisms.shuffled import MaxShiftLaw
+
+    lower_mech = plda.Shuffled(plda.Gaussian(1.0), 2).lower_bound_mechanism()
+    assert lower_mech.privacy_loss("remove") is RandomAllocation(
+        plda.Gaussian(1.0), 2).privacy_loss("remove")
+    for eps in (0.5, 1.0):
+        bounds = plda.PrivacyLossDistribution.from_mechanism(lower_mech).delta_bounds(eps)
+        exact = max(_exact_two_steps(1.0, eps), _exact_two_steps_add(1.0, eps))
+        maximum = MaxShiftLaw(mu=1.0, num_steps=2)
+        weaker = max(maximum.delta(eps), maximum.reversed().delta(eps))
+        assert weaker < bounds.lower <= exact <= bounds.upper
+
+
+def test_shuffled_lower_bound_falls_back_outside_the_allocation_range():
+    from plda.mechanisms.shuffled import MaxShiftLaw
+
+    # replace-one doubles the shift: mu = 2 / 1.0 is beyond RandomAllocation's 1.45
+    lower_mech = plda.Shuffled(plda.Gaussian(1.0), 10).lower_bound_mechanism().under_replace_one()
+    assert isinstance(lower_mech.privacy_loss("remove"), MaxShiftLaw)
+
+
+def _exact_two_steps_laplace(eps0: float, eps: float, direction: str) -> float:
+    """delta(eps) of the t = 2 allocation of a unit-scale Laplace with sensitivity eps0. Under
+    Q, W = e^L has atoms 1/2 at a = e^-eps0 and a/2 at b = e^eps0 and density
+    sqrt(a) x^(-3/2) / 4 between; E[(W - c)_+] = 1 - sqrt(c/b) and E[(c - W)_+] = c - sqrt(c/b)
+    for a <= c <= b (1 - c below a, 0 above b; 0 below a, c - 1 above b)."""
+    mp.mp.dps = 30
+    a, b, e = mp.e ** (-mp.mpf(eps0)), mp.e ** mp.mpf(eps0), mp.e ** mp.mpf(eps)
+
+    def above(c):  # E[(W - c)_+]
+        return 1 - c if c < a else (mp.mpf(0) if c > b else 1 - mp.sqrt(c / b))
+
+    def below(c):  # E[(c - W)_+]
+        return mp.mpf(0) if c < a else (c - 1 if c > b else c - mp.sqrt(c / b))
+
+    if direction == "remove":  # E_Q[(S/2 - e^eps)_+]
+        inner = lambda x: above(2 * e - x) / 2  # noqa: E731
+    else:  # E_Q[(1 - e^eps S/2)_+] = (e^eps / 2) E[(2 e^-eps - S)_+]
+        inner = lambda x: e / 2 * below(2 / e - x)  # noqa: E731
+    points = sorted({a, b, min(max(2 * e - a, a), b), min(max(2 * e - b, a), b),
+                     min(max(2 / e - a, a), b), min(max(2 / e - b, a), b)})
+    smooth = mp.quad(lambda x: mp.sqrt(a) * x ** mp.mpf(-1.5) / 4 * inner(x), points)
+    return float(inner(a) / 2 + a / 2 * inner(b) + smooth)
+
+
+@pytest.mark.parametrize("eps0", [0.5, 1.5])
+def test_laplace_base_bracket_contains_exact_two_steps(eps0):
+    epoch = RandomAllocation(plda.Laplace(1.0, eps0), 2)
+    for direction in ("remove", "add"):
+        upper, lower = epoch.privacy_loss(direction).bracket
+        for eps in (0.0, 0.2, 0.5 * eps0):
+            exact = _exact_two_steps_laplace(eps0, eps, direction)
+            lo, hi = float(lower.delta(eps)), float(upper.delta(eps))
+            assert lo <= exact <= hi
+            assert hi - lo <= 2e-3 * exact + 1e-12
+    bounds = plda.PrivacyLossDistribution.from_mechanism(epoch, 3).epsilon_bounds(1e-5)
+    # at most the pure-DP sum (plus the engine's discretization of the losses)
+    assert bounds.lower <= bounds.upper < 3 * eps0 * (1 + 1e-3)
+
+
+def test_laplace_base_amplifies():
+    base = plda.PrivacyLossDistribution.from_mechanism(plda.Laplace(1.0)).epsilon_bounds(1e-5)
+    epoch = plda.PrivacyLossDistribution.from_mechanism(
+        RandomAllocation(plda.Laplace(1.0), 10)).epsilon_bounds(1e-5)
+    assert epoch.upper < base.lower
+    with pytest.raises(ValueError, match="at most about 12"):
+        RandomAllocation(plda.Laplace(1.0, 30.0), 10)
+
+
+def test_split_convolution_keeps_the_far_tail():
+    """A heavy tail (entries down to 1e-40) convolved: every entry within its certified bound
+    of direct summation (non-negative terms: relative error below n u), and the tail far below
+    a plain FFT's error floor still accurate."""
+    from plda.mechanisms.allocation_fft import convolve_sum, split_convolve
+
+    k = np.arange(3000)
+    a = np.exp(-0.5 * (k / 40.0) ** 2) + 1e-12 * np.exp(-k / 100.0)
+    a /= a.sum()
+    b = np.exp(-k / 30.0)
+    b /= b.sum()
+    for x, y in ((a, b), (a, a)):
+        c, parts = split_convolve(x, y if y is not x else x, 8192)
+        reference = np.convolve(x, y)
+        bound = np.zeros(len(c))
+        for length, _, entry in parts:
+            bound[:length] += entry
+        assert np.all(np.abs(c - reference) <= bound + 4e-12 * reference)
+        # tail entries between 1e-19 and 1e-17: below a plain FFT's error floor (~1e-15),
+        # resolved to a few percent by the split
+        tail = (reference > 1e-19) & (reference < 1e-17)
+        assert tail.any()
+        assert np.all(bound[tail] < 0.05 * reference[tail])
+        _, _, plain = convolve_sum([(x, y)], 8192)
+        assert np.all(plain > reference[tail])
+
+
+def test_small_delta_stays_finite():
+    """The FFT error charges no longer swamp delta = 1e-8 (they sent 2e-8 to +inf per epoch)."""
+    epoch = RandomAllocation(plda.Gaussian(0.9), 20)
+    assert epoch.privacy_loss("remove").bracket[0].infinity_mass < 1e-9
+    pld = plda.PrivacyLossDistribution.from_mechanism(epoch, 3, accuracy=1e-2)
+    bounds = pld.epsilon_bounds(1e-8)
+    assert bounds.lower <= bounds.upper < 1.01 * bounds.lower

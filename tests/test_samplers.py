@@ -351,11 +351,13 @@ def test_max_shift_law_against_mpmath():
 
     for eps in (0.1, 0.5, 1.0):
         assert law.delta(eps) == pytest.approx(hockey(eps), rel=1e-9)
+        # where RandomAllocation supports it, the shuffled lower pair is the full pair, of
+        # which the maximum coordinate is a post-processing: its certified lower bound is
+        # above the maximum's exact delta (less the engine's discretization)
         bounds = PLD.from_mechanism(plda.Shuffled(plda.Gaussian(1 / mu), steps)
                                     .lower_bound_mechanism()).delta_bounds(eps)
-        # the add/remove lower pair takes the worse of both directions: at least the remove one
-        assert bounds.lower <= max(hockey(eps), law.reversed().delta(eps)) * (1 + 1e-9)
-        assert hockey(eps) <= bounds.upper * (1 + 1e-9)
+        assert bounds.lower >= hockey(eps) * (1 - 1e-3)
+        assert bounds.lower <= bounds.upper
 
 
 def test_laplace_max_law_against_mpmath():
@@ -540,9 +542,10 @@ def test_truncated_lower_never_above_upper_nor_poisson(cap, rate, sigma):
 NEW_LAWS = [
     plda.TruncatedPoisson(plda.Gaussian(0.9), 0.1, 8, 100),
     plda.TruncatedPoisson(plda.Laplace(1.0), 0.3, 2, 10),
-    plda.Shuffled(plda.Gaussian(0.8), 7).lower_bound_mechanism(),
-    plda.Shuffled(plda.Gaussian(1.5), 300).lower_bound_mechanism(),
-    plda.Shuffled(plda.Laplace(0.8), 6).lower_bound_mechanism(),
+    # noise below RandomAllocation's range: the maximum-coordinate pair (MaxShiftLaw)
+    plda.Shuffled(plda.Gaussian(0.6), 7).lower_bound_mechanism(),
+    plda.Shuffled(plda.Gaussian(0.5), 300).lower_bound_mechanism(),
+    plda.Shuffled(plda.Laplace(0.07), 6).lower_bound_mechanism(),
 ]
 
 
@@ -587,3 +590,16 @@ def test_shuffled_lower_never_above_upper(sigma, steps, epochs):
         lower = PLD.from_mechanism(epoch.lower_bound_mechanism(), epochs, relation=relation,
                                    accuracy=1e-2).delta_bounds(np.array([0.5, 2.0])).lower
         assert np.all(lower <= upper * (1 + 1e-9))
+
+
+def test_poisson_near_one_fixed_size_above_ten():
+    """The pitfall of Lebeda, Regehr, Kamath & Steinke (2024): Poisson accounting gives epsilon
+    near 1 where the fixed-size sampler that ran has epsilon above 10 (our setting: their exact
+    hyperparameters are not in the sources available to us). Both sides certified."""
+    gauss = plda.Gaussian(sigma=0.9)
+    steps, batch, n = 1000, 256, 60000
+    poisson = PLD.from_mechanism(plda.PoissonSampled(gauss, batch / n), steps).epsilon_bounds(1e-5)
+    fixed = PLD.from_mechanism(plda.SampledWithoutReplacement(gauss, batch, n),
+                               steps).epsilon_bounds(1e-5)
+    assert 0.9 < poisson.lower <= poisson.upper < 1.0
+    assert 10.0 < fixed.lower <= fixed.upper < 10.5

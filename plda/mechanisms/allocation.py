@@ -9,9 +9,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from plda._internal.caches import cached
-from plda.mechanisms.allocation_sum import sum_laws
+from plda.mechanisms.allocation_sum import laplace_cells, lognormal_cells, sum_cells
 from plda.mechanisms.base import Mechanism
 from plda.mechanisms.gaussian import Gaussian
+from plda.mechanisms.laplace import Laplace
 from plda.mechanisms.law import PrivacyLossLaw
 from plda.mechanisms.laws import AtomLaw
 
@@ -21,10 +22,19 @@ MAX_STEPS = 10**5
 #: ``num_steps`` (the lognormal tail of ``W`` must fit below the cap)
 MAX_POINTS = 1 << 22
 #: mean of ``W`` above the cap ``B``, charged to loss ``+inf``: ``E[(W - B)_+] <= TAIL``
-TAIL = 1e-12
-_Z_TAIL = 7.035  # Phi(-7.035) ~ 1e-12
-#: coarsest lattice step of ``W`` allowed: the lower bounds lose about ``w`` of loss per epoch
-MAX_STEP = 0.02
+#: (P-mass ``TAIL / t`` at loss ``+inf`` per epoch, below the cells' rounding charges)
+TAIL = 1e-10
+_Z_TAIL = 6.362  # Phi(-6.362) ~ 1e-10
+#: finest lattice step of ``W``: the bounds' error is second order in it (the lower bounds move
+#: conditional means by a shared offset), so 0.02 is already far below the engine's own error
+MIN_STEP = 0.02
+#: coarsest lattice step of ``W`` allowed (with ``MAX_POINTS``, caps ``num_steps`` at large
+#: ``mu``)
+MAX_STEP = 0.05
+#: largest supported ``mu = sensitivity / sigma`` (``sigma >= 0.69`` at sensitivity 1): beyond
+#: it the lognormal tail of the likelihood ratio needs lattices of millions of points and the
+#: composed bounds lose their accuracy
+MAX_MU = 1.45
 
 
 def _integer(name: str, value, low: int, high: int, what: str) -> int:
@@ -50,28 +60,39 @@ class BracketLaw(AtomLaw):
                        neg_infinity_mass=self.neg_infinity_mass), self.lower
 
 
-def _lattice_law(q: np.ndarray, w: float, t: int, reverse: bool, infinity: float = 0.0):
-    """Law of the pair with Q-masses ``q`` at ``S = k w`` and likelihood ratio ``S / t``:
-    remove direction (loss ``log(S/t)``, P-mass ``q S/t``) or its reverse (loss ``-log(S/t)``,
-    mass ``q``)."""
-    k = np.nonzero(q[1:] > 0)[0] + 1
-    ratio = k * (w / t)
+def _lattice_law(q: np.ndarray, w: float, t: int, reverse: bool, infinity: float = 0.0,
+                 offset: float = 0.0):
+    """Law of the pair with Q-masses ``q`` at ``S = k w + offset`` and likelihood ratio
+    ``S / t``: remove direction (loss ``log(S/t)``, P-mass ``q S/t``) or its reverse (loss
+    ``-log(S/t)``, mass ``q``). Positions ``S <= 0`` are ratio ``0`` (only a negative offset of
+    a lower side reaches them: clamping ``S`` up to ``0`` keeps it below the true ``S >= 0``)."""
+    s = np.arange(len(q)) * w + offset
+    k = np.nonzero((q > 0) & (s > 0))[0]
+    zero = float(q[(s <= 0)].sum())
+    ratio = s[k] / t
     loss = np.log(ratio)
     if not reverse:
         return AtomLaw(atom_losses=loss, atom_probs=q[k] * ratio, infinity_mass=infinity,
-                       neg_infinity_mass=float(q[0]))
-    return AtomLaw(atom_losses=-loss[::-1], atom_probs=q[k][::-1], infinity_mass=float(q[0]),
+                       neg_infinity_mass=zero)
+    return AtomLaw(atom_losses=-loss[::-1], atom_probs=q[k][::-1], infinity_mass=zero,
                    neg_infinity_mass=infinity)
 
 
 def _plan(mu: float, t: int) -> tuple[float, float]:
-    """Lattice step ``w`` and cap ``B`` of ``W``: ``B`` with ``E[(W-B)_+] = TAIL``; ``w`` as fine
-    as the point budget allows, but not finer than needed (1e-4 relative to the mean of S/t)."""
+    """Lattice step ``w`` and cap ``B`` of ``W``: ``B`` with ``E[(W-B)_+] <= TAIL``; ``w`` as fine
+    as the point budget allows, but not finer than ``MIN_STEP``."""
     cap = math.exp(_Z_TAIL * mu + mu * mu / 2)
     sd = math.sqrt(math.expm1(mu * mu))
     span = t + 12 * math.sqrt(t) * sd + cap
-    w = max(span / MAX_POINTS, 2e-3)
+    w = max(span / MAX_POINTS, MIN_STEP)
     return w, cap
+
+
+def allocation_supported(mu: float, num_steps: int) -> bool:
+    """Whether :class:`RandomAllocation` supports a Gaussian with ``mu = sensitivity / sigma``
+    over ``num_steps`` steps (``mu <= MAX_MU`` and a lattice within the point budget)."""
+    return num_steps <= MAX_STEPS and (
+        num_steps == 1 or (mu <= MAX_MU and _plan(mu, num_steps)[0] <= MAX_STEP))
 
 
 @dataclass(frozen=True)
@@ -81,24 +102,39 @@ class RandomAllocation(Mechanism):
 
     Compose epochs with ``PrivacyLossDistribution.from_mechanism(epoch, count)``.
 
-    Supported: Gaussian base mechanisms with ``num_selected = 1``. The remove pair is
+    Supported: Gaussian and Laplace base mechanisms with ``num_selected = 1``. For the
+    Gaussian the remove pair is
     ``P = (1/t) sum_i N(mu e_i, I_t)`` vs ``Q = N(0, I_t)`` (Feldman & Shenfeld 2025), whose
     likelihood ratio is ``S/t`` with ``S = sum_i W_i``, ``W_i = exp(mu Z_i - mu^2/2)`` i.i.d.
     lognormal under ``Q``; the add pair is the reverse. Both hockey-stick curves are ``Q``-
     expectations of convex functions of ``S``. The upper bound replaces each ``W_i`` by a
     mean-preserving spread onto a lattice (conditional Jensen: a dominating pair, for both
-    directions and all ``eps``); the lower bounds round ``W_i`` down (remove) or up (add)
-    pointwise, a coupling that survives composition. The law of ``S`` on the lattice comes
-    from FFT convolutions (binary powering). Details: :mod:`plda.mechanisms.allocation_sum`.
+    directions and all ``eps``); the lower bounds replace ``W_i`` by its conditional mean on
+    its cell (Jensen the other way) moved down (remove) or up (add) onto an offset lattice, a
+    bound that survives composition. Both are second order in the lattice step. The law of
+    ``S`` on the lattice comes from FFT convolutions (binary powering). Details:
+    :mod:`plda.mechanisms.allocation_sum`.
 
     Parameters
     ----------
     mechanism
-        The base mechanism (a :class:`~plda.Gaussian`).
+        The base mechanism: a :class:`~plda.Gaussian` with ``sensitivity / sigma <= 1.45``,
+        or a :class:`~plda.Laplace` with ``sensitivity / scale`` up to about 12 (then ``W_i``
+        is the bounded likelihood ratio of one Laplace step, with atoms at ``e^{+-eps0}``).
+        Others raise ``ValueError``.
     num_steps
         Steps per epoch ``t``, an integer in ``[1, 1e5]``.
     num_selected
-        Steps each record takes part in; only ``1`` is supported.
+        Steps each record takes part in; only ``1`` is supported (others raise
+        ``ValueError``).
+
+    Raises
+    ------
+    TypeError
+        ``mechanism`` is not a plda mechanism, or a size is not a number.
+    ValueError
+        A size is out of range or not an integer, or the combination is not supported (see
+        above).
     """
 
     mechanism: Mechanism
@@ -119,20 +155,31 @@ class RandomAllocation(Mechanism):
                 "yet; as a certified upper bound, split the epoch into num_selected epochs of "
                 "num_steps // num_selected steps with num_selected = 1"
             )
+        if type(self.mechanism) is Laplace:
+            if t > 1 and _laplace_plan(self.mechanism.epsilon, t)[0] > MAX_STEP:
+                raise ValueError(
+                    "sensitivity / scale of a Laplace base must be at most about 12 for "
+                    f"RandomAllocation with num_steps = {t} (the likelihood ratio's range "
+                    f"must fit a lattice of {MAX_POINTS} points), got {self.mechanism.epsilon:g}"
+                )
+            object.__setattr__(self, "num_steps", t)
+            object.__setattr__(self, "num_selected", k)
+            return
         if type(self.mechanism) is not Gaussian:
             raise ValueError(
-                "RandomAllocation supports Gaussian base mechanisms only, got "
-                f"{type(self.mechanism).__name__}"
+                "RandomAllocation supports Gaussian and Laplace base mechanisms only, got "
+                f"{type(self.mechanism).__name__}; a certified upper bound without "
+                "amplification is one use of the base mechanism per epoch"
             )
         mu = self.mechanism.mu
-        if t > 1:
-            w, cap = _plan(mu, t)
-            if w > MAX_STEP:
-                raise ValueError(
-                    f"sensitivity / sigma must be at most ~1.45 for RandomAllocation with "
-                    f"num_steps = {t} (the lognormal tail of the likelihood ratio does not fit "
-                    f"a lattice of {MAX_POINTS} points), got {mu:g}"
-                )
+        if t > 1 and not allocation_supported(mu, t):
+            raise ValueError(
+                f"sensitivity / sigma must be at most {MAX_MU} for RandomAllocation (sigma >= "
+                f"{1 / MAX_MU:.2f} at sensitivity 1; with num_steps = {t}: the lognormal tail "
+                f"of the likelihood ratio must fit a lattice of {MAX_POINTS} points), got "
+                f"{mu:g}; a certified upper bound without amplification is one use of the base "
+                "mechanism per epoch"
+            )
         object.__setattr__(self, "num_steps", t)
         object.__setattr__(self, "num_selected", k)
 
@@ -141,7 +188,9 @@ class RandomAllocation(Mechanism):
         return self.num_steps == 1 and self.mechanism.symmetric
 
     def _laws(self):
-        return _allocation_laws(self.mechanism.mu, self.num_steps)
+        if type(self.mechanism) is Laplace:
+            return _allocation_laws("laplace", self.mechanism.epsilon, self.num_steps)
+        return _allocation_laws("gaussian", self.mechanism.mu, self.num_steps)
 
     def _remove_law(self):
         if self.num_steps == 1:
@@ -154,21 +203,46 @@ class RandomAllocation(Mechanism):
         return self._laws()[1]
 
 
+def _laplace_plan(epsilon0: float, t: int) -> tuple[float, float, int]:
+    """Lattice step ``w``, origin and cell count for a Laplace base: ``W`` lies in
+    ``[a, b] = [e^-eps0, e^eps0]`` with atoms at both ends; ``w = (b - a) / N`` and the origin
+    ``a - w/2`` put both atoms at cell centres (the lower bounds' shared offset, about ``w/2``,
+    then lands on them: no first-order loss), with at least 64 cells across ``[a, b]``."""
+    lo, hi = math.exp(-epsilon0), math.exp(epsilon0)
+    sd = math.sqrt(max(hi - 1.0, 0.0))  # E_Q[W^2] = E_P[W] <= b
+    span = hi + t + 12 * math.sqrt(t) * sd
+    cells = max(64, math.ceil((hi - lo) / max(MIN_STEP, span / MAX_POINTS)))
+    w = (hi - lo) / cells
+    return w, lo - w / 2, cells + 1
+
+
 @cached(maxsize=16)
-def _allocation_laws(mu: float, t: int) -> tuple[BracketLaw, BracketLaw]:
-    """``(remove, add)`` bracket laws of one epoch (both directions from one computation)."""
-    w, cap = _plan(mu, t)
-    upper, inf_mean, low_remove, low_add = sum_laws(mu, t, w, cap)
+def _allocation_laws(kind: str, parameter: float, t: int) -> tuple[BracketLaw, BracketLaw]:
+    """``(remove, add)`` bracket laws of one epoch (both directions from one computation);
+    ``parameter`` is ``mu`` of a Gaussian or ``epsilon0`` of a Laplace base."""
+    if kind == "laplace":
+        w, origin, cells = _laplace_plan(parameter, t)
+        # upper side: atoms on lattice points (cells from e^-eps0); lower: at cell centres
+        low = origin + w / 2
+        laws = sum_cells(laplace_cells(parameter, w, low, cells), t, w,
+                         math.sqrt(max(math.expm1(parameter), 0.0)), low,
+                         lower_cells=laplace_cells(parameter, w, origin, cells),
+                         lower_origin=origin)
+    else:
+        w, cap = _plan(parameter, t)
+        laws = sum_cells(lognormal_cells(parameter, w, int(math.ceil(cap / w))), t, w,
+                         math.sqrt(math.expm1(parameter * parameter)))
+    upper, off_u, inf_mean, (low_remove, off_r), (low_add, off_a) = laws
     infinity = inf_mean / t
-    up_remove = _lattice_law(upper, w, t, reverse=False, infinity=infinity)
-    up_add = _lattice_law(upper, w, t, reverse=True, infinity=infinity)
+    up_remove = _lattice_law(upper, w, t, reverse=False, infinity=infinity, offset=off_u)
+    up_add = _lattice_law(upper, w, t, reverse=True, infinity=infinity, offset=off_u)
     return (
         BracketLaw(atom_losses=up_remove.atom_losses, atom_probs=up_remove.atom_probs,
                    infinity_mass=up_remove.infinity_mass,
                    neg_infinity_mass=up_remove.neg_infinity_mass,
-                   lower=_lattice_law(low_remove, w, t, reverse=False)),
+                   lower=_lattice_law(low_remove, w, t, reverse=False, offset=off_r)),
         BracketLaw(atom_losses=up_add.atom_losses, atom_probs=up_add.atom_probs,
                    infinity_mass=up_add.infinity_mass,
                    neg_infinity_mass=up_add.neg_infinity_mass,
-                   lower=_lattice_law(low_add, w, t, reverse=True)),
+                   lower=_lattice_law(low_add, w, t, reverse=True, offset=off_a)),
     )

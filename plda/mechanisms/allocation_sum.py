@@ -17,21 +17,26 @@ so for both directions and every ``eps`` -- and ``E[S+] = E[S]`` keeps it a norm
 a pair whose hockey-stick curve dominates everywhere dominates in the Blackwell order, so
 compositions stay upper bounds.
 
-Lower versions (one per direction): each ``W_i`` is rounded *down* to the lattice for the
-remove direction (``f`` increasing) and *up* for the add direction (``f`` decreasing); mass
-above the caps is dropped (a sub-measure only lowers ``delta``), so one floor-rounded chain
-serves both, the add side shifted by ``t`` lattice points. The pointwise coupling
-``L- <= L`` (resp. ``>=``) survives composition, since the composed ``delta`` is
-``E[(e^{sum L_j} - e^eps)_+]`` over the product of the ``Q``'s. These are sub-normalized
-(``E[S-/t] < 1``): plda's delta formulas ``sum_{l > eps} q_l (e^l - e^eps)`` never use the
-total mass, so they stay lower bounds.
+Lower versions (one per direction): each ``W_i`` is replaced by its conditional mean on its
+cell (conditional Jensen: ``E f(E[S|G]) <= E f(S)`` for convex ``f``), then moved onto a
+lattice ``j w + s`` with a shared offset ``s`` -- down for the remove direction (``f``
+increasing), up for the add direction (``f`` decreasing); see :func:`offset_lattices`. Mass
+above the caps is dropped (a sub-measure only lowers ``delta``). Both steps survive
+composition: the composed ``delta`` is ``E[(prod_j S_j/t - e^eps)_+]`` (remove) or
+``E[(R - e^eps prod_j S_j/t)_+]`` (add, ``R >= 0`` from the other factors) over the product of
+the ``Q``'s, convex and monotone in each epoch's ``S_j`` separately, so Jensen and the
+monotone moves apply one independent epoch at a time. The error is second order in ``w``.
+These are sub-normalized: plda's delta formulas ``sum_{l > eps} q_l (e^l - e^eps)`` never use
+the total mass, so they stay lower bounds.
 
-Floating point: each FFT convolution's error is bounded in L2 norm (Higham's componentwise
-FFT bound and Parseval). On the upper side it is charged as a Q-atom at ``S = 0`` plus mean
-sent to ``S = +inf`` (which dominates any signed error for both convex functions, see
-:func:`sum_laws`); on the lower side the bound is subtracted from every entry. Adding a
-non-negative measure only raises every composed ``delta`` (the composed ``delta`` is a
-multilinear, non-negative integral), so these charges stay valid under composition.
+Floating point: each FFT convolution's error is bounded in L2 norm and entrywise (Higham's
+componentwise FFT bound and Parseval), part by part: the convolutions are split so that the
+far tail's error scales with the tail's mass (:mod:`plda.mechanisms.allocation_fft`). On the
+upper side it is charged as a Q-atom at ``S = 0``
+plus mean sent to ``S = +inf`` (which dominates any signed error for both convex functions,
+see :func:`sum_cells`); on the lower side the entrywise bound is subtracted from every entry.
+Adding a non-negative measure only raises every composed ``delta`` (the composed ``delta`` is
+a multilinear, non-negative integral), so these charges stay valid under composition.
 """
 
 from __future__ import annotations
@@ -42,13 +47,15 @@ import numpy as np
 from scipy.special import ndtr
 
 from plda import fft
+from plda.mechanisms.allocation_fft import root_sum_squares, split_convolve
 
 _U = 2.0**-53
 
 
-def _lognormal_cells(mu: float, w: float, cells: int):
-    """Q-mass and first moment of ``W`` in the cells ``[k w, (k+1) w)``, ``k < cells``, and the
-    mass, first moment above ``cells * w``. Uses ``P(W <= x) = Phi((log x + mu^2/2)/mu)`` and
+def lognormal_cells(mu: float, w: float, cells: int):
+    """Q-mass and first moment of ``W`` in the cells ``[k w, (k+1) w)``, ``k < cells``, the
+    mass and first moment above ``cells * w``, and bounds on the absolute error of each cell's
+    mass and moment. Uses ``P(W <= x) = Phi((log x + mu^2/2)/mu)`` and
     ``E[W; W <= x] = Phi((log x - mu^2/2)/mu)``; differences are taken of the cdf below the
     median and of the sf above it (no cancellation of numbers near 1)."""
     edges = np.arange(cells + 1) * w
@@ -62,11 +69,94 @@ def _lognormal_cells(mu: float, w: float, cells: int):
         hi = ndtr(-z)
         use_hi = hi[:-1] < lo[:-1]
         d = np.where(use_hi, hi[:-1] - hi[1:], lo[1:] - lo[:-1])
-        return np.maximum(d, 0.0), float(hi[-1])
+        # error: a few ulps of each ndtr value, and the edge z itself is off by a few ulps of
+        # |z| (log, division), which moves the value by phi(z)|dz| <= (1 + z^2) value * 4u
+        # (Mills ratio); 16u(1 + z^2) per value covers both
+        zz = np.nan_to_num(z, neginf=0.0)
+        v = np.where(use_hi, hi[:-1] * (1 + zz[:-1] ** 2) + hi[1:] * (1 + zz[1:] ** 2),
+                     lo[1:] * (1 + zz[1:] ** 2) + lo[:-1] * (1 + zz[:-1] ** 2))
+        return np.maximum(d, 0.0), float(hi[-1]), 16 * _U * v
 
-    mass, mass_above = diffs(a)
-    moment, moment_above = diffs(b)
-    return mass, moment, mass_above, moment_above
+    mass, mass_above, mass_err = diffs(a)
+    moment, moment_above, moment_err = diffs(b)
+    return mass, moment, mass_above, moment_above, mass_err, moment_err
+
+
+def laplace_cells(epsilon0: float, w: float, origin: float, cells: int):
+    """:func:`lognormal_cells` for the Laplace base: ``W = e^L`` with ``L = |X| - |X - eps0|``
+    (unit scale), ``X ~ Lap(0, 1)`` under ``Q`` and ``Lap(eps0, 1)`` under ``P``, on the cells
+    ``[origin + k w, origin + (k+1) w)``. ``W`` lies in ``[a, b] = [e^-eps0, e^eps0]``, with
+    Q-atoms ``1/2`` at ``a`` and ``e^-eps0 / 2`` at ``b``; in between
+    ``Q(W >= x) = 1 / (2 sqrt(x e^eps0))`` and ``E_Q[W; W < x] = P(W < x) = sqrt(x e^-eps0) / 2``
+    (so ``E_Q[W; W >= x] = 1 - sqrt(x e^-eps0) / 2``, at least 1/2: no cancellation)."""
+    lo, hi = math.exp(-epsilon0), math.exp(epsilon0)
+    edges = origin + np.arange(cells + 1) * w
+    inside = (edges > lo) & (edges <= hi)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # Q(W >= x) and E_Q[W; W >= x] at every edge (both non-increasing in x)
+        sf = np.where(edges <= lo, 1.0, np.where(inside, 0.5 / np.sqrt(edges * hi), 0.0))
+        msf = np.where(edges <= lo, 1.0, np.where(inside, 1 - 0.5 * np.sqrt(edges * lo), 0.0))
+    mass = np.maximum(sf[:-1] - sf[1:], 0.0)
+    moment = np.maximum(msf[:-1] - msf[1:], 0.0)
+    # each value is a few roundings (sqrt, products, exp of eps0) from the exact one
+    mass_err = 16 * _U * (sf[:-1] + sf[1:])
+    moment_err = 16 * _U * (msf[:-1] + msf[1:])
+    return mass, moment, float(sf[-1]), float(msf[-1]), mass_err, moment_err
+
+
+def offset_positions(mass, moment, mass_err, moment_err, w):
+    """Where each cell of ``W`` goes in the lower lattices (see :func:`offset_lattices`).
+
+    Returns ``(q, remove_index, remove_offset, add_index, add_offset)``: the kept (rounded-down)
+    mass of each cell ``k`` and its per-term lattice index in each direction, at position
+    ``index * w + offset``; the remove position is at most the cell's conditional mean
+    ``E[W | cell k]``, the add position at least."""
+    k = np.arange(len(mass))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        m = (moment - k * w * mass) / mass
+        # error of m: the moment's and mass's errors, and rounding of k w mass (a few ulps)
+        err = (moment_err + (k + 1) * w * mass_err) / mass + 8 * _U * (k + 1) * w
+    keep = (mass > 0) & np.isfinite(m) & (err < w / 4)
+    # masses rounded down by their error bound: a sub-measure of the true one
+    q = np.where(keep, np.maximum(mass - mass_err, 0.0) * (1 - 4 * _U), 0.0)
+    low = np.clip(np.where(keep, m - err, 0.0), 0.0, w)  # below the true offset of the mean
+    high = np.clip(np.where(keep, m + err, w), 0.0, w)  # above it
+    total = float(q.sum())
+
+    # remove: position k w + s if low_k >= s, else (k - 1) w + s; the mean lost is
+    # sum q (m - s) + w q(low < s): maximize s Q - w q(low < s) over the candidates s = low_k
+    order = np.argsort(low, kind="stable")
+    below = np.concatenate([[0.0], np.cumsum(q[order])])[:-1]
+    first = np.searchsorted(low[order], low[order], side="left")  # ties share "below"
+    s_rem = float(low[order][int(np.argmax(low[order] * total - w * below[first]))])
+    # add: position k w + s if high_k <= s, else (k + 1) w + s; minimize s Q + w q(high > s)
+    order = np.argsort(high, kind="stable")
+    above = total - np.cumsum(q[order])
+    last = np.searchsorted(high[order], high[order], side="right") - 1
+    s_add = float(high[order][int(np.argmin(high[order] * total + w * above[last]))])
+    # remove indices count from position s_rem - w (so that no index is negative)
+    return q, k + (low >= s_rem), s_rem - w, k + (high > s_add), s_add
+
+
+def offset_lattices(mass, moment, mass_err, moment_err, w):
+    """Per-term lower lattices: ``W`` is replaced by its conditional mean ``mu_k`` on its cell
+    ``k`` (conditional Jensen: ``E f(E[S|G]) <= E f(S)`` for convex ``f``; applied to one epoch's
+    variable at a time, it survives composition), then moved to the lattice ``j w + s`` -- down
+    for the remove direction (``f`` increasing), up for the add direction (``f`` decreasing).
+    The offset ``s`` is shared by all cells (so the sum of ``t`` terms stays on a lattice, at
+    offset ``t s``); a cell whose mean lies on the wrong side of ``k w + s`` moves one more
+    step; ``s`` is chosen to lose the least mean. The error is second order in ``w`` where the
+    density of ``W`` is smooth (its conditional mean then sits ``w/2 + O(w^2)`` into a cell).
+    Returns ``(remove_masses, remove_offset, add_masses, add_offset)``.
+
+    Cells whose conditional mean is not known to ``w/4`` (tiny mass) are dropped (a sub-measure
+    only lowers every ``delta``)."""
+    q, j_rem, off_rem, j_add, off_add = offset_positions(mass, moment, mass_err, moment_err, w)
+    remove = np.zeros(len(mass) + 1)
+    np.add.at(remove, j_rem, q)
+    add = np.zeros(len(mass) + 1)
+    np.add.at(add, j_add, q)
+    return remove, off_rem, add, off_add
 
 
 def _spread(mass, moment, w):
@@ -79,34 +169,6 @@ def _spread(mass, moment, w):
     return out
 
 
-def _convolve(a, b):
-    """Linear convolution by FFT, negatives clipped, with a bound on the L2 norm of its error.
-
-    Forward transforms err by at most ``transform_error(n, ||x||_1)`` per entry (Higham
-    §24.1); the product's error is then at most ``|A_j| dB + |B_j| dA + dA dB + 2u |A_j B_j|``,
-    and by Parseval the inverse maps an error vector ``dY`` to one of L2 norm
-    ``||dY||_2 / sqrt(n)`` (conjugate half counted twice), plus the inverse's own error
-    ``sqrt(n) * transform_error(n, (2/n) sum |Y_j|)``.
-    """
-    n = fft.good_size(len(a) + len(b) - 1)
-    fa = fft.rfft(a, n)
-    fb = fa if b is a else fft.rfft(b, n)  # squarings (binary powering) transform once
-    da = fft.transform_error(n, float(a.sum()))
-    db = fft.transform_error(n, float(b.sum()))
-    prod = fa * fb
-    ma, mb = np.abs(fa) + da, np.abs(fb) + db
-    dy = ma * db + mb * da + da * db + 2 * _U * ma * mb
-    c = fft.irfft(prod, n)[: len(a) + len(b) - 1]
-    inverse = fft.transform_error(n, 2.0 / n * float((ma * mb).sum()))
-    l2 = math.sqrt(2.0 / n * float(np.dot(dy, dy))) + math.sqrt(n) * inverse
-    return np.maximum(c, 0.0), l2 * (1 + 1e-6)
-
-
-def _root_sum_squares(n: int) -> float:
-    """``sqrt(sum_{k<n} k^2)``, rounded up."""
-    return math.sqrt((n - 1) * n * (2 * n - 1) / 6.0) * (1 + 1e-12)
-
-
 def _cap_upper(dist, cap, w):
     """Mean-preserving spread of the mass above lattice index ``cap`` to ``cap`` and ``+inf``;
     returns the capped distribution and the mean sent to infinity (in units of ``S``)."""
@@ -114,55 +176,90 @@ def _cap_upper(dist, cap, w):
         return dist, 0.0
     tail = dist[cap + 1 :]
     k = np.arange(cap + 1, len(dist))
-    excess = float(np.dot(tail, (k - cap) * w))
+    excess = float(np.add.reduce(tail * ((k - cap) * w)))
     out = dist[: cap + 1].copy()
     out[cap] += float(tail.sum())
     return out, excess
 
 
-def sum_laws(mu: float, t: int, w: float, w_cap: float, s_cap_sd: float = 12.0):
-    """Lattice laws (step ``w``) of ``S`` under ``Q``: ``(upper, inf_mean, lower_remove,
-    lower_add)`` where ``upper`` is a mean-preserving spread of ``S`` except for the mean
-    ``inf_mean`` sent to ``+inf``, ``lower_remove`` is pointwise below ``S`` and ``lower_add``
-    pointwise above it on the mass it keeps."""
+def sum_laws(mu: float, t: int, w: float, w_cap: float):
+    """:func:`sum_cells` for the Gaussian base (``W`` lognormal, lattice from 0)."""
     cells = int(math.ceil(w_cap / w))
-    mass, moment, mass_above, moment_above = _lognormal_cells(mu, w, cells)
+    return sum_cells(lognormal_cells(mu, w, cells), t, w, math.sqrt(math.expm1(mu * mu)))
+
+
+def sum_cells(cell_data, t: int, w: float, sd: float, origin: float = 0.0,
+              lower_cells=None, lower_origin: float | None = None, s_cap_sd: float = 12.0):
+    """Lattice laws (step ``w``) of ``S = W_1 + ... + W_t`` under ``Q``, from the cells
+    ``[origin + k w, origin + (k+1) w)`` of ``W`` (``cell_data`` as returned by
+    :func:`lognormal_cells`; ``sd`` at least the standard deviation of ``W``). Returns
+    ``(upper, upper_offset, inf_mean, lower_remove, lower_add)``: ``upper`` (positions
+    ``k w + upper_offset``) is a mean-preserving spread of ``S`` except for the mean
+    ``inf_mean`` sent to ``+inf``, and each lower side is a pair ``(masses, offset)``
+    (positions ``k w + offset``) below ``S`` in the order that matters for its direction (see
+    :func:`offset_lattices`), on the mass it keeps. The lower sides may use their own cells
+    (``lower_cells`` from ``lower_origin``, same step and count): atoms of ``W`` belong on
+    lattice points for the upper side (a spread would move them) and at cell centres for the
+    lower ones (where the shared offset lands)."""
+    mass, moment, mass_above, moment_above, mass_err, moment_err = _about(cell_data, origin)
+    cells = len(mass)
     upper = _spread(mass, moment, w)
     upper[cells] += mass_above
     inf_mean = max(moment_above - cells * w * mass_above, 0.0) * (1 + 1e-9) + 1e-300
-    # one floor-rounded chain serves both lower sides: W_i rounded down (mass above the cap
-    # dropped: a sub-measure only lowers delta) is below W_i, and the same plus w is above it,
-    # so S_down = sum floor(W_i) and S_up = S_down + t w (a shift by t lattice points)
-    core = np.zeros(cells + 1)
-    core[:-1] = mass * (1 - 8 * _U)
-    sd = math.sqrt(math.expm1(mu * mu))
+    # lower sides: conditional means moved to offset lattices (mass above the cap dropped: a
+    # sub-measure only lowers delta)
+    if lower_cells is None:
+        lower_cells, lower_origin = cell_data, origin
+    low_mass, low_moment, _, _, low_mass_err, low_moment_err = _about(lower_cells, lower_origin)
+    remove, off_r, add, off_a = offset_lattices(low_mass, low_moment, low_mass_err,
+                                                low_moment_err, w)
 
     def cap_for(k):
-        return int(math.ceil((k + s_cap_sd * math.sqrt(k) * sd + w_cap) / w))
+        return int(math.ceil((k * (1 - origin) + s_cap_sd * math.sqrt(k) * sd) / w)) + cells
 
-    # the cells' masses and moments carry a few ulps of error (ndtr differences) each: the
-    # up-share of a cell may then miss its mean by that much; charged like the FFT errors
-    upper[0] += 1e-13
-    errors = {"up": 0.0, "inf": inf_mean + 1e-13 * float(moment.sum() + mass.sum())}
+    # the up-share of a cell may miss its mean by the cells' errors: charged like the FFT
+    # errors (a Q-atom at S = 0 and mean sent to +inf, see below)
+    k = np.arange(cells)
+    share_err = (moment_err + k * w * mass_err) / w  # error of each cell's up-share
+    lattice_err = np.zeros(cells + 1)
+    lattice_err[:-1] += mass_err + share_err
+    lattice_err[1:] += share_err
+    upper[0] += float(lattice_err.sum())
+    errors = {"up": 0.0,
+              "inf": inf_mean + float(np.add.reduce(lattice_err * (np.arange(cells + 1) * w)))}
+
+    def lower(c, parts, cap):
+        # each part's entry bound covers its support: subtracting it keeps entries below
+        for length, _, entry in parts:
+            c[:length] -= entry
+        return np.maximum(c[: cap + 1], 0.0)
+
+    # every partial sum is capped at cap_for(t) + 1 points: one transform length serves all
+    n = fft.good_size(2 * (max(cap_for(t), cells) + 2))
 
     def combine(x, y, k):
-        (u, e1), (c, e2) = _convolve(x[0], y[0]), _convolve(x[1], y[1])
+        (u, e1), (r, e2), (d, e3) = (split_convolve(x[0], y[0], n),
+                                     split_convolve(x[1], y[1], n),
+                                     split_convolve(x[2], y[2], n))
         cap = cap_for(k)
-        u, extra = _cap_upper(u, cap, w)
         # FFT error e of the upper partial sum S_a: the computed measure plus a Q-atom of
         # mass sum|e_k| at S_a = 0 and mean sum|e_k| k w sent to S_a = +inf dominates the
         # exact one for both convex f (f(a + b) <= f(b) + a * slope for the increasing one,
         # f(a + b) <= f(b) for the decreasing one), whatever is added or composed later.
-        # Cauchy-Schwarz: sum_k |e_k| k w <= ||e||_2 w sqrt(sum k^2), sum|e_k| <= sqrt(n)||e||_2
-        errors["up"] += e1 * w * _root_sum_squares(len(u))
-        u[0] += e1 * math.sqrt(len(u))
+        # Cauchy-Schwarz on each part's support [0, m): sum_k |e_k| k w <= ||e||_2 w
+        # sqrt(sum_{k<m} k^2) and sum|e_k| <= sqrt(m) ||e||_2
+        for length, l2, _ in e1:
+            errors["up"] += l2 * w * root_sum_squares(length)
+            u[0] += l2 * math.sqrt(length)
+        u, extra = _cap_upper(u, cap, w)
         errors["inf"] += extra
-        # lower: the L2 error bounds every entry's error; subtracting it keeps entries below
-        return u, np.maximum(c[: cap + 1] - e2, 0.0)
+        # the lower chains are cut at the same index (index j of a k-term sum is at
+        # j w + k * offset: dropping more of the far tail only lowers delta)
+        return u, lower(r, e2, cap), lower(d, e3, cap)
 
     # binary powering: the sum of the powers of two in t
     acc, acc_k = None, 0
-    power, k, count = (upper, core), 1, t
+    power, k, count = (upper, remove, add), 1, t
     while True:
         if count & 1:
             acc_k += k
@@ -172,17 +269,28 @@ def sum_laws(mu: float, t: int, w: float, w_cap: float, s_cap_sd: float = 12.0):
             break
         k *= 2
         power = combine(power, power, k)
-    up = acc[0]
-    low_add = np.concatenate([np.zeros(t), acc[1]])
-    return up, errors["inf"] + errors["up"], acc[1], low_add
+    return (acc[0], t * origin, errors["inf"] + errors["up"],
+            (acc[1], t * (lower_origin + off_r)), (acc[2], t * (lower_origin + off_a)))
+
+
+def _about(cell_data, origin: float):
+    """Cell data with first moments about ``origin`` (positions relative to it)."""
+    mass, moment, mass_above, moment_above, mass_err, moment_err = cell_data
+    if not origin:
+        return cell_data
+    # error: the mass's error times |origin|, and the subtraction's rounding
+    moment_err = moment_err + abs(origin) * mass_err * (1 + 4 * _U) + 4 * _U * (
+        np.abs(moment) + abs(origin) * mass)
+    return (mass, moment - origin * mass, mass_above, moment_above - origin * mass_above,
+            mass_err, moment_err)
 
 
 def delta_bracket(mu: float, t: int, epsilon: float, w: float, w_cap: float):
     """``(lower, upper)`` on ``delta(epsilon)`` of one allocation epoch, remove direction, read
     directly off the lattice laws of :func:`sum_laws` (``delta = E_Q[(S/t - e^eps)_+]``)."""
-    upper, inf_mean, low_r, _ = sum_laws(mu, t, w, w_cap)
+    upper, _, inf_mean, (low_r, off_r), _ = sum_laws(mu, t, w, w_cap)
     ratio_u = np.arange(len(upper)) * (w / t)
-    ratio_l = np.arange(len(low_r)) * (w / t)
+    ratio_l = np.maximum(np.arange(len(low_r)) * w + off_r, 0.0) / t
     e = math.exp(epsilon)
     hi = float(np.dot(upper, np.maximum(ratio_u - e, 0.0))) + inf_mean / t
     lo = float(np.dot(low_r, np.maximum(ratio_l - e, 0.0)))

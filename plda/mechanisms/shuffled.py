@@ -10,8 +10,10 @@ import numpy as np
 from scipy.special import log_ndtr, ndtri
 
 from plda._internal.validation import count
+from plda.mechanisms.allocation import RandomAllocation, allocation_supported
 from plda.mechanisms.base import Mechanism
 from plda.mechanisms.bracket import BracketedMechanism, SamplerAssumptionWarning
+from plda.mechanisms.gaussian import Gaussian
 from plda.mechanisms.laplace import Laplace
 from plda.mechanisms.law import PrivacyLossLaw
 from plda.mechanisms.max_laplace_law import LaplaceMaxShiftLaw
@@ -39,17 +41,21 @@ class Shuffled(BracketedMechanism):
     *shift* when a record is removed (consecutive chunks of a permutation) breaks this
     coupling; account such a loader under replace-one.
 
-    **Lower bound: a worst-case input, post-processed** (:meth:`lower_bound_mechanism`).
-    Following Chua et al., let the ``T = num_steps`` queries be fixed sums. Replace-one: every
-    other record contributes ``-C``, x contributes ``+C`` and x' ``-C``; with x' every batch
-    sum is the same constant, with x one uniformly random batch is shifted by ``2C``: the pair
+    **Lower bound: a worst-case input** (:meth:`lower_bound_mechanism`). Following Chua et al.,
+    let the ``T = num_steps`` queries be fixed sums. Replace-one: every other record contributes
+    ``-C``, x contributes ``+C`` and x' ``-C``; with x' every batch sum is the same constant,
+    with x one uniformly random batch is shifted by ``2C``: the pair
     ``((1/T) sum_t N(2C e_t, sigma^2 I), N(0, sigma^2 I))`` on ``R^T``. Add/remove: others
-    contribute 0, x contributes ``C`` (shift ``C``). plda takes the *maximum coordinate* of the
-    output, a post-processing, whose pair :class:`MaxShiftLaw` it computes exactly: its
-    ``epsilon`` is a certified lower bound on the shuffled epoch's. The full ``T``-dimensional
-    pair (the likelihood ratio needs all coordinates) would give a larger, still sound lower
-    bound; the maximum is weaker, and much weaker for large ``T`` and moderate noise. With
-    ``T = 1`` both bounds coincide with the base.
+    contribute 0, x contributes ``C`` (shift ``C``). This is the random-allocation
+    (balls-in-bins) pair, realized by datasets: where :class:`~plda.RandomAllocation`
+    supports it (a Gaussian base with shift / sigma up to ``1.45``, a Laplace base with shift /
+    scale up to about 12, ``T <= 1e5``) plda computes its *full* ``T``-dimensional PLD with a
+    certified lower bound, the strongest lower bound this input gives. Otherwise (smaller
+    noise) plda takes the *maximum coordinate* of the output, a post-processing, whose pair
+    :class:`MaxShiftLaw` (or its Laplace analogue) it computes exactly -- weaker, and much
+    weaker for large ``T`` and moderate noise. Either way its ``epsilon`` is a
+    certified lower bound on the shuffled epoch's. With ``T = 1`` both bounds coincide with
+    the base.
 
     Parameters
     ----------
@@ -126,9 +132,12 @@ class _ReplaceOneShuffled(Shuffled):
 
 @dataclass(frozen=True)
 class ShuffledLowerBound(Mechanism):
-    """The pair of :class:`MaxShiftLaw` with ``m = mu`` of the base (add/remove) and, read under
-    replace-one, ``m = 2 mu``; realized by datasets after a post-processing (see
-    :class:`Shuffled`), so the lower bound of its PLD is certified for the shuffled epoch."""
+    """The worst-case input's pair, shift ``C`` (add/remove) or, read under replace-one, ``2C``
+    (see :class:`Shuffled`): the random-allocation pair itself where
+    :class:`~plda.RandomAllocation` supports it (its laws, whose PLD lower bound is certified
+    for that pair), else its post-processing by the maximum coordinate (:class:`MaxShiftLaw`).
+    Both pairs are realized by datasets, so the lower bound of this mechanism's PLD is
+    certified for the shuffled epoch."""
 
     mechanism: Mechanism
     num_steps: int
@@ -140,14 +149,38 @@ class ShuffledLowerBound(Mechanism):
         check_base("ShuffledLowerBound", self.mechanism)
         object.__setattr__(self, "num_steps", count("num_steps", self.num_steps, minimum=1))
 
+    def _allocation(self) -> RandomAllocation | None:
+        """The full pair as a :class:`~plda.RandomAllocation` epoch, if supported."""
+        base = self.mechanism
+        if self.num_steps == 1:
+            return None
+        if type(base) is Laplace:
+            shifted = Laplace(base.scale, self.shift * base.sensitivity)
+            try:
+                return RandomAllocation(shifted, self.num_steps)
+            except ValueError:  # beyond RandomAllocation's range for a Laplace base
+                return None
+        shifted = Gaussian(base.sigma, self.shift * base.sensitivity)
+        return RandomAllocation(shifted, self.num_steps) if allocation_supported(
+            shifted.mu, self.num_steps) else None
+
     def _remove_law(self):
         base = self.mechanism
         if self.num_steps == 1:  # the maximum of one coordinate is the output itself
             return type(base)(base.scale if type(base) is Laplace else base.sigma,
                               self.shift * base.sensitivity).privacy_loss("remove")
+        allocation = self._allocation()
+        if allocation is not None:
+            return allocation.privacy_loss("remove")
         if type(base) is Laplace:
             return LaplaceMaxShiftLaw(m=self.shift * base.epsilon, num_steps=self.num_steps)
         return MaxShiftLaw(mu=self.shift * base.mu, num_steps=self.num_steps)
+
+    def _add_law(self):
+        allocation = self._allocation()
+        if allocation is not None:  # its add law is its own (computed with the remove one)
+            return allocation.privacy_loss("add")
+        return super()._add_law()
 
     def under_replace_one(self) -> Mechanism:
         return _ReplaceOneShuffledLowerBound(self.mechanism, self.num_steps)
