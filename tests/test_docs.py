@@ -264,3 +264,27 @@ def test_readme_links_to_the_docs():
     for page in ("docs/getting-started.md", "docs/tutorials/dp-sgd.md", "docs/concepts/"):
         assert page in readme, f"README should link to {page}"
 
+
+# ------------------------------------------------------------------------------ the site
+def _mkdocs_config() -> dict:
+    yaml = pytest.importorskip("yaml")
+    return yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
+
+
+def test_site_loads_no_script_or_style_from_another_host():
+    """Formulas render offline: MathJax is bundled from a PyPI package, never loaded from a CDN."""
+    config = _mkdocs_config()
+    assets = [*config.get("extra_javascript", []), *config.get("extra_css", [])]
+    remote = [a for a in assets if re.match(r"^(?:https?:)?//", str(a))]
+    assert not remote, f"mkdocs.yml loads assets from another host: {remote}"
+    assert config["theme"].get("font") is False, "the theme must not download web fonts"
+    hook = _hook()
+    try:
+        bundled = dict(hook.mathjax_files())
+    except FileNotFoundError:
+        pytest.skip("django-static-mathjax (docs extra) is not installed")
+    for asset in assets:
+        assert (DOCS / asset).is_file() or asset in bundled, f"{asset}: not in docs/, not bundled"
+    assert f"{hook.MATHJAX_SITE_DIR}/tex-mml-chtml.js" in config["extra_javascript"]
+    fonts = [p for p in bundled if p.startswith(f"{hook.MATHJAX_SITE_DIR}/output/chtml/fonts/")]
+    assert any(p.endswith(".woff") for p in fonts), "MathJax's fonts must be bundled too"

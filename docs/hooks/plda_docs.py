@@ -14,12 +14,17 @@
 4. API completeness: after the build, every public name (``plda.__all__`` and the ``__all__`` of
    the submodules in :data:`PUBLIC_MODULES`) must have an anchor on an API reference page;
    a missing one fails the build.
+5. Math without a network: MathJax comes from a PyPI package (``django-static-mathjax``, in
+   the ``docs`` extra; it ships MathJax's static files and needs no Django to be read). Its
+   browser bundle, fonts and on-demand extensions are added to the site under
+   :data:`MATHJAX_SITE_DIR`, so the pages load no script from another host.
 """
 
 from __future__ import annotations
 
 import html.parser
 import importlib
+import importlib.util
 import os
 import re
 import shutil
@@ -46,6 +51,12 @@ PUBLIC_MODULES = (
     "plda.tradeoff",
     "plda.renyi",
 )
+
+#: where the bundled MathJax goes in the site (mkdocs.yml's extra_javascript points into it)
+MATHJAX_SITE_DIR = "javascripts/mathjax"
+#: the parts of MathJax's ``es5`` folder the site needs: the TeX-to-HTML bundle, its fonts, the
+#: TeX extensions it loads on demand, and the menu's accessibility tools (speech rules included)
+MATHJAX_PARTS = ("tex-mml-chtml.js", "output/chtml", "input/tex/extensions", "ui", "a11y", "sre")
 
 _command = "build"
 #: where the figure scripts drew this build's images (copied into the site after the build)
@@ -86,6 +97,43 @@ def on_config(config):
     snippets = config.mdx_configs.setdefault("pymdownx.snippets", {})
     snippets["base_path"] = [str(ROOT)]
     return config
+
+
+def mathjax_source() -> Path:
+    """The ``es5`` folder of the MathJax copy installed by ``django-static-mathjax``."""
+    spec = importlib.util.find_spec("mathjax")  # found, not imported: the package needs no Django
+    for location in (spec.submodule_search_locations or []) if spec else []:
+        es5 = Path(location) / "static" / "mathjax" / "es5"
+        if (es5 / "tex-mml-chtml.js").is_file():
+            return es5
+    raise FileNotFoundError(
+        "the docs bundle MathJax from the django-static-mathjax package: pip install -e '.[docs]'"
+    )
+
+
+def mathjax_files() -> list[tuple[str, Path]]:
+    """``(path in the site, installed file)`` for every MathJax file the site serves."""
+    es5 = mathjax_source()
+    pairs = []
+    for part in MATHJAX_PARTS:
+        source = es5 / part
+        for path in [source] if source.is_file() else sorted(source.rglob("*")):
+            if path.is_file():
+                pairs.append((f"{MATHJAX_SITE_DIR}/{path.relative_to(es5).as_posix()}", path))
+    return pairs
+
+
+def on_files(files, config):
+    from mkdocs.exceptions import PluginError
+    from mkdocs.structure.files import File
+
+    try:
+        bundled = mathjax_files()
+    except FileNotFoundError as exc:
+        raise PluginError(str(exc)) from exc
+    for site_path, source in bundled:
+        files.append(File.generated(config, site_path, abs_src_path=str(source)))
+    return files
 
 
 def _run_figure_script(script: Path) -> tuple[Path, subprocess.CompletedProcess]:
