@@ -37,7 +37,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 FIGURES = ROOT / "docs" / "figures"
 
-#: modules whose ``__all__`` is the public API that the reference must document
+#: modules whose ``__all__`` is the public API that the reference must document; every direct
+#: submodule of plda that declares ``__all__`` must be here (tests/test_docs.py checks it)
 PUBLIC_MODULES = (
     "plda",
     "plda.theorems",
@@ -50,6 +51,9 @@ PUBLIC_MODULES = (
     "plda.serialization",
     "plda.tradeoff",
     "plda.renyi",
+    "plda.mechanisms",
+    "plda.risk",
+    "plda.sweep",
 )
 
 #: where the bundled MathJax goes in the site (mkdocs.yml's extra_javascript points into it)
@@ -66,9 +70,12 @@ _drawn: Path | None = None
 def public_names() -> dict[str, set[str]]:
     """``{"plda.filters.AdvancedFilter": {acceptable anchor ids}, ...}`` for every public name.
 
-    A name may be documented where it is exported or where it is defined (its ``__module__``),
-    e.g. ``plda.plot.tradeoff`` is rendered as ``plda.plot.profiles.tradeoff``.
+    A name may be documented where it is exported, where it is defined (its ``__module__``),
+    e.g. ``plda.plot.tradeoff`` is rendered as ``plda.plot.profiles.tradeoff``, or at the top
+    level when ``plda`` re-exports the same object (``plda.mechanisms.Gaussian`` as
+    ``plda.Gaussian``).
     """
+    top = importlib.import_module("plda")
     names: dict[str, set[str]] = {}
     for module_name in PUBLIC_MODULES:
         module = importlib.import_module(module_name)
@@ -81,6 +88,8 @@ def public_names() -> dict[str, set[str]]:
             except ImportError:  # a lazily loaded submodule that is missing
                 obj = None
             ids = {f"{module_name}.{name}"}
+            if obj is not None and getattr(top, name, None) is obj:
+                ids.add(f"plda.{name}")
             defined_in = getattr(obj, "__module__", None)
             if isinstance(defined_in, str) and defined_in.startswith("plda"):
                 ids.add(f"{defined_in}.{getattr(obj, '__qualname__', name)}")
