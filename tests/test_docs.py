@@ -16,11 +16,13 @@
 
 from __future__ import annotations
 
+import ast
 import doctest
 import importlib
 import importlib.util
 import pkgutil
 import re
+import subprocess
 import sys
 import traceback
 from dataclasses import dataclass
@@ -252,6 +254,56 @@ def test_every_public_module_is_in_the_api_completeness_check():
     assert {"plda.risk", "plda.sweep", "plda.mechanisms"} <= public
     missing = sorted(public - set(_hook().PUBLIC_MODULES))
     assert not missing, f"add to PUBLIC_MODULES in docs/hooks/plda_docs.py: {missing}"
+
+
+def _lazy_submodules_in_source() -> tuple[set[str], set[str]]:
+    """``(_SUBMODULES, names imported under `if TYPE_CHECKING:`)`` read from plda/__init__.py."""
+    tree = ast.parse((ROOT / "plda" / "__init__.py").read_text(encoding="utf-8"))
+    lazy: set[str] = set()
+    typed: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "_SUBMODULES" for t in node.targets
+        ):
+            lazy = set(ast.literal_eval(node.value))
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+            for statement in ast.walk(node):
+                if isinstance(statement, ast.ImportFrom) and statement.module == "plda":
+                    typed |= {alias.asname or alias.name for alias in statement.names}
+                elif isinstance(statement, ast.Import):
+                    typed |= {a.name.removeprefix("plda.") for a in statement.names}
+    return lazy, typed
+
+
+def test_lazy_submodules_are_listed_by_dir_and_seen_by_type_checkers():
+    """Issue 15 item 7: what `plda.<name>` loads on first use is in dir(plda) (tab completion) and
+    in the `if TYPE_CHECKING:` block (IDEs and type checkers cannot run __getattr__)."""
+    lazy, typed = _lazy_submodules_in_source()
+    assert {"theorems", "plot", "calibration", "adapters"} <= lazy
+    assert typed == lazy, f"TYPE_CHECKING imports {sorted(typed)}, lazily loaded: {sorted(lazy)}"
+    # a fresh interpreter: the submodules are not loaded by `import plda`, yet dir() lists them
+    script = (
+        "import sys, types, plda\n"
+        f"lazy = {sorted(lazy)!r}\n"
+        "unloaded = [n for n in lazy if f'plda.{n}' not in sys.modules]\n"
+        "listed = set(dir(plda))\n"
+        "assert set(plda.__all__) <= listed, set(plda.__all__) - listed\n"
+        "assert set(lazy) <= listed, set(lazy) - listed\n"
+        "assert 'plot' in unloaded and 'matplotlib' not in sys.modules\n"
+        "for n in lazy:\n"
+        "    m = getattr(plda, n)\n"
+        "    assert isinstance(m, types.ModuleType) and m.__name__ == f'plda.{n}', n\n"
+        "try:\n"
+        "    plda.no_such_name\n"
+        "except AttributeError as e:\n"
+        "    assert 'no_such_name' in str(e)\n"
+        "else:\n"
+        "    raise AssertionError('unknown attribute did not raise')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
 
 
 def test_pages_are_in_the_nav():
