@@ -22,6 +22,7 @@ import importlib
 import importlib.util
 import pkgutil
 import re
+import shlex
 import subprocess
 import sys
 import traceback
@@ -95,6 +96,18 @@ def python_blocks(path: Path) -> list[Block]:
 PAGES_WITH_CODE = [p for p in PAGES if python_blocks(p)]
 
 
+def _load(name: str, path: Path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up while the class is built
+    spec.loader.exec_module(module)
+    return module
+
+
+#: the rules that check quoted numbers (shared with the docs hook)
+QUOTES = _load("plda_docs_quoted_numbers", DOCS / "hooks" / "quoted_numbers.py")
+
+
 # ------------------------------------------------------------------------------ doctests
 _NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|[-+]?inf|nan")
 
@@ -141,9 +154,30 @@ def sandbox(tmp_path, monkeypatch):
         sys.modules["matplotlib.pyplot"].close("all")
 
 
+def _transcripts(path: Path) -> dict[int, str]:
+    """``{first line of a python block: the plain/text block right after it}`` (its output)."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    blocks = extract_blocks(path)
+    found = {}
+    for block, after in zip(blocks, blocks[1:], strict=False):
+        closing = block.line + len(block.code.splitlines())  # 1-based line of the closing fence
+        between = lines[closing : after.line - 2]
+        if (
+            block.language in PYTHON_LANGUAGES
+            and after.language in ("", "text")
+            and not any(x.strip() for x in between)
+        ):
+            found[block.line] = after.code
+    return found
+
+
 @pytest.mark.parametrize("path", PAGES_WITH_CODE, ids=lambda p: str(p.relative_to(ROOT)))
 def test_page_examples_run(path, sandbox):
+    """Each example runs, and the results its comments quote are what it produces (the rules are
+    in docs/hooks/quoted_numbers.py)."""
     namespace: dict = {"__name__": "__docs__"}
+    stale: list[str] = []
+    transcripts = _transcripts(path)
     for block in python_blocks(path):
         if block.skip_reason is not None:
             continue
@@ -152,13 +186,66 @@ def test_page_examples_run(path, sandbox):
             if block.is_doctest:
                 _run_doctest(block.code, namespace, block.where, str(path), block.line)
             else:
-                # pad with newlines so tracebacks point at the line of the markdown file
-                code = compile("\n" * (block.line - 1) + block.code, str(path), "exec")
-                exec(code, namespace)  # noqa: S102 - running the documentation is the test
+                # padded with newlines so tracebacks point at the line of the markdown file;
+                # run statement by statement to check the results its comments quote
+                source = "\n" * (block.line - 1) + block.code
+                problems, printed = QUOTES.run_checking_quotes(source, namespace, str(path))
+                stale += problems
+                shown = transcripts.get(block.line)
+                if shown is not None and not QUOTES.same_transcript(shown, printed):
+                    stale.append(
+                        f"{block.where}: the block after it shows the output as\n{shown}\n"
+                        f"but it is\n{printed}"
+                    )
         except Exception as exc:  # noqa: BLE001 - report which block failed, with its trace
             failure = "".join(traceback.format_exception(exc)[-12:])
         if failure is not None:
             pytest.fail(f"code block at {block.where} failed:\n{failure}", pytrace=False)
+    assert not stale, "numbers quoted in comments disagree with the code:\n" + "\n".join(stale)
+
+
+def _cli_transcripts() -> list[tuple[str, list[str], str]]:
+    """``(where, arguments, shown output)`` of each ``$ plda ...`` / ``$ python -m plda ...`` line
+    of a shell block that is followed by its output."""
+    found = []
+    command = re.compile(r"^\$ (?:python -m plda|plda)(?P<args>(?:\s[^#]*)?)(?:#.*)?$")
+    for path in PAGES:
+        for block in extract_blocks(path):
+            if block.language not in ("bash", "console", "shell", "sh", ""):
+                continue
+            lines = block.code.splitlines()
+            for i, line in enumerate(lines):
+                match = command.match(line.strip())
+                if not match:
+                    continue
+                output = []
+                for following in lines[i + 1 :]:
+                    if following.startswith("$"):
+                        break
+                    output.append(following)
+                if any(x.strip() for x in output):
+                    where = f"{path.relative_to(ROOT)}:{block.line + i}"
+                    found.append((where, shlex.split(match["args"]), "\n".join(output)))
+    return found
+
+
+def test_command_line_outputs_shown_in_the_docs_are_what_it_prints():
+    """`$ python -m plda` in getting-started shows the reference run's bounds: they must be the
+    ones the command prints today (numbers to their printed digits)."""
+    transcripts = _cli_transcripts()
+    assert any(where.startswith("docs/getting-started.md") for where, _, _ in transcripts)
+    for where, arguments, shown in transcripts:
+        done = subprocess.run(
+            [sys.executable, "-m", "plda", *arguments],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, f"{where}: {done.stderr[-2000:]}"
+        assert QUOTES.same_transcript(shown, done.stdout), (
+            f"{where} shows\n{shown}\nbut the command prints\n{done.stdout}"
+        )
 
 
 def test_skipped_blocks_need_an_optional_dependency():
