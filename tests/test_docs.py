@@ -248,6 +248,44 @@ def test_command_line_outputs_shown_in_the_docs_are_what_it_prints():
         )
 
 
+PAGES_WITH_CLAIMS = [p for p in PAGES if QUOTES.claims(p.read_text(encoding="utf-8"))]
+#: prose intervals that are not plda's output today, so no code can produce them (each says why)
+UNCHECKED_INTERVALS = {
+    ("docs/accountant.md", "[3.46, 5.22]"): "what the fast path gave before the tilted composition",
+}
+_PROSE_INTERVAL = re.compile(r"\[\s*-?\d+\.\d{2,}\s*,\s*-?\d+\.\d{2,}\s*\]")
+
+
+@pytest.mark.parametrize("path", PAGES_WITH_CLAIMS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_numbers_quoted_in_the_prose_agree_with_the_code(path):
+    """``[2.3812, 2.3817]<!-- = B2.epsilon_bounds(1e-5) -->``: the quoted numbers are the code's
+    (to their printed digits). The ``slow=`` claims are checked by the docs build."""
+    text = path.read_text(encoding="utf-8")
+    problems = QUOTES.check_claims(text, str(path.relative_to(ROOT)), include_slow=False)
+    assert not problems, "\n".join(problems)
+
+
+def test_every_interval_quoted_in_the_prose_says_which_code_produces_it():
+    """A bracketed interval of bounds in the text (outside code) carries a claim comment, so the
+    tests check it; new quotes cannot go stale unnoticed."""
+    unchecked = []
+    for path in PAGES:
+        lines = path.read_text(encoding="utf-8").splitlines()
+        inside = {
+            i
+            for b in extract_blocks(path)
+            for i in range(b.line - 1, b.line + 1 + len(b.code.splitlines()))
+        }
+        prose = "\n".join(x if i + 1 not in inside else "" for i, x in enumerate(lines))
+        for match in _PROSE_INTERVAL.finditer(prose):
+            following = prose[match.end() : match.end() + 8]
+            where = str(path.relative_to(ROOT))
+            if "<!--" not in following and (where, match[0]) not in UNCHECKED_INTERVALS:
+                line = prose.count("\n", 0, match.start()) + 1
+                unchecked.append(f"{where}:{line}: {match[0]}")
+    assert not unchecked, "add <!-- = expression --> after: " + ", ".join(unchecked)
+
+
 def test_skipped_blocks_need_an_optional_dependency():
     skipped = [b for p in PAGES for b in python_blocks(p) if b.skip_reason is not None]
     for block in skipped:

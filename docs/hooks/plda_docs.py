@@ -9,6 +9,8 @@
    ``PLDA_DOCS_FIGURES=0`` skips this and uses the figures already in the tree
    (quick local iteration); ``mkdocs serve`` skips it too (rewriting files it watches would make
    it rebuild forever).
+   Numbers quoted in the prose with ``<!-- = expression -->`` are checked meanwhile, the slow
+   ones included (``PLDA_DOCS_CLAIMS=0`` skips this; see docs/hooks/quoted_numbers.py).
 3. Docstrings: the Sphinx roles some docstrings use (``:class:`~plda.pld.X```) are shown as
    plain code (``X``) on the API pages; mkdocstrings would print the role verbatim.
 4. API completeness: after the build, every public name (``plda.__all__`` and the ``__all__`` of
@@ -153,10 +155,41 @@ def _run_figure_script(script: Path) -> tuple[Path, subprocess.CompletedProcess]
     return script, done
 
 
+def _check_claims() -> subprocess.CompletedProcess:
+    """Every ``<!-- = ... -->`` claim of README.md and docs/, the slow ones included."""
+    pages = [str(ROOT / "README.md"), *sorted(str(p) for p in (ROOT / "docs").rglob("*.md"))]
+    return subprocess.run(
+        [sys.executable, str(Path(__file__).with_name("quoted_numbers.py")), *pages],
+        cwd=ROOT,
+        env=dict(os.environ, MPLBACKEND="Agg"),
+        capture_output=True,
+        text=True,
+    )
+
+
 def on_pre_build(config):  # noqa: ARG001 - mkdocs hook signature
     from mkdocs.exceptions import PluginError
 
-    if os.environ.get("PLDA_DOCS_FIGURES", "1") == "0" or _command == "serve":
+    if _command == "serve":
+        return
+    with ThreadPoolExecutor(max_workers=1) as claims_pool:
+        # the numbers quoted in the prose are checked while the figures are drawn
+        claims = None
+        if os.environ.get("PLDA_DOCS_CLAIMS", "1") != "0":
+            claims = claims_pool.submit(_check_claims)
+        _draw_figures()
+        if claims is not None and claims.result().returncode != 0:
+            done = claims.result()
+            raise PluginError(
+                "numbers quoted in the docs disagree with the code "
+                f"(docs/hooks/quoted_numbers.py):\n{done.stdout[-3000:]}{done.stderr[-3000:]}"
+            )
+
+
+def _draw_figures() -> None:
+    from mkdocs.exceptions import PluginError
+
+    if os.environ.get("PLDA_DOCS_FIGURES", "1") == "0":
         return
     try:
         import matplotlib  # noqa: F401
