@@ -452,6 +452,21 @@ def test_every_figure_is_drawn_by_a_script():
             )
 
 
+def test_install_commands_for_the_optional_peers_are_the_working_ones():
+    """CPU torch comes from PyPI: `pip install torch==2.13.0 opacus` is the command the Opacus tests
+    ran with (a custom --index-url is not reachable from every machine). The README's quick start
+    stays two commands (CI runs it word for word); the peers get their own section."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    quick_start = readme[readme.index("## Quick start") : readme.index("## Usage")]
+    assert "torch" not in quick_start
+    for page in ("README.md", "docs/howto/opacus-and-dp-accounting.md", "docs/getting-started.md"):
+        text = (ROOT / page).read_text(encoding="utf-8")
+        assert "pip install torch==2.13.0 opacus" in text, page
+        assert "tests/test_opacus.py" in text, page
+    for page in PAGES:
+        assert "--index-url" not in page.read_text(encoding="utf-8"), page
+
+
 def test_readme_links_to_the_docs():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert "mkdocs build" in readme, "README must say how to build the docs locally"
