@@ -20,6 +20,7 @@ import ast
 import doctest
 import importlib
 import importlib.util
+import os
 import pkgutil
 import re
 import shlex
@@ -465,6 +466,63 @@ def test_install_commands_for_the_optional_peers_are_the_working_ones():
         assert "tests/test_opacus.py" in text, page
     for page in PAGES:
         assert "--index-url" not in page.read_text(encoding="utf-8"), page
+
+
+def test_every_figure_script_draws_where_the_build_asks():
+    """The docs build redraws the figures into a folder of its own (PLDA_FIGURES_DIR), so it never
+    rewrites the tracked PNGs (issue 15: it used to rewrite five of them)."""
+    for script in sorted((DOCS / "figures").glob("make_*.py")):
+        assert "PLDA_FIGURES_DIR" in script.read_text(encoding="utf-8"), script.name
+    assert "PLDA_FIGURES_DIR" in (DOCS / "hooks" / "plda_docs.py").read_text(encoding="utf-8")
+
+
+def test_strict_build_passes_links_only_local_scripts_and_leaves_the_tree_alone(tmp_path):
+    """`mkdocs build --strict` into a temporary folder: it passes (API completeness included), the
+    pages load MathJax from the site itself and no script from another host, and no tracked file
+    changes. Figures and the slow prose claims are left to the full build (CI's .ci/run)."""
+    for module in ("mkdocs", "material", "mkdocstrings", "mkdocstrings_handlers.python"):
+        pytest.importorskip(module)
+    try:
+        mathjax = _hook().mathjax_source()
+    except FileNotFoundError:
+        pytest.skip("django-static-mathjax (docs extra) is not installed")
+
+    def tree_state() -> str:
+        done = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+        )
+        return done.stdout if done.returncode == 0 else ""
+
+    before = tree_state()
+    site = tmp_path / "site"
+    env = dict(os.environ, PLDA_DOCS_FIGURES="0", PLDA_DOCS_CLAIMS="0", NO_MKDOCS_2_WARNING="1")
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(site)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert tree_state() == before, "the docs build changed tracked files"
+    remote, local = set(), set()
+    for page in site.rglob("*.html"):
+        for src in re.findall(r"<script[^>]*\ssrc=\"([^\"]+)\"", page.read_text(encoding="utf-8")):
+            if re.match(r"^(?:https?:)?//", src):
+                remote.add(src)
+            else:  # relative to the page, or to the site root (the 404 page)
+                base = site if src.startswith("/") else page.parent
+                local.add((base / src.lstrip("/").split("?")[0]).resolve())
+    assert not remote, f"pages load scripts from other hosts: {sorted(remote)}"
+    missing = sorted(str(p) for p in local if not p.is_file())
+    assert not missing, f"pages load scripts the site does not have: {missing[:5]}"
+    bundled = site / "javascripts" / "mathjax" / "tex-mml-chtml.js"
+    assert bundled.read_bytes() == (mathjax / "tex-mml-chtml.js").read_bytes()
+    assert bundled.resolve() in local
 
 
 def test_readme_links_to_the_docs():

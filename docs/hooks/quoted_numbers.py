@@ -244,6 +244,10 @@ def _claims_namespace(setup: str, filename: str) -> dict:
     return namespace
 
 
+#: ``{(page setup, expression): value}``: pages quote the same reference numbers
+_VALUES: dict[tuple[str, str], object] = {}
+
+
 def check_claims(text: str, filename: str, *, include_slow: bool) -> list[str]:
     """The claims of a page whose quoted numbers disagree with their expression's value."""
     setup = claims_setup(text)
@@ -251,8 +255,11 @@ def check_claims(text: str, filename: str, *, include_slow: bool) -> list[str]:
     for claim in claims(text):
         if claim.slow and not include_slow:
             continue
-        namespace = _claims_namespace(setup, filename)
-        value = eval(claim.expression, namespace)  # noqa: S307 - the docs' own expressions
+        key = (setup, claim.expression)
+        if key not in _VALUES:
+            namespace = _claims_namespace(setup, filename)
+            _VALUES[key] = eval(claim.expression, namespace)  # noqa: S307 - the docs' expressions
+        value = _VALUES[key]
         quoted = numbers(claim.quoted)
         actual = numbers(repr(value))
         if not quoted or len(quoted) != len(actual) or find_in_order(quoted, actual):
