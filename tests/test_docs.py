@@ -287,6 +287,44 @@ def test_every_interval_quoted_in_the_prose_says_which_code_produces_it():
     assert not unchecked, "add <!-- = expression --> after: " + ", ".join(unchecked)
 
 
+def test_quoted_number_rules():
+    """The rules of docs/hooks/quoted_numbers.py on small cases."""
+    assert QUOTES.numbers("DRV10: (1.8476, 0.05) at 1e-7)-DP, 3x looser, True") == [
+        "1.8476",
+        "0.05",
+        "1e-7",
+        "True",
+    ]
+    # to the printed digits: nearest, or rounded outward (a certified bound)
+    assert QUOTES.agrees("1.8284", "1.82840341") and QUOTES.agrees("1.8285", "1.82840341")
+    assert QUOTES.agrees("1.1e-4", "0.00011") and not QUOTES.agrees("1.8286", "1.82840341")
+    assert not QUOTES.agrees("2.84", "2.851") and QUOTES.agrees("inf", "inf")
+    assert not QUOTES.agrees("6.1", "6.0") and QUOTES.agrees("3", "3.0000000000000004")
+    assert QUOTES.quoted_part("0.9592: certified epsilon <= 2.0") == "0.9592"
+    assert QUOTES.quoted_part("0.412: 1.606") == "0.412: 1.606"
+    assert QUOTES.quoted_part("500 = 1000 * 1/2") == "500"
+    assert QUOTES.quoted_part("mu = 1/2") is None and QUOTES.quoted_part("... 2.38") is None
+    assert QUOTES.same_transcript("a 1.5 ... b", "a  1.50001\nxyz b")
+    assert not QUOTES.same_transcript("a 1.5 b", "a 1.7 b")
+    claims = QUOTES.claims("x [1.0,\n 2.0]<!-- =\n f(1) -->, y 3, 4<!-- slow= g() -->")
+    assert [(c.quoted, c.expression, c.slow) for c in claims] == [
+        ("[1.0, 2.0]", "f(1)", False),
+        ("3, 4", "g()", True),
+    ]
+    namespace: dict = {}
+    source = "x = 2.5 * 2  # 5.0\nprint(x + 1)  # 6.1\n"
+    problems, printed = QUOTES.run_checking_quotes(source, namespace, "page.md")
+    assert printed == "6.0\n" and len(problems) == 1 and "page.md:2" in problems[0]
+
+
+def test_every_claim_comment_is_read():
+    """A ``<!-- = ... -->`` the parser would miss would be a quote nobody checks."""
+    for path in PAGES:
+        text = path.read_text(encoding="utf-8")
+        opened = len(re.findall(r"<!--\s*(?:=|slow=)", text))
+        assert opened == len(QUOTES.claims(text)), path
+
+
 def test_skipped_blocks_need_an_optional_dependency():
     skipped = [b for p in PAGES for b in python_blocks(p) if b.skip_reason is not None]
     for block in skipped:

@@ -46,9 +46,12 @@ NUMBER = re.compile(
 )
 _QUOTE_START = re.compile(r"^\s*(?:[(\[]\s*)?(?:[-+]?\.?\d|Bounds\(|True|False)")
 _PROSE_CUT = re.compile(r"\s=\s|(?::|,|\s\()\s*(?=[A-Za-z])")
-_CLAIM = re.compile(r"<!--\s*(?P<kind>=|slow=)\s*(?P<expr>.*?)\s*-->")
+_CLAIM = re.compile(r"<!--\s*(?P<kind>=|slow=)\s*(?P<expr>.*?)\s*-->", re.DOTALL)
 _SETUP = re.compile(r"<!--\s*claims-setup:\s*(?P<code>.*?)\s*-->", re.DOTALL)
-_GROUP = re.compile(r"\[[^\[\]]*\]|Bounds\([^()]*\)|\([^()]*\)|(?:" + NUMBER.pattern + ")")
+_GROUP = re.compile(
+    r"\[[^\[\]]*\]|Bounds\([^()]*\)|\([^()]*\)"
+    + rf"|(?:{NUMBER.pattern})(?:,\s*(?:{NUMBER.pattern}))*"  # a list: 0.2776, 0.3499, 0.6224
+)
 
 
 def numbers(text: str) -> list[str]:
@@ -82,7 +85,8 @@ def agrees(quoted: str, actual: str) -> bool:
         return math.isnan(q) and math.isnan(a)
     if math.isinf(q) or math.isinf(a):
         return q == a
-    return abs(a - q) <= unit(quoted) * (1 + 1e-9) + 1e-9 * abs(q)
+    # strictly less than a unit (6.1 is not 6.0 rounded in any direction), or float noise
+    return a == q or abs(a - q) < max(unit(quoted) * (1 - 1e-9), 1e-9 * abs(q))
 
 
 def quoted_part(comment: str) -> str | None:
@@ -214,7 +218,8 @@ def claims(text: str) -> list[Claim]:
         groups = list(_GROUP.finditer(before))
         quoted = " ".join(groups[-1].group(0).split()) if groups else ""
         line = text.count("\n", 0, match.start()) + 1
-        found.append(Claim(line, quoted, match["expr"], match["kind"] == "slow="))
+        expression = " ".join(match["expr"].split())
+        found.append(Claim(line, quoted, expression, match["kind"] == "slow="))
         previous_end = match.end()
     return found
 
