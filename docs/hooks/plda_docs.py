@@ -9,17 +9,24 @@
    ``PLDA_DOCS_FIGURES=0`` skips this and uses the figures already in the tree
    (quick local iteration); ``mkdocs serve`` skips it too (rewriting files it watches would make
    it rebuild forever).
+   Numbers quoted in the prose with ``<!-- = expression -->`` are checked meanwhile, the slow
+   ones included (``PLDA_DOCS_CLAIMS=0`` skips this; see docs/hooks/quoted_numbers.py).
 3. Docstrings: the Sphinx roles some docstrings use (``:class:`~plda.pld.X```) are shown as
    plain code (``X``) on the API pages; mkdocstrings would print the role verbatim.
 4. API completeness: after the build, every public name (``plda.__all__`` and the ``__all__`` of
    the submodules in :data:`PUBLIC_MODULES`) must have an anchor on an API reference page;
    a missing one fails the build.
+5. Math without a network: MathJax comes from a PyPI package (``django-static-mathjax``, in
+   the ``docs`` extra; it ships MathJax's static files and needs no Django to be read). Its
+   browser bundle, fonts and on-demand extensions are added to the site under
+   :data:`MATHJAX_SITE_DIR`, so the pages load no script from another host.
 """
 
 from __future__ import annotations
 
 import html.parser
 import importlib
+import importlib.util
 import os
 import re
 import shutil
@@ -32,7 +39,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 FIGURES = ROOT / "docs" / "figures"
 
-#: modules whose ``__all__`` is the public API that the reference must document
+#: modules whose ``__all__`` is the public API that the reference must document; every direct
+#: submodule of plda that declares ``__all__`` must be here (tests/test_docs.py checks it)
 PUBLIC_MODULES = (
     "plda",
     "plda.theorems",
@@ -45,7 +53,16 @@ PUBLIC_MODULES = (
     "plda.serialization",
     "plda.tradeoff",
     "plda.renyi",
+    "plda.mechanisms",
+    "plda.risk",
+    "plda.sweep",
 )
+
+#: where the bundled MathJax goes in the site (mkdocs.yml's extra_javascript points into it)
+MATHJAX_SITE_DIR = "javascripts/mathjax"
+#: the parts of MathJax's ``es5`` folder the site needs: the TeX-to-HTML bundle, its fonts, the
+#: TeX extensions it loads on demand, and the menu's accessibility tools (speech rules included)
+MATHJAX_PARTS = ("tex-mml-chtml.js", "output/chtml", "input/tex/extensions", "ui", "a11y", "sre")
 
 _command = "build"
 #: where the figure scripts drew this build's images (copied into the site after the build)
@@ -55,9 +72,12 @@ _drawn: Path | None = None
 def public_names() -> dict[str, set[str]]:
     """``{"plda.filters.AdvancedFilter": {acceptable anchor ids}, ...}`` for every public name.
 
-    A name may be documented where it is exported or where it is defined (its ``__module__``),
-    e.g. ``plda.plot.tradeoff`` is rendered as ``plda.plot.profiles.tradeoff``.
+    A name may be documented where it is exported, where it is defined (its ``__module__``),
+    e.g. ``plda.plot.tradeoff`` is rendered as ``plda.plot.profiles.tradeoff``, or at the top
+    level when ``plda`` re-exports the same object (``plda.mechanisms.Gaussian`` as
+    ``plda.Gaussian``).
     """
+    top = importlib.import_module("plda")
     names: dict[str, set[str]] = {}
     for module_name in PUBLIC_MODULES:
         module = importlib.import_module(module_name)
@@ -70,6 +90,8 @@ def public_names() -> dict[str, set[str]]:
             except ImportError:  # a lazily loaded submodule that is missing
                 obj = None
             ids = {f"{module_name}.{name}"}
+            if obj is not None and getattr(top, name, None) is obj:
+                ids.add(f"plda.{name}")
             defined_in = getattr(obj, "__module__", None)
             if isinstance(defined_in, str) and defined_in.startswith("plda"):
                 ids.add(f"{defined_in}.{getattr(obj, '__qualname__', name)}")
@@ -88,6 +110,43 @@ def on_config(config):
     return config
 
 
+def mathjax_source() -> Path:
+    """The ``es5`` folder of the MathJax copy installed by ``django-static-mathjax``."""
+    spec = importlib.util.find_spec("mathjax")  # found, not imported: the package needs no Django
+    for location in (spec.submodule_search_locations or []) if spec else []:
+        es5 = Path(location) / "static" / "mathjax" / "es5"
+        if (es5 / "tex-mml-chtml.js").is_file():
+            return es5
+    raise FileNotFoundError(
+        "the docs bundle MathJax from the django-static-mathjax package: pip install -e '.[docs]'"
+    )
+
+
+def mathjax_files() -> list[tuple[str, Path]]:
+    """``(path in the site, installed file)`` for every MathJax file the site serves."""
+    es5 = mathjax_source()
+    pairs = []
+    for part in MATHJAX_PARTS:
+        source = es5 / part
+        for path in [source] if source.is_file() else sorted(source.rglob("*")):
+            if path.is_file():
+                pairs.append((f"{MATHJAX_SITE_DIR}/{path.relative_to(es5).as_posix()}", path))
+    return pairs
+
+
+def on_files(files, config):
+    from mkdocs.exceptions import PluginError
+    from mkdocs.structure.files import File
+
+    try:
+        bundled = mathjax_files()
+    except FileNotFoundError as exc:
+        raise PluginError(str(exc)) from exc
+    for site_path, source in bundled:
+        files.append(File.generated(config, site_path, abs_src_path=str(source)))
+    return files
+
+
 def _run_figure_script(script: Path) -> tuple[Path, subprocess.CompletedProcess]:
     env = dict(os.environ, MPLBACKEND="Agg", PLDA_FIGURES_DIR=str(_drawn))
     done = subprocess.run(
@@ -96,10 +155,41 @@ def _run_figure_script(script: Path) -> tuple[Path, subprocess.CompletedProcess]
     return script, done
 
 
+def _check_claims() -> subprocess.CompletedProcess:
+    """Every ``<!-- = ... -->`` claim of README.md and docs/, the slow ones included."""
+    pages = [str(ROOT / "README.md"), *sorted(str(p) for p in (ROOT / "docs").rglob("*.md"))]
+    return subprocess.run(
+        [sys.executable, str(Path(__file__).with_name("quoted_numbers.py")), *pages],
+        cwd=ROOT,
+        env=dict(os.environ, MPLBACKEND="Agg"),
+        capture_output=True,
+        text=True,
+    )
+
+
 def on_pre_build(config):  # noqa: ARG001 - mkdocs hook signature
     from mkdocs.exceptions import PluginError
 
-    if os.environ.get("PLDA_DOCS_FIGURES", "1") == "0" or _command == "serve":
+    if _command == "serve":
+        return
+    with ThreadPoolExecutor(max_workers=1) as claims_pool:
+        # the numbers quoted in the prose are checked while the figures are drawn
+        claims = None
+        if os.environ.get("PLDA_DOCS_CLAIMS", "1") != "0":
+            claims = claims_pool.submit(_check_claims)
+        _draw_figures()
+        if claims is not None and claims.result().returncode != 0:
+            done = claims.result()
+            raise PluginError(
+                "numbers quoted in the docs disagree with the code "
+                f"(docs/hooks/quoted_numbers.py):\n{done.stdout[-3000:]}{done.stderr[-3000:]}"
+            )
+
+
+def _draw_figures() -> None:
+    from mkdocs.exceptions import PluginError
+
+    if os.environ.get("PLDA_DOCS_FIGURES", "1") == "0":
         return
     try:
         import matplotlib  # noqa: F401
