@@ -9,7 +9,6 @@ from functools import cached_property
 import numpy as np
 
 from plda._internal import validation as check
-from plda._internal.chernoff import CHERNOFF_ORDERS
 from plda._internal.errors import GridTooLarge, warn_if_inaccurate
 from plda.discretize import discretize
 from plda.engine.composer import compose
@@ -23,6 +22,7 @@ from plda.engine.plan import (
     predicted_step,
     refine,
 )
+from plda.engine.sharpen import epsilon_pair, relative_gap, sharpen
 from plda.engine.tilt import compose_tilted
 from plda.mechanisms.base import DIRECTIONS, Mechanism
 from plda.mechanisms.gaussian import Gaussian
@@ -260,8 +260,8 @@ class PrivacyLossDistribution:
             return versions
 
         def gap_at(finer: float) -> float:
-            lower, upper = _epsilon_pair(self._materialize(Plan(step=finer)), refine_for)
-            return float(np.max(_relative_gap(lower, upper), initial=0.0))
+            lower, upper = epsilon_pair(self._materialize(Plan(step=finer)), refine_for)
+            return float(np.max(relative_gap(lower, upper), initial=0.0))
 
         def next_step(current: float, gap: float) -> float | None:
             finer = predicted_step(current, gap, self.accuracy, self._pilot.atom_unit)
@@ -285,72 +285,14 @@ class PrivacyLossDistribution:
         # refining the grid helps only above the FFT's rounding floor; below it, tilting does
         flat = np.ravel(d)
         versions = self._versions(refine_for=flat[(flat >= 1e-10) | (flat == flat.max())])
-        lower, upper = _epsilon_pair(versions, d)
-        lower, upper = self._sharpen(
-            versions, np.ravel(d), np.ravel(lower), np.ravel(upper), "delta"
+        lower, upper = epsilon_pair(versions, d)
+        lower, upper = sharpen(
+            self._materialize, self._current_step(), versions, np.ravel(d), np.ravel(lower),
+            np.ravel(upper), "delta", self.accuracy,
         )
         lower, upper = lower.reshape(d.shape), upper.reshape(d.shape)
         warn_if_inaccurate(lower, upper, self.accuracy, query="epsilon_bounds", stacklevel=3)
         return Bounds(_scalar(lower, delta), _scalar(upper, delta))
-
-    def _sharpen(self, versions, targets, lower, upper, kind):
-        """Below the FFT's rounding floor (deltas under ~1e-8) recompose under an exponential
-        tilt aimed at each target (:func:`plda.grid.compose_tilted`) and keep the tighter of
-        the two certified bounds."""
-        if kind == "delta":
-            small = (targets > 1e-60) & (targets < 1e-8)
-            small &= _relative_gap(lower, upper) > self.accuracy
-        else:
-            small = (upper > 1e-60) & (upper < 1e-8) & (lower < upper * (1 - self.accuracy))
-        if not small.any():
-            return lower, upper
-        step = self._current_step()
-        tilts = self._choose_tilts(versions, targets[small], kind)
-        lower, upper = lower.copy(), upper.copy()
-        for tilt in np.unique(tilts):
-            pick = np.nonzero(small)[0][tilts == tilt]
-            # the Chernoff-optimal tilt puts the tilted mass slightly beyond the crossing loss;
-            # where the optimistic side's error terms still swamp it there (its bound drops to
-            # 0), a smaller tilt resolves it: 1e3 steps at q=0.01, sigma=2.29, delta=1e-12 give
-            # [0.926, 0.999] with t=32 and [0.999013, 0.999018] with t=16; at delta=1e-20 t=22.6
-            # is needed ([1.36, 1.38] at t=16 and 32, [1.380245, 1.380325] at 22.6)
-            for attempt in (tilt, tilt / math.sqrt(2), tilt / 2):
-                try:
-                    tilted = self._materialize(Plan(step=step, tilt=float(attempt)))
-                except MemoryError:
-                    continue
-                if kind == "delta":
-                    lo, up = _epsilon_pair(tilted, targets[pick])
-                else:
-                    up = np.max([v[0].delta(targets[pick]) for v in tilted.values()], axis=0)
-                    lo = np.max([v[1].delta(targets[pick]) for v in tilted.values()], axis=0)
-                # fmin/fmax ignore a NaN from the tilted side: the untilted bound stands then
-                upper[pick] = np.fmin(upper[pick], up)
-                lower[pick] = np.minimum(np.fmax(lower[pick], lo), upper[pick])
-                if np.all(_relative_gap(lower[pick], upper[pick]) <= self.accuracy):
-                    break
-        return lower, upper
-
-    def _choose_tilts(self, versions, targets, kind) -> np.ndarray:
-        """Chernoff-optimal order for each target, rounded to a power of sqrt(2) (reuse)."""
-        t = CHERNOFF_ORDERS
-        log_c = t * np.log(t) - (t + 1) * np.log1p(t)
-        moments = [v[0].log_mgf for v in versions.values() if v[0].log_mgf is not None]
-        if not moments:
-            return np.ones(len(targets))
-        log_mgf = np.max(moments, axis=0)
-        if kind == "delta":
-            objective = (log_mgf + log_c)[None, :] - np.log(targets)[:, None]
-            best = t[np.argmin(objective / t[None, :], axis=1)]
-        else:
-            objective = (log_mgf + log_c)[None, :] - np.outer(targets, t)
-            best = t[np.argmin(objective, axis=1)]
-        rounded = 2.0 ** (np.round(2 * np.log2(best)) / 2)
-        distinct = np.unique(rounded)
-        if len(distinct) > 3:  # at most three extra compositions per call: nearest of three
-            keep = distinct[np.linspace(0, len(distinct) - 1, 3).round().astype(int)]
-            rounded = keep[np.argmin(np.abs(np.log(rounded)[:, None] - np.log(keep)), axis=1)]
-        return rounded
 
     def delta(self, epsilon):
         """Certified upper bound on ``delta(epsilon)`` (hockey-stick divergence)."""
@@ -370,8 +312,9 @@ class PrivacyLossDistribution:
         upper = np.max([v[0].delta(e) for v in versions.values()], axis=0)
         lower = np.max([v[1].delta(e) for v in versions.values()], axis=0)
         lower = np.minimum(lower, upper)
-        lower, upper = self._sharpen(
-            versions, np.ravel(e), np.ravel(lower), np.ravel(upper), "epsilon"
+        lower, upper = sharpen(
+            self._materialize, self._current_step(), versions, np.ravel(e), np.ravel(lower),
+            np.ravel(upper), "epsilon", self.accuracy,
         )
         lower, upper = lower.reshape(e.shape), upper.reshape(e.shape)
         return Bounds(_scalar(lower, epsilon), _scalar(upper, epsilon))
@@ -448,17 +391,3 @@ def _merge(components) -> tuple:
 
 def _scalar(value, like):
     return float(value) if np.ndim(like) == 0 else value
-
-
-def _epsilon_pair(versions, d):
-    upper = np.max([v[0].epsilon(d) for v in versions.values()], axis=0)
-    lower = np.max([v[1].epsilon(d) for v in versions.values()], axis=0)
-    return np.minimum(lower, upper), upper
-
-
-def _relative_gap(lower, upper):
-    with np.errstate(invalid="ignore", divide="ignore"):
-        gap = np.where(
-            np.isfinite(upper) & (upper > 0), (upper - lower) / np.maximum(upper, 1e-300), 0.0
-        )
-    return np.where(np.isfinite(lower) | ~np.isfinite(upper), gap, np.inf)

@@ -46,7 +46,6 @@ KNOWN_LONG_MODULES: dict[str, int] = {
     "plda.tradeoff": 750,  # conversions helper: -> plda/conversions/
     "plda.renyi": 676,  # conversions helper: -> plda/conversions/
     "plda.discretize": 555,  # conversions helper: -> plda/engine/discretize/
-    "plda.pld": 464,  # engine helper
     "plda.testing._numerics": 451,
     "plda.cli": 500,  # cli-docs helper
 }
