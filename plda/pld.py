@@ -9,7 +9,7 @@ from functools import cached_property
 import numpy as np
 
 from plda._internal import validation as check
-from plda._internal.errors import GridTooLarge, warn_if_inaccurate
+from plda._internal.errors import GridTooLarge, quiet_accuracy, warn_if_inaccurate
 from plda.discretize import discretize
 from plda.engine.composer import compose
 from plda.engine.discrete import DiscreteLoss
@@ -22,6 +22,7 @@ from plda.engine.plan import (
     predicted_step,
     refine,
 )
+from plda.engine.recipe import lower_bound_components, merge
 from plda.engine.sharpen import epsilon_pair, relative_gap, sharpen
 from plda.engine.tilt import compose_tilted
 from plda.mechanisms.base import DIRECTIONS, Mechanism
@@ -153,7 +154,7 @@ class PrivacyLossDistribution:
             else min(self.step, other.step)
         )
         return PrivacyLossDistribution(
-            _merge(self.components + other.components),
+            merge(self.components + other.components),
             self.relation,
             min(self.accuracy, other.accuracy),
             step,
@@ -183,7 +184,7 @@ class PrivacyLossDistribution:
         (``mu^2`` adds up under composition)."""
         factors = []
         gaussian_mu2 = 0.0
-        for mechanism, count in _merge(self.components):
+        for mechanism, count in merge(self.components):
             if count == 0:
                 continue
             if self.relation == "replace_one":
@@ -195,6 +196,13 @@ class PrivacyLossDistribution:
         if gaussian_mu2 > 0:
             factors.append((Gaussian(sigma=1.0 / math.sqrt(gaussian_mu2)), 1))
         return tuple(factors)
+
+    @cached_property
+    def _realized(self) -> PrivacyLossDistribution | None:
+        """The composition of the factors' lower-bound mechanisms, whose lower bounds are the
+        certified ones of this composition; None when every factor is tight."""
+        components = lower_bound_components(self.components)
+        return None if components is None else replace(self, components=components, _cache={})
 
     @cached_property
     def _directions(self) -> tuple[str, ...]:
@@ -292,6 +300,9 @@ class PrivacyLossDistribution:
         )
         lower, upper = lower.reshape(d.shape), upper.reshape(d.shape)
         warn_if_inaccurate(lower, upper, self.accuracy, query="epsilon_bounds", stacklevel=3)
+        if self._realized is not None:  # not tight: the lower bound of the realized pairs
+            with quiet_accuracy():
+                lower = np.minimum(self._realized.epsilon_bounds(d).lower, upper)
         return Bounds(_scalar(lower, delta), _scalar(upper, delta))
 
     def delta(self, epsilon):
@@ -317,6 +328,8 @@ class PrivacyLossDistribution:
             np.ravel(upper), "epsilon", self.accuracy,
         )
         lower, upper = lower.reshape(e.shape), upper.reshape(e.shape)
+        if self._realized is not None:  # not tight: the lower bound of the realized pairs
+            lower = np.minimum(self._realized.delta_bounds(e).lower, upper)
         return Bounds(_scalar(lower, epsilon), _scalar(upper, epsilon))
 
     # ------------------------------------------------------ other views (plda.tradeoff, renyi)
@@ -379,14 +392,6 @@ def direction_laws(pld: PrivacyLossDistribution) -> dict[str, list]:
     multiplies, per direction of its relation (the leading direction first; one direction
     when every factor is symmetric). What the planner and the composers consume."""
     return {direction: pld._laws(direction) for direction in pld._directions}
-
-
-def _merge(components) -> tuple:
-    """Group equal mechanisms, adding their counts (keeps first-seen order)."""
-    counts: dict = {}
-    for mechanism, count in components:
-        counts[mechanism] = counts.get(mechanism, 0) + count
-    return tuple(counts.items())
 
 
 def _scalar(value, like):

@@ -16,10 +16,11 @@ import numpy as np
 
 from plda import risk
 from plda._internal import validation as check
-from plda._internal.errors import warn_if_inaccurate
+from plda._internal.errors import quiet_accuracy, warn_if_inaccurate
 from plda.accounting.composition import HistoryComposition
 from plda.accounting.history import merge_runs, scalar
 from plda.accounting.state import FORMAT, VERSION, parse_state
+from plda.engine.recipe import lower_bound_components
 from plda.mechanisms import Gaussian, Mechanism, PoissonSampled
 from plda.pld import DEFAULT_ACCURACY, RELATIONS, Bounds, PrivacyLossDistribution
 from plda.serialization import mechanism_to_dict
@@ -170,6 +171,10 @@ class PLDAccountant:
             return Bounds(scalar(zero, delta), scalar(zero, delta))
         lower, upper = self._epsilon_pair(d, need_lower=True)
         warn_if_inaccurate(lower, upper, self._accuracy, query="epsilon_bounds")
+        realized = self._realized()
+        if realized is not None:  # not tight: the lower bound of the realized pairs
+            with quiet_accuracy():
+                lower = np.minimum(realized.epsilon_bounds(d).lower, upper)
         return Bounds(scalar(lower, delta), scalar(upper, delta))
 
     def delta(self, epsilon):
@@ -187,7 +192,21 @@ class PLDAccountant:
             zero = np.zeros(e.shape)
             return Bounds(scalar(zero, epsilon), scalar(zero, epsilon))
         lower, upper = self._delta_pair(e, epsilon, need_lower=True)
+        realized = self._realized()
+        if realized is not None:  # not tight: the lower bound of the realized pairs
+            lower = np.minimum(realized.delta_bounds(e).lower, upper)
         return Bounds(scalar(lower, epsilon), scalar(upper, epsilon))
+
+    @_locked
+    def _realized(self) -> PrivacyLossDistribution | None:
+        """The history with every mechanism that is not ``tight`` replaced by its
+        ``lower_bound_mechanism()``: its lower bounds are the certified ones of this history
+        (the history's own lower versions bracket the dominating pairs instead); None when
+        every mechanism is tight."""
+        components = lower_bound_components(merge_runs(self._history))
+        if components is None:
+            return None
+        return PrivacyLossDistribution(components, self._relation, self._accuracy)
 
     @_locked
     def _delta_pair(self, e: np.ndarray, epsilon, need_lower: bool):
