@@ -14,5 +14,7 @@ from plda.accounting.history import dominating as _dominating
 from plda.accounting.history import horizon as _horizon
 
 __all__ = ["PLDAccountant"]
+# documented, pickled and shown as plda.accountant.PLDAccountant, its public home
+PLDAccountant.__module__ = __name__
 # the history helpers under their former names (the tests of horizons import them from here)
 _HISTORY_HELPERS = (_checkpoint, _dominating, _horizon)
