@@ -343,16 +343,18 @@ class HistoryComposition:
         moves (each distinct law is then transformed about once per horizon, not once per
         ladder length the history passes)."""
         horizon = horizon_of(components)
-        key = (horizon, step)
+        many = len(components) > MANY_MECHANISMS  # (the horizon itself has few)
+        key = (horizon, step, many)
         length = self._lengths.get(key)
         if length is None:
             length = 0
-            if len(components) > MANY_MECHANISMS:
+            if many:
                 recipe = PrivacyLossDistribution(horizon, self._relation, self._accuracy)
                 lead = next(iter(direction_laws(recipe).values()))
                 factors = [(discretize(law, step)[0], k) for law, k in lead]
                 found = self._composer.length(factors)
-                length = found if found <= MAX_GRID else 0
+                length = 1 << (found - 1).bit_length()  # powers of two: it moves rarely
+                length = length if length <= MAX_GRID else 0
             if len(self._lengths) > 256:
                 self._lengths.clear()
             self._lengths[key] = length
