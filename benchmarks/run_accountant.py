@@ -285,7 +285,12 @@ def prv_loop(scenario, budget):
             if scenario == "schedule":
                 max_steps = [phase_steps for (_, _, phase_steps) in PHASES[: len(keys)]]
             elif scenario in S1_SCENARIOS:
-                max_steps = [S1_STEPS if k[0] == "laplace" else S1_EVERY for k in keys]
+                # a mechanism seen at one step only needs room for that step; the constant
+                # loop's one mechanism and the Laplace steps repeat up to the whole run
+                repeats = scenario == "s1-constant"
+                max_steps = [
+                    S1_STEPS if repeats or k[0] == "laplace" else S1_EVERY for k in keys
+                ]
             else:
                 max_steps = [STEPS]
             cache.clear()
@@ -429,7 +434,8 @@ def main(argv=None) -> int:
         "",
         "DP-SGD steps (Poisson-sampled Gaussian), add/remove, delta = 1e-5. Wall time of the whole "
         "loop or calibration, one run each, machine possibly shared (see the script docstring "
-        "for the settings). `ratio` = tool time / plda time.",
+        "for the settings). `ratio` = tool time / plda time (for a peer stopped over budget, "
+        "a lower bound: it answered only the queries counted).",
         "",
         "| scenario | tool | seconds | cpu s | queries (evaluations) | last epsilon | ratio "
         "| note |",
