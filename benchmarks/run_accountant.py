@@ -7,7 +7,12 @@ Scenarios (DP-SGD, Poisson-sampled Gaussian, add/remove, delta = 1e-5):
 - ``every-100``: the same 1,000 steps, epsilon asked every 100 steps (10 queries);
 - ``schedule``: 10 phases of 100 steps (sigma from 1.5 down to 0.6, q alternating 0.004/0.008),
   epsilon after every phase (10 queries);
-- ``calibrate``: the noise multiplier for epsilon = 1, delta = 1e-5, q = 0.01, 1,000 steps.
+- ``calibrate``: the noise multiplier for epsilon = 1, delta = 1e-5, q = 0.01, 1,000 steps;
+- per-step schedules (issue 13), 1,000 steps, epsilon asked after every 10th step (100 queries):
+  ``s1`` (q = 0.01, sigma_t = 0.8 + 0.4 t / 1000: a new mechanism at every step),
+  ``s1-constant`` (the same loop with sigma = 1.0: the reference S1 is measured against),
+  ``s1-rate`` (sigma = 1.0, q_t = 0.005 + 0.01 t / 1000) and ``s1-laplace`` (S1 with every
+  tenth step, t = 5 mod 10, a Laplace step of scale 50 instead).
 
 Tools: plda (``PLDAccountant.epsilon``, ``calibrate_noise_multiplier``, default accuracy 1e-3);
 plda-bounds (the same loop asking ``epsilon_bounds``, i.e. with the certified lower bound too);
@@ -50,6 +55,9 @@ PHASES = [
     (1.5 - 0.1 * i, 0.004 if i % 2 == 0 else 0.008, 100) for i in range(10)
 ]  # (sigma, q, steps)
 CAL = {"target_epsilon": 1.0, "target_delta": DELTA, "sample_rate": 0.01, "steps": 1000}
+#: per-step schedules: steps, query spacing, Laplace scale of s1-laplace
+S1_STEPS, S1_EVERY, S1_LAPLACE = 1000, 10, 50.0
+S1_SCENARIOS = ("s1", "s1-constant", "s1-rate", "s1-laplace")
 
 
 @dataclass
@@ -58,6 +66,7 @@ class Outcome:
     queries: int
     epsilon: float  # the last answer (upper bound or estimate)
     note: str = ""
+    cpu: float = math.nan  # CPU seconds of the loop (this process; robust on a shared machine)
 
 
 class OverBudget(Exception):
@@ -79,25 +88,50 @@ def _version(dist: str) -> str:
 
 
 # ------------------------------------------------------------------------------ plan
-def _queries(scenario: str) -> list[tuple[float, float, int]]:
-    """Per query: (sigma, q, steps since the previous query)."""
+def _s1_step(scenario: str, t: int) -> tuple:
+    """Step ``t`` of a per-step schedule: ``("gauss", sigma, q)`` or ``("laplace", scale)``."""
+    if scenario == "s1-laplace" and t % 10 == 5:
+        return ("laplace", S1_LAPLACE)
+    if scenario == "s1-constant":
+        return ("gauss", 1.0, 0.01)
+    if scenario == "s1-rate":
+        return ("gauss", 1.0, 0.005 + 0.01 * t / S1_STEPS)
+    return ("gauss", 0.8 + 0.4 * t / S1_STEPS, 0.01)
+
+
+def _rounds(scenario: str) -> list[list[tuple]]:
+    """Per query: the steps recorded since the previous one, each ``("gauss", sigma, q, k)`` or
+    ``("laplace", scale, 1)``."""
+    if scenario in S1_SCENARIOS:
+        steps = [_s1_step(scenario, t) for t in range(S1_STEPS)]
+        steps = [(*step, 1) for step in steps]
+        return [steps[i : i + S1_EVERY] for i in range(0, S1_STEPS, S1_EVERY)]
     if scenario == "every-step":
-        return [(SIGMA, RATE, 1)] * STEPS
-    if scenario == "every-100":
-        return [(SIGMA, RATE, 100)] * (STEPS // 100)
-    if scenario == "schedule":
-        return list(PHASES)
-    raise ValueError(scenario)
+        plan = [(SIGMA, RATE, 1)] * STEPS
+    elif scenario == "every-100":
+        plan = [(SIGMA, RATE, 100)] * (STEPS // 100)
+    elif scenario == "schedule":
+        plan = list(PHASES)
+    else:
+        raise ValueError(scenario)
+    return [[("gauss", s, q, k)] for s, q, k in plan]
 
 
-def _loop(step_fn, query_fn, scenario: str, budget: float) -> Outcome:
-    """Run the training loop: step_fn(sigma, q, k) records k steps; query_fn() -> epsilon."""
-    start = time.perf_counter()
+def _loop(step_fn, query_fn, scenario: str, budget: float, laplace_fn=None) -> Outcome:
+    """Run the training loop: step_fn(sigma, q, k) records k steps, laplace_fn(scale) one
+    Laplace step; query_fn() -> epsilon."""
+    start, cpu = time.perf_counter(), time.process_time()
     epsilon = math.nan
     done = 0
-    plan = _queries(scenario)
-    for sigma, q, k in plan:
-        step_fn(sigma, q, k)
+    plan = _rounds(scenario)
+    for steps in plan:
+        for kind, *args in steps:
+            if kind == "laplace":
+                if laplace_fn is None:
+                    return Outcome(math.nan, done, math.nan, "no Laplace steps")
+                laplace_fn(args[0])
+            else:
+                step_fn(*args)
         epsilon = query_fn()
         done += 1
         if time.perf_counter() - start > budget and done < len(plan):
@@ -106,8 +140,9 @@ def _loop(step_fn, query_fn, scenario: str, budget: float) -> Outcome:
                 done,
                 epsilon,
                 f"stopped over budget after {done}/{len(plan)} queries",
+                time.process_time() - cpu,
             )
-    return Outcome(time.perf_counter() - start, done, epsilon)
+    return Outcome(time.perf_counter() - start, done, epsilon, cpu=time.process_time() - cpu)
 
 
 # ------------------------------------------------------------------------------ tools
@@ -124,6 +159,7 @@ def plda_loop(scenario, budget):
         lambda: acct.epsilon(DELTA),
         scenario,
         budget,
+        lambda scale: acct.compose(plda.Laplace(scale=scale)),
     )
 
 
@@ -148,6 +184,7 @@ def plda_bounds_loop(scenario, budget):
         query,
         scenario,
         budget,
+        lambda scale: acct.compose(plda.Laplace(scale=scale)),
     )
     out.note = f"lower bound {lowers[-1]:.5f}" if lowers else out.note
     return out
@@ -178,7 +215,10 @@ def dp_accounting_loop(scenario, budget):
         event = dp.PoissonSampledDpEvent(q, dp.GaussianDpEvent(s))
         acct.compose(event, k) if k > 1 else acct.compose(event)
 
-    return _loop(step, lambda: acct.get_epsilon(DELTA), scenario, budget)
+    def laplace(scale):
+        acct.compose(dp.LaplaceDpEvent(scale))  # noise multiplier = scale / sensitivity 1
+
+    return _loop(step, lambda: acct.get_epsilon(DELTA), scenario, budget, laplace)
 
 
 def dp_accounting_calibrate(budget):
@@ -216,13 +256,26 @@ def prv_loop(scenario, budget):
     prv = _import("prv_accountant")
     if prv is None:
         return None
-    from prv_accountant.privacy_random_variables import PoissonSubsampledGaussianMechanism
+    from prv_accountant.privacy_random_variables import (
+        LaplaceMechanism,
+        PoissonSubsampledGaussianMechanism,
+    )
 
-    history: dict = {}  # (sigma, q) -> steps so far
+    history: dict = {}  # (sigma, q) or ("laplace", scale) -> steps so far
     cache: dict = {}
 
     def step(s, q, k):
         history[(s, q)] = history.get((s, q), 0) + k
+
+    def laplace(scale):
+        history[("laplace", scale)] = history.get(("laplace", scale), 0) + 1
+
+    def variable(key):
+        if key[0] == "laplace":
+            return LaplaceMechanism(mu=1.0 / key[1])  # pure-DP epsilon 1 / scale
+        return PoissonSubsampledGaussianMechanism(
+            noise_multiplier=key[0], sampling_probability=key[1]
+        )
 
     def query():
         keys = list(history)
@@ -231,14 +284,18 @@ def prv_loop(scenario, budget):
         if key not in cache:
             if scenario == "schedule":
                 max_steps = [phase_steps for (_, _, phase_steps) in PHASES[: len(keys)]]
+            elif scenario in S1_SCENARIOS:
+                # a mechanism seen at one step only needs room for that step; the constant
+                # loop's one mechanism and the Laplace steps repeat up to the whole run
+                repeats = scenario == "s1-constant"
+                max_steps = [
+                    S1_STEPS if repeats or k[0] == "laplace" else S1_EVERY for k in keys
+                ]
             else:
                 max_steps = [STEPS]
             cache.clear()
             cache[key] = prv.PRVAccountant(
-                prvs=[
-                    PoissonSubsampledGaussianMechanism(noise_multiplier=s, sampling_probability=q)
-                    for s, q in keys
-                ],
+                prvs=[variable(k) for k in keys],
                 max_self_compositions=max_steps,
                 eps_error=0.01,
                 delta_error=1e-8,
@@ -246,7 +303,7 @@ def prv_loop(scenario, budget):
         _, _, upper = cache[key].compute_epsilon(DELTA, [history[k] for k in keys])
         return upper
 
-    return _loop(step, query, scenario, budget)
+    return _loop(step, query, scenario, budget, laplace)
 
 
 def prv_calibrate(budget):
@@ -289,7 +346,7 @@ def _opacus_loop(kind):
             for _ in range(k):
                 acct.step(noise_multiplier=s, sample_rate=q)
 
-        return _loop(step, lambda: acct.get_epsilon(DELTA), scenario, budget)
+        return _loop(step, lambda: acct.get_epsilon(DELTA), scenario, budget)  # no Laplace
 
     return run
 
@@ -322,7 +379,7 @@ TOOLS = {
     "opacus-rdp": (_opacus_loop("rdp"), _opacus_calibrate("rdp"), "opacus"),
     "opacus-prv": (_opacus_loop("prv"), _opacus_calibrate("prv"), "opacus"),
 }
-SCENARIOS = ["every-step", "every-100", "schedule", "calibrate"]
+SCENARIOS = ["every-step", "every-100", "schedule", "calibrate", *S1_SCENARIOS]
 
 
 def main(argv=None) -> int:
@@ -377,10 +434,12 @@ def main(argv=None) -> int:
         "",
         "DP-SGD steps (Poisson-sampled Gaussian), add/remove, delta = 1e-5. Wall time of the whole "
         "loop or calibration, one run each, machine possibly shared (see the script docstring "
-        "for the settings). `ratio` = tool time / plda time.",
+        "for the settings). `ratio` = tool time / plda time (for a peer stopped over budget, "
+        "a lower bound: it answered only the queries counted).",
         "",
-        "| scenario | tool | seconds | queries (evaluations) | last epsilon | ratio | note |",
-        "|---|---|---:|---:|---:|---:|---|",
+        "| scenario | tool | seconds | cpu s | queries (evaluations) | last epsilon | ratio "
+        "| note |",
+        "|---|---|---:|---:|---:|---:|---:|---|",
     ]
     for scenario in scenarios:
         base = results.get((scenario, "plda"))
@@ -389,7 +448,7 @@ def main(argv=None) -> int:
             if scenario == "calibrate" and tool == "plda-bounds":
                 continue
             if out is None:
-                lines.append(f"| {scenario} | {tool} | – | – | – | – | not installed |")
+                lines.append(f"| {scenario} | {tool} | – | – | – | – | – | not installed |")
                 continue
             ratio = (
                 f"{out.seconds / base.seconds:.1f}"
@@ -400,10 +459,19 @@ def main(argv=None) -> int:
                 else ""
             )
             queries = out.queries or "–"
+            cpu = f"{out.cpu:.3f}" if math.isfinite(out.cpu) else "–"
             lines.append(
-                f"| {scenario} | {tool} | {out.seconds:.3f} | {queries} | {out.epsilon:.5g} "
-                f"| {ratio} | {out.note} |"
+                f"| {scenario} | {tool} | {out.seconds:.3f} | {cpu} | {queries} | "
+                f"{out.epsilon:.5g} | {ratio} | {out.note} |"
             )
+    s1, constant = results.get(("s1", "plda")), results.get(("s1-constant", "plda"))
+    if s1 is not None and constant is not None and constant.seconds > 0:
+        lines += [
+            "",
+            f"plda's S1 (a new noise multiplier at every step) takes "
+            f"{s1.seconds / constant.seconds:.1f}x the wall time of the same loop with a constant "
+            f"noise multiplier (s1-constant), {s1.cpu / constant.cpu:.1f}x its CPU time.",
+        ]
     report = "\n".join(lines) + "\n"
     print(report)
     if not args.no_write:

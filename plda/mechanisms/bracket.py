@@ -22,8 +22,9 @@ from plda.mechanisms.base import Mechanism
 
 class NotTightWarning(UserWarning):
     """A PLD was built on a sampler whose dominating pair is not known to be realized by
-    datasets: its upper bound holds, but its lower bound brackets the dominating pair, not the
-    sampler. Take the lower bound from the sampler's ``lower_bound_mechanism()``."""
+    datasets: its upper bound holds; ``epsilon_bounds`` and ``delta_bounds`` (of a PLD and of
+    an accountant) take their lower bound from the sampler's ``lower_bound_mechanism()``, so
+    the interval also holds the gap between the two analyses."""
 
 
 class SamplerAssumptionWarning(UserWarning):
@@ -48,9 +49,11 @@ class BracketedMechanism(Mechanism):
     def _warn_not_tight(self) -> None:
         if not self.tight:
             warnings.warn(
-                f"{type(self).__name__}: the PLD's upper bound is certified, but its lower bound "
-                "brackets the dominating pair, not this sampler; a certified lower bound comes "
-                "from PrivacyLossDistribution.from_mechanism(m.lower_bound_mechanism(), ...)",
+                f"{type(self).__name__}: no pair of datasets is known to realize this "
+                "sampler's dominating pair, so epsilon_bounds and delta_bounds take the upper "
+                "bound from it and the lower bound from m.lower_bound_mechanism(); the interval "
+                "includes that analysis gap (the discretized laws themselves, as in "
+                "PrivacyLossDistribution.discrete('lower'), bracket the dominating pair only)",
                 NotTightWarning,
                 stacklevel=4,
             )

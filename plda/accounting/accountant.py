@@ -1,0 +1,276 @@
+"""The privacy accountant of a training loop: record steps, ask for certified epsilon / delta.
+
+A :class:`PLDAccountant` keeps the run-length history of the mechanisms it was told about and
+answers with the certified bounds of their composition (Meiser & Mohammad 2018; Koskela et al.
+2020): ``delta(eps) = E_P[(1 - exp(eps - L))_+]`` of the composed privacy loss ``L``. The
+composition path, with everything it reuses from one query to the next, is
+:class:`plda.accounting.composition.HistoryComposition`.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+
+import numpy as np
+
+from plda import risk
+from plda._internal import validation as check
+from plda._internal.errors import quiet_accuracy, warn_if_inaccurate
+from plda.accounting.composition import HistoryComposition
+from plda.accounting.history import merge_runs, scalar
+from plda.accounting.state import FORMAT, VERSION, parse_state
+from plda.engine.recipe import lower_bound_components
+from plda.mechanisms import Gaussian, Mechanism, PoissonSampled
+from plda.pld import DEFAULT_ACCURACY, RELATIONS, Bounds, PrivacyLossDistribution
+from plda.serialization import mechanism_to_dict
+
+__all__ = ["PLDAccountant"]
+
+
+# --------------------------------------------------------------------------------- accountant
+def _locked(method):
+    """Run ``method`` holding the accountant's lock."""
+
+    @functools.wraps(method)
+    def run(self, *args, **kwargs):
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    return run
+
+
+class PLDAccountant:
+    """Privacy accountant for a sequence of mechanisms (e.g. the steps of DP-SGD).
+
+    Records steps and answers certified bounds on the privacy of their composition:
+    ``epsilon(delta)`` is a proven upper bound (``epsilon_bounds`` adds a lower bound, and the
+    relative gap between the two is at most ``accuracy`` unless the grid cap is reached).
+    Deltas below 1e-8 are answered by the engine's tilted composition, as
+    :class:`~plda.pld.PrivacyLossDistribution` answers them.
+
+    Parameters
+    ----------
+    relation
+        ``"add_remove"`` (default) or ``"replace_one"`` neighbouring datasets.
+    accuracy
+        Target relative gap ``(upper - lower) / upper`` of ``epsilon(delta)`` (default 1e-3).
+
+    Examples
+    --------
+    >>> import plda
+    >>> accountant = plda.PLDAccountant()
+    >>> accountant.step(noise_multiplier=1.1, sample_rate=0.01, count=100)
+    >>> accountant.compose(plda.Laplace(scale=30.0), count=2)
+    >>> len(accountant), accountant.epsilon(1e-5) < 2
+    (102, True)
+    """
+
+    FORMAT = FORMAT
+    VERSION = VERSION
+
+    def __init__(self, relation: str = "add_remove", accuracy: float = DEFAULT_ACCURACY):
+        if relation not in RELATIONS:
+            raise ValueError(f"relation must be one of {RELATIONS}, got {relation!r}")
+        accuracy = check.positive_float("accuracy", accuracy)
+        if not accuracy < 1:
+            raise ValueError(f"accuracy must be in (0, 1), got {accuracy!r}")
+        self._relation = relation
+        self._accuracy = accuracy
+        self._history: list[list] = []  # run-length [mechanism, count]
+        self._composition = HistoryComposition(relation, accuracy)
+        # one lock per accountant: its history and its composer's cached spectra are shared
+        # state, so steps recorded and queries asked from several threads take turns
+        self._lock = threading.RLock()
+
+    # ------------------------------------------------------------------ recording
+    @property
+    def relation(self) -> str:
+        """Neighbouring relation of the guarantees."""
+        return self._relation
+
+    @property
+    def accuracy(self) -> float:
+        """Target relative gap of the epsilon bounds."""
+        return self._accuracy
+
+    def step(self, noise_multiplier: float, sample_rate: float, count: int = 1) -> None:
+        """Record ``count`` DP-SGD steps: a Gaussian of noise multiplier ``sigma`` (L2
+        sensitivity 1 after clipping) on a Poisson sample of rate ``sample_rate``.
+
+        Raises (and records nothing) on a noise multiplier outside (0, inf), a sample rate
+        outside (0, 1] or a count below 1.
+        """
+        noise_multiplier = check.positive_float("noise_multiplier", noise_multiplier)
+        sample_rate = check.probability("sample_rate", sample_rate, open_low=True)
+        mechanism = PoissonSampled(Gaussian(sigma=noise_multiplier), sample_rate=sample_rate)
+        self.compose(mechanism, count)
+
+    @_locked
+    def compose(self, mechanism: Mechanism, count: int = 1) -> None:
+        """Record ``count`` runs of any plda ``mechanism`` (``plda.Laplace(...)`` etc.)."""
+        if not isinstance(mechanism, Mechanism):
+            raise TypeError(
+                f"mechanism must be a plda mechanism (e.g. plda.Gaussian), got "
+                f"{type(mechanism).__name__}"
+            )
+        count = check.count("count", count, minimum=1)
+        if len(self) + count > check.MAX_COUNT:
+            raise ValueError(
+                f"count: the accountant would hold {len(self) + count} steps, more than "
+                f"{check.MAX_COUNT:.0e} (the range plda certifies)"
+            )
+        if self._relation == "replace_one":
+            mechanism.under_replace_one()  # raises if unsupported: refuse before recording
+        if self._history and self._history[-1][0] == mechanism:
+            self._history[-1][1] += count
+        else:
+            self._history.append([mechanism, count])
+
+    @property
+    @_locked
+    def history(self) -> tuple[tuple[Mechanism, int], ...]:
+        """Run-length history: ``((mechanism, count), ...)`` in the order recorded."""
+        return tuple((m, k) for m, k in self._history)
+
+    @_locked
+    def __len__(self) -> int:
+        """Number of recorded steps (mechanism runs)."""
+        return sum(k for _, k in self._history)
+
+    def __repr__(self) -> str:
+        return (
+            f"PLDAccountant(relation={self._relation!r}, accuracy={self._accuracy!r}, "
+            f"steps={len(self)}, runs={len(self._history)})"
+        )
+
+    @property
+    @_locked
+    def pld(self) -> PrivacyLossDistribution:
+        """The history as a :class:`~plda.pld.PrivacyLossDistribution` recipe (for saving,
+        composing with other PLDs, or cross-checking on the engine's own grid)."""
+        if not self._history:
+            raise ValueError("the accountant has no recorded steps")
+        return PrivacyLossDistribution(merge_runs(self._history), self._relation, self._accuracy)
+
+    # -------------------------------------------------------------------- queries
+    def epsilon(self, delta):
+        """Certified upper bound on ``epsilon(delta)`` of everything recorded (vectorized);
+        ``0`` before the first step. Equal to ``epsilon_bounds(delta).upper``, at about half its
+        cost (the optimistic version is not composed)."""
+        d = check.array_in("delta", delta, 0.0, 1.0)
+        if not self._history:
+            return scalar(np.zeros(d.shape), delta)
+        return scalar(self._epsilon_pair(d, need_lower=False)[1], delta)
+
+    def epsilon_bounds(self, delta) -> Bounds:
+        """``(lower, upper)`` certified bounds on ``epsilon(delta)``."""
+        d = check.array_in("delta", delta, 0.0, 1.0)
+        if not self._history:
+            zero = np.zeros(d.shape)
+            return Bounds(scalar(zero, delta), scalar(zero, delta))
+        lower, upper = self._epsilon_pair(d, need_lower=True)
+        warn_if_inaccurate(lower, upper, self._accuracy, query="epsilon_bounds")
+        realized = self._realized()
+        if realized is not None:  # not tight: the lower bound of the realized pairs
+            with quiet_accuracy():
+                lower = np.minimum(realized.epsilon_bounds(d).lower, upper)
+        return Bounds(scalar(lower, delta), scalar(upper, delta))
+
+    def delta(self, epsilon):
+        """Certified upper bound on ``delta(epsilon)`` (vectorized); equal to
+        ``delta_bounds(epsilon).upper``, composing only the pessimistic versions."""
+        e = check.array_in("epsilon", epsilon, 0.0, np.inf)
+        if not self._history:
+            return scalar(np.zeros(e.shape), epsilon)
+        return scalar(self._delta_pair(e, epsilon, need_lower=False)[1], epsilon)
+
+    def delta_bounds(self, epsilon) -> Bounds:
+        """``(lower, upper)`` certified bounds on ``delta(epsilon)``."""
+        e = check.array_in("epsilon", epsilon, 0.0, np.inf)
+        if not self._history:
+            zero = np.zeros(e.shape)
+            return Bounds(scalar(zero, epsilon), scalar(zero, epsilon))
+        lower, upper = self._delta_pair(e, epsilon, need_lower=True)
+        realized = self._realized()
+        if realized is not None:  # not tight: the lower bound of the realized pairs
+            lower = np.minimum(realized.delta_bounds(e).lower, upper)
+        return Bounds(scalar(lower, epsilon), scalar(upper, epsilon))
+
+    @_locked
+    def _realized(self) -> PrivacyLossDistribution | None:
+        """The history with every mechanism that is not ``tight`` replaced by its
+        ``lower_bound_mechanism()``: its lower bounds are the certified ones of this history
+        (the history's own lower versions bracket the dominating pairs instead); None when
+        every mechanism is tight."""
+        components = lower_bound_components(merge_runs(self._history))
+        if components is None:
+            return None
+        return PrivacyLossDistribution(components, self._relation, self._accuracy)
+
+    @_locked
+    def _delta_pair(self, e: np.ndarray, epsilon, need_lower: bool):
+        return self._composition.delta_pair(self._history, e, epsilon, need_lower)
+
+    @_locked
+    def _epsilon_pair(self, d: np.ndarray, need_lower: bool):
+        return self._composition.epsilon_pair(self._history, d, need_lower)
+
+    # what the tests of the composition path look into
+    @_locked
+    def _horizon_step(self, components, d: np.ndarray) -> float | None:
+        return self._composition.horizon_step(components, d)
+
+    @_locked
+    def _versions(self, recipe: PrivacyLossDistribution, step: float, lower: bool = True):
+        return self._composition.versions(recipe, step, lower=lower)
+
+    @property
+    def _results(self):
+        return self._composition.results
+
+    # ------------------------------------------------------------- checkpoints
+    @_locked
+    def state_dict(self) -> dict:
+        """JSON-serializable state: ``{"format": "plda.accountant", "version": 1, "relation",
+        "accuracy", "history": [{"mechanism": {...}, "count": k}, ...]}``."""
+        return {
+            "format": self.FORMAT,
+            "version": self.VERSION,
+            "relation": self._relation,
+            "accuracy": self._accuracy,
+            "history": [
+                {"mechanism": mechanism_to_dict(m), "count": int(k)} for m, k in self._history
+            ],
+        }
+
+    @_locked
+    def load_state_dict(self, state: dict) -> None:
+        """Replace this accountant's state by ``state`` (from :meth:`state_dict`).
+
+        The whole state is checked first: a corrupted or foreign dict raises ``ValueError`` and
+        leaves the accountant unchanged.
+        """
+        relation, accuracy, history = parse_state(state)
+        self._relation, self._accuracy = relation, accuracy
+        self._history = [[m, k] for m, k in history]
+        self._composition = HistoryComposition(relation, accuracy)
+
+    @classmethod
+    def from_state_dict(cls, state: dict) -> PLDAccountant:
+        """A new accountant with the state ``state`` (from :meth:`state_dict`)."""
+        relation, accuracy, history = parse_state(state)
+        accountant = cls(relation=relation, accuracy=accuracy)
+        accountant._history = [[m, k] for m, k in history]
+        return accountant
+
+    def true_positive_rate_bounds(self, false_positive_rate) -> Bounds:
+        """Certified bounds on the best membership-inference true-positive rate at
+        ``false_positive_rate``, ``1 - f(alpha)``, both directions
+        (:func:`plda.risk.true_positive_rate_bounds`)."""
+        return risk.true_positive_rate_bounds(self.pld, false_positive_rate)
+
+    def advantage_bounds(self) -> Bounds:
+        """Certified bounds on the membership-inference advantage ``max(TPR - FPR) = delta(0)``
+        (:func:`plda.risk.advantage_bounds`)."""
+        return risk.advantage_bounds(self.pld)

@@ -1,0 +1,97 @@
+"""A history of mechanisms and the longer histories that bound it.
+
+An accountant's answers depend on its run-length history alone. To keep its grid, FFT length
+and spectra put while the history grows, it plans for the *horizon* (every count rounded up to a
+power of two, :func:`horizon`), and it skips a direction of the neighbouring relation when a
+longer history's bound shows it dominated (:func:`checkpoint`): composing more steps can only
+increase ``delta(eps)``, so a longer history's upper bound bounds a shorter one's.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from plda._internal.caches import cached
+from plda.mechanisms import Mechanism
+
+#: composed mass allowed outside the FFT window on each side (charged to +inf, or subtracted
+#: from the optimistic version). The fast path answers deltas >= 1e-8 only (smaller ones go to
+#: the engine's tilted composition), where 1e-14 moves delta by at most 2e-6 of itself; the
+#: engine's 1e-20 would make the window 40% wider for DP-SGD steps.
+TAIL = 1e-14
+#: Chernoff orders (1/loss units) for the window are taken from the fixed grid 2^(j/2): any
+#: order gives a valid tail bound, and a fixed grid lets log E[e^{tL}] of a k-fold composition be
+#: k times the cached one-step value. A query uses the orders in [0.25, 64] / spread of the
+#: composed law, so only a few are ever computed per step law.
+ORDER_RANGE = (0.25, 64.0)
+#: bytes of cached spectra and powers kept per accountant
+CACHE_BYTES = 512 << 20
+#: composed results kept per accountant (one per distinct history and grid step)
+RESULTS_KEPT = 4
+#: running products kept for histories that grow by appending factors (see plda.engine.composer)
+PREFIXES_KEPT = 8
+#: deltas below this are answered by the engine's tilted composition (as PrivacyLossDistribution
+#: does); above it the plain FFT composition meets the accuracy
+TILTED_BELOW = 1e-8
+#: relative margin by which a direction's checkpoint bound must stay below the leading
+#: direction's upper bound to be skipped (far above the 1e-12 rounding of the bounds)
+DOMINANCE = 1e-3
+
+
+def max_gap(lower: np.ndarray, upper: np.ndarray) -> float:
+    """Largest relative gap ``(upper - lower) / upper`` (0 where upper is 0 or infinite)."""
+    finite = np.isfinite(upper) & (upper > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        gap = np.where(finite, (upper - lower) / np.where(finite, upper, 1.0), 0.0)
+    return float(np.max(gap, initial=0.0))
+
+
+def scalar(value, like):
+    return float(value) if np.ndim(like) == 0 else value
+
+
+#: beyond this many distinct mechanisms the horizon also coarsens them (see horizon)
+MANY_MECHANISMS = 32
+
+
+def horizon(components) -> tuple:
+    """``components`` with every count rounded up to a power of two: a history that dominates
+    this one and stays put while it grows.
+
+    A history with many distinct mechanisms (a noise schedule changed at every step) would
+    give a new horizon, hence a new grid search, at every query; there the mechanisms are also
+    replaced by dominating ones on a coarse parameter grid (:meth:`Mechanism._coarsened`: for
+    Poisson-sampled Gaussians sigma rounded down and q up to powers of 2^(1/16)) and merged,
+    so the horizon again changes only every so often."""
+    if len(components) > MANY_MECHANISMS:
+        merged: dict = {}
+        for mechanism, count in components:
+            rounded = dominating(mechanism)
+            merged[rounded] = merged.get(rounded, 0) + count
+        components = tuple(merged.items())
+    return tuple((m, 1 << max(int(k) - 1, 0).bit_length()) for m, k in components)
+
+
+@cached(maxsize=4096)
+def dominating(mechanism: Mechanism) -> Mechanism:
+    """:meth:`Mechanism._coarsened`, cached (a history asks for each of its mechanisms at
+    every query)."""
+    return mechanism._coarsened()
+
+
+def checkpoint(components) -> tuple:
+    """``components`` with every count ``k`` rounded up to a multiple of
+    ``2^(floor(log2 k) - 3)``: at most 1/8 more steps, a history that stays put for many
+    consecutive queries, and never past the power-of-two horizon."""
+    out = []
+    for mechanism, count in components:
+        spacing = 1 << max(int(count).bit_length() - 4, 0)
+        out.append((mechanism, -(-count // spacing) * spacing))
+    return tuple(out)
+
+
+def merge_runs(history) -> tuple:
+    counts: dict = {}
+    for mechanism, count in history:
+        counts[mechanism] = counts.get(mechanism, 0) + count
+    return tuple(counts.items())

@@ -1,0 +1,54 @@
+"""Checking an accountant's saved state (``PLDAccountant.state_dict()``) before loading it."""
+
+from __future__ import annotations
+
+from plda._internal import validation as check
+from plda.pld import RELATIONS
+from plda.serialization import check_header, mechanism_from_dict
+
+#: the format tag and version of a saved accountant state
+FORMAT = "plda.accountant"
+VERSION = 1
+
+
+def parse_state(state) -> tuple[str, float, list]:
+    """``(relation, accuracy, history)`` of a saved state; ``ValueError`` naming the bad part
+    (nothing is loaded) if it is corrupted or foreign."""
+    if not isinstance(state, dict):
+        raise ValueError(
+            f"state must be a dict from PLDAccountant.state_dict(), got {type(state).__name__}"
+        )
+    check_header(
+        state, format=FORMAT, version=VERSION,
+        keys={"relation", "accuracy", "history"}, what="plda accountant state",
+    )
+    relation = state["relation"]
+    if relation not in RELATIONS:
+        raise ValueError(f"state relation must be one of {RELATIONS}, got {relation!r}")
+    try:
+        accuracy = check.positive_float("accuracy", state["accuracy"])
+    except TypeError as exc:
+        raise ValueError(f"state accuracy: {exc}") from exc
+    if not accuracy < 1:
+        raise ValueError(f"state accuracy must be in (0, 1), got {accuracy!r}")
+    if not isinstance(state["history"], list):
+        raise ValueError("state history must be a list of {'mechanism': ..., 'count': ...}")
+    history = []
+    for i, entry in enumerate(state["history"]):
+        if not isinstance(entry, dict) or set(entry) != {"mechanism", "count"}:
+            raise ValueError(f"state history[{i}] must be a dict with keys 'mechanism' and 'count'")
+        try:
+            mechanism = mechanism_from_dict(entry["mechanism"])
+            count = check.count("count", entry["count"], minimum=1)
+            if relation == "replace_one":
+                mechanism.under_replace_one()
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"state history[{i}]: {exc}") from exc
+        if history and history[-1][0] == mechanism:
+            history[-1] = (mechanism, history[-1][1] + count)
+        else:
+            history.append((mechanism, count))
+    total = sum(k for _, k in history)
+    if total > check.MAX_COUNT:
+        raise ValueError(f"state history holds {total} steps, more than {check.MAX_COUNT:.0e}")
+    return relation, accuracy, history

@@ -1,0 +1,280 @@
+"""The discrete privacy-loss distribution on a grid and its privacy profile.
+
+A :class:`DiscreteLoss` is the law of the privacy loss ``L = log(dP/dQ)`` under ``P`` for one
+ordered pair (one direction of the neighbouring relation), supported on ``l_i = i * step`` for
+``i = offset, ..., offset + len(probs) - 1`` plus a mass at ``+inf``. It is either an *upper*
+(pessimistic) or a *lower* (optimistic) version: every quantity computed from an upper version
+bounds the true one from above, and from a lower version from below.
+
+Privacy profile (hockey-stick divergence):
+``delta(eps) = P(L = inf) + sum_i p_i (1 - exp(eps - l_i))_+`` (Meiser & Mohammad 2018;
+Sommer et al. 2019). Between two grid points it has the closed form ``A_j - exp(eps) B_j``, so
+``epsilon(delta)`` is solved exactly segment by segment, with no bisection
+(:mod:`plda.engine.epsilon`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.signal
+
+from plda import fft
+from plda._internal.chernoff import CHERNOFF_LOG_C, CHERNOFF_ORDERS
+from plda._internal.linalg import dot
+from plda.engine.epsilon import EpsilonSolver
+from plda.engine.moments import exp_neg_grid, log_mgf_ladder
+
+_U = fft.UNIT_ROUNDOFF
+
+
+@dataclass(frozen=True, eq=False)
+class DiscreteLoss(EpsilonSolver):
+    """Privacy-loss law of one ordered pair on the grid ``l_i = i * step``.
+
+    Parameters
+    ----------
+    step
+        Grid spacing ``h > 0`` of the losses.
+    offset
+        Grid index of ``probs[0]`` (its loss is ``offset * step``).
+    probs
+        Non-negative masses of the finite losses.
+    infinity_mass
+        Mass at ``L = +inf`` (outputs possible under ``P`` only).
+    upper
+        True for a pessimistic version (bounds from above), False for an optimistic one.
+    entry_error
+        Bound on the floating-point error of every entry of ``probs`` (from FFT composition).
+    spurious_mass
+        Mass that may sit in ``probs`` without being in the exact law (FFT wrap-around); an
+        optimistic version subtracts it, a pessimistic one may keep it.
+    log_mgf
+        ``log E[exp(t L); L finite]`` at the orders ``CHERNOFF_ORDERS`` (upper versions only):
+        a Chernoff tail bound that takes over where ``delta`` is below the FFT's resolution.
+    """
+
+    step: float
+    offset: int
+    probs: np.ndarray
+    infinity_mass: float = 0.0
+    upper: bool = True
+    entry_error: float = 0.0
+    spurious_mass: float = 0.0
+    log_mgf: np.ndarray | None = field(default=None, repr=False)
+    chernoff_infinity_mass: float = 0.0
+    #: Euclidean norm bound of the error vector of ``probs`` (Cauchy–Schwarz alternative)
+    l2_error: float = 0.0
+    #: exponentially tilted composition (see :func:`plda.engine.tilt.compose_tilted`): the
+    #: error terms above refer to the tilted law, whose entry ``i`` is
+    #: ``probs[i] * exp(tilt * l_i - log_scale)``
+    tilt: float = 0.0
+    log_scale: float = 0.0
+    #: losses below this were left out (a tilted law is only used for larger epsilons)
+    valid_from: float = -np.inf
+    #: how far the grid losses may sit on the unsafe side of the losses they stand for (atoms
+    #: and grid points are floats, a few ulps off; snapped atoms): those behind an upper version
+    #: are at most this much above ``l_i``, those behind a lower version at most this much below.
+    #: ``delta`` is non-decreasing in every loss, so evaluating at ``eps -/+ loss_error`` covers
+    #: it; compositions add it up. At eps ~ 1000 a few ulps of loss are 1e-13, which is all of
+    #: delta at an atom just above eps (a single Laplace step at eps = eps0 rounded down)
+    loss_error: float = 0.0
+
+    # ------------------------------------------------------------------ basics
+    @property
+    def losses(self) -> np.ndarray:
+        """Grid losses ``l_i`` of ``probs``."""
+        return (self.offset + np.arange(len(self.probs))) * self.step
+
+    def finite_log_mgf(self, orders: np.ndarray = CHERNOFF_ORDERS) -> np.ndarray:
+        """``log sum_i p_i exp(t l_i)`` for each order ``t`` (shifted so nothing overflows)."""
+        positive = self.probs > 0
+        orders = np.asarray(orders, dtype=float)
+        if not positive.any():
+            return np.full(len(orders), -np.inf)
+        p = self.probs[positive]
+        losses = self.losses[positive]
+        ref = np.where(orders > 0, losses[-1], losses[0])
+        # one matrix of exponents, shifted per order so nothing overflows
+        terms = np.exp(orders[:, None] * (losses[None, :] - ref[:, None]))
+        return orders * ref + np.log(dot(terms, p))
+
+    def ladder_log_mgf(self, j0: int, j1: int) -> tuple[np.ndarray, np.ndarray]:
+        """Upper bounds on ``log E[e^{tL}; L finite]`` and ``log E[e^{-tL}; L finite]`` at the
+        ladder orders ``t = 2^(j/2)``, ``j0 <= j <= j1``, cached per order (see
+        :func:`plda.engine.moments.log_mgf_ladder`). A fixed ladder lets callers reuse the
+        moments of a law across compositions whose spreads differ."""
+        cache = self.__dict__.get("_ladder_cache")
+        if cache is None:
+            cache = {}
+            object.__setattr__(self, "_ladder_cache", cache)
+        hit = cache.get((j0, j1))
+        if hit is not None:
+            return hit
+        missing = [j for j in range(j0, j1 + 1) if j not in cache]
+        if missing:
+            first = min(missing)
+            up, down = log_mgf_ladder(self, first, max(missing))
+            for j in range(first, max(missing) + 1):
+                cache[j] = (up[j - first], down[j - first])
+        pairs = np.array([cache[j] for j in range(j0, j1 + 1)])
+        cache[(j0, j1)] = (pairs[:, 0], pairs[:, 1])
+        return cache[(j0, j1)]
+
+    def _spread(self) -> tuple[float, float]:
+        """Mean and variance of the normalized finite part (cached)."""
+        cached = self.__dict__.get("_spread_cache")
+        if cached is None:
+            mass = self.probs.sum()
+            if mass > 0:
+                losses = self.losses
+                mean = dot(self.probs, losses) / mass
+                cached = (mean, dot(self.probs, (losses - mean) ** 2) / mass)
+            else:
+                cached = (0.0, 0.0)
+            object.__setattr__(self, "_spread_cache", cached)
+        return cached
+
+    # ----------------------------------------------------------------- profile
+    def _exp_neg_losses(self) -> np.ndarray:
+        """``exp(-l_i)`` for the grid losses (see :func:`plda.engine.moments.exp_neg_grid`)."""
+        return exp_neg_grid(self.step, self.offset, len(self.probs))
+
+    def _tail_terms(self, tail_mass, count) -> np.ndarray:
+        """``A_j`` (the mass term of ``delta`` on the segment below cut ``j``) from the tail mass
+        ``sum_{i >= j} p_i`` and the number of entries ``count = n - j`` above the cut, with
+        the floating-point error terms folded in (untilted laws)."""
+        n = len(self.probs)
+        # rounding of the tail sums: (n u) * sum of magnitudes for the mass, and (3 n u) for the
+        # discounted tail S_j of _profile_segments (r^m by repeated products: 2 m u, sums: n u),
+        # whose weights e^(eps - l_i) are at most 1, so both are bounded by multiples of the mass
+        fp_error = np.minimum(self.entry_error * count, self.l2_error * np.sqrt(count))
+        fp_error = fp_error + 4.0 * n * _U * tail_mass
+        if self.upper:
+            a = self.infinity_mass + tail_mass + fp_error
+            return np.where(np.isnan(a), np.inf, a)  # never let NaN through an upper bound
+        return self.infinity_mass + tail_mass - fp_error - self.spurious_mass
+
+    def _tail_mass_terms(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per grid cut ``j``: ``A_j`` (the tail mass ``sum_{i >= j} p_i`` plus the infinite
+        mass, with the floating-point error terms folded in) and the cut ``l_j`` (``+inf`` past
+        the last entry)."""
+        cached = self.__dict__.get("_tail_cache")
+        if cached is not None:
+            return cached
+        p = self.probs
+        n = len(p)
+        losses = self.losses
+        # suffix sums accumulate the small upper-tail terms first (better relative accuracy)
+        tail_mass = np.concatenate([np.cumsum(p[::-1])[::-1], [0.0]])
+        count = n - np.arange(n + 1)  # entries strictly above a cut
+        if self.tilt:
+            # errors of the tilted law scale back by w_i = exp(log_scale - tilt l_i)
+            with np.errstate(over="ignore"):
+                w = np.exp(self.log_scale - self.tilt * losses)
+            w_sum = np.concatenate([np.cumsum(w[::-1])[::-1], [0.0]])
+            w2_sum = np.concatenate([np.cumsum((w * w)[::-1])[::-1], [0.0]])
+            fp_error = np.minimum(self.entry_error * w_sum, self.l2_error * np.sqrt(w2_sum))
+            fp_error = fp_error + 4.0 * n * _U * tail_mass  # as in _tail_terms
+            spurious = self.spurious_mass * np.concatenate([w, [0.0]])  # w decreases in l
+            if self.upper:
+                a = self.infinity_mass + tail_mass + fp_error
+                a = np.where(np.isnan(a), np.inf, a)
+            else:
+                a = self.infinity_mass + tail_mass - fp_error - spurious
+        else:
+            a = self._tail_terms(tail_mass, count)
+        result = (a, np.concatenate([losses, [np.inf]]))
+        object.__setattr__(self, "_tail_cache", result)
+        return result
+
+    def _segments(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per grid cut ``j``: ``A_j``, ``B_j = sum_{i >= j} p_i e^(-l_i)`` (the Q-mass above the
+        cut) and the loss ``l_j``; ``delta(eps) = A_j - e^eps B_j`` on ``[l_{j-1}, l_j]``. Used
+        for tradeoff curves (Q-masses); the profile uses :meth:`_profile_segments`, which
+        stays finite at any loss."""
+        cached = self.__dict__.get("_segment_cache")
+        if cached is not None:
+            return cached
+        a, cuts = self._tail_mass_terms()
+        with np.errstate(over="ignore"):
+            scaled = self.probs * self._exp_neg_losses()
+        tail_scaled = np.concatenate([np.cumsum(scaled[::-1])[::-1], [0.0]])
+        result = (a, tail_scaled, cuts)
+        object.__setattr__(self, "_segment_cache", result)
+        return result
+
+    def _profile_segments(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per grid cut ``j``: ``A_j``, ``S_j`` with ``delta(eps) = A_j - e^(eps - l_j) S_j`` on
+        ``[l_{j-1}, l_j]``, and the cut ``l_j`` (``+inf`` past the last entry).
+
+        ``S_j = sum_{i >= j} p_i e^(l_j - l_i)`` is the tail discounted *from its own cut*, by
+        the recurrence ``S_j = p_j + e^(-h) S_{j+1}``: every weight is at most 1, so nothing
+        overflows or underflows at large losses (the form ``A_j - e^eps B_j`` loses ``B_j`` to
+        underflow once losses pass ~745 and ``e^eps`` to overflow past ~709, which put lower
+        bounds above the truth there). Its rounding is charged in ``A_j`` (see
+        :meth:`_tail_terms`)."""
+        cached = self.__dict__.get("_profile_cache")
+        if cached is not None:
+            return cached
+        a, cuts = self._tail_mass_terms()
+        discount = math.exp(-self.step)
+        # S_j for j = n-1 .. 0: a first-order recurrence, run in C by lfilter
+        s = np.zeros(len(self.probs) + 1)
+        if len(self.probs):
+            s[:-1] = scipy.signal.lfilter([1.0], [1.0, -discount], self.probs[::-1])[::-1]
+        at_cuts = a - s  # delta at each cut (e^0 = 1); past the last entry only A remains
+        # error terms make tiny steps: keep the profile at the cuts monotone
+        at_cuts = np.minimum.accumulate(at_cuts)
+        result = (a, s, cuts, at_cuts)
+        object.__setattr__(self, "_profile_cache", result)
+        return result
+
+    def _loss_slack(self, eps: np.ndarray) -> np.ndarray:
+        """A shift of ``eps`` that covers :attr:`loss_error` and the rounding of the closed form
+        ``A_j - e^(eps - l_j) S_j``: the cut ``l_j`` (within ``|eps| + h`` of ``eps``) is rounded
+        by ``u |l_j|``, ``eps - l_j`` by ``u |eps - l_j|``, and ``exp`` and the product by a few
+        ``u`` relative, i.e. a few ``u`` of the exponent. Each is a small move of ``eps``, which
+        is harmless where ``delta`` is smooth but is all of ``delta`` at a cut just above ``eps``
+        (where ``A_j - S_j`` cancels): so ``eps`` is moved, never ``delta`` rescaled."""
+        rounding = 8 * _U * (2 * np.abs(eps) + self.step + 1)
+        return np.where(np.isfinite(eps), self.loss_error + rounding, 0.0)
+
+    def delta(self, epsilon: np.ndarray) -> np.ndarray:
+        """``delta(epsilon)`` of this version (vectorized); an upper version also applies the
+        Chernoff bound ``delta <= P(inf) + inf_t c(t) exp(log E[e^{tL}] - t eps)`` with
+        ``c(t) = t^t / (t+1)^(t+1)`` and keeps the smaller of the two.
+
+        Both are evaluated at ``eps`` moved by :meth:`_loss_slack` in the safe direction (down
+        for an upper version, up for a lower one; ``delta`` does not increase in ``eps``)."""
+        given = np.asarray(epsilon, dtype=float)
+        slack = self._loss_slack(given)
+        eps = given - slack if self.upper else given + slack
+        a, s, cuts, _ = self._profile_segments()
+        j = np.searchsorted(cuts, eps, side="right")  # first cut strictly above eps
+        j = np.minimum(j, len(a) - 1)
+        # eps - l_j <= 0 on the segment, so the weight is at most 1 (e^-inf = 0 past the end)
+        value = a[j] - np.exp(np.minimum(eps - cuts[j], 0.0)) * s[j]
+        unknown = eps < self.valid_from  # below a tilted law's range nothing is claimed
+        if self.upper:
+            value = np.where(unknown, 1.0, value * (1 + 8 * _U))
+            value = np.minimum(value, self._chernoff_delta(eps))
+            return np.clip(value, 0.0, 1.0)
+        return np.clip(np.where(unknown, 0.0, value), 0.0, 1.0)
+
+    def _chernoff_delta(self, eps: np.ndarray) -> np.ndarray:
+        if self.log_mgf is None:
+            return np.full(np.shape(eps), np.inf)
+        t = CHERNOFF_ORDERS
+        log_c = CHERNOFF_LOG_C
+        exponent = (self.log_mgf + log_c)[None, :] - np.multiply.outer(np.ravel(eps), t)
+        smallest = np.min(exponent, axis=1)
+        # a bound that underflows is rounded up to the smallest double, not down to 0 (the true
+        # delta of a Gaussian at eps = 1e5 is 3e-5406995: positive, so 0 would under-report)
+        with np.errstate(over="ignore"):  # a bound above 1 says nothing; it is clipped later
+            bound = np.where(smallest > -np.inf, np.maximum(np.exp(smallest), 5e-324), 0.0)
+        bound = bound.reshape(np.shape(eps))
+        # 1e-9 relative margin covers rounding in the log-sum-exp of the moments
+        return self.chernoff_infinity_mass + bound * (1 + 1e-9)

@@ -1,0 +1,221 @@
+"""The one planner: grid steps, FFT lengths and the one refinement loop.
+
+A composition is computed to a :class:`Plan` (grid step, FFT length, window tail, tilt), a
+frozen value built by keyword. The first step comes from a coarse :class:`Pilot`
+discretization of the composition (:func:`pilot`); :func:`refine` then refines it until the
+relative epsilon gap meets the accuracy. Both :class:`plda.pld.PrivacyLossDistribution` and
+:class:`plda.accountant.PLDAccountant` plan this way; they differ only in the step policy:
+the PLD predicts the step from the measured gap (:func:`predicted_step`), the accountant keeps
+its steps on a power-of-two ladder (:func:`ladder_step`) so that a growing history keeps its
+grid, and with it every discretization and spectrum already computed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from plda._internal.caches import cached
+from plda.discretize import UPPER_TAIL, discretize, loss_support
+from plda.engine.moments import window_losses
+
+#: largest FFT length used (2^22 doubles = 32 MiB per array)
+MAX_GRID = 1 << 22
+#: finest grid step: losses narrower than this (e.g. ``ApproximateDP(1e-185)``) sit within one
+#: cell, which is certified (the upper version rounds up, the lower one down) though coarse;
+#: below it spreads and Chernoff orders would underflow
+MIN_STEP = 2.0**-36
+#: grid refinements tried when the epsilon gap misses the accuracy target
+REFINEMENTS = 6
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How to compute one composition.
+
+    Parameters
+    ----------
+    step
+        Grid step of the losses.
+    length
+        Smallest FFT length to use (0: the shortest that holds the window). A history's
+        planner passes the length of its horizon, so that the length, and with it the
+        factors' spectra, stays put while the history grows.
+    tail
+        Composed mass allowed outside the FFT window on each side.
+    tilt
+        Exponential tilt of the composition (0: none; see :mod:`plda.engine.tilt`).
+    """
+
+    step: float
+    length: int = 0
+    tail: float = 1e-20
+    tilt: float = 0.0
+
+
+@dataclass(frozen=True)
+class Pilot:
+    """What a coarse pilot discretization tells about a composition: a first grid ``step``
+    (deliberately coarse), the composed window's width in loss units, and the atoms' common
+    spacing (``None`` if they share none usable)."""
+
+    step: float
+    window_width: float
+    atom_unit: float | None = None
+
+    def grid_points(self, step: float) -> float:
+        """Estimated FFT length of the composition on grid ``step``."""
+        return self.window_width / step
+
+
+def pilot(laws: dict[str, list], accuracy: float) -> Pilot:
+    """A grid step from a coarse pilot discretization of ``laws`` (``{direction: [(law,
+    count), ...]}``, the first direction the leading one).
+
+    The composed window (Chernoff tails) sets the size of the FFT; the discretization error of
+    the connect-the-dots (upper) and pairing (lower) schemes is second order, about ``k h^2``
+    per factor in loss units, so ``h ~ sqrt(accuracy * eps_scale / k_total)``, capped by the
+    grid size. The estimate starts 4x coarse: refinement then predicts the step from the
+    measured gap."""
+    direction_widths = []
+    spreads = []
+    for factors in laws.values():
+        # each law on its own pilot grid: the window is estimated from moments in loss units,
+        # so no common grid (and no rediscretization when a finer law joins) is needed
+        pilots = [(discretize(law, pilot_step(law))[0], k) for law, k in factors]
+        lo, hi = window_losses(pilots, 1e-20)
+        direction_widths.append(hi - lo)
+        spreads.append(max(p.step for p, _ in pilots))
+    width = max(direction_widths) + 10 * max(spreads)
+    lead = next(iter(laws.values()))
+    # error model: each factor contributes ~ k * c * h^2 * (1/w_f) of shift in loss, w_f being
+    # the factor's own loss scale; we want the total below accuracy * width / 16
+    total = sum(k / loss_scale(law) for law, k in lead)
+    step = math.sqrt(accuracy * max(width, 1e-3) / (16 * max(total, 1e-12)))
+    step *= 4  # start coarse: refinement predicts the final step from the measured gap
+    step = min(step, width / 2000)  # at least ~2000 points across the composed window
+    step = max(step, width / (MAX_GRID / 2), MIN_STEP)  # the FFT fits the grid cap
+    # put the atoms of atomic mechanisms (Laplace, discrete ones, (eps, delta)-DP) on grid
+    # points when they share a unit not much finer than the step: the optimistic side then need
+    # not round them down
+    atoms = [law.atom_losses for law, _ in lead if len(law.atom_losses)]
+    unit = common_unit(np.concatenate(atoms), smallest=width / MAX_GRID) if atoms else None
+    if unit:
+        step = snap(step, unit)
+    return Pilot(step=float(step), window_width=width, atom_unit=unit)
+
+
+def snap(step: float, unit: float | None) -> float:
+    """Shrink ``step`` to a divisor of the atoms' common ``unit``, so that atoms sit on grid
+    points, unless that would make the grid more than 4 times finer."""
+    if not unit or unit < step / 4:
+        return step
+    return unit / math.ceil(unit / step)
+
+
+def ladder_step(step: float, unit: float | None) -> float:
+    """Largest step ``<= step`` on the ladder ``unit * 2^-j`` (``unit`` the atoms' common
+    spacing, or 1): the ladder keeps the grid put while a history grows, so discretizations and
+    spectra are reused."""
+    if unit and unit >= step / 4:
+        if unit <= step:
+            return float(unit)
+        return float(unit / 2.0 ** math.ceil(math.log2(unit / step) - 1e-12))
+    return float(2.0 ** math.floor(math.log2(step) + 1e-12))
+
+
+def predicted_step(step: float, gap: float, accuracy: float, unit: float | None) -> float:
+    """The next step of a refinement that predicts it from the measured ``gap``: both
+    discretizations are second order, so the gap scales like ``step^2`` (aim at 0.8 of the
+    accuracy, refine by 2x to 10x per round), snapped to the atoms' ``unit``."""
+    factor = 0.8 * math.sqrt(accuracy / gap) if np.isfinite(gap) else 0.25
+    return snap(step * min(0.5, max(0.1, factor)), unit)
+
+
+def halved_step(step: float, gap: float, accuracy: float, unit: float | None) -> float:
+    """The next step of a refinement on the ladder of :func:`ladder_step`: half the step, or a
+    quarter when the gap is so far off (16x) that halving cannot close it even where it falls
+    like ``h^4`` (on coarse grids the gap falls faster than ``h^2``, so a step predicted from
+    ``h^2`` would often be finer than needed, which every later query of a history pays for;
+    the coarse trials are cheap)."""
+    far = not np.isfinite(gap) or gap > 16 * accuracy
+    return ladder_step(step * (0.25 if far else 0.5), unit)
+
+
+def refine(
+    step: float,
+    gap: float,
+    gap_at: Callable[[float], float],
+    accuracy: float,
+    next_step: Callable[[float, float], float | None],
+    rounds: int = REFINEMENTS,
+) -> tuple[float, float]:
+    """The one refinement loop: from ``step`` with measured ``gap``, try
+    ``next_step(step, gap)`` while the gap misses ``accuracy``, for at most ``rounds`` grids.
+
+    Stops when the gap meets the accuracy, when it stops shrinking (``> 0.7`` of the previous
+    one: the floating-point floor is reached), when ``next_step`` returns None (finer than
+    allowed), or when the finer composition does not fit (``gap_at`` raises
+    ``MemoryError``, which :class:`~plda._internal.errors.GridTooLarge` is). Returns the last
+    step tried successfully and its gap."""
+    previous = math.inf
+    for _ in range(rounds):
+        if gap <= accuracy or gap > 0.7 * previous:
+            break
+        finer = next_step(step, gap)
+        if finer is None:
+            break
+        try:
+            finer_gap = gap_at(finer)
+        except MemoryError:
+            break
+        step, previous, gap = finer, gap, finer_gap
+    return step, gap
+
+
+def common_unit(values: np.ndarray, smallest: float) -> float | None:
+    """Largest ``u >= smallest`` with every value an integer multiple of ``u`` (to 1e-9
+    relative), by a Euclid-style float gcd; ``None`` if there is none."""
+    values = np.unique(np.abs(values[np.isfinite(values) & (values != 0)]))
+    if not len(values):
+        return None
+    unit = float(values[0])
+    for v in values[1:]:
+        a, b = float(v), unit
+        for _ in range(64):  # Euclid on floats, stopping at the tolerance
+            if b < smallest * 0.5:
+                return None
+            r = math.fmod(a, b)
+            if r < 1e-9 * v or b - r < 1e-9 * v:
+                break
+            a, b = b, r
+        else:
+            return None
+        unit = b
+    multiples = values / unit
+    if unit < smallest or not np.allclose(multiples, np.round(multiples), rtol=0, atol=1e-6):
+        return None
+    return unit
+
+
+@cached(maxsize=512)  # laws are cached per mechanism; their tails cost tens of microseconds
+def loss_scale(law) -> float:
+    """A width of one factor's loss law (inter-decile range, or atom spacing)."""
+    lo, hi = np.inf, -np.inf
+    if law.has_continuous_part:
+        a, b = law.tail_points(0.1, "P")
+        lo, hi = min(lo, a), max(hi, b)
+    if len(law.atom_losses):
+        lo, hi = min(lo, law.atom_losses.min()), max(hi, law.atom_losses.max())
+    width = hi - lo
+    return float(width) if np.isfinite(width) and width > 0 else 1.0
+
+
+@cached(maxsize=512)
+def pilot_step(law) -> float:
+    """The step of a law's own pilot discretization (about 64 cells per loss scale)."""
+    lo, hi = loss_support(law, UPPER_TAIL)
+    return max(loss_scale(law) / 64, (hi - lo) / 4096, MIN_STEP)

@@ -1,0 +1,149 @@
+"""The one engine (issue 13): one composer, one planner, lower bounds of non-tight mechanisms."""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+
+import numpy as np
+import pytest
+
+import plda
+from plda.discretize import discretize
+from plda.engine import composer as composer_module
+from plda.engine.composer import Composer, compose
+from plda.engine.plan import Plan, halved_step, ladder_step, refine
+
+PLD = plda.PrivacyLossDistribution
+
+
+def _step_laws(count, step=2.0**-9):
+    """Discretized upper laws of ``count`` distinct DP-SGD steps (a noise schedule)."""
+    return [
+        discretize(plda.PoissonSampled(plda.Gaussian(0.8 + 0.01 * i), 0.02).privacy_loss("remove"),
+                   step)[0]
+        for i in range(count)
+    ]
+
+
+def test_history_composer_multiplies_in_only_appended_factors(monkeypatch):
+    laws = _step_laws(12)
+    computed = []
+    original = composer_module.spectrum_of
+
+    def counting(law, n):
+        computed.append(id(law))
+        return original(law, n)
+
+    monkeypatch.setattr(composer_module, "spectrum_of", counting)
+    kept = Composer(tail=1e-14, ladder=True, keep=True, from_zero=True)
+    first = kept.compose([(law, 1) for law in laws[:10]], 1 << 22, length=4096)
+    computed.clear()
+    grown = kept.compose([(law, 1) for law in laws], 1 << 22, length=4096)
+    assert sorted(computed) == sorted(id(law) for law in laws[10:])  # the two new ones only
+    # bit for bit what a fresh composer computes from scratch
+    fresh = Composer(tail=1e-14, ladder=True, keep=True, from_zero=True)
+    again = fresh.compose([(law, 1) for law in laws], 1 << 22, length=4096)
+    assert np.array_equal(grown.probs, again.probs) and grown.offset == again.offset
+    assert grown.entry_error == again.entry_error and grown.l2_error == again.l2_error
+    assert first.probs.sum() <= 1 + 1e-9
+
+
+def test_repeated_factor_after_distinct_ones_resumes_from_their_product(monkeypatch):
+    laws = _step_laws(6)
+    computed = []
+    original = composer_module.spectrum_of
+
+    def counting(law, n):
+        computed.append(id(law))
+        return original(law, n)
+
+    monkeypatch.setattr(composer_module, "spectrum_of", counting)
+    kept = Composer(tail=1e-14, ladder=True, keep=True, from_zero=True)
+    kept.compose([(law, 1) for law in laws[1:5]] + [(laws[0], 8)], 1 << 22, length=4096)
+    computed.clear()
+    kept.compose([(law, 1) for law in laws[1:]] + [(laws[0], 9)], 1 << 22, length=4096)
+    assert computed == [id(laws[5])]  # the distinct laws' product and the powers are reused
+
+
+def test_one_shot_and_history_composers_agree():
+    laws = _step_laws(3)
+    factors = [(laws[0], 40), (laws[1], 1), (laws[2], 7)]
+    one_shot = compose(factors)
+    kept = Composer(keep=True, ladder=True).compose(factors, 1 << 22)
+    eps = np.array([0.0, 0.5, 1.0, 2.0])
+    # both certified upper bounds; they differ only in their error terms (exp-log vs binary
+    # powers, FFT lengths)
+    assert np.allclose(one_shot.delta(eps), kept.delta(eps), rtol=1e-6, atol=1e-15)
+
+
+def test_plan_is_a_frozen_value_built_by_keyword():
+    plan = Plan(step=2.0**-10, length=4096, tail=1e-14)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        plan.step = 1.0  # type: ignore[misc]
+    assert plan == Plan(step=2.0**-10, length=4096, tail=1e-14) and plan.tilt == 0.0
+    assert ladder_step(0.3, None) == 0.25 and ladder_step(0.3, 0.5) == 0.25
+    assert halved_step(0.25, 0.002, 1e-3, None) == 0.125  # close: halve
+    assert halved_step(0.25, 1.0, 1e-3, None) == 0.0625  # far off: quarter
+
+
+def test_refinement_loop_stops_at_the_floor_and_at_the_cap():
+    gaps = {1.0: 0.1, 0.5: 0.03, 0.25: 0.029}  # stops shrinking: floating-point floor
+
+    step, gap = refine(1.0, gaps[1.0], gaps.__getitem__, 1e-3, lambda h, g: h / 2)
+    # 0.25 did not improve the gap by 30%: kept (it is no worse), and 0.125 is never asked for
+    assert (step, gap) == (0.25, 0.029)
+
+    def too_large(h):
+        raise plda._internal.errors.GridTooLarge(1 << 30, 1 << 22)
+
+    assert refine(1.0, 0.1, too_large, 1e-3, lambda h, g: h / 2) == (1.0, 0.1)
+
+
+@pytest.mark.parametrize("relation", ["add_remove", "replace_one"])
+def test_non_tight_lower_bound_comes_from_the_lower_bound_mechanism(relation):
+    shuffled = plda.Shuffled(plda.Gaussian(0.9), 20)
+    assert not shuffled.tight
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", plda.NotTightWarning)
+        warnings.simplefilter("ignore", plda.SamplerAssumptionWarning)
+        pld = PLD.from_mechanism(shuffled, 3, relation=relation)
+        ours = pld.epsilon_bounds(1e-6)
+        realized = PLD.from_mechanism(shuffled.lower_bound_mechanism(), 3, relation=relation)
+        assert ours.lower == realized.epsilon_bounds(1e-6).lower
+        # the upper bound is the dominating pair's, as before
+        own = max(float(law.epsilon(1e-6)) for law in pld.discrete("upper").values())
+        assert ours.upper == own
+        expected = {"add_remove": 10.4986727660539, "replace_one": 25.0550748341796}[relation]
+        assert ours.upper == pytest.approx(expected, rel=1e-6)
+        d_ours, d_realized = pld.delta_bounds(1.0), realized.delta_bounds(1.0)
+        assert d_ours.lower == d_realized.lower and d_ours.lower <= d_ours.upper
+        accountant = plda.PLDAccountant(relation=relation)
+        accountant.compose(shuffled, 3)
+        bounds = accountant.epsilon_bounds(1e-6)
+    assert bounds.lower == ours.lower
+    assert bounds.upper == pytest.approx(ours.upper, rel=1e-3)
+
+
+def test_tight_mechanisms_keep_their_own_lower_bound():
+    pld = PLD.from_mechanism(plda.PoissonSampled(plda.Gaussian(1.0), 0.01), 100)
+    assert pld._realized is None
+    bounds = pld.epsilon_bounds(1e-5)
+    assert bounds.upper - bounds.lower <= 1e-3 * bounds.upper
+
+
+def test_approximate_dp_with_delta_one_raises_no_warning():
+    # the all-zero finite part of ApproximateDP(0, delta=1) divided by zero in the accountant
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        accountant = plda.PLDAccountant()
+        accountant.compose(plda.ApproximateDP(0, delta=1))
+        assert accountant.epsilon(1e-5) == np.inf
+        accountant.compose(plda.ApproximateDP(0, delta=1), count=3)
+        accountant.step(noise_multiplier=1.0, sample_rate=0.01, count=5)
+        assert accountant.epsilon_bounds(0.5).upper == np.inf
+        bounds = accountant.delta_bounds(1.0)
+        assert bounds.lower == 1.0 and bounds.upper == 1.0
+        assert accountant.delta(0.0) == 1.0
+        pld = PLD.from_mechanism(plda.ApproximateDP(0, delta=1), 3)
+        assert pld.epsilon_bounds(0.5).lower == np.inf
