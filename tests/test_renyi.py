@@ -15,6 +15,7 @@ from scipy.optimize import minimize_scalar
 
 import plda
 from plda import renyi as R
+from plda.conversions.per_step import step_cumulant
 
 P = plda.PrivacyLossDistribution.from_mechanism
 ORDERS = np.array([1.001, 1.1, 1.5, 2.0, 3.0, 7.5, 20.0, 64.0, 256.0])
@@ -92,7 +93,7 @@ def test_sampled_gaussian_integer_orders(sigma, q, alpha):
 def test_sampled_gaussian_fractional_orders_each_direction(alpha, direction):
     sigma, q = 1.0, 0.02
     exact = sampled_gaussian_integral(alpha, sigma, q, direction)
-    step = R._factor(plda.PoissonSampled(plda.Gaussian(sigma), q), direction, np.array([alpha]))
+    step = step_cumulant(plda.PoissonSampled(plda.Gaussian(sigma), q), direction, np.array([alpha]))
     lower, upper = step.lower[0] / (alpha - 1), step.upper[0] / (alpha - 1)
     assert lower <= exact * (1 + 1e-9) and exact <= upper * (1 + 1e-9)
     # the add direction (the smaller one) is computed on coarser cells

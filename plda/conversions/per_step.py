@@ -1,0 +1,105 @@
+"""Bounds on one step's Rényi cumulant ``K(alpha)``, whatever the mechanism.
+
+In order of preference: closed forms (:mod:`plda.conversions.cumulants`); the Poisson-sampled
+Gaussian by cells (:mod:`plda.conversions.sampled_gaussian`); any other law through its
+optimistic and pessimistic per-step grid laws (dominated and dominating pairs keep the order of
+every f-divergence); a pessimistic law that charged a tail to ``+inf`` falls back to joint
+convexity for a Poisson-sampled step, ``e^{K} <= 1 - q + q e^{K_base}``, else ``+inf``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from plda.conversions.cumulants import (
+    Cumulant,
+    atoms_cumulant,
+    discrete_gaussian_cumulant,
+    gaussian_cumulant,
+    laplace_cumulant,
+    log_atom_sum,
+)
+from plda.conversions.sampled_gaussian import MARGIN, sampled_gaussian_cumulant
+from plda.discretize import discretize
+from plda.mechanisms.approximate import ApproximateDP
+from plda.mechanisms.base import Mechanism
+from plda.mechanisms.discrete import DiscreteGaussian
+from plda.mechanisms.gaussian import Gaussian
+from plda.mechanisms.laplace import Laplace
+from plda.mechanisms.subsampled import PoissonSampled
+
+#: grid points of a generic per-step discretization
+_GRID_POINTS = 1 << 15
+
+
+def _grid_cumulant(law, alpha: np.ndarray):
+    """Bounds from the per-step optimistic and pessimistic grid laws (dominated / dominating
+    pairs keep the order of every f-divergence); ``None`` for the upper one when the
+    pessimistic law charged a continuous tail to ``+inf`` (a bound would need that tail)."""
+    lo, hi = _support(law)
+    step = max((hi - lo) / _GRID_POINTS, 1e-12)
+    upper_law, lower_law = discretize(law, step)
+    lower = log_atom_sum(lower_law.losses, lower_law.probs, alpha)
+    if law.infinity_mass > 0:
+        inf = np.full(alpha.shape, np.inf)
+        return inf, inf
+    charged = upper_law.infinity_mass > law.infinity_mass
+    upper = None if charged else log_atom_sum(upper_law.losses, upper_law.probs, alpha)
+    return lower, upper
+
+
+def _support(law) -> tuple[float, float]:
+    lo, hi = np.inf, -np.inf
+    if law.has_continuous_part:
+        a, b = law.tail_points(1e-24, "P")
+        lo, hi = min(lo, a), max(hi, b)
+    if len(law.atom_losses):
+        lo, hi = min(lo, law.atom_losses.min()), max(hi, law.atom_losses.max())
+    if not (np.isfinite(lo) and np.isfinite(hi)) or hi <= lo:
+        return (0.0, 1.0)
+    return float(lo), float(hi)
+
+
+def step_cumulant(mechanism: Mechanism, direction: str, alpha: np.ndarray) -> Cumulant:
+    """Bounds on one step's cumulant ``K(alpha)`` for ``direction``."""
+    if type(mechanism) is Gaussian:
+        return gaussian_cumulant(mechanism.mu, alpha)
+    if type(mechanism) is Laplace:
+        return laplace_cumulant(mechanism.epsilon, alpha)
+    if type(mechanism) is DiscreteGaussian:
+        return discrete_gaussian_cumulant(mechanism.sigma, mechanism.sensitivity, alpha)
+    if type(mechanism) is ApproximateDP and mechanism.delta > 0:
+        inf = np.full(alpha.shape, np.inf)
+        return Cumulant(lower=inf, upper=inf)
+    if type(mechanism) is PoissonSampled and mechanism.sample_rate < 1:
+        base = mechanism.mechanism
+        if type(base) is Gaussian:
+            return sampled_gaussian_cumulant(base.mu, mechanism.sample_rate, direction, alpha)
+    law = mechanism.privacy_loss(direction)
+    if law.infinity_mass > 0:
+        inf = np.full(alpha.shape, np.inf)
+        return Cumulant(lower=inf, upper=inf)
+    if not law.has_continuous_part and law.truncated_mass == 0:
+        return atoms_cumulant(law.atom_losses, law.atom_probs, alpha)
+    if law.has_continuous_part:
+        lower, upper = _grid_cumulant(law, alpha)
+    else:  # atoms with a truncated tail: the kept atoms are a lower bound
+        lower, upper = log_atom_sum(law.atom_losses, law.atom_probs, alpha), None
+    if upper is None:
+        upper = _convexity_upper(mechanism, direction, alpha)
+    margin = MARGIN * (1 + np.abs(upper))
+    return Cumulant(lower=np.minimum(lower, upper), upper=upper + margin)
+
+
+def _convexity_upper(mechanism: Mechanism, direction: str, alpha: np.ndarray) -> np.ndarray:
+    """Joint convexity of ``(a, b) -> a^alpha b^(1-alpha)``: a Poisson-sampled step has
+    ``e^K <= 1 - q + q e^{K_base}`` in both directions (the base's own direction); ``+inf`` for
+    anything else."""
+    if type(mechanism) is PoissonSampled:
+        q = mechanism.sample_rate
+        base = step_cumulant(mechanism.mechanism, direction, alpha).upper
+        with np.errstate(over="ignore"):
+            return np.logaddexp(math.log1p(-q), math.log(q) + base) if q < 1 else base
+    return np.full(alpha.shape, np.inf)
