@@ -47,7 +47,6 @@ KNOWN_LONG_MODULES: dict[str, int] = {
     "plda.grid": 790,  # engine helper: -> plda/engine/ (+2: DiscreteLoss.segments, public)
     "plda.discretize": 555,  # conversions helper: -> plda/engine/discretize/
     "plda.pld": 523,  # engine helper
-    "plda.testing._numerics": 451,
     "plda.cli": 500,  # cli-docs helper
 }
 
@@ -56,17 +55,7 @@ KNOWN_LONG_MODULES: dict[str, int] = {
 KNOWN_CYCLE_EDGES: frozenset[tuple[str, str]] = frozenset()
 
 #: (importer, private name or module it reaches across modules)
-KNOWN_PRIVATE_ACCESS: frozenset[tuple[str, str]] = frozenset(
-    {
-        # the private module plda.testing._numerics, shared by the testing references
-        *(
-            (f"plda.testing.{name}", "plda.testing._numerics")
-            for name in ("composition", "discrete", "gaussian", "laplace", "renyi")
-        ),
-        # engine and conversions helpers: private names of grid / discretize / mechanisms
-        ("plda.testing.discrete", "plda.mechanisms.discrete._integer_sensitivity"),
-    }
-)
+KNOWN_PRIVATE_ACCESS: frozenset[tuple[str, str]] = frozenset()
 
 
 # ------------------------------------------------------------------------ the checker
