@@ -45,7 +45,6 @@ MAX_LINES = 400
 KNOWN_LONG_MODULES: dict[str, int] = {
     "plda.accountant": 926,  # engine helper: -> plda/accounting/
     "plda.grid": 790,  # engine helper: -> plda/engine/ (+2: DiscreteLoss.segments, public)
-    "plda.discretize": 555,  # conversions helper: -> plda/engine/discretize/
     "plda.pld": 523,  # engine helper
     "plda.cli": 500,  # cli-docs helper
 }
