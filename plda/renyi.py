@@ -20,6 +20,10 @@ Per step, lower and upper bounds on ``K_f`` come from, in order of preference:
   pairs); a pessimistic law that charged a tail to ``+inf`` falls back to joint convexity for a
   Poisson-sampled step, ``e^{K} <= 1 - q + q e^{K_base}``, else ``+inf``.
 
+A step that is not ``tight`` (:class:`~plda.Shuffled`, :class:`~plda.TruncatedPoisson`) takes its
+upper bound from its own (dominating) laws and its lower bound from its
+``lower_bound_mechanism()``, a pair realized by neighbouring datasets.
+
 zCDP (Bun & Steinke 2016): the smallest ``rho`` with ``eps_alpha <= rho alpha`` for all
 ``alpha > 1``.
 

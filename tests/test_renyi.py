@@ -288,3 +288,63 @@ def test_other_bad_arguments():
         R.epsilon_from_renyi([2.0, 3.0], [0.1], 1e-5)
     with pytest.raises(TypeError, match="pld"):
         R.renyi("not a pld", 2.0)
+
+
+# ------------------------------------------------- non-tight steps (issue 14)
+def max_shift_renyi(alpha: float, mu: float, steps: int) -> float:
+    """Remove-direction ``D_alpha`` of the pair realized by a shuffled epoch's worst-case input,
+    post-processed to the maximum coordinate: ``P = law of max_t X_t``, ``X ~ N(mu e_J, I)``,
+    ``J`` uniform on ``steps`` coordinates, against ``Q = law of max_t X_t``, ``X ~ N(0, I)``,
+    by mpmath quadrature of ``p^alpha q^(1 - alpha)``."""
+    mpmath.mp.dps = 15
+    a, mu, t = mpmath.mpf(alpha), mpmath.mpf(mu), steps
+
+    def p(y):
+        return mpmath.npdf(y - mu) * mpmath.ncdf(y) ** (t - 1) + (t - 1) * mpmath.ncdf(
+            y - mu
+        ) * mpmath.ncdf(y) ** (t - 2) * mpmath.npdf(y)
+
+    def q(y):
+        return t * mpmath.npdf(y) * mpmath.ncdf(y) ** (t - 1)
+
+    pieces = [-mpmath.inf, -5, 0, 5, mpmath.inf]
+    value = mpmath.quad(lambda y: p(y) ** a * q(y) ** (1 - a), pieces)
+    return float(mpmath.log(value) / (a - 1))
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::plda.NotTightWarning")
+@pytest.mark.filterwarnings("ignore::plda.SamplerAssumptionWarning")
+def test_a_shuffled_epoch_takes_its_lower_bound_from_the_realized_pair():
+    epoch = plda.Shuffled(plda.Gaussian(sigma=1.0), num_steps=10)
+    orders = np.array([1.5, 4.0])
+    bounds = R.renyi_bounds(P(epoch).self_compose(3), orders)
+    realized = R.renyi_bounds(P(epoch.lower_bound_mechanism()).self_compose(3), orders)
+    # upper: no amplification, one run of the base Gaussian per epoch (alpha mu^2 / 2 each)
+    np.testing.assert_allclose(bounds.upper, 3 * orders / 2, rtol=1e-12)
+    # lower: the realized pair's, not the dominating pair's (which is the upper bound itself)
+    np.testing.assert_array_equal(bounds.lower, realized.lower)
+    # ... a certified lower bound on the true value of that pair (the larger direction), and tight
+    exact = np.array([3 * max_shift_renyi(a, 1.0, 10) for a in orders])
+    assert np.all(bounds.lower <= exact * (1 + 1e-9))
+    assert np.all(bounds.lower >= exact * (1 - 1e-3))
+    # zCDP: the Gaussian's rho on top, the realized pair's below
+    rho = R.zcdp_bounds(P(epoch))
+    assert rho.upper == pytest.approx(0.5, rel=1e-12) and 0 < rho.lower < rho.upper
+
+
+@pytest.mark.filterwarnings("ignore::plda.NotTightWarning")
+def test_non_tight_samplers_take_their_lower_bound_from_the_realized_pair():
+    orders = np.array([2.0, 8.0])
+    gauss = plda.Gaussian(1.0)
+    truncated = plda.TruncatedPoisson(gauss, 256 / 60000, 300, 60000)
+    assert not truncated.tight
+    bounds = R.renyi_bounds(P(truncated, 100), orders)
+    realized = R.renyi_bounds(P(truncated.lower_bound_mechanism(), 100), orders)
+    np.testing.assert_array_equal(bounds.lower, realized.lower)
+    # the realized pair is Poisson sampling at a lower rate: below the nominal rate's curve
+    poisson = R.renyi_bounds(P(plda.PoissonSampled(gauss, 256 / 60000), 100), orders)
+    assert np.all(bounds.lower < poisson.lower)
+    # one step per epoch is tight: a shuffled epoch's bracket is then the base mechanism's
+    single = R.renyi_bounds(P(plda.Shuffled(plda.Gaussian(2.0), num_steps=1)), orders)
+    np.testing.assert_array_equal(single.lower, R.renyi_bounds(P(plda.Gaussian(2.0)), orders).lower)

@@ -27,7 +27,7 @@ from plda.mechanisms.approximate import ApproximateDP
 from plda.mechanisms.base import Mechanism
 from plda.mechanisms.discrete import DiscreteGaussian
 from plda.mechanisms.gaussian import Gaussian
-from plda.mechanisms.laplace import Laplace
+from plda.mechanisms.laws import GaussianLaw, LaplaceLaw
 from plda.mechanisms.subsampled import PoissonSampled
 
 #: grid points of a generic per-step discretization
@@ -64,10 +64,6 @@ def _support(law) -> tuple[float, float]:
 
 def step_cumulant(mechanism: Mechanism, direction: str, alpha: np.ndarray) -> Cumulant:
     """Bounds on one step's cumulant ``K(alpha)`` for ``direction``."""
-    if type(mechanism) is Gaussian:
-        return gaussian_cumulant(mechanism.mu, alpha)
-    if type(mechanism) is Laplace:
-        return laplace_cumulant(mechanism.epsilon, alpha)
     if type(mechanism) is DiscreteGaussian:
         return discrete_gaussian_cumulant(mechanism.sigma, mechanism.sensitivity, alpha)
     if type(mechanism) is ApproximateDP and mechanism.delta > 0:
@@ -78,6 +74,12 @@ def step_cumulant(mechanism: Mechanism, direction: str, alpha: np.ndarray) -> Cu
         if type(base) is Gaussian:
             return sampled_gaussian_cumulant(base.mu, mechanism.sample_rate, direction, alpha)
     law = mechanism.privacy_loss(direction)
+    # closed forms by law, so that every mechanism whose law is a Gaussian's or a Laplace's (a
+    # shuffled epoch's dominating pair, a one-step realized pair) gets them
+    if type(law) is GaussianLaw:
+        return gaussian_cumulant(law.mu, alpha)
+    if type(law) is LaplaceLaw:
+        return laplace_cumulant(law.epsilon0, alpha)
     if law.infinity_mass > 0:
         inf = np.full(alpha.shape, np.inf)
         return Cumulant(lower=inf, upper=inf)

@@ -20,6 +20,10 @@ Per step, lower and upper bounds on ``K_f`` come from, in order of preference:
   pairs); a pessimistic law that charged a tail to ``+inf`` falls back to joint convexity for a
   Poisson-sampled step, ``e^{K} <= 1 - q + q e^{K_base}``, else ``+inf``.
 
+A step that is not ``tight`` (:class:`~plda.Shuffled`, :class:`~plda.TruncatedPoisson`) takes its
+upper bound from its own (dominating) laws and its lower bound from its
+``lower_bound_mechanism()``, a pair realized by neighbouring datasets.
+
 zCDP (Bun & Steinke 2016): the smallest ``rho`` with ``eps_alpha <= rho alpha`` for all
 ``alpha > 1``.
 
@@ -57,20 +61,36 @@ def check_orders(name: str, value) -> np.ndarray:
 
 
 def _cumulant(composed: ComposedLaws, alpha: np.ndarray) -> Cumulant:
-    """Bounds on the composition's ``K(alpha) = (alpha - 1) eps_alpha``, worse direction."""
-    factors = steps_of(composed)
-    directions = ("remove",) if all(m.symmetric for m, _ in factors) else DIRECTIONS
+    """Bounds on the composition's ``K(alpha) = (alpha - 1) eps_alpha``, worse direction.
+
+    A step that is not ``tight`` (e.g. :class:`~plda.Shuffled`) has laws of a *dominating* pair:
+    they bound it from above, but their lower bound brackets that pair, not the step. Its lower
+    bound comes from :meth:`~plda.Mechanism.lower_bound_mechanism`, a pair realized by
+    neighbouring datasets (issue 14); the same pair for every step and the same direction for
+    the whole composition, so the sum is the divergence of one realized pair of datasets.
+    """
+    steps = [
+        (mechanism, mechanism if mechanism.tight else mechanism.lower_bound_mechanism(), count)
+        for mechanism, count in steps_of(composed)
+    ]
+    symmetric = all(m.symmetric and realized.symmetric for m, realized, _ in steps)
+    directions = ("remove",) if symmetric else DIRECTIONS
     lower = np.full(alpha.shape, -np.inf)
     upper = np.full(alpha.shape, -np.inf)
     for direction in directions:
         lo = np.zeros(alpha.shape)
         up = np.zeros(alpha.shape)
-        for mechanism, count in factors:
+        for mechanism, realized, count in steps:
             bounds = step_cumulant(mechanism, direction, alpha)
+            if realized is not mechanism:
+                # the realized pair's lower bound (its upper one is not an upper bound here)
+                bounds = Cumulant(
+                    lower=step_cumulant(realized, direction, alpha).lower, upper=bounds.upper
+                )
             lo = lo + count * bounds.lower
             up = up + count * bounds.upper
         lower, upper = np.maximum(lower, lo), np.maximum(upper, up)
-    return Cumulant(np.maximum(np.minimum(lower, upper), 0.0), np.maximum(upper, 0.0))
+    return Cumulant(lower=np.maximum(np.minimum(lower, upper), 0.0), upper=np.maximum(upper, 0.0))
 
 
 def renyi_bounds(composed: ComposedLaws, order) -> Bounds:

@@ -13,14 +13,16 @@ from plda.conversions.composed import ComposedLaws, steps_of
 from plda.conversions.renyi import renyi_bounds
 from plda.mechanisms.base import DIRECTIONS, Mechanism
 from plda.mechanisms.discrete import DiscreteGaussian
-from plda.mechanisms.gaussian import Gaussian
+from plda.mechanisms.laws import GaussianLaw
 from plda.mechanisms.subsampled import PoissonSampled
 
 
 def _step_rho(mechanism: Mechanism) -> float:
     """``sup_alpha D_alpha / alpha`` bound of one step (both directions)."""
-    if type(mechanism) is Gaussian:
-        return mechanism.mu**2 / 2
+    laws = [mechanism.privacy_loss(direction) for direction in DIRECTIONS]
+    if all(type(law) is GaussianLaw for law in laws):
+        # a Gaussian pair (a Gaussian step, or one that is dominated by one, e.g. Shuffled)
+        return max(law.mu for law in laws) ** 2 / 2
     if type(mechanism) is DiscreteGaussian:
         # D_alpha <= alpha D^2 / (2 s^2) with equality at integer alpha D (CKS20)
         return mechanism.sensitivity**2 / (2 * mechanism.sigma**2)
