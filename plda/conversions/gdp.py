@@ -196,18 +196,9 @@ def _floor(delta_floor) -> float:
 
 
 def gdp_mu(composed: ComposedLaws, *, delta_floor: float = DELTA_FLOOR) -> float:
-    """Smallest ``mu`` such that the composition is certified ``mu``-GDP, ``f >= G_mu``.
-
-    Certified through the profile: the pessimistic profile (grid losses and Chernoff tail) stays
-    below ``delta_mu(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)`` for all
-    ``eps >= 0`` (Dong, Roth & Su 2019, Cor. 2.13), down to ``delta_floor``. ``inf`` when no
-    ``mu`` is (a mass at infinite loss, or a certified profile that stays above the floor).
-
-    The certified profile cannot resolve ``delta`` below the FFT's error bound (about
-    ``1e-10`` for long compositions) except through its Chernoff tail, which is loose; with the
-    default floor the certified ``mu`` then reflects that resolution. A larger ``delta_floor``
-    (e.g. ``1e-9``) certifies GDP on the range that matters in practice.
-    """
+    """Smallest certified ``mu``-GDP of the composition (see :func:`plda.tradeoff.gdp_mu`):
+    exact for Gaussian steps, else certified by the pessimistic profile down to ``delta_floor``
+    (:func:`_gdp_certificate`)."""
     floor = _floor(delta_floor)
     exact = gaussian_mu(composed.steps, upper=True)
     if exact is not None:

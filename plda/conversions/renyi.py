@@ -1,36 +1,11 @@
-"""Rényi differential privacy and zero-concentrated DP of a composition, and their conversion to
+"""Rényi DP of a composition from its steps, and the conversion of a Rényi curve to
 ``(epsilon, delta)``.
 
-Rényi divergence of order ``alpha > 1`` of one ordered pair (Mironov 2017):
-``D_alpha(P || Q) = log E_Q[(dP/dQ)^alpha] / (alpha - 1) = log E_P[e^{(alpha-1) L}] / (alpha - 1)``,
-``+inf`` when ``P(L = +inf) > 0``. The cumulant ``K(alpha) = (alpha - 1) D_alpha`` adds up under
-composition, so the composition's Rényi curve is computed *per step*, exactly up to the per-step
-discretization, and never from the composed grid (whose truncated tail would make it infinite):
-``eps_alpha = max_direction sum_f k_f K_f(alpha) / (alpha - 1)``.
-
-Per step, lower and upper bounds on ``K_f`` come from, in order of preference:
-
-* closed forms — Gaussian ``alpha mu^2 / 2``; Laplace (Mironov 2017, Table II); discrete Gaussian
-  through its theta function (Canonne, Kamath & Steinke 2020); finite atom laws (exact sums);
-* the Poisson-sampled Gaussian: ``E_Q0[h(R)]`` over the base Gaussian pair, ``R = dP0/dQ0``,
-  for the convex ``h(y) = (1 - q + q y)^beta`` (``beta = alpha`` remove, ``1 - alpha`` add),
-  bounded cell by cell below by Jensen and above by the chord (the per-cell versions of the
-  optimistic merge and the pessimistic connect-the-dots), with closed-form Gaussian tails;
-* any other law: its optimistic and pessimistic per-step grid laws (dominated and dominating
-  pairs); a pessimistic law that charged a tail to ``+inf`` falls back to joint convexity for a
-  Poisson-sampled step, ``e^{K} <= 1 - q + q e^{K_base}``, else ``+inf``.
-
-A step that is not ``tight`` (:class:`~plda.Shuffled`, :class:`~plda.TruncatedPoisson`) takes its
-upper bound from its own (dominating) laws and its lower bound from its
-``lower_bound_mechanism()``, a pair realized by neighbouring datasets.
-
-zCDP (Bun & Steinke 2016): the smallest ``rho`` with ``eps_alpha <= rho alpha`` for all
-``alpha > 1``.
-
-Conversion to ``(epsilon, delta)`` (Canonne, Kamath & Steinke 2020, Prop. 12; Asoodeh et al.
-2021; the same as Balle et al. 2020, Thm. 21): for every ``alpha > 1``
-``delta = exp((alpha - 1)(eps_alpha - epsilon)) (1 - 1/alpha)^(alpha - 1) / alpha``, i.e.
-``epsilon = eps_alpha + log(1 - 1/alpha) - (log delta + log alpha) / (alpha - 1)``.
+The cumulant ``K(alpha) = (alpha - 1) D_alpha`` adds up under composition, so the curve is
+``eps_alpha = max_direction sum_f k_f K_f(alpha) / (alpha - 1)`` with per-step bounds on ``K_f``
+(:mod:`plda.conversions.per_step`), never read from the composed grid. Conversion: Canonne,
+Kamath & Steinke 2020, Prop. 12 (Asoodeh et al. 2021). The full account, with references, is
+:mod:`plda.renyi`, the public entry point.
 """
 
 from __future__ import annotations
@@ -50,6 +25,8 @@ DEFAULT_ORDERS = np.concatenate([1 + np.geomspace(1e-3, 0.5, 30), np.geomspace(1
 
 
 def check_orders(name: str, value) -> np.ndarray:
+    """``value`` as an array of Rényi orders, each finite and above 1 (TypeError/ValueError
+    naming ``name`` otherwise)."""
     try:
         arr = np.asarray(value, dtype=float)
     except (TypeError, ValueError) as exc:

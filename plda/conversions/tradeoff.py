@@ -1,22 +1,10 @@
 """f-DP tradeoff curves of a composition and their membership-inference reading.
 
-Tradeoff function of a pair ``(P, Q)`` (Dong, Roth & Su 2019, Def. 2.1): the smallest type-II
-error ``beta`` of a test of ``P`` against ``Q`` whose type-I error is at most ``alpha``,
-``T(P, Q)(alpha) = inf{1 - E_Q[phi] : E_P[phi] <= alpha}``. It is the convex conjugate of the
-privacy profile ``delta(eps) = E_P[(1 - e^(eps - L))_+]`` (ibid., Prop. 2.12):
-
-    T(alpha) = max(0, sup_{eps in R} e^-eps (1 - alpha - delta(eps))).
-
-Under add/remove a mechanism is ``f``-DP for ``f = conv(min(T_remove, T_add))``; when the add
-pair is the remove pair reversed (every plda mechanism) ``f`` is symmetric and
-
-    f(alpha) = max(0, sup_{eps >= 0} max(1 - delta(eps) - e^eps alpha,
-                                         e^-eps (1 - delta(eps) - alpha)))
-
-with ``delta = max(delta_remove, delta_add)`` (see :mod:`plda.tradeoff` for the full account).
-Every certified sample of the profile (:mod:`plda.conversions.profile`) gives a line below
-``f``; the optimistic samples give an upper bound once every candidate ``eps`` is included. The
-envelope of these lines is built once per set of grid laws and evaluated by binary search.
+The tradeoff curve is the convex conjugate of the privacy profile (Dong, Roth & Su 2019, Prop.
+2.12; the full account is :mod:`plda.tradeoff`, the public entry point). Every certified sample
+of the profile (:mod:`plda.conversions.profile`) gives a line below ``f``; the optimistic
+samples give an upper bound once every candidate ``eps`` is included. The envelope of these
+lines is built once per set of grid laws and evaluated by binary search.
 """
 
 from __future__ import annotations
