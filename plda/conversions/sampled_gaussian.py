@@ -62,7 +62,7 @@ class _Points:
     def at(cls, log_r: np.ndarray, q: float) -> _Points:
         t = q * np.expm1(np.asarray(log_r, dtype=float))
         with np.errstate(divide="ignore"):
-            return cls(t, np.log1p(t), _log1p_minus(t), np.log(np.abs(t)))
+            return cls(t=t, log1p=np.log1p(t), minus=_log1p_minus(t), log_abs=np.log(np.abs(t)))
 
 
 @dataclass(frozen=True, eq=False)
@@ -112,22 +112,22 @@ def _sampled_gaussian_cells(
     high_log_p = float(log_ndtr(mu - x[-1]))
     high_log_diff = high_log_p + math.log(-math.expm1(high_log_mass - high_log_p))
     return _SampledGaussianCells(
-        mu,
-        q,
-        x,
-        mass,
-        mass * w_up,
-        mass * w_down,
-        _Points.at(log_edge, q),
-        _Points.at(log_mean, q),
-        _Points.at(np.array([-np.inf]), q),
-        low_log_mass,
-        low_log_mean - float(log_edge[0]),
-        _Points.at(np.array([low_log_mean]), q),
-        high_log_mass,
-        high_log_diff,
-        _Points.at(np.array([high_log_p - high_log_mass]), q),
-        math.log(math.expm1(mu * mu)),
+        mu=mu,
+        q=q,
+        x=x,
+        mass=mass,
+        mass_up=mass * w_up,
+        mass_down=mass * w_down,
+        edges=_Points.at(log_edge, q),
+        means=_Points.at(log_mean, q),
+        zero=_Points.at(np.array([-np.inf]), q),
+        low_log_mass=low_log_mass,
+        low_log_weight=low_log_mean - float(log_edge[0]),
+        low_mean=_Points.at(np.array([low_log_mean]), q),
+        high_log_mass=high_log_mass,
+        high_log_diff=high_log_diff,
+        high_mean=_Points.at(np.array([high_log_p - high_log_mass]), q),
+        log_variance=math.log(math.expm1(mu * mu)),
     )
 
 
