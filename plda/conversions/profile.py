@@ -10,11 +10,13 @@ certified upper bounds on ``delta`` with its error terms, improved by its Cherno
 from __future__ import annotations
 
 import math
+import threading
 import weakref
 from dataclasses import dataclass
 
 import numpy as np
 
+from plda._internal.caches import register
 from plda._internal.chernoff import CHERNOFF_ORDERS
 from plda.conversions.common import UNIT
 from plda.conversions.composed import ComposedLaws, steps_of
@@ -170,16 +172,29 @@ def samples(laws: list[DiscreteLoss], m_lo: int, m_hi: int, stride: int = 1) -> 
 
 
 # -------------------------------------------------------------------- caches
+#: envelopes and profile samples per set of grid laws; the entries die with the laws
 _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_CACHE_LOCK = threading.Lock()
+
+
+def _clear_cache() -> None:
+    with _CACHE_LOCK:
+        _CACHE.clear()
+
+
+register("plda.conversions.profile.cached_for", _clear_cache)
 
 
 def cached_for(laws: list[DiscreteLoss], key: str, build):
     """Memoize per set of grid laws (they are immutable; the cache dies with them)."""
-    store = _CACHE.setdefault(laws[0], {})
     full_key = (key, tuple(id(law) for law in laws))
-    if full_key not in store:
-        store[full_key] = build()
-    return store[full_key]
+    with _CACHE_LOCK:
+        hit = _CACHE.get(laws[0], {}).get(full_key)
+    if hit is not None:
+        return hit
+    value = build()  # outside the lock: two threads may both build, either result is valid
+    with _CACHE_LOCK:
+        return _CACHE.setdefault(laws[0], {}).setdefault(full_key, value)
 
 
 def select_laws(composed: ComposedLaws, bound: str, direction: str | None) -> list[DiscreteLoss]:
