@@ -348,3 +348,23 @@ def test_non_tight_samplers_take_their_lower_bound_from_the_realized_pair():
     # one step per epoch is tight: a shuffled epoch's bracket is then the base mechanism's
     single = R.renyi_bounds(P(plda.Shuffled(plda.Gaussian(2.0), num_steps=1)), orders)
     np.testing.assert_array_equal(single.lower, R.renyi_bounds(P(plda.Gaussian(2.0)), orders).lower)
+
+
+def test_replace_one_sampled_gaussian_has_a_finite_certified_upper_bound():
+    # P = (1-q) N(0,1) + q N(mu,1) against Q = (1-q) N(0,1) + q N(-mu,1): joint convexity
+    # bounds it by the shifted pair's divergence, where the grid law alone gave +inf
+    q, orders = 0.01, np.array([2.0, 5.0])
+    step = plda.PoissonSampled(plda.Gaussian(1.0), q)
+    bounds = R.renyi_bounds(P(step, relation="replace_one"), orders)
+    mpmath.mp.dps = 20
+    mq = mpmath.mpf(q)
+
+    def density(x, shift):
+        return (1 - mq) * mpmath.npdf(x) + mq * mpmath.npdf(x - shift)
+
+    for a, lower, upper in zip(orders, bounds.lower, bounds.upper, strict=True):
+        pieces = [-mpmath.inf, 0, mpmath.inf]
+        value = mpmath.quad(lambda x, a=a: density(x, 1) ** a * density(x, -1) ** (1 - a), pieces)
+        exact = float(mpmath.log(value) / (a - 1))
+        assert lower <= exact * (1 + 1e-9) and exact <= upper
+        assert math.isfinite(upper)

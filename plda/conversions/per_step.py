@@ -27,7 +27,7 @@ from plda.mechanisms.approximate import ApproximateDP
 from plda.mechanisms.base import Mechanism
 from plda.mechanisms.discrete import DiscreteGaussian
 from plda.mechanisms.gaussian import Gaussian
-from plda.mechanisms.laws import GaussianLaw, LaplaceLaw
+from plda.mechanisms.laws import GaussianLaw, LaplaceLaw, ReplaceOneSampledGaussianLaw
 from plda.mechanisms.subsampled import PoissonSampled
 
 #: grid points of a generic per-step discretization
@@ -96,12 +96,19 @@ def step_cumulant(mechanism: Mechanism, direction: str, alpha: np.ndarray) -> Cu
 
 
 def _convexity_upper(mechanism: Mechanism, direction: str, alpha: np.ndarray) -> np.ndarray:
-    """Joint convexity of ``(a, b) -> a^alpha b^(1-alpha)``: a Poisson-sampled step has
-    ``e^K <= 1 - q + q e^{K_base}`` in both directions (the base's own direction); ``+inf`` for
-    anything else."""
+    """Joint convexity of ``(a, b) -> a^alpha b^(1-alpha)``: a pair of mixtures
+    ``((1-q) R + q A, (1-q) R + q B)`` has ``e^K <= 1 - q + q e^{K(A, B)}``. A Poisson-sampled
+    step (``A, B`` its base's pair, in the base's own direction) and a Poisson-sampled Gaussian
+    under replace-one (``A = N(mu, 1)``, ``B = N(-mu, 1)``: ``K = alpha (alpha-1) (2 mu)^2 / 2``)
+    are such pairs; ``+inf`` for anything else."""
+    law = mechanism.privacy_loss(direction)
     if type(mechanism) is PoissonSampled:
         q = mechanism.sample_rate
         base = step_cumulant(mechanism.mechanism, direction, alpha).upper
-        with np.errstate(over="ignore"):
-            return np.logaddexp(math.log1p(-q), math.log(q) + base) if q < 1 else base
-    return np.full(alpha.shape, np.inf)
+    elif type(law) is ReplaceOneSampledGaussianLaw:
+        q = law.sample_rate
+        base = gaussian_cumulant(2 * law.mu, alpha).upper
+    else:
+        return np.full(alpha.shape, np.inf)
+    with np.errstate(over="ignore"):
+        return np.logaddexp(math.log1p(-q), math.log(q) + base) if q < 1 else base
