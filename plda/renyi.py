@@ -18,7 +18,8 @@ Per step, lower and upper bounds on ``K_f`` come from, in order of preference:
   optimistic merge and the pessimistic connect-the-dots), with closed-form Gaussian tails;
 * any other law: its optimistic and pessimistic per-step grid laws (dominated and dominating
   pairs); a pessimistic law that charged a tail to ``+inf`` falls back to joint convexity for a
-  Poisson-sampled step, ``e^{K} <= 1 - q + q e^{K_base}``, else ``+inf``.
+  Poisson-sampled step, ``e^{K} <= 1 - q + q e^{K_base}`` (under replace-one, ``K_base`` of the
+  Gaussian pair shifted by ``2 mu``), else ``+inf``.
 
 A step that is not ``tight`` (:class:`~plda.Shuffled`, :class:`~plda.TruncatedPoisson`) takes its
 upper bound from its own (dominating) laws and its lower bound from its
