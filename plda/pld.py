@@ -10,6 +10,12 @@ import numpy as np
 
 from plda._internal import validation as check
 from plda._internal.errors import GridTooLarge, quiet_accuracy, warn_if_inaccurate
+from plda.bounds import Bounds
+from plda.conversions import gdp as gdp_conversion
+from plda.conversions import renyi as renyi_conversion
+from plda.conversions import tradeoff as tradeoff_conversion
+from plda.conversions import zcdp as zcdp_conversion
+from plda.conversions.composed import ComposedLaws, add_remove_steps
 from plda.discretize import discretize
 from plda.engine.composer import compose
 from plda.engine.discrete import DiscreteLoss
@@ -40,23 +46,6 @@ __all__ = [
     "PrivacyLossDistribution",
     "direction_laws",
 ]
-
-
-@dataclass(frozen=True)
-class Bounds:
-    """Certified ``(lower, upper)`` pair; unpacks like a tuple."""
-
-    lower: float | np.ndarray
-    upper: float | np.ndarray
-
-    def __iter__(self):
-        return iter((self.lower, self.upper))
-
-    def __getitem__(self, i):
-        return (self.lower, self.upper)[i]
-
-    def __len__(self):
-        return 2
 
 
 @dataclass(frozen=True, eq=False)
@@ -333,43 +322,38 @@ class PrivacyLossDistribution:
         return Bounds(_scalar(lower, epsilon), _scalar(upper, epsilon))
 
     # ------------------------------------------------------ other views (plda.tradeoff, renyi)
+    def composed_laws(self) -> ComposedLaws:
+        """The composition as the conversions read it: its steps under add/remove semantics and
+        its composed grid laws (:meth:`discrete`), discretized on first use."""
+        return ComposedLaws(
+            steps=add_remove_steps(self.components, self.relation), grid=self.discrete
+        )
+
     def tradeoff(self, alpha):
         """Certified lower bound on the f-DP tradeoff function ``beta(alpha)``
         (:func:`plda.tradeoff.tradeoff`)."""
-        from plda import tradeoff
-
-        return tradeoff.tradeoff(self, alpha)
+        return tradeoff_conversion.tradeoff(self.composed_laws(), alpha)
 
     def tradeoff_bounds(self, alpha) -> Bounds:
         """``(lower, upper)`` tradeoff bounds (:func:`plda.tradeoff.tradeoff_bounds`)."""
-        from plda import tradeoff
+        return tradeoff_conversion.tradeoff_bounds(self.composed_laws(), alpha)
 
-        return tradeoff.tradeoff_bounds(self, alpha)
-
-    def gdp_mu(self):
+    def gdp_mu(self, *, delta_floor: float = gdp_conversion.DELTA_FLOOR) -> float:
         """Smallest certified Gaussian-DP ``mu`` (:func:`plda.tradeoff.gdp_mu`)."""
-        from plda import tradeoff
-
-        return tradeoff.gdp_mu(self)
+        return gdp_conversion.gdp_mu(self.composed_laws(), delta_floor=delta_floor)
 
     def renyi(self, order):
         """Certified upper bound on Renyi-DP ``eps(alpha)`` (:func:`plda.renyi.renyi`)."""
-        from plda import renyi
-
-        return renyi.renyi(self, order)
+        return renyi_conversion.renyi(self.composed_laws(), order)
 
     def renyi_bounds(self, order) -> Bounds:
         """``(lower, upper)`` Renyi-DP bounds (:func:`plda.renyi.renyi_bounds`)."""
-        from plda import renyi
+        return renyi_conversion.renyi_bounds(self.composed_laws(), order)
 
-        return renyi.renyi_bounds(self, order)
-
-    def zcdp(self):
+    def zcdp(self) -> float:
         """zCDP ``rho`` with ``eps(alpha) <= rho alpha`` for all ``alpha > 1``
         (:func:`plda.renyi.zcdp`)."""
-        from plda import renyi
-
-        return renyi.zcdp(self)
+        return zcdp_conversion.zcdp(self.composed_laws())
 
     def discrete(self, bound: str = "upper") -> dict[str, DiscreteLoss]:
         """The composed grid law per direction (``"remove"``/``"add"``) for ``bound`` in

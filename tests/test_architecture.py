@@ -43,35 +43,14 @@ MAX_LINES = 400
 
 #: modules allowed over MAX_LINES, with the size they must not grow past
 KNOWN_LONG_MODULES: dict[str, int] = {
-    "plda.tradeoff": 750,  # conversions helper: -> plda/conversions/
-    "plda.renyi": 676,  # conversions helper: -> plda/conversions/
-    "plda.discretize": 555,  # conversions helper: -> plda/engine/discretize/
-    "plda.testing._numerics": 451,
 }
 
 #: import edges (importer, imported) that close a cycle; with them removed the graph must be
 #: acyclic, and each must still close one (else it is stale)
-KNOWN_CYCLE_EDGES: frozenset[tuple[str, str]] = frozenset(
-    {
-        # pld's query methods import the conversions inside functions; the conversions import
-        # pld at the top (conversions helper: conversions take composed laws, not a PLD)
-        ("plda.pld", "plda.renyi"),
-        ("plda.pld", "plda.tradeoff"),
-    }
-)
+KNOWN_CYCLE_EDGES: frozenset[tuple[str, str]] = frozenset()
 
 #: (importer, private name or module it reaches across modules)
-KNOWN_PRIVATE_ACCESS: frozenset[tuple[str, str]] = frozenset(
-    {
-        # the private module plda.testing._numerics, shared by the testing references
-        *(
-            (f"plda.testing.{name}", "plda.testing._numerics")
-            for name in ("composition", "discrete", "gaussian", "laplace", "renyi")
-        ),
-        # engine and conversions helpers: private names of grid / discretize / mechanisms
-        ("plda.testing.discrete", "plda.mechanisms.discrete._integer_sensitivity"),
-    }
-)
+KNOWN_PRIVATE_ACCESS: frozenset[tuple[str, str]] = frozenset()
 
 
 # ------------------------------------------------------------------------ the checker

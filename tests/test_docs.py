@@ -216,11 +216,15 @@ def _cli_transcripts() -> list[tuple[str, list[str], str]]:
                 continue
             lines = block.code.splitlines()
             for i, line in enumerate(lines):
+                end = i  # a command continued with a trailing backslash spans several lines
+                while line.rstrip().endswith("\\") and end + 1 < len(lines):
+                    end += 1
+                    line = line.rstrip()[:-1] + " " + lines[end].strip()
                 match = command.match(line.strip())
                 if not match:
                     continue
                 output = []
-                for following in lines[i + 1 :]:
+                for following in lines[end + 1 :]:
                     if following.startswith("$"):
                         break
                     output.append(following)

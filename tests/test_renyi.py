@@ -15,6 +15,7 @@ from scipy.optimize import minimize_scalar
 
 import plda
 from plda import renyi as R
+from plda.conversions.per_step import step_cumulant
 
 P = plda.PrivacyLossDistribution.from_mechanism
 ORDERS = np.array([1.001, 1.1, 1.5, 2.0, 3.0, 7.5, 20.0, 64.0, 256.0])
@@ -92,7 +93,7 @@ def test_sampled_gaussian_integer_orders(sigma, q, alpha):
 def test_sampled_gaussian_fractional_orders_each_direction(alpha, direction):
     sigma, q = 1.0, 0.02
     exact = sampled_gaussian_integral(alpha, sigma, q, direction)
-    step = R._factor(plda.PoissonSampled(plda.Gaussian(sigma), q), direction, np.array([alpha]))
+    step = step_cumulant(plda.PoissonSampled(plda.Gaussian(sigma), q), direction, np.array([alpha]))
     lower, upper = step.lower[0] / (alpha - 1), step.upper[0] / (alpha - 1)
     assert lower <= exact * (1 + 1e-9) and exact <= upper * (1 + 1e-9)
     # the add direction (the smaller one) is computed on coarser cells
@@ -287,3 +288,110 @@ def test_other_bad_arguments():
         R.epsilon_from_renyi([2.0, 3.0], [0.1], 1e-5)
     with pytest.raises(TypeError, match="pld"):
         R.renyi("not a pld", 2.0)
+
+
+# ------------------------------------------------- non-tight steps (issue 14)
+def max_shift_renyi(alpha: float, mu: float, steps: int) -> float:
+    """Remove-direction ``D_alpha`` of the pair realized by a shuffled epoch's worst-case input,
+    post-processed to the maximum coordinate: ``P = law of max_t X_t``, ``X ~ N(mu e_J, I)``,
+    ``J`` uniform on ``steps`` coordinates, against ``Q = law of max_t X_t``, ``X ~ N(0, I)``,
+    by mpmath quadrature of ``p^alpha q^(1 - alpha)``."""
+    mpmath.mp.dps = 15
+    a, mu, t = mpmath.mpf(alpha), mpmath.mpf(mu), steps
+
+    def p(y):
+        return mpmath.npdf(y - mu) * mpmath.ncdf(y) ** (t - 1) + (t - 1) * mpmath.ncdf(
+            y - mu
+        ) * mpmath.ncdf(y) ** (t - 2) * mpmath.npdf(y)
+
+    def q(y):
+        return t * mpmath.npdf(y) * mpmath.ncdf(y) ** (t - 1)
+
+    pieces = [-mpmath.inf, -5, 0, 5, mpmath.inf]
+    value = mpmath.quad(lambda y: p(y) ** a * q(y) ** (1 - a), pieces)
+    return float(mpmath.log(value) / (a - 1))
+
+
+@pytest.mark.slow
+def allocation_renyi(alpha: int, mu: float, steps: int) -> float:
+    """Remove-direction ``D_alpha`` of the random-allocation pair (the pair a shuffled epoch's
+    worst-case input realizes when :class:`plda.RandomAllocation` supports it) at an integer
+    order: the likelihood ratio is ``S / t`` with ``S`` a sum of ``t`` i.i.d. lognormals
+    ``Y = e^(mu X - mu^2 / 2)``, ``E[Y^k] = e^(mu^2 k (k - 1) / 2)``, so ``E_Q[(S / t)^alpha]``
+    is exact by convolving moment sequences (binomial sums), in mpmath."""
+    mpmath.mp.dps = 40
+    moments_y = [mpmath.e ** (mpmath.mpf(mu) ** 2 * k * (k - 1) / 2) for k in range(alpha + 1)]
+    moments = [mpmath.mpf(1)] + [mpmath.mpf(0)] * alpha
+    for _ in range(steps):
+        moments = [
+            mpmath.fsum(mpmath.binomial(n, k) * moments[k] * moments_y[n - k] for k in range(n + 1))
+            for n in range(alpha + 1)
+        ]
+    return float(mpmath.log(moments[alpha] / mpmath.mpf(steps) ** alpha) / (alpha - 1))
+
+
+@pytest.mark.filterwarnings("ignore::plda.NotTightWarning")
+@pytest.mark.filterwarnings("ignore::plda.SamplerAssumptionWarning")
+@pytest.mark.parametrize(
+    "sigma, orders, reference",
+    [
+        # random allocation supports sigma = 1: the realized pair is its pair
+        (1.0, [2, 4], allocation_renyi),
+        # it refuses sigma = 0.5: the realized pair is its post-processing by the maximum
+        (0.5, [1.5, 4.0], max_shift_renyi),
+    ],
+)
+def test_a_shuffled_epoch_takes_its_lower_bound_from_the_realized_pair(sigma, orders, reference):
+    epoch = plda.Shuffled(plda.Gaussian(sigma=sigma), num_steps=10)
+    orders = np.array(orders, dtype=float)
+    bounds = R.renyi_bounds(P(epoch).self_compose(3), orders)
+    realized = R.renyi_bounds(P(epoch.lower_bound_mechanism()).self_compose(3), orders)
+    # upper: no amplification, one run of the base Gaussian per epoch (alpha mu^2 / 2 each)
+    np.testing.assert_allclose(bounds.upper, 3 * orders / (2 * sigma**2), rtol=1e-12)
+    # lower: the realized pair's, not the dominating pair's (which is the upper bound itself)
+    np.testing.assert_array_equal(bounds.lower, realized.lower)
+    # ... a certified lower bound on the true value of that pair (the larger direction), and tight
+    exact = np.array([3 * reference(int(a) if a.is_integer() else a, 1 / sigma, 10)
+                      for a in orders])
+    assert np.all(bounds.lower <= exact * (1 + 1e-9))
+    assert np.all(bounds.lower >= exact * (1 - 1e-3))
+    # zCDP: the Gaussian's rho on top, the realized pair's below
+    rho = R.zcdp_bounds(P(epoch))
+    assert rho.upper == pytest.approx(0.5 / sigma**2, rel=1e-12) and 0 < rho.lower < rho.upper
+
+
+@pytest.mark.filterwarnings("ignore::plda.NotTightWarning")
+def test_non_tight_samplers_take_their_lower_bound_from_the_realized_pair():
+    orders = np.array([2.0, 8.0])
+    gauss = plda.Gaussian(1.0)
+    truncated = plda.TruncatedPoisson(gauss, 256 / 60000, 300, 60000)
+    assert not truncated.tight
+    bounds = R.renyi_bounds(P(truncated, 100), orders)
+    realized = R.renyi_bounds(P(truncated.lower_bound_mechanism(), 100), orders)
+    np.testing.assert_array_equal(bounds.lower, realized.lower)
+    # the realized pair is Poisson sampling at a lower rate: below the nominal rate's curve
+    poisson = R.renyi_bounds(P(plda.PoissonSampled(gauss, 256 / 60000), 100), orders)
+    assert np.all(bounds.lower < poisson.lower)
+    # one step per epoch is tight: a shuffled epoch's bracket is then the base mechanism's
+    single = R.renyi_bounds(P(plda.Shuffled(plda.Gaussian(2.0), num_steps=1)), orders)
+    np.testing.assert_array_equal(single.lower, R.renyi_bounds(P(plda.Gaussian(2.0)), orders).lower)
+
+
+def test_replace_one_sampled_gaussian_has_a_finite_certified_upper_bound():
+    # P = (1-q) N(0,1) + q N(mu,1) against Q = (1-q) N(0,1) + q N(-mu,1): joint convexity
+    # bounds it by the shifted pair's divergence, where the grid law alone gave +inf
+    q, orders = 0.01, np.array([2.0, 5.0])
+    step = plda.PoissonSampled(plda.Gaussian(1.0), q)
+    bounds = R.renyi_bounds(P(step, relation="replace_one"), orders)
+    mpmath.mp.dps = 20
+    mq = mpmath.mpf(q)
+
+    def density(x, shift):
+        return (1 - mq) * mpmath.npdf(x) + mq * mpmath.npdf(x - shift)
+
+    for a, lower, upper in zip(orders, bounds.lower, bounds.upper, strict=True):
+        pieces = [-mpmath.inf, 0, mpmath.inf]
+        value = mpmath.quad(lambda x, a=a: density(x, 1) ** a * density(x, -1) ** (1 - a), pieces)
+        exact = float(mpmath.log(value) / (a - 1))
+        assert lower <= exact * (1 + 1e-9) and exact <= upper
+        assert math.isfinite(upper)

@@ -389,7 +389,7 @@ def test_poisson_gaussian_epsilon_is_certified(sigma, q, target):
 
 
 def test_binomial_masses_are_accurate_for_a_million_trials():
-    from plda.testing._numerics import log_binomial_pmf
+    from plda.testing._internal.binomial import log_binomial_pmf
 
     n, p = 10**6, 0.3
     i = np.array([0, 1, 17, 299_000, 300_000, 301_234, 310_000, 999_999, 10**6])

@@ -15,6 +15,8 @@ from scipy.special import ndtr, ndtri
 
 import plda
 from plda import tradeoff as T
+from plda.conversions import gdp, tradeoff
+from plda.conversions.composed import ComposedLaws, add_remove_steps
 
 P = plda.PrivacyLossDistribution.from_mechanism
 ALPHA = np.concatenate(
@@ -281,3 +283,34 @@ def test_other_bad_arguments():
         T.gaussian_dp(pld, delta_floor=1.0)
     with pytest.raises(ValueError, match="mu"):
         T.gaussian_tradeoff(0.5, -1.0)
+
+
+# ----------------------------------------------- conversions on composed laws
+def test_conversions_read_composed_laws_without_a_pld():
+    pld = P(plda.PoissonSampled(plda.Gaussian(1.0), 0.05), 200)
+    laws = ComposedLaws.from_laws(upper=pld.discrete("upper"), lower=pld.discrete("lower"))
+    alpha = np.array([1e-6, 1e-3, 0.1, 0.5])
+    for direction in (None, "remove", "add"):
+        direct = tradeoff.tradeoff_bounds(laws, alpha, direction=direction)
+        via_pld = T.tradeoff_bounds(pld, alpha, direction=direction)
+        np.testing.assert_array_equal(direct.lower, via_pld.lower)
+        np.testing.assert_array_equal(direct.upper, via_pld.upper)
+    np.testing.assert_array_equal(
+        tradeoff.true_positive_rate_bounds(laws, alpha).upper,
+        T.true_positive_rate_bounds(pld, alpha).upper,
+    )
+    assert gdp.gdp_mu(laws, delta_floor=1e-9) == T.gdp_mu(pld, delta_floor=1e-9)
+    assert pld.gdp_mu(delta_floor=1e-9) == T.gdp_mu(pld, delta_floor=1e-9)
+    # the steps alone give the exact Gaussian mu; no grid laws are needed for it
+    gaussians = ComposedLaws(steps=add_remove_steps(((plda.Gaussian(2.0), 4),)))
+    assert gdp.gdp_mu(gaussians) == pytest.approx(1.0, rel=1e-15)
+    with pytest.raises(ValueError, match="grid laws"):
+        tradeoff.tradeoff_bounds(gaussians, 0.5)
+    with pytest.raises(TypeError, match="ComposedLaws"):
+        tradeoff.tradeoff_bounds(pld, 0.5)
+    with pytest.raises(ValueError, match="upper"):
+        ComposedLaws.from_laws(upper=pld.discrete("lower"), lower=pld.discrete("lower"))
+    with pytest.raises(ValueError, match="lower"):
+        ComposedLaws.from_laws(upper=pld.discrete("upper"), lower={"sideways": None})
+    with pytest.raises(ValueError, match="relation"):
+        add_remove_steps((), relation="swap")

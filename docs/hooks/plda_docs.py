@@ -56,6 +56,11 @@ PUBLIC_MODULES = (
     "plda.mechanisms",
     "plda.risk",
     "plda.sweep",
+    "plda.pld",
+    "plda.accounting",
+    "plda.discretize",
+    "plda.grid",
+    "plda.cli",
 )
 
 #: where the bundled MathJax goes in the site (mkdocs.yml's extra_javascript points into it)

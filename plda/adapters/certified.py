@@ -1,12 +1,12 @@
 """Certified two-sided bounds of an accountant whose history holds bracketed samplers.
 
 For a sampler without a known tight pair (:class:`~plda.TruncatedPoisson`,
-:class:`~plda.Shuffled`) the accountant's own lower bound brackets the *dominating* pair, not
-the sampler: it may lie above the sampler's true epsilon. The certified lower bound composes
-each step's ``lower_bound_mechanism()`` (a pair realized by actual datasets, or a
-post-processing of one) instead: every realized pair's epsilon is at most the true one, and
-composing realized pairs of the same two datasets is realized too. The upper bound is the
-accountant's own.
+:class:`~plda.Shuffled`) the discretized laws bracket the *dominating* pair, whose lower end
+may lie above the sampler's true epsilon. The accountant's lower bound therefore composes each
+step's ``lower_bound_mechanism()`` instead (a pair realized by actual datasets, or a
+post-processing of one): every realized pair's epsilon is at most the true one, and composing
+realized pairs of the same two datasets is realized too. This module gives the adapters one
+place to ask for both sides as plain floats.
 """
 
 from __future__ import annotations
@@ -26,25 +26,14 @@ def is_tight(accountant: PLDAccountant) -> bool:
     return all(mechanism.tight for mechanism, _ in accountant.history)
 
 
-def _realized(accountant: PLDAccountant) -> PLDAccountant:
-    """An accountant of the realized lower pairs, with the same relation and accuracy."""
-    lower = PLDAccountant(relation=accountant.relation, accuracy=accountant.accuracy)
-    for mechanism, count in accountant.history:
-        lower.compose(mechanism.lower_bound_mechanism(), count)
-    return lower
-
-
 def _query(accountant: PLDAccountant, method: str, value) -> Bounds:
-    if is_tight(accountant):
-        bounds = getattr(accountant, method)(value)
-        return Bounds(lower=float(bounds.lower), upper=float(bounds.upper))
     with warnings.catch_warnings():
-        # the lower side is taken from the realized pairs: the upper query's reminder that its
-        # own lower bound is not the sampler's does not apply to what is returned here
+        # the accountant already takes its lower bound from the realized pairs: the reminder
+        # that the dominating pair is not realized is about the interval's width, which the
+        # adapters report as it is
         warnings.simplefilter("ignore", NotTightWarning)
-        upper = float(getattr(accountant, method)(value).upper)
-        lower = float(getattr(_realized(accountant), method)(value).lower)
-    return Bounds(lower=min(lower, upper), upper=upper)
+        bounds = getattr(accountant, method)(value)
+    return Bounds(lower=float(bounds.lower), upper=float(bounds.upper))
 
 
 def epsilon_bounds(accountant: PLDAccountant, delta: float) -> Bounds:

@@ -206,6 +206,8 @@ class DiscreteLoss(EpsilonSolver):
         object.__setattr__(self, "_segment_cache", result)
         return result
 
+    segments = _segments  # the public name, for the tradeoff conversions
+
     def _profile_segments(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per grid cut ``j``: ``A_j``, ``S_j`` with ``delta(eps) = A_j - e^(eps - l_j) S_j`` on
         ``[l_{j-1}, l_j]``, and the cut ``l_j`` (``+inf`` past the last entry).

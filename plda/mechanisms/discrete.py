@@ -20,7 +20,8 @@ MAX_SENSITIVITY = 10**6
 MAX_RELATIVE_SIGMA = 3e4
 
 
-def _integer_sensitivity(value) -> int:
+def integer_sensitivity(value) -> int:
+    """``value`` as an integer sensitivity in ``[1, MAX_SENSITIVITY]``."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError("sensitivity must be a positive integer")
     if not float(value).is_integer() or not 1 <= value <= MAX_SENSITIVITY:
@@ -42,7 +43,7 @@ class DiscreteLaplace(Mechanism):
 
     def __post_init__(self):
         object.__setattr__(self, "parameter", positive_float("parameter", self.parameter))
-        object.__setattr__(self, "sensitivity", _integer_sensitivity(self.sensitivity))
+        object.__setattr__(self, "sensitivity", integer_sensitivity(self.sensitivity))
 
     def _remove_law(self):
         t, d = self.parameter, self.sensitivity
@@ -71,7 +72,7 @@ class DiscreteGaussian(Mechanism):
 
     def __post_init__(self):
         object.__setattr__(self, "sigma", positive_float("sigma", self.sigma))
-        object.__setattr__(self, "sensitivity", _integer_sensitivity(self.sensitivity))
+        object.__setattr__(self, "sensitivity", integer_sensitivity(self.sensitivity))
         in_range("sigma", self.sigma, 1e-3, MAX_RELATIVE_SIGMA * max(self.sensitivity, 1),
                  "the discrete Gaussian holds one atom per integer within ~38 sigma")
 

@@ -20,15 +20,9 @@ import numpy as np
 
 from plda._internal import validation as check
 from plda._internal.caches import cached
-from plda.testing._numerics import (
-    DEFAULT_DPS,
-    FloatAtoms,
-    Profile,
-    U,
-    kov_log_masses,
-    profile_delta,
-    profile_epsilon,
-)
+from plda.testing._internal.atoms import FloatAtoms
+from plda.testing._internal.binomial import kov_log_masses
+from plda.testing._internal.numerics import DEFAULT_DPS, Profile, U, profile_delta, profile_epsilon
 
 #: log-masses below this are dropped from the float sums (their total is below 1e-340)
 _LOG_MASS_FLOOR = -800.0

@@ -26,15 +26,13 @@ import numpy as np
 
 from plda._internal import validation as check
 from plda._internal.caches import cached
-from plda.mechanisms.discrete import _integer_sensitivity
-from plda.testing._numerics import (
+from plda.mechanisms.discrete import integer_sensitivity
+from plda.testing._internal.atoms import FloatAtoms, ScaledPmf, mp_atoms_delta, mp_power
+from plda.testing._internal.numerics import (
     DEFAULT_DPS,
-    FloatAtoms,
     Profile,
-    ScaledPmf,
     U,
-    mp_atoms_delta,
-    mp_power,
+    load_mpmath,
     profile_delta,
     profile_epsilon,
 )
@@ -77,7 +75,7 @@ def _laplace_float(parameter: float, sensitivity: int, count: int) -> FloatAtoms
 def _laplace_profile(parameter, count, sensitivity) -> Profile:
     parameter = check.positive_float("parameter", parameter)
     count = check.count("count", count, minimum=1)
-    sensitivity = _integer_sensitivity(sensitivity)
+    sensitivity = integer_sensitivity(sensitivity)
     atoms = _laplace_float(parameter, sensitivity, count)
 
     def precise_delta(mp, eps):
@@ -89,8 +87,6 @@ def _laplace_profile(parameter, count, sensitivity) -> Profile:
 
 @cached(maxsize=8)
 def _laplace_precise(parameter: float, sensitivity: int, count: int, dps: int):
-    from plda.testing._numerics import load_mpmath
-
     mp = load_mpmath()
     with mp.workdps(dps):
         t = mp.mpf(parameter)
@@ -151,8 +147,6 @@ def _gaussian_float(sigma: float, sensitivity: int, count: int) -> FloatAtoms:
 
 @cached(maxsize=8)
 def _gaussian_precise(sigma: float, sensitivity: int, count: int, dps: int):
-    from plda.testing._numerics import load_mpmath
-
     mp = load_mpmath()
     reach = _gaussian_reach(sigma, count, (2 * dps + 10) * math.log(10))
     with mp.workdps(dps):
@@ -168,7 +162,7 @@ def _gaussian_precise(sigma: float, sensitivity: int, count: int, dps: int):
 def _gaussian_profile(sigma, count, sensitivity) -> Profile:
     sigma = check.positive_float("sigma", sigma)
     count = check.count("count", count, minimum=1)
-    sensitivity = _integer_sensitivity(sensitivity)
+    sensitivity = integer_sensitivity(sensitivity)
     atoms = _gaussian_float(sigma, sensitivity, count)
 
     def precise_delta(mp, eps):

@@ -23,7 +23,7 @@ import numpy as np
 from scipy.special import erfcx, log_ndtr, ndtr, ndtri
 
 from plda._internal import validation as check
-from plda.testing._numerics import (
+from plda.testing._internal.numerics import (
     DEFAULT_DPS,
     GUARD_DIGITS,
     TINY,

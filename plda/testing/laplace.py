@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 from plda._internal import validation as check
-from plda.testing._numerics import (
+from plda.testing._internal.numerics import (
     DEFAULT_DPS,
     TINY,
     Profile,

@@ -18,7 +18,7 @@ import numbers
 import numpy as np
 
 from plda._internal import validation as check
-from plda.testing._numerics import (
+from plda.testing._internal.numerics import (
     DEFAULT_DPS,
     GUARD_DIGITS,
     check_dps,

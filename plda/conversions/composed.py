@@ -1,0 +1,88 @@
+"""A composition as the conversions read it: its steps and its composed grid laws."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from plda.grid import DiscreteLoss
+from plda.mechanisms.base import Mechanism
+
+#: the grid laws of a composition per direction ("remove", and "add" unless it is symmetric)
+DirectionLaws = Mapping[str, DiscreteLoss]
+
+
+def add_remove_steps(components, relation: str = "add_remove") -> tuple[tuple[Mechanism, int], ...]:
+    """``(mechanism, count)`` pairs of a composition under add/remove semantics: each mechanism
+    read under ``relation`` (``"replace_one"`` maps it through
+    :meth:`~plda.Mechanism.under_replace_one`), steps run zero times left out."""
+    if relation not in ("add_remove", "replace_one"):
+        raise ValueError(f"relation must be 'add_remove' or 'replace_one', got {relation!r}")
+    steps = []
+    for mechanism, count in components:
+        if count == 0:
+            continue
+        if relation == "replace_one":
+            mechanism = mechanism.under_replace_one()
+        steps.append((mechanism, count))
+    return tuple(steps)
+
+
+@dataclass(frozen=True, eq=False)
+class ComposedLaws:
+    """What the conversions read of a composition (build it by keyword).
+
+    Parameters
+    ----------
+    steps
+        ``((mechanism, count), ...)`` under add/remove semantics (:func:`add_remove_steps`):
+        closed forms (Gaussian DP of Gaussians, zCDP) and per-step Rényi cumulants use them.
+    grid
+        ``bound -> {direction: DiscreteLoss}`` for ``bound`` in ``("upper", "lower")``: the
+        composed pessimistic and optimistic grid laws, asked for on first use (a Rényi query
+        never discretizes). ``None`` when only the steps are known.
+
+    Attributes ``upper`` and ``lower`` hold the two sets of grid laws by name.
+    """
+
+    steps: tuple = ()
+    grid: Callable[[str], DirectionLaws] | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_laws(cls, *, upper: DirectionLaws, lower: DirectionLaws, steps=()) -> ComposedLaws:
+        """From grid laws already composed (``{direction: DiscreteLoss}`` for each bound)."""
+        for name, laws in (("upper", upper), ("lower", lower)):
+            if not laws or set(laws) - {"remove", "add"} or "remove" not in laws:
+                raise ValueError(f"{name} must map 'remove' (and optionally 'add') to grid laws")
+            if any(law.upper != (name == "upper") for law in laws.values()):
+                raise ValueError(f"{name} must hold {name} (pessimistic/optimistic) grid laws")
+        return cls(steps=tuple(steps), grid={"upper": upper, "lower": lower}.__getitem__)
+
+    def laws(self, bound: str) -> DirectionLaws:
+        """The grid laws for ``bound`` in ``("upper", "lower")``."""
+        if bound not in ("upper", "lower"):
+            raise ValueError(f"bound must be 'upper' or 'lower', got {bound!r}")
+        return self.upper if bound == "upper" else self.lower
+
+    @cached_property
+    def upper(self) -> DirectionLaws:
+        """Pessimistic grid laws per direction: every query built on them is certified."""
+        return self._grid("upper")
+
+    @cached_property
+    def lower(self) -> DirectionLaws:
+        """Optimistic grid laws per direction: the other side of every bracket."""
+        return self._grid("lower")
+
+    def _grid(self, bound: str) -> DirectionLaws:
+        if self.grid is None:
+            raise ValueError("this composition carries no grid laws (grid=None)")
+        return self.grid(bound)
+
+
+def steps_of(composed: ComposedLaws) -> tuple[tuple[Mechanism, int], ...]:
+    """The steps of ``composed`` (a TypeError if it is not :class:`ComposedLaws`)."""
+    if not isinstance(composed, ComposedLaws):
+        raise TypeError(f"composed must be ComposedLaws, got {type(composed).__name__}")
+    return composed.steps

@@ -1,0 +1,284 @@
+"""Gaussian differential privacy of a composition (Dong, Roth & Su 2019).
+
+``mu``-GDP means ``f >= G_mu``, ``G_mu(alpha) = Phi(Phi^-1(1 - alpha) - mu)``, which is
+``delta(eps) <= Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)`` for all ``eps >= 0``
+(ibid., Cor. 2.13): certified through the pessimistic profile, refuted through the optimistic
+one; exact for compositions of Gaussians (ibid., Cor. 3.3).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import minimize_scalar
+from scipy.special import erfcx, ndtr, ndtri
+
+from plda._internal import validation as check
+from plda._internal.floats import UNIT_ROUNDOFF, round_down, round_up
+from plda.conversions.common import scalar_like, unit_interval
+from plda.conversions.composed import ComposedLaws
+from plda.conversions.profile import (
+    DELTA_FLOOR,
+    MAX_EPSILON,
+    ProfileSamples,
+    chernoff_at,
+    segment_values,
+    select_laws,
+    symmetric_profile,
+)
+from plda.conversions.tradeoff import tradeoff_bounds
+from plda.mechanisms.gaussian import Gaussian
+
+
+def gaussian_tradeoff(alpha, mu: float):
+    """``G_mu(alpha) = Phi(Phi^-1(1 - alpha) - mu)``, the tradeoff function of ``mu``-GDP."""
+    mu = check.nonnegative_float("mu", mu, upper=math.inf)
+    a = unit_interval("alpha", alpha)
+    with np.errstate(divide="ignore"):
+        value = ndtr(-ndtri(a) - mu)
+    return scalar_like(np.where(a >= 1, 0.0, np.where(a <= 0, 1.0, value)), alpha)
+
+
+def log_gaussian_delta(epsilon, mu: float) -> np.ndarray:
+    """``log delta_mu(eps)`` for the privacy profile of ``mu``-GDP,
+    ``delta_mu(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)``, accurate far into the
+    tail: with ``a = -eps/mu + mu/2`` and ``e^eps phi(a - mu) = phi(a)``,
+    ``delta = phi(a) (m(-a) - m(mu - a))`` where ``m(x) = Phi(-x)/phi(x) =
+    sqrt(pi/2) erfcx(x/sqrt2)`` is the Mills ratio."""
+    eps = np.asarray(epsilon, dtype=float)
+    if mu <= 0:
+        return np.where(eps >= 0, -np.inf, np.log(-np.expm1(eps)))
+    a = -eps / mu + mu / 2
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        near = np.log(np.maximum(ndtr(a) - np.exp(eps) * ndtr(a - mu), 0.0))
+        mills = erfcx(-a / math.sqrt(2)) - erfcx((mu - a) / math.sqrt(2))
+        far = -0.5 * a * a - 0.5 * math.log(2 * math.pi) + 0.5 * math.log(math.pi / 2)
+        far = far + np.log(np.maximum(mills, 0.0))
+    # the direct form cancels once delta is far below Phi(a); the Mills form needs a < 0
+    return np.where(a < -1.0, far, near)
+
+
+def gaussian_delta(epsilon, mu: float):
+    """Privacy profile of ``mu``-GDP (Dong, Roth & Su 2019, Cor. 2.13)."""
+    mu = check.nonnegative_float("mu", mu, upper=math.inf)
+    e = check.array_in("epsilon", epsilon, 0.0, np.inf)
+    return scalar_like(np.exp(log_gaussian_delta(e, mu)), epsilon)
+
+
+@dataclass(frozen=True)
+class GaussianDPSummary:
+    """Gaussian-DP reading of a composition.
+
+    Attributes
+    ----------
+    mu
+        Certified: the composition is ``(eps, max(delta_mu(eps), delta_floor))``-DP for every
+        ``eps >= 0`` — ``mu``-GDP wherever the GDP profile is above ``delta_floor`` (``inf`` if
+        no ``mu`` is certified).
+    mu_lower
+        No ``mu`` below this satisfies that: the optimistic profile already exceeds it.
+    best_fit
+        ``mu`` whose ``G_mu`` is closest to the composition's tradeoff curve in the sup norm —
+        an approximation, not a guarantee.
+    max_deviation
+        That sup-norm distance ``max_alpha |f(alpha) - G_best_fit(alpha)|``.
+    delta_floor
+        The profile level below which the comparison stops.
+    """
+
+    mu: float
+    mu_lower: float
+    best_fit: float
+    max_deviation: float
+    delta_floor: float = DELTA_FLOOR
+
+
+def _threshold_mu(holds) -> tuple[float, float]:
+    """``(lo, hi)`` around the threshold of a predicate that is monotone in ``mu``: ``holds`` was
+    false at ``lo`` and true at ``hi``, ``hi / lo <= 1 + 1e-10`` (bisection in log scale);
+    ``(inf, inf)`` if it holds for no ``mu <= 1e12``, ``(0, hi)`` if it holds down to 1e-12."""
+    hi = 1.0
+    while not holds(hi):
+        hi *= 4.0
+        if hi > 1e12:
+            return math.inf, math.inf
+    lo = hi / 4.0
+    while holds(lo):
+        hi, lo = lo, lo / 4.0
+        if lo < 1e-12:
+            return 0.0, hi
+    while hi / lo > 1 + 1e-10:
+        mid = math.sqrt(lo * hi)
+        if holds(mid):
+            hi = mid
+        else:
+            lo = mid
+    return lo, hi
+
+
+def _gdp_refutation(samples: ProfileSamples, delta_floor: float):
+    """``mu -> (optimistic profile <= max(delta_mu, floor) at every sample)``: where it fails,
+    the true profile (above the optimistic one) exceeds ``delta_mu`` too."""
+    keep = (samples.epsilon >= 0) & (samples.delta > delta_floor)
+    eps, log_delta = samples.epsilon[keep], np.log(samples.delta[keep])
+
+    def holds(mu: float) -> bool:
+        return bool(np.all(log_delta <= log_gaussian_delta(eps, mu)))
+
+    return holds
+
+
+def _gdp_certificate(composed: ComposedLaws, delta_floor: float):
+    """``mu -> (certified profile <= max(delta_mu, floor) for every eps >= 0)``, or ``None`` when
+    the certified profile never gets below the floor.
+
+    On each grid segment ``[eps_0, eps_1]`` a direction's profile is at most ``A - x B``
+    (``x = e^eps``) while ``delta_mu`` is convex in ``x`` with slope ``-Phi(-eps/mu - mu/2)``, so
+    ``delta_mu - (A - x B)`` is at least its tangent at ``x_0``: the segment is certified when
+    ``delta_mu(eps_0) >= A - x_0 B + max(0, Phi(-eps_0/mu - mu/2) - B) (x_1 - x_0)``, or when
+    the Chernoff bound at ``eps_0`` is below ``delta_mu(eps_1)`` (both profiles decrease), or
+    when ``A - x_0 B`` is below the floor. Past the grid, consecutive Chernoff-tail samples are
+    compared the same way, and the last one must be below the floor.
+    """
+    laws = select_laws(composed, "upper", None)
+    step = laws[0].step
+    top = max(law.offset + len(law.probs) for law in laws)
+    m = np.arange(1, max(top, 0) + 2)
+    m = m[(m - 1) * step <= MAX_EPSILON]
+    eps0, eps1 = (m - 1) * step, m * step
+    x0, x1 = np.exp(eps0), np.exp(eps1)
+    checks = []
+    for law in laws:
+        a, b, _ = law.segments()
+        k = np.clip(m - law.offset, 0, len(law.probs))
+        value = segment_values(law, k, x0)
+        chernoff = chernoff_at(law, eps0) if law.log_mgf is not None else np.full(len(m), np.inf)
+        active = (value > delta_floor) & (chernoff > delta_floor)
+        checks.append(
+            (
+                eps0[active],
+                eps1[active],
+                value[active],
+                b[k][active],
+                np.log(chernoff[active]),
+                x1[active] - x0[active],
+            )
+        )
+    tail = symmetric_profile(composed, "upper")
+    beyond = tail.epsilon >= eps1[-1] if len(eps1) else tail.epsilon >= 0
+    t_eps, t_delta = tail.epsilon[beyond], tail.delta[beyond]
+    if len(t_delta) and t_delta[-1] > delta_floor:
+        return None
+    t_active = t_delta[:-1] > delta_floor
+    t_at, t_log = t_eps[1:][t_active], np.log(t_delta[:-1][t_active])
+
+    def holds(mu: float) -> bool:
+        for e0, e1, value, slope_b, log_chernoff, dx in checks:
+            log_mu0 = log_gaussian_delta(e0, mu)
+            q_tail = ndtr(-e0 / mu - mu / 2)
+            need = value + np.maximum(0.0, q_tail - slope_b) * dx
+            tangent = np.log(np.maximum(need, 1e-320)) <= log_mu0
+            sandwich = log_chernoff <= log_gaussian_delta(e1, mu)
+            if not np.all(tangent | sandwich):
+                return False
+        return bool(np.all(t_log <= log_gaussian_delta(t_at, mu)))
+
+    return holds
+
+
+def _floor(delta_floor) -> float:
+    value = check.positive_float("delta_floor", delta_floor)
+    if not DELTA_FLOOR <= value < 1:
+        raise ValueError(f"delta_floor must be in [{DELTA_FLOOR:g}, 1), got {delta_floor!r}")
+    return value
+
+
+def gdp_mu(composed: ComposedLaws, *, delta_floor: float = DELTA_FLOOR) -> float:
+    """Smallest certified ``mu``-GDP of the composition (see :func:`plda.tradeoff.gdp_mu`):
+    exact for Gaussian steps, else certified by the pessimistic profile down to ``delta_floor``
+    (:func:`_gdp_certificate`)."""
+    floor = _floor(delta_floor)
+    exact = gaussian_mu(composed.steps, upper=True)
+    if exact is not None:
+        return exact
+    holds = _gdp_certificate(composed, floor)
+    return math.inf if holds is None else _threshold_mu(holds)[1]
+
+
+def gaussian_mu(steps, *, upper: bool) -> float | None:
+    """``sqrt(sum_f k_f mu_f^2)`` when every step is a plain Gaussian (exactly GDP, Dong, Roth &
+    Su 2019, Cor. 3.3), else ``None``; rounded up (``upper``) or down. ``steps``:
+    ``((mechanism, count), ...)`` under add/remove semantics.
+
+    ``mu_f = sensitivity / sigma`` and its square are correctly rounded (2u), the sum of ``N``
+    non-negative terms adds ``N u`` and the square root halves the relative error and adds
+    ``u``: the float is within ``(N + 4) u`` of the exact value, and is widened by twice that."""
+    if not steps or any(type(mechanism) is not Gaussian for mechanism, _ in steps):
+        return None
+    total = 0.0
+    for mechanism, count in steps:
+        total += count * mechanism.mu**2
+    error = 2 * (len(steps) + 4) * UNIT_ROUNDOFF
+    value = math.sqrt(total)
+    return round_up(value, error) if upper else round_down(value, error)
+
+
+def gaussian_dp(composed: ComposedLaws, *, delta_floor: float = DELTA_FLOOR) -> GaussianDPSummary:
+    """Certified ``mu``, the ``mu`` below which GDP is refuted, and the best-fit ``mu`` (see
+    :class:`GaussianDPSummary` and :func:`gdp_mu`)."""
+    floor = _floor(delta_floor)
+    mu = gdp_mu(composed, delta_floor=floor)
+    below = gaussian_mu(composed.steps, upper=False)
+    if below is not None:
+        return GaussianDPSummary(
+            mu=mu, mu_lower=below, best_fit=mu, max_deviation=0.0, delta_floor=floor
+        )
+    refutation = _gdp_refutation(symmetric_profile(composed, "lower"), floor)
+    mu_lower = min(_threshold_mu(refutation)[0], mu)
+    # sup-norm fit on a grid dense at both ends of [0, 1]
+    alpha = ndtr(np.linspace(-9, 9, 801))
+    lower, upper = tradeoff_bounds(composed, alpha)
+    middle = 0.5 * (lower + upper)
+
+    def distance(m):
+        return float(np.max(np.abs(middle - ndtr(-ndtri(alpha) - m))))
+
+    hi = max(mu_lower, 1e-3) * 4 if math.isfinite(mu_lower) else 1e3
+    fit = minimize_scalar(distance, bounds=(0.0, hi), method="bounded", options={"xatol": 1e-10})
+    return GaussianDPSummary(
+        mu=mu,
+        mu_lower=mu_lower,
+        best_fit=float(fit.x),
+        max_deviation=float(fit.fun),
+        delta_floor=floor,
+    )
+
+
+@dataclass(frozen=True)
+class GaussianComparison:
+    """A composition's tradeoff bounds next to ``G_mu`` on the same ``alpha``."""
+
+    alpha: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    gaussian: np.ndarray
+    mu: float
+
+
+def gdp_comparison(composed: ComposedLaws, alpha=None, mu: float | None = None):
+    """The composition's tradeoff bounds and ``G_mu`` at ``alpha`` (default: 400 points dense at
+    both ends); ``mu`` defaults to the certified :func:`gdp_mu`."""
+    a = ndtr(np.linspace(-8, 8, 400)) if alpha is None else unit_interval("alpha", alpha)
+    a = np.atleast_1d(a)
+    if mu is None:
+        mu = gdp_mu(composed)
+    lower, upper = tradeoff_bounds(composed, a)
+    if math.isfinite(mu):
+        reference = gaussian_tradeoff(a, mu)
+    else:
+        reference = np.zeros_like(a)
+    return GaussianComparison(
+        alpha=a, lower=lower, upper=upper, gaussian=np.asarray(reference), mu=float(mu)
+    )

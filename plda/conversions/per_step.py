@@ -1,0 +1,135 @@
+"""Bounds on one step's Rényi cumulant ``K(alpha)``, whatever the mechanism.
+
+In order of preference: closed forms (:mod:`plda.conversions.cumulants`); the Poisson-sampled
+Gaussian by cells (:mod:`plda.conversions.sampled_gaussian`); any other law through its
+optimistic and pessimistic per-step grid laws (dominated and dominating pairs keep the order of
+every f-divergence); a pessimistic law that charged a tail to ``+inf`` falls back to joint
+convexity for a Poisson-sampled step, ``e^{K} <= 1 - q + q e^{K_base}``, else ``+inf``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from plda.conversions.cumulants import (
+    Cumulant,
+    atoms_cumulant,
+    discrete_gaussian_cumulant,
+    gaussian_cumulant,
+    laplace_cumulant,
+    log_atom_sum,
+)
+from plda.conversions.sampled_gaussian import MARGIN, sampled_gaussian_cumulant
+from plda.discretize import discretize
+from plda.mechanisms.approximate import ApproximateDP
+from plda.mechanisms.base import Mechanism
+from plda.mechanisms.discrete import DiscreteGaussian
+from plda.mechanisms.gaussian import Gaussian
+from plda.mechanisms.laws import GaussianLaw, LaplaceLaw, ReplaceOneSampledGaussianLaw
+from plda.mechanisms.subsampled import PoissonSampled
+
+#: grid points of a generic per-step discretization
+_GRID_POINTS = 1 << 15
+
+
+def _grid_cumulant(law, alpha: np.ndarray):
+    """Bounds from the per-step optimistic and pessimistic grid laws (dominated / dominating
+    pairs keep the order of every f-divergence); ``None`` for the upper one when the
+    pessimistic law charged a continuous tail to ``+inf`` (a bound would need that tail)."""
+    lo, hi = _support(law)
+    step = max((hi - lo) / _GRID_POINTS, 1e-12)
+    upper_law, lower_law = discretize(law, step)
+    lower = log_atom_sum(lower_law.losses, lower_law.probs, alpha)
+    if law.infinity_mass > 0:
+        inf = np.full(alpha.shape, np.inf)
+        return inf, inf
+    charged = upper_law.infinity_mass > law.infinity_mass
+    upper = None if charged else log_atom_sum(upper_law.losses, upper_law.probs, alpha)
+    return lower, upper
+
+
+def _support(law) -> tuple[float, float]:
+    lo, hi = np.inf, -np.inf
+    if law.has_continuous_part:
+        a, b = law.tail_points(1e-24, "P")
+        lo, hi = min(lo, a), max(hi, b)
+    if len(law.atom_losses):
+        lo, hi = min(lo, law.atom_losses.min()), max(hi, law.atom_losses.max())
+    if not (np.isfinite(lo) and np.isfinite(hi)) or hi <= lo:
+        return (0.0, 1.0)
+    return float(lo), float(hi)
+
+
+def step_cumulant(mechanism: Mechanism, direction: str, alpha: np.ndarray) -> Cumulant:
+    """Bounds on one step's cumulant ``K(alpha)`` for ``direction``."""
+    if type(mechanism) is DiscreteGaussian:
+        return discrete_gaussian_cumulant(mechanism.sigma, mechanism.sensitivity, alpha)
+    if type(mechanism) is ApproximateDP and mechanism.delta > 0:
+        inf = np.full(alpha.shape, np.inf)
+        return Cumulant(lower=inf, upper=inf)
+    if type(mechanism) is PoissonSampled and mechanism.sample_rate < 1:
+        base = mechanism.mechanism
+        if type(base) is Gaussian:
+            return sampled_gaussian_cumulant(base.mu, mechanism.sample_rate, direction, alpha)
+    law = mechanism.privacy_loss(direction)
+    bracket = getattr(law, "bracket", None)
+    if bracket is not None:
+        # a law known through a dominating law and a dominated one (random allocation): the
+        # dominating law's mass at +inf is the price of its certified tail, not the pair's, so
+        # each side comes from its own law (Renyi divergence keeps the order of the pairs)
+        dominating, dominated = bracket
+        upper = _law_cumulant(dominating, alpha).upper
+        lower = np.zeros(alpha.shape)  # K >= 0 for alpha > 1, whatever the pair
+        if dominated is not None:
+            lower = _law_cumulant(dominated, alpha).lower
+        return Cumulant(lower=np.minimum(lower, upper), upper=upper)
+    return _law_cumulant(law, alpha, mechanism, direction)
+
+
+def _law_cumulant(law, alpha: np.ndarray, mechanism=None, direction=None) -> Cumulant:
+    """Bounds on ``K(alpha)`` read from a privacy-loss law (closed forms first); the convexity
+    fallback for the upper side needs the ``mechanism`` and ``direction`` it came from."""
+    # closed forms by law, so that every mechanism whose law is a Gaussian's or a Laplace's (a
+    # shuffled epoch's dominating pair, a one-step realized pair) gets them
+    if type(law) is GaussianLaw:
+        return gaussian_cumulant(law.mu, alpha)
+    if type(law) is LaplaceLaw:
+        return laplace_cumulant(law.epsilon0, alpha)
+    if law.infinity_mass > 0:
+        inf = np.full(alpha.shape, np.inf)
+        return Cumulant(lower=inf, upper=inf)
+    if not law.has_continuous_part and law.truncated_mass == 0:
+        return atoms_cumulant(law.atom_losses, law.atom_probs, alpha)
+    if law.has_continuous_part:
+        lower, upper = _grid_cumulant(law, alpha)
+    else:  # atoms with a truncated tail: the kept atoms are a lower bound
+        lower, upper = log_atom_sum(law.atom_losses, law.atom_probs, alpha), None
+    if upper is None:
+        upper = (
+            np.full(alpha.shape, np.inf)
+            if mechanism is None
+            else _convexity_upper(mechanism, direction, alpha)
+        )
+    margin = MARGIN * (1 + np.abs(upper))
+    return Cumulant(lower=np.minimum(lower, upper), upper=upper + margin)
+
+
+def _convexity_upper(mechanism: Mechanism, direction: str, alpha: np.ndarray) -> np.ndarray:
+    """Joint convexity of ``(a, b) -> a^alpha b^(1-alpha)``: a pair of mixtures
+    ``((1-q) R + q A, (1-q) R + q B)`` has ``e^K <= 1 - q + q e^{K(A, B)}``. A Poisson-sampled
+    step (``A, B`` its base's pair, in the base's own direction) and a Poisson-sampled Gaussian
+    under replace-one (``A = N(mu, 1)``, ``B = N(-mu, 1)``: ``K = alpha (alpha-1) (2 mu)^2 / 2``)
+    are such pairs; ``+inf`` for anything else."""
+    law = mechanism.privacy_loss(direction)
+    if type(mechanism) is PoissonSampled:
+        q = mechanism.sample_rate
+        base = step_cumulant(mechanism.mechanism, direction, alpha).upper
+    elif type(law) is ReplaceOneSampledGaussianLaw:
+        q = law.sample_rate
+        base = gaussian_cumulant(2 * law.mu, alpha).upper
+    else:
+        return np.full(alpha.shape, np.inf)
+    with np.errstate(over="ignore"):
+        return np.logaddexp(math.log1p(-q), math.log(q) + base) if q < 1 else base

@@ -1,0 +1,219 @@
+"""Certified samples of a composition's privacy profile ``delta(eps) = max_d delta_d(eps)``.
+
+On a grid law ``delta`` is ``A_j - e^eps B_j`` between grid losses (:meth:`DiscreteLoss.segments
+<plda.grid.DiscreteLoss.segments>`), so conjugate suprema over ``eps`` are attained at the grid
+losses and, for two directions, where the two profiles cross. An upper (pessimistic) law gives
+certified upper bounds on ``delta`` with its error terms, improved by its Chernoff tail; a lower
+(optimistic) law gives certified lower bounds at every point where a supremum can be attained.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import weakref
+from dataclasses import dataclass
+
+import numpy as np
+
+from plda._internal.caches import register
+from plda._internal.chernoff import CHERNOFF_ORDERS
+from plda.conversions.common import UNIT
+from plda.conversions.composed import ComposedLaws, steps_of
+from plda.grid import DiscreteLoss
+
+#: largest eps used for a line (e^eps stays finite)
+MAX_EPSILON = 700.0
+#: delta below which the Chernoff tail is not followed and Gaussian DP is not compared: far below
+#: any delta in use, and above the engine's far-tail truncation (1e-300 per factor)
+DELTA_FLOOR = 1e-250
+#: eps samples on which the best Chernoff order is located before it is used at every grid loss
+_CHERNOFF_SAMPLES = 512
+#: extra eps points past the grid, on the Chernoff tail
+_TAIL_POINTS = 1024
+
+
+@dataclass(frozen=True, eq=False)
+class ProfileSamples:
+    """Certified samples ``(eps_j, delta_j)`` of a privacy profile, ``eps`` ascending.
+
+    ``upper``: every ``delta_j`` bounds the true ``delta(eps_j)`` from above. Otherwise from
+    below, and the samples contain every point where the optimistic profile can attain a
+    conjugate supremum (grid losses and direction crossings), so suprema over them are exact
+    suprema over all ``eps`` in the sampled range.
+    ``exp_epsilon`` is the ``e^eps`` the sample was computed with (the lines use it as is).
+    """
+
+    epsilon: np.ndarray
+    exp_epsilon: np.ndarray
+    delta: np.ndarray
+    upper: bool
+
+
+def segment_values(law: DiscreteLoss, k: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """``A_k - x B_k`` of segment ``k`` with its rounding bound added (upper) or taken off."""
+    a, b, _ = law.segments()
+    value = a[k] - x * b[k]
+    # rounding of the product and the difference, relative to the terms
+    error = 4 * UNIT * (np.abs(a[k]) + x * b[k])
+    return value + error if law.upper else value - error
+
+
+def _cut_values(law: DiscreteLoss, m: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Profile of one grid law at the grid losses ``m * step``: both segments that meet there are
+    valid, the smaller value is taken (tighter for an upper law; for a lower law it keeps the
+    line above both segments' lines, as the exact-supremum argument needs)."""
+    n = len(law.probs)
+    j = m - law.offset
+    first = segment_values(law, np.clip(j, 0, n), x)
+    second = segment_values(law, np.clip(j + 1, 0, n), x)
+    return np.minimum(first, second)
+
+
+def _chernoff_terms(law: DiscreteLoss):
+    t = CHERNOFF_ORDERS
+    return t, law.log_mgf + t * np.log(t) - (t + 1) * np.log1p(t)
+
+
+def _chernoff_full(law: DiscreteLoss, eps: np.ndarray) -> np.ndarray:
+    """The Chernoff bound of an upper grid law, best order per point (see DiscreteLoss.delta)."""
+    t, base = _chernoff_terms(law)
+    out = np.empty(len(eps))
+    for start in range(0, len(eps), 4096):  # chunks keep the (points x orders) array small
+        e = eps[start : start + 4096]
+        out[start : start + 4096] = np.min(base[None, :] - np.multiply.outer(e, t), axis=1)
+    return law.chernoff_infinity_mass + np.exp(out) * (1 + 1e-9)
+
+
+def chernoff_at(law: DiscreteLoss, eps: np.ndarray) -> np.ndarray:
+    """Chernoff bound at many points: the best order is found on a coarse sample, then each
+    point uses the best orders of the two samples around it (any order gives a valid bound)."""
+    t, base = _chernoff_terms(law)
+    samples = np.linspace(eps[0], eps[-1], _CHERNOFF_SAMPLES)
+    best = np.argmin(base[None, :] - np.multiply.outer(samples, t), axis=1)
+    p = np.clip(np.searchsorted(samples, eps, side="right") - 1, 0, len(samples) - 1)
+    lo, hi = best[p], best[np.minimum(p + 1, len(samples) - 1)]
+    exponent = np.minimum(base[lo] - t[lo] * eps, base[hi] - t[hi] * eps)
+    return law.chernoff_infinity_mass + np.exp(exponent) * (1 + 1e-9)
+
+
+def _chernoff_end(law: DiscreteLoss) -> float:
+    """Smallest eps at which the Chernoff bound reaches ``DELTA_FLOOR`` (``inf`` if never)."""
+    room = DELTA_FLOOR - law.chernoff_infinity_mass
+    if law.log_mgf is None or room <= 0:
+        return math.inf
+    t, base = _chernoff_terms(law)
+    return float(np.min((base + 1e-9 - math.log(room)) / t))
+
+
+def _crossings(laws: list[DiscreteLoss], m: np.ndarray):
+    """Points inside grid segments where the profiles of two directions cross."""
+    first, second = laws
+    x_left, x_right = np.exp((m - 1) * first.step), np.exp(m * first.step)
+    a1, b1, _ = first.segments()
+    a2, b2, _ = second.segments()
+    k1 = np.clip(m - first.offset, 0, len(first.probs))
+    k2 = np.clip(m - second.offset, 0, len(second.probs))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        x = (a1[k1] - a2[k2]) / (b1[k1] - b2[k2])
+    inside = np.isfinite(x) & (x > x_left) & (x < x_right)
+    x = x[inside]
+    delta = np.maximum(segment_values(first, k1[inside], x), segment_values(second, k2[inside], x))
+    return np.log(x), x, delta
+
+
+def samples(laws: list[DiscreteLoss], m_lo: int, m_hi: int, stride: int = 1) -> ProfileSamples:
+    """Profile ``max_d delta_d`` of the grid laws ``laws`` (one per direction, same step) at the
+    grid losses ``m * step``, ``m_lo <= m <= m_hi`` (every ``stride``-th, for an upper version
+    only: any subset of certified samples is certified); an upper version adds the Chernoff
+    tail (inside the grid and beyond it), a lower one the direction crossings."""
+    if stride != 1 and not laws[0].upper:
+        raise ValueError("only samples of an upper (pessimistic) law may skip grid losses")
+    step = laws[0].step
+    upper = laws[0].upper
+    m_lo = max(m_lo, int(math.ceil(-MAX_EPSILON / step)))
+    m_hi = max(min(m_hi, int(MAX_EPSILON / step)), m_lo)
+    m = np.arange(m_lo, m_hi + 1, stride)
+    if m[-1] != m_hi:
+        m = np.append(m, m_hi)
+    eps = m * step
+    x = np.exp(eps)
+    inside = eps >= 0
+    values = []
+    for law in laws:
+        value = _cut_values(law, m, x)
+        if upper and law.log_mgf is not None and inside.any():
+            value[inside] = np.minimum(value[inside], chernoff_at(law, eps[inside]))
+        values.append(value)
+    parts = [(eps, x, np.max(values, axis=0))]
+    if upper:
+        end = min(max(_chernoff_end(law) for law in laws), MAX_EPSILON)
+        if eps[-1] < end:
+            tail = np.linspace(eps[-1], end, _TAIL_POINTS + 1)[1:]
+            tail_x = np.exp(tail)
+            values = []
+            for law in laws:
+                beyond = np.full(len(tail), law.offset + len(law.probs))
+                value = _cut_values(law, beyond, tail_x)
+                if law.log_mgf is not None:
+                    value = np.minimum(value, _chernoff_full(law, tail))
+                values.append(value)
+            parts.append((tail, tail_x, np.max(values, axis=0)))
+    elif len(laws) == 2:
+        parts.append(_crossings(laws, np.arange(max(m_lo, 0) + 1, m_hi + 2)))
+    eps = np.concatenate([p[0] for p in parts])
+    order = np.argsort(eps, kind="stable")
+    return ProfileSamples(
+        epsilon=eps[order],
+        exp_epsilon=np.concatenate([p[1] for p in parts])[order],
+        delta=np.clip(np.concatenate([p[2] for p in parts])[order], -np.inf, 1.0),
+        upper=upper,
+    )
+
+
+# -------------------------------------------------------------------- caches
+#: envelopes and profile samples per set of grid laws; the entries die with the laws
+_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_CACHE_LOCK = threading.Lock()
+
+
+def _clear_cache() -> None:
+    with _CACHE_LOCK:
+        _CACHE.clear()
+
+
+register("plda.conversions.profile.cached_for", _clear_cache)
+
+
+def cached_for(laws: list[DiscreteLoss], key: str, build):
+    """Memoize per set of grid laws (they are immutable; the cache dies with them)."""
+    full_key = (key, tuple(id(law) for law in laws))
+    with _CACHE_LOCK:
+        hit = _CACHE.get(laws[0], {}).get(full_key)
+    if hit is not None:
+        return hit
+    value = build()  # outside the lock: two threads may both build, either result is valid
+    with _CACHE_LOCK:
+        return _CACHE.setdefault(laws[0], {}).setdefault(full_key, value)
+
+
+def select_laws(composed: ComposedLaws, bound: str, direction: str | None) -> list[DiscreteLoss]:
+    """The ``bound`` grid laws of ``direction`` (``None``: every direction the composition has,
+    remove first)."""
+    steps_of(composed)  # a TypeError for anything else
+    if direction not in (None, "remove", "add"):
+        raise ValueError(f"direction must be None, 'remove' or 'add', got {direction!r}")
+    laws = composed.laws(bound)
+    if direction is None:
+        return [laws[d] for d in ("remove", "add") if d in laws]
+    # a symmetric composition has one law for both directions
+    return [laws.get(direction, laws["remove"])]
+
+
+def symmetric_profile(composed: ComposedLaws, bound: str = "upper") -> ProfileSamples:
+    """Samples of ``max(delta_remove, delta_add)`` on ``eps >= 0`` from the ``bound`` grid law
+    (``"upper"``: certified upper bounds with the Chernoff tail; ``"lower"``: certified lower
+    bounds at every grid loss and crossing)."""
+    laws = select_laws(composed, bound, None)
+    top = max(law.offset + len(law.probs) for law in laws)
+    return cached_for(laws, "profile", lambda: samples(laws, 0, max(top, 0)))

@@ -1,0 +1,150 @@
+"""f-DP tradeoff curves of a composition and their membership-inference reading.
+
+The tradeoff curve is the convex conjugate of the privacy profile (Dong, Roth & Su 2019, Prop.
+2.12; the full account is :mod:`plda.tradeoff`, the public entry point). Every certified sample
+of the profile (:mod:`plda.conversions.profile`) gives a line below ``f``; the optimistic
+samples give an upper bound once every candidate ``eps`` is included. The envelope of these
+lines is built once per set of grid laws and evaluated by binary search.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from plda.bounds import Bounds
+from plda.conversions.common import UNIT, scalar_like, unit_interval
+from plda.conversions.composed import ComposedLaws
+from plda.conversions.envelope import LowerEnvelope
+from plda.conversions.profile import MAX_EPSILON, cached_for, samples, select_laws
+from plda.grid import DiscreteLoss
+
+#: lines kept for the certified lower bound on a tradeoff curve (the upper bound keeps them all)
+_LOWER_BOUND_LINES = 8192
+#: relative safety margin on envelope values (rounding in products, sums and the pruning)
+_MARGIN = 1e-12
+
+
+def _symmetric_envelopes(laws: list[DiscreteLoss]):
+    """Envelopes of the steep lines (in ``1 - f``) and of the flat lines (in ``-f``) of the
+    symmetric curve, and an ``alpha`` left of which the flat lines cannot matter and right of
+    which the steep ones cannot (``None`` if the samples do not show one)."""
+
+    def build():
+        top = max(max(law.offset + len(law.probs) for law in laws), 0)
+        # every line from an upper law is a valid lower bound on f: evenly spaced eps lose
+        # only to second order in the spacing (about 1e-6 of 1 - f on B2), keep queries fast
+        stride = max(1, top // _LOWER_BOUND_LINES) if laws[0].upper else 1
+        s = samples(laws, 0, top, stride)
+        eps, x, delta = s.epsilon, s.exp_epsilon, s.delta
+        # steep part, in 1 - f:  1 - f(alpha) <= delta + e^eps alpha
+        steep = LowerEnvelope.from_lines(x, delta)
+        # flat part, in -f:  -f(alpha) <= -(1 - delta) e^-eps + e^-eps alpha
+        inverse = 1.0 / x
+        flat = LowerEnvelope.from_lines(inverse, -(1.0 - delta) * inverse)
+        # the eps = 0 line (slope -1) is in both families; a steep line is below it right of
+        # their crossing and a flat one left of theirs, so any alpha between the last steep
+        # crossing and the first flat crossing splits the work between the two envelopes
+        zero = eps == 0
+        positive = eps > 0
+        split = None
+        if zero.any() and positive.any():
+            d0 = float(delta[zero][0])
+            x, d = x[positive], delta[positive]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                last_steep = np.max((d0 - d) / (x - 1.0))
+                first_flat = np.min(((1.0 - d0) - (1.0 - d) / x) / (1.0 - 1.0 / x))
+            if np.isfinite(last_steep) and np.isfinite(first_flat) and last_steep <= first_flat:
+                split = float(first_flat)
+        return steep, flat, split
+
+    return cached_for(laws, "symmetric", build)
+
+
+def _symmetric_parts(laws: list[DiscreteLoss], alpha: np.ndarray):
+    """``(steep, flat)`` envelope values at ``alpha``; ``+inf`` where a family cannot matter."""
+    steep, flat, split = _symmetric_envelopes(laws)
+    one_minus = np.full(alpha.shape, np.inf)
+    minus = np.full(alpha.shape, np.inf)
+    use_steep = np.ones(alpha.shape, bool) if split is None else alpha <= split
+    use_flat = np.ones(alpha.shape, bool) if split is None else alpha > split
+    if use_steep.any():
+        one_minus[use_steep] = steep(alpha[use_steep])
+    if use_flat.any():
+        minus[use_flat] = flat(alpha[use_flat])
+    return one_minus, minus
+
+
+def _direction_envelope(law: DiscreteLoss):
+    def build():
+        s = samples([law], law.offset - 1, law.offset + len(law.probs))
+        inverse = 1.0 / s.exp_epsilon
+        a, _, _ = law.segments()
+        # below the support delta = A_0 - e^eps B_0: for alpha < 1 - A_0 the line grows without
+        # bound as eps -> -inf (only possible for an optimistic law whose mass is short of 1)
+        return LowerEnvelope.from_lines(inverse, -(1.0 - s.delta) * inverse), float(a[0])
+
+    return cached_for([law], "direction", build)
+
+
+def _one_minus_upper(laws, alpha):
+    """Certified upper bound on ``1 - f(alpha)`` (symmetric curve) from an upper grid law."""
+    one_minus, minus = _symmetric_parts(laws, alpha)
+    one_minus = np.minimum(one_minus * (1 + _MARGIN), 1.0 + minus + 4 * UNIT)
+    return np.clip(one_minus, alpha, 1.0)
+
+
+def _tradeoff_pair(composed: ComposedLaws, alpha: np.ndarray, direction: str | None):
+    upper_laws = select_laws(composed, "upper", direction)
+    lower_laws = select_laws(composed, "lower", direction)
+    if direction is None:
+        one_minus = _one_minus_upper(upper_laws, alpha)
+        lower = np.nextafter(1.0 - one_minus, -np.inf)
+        one_minus, minus = _symmetric_parts(lower_laws, alpha)
+        upper = np.maximum(1.0 - one_minus * (1 - _MARGIN), -minus + 4 * UNIT)
+        upper = np.nextafter(upper, np.inf)
+    else:
+        envelope, _ = _direction_envelope(upper_laws[0])
+        lower = np.nextafter(-envelope(alpha) - 4 * UNIT, -np.inf)
+        envelope, a0 = _direction_envelope(lower_laws[0])
+        upper = np.nextafter(-envelope(alpha) + 4 * UNIT, np.inf)
+        upper = np.where(alpha < 1.0 - a0, 1.0 - alpha, upper)
+    # lines beyond |eps| = MAX_EPSILON are not formed; they only matter below alpha ~ e^-700,
+    # where the upper bound falls back to the trivial 1 - alpha
+    reach = lower_laws[0].step * max(
+        max(abs(law.offset), abs(law.offset + len(law.probs))) for law in lower_laws
+    )
+    if reach > MAX_EPSILON:
+        upper = np.where(alpha < 1e-290, 1.0 - alpha, upper)
+    # every tradeoff function lies in [0, 1 - alpha]
+    lower = np.clip(lower, 0.0, 1.0 - alpha)
+    upper = np.clip(np.maximum(upper, lower), 0.0, 1.0 - alpha)
+    return lower, upper
+
+
+def tradeoff(composed: ComposedLaws, alpha, *, direction: str | None = None):
+    """Certified lower bound on the tradeoff function ``f(alpha)`` of the composition (see
+    :func:`plda.tradeoff.tradeoff`)."""
+    return tradeoff_bounds(composed, alpha, direction=direction).lower
+
+
+def tradeoff_bounds(composed: ComposedLaws, alpha, *, direction: str | None = None) -> Bounds:
+    """``(lower, upper)`` bounds on the tradeoff function at ``alpha``: the lower one from the
+    pessimistic grid laws, the upper one from the optimistic ones (see
+    :func:`plda.tradeoff.tradeoff_bounds`)."""
+    a = unit_interval("alpha", alpha)
+    lower, upper = _tradeoff_pair(composed, a, direction)
+    return Bounds(lower=scalar_like(lower, alpha), upper=scalar_like(upper, alpha))
+
+
+def true_positive_rate_bounds(composed: ComposedLaws, false_positive_rate) -> Bounds:
+    """``(lower, upper)``: the best membership-inference test at ``false_positive_rate`` has a
+    true-positive rate between the two (see :func:`plda.tradeoff.true_positive_rate_bounds`)."""
+    a = unit_interval("false_positive_rate", false_positive_rate)
+    upper = np.nextafter(_one_minus_upper(select_laws(composed, "upper", None), a), np.inf)
+    _, t_upper = _tradeoff_pair(composed, a, None)
+    lower = np.clip(1.0 - t_upper, a, upper)
+    upper = np.clip(upper, a, 1.0)
+    return Bounds(
+        lower=scalar_like(lower, false_positive_rate),
+        upper=scalar_like(upper, false_positive_rate),
+    )

@@ -1,0 +1,94 @@
+"""Zero-concentrated DP of a composition (Bun & Steinke 2016): the smallest ``rho`` with
+``eps_alpha <= rho alpha`` for every ``alpha > 1``."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from plda._internal.floats import UNIT_ROUNDOFF, round_up
+from plda.bounds import Bounds
+from plda.conversions.composed import ComposedLaws, steps_of
+from plda.conversions.renyi import renyi_bounds
+from plda.mechanisms.base import DIRECTIONS, Mechanism
+from plda.mechanisms.discrete import DiscreteGaussian
+from plda.mechanisms.laws import GaussianLaw
+from plda.mechanisms.subsampled import PoissonSampled
+
+
+def _step_rho(mechanism: Mechanism) -> float:
+    """``sup_alpha D_alpha / alpha`` bound of one step (both directions)."""
+    laws = [mechanism.privacy_loss(direction) for direction in DIRECTIONS]
+    if all(type(law) is GaussianLaw for law in laws):
+        # a Gaussian pair (a Gaussian step, or one that is dominated by one, e.g. Shuffled)
+        return max(law.mu for law in laws) ** 2 / 2
+    if type(mechanism) is DiscreteGaussian:
+        # D_alpha <= alpha D^2 / (2 s^2) with equality at integer alpha D (CKS20)
+        return mechanism.sensitivity**2 / (2 * mechanism.sigma**2)
+    if type(mechanism) is PoissonSampled:
+        # D_alpha(sampled) <= D_alpha(base) by joint convexity, in both directions
+        rho = _step_rho(mechanism.mechanism)
+        return min(rho, _pure_rho(mechanism))
+    return _pure_rho(mechanism)
+
+
+def _largest_loss(mechanism: Mechanism) -> float:
+    """Largest absolute finite loss over both directions (``inf`` if unbounded): the step is
+    pure ``eps``-DP for this ``eps``."""
+    largest = 0.0
+    for direction in DIRECTIONS:
+        law = mechanism.privacy_loss(direction)
+        if law.infinity_mass > 0 or law.truncated_mass > 0:
+            return math.inf
+        if law.has_continuous_part:
+            lo, hi = law.continuous_support
+            largest = max(largest, abs(lo), abs(hi))
+        if len(law.atom_losses):
+            largest = max(largest, float(np.max(np.abs(law.atom_losses))))
+    return largest
+
+
+def _pure_rho(mechanism: Mechanism) -> float:
+    """An ``eps``-DP step is ``eps^2/2``-zCDP (Bun & Steinke 2016, Prop. 1.4)."""
+    return _largest_loss(mechanism) ** 2 / 2
+
+
+def zcdp_bounds(composed: ComposedLaws) -> Bounds:
+    """``(lower, upper)`` bounds on the smallest ``rho`` with ``eps_alpha <= rho alpha`` for every
+    ``alpha > 1`` (Bun & Steinke 2016).
+
+    Upper: the smaller of ``sum_f k_f rho_f`` (closed forms per step: ``mu^2/2`` for Gaussians,
+    sampled or not; ``eps^2/2`` for ``eps``-DP steps) and a sandwich over a geometric grid of
+    orders, ``eps_alpha / alpha <= eps_{alpha_{i+1}} / alpha_i`` on ``[alpha_i, alpha_{i+1}]``
+    (``eps_alpha`` does not decrease in ``alpha``), past whose end ``D_alpha / alpha`` is at most
+    ``rho_f`` and, for an ``eps_f``-DP step, ``eps_f / alpha``.
+    Lower: ``max_i eps_{alpha_i} / alpha_i`` from the lower Rényi bounds.
+    """
+    factors = steps_of(composed)
+    # each step's rho is a product of a few correctly rounded operations (3u relative, see
+    # _step_rho) and the sum of N non-negative terms adds N u: widen by twice that, upward
+    closed = round_up(
+        math.fsum(k * _step_rho(m) for m, k in factors), 2 * (len(factors) + 4) * UNIT_ROUNDOFF
+    )
+    grid = np.concatenate(
+        [[1 + 1e-6], 1 + np.geomspace(1e-5, 1e-2, 30), np.geomspace(1.011, 1e4, 300)]
+    )
+    # past the grid: D_alpha / alpha <= rho_f, and <= eps_f / alpha for an eps_f-DP step
+    beyond = sum(k * min(_step_rho(m), _largest_loss(m) / grid[-1]) for m, k in factors)
+    bounds = renyi_bounds(composed, grid)
+    lower = float(np.max(bounds.lower / grid))
+    with np.errstate(invalid="ignore"):
+        sandwich = max(
+            float(bounds.upper[0]),  # (1, alpha_0]: eps_alpha <= eps_{alpha_0}, alpha > 1
+            float(np.max(bounds.upper[1:] / grid[:-1])),
+            beyond,  # [alpha_last, inf)
+        )
+    upper = min(closed, sandwich)
+    return Bounds(lower=min(lower, upper), upper=upper)
+
+
+def zcdp(composed: ComposedLaws) -> float:
+    """Certified zCDP parameter: ``eps_alpha <= rho alpha`` for all ``alpha > 1`` (``inf`` when
+    no finite ``rho`` is known, e.g. an ``(epsilon, delta > 0)`` step)."""
+    return zcdp_bounds(composed).upper

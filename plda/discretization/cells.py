@@ -1,0 +1,158 @@
+"""Cell moments of a continuous privacy-loss law on a grid, and the pessimistic
+*connect-the-dots* split of each cell between its two grid points (Doroshenko et al. 2022).
+
+For each cell ``[l_j, l_j + h]``: ``p = P(cell)``, ``u = E_P[1 - e^{-(L - l_j)}; cell]`` and
+``v = E_P[e^{l_{j+1} - L} - 1; cell]``, with rigorous error bounds; sending ``u / (1 - e^{-h})``
+of the cell up keeps both its P- and its Q-mass.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from plda._internal.floats import UNIT_ROUNDOFF
+from plda._internal.linalg import dot
+from plda.mechanisms.law import PrivacyLossLaw
+
+#: relative error allowed for a law's cdf/sf evaluations (special functions, loss maps)
+CDF_RTOL = 64 * UNIT_ROUNDOFF
+#: beyond the point with this much mass above it, cells are 64 grid steps wide and their mass is
+#: rounded up (pessimistic) or down (optimistic) to a cell end: a first-order error on a mass so
+#: small that it changes delta by less than 1e-12 of this mass times the step count
+FINE_TAIL = 1e-13
+#: width of the coarse tail cells, in grid steps
+COARSE = 64
+#: Gauss–Legendre rule on [0, 1] for the cell integrals (and a coarser one to estimate its error)
+NODES, WEIGHTS = np.polynomial.legendre.leggauss(6)
+NODES, WEIGHTS = (NODES + 1) / 2, WEIGHTS / 2
+_NODES_C, _WEIGHTS_C = np.polynomial.legendre.leggauss(4)
+_NODES_C, _WEIGHTS_C = (_NODES_C + 1) / 2, _WEIGHTS_C / 2
+
+
+def masses_from(cdf: np.ndarray, sf: np.ndarray):
+    """Masses of ``[points[i], points[i+1])`` and their absolute error bounds from the cdf and sf
+    at the points: differences of the cdf in the lower half and of the sf in the upper half, so
+    no difference of two numbers near 1 is formed."""
+    use_sf = sf[:-1] < cdf[:-1]
+    mass = np.where(use_sf, sf[:-1] - sf[1:], cdf[1:] - cdf[:-1])
+    err = CDF_RTOL * np.where(use_sf, sf[:-1] + sf[1:], cdf[1:] + cdf[:-1])
+    return np.maximum(mass, 0.0), err, cdf[0], sf[-1]
+
+
+def fine_end(law: PrivacyLossLaw, step: float, lo: int, hi: int) -> int:
+    """Last grid index of the finely discretized bulk."""
+    _, b = law.tail_points(FINE_TAIL, "P")
+    return int(np.clip(np.ceil(b / step), lo + 1, hi))
+
+
+def coarse_tail(law, step, start: int, hi: int, upper: bool):
+    """Masses of coarse cells ``[start, hi]`` (width ``COARSE`` steps) from sf differences
+    (upper tail: no cancellation), put at the cell's upper end (pessimistic) or lower end."""
+    if hi <= start:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    edges = np.unique(np.append(np.arange(start, hi, COARSE), hi))
+    sf = law.continuous_sf(edges * step, "P")
+    mass = np.maximum(sf[:-1] - sf[1:], 0.0)
+    if upper:
+        return edges[1:], mass + CDF_RTOL * (sf[:-1] + sf[1:])
+    return edges[:-1], np.maximum(mass - CDF_RTOL * (sf[:-1] + sf[1:]), 0.0)
+
+
+def _cdf_moments(law: PrivacyLossLaw, step: float, lo: int, mid: int):
+    """Cell moments ``(p, ep, u, eu, v, ev)`` from cdf/sf differences (rigorous, but they cancel
+    in the bulk: their error bars are about ``u * cdf / h``)."""
+    edges = np.arange(lo, mid + 1) * step
+    cdf_p, sf_p, cdf_q, sf_q = law.continuous_cdf_sf(edges)
+    p2, ep2, _, _ = masses_from(cdf_p, sf_p)
+    q2, eq2, _, _ = masses_from(cdf_q, sf_q)
+    with np.errstate(divide="ignore", over="ignore"):
+        # e^{l} q formed in log space: e^{l} alone overflows for large losses where q is 0
+        lq2, leq2 = np.log(q2), np.log(eq2)
+        q_lo, q_hi = np.exp(edges[:-1] + lq2), np.exp(edges[1:] + lq2)
+        eq_lo, eq_hi = np.exp(edges[:-1] + leq2), np.exp(edges[1:] + leq2)
+    u2 = p2 - q_lo
+    v2 = q_hi - p2
+    eu2 = ep2 + eq_lo + 4 * UNIT_ROUNDOFF * (p2 + q_lo)
+    ev2 = ep2 + eq_hi + 4 * UNIT_ROUNDOFF * (p2 + q_hi)
+    # Q-masses near or below the smallest normal double (losses beyond ~700) have lost their
+    # relative accuracy or underflowed to 0, which would read as "all of the cell's loss at its
+    # top". There the cdf values say only what always holds, 0 <= u <= p and 0 <= v <= p(e^h - 1)
+    lost = q2 < 1e-290
+    if lost.any():
+        # e^h - 1 overflows for cells wider than ~709 (compositions of 1e9 steps): v is then
+        # unbounded by this fact, and the cell takes the quadrature moments
+        with np.errstate(over="ignore", invalid="ignore"):
+            growth = np.expm1(step)
+            u2, v2 = np.where(lost, 0.5 * p2, u2), np.where(lost, 0.5 * p2 * growth, v2)
+            eu2 = np.where(lost, 0.5 * p2 + ep2, eu2)
+            ev2 = np.where(lost, (0.5 * p2 + ep2) * growth, ev2)
+    return p2, ep2, np.maximum(u2, 0.0), eu2, np.maximum(v2, 0.0), ev2
+
+
+def cell_moments(law: PrivacyLossLaw, step: float, lo: int, mid: int):
+    """For each cell ``[l_j, l_j + h]`` (``j = lo..mid-1``), with errors:
+
+    ``p = P(cell)``, ``u = E_P[1 - e^{-(L - l_j)}; cell]``, ``v = E_P[e^{l_{j+1} - L} - 1; cell]``.
+    All three integrands are non-negative, so Gauss–Legendre quadrature (6 points; error taken as
+    10 times the difference to 4 points, plus rounding) has no cancellation. Where the density is
+    too rough for quadrature (support ends), cdf differences are used if their error is smaller.
+    """
+    left = np.arange(lo, mid) * step
+    cdf_based = _cdf_moments(law, step, lo, mid)
+    if not law.has_density:
+        return cdf_based
+    p2, ep2, u2, eu2, v2, ev2 = cdf_based
+    out = []
+    for nodes, weights in ((NODES, WEIGHTS), (_NODES_C, _WEIGHTS_C)):
+        points = left[:, None] + step * nodes[None, :]
+        dens = law.continuous_pdf(points, "P") * (weights * step)[None, :]
+        with np.errstate(over="ignore", invalid="ignore"):
+            # e^{h(1 - x)} overflows for cells wider than ~709 (compositions of 1e9 steps):
+            # such cells take the cdf values below
+            out.append(
+                (
+                    dens.sum(axis=1),
+                    dot(dens, -np.expm1(-step * nodes)),
+                    dot(dens, np.expm1(step * (1 - nodes))),
+                )
+            )
+    (p, u, v), (pc, uc, vc) = out
+    ep = 10 * np.abs(p - pc) + 8 * UNIT_ROUNDOFF * p
+    eu = 10 * np.abs(u - uc) + 8 * UNIT_ROUNDOFF * u
+    with np.errstate(invalid="ignore"):
+        ev = 10 * np.abs(v - vc) + 8 * UNIT_ROUNDOFF * v
+    # quadrature is only an estimate: where it disagrees with the (rigorous, if cancelling) cdf
+    # interval by more than both error bars, the density is rough there and cdf values are used
+    ep = np.maximum(ep, np.abs(p - p2) - ep2)
+    eu = np.maximum(eu, np.abs(u - u2) - eu2)
+    with np.errstate(invalid="ignore"):
+        ev = np.maximum(ev, np.abs(v - v2) - ev2)
+    use_cdf = ((eu2 + ep2) < (eu + ep)) | ~np.isfinite(v) | ~np.isfinite(ev)
+    pick = lambda a, b: np.where(use_cdf, b, a)  # noqa: E731
+    return (
+        pick(p, p2),
+        pick(ep, ep2),
+        np.maximum(pick(u, u2), 0.0),
+        pick(eu, eu2),
+        np.maximum(pick(v, v2), 0.0),
+        pick(ev, ev2),
+    )
+
+
+def continuous_upper(law, step, lo, hi, moments):
+    """Connect-the-dots: the share of cell ``[l_j, l_j + h]`` sent to ``l_{j+1}`` is
+    ``u_j / (1 - e^{-h})``, which keeps both the P- and the Q-mass of the cell."""
+    mid = fine_end(law, step, lo, hi)
+    p, ep, u, eu, _, _ = moments
+    denom = -np.expm1(-step)
+    up = np.minimum(u / denom, p)
+    err = eu / denom + ep
+    out = np.zeros(hi - lo + 1)
+    out[: mid - lo] += p - up + err
+    out[1 : mid - lo + 1] += up + err
+    index, tail = coarse_tail(law, step, mid, hi, upper=True)
+    np.add.at(out, index - lo, tail)
+    below = law.continuous_cdf(np.array([lo * step]), "P")[0]
+    above = law.continuous_sf(np.array([hi * step]), "P")[0]
+    out[0] += below * (1 + CDF_RTOL)  # lower tail moved up to l_lo
+    return out, above * (1 + CDF_RTOL)  # upper tail goes to +inf
