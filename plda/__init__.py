@@ -25,6 +25,7 @@ from plda.mechanisms import (
     TruncatedPoisson,
 )
 from plda.mechanisms.allocation import RandomAllocation
+from plda.mechanisms.sampler_spec import sampled_mechanism
 from plda.pld import Bounds, PrivacyLossDistribution
 from plda.risk import advantage_bounds, true_positive_rate_bounds
 from plda.serialization import load_pld, save_pld
@@ -59,6 +60,7 @@ __all__ = [
     "Mechanism",
     "PoissonSampled",
     "RandomAllocation",
+    "sampled_mechanism",
     "PrivacyLossDistribution",
     "PrivacyLossLaw",
     "NotTightWarning",

@@ -142,3 +142,54 @@ def test_accountant_state_dict_round_trips_every_sampler(sampler, relation):
     into = plda.PLDAccountant()
     into.load_state_dict(state)
     assert into.relation == relation and _bounds(into) == _bounds(accountant)
+
+
+# ----------------------------------------------------- the accountant's step(sampler=...)
+@pytest.mark.parametrize("sampler", SAMPLERS)
+def test_accountant_step_records_the_sampler_that_ran(sampler):
+    kwargs, mechanism = CASES[sampler]
+    per_epoch = mechanism.num_steps if sampler in EPOCH_SAMPLERS else 1
+    accountant = plda.PLDAccountant(accuracy=1e-2)
+    accountant.step(1.0, count=2 * per_epoch, sampler=sampler, **kwargs)
+    # one mechanism per step, or per epoch for the epoch samplers: whole epochs only
+    assert accountant.history == ((mechanism, 2),)
+    assert plda.sampled_mechanism(G, sampler, **kwargs) == mechanism
+    by_hand = plda.PLDAccountant(accuracy=1e-2)
+    by_hand.compose(mechanism, 2)
+    assert _bounds(accountant) == _bounds(by_hand)
+
+
+def test_accountant_step_defaults_to_poisson_and_keeps_its_positional_form():
+    accountant = plda.PLDAccountant()
+    accountant.step(1.0, 0.01, 5)
+    assert accountant.history == ((plda.PoissonSampled(G, 0.01), 5),)
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(sampler="shuffled", num_steps=10, count=15), "count must be a multiple of"),
+        (dict(sampler="shuffled", num_steps=10, count=10, sample_rate=0.1), "sample_rate"),
+        (dict(sampler="without-replacement", batch_size=10, count=1), "dataset_size"),
+        (dict(sampler="without-replacement", batch_size=20, dataset_size=10), "batch_size"),
+        (dict(sampler="truncated-poisson", sample_rate=0.1, dataset_size=10,
+              max_batch_size=0), "max_batch_size"),
+        (dict(sampler="random-allocation", num_steps=4, num_selected=5, count=4), "num_selected"),
+        (dict(sampler="systematic", sample_rate=0.1), "sampler must be one of"),
+        (dict(sample_rate=0.01, count=0), "count"),
+    ],
+)
+def test_accountant_step_refuses_bad_descriptions_and_records_nothing(kwargs, match):
+    accountant = plda.PLDAccountant()
+    accountant.step(1.0, 0.01)
+    before = accountant.state_dict()
+    with pytest.raises(ValueError, match=match):
+        accountant.step(1.0, **kwargs)
+    assert accountant.state_dict() == before
+
+
+def test_accountant_step_refuses_a_sampler_without_a_replace_one_analysis():
+    accountant = plda.PLDAccountant(relation="replace_one")
+    with pytest.raises(ValueError, match="add/remove only"):
+        accountant.step(1.0, count=4, sampler="random-allocation", num_steps=4)
+    assert accountant.history == ()

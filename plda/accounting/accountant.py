@@ -21,7 +21,8 @@ from plda.accounting.composition import HistoryComposition
 from plda.accounting.history import merge_runs, scalar
 from plda.accounting.state import FORMAT, VERSION, parse_state
 from plda.engine.recipe import lower_bound_components
-from plda.mechanisms import Gaussian, Mechanism, PoissonSampled
+from plda.mechanisms import Gaussian, Mechanism
+from plda.mechanisms.sampler_spec import EPOCH_SAMPLERS, sampled_mechanism
 from plda.pld import DEFAULT_ACCURACY, RELATIONS, Bounds, PrivacyLossDistribution
 from plda.serialization import mechanism_to_dict
 
@@ -94,16 +95,58 @@ class PLDAccountant:
         """Target relative gap of the epsilon bounds."""
         return self._accuracy
 
-    def step(self, noise_multiplier: float, sample_rate: float, count: int = 1) -> None:
+    def step(
+        self,
+        noise_multiplier: float,
+        sample_rate: float | None = None,
+        count: int = 1,
+        *,
+        sampler: str = "poisson",
+        batch_size: int | None = None,
+        dataset_size: int | None = None,
+        max_batch_size: int | None = None,
+        num_steps: int | None = None,
+        num_selected: int | None = None,
+    ) -> None:
         """Record ``count`` DP-SGD steps: a Gaussian of noise multiplier ``sigma`` (L2
-        sensitivity 1 after clipping) on a Poisson sample of rate ``sample_rate``.
+        sensitivity 1 after clipping) on batches drawn by ``sampler``.
 
-        Raises (and records nothing) on a noise multiplier outside (0, inf), a sample rate
-        outside (0, 1] or a count below 1.
+        ``sampler`` names the batch sampler that ran and takes its sizes, as
+        :func:`plda.sampled_mechanism` does: ``"poisson"`` (the default: ``sample_rate``),
+        ``"without-replacement"`` (fixed-size batches: ``batch_size`` and ``dataset_size``),
+        ``"truncated-poisson"`` (``sample_rate``, ``max_batch_size``, ``dataset_size``), and the
+        epoch samplers ``"shuffled"`` and ``"random-allocation"`` (``num_steps`` per epoch;
+        ``num_selected``). An epoch sampler's analysis covers whole epochs, so ``count`` must
+        then be a multiple of ``num_steps`` (one epoch mechanism is recorded per epoch).
+
+        Raises ``ValueError``/``TypeError`` naming the argument (and records nothing) on a noise
+        multiplier outside (0, inf), a size outside its range, an argument the sampler does not
+        take, a missing one, a count below 1, or a sampler/relation pair without a sound
+        analysis.
         """
         noise_multiplier = check.positive_float("noise_multiplier", noise_multiplier)
-        sample_rate = check.probability("sample_rate", sample_rate, open_low=True)
-        mechanism = PoissonSampled(Gaussian(sigma=noise_multiplier), sample_rate=sample_rate)
+        count = check.count("count", count, minimum=1)
+        if sample_rate is not None:
+            sample_rate = check.probability("sample_rate", sample_rate, open_low=True)
+        mechanism = sampled_mechanism(
+            Gaussian(sigma=noise_multiplier),
+            sampler,
+            sample_rate=sample_rate,
+            batch_size=batch_size,
+            dataset_size=dataset_size,
+            max_batch_size=max_batch_size,
+            num_steps=num_steps,
+            num_selected=num_selected,
+            relation=self._relation,
+        )
+        if sampler in EPOCH_SAMPLERS:
+            if count % mechanism.num_steps:
+                raise ValueError(
+                    f"count must be a multiple of num_steps={mechanism.num_steps} for "
+                    f"sampler={sampler!r} (its analysis covers whole epochs), got {count}; "
+                    "record the steps once an epoch is complete"
+                )
+            count //= mechanism.num_steps
         self.compose(mechanism, count)
 
     @_locked
