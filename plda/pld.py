@@ -5,11 +5,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from typing import overload
 
 import numpy as np
 
 from plda._internal import validation as check
 from plda._internal.errors import GridTooLarge, quiet_accuracy, warn_if_inaccurate
+from plda._internal.typing import ArrayLike, FloatArray, FloatOrArray
 from plda.bounds import Bounds
 from plda.conversions import gdp as gdp_conversion
 from plda.conversions import renyi as renyi_conversion
@@ -271,12 +273,16 @@ class PrivacyLossDistribution:
         return self._materialize(Plan(step=step))
 
     # ---------------------------------------------------------------- queries
-    def epsilon(self, delta):
+    @overload
+    def epsilon(self, delta: float) -> float: ...
+    @overload
+    def epsilon(self, delta: ArrayLike) -> FloatArray: ...
+    def epsilon(self, delta: ArrayLike) -> FloatOrArray:
         """Certified upper bound on ``epsilon(delta)``: smallest ``eps >= 0`` with
         ``delta(eps) <= delta``; ``inf`` when ``delta`` is below the mass at infinite loss."""
         return self.epsilon_bounds(delta).upper
 
-    def epsilon_bounds(self, delta) -> Bounds:
+    def epsilon_bounds(self, delta: ArrayLike) -> Bounds:
         """``(lower, upper)`` bounds on ``epsilon(delta)`` (vectorized)."""
         d = check.array_in("delta", delta, 0.0, 1.0)
         # refining the grid helps only above the FFT's rounding floor; below it, tilting does
@@ -294,11 +300,15 @@ class PrivacyLossDistribution:
                 lower = np.minimum(self._realized.epsilon_bounds(d).lower, upper)
         return Bounds(_scalar(lower, delta), _scalar(upper, delta))
 
-    def delta(self, epsilon):
+    @overload
+    def delta(self, epsilon: float) -> float: ...
+    @overload
+    def delta(self, epsilon: ArrayLike) -> FloatArray: ...
+    def delta(self, epsilon: ArrayLike) -> FloatOrArray:
         """Certified upper bound on ``delta(epsilon)`` (hockey-stick divergence)."""
         return self.delta_bounds(epsilon).upper
 
-    def delta_bounds(self, epsilon) -> Bounds:
+    def delta_bounds(self, epsilon: ArrayLike) -> Bounds:
         """``(lower, upper)`` bounds on ``delta(epsilon)`` (vectorized)."""
         e = check.array_in("epsilon", epsilon, 0.0, np.inf)
         versions = self._versions()
@@ -329,12 +339,16 @@ class PrivacyLossDistribution:
             steps=add_remove_steps(self.components, self.relation), grid=self.discrete
         )
 
-    def tradeoff(self, alpha):
+    @overload
+    def tradeoff(self, alpha: float) -> float: ...
+    @overload
+    def tradeoff(self, alpha: ArrayLike) -> FloatArray: ...
+    def tradeoff(self, alpha: ArrayLike) -> FloatOrArray:
         """Certified lower bound on the f-DP tradeoff function ``beta(alpha)``
         (:func:`plda.tradeoff.tradeoff`)."""
         return tradeoff_conversion.tradeoff(self.composed_laws(), alpha)
 
-    def tradeoff_bounds(self, alpha) -> Bounds:
+    def tradeoff_bounds(self, alpha: ArrayLike) -> Bounds:
         """``(lower, upper)`` tradeoff bounds (:func:`plda.tradeoff.tradeoff_bounds`)."""
         return tradeoff_conversion.tradeoff_bounds(self.composed_laws(), alpha)
 
@@ -342,11 +356,15 @@ class PrivacyLossDistribution:
         """Smallest certified Gaussian-DP ``mu`` (:func:`plda.tradeoff.gdp_mu`)."""
         return gdp_conversion.gdp_mu(self.composed_laws(), delta_floor=delta_floor)
 
-    def renyi(self, order):
+    @overload
+    def renyi(self, order: float) -> float: ...
+    @overload
+    def renyi(self, order: ArrayLike) -> FloatArray: ...
+    def renyi(self, order: ArrayLike) -> FloatOrArray:
         """Certified upper bound on Renyi-DP ``eps(alpha)`` (:func:`plda.renyi.renyi`)."""
         return renyi_conversion.renyi(self.composed_laws(), order)
 
-    def renyi_bounds(self, order) -> Bounds:
+    def renyi_bounds(self, order: ArrayLike) -> Bounds:
         """``(lower, upper)`` Renyi-DP bounds (:func:`plda.renyi.renyi_bounds`)."""
         return renyi_conversion.renyi_bounds(self.composed_laws(), order)
 

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import functools
 import threading
+from typing import overload
 
 import numpy as np
 
 from plda import risk
 from plda._internal import validation as check
 from plda._internal.errors import quiet_accuracy, warn_if_inaccurate
+from plda._internal.typing import ArrayLike, FloatArray, FloatOrArray
 from plda.accounting.composition import HistoryComposition
 from plda.accounting.history import merge_runs, scalar
 from plda.accounting.state import FORMAT, VERSION, parse_state
@@ -197,7 +199,11 @@ class PLDAccountant:
         return PrivacyLossDistribution(merge_runs(self._history), self._relation, self._accuracy)
 
     # -------------------------------------------------------------------- queries
-    def epsilon(self, delta):
+    @overload
+    def epsilon(self, delta: float) -> float: ...
+    @overload
+    def epsilon(self, delta: ArrayLike) -> FloatArray: ...
+    def epsilon(self, delta: ArrayLike) -> FloatOrArray:
         """Certified upper bound on ``epsilon(delta)`` of everything recorded (vectorized);
         ``0`` before the first step. Equal to ``epsilon_bounds(delta).upper``, at about half its
         cost (the optimistic version is not composed)."""
@@ -206,7 +212,7 @@ class PLDAccountant:
             return scalar(np.zeros(d.shape), delta)
         return scalar(self._epsilon_pair(d, need_lower=False)[1], delta)
 
-    def epsilon_bounds(self, delta) -> Bounds:
+    def epsilon_bounds(self, delta: ArrayLike) -> Bounds:
         """``(lower, upper)`` certified bounds on ``epsilon(delta)``."""
         d = check.array_in("delta", delta, 0.0, 1.0)
         if not self._history:
@@ -220,7 +226,11 @@ class PLDAccountant:
                 lower = np.minimum(realized.epsilon_bounds(d).lower, upper)
         return Bounds(scalar(lower, delta), scalar(upper, delta))
 
-    def delta(self, epsilon):
+    @overload
+    def delta(self, epsilon: float) -> float: ...
+    @overload
+    def delta(self, epsilon: ArrayLike) -> FloatArray: ...
+    def delta(self, epsilon: ArrayLike) -> FloatOrArray:
         """Certified upper bound on ``delta(epsilon)`` (vectorized); equal to
         ``delta_bounds(epsilon).upper``, composing only the pessimistic versions."""
         e = check.array_in("epsilon", epsilon, 0.0, np.inf)
@@ -228,7 +238,7 @@ class PLDAccountant:
             return scalar(np.zeros(e.shape), epsilon)
         return scalar(self._delta_pair(e, epsilon, need_lower=False)[1], epsilon)
 
-    def delta_bounds(self, epsilon) -> Bounds:
+    def delta_bounds(self, epsilon: ArrayLike) -> Bounds:
         """``(lower, upper)`` certified bounds on ``delta(epsilon)``."""
         e = check.array_in("epsilon", epsilon, 0.0, np.inf)
         if not self._history:
