@@ -45,6 +45,8 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+import sections  # this directory: the sections of RESULTS.md
+
 HERE = Path(__file__).resolve().parent
 DEFAULT_OUTPUT = HERE / "RESULTS_accountant.md"
 DELTA = 1e-5
@@ -480,19 +482,11 @@ def main(argv=None) -> int:
     return 0
 
 
-#: the section of RESULTS.md (the engine report) that holds this benchmark's table
-ACCOUNTANT_START = "<!-- accountant benchmark: written by run_accountant.py -->"
-
-
-def _update_summary(report: str, path: Path = HERE / "RESULTS.md") -> None:
-    """Put this report, as the last section, into ``RESULTS.md`` (replacing the previous one)."""
-    text = path.read_text() if path.exists() else ""
-    start = text.find(ACCOUNTANT_START)
-    if start >= 0:
-        text = text[:start]
-    section = report.replace("# Accountant benchmark", "## Accountant benchmark", 1)
-    text = text.rstrip("\n") + ("\n\n" if text else "") + ACCOUNTANT_START + "\n\n" + section
-    path.write_text(text)
+def _update_summary(report: str) -> None:
+    """Put this report, as its section, into ``RESULTS.md`` (replacing the previous one)."""
+    sections.write_section(
+        "accountant", report.replace("# Accountant benchmark", "## Accountant benchmark", 1)
+    )
 
 
 if __name__ == "__main__":

@@ -43,12 +43,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import sections  # this directory: the sections of RESULTS.md
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 DEFAULT_OUTPUT = HERE / "RESULTS.md"
-#: marks the section of RESULTS.md written by run_accountant.py (kept when this script rewrites)
-ACCOUNTANT_START = "<!-- accountant benchmark: written by run_accountant.py -->"
 #: a run slower than this is not repeated (its single time is reported)
 SLOW_SECONDS = 20.0
 MIB = 1024.0 * 1024.0
@@ -791,12 +790,8 @@ def main(argv: list[str] | None = None) -> int:
     text = report(args.case_list, all_results, args, probe, plda_cache_note)
     print(text)
     if not args.no_write:
-        # keep the accountant section that run_accountant.py maintains in the same file
-        previous = args.output.read_text() if args.output.exists() else ""
-        start = previous.find(ACCOUNTANT_START)
-        if start >= 0:
-            text = text.rstrip("\n") + "\n\n" + previous[start:]
-        args.output.write_text(text)
+        # keep the sections run_accountant.py and run_samplers.py maintain in the same file
+        sections.write_head(text, args.output)
         log(f"written to {args.output}")
     return 0
 

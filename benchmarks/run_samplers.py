@@ -43,6 +43,7 @@ sys.path.insert(0, str(HERE.parent))  # this checkout's plda, not an installed o
 sys.path.insert(0, str(HERE))
 
 import run_allocation  # noqa: E402  (this directory: the allocation table)
+import sections  # noqa: E402  (this directory: the sections of RESULTS.md)
 
 import plda  # noqa: E402
 from plda import PrivacyLossDistribution as PLD  # noqa: E402
@@ -189,7 +190,10 @@ def main() -> None:
     text = "\n".join(lines)
     if not args.no_write:
         OUTPUT.write_text("# Sampler benchmarks\n\n" + text, encoding="utf-8")
-        print(f"wrote {OUTPUT}")
+        # one heading level down: the section sits under RESULTS.md's own title
+        body = ("\n" + text).replace("\n### ", "\n#### ").replace("\n## ", "\n### ")
+        sections.write_section("samplers", "## Sampler benchmarks\n" + body)
+        print(f"wrote {OUTPUT} and its section of RESULTS.md")
 
 
 if __name__ == "__main__":
