@@ -26,8 +26,8 @@ from plda.engine.plan import (
     MIN_STEP,
     Pilot,
     Plan,
+    StepPredictor,
     pilot,
-    predicted_step,
     refine,
 )
 from plda.engine.recipe import lower_bound_components, merge
@@ -137,13 +137,8 @@ class PrivacyLossDistribution:
                 f"cannot compose PLDs of different relations ({self.relation!r} and "
                 f"{other.relation!r})"
             )
-        step = (
-            self.step
-            if other.step is None
-            else other.step
-            if self.step is None
-            else min(self.step, other.step)
-        )
+        steps = [s for s in (self.step, other.step) if s is not None]  # the finer fixed step
+        step = min(steps) if steps else None
         return PrivacyLossDistribution(
             merge(self.components + other.components),
             self.relation,
@@ -262,8 +257,10 @@ class PrivacyLossDistribution:
             lower, upper = epsilon_pair(self._materialize(Plan(step=finer)), refine_for)
             return float(np.max(relative_gap(lower, upper), initial=0.0))
 
+        predict = StepPredictor(accuracy=self.accuracy, unit=self._pilot.atom_unit)
+
         def next_step(current: float, gap: float) -> float | None:
-            finer = predicted_step(current, gap, self.accuracy, self._pilot.atom_unit)
+            finer = predict(current, gap)
             if self._pilot.grid_points(finer) > MAX_GRID or finer < MIN_STEP:
                 return None
             return finer

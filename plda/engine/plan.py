@@ -5,7 +5,7 @@ frozen value built by keyword. The first step comes from a coarse :class:`Pilot`
 discretization of the composition (:func:`pilot`); :func:`refine` then refines it until the
 relative epsilon gap meets the accuracy. Both :class:`plda.pld.PrivacyLossDistribution` and
 :class:`plda.accountant.PLDAccountant` plan this way; they differ only in the step policy:
-the PLD predicts the step from the measured gap (:func:`predicted_step`), the accountant keeps
+the PLD predicts the step from the measured gaps (:class:`StepPredictor`), the accountant keeps
 its steps on a power-of-two ladder (:func:`ladder_step`) so that a growing history keeps its
 grid, and with it every discretization and spectrum already computed.
 """
@@ -108,10 +108,10 @@ def pilot(laws: dict[str, list], accuracy: float) -> Pilot:
     return Pilot(step=float(step), window_width=width, atom_unit=unit)
 
 
-def snap(step: float, unit: float | None) -> float:
+def snap(step: float, unit: float | None, finer: float = 4.0) -> float:
     """Shrink ``step`` to a divisor of the atoms' common ``unit``, so that atoms sit on grid
-    points, unless that would make the grid more than 4 times finer."""
-    if not unit or unit < step / 4:
+    points, unless that would make the grid more than ``finer`` times finer."""
+    if not unit or unit < step / finer:
         return step
     return unit / math.ceil(unit / step)
 
@@ -128,11 +128,48 @@ def ladder_step(step: float, unit: float | None) -> float:
 
 
 def predicted_step(step: float, gap: float, accuracy: float, unit: float | None) -> float:
-    """The next step of a refinement that predicts it from the measured ``gap``: both
-    discretizations are second order, so the gap scales like ``step^2`` (aim at 0.8 of the
-    accuracy, refine by 2x to 10x per round), snapped to the atoms' ``unit``."""
-    factor = 0.8 * math.sqrt(accuracy / gap) if np.isfinite(gap) else 0.25
-    return snap(step * min(0.5, max(0.1, factor)), unit)
+    """The next step of a refinement that predicts it from the measured ``gap``, for gaps that
+    scale like ``step^2`` (see :class:`StepPredictor`, which measures how they scale)."""
+    return StepPredictor(accuracy=accuracy, unit=unit, order=2.0)(step, gap)
+
+
+@dataclass
+class StepPredictor:
+    """The step policy of a one-shot composition: the next grid step from the measured gap,
+    learning how fast the gap falls.
+
+    Both discretizations are second order where a law has a density (the gap falls like
+    ``h^2``), but an atom off the grid costs up to one step of loss (``h``): Laplace's atoms at
+    ``+-eps0`` on a grid that does not divide ``eps0``. The first prediction assumes first
+    order when there are atoms (``unit`` known) off the grid, second order otherwise (or
+    ``order`` when given); later ones measure the order from the last two grids (clamped to
+    ``[1, 4]``). It aims at 0.8 of the accuracy, refines by 2x to 20x per round, and snaps to
+    the atoms' unit when that costs at most a 2x finer grid (atoms on grid points are exact).
+    A wrong prediction costs one more round, never a bound: every grid is certified."""
+
+    accuracy: float
+    unit: float | None = None
+    order: float | None = None
+    previous: tuple[float, float] | None = None
+
+    def __call__(self, step: float, gap: float) -> float:
+        if self.previous is not None and 0 < gap < self.previous[1] and step < self.previous[0]:
+            measured = math.log(self.previous[1] / gap) / math.log(self.previous[0] / step)
+            order = min(4.0, max(1.0, measured))
+        elif self.order is not None:
+            order = self.order
+        else:
+            order = 1.0 if self.unit and not _divides(step, self.unit) else 2.0
+        self.previous = (step, gap)
+        factor = 0.8 * (self.accuracy / gap) ** (1 / order) if np.isfinite(gap) else 0.25
+        finer = step * min(0.5, max(0.05 if order < 1.5 else 0.1, factor))
+        return snap(finer, self.unit, finer=2.0 if self.order is None else 4.0)
+
+
+def _divides(step: float, unit: float) -> bool:
+    """Whether ``unit`` is an integer multiple of ``step`` (atoms on grid points)."""
+    ratio = unit / step
+    return abs(ratio - round(ratio)) <= 1e-9 * ratio
 
 
 def halved_step(step: float, gap: float, accuracy: float, unit: float | None) -> float:
