@@ -20,8 +20,9 @@ from plda.calibration import CalibrationResult, Parameter, make_target, solve
 from plda.calibration.targets import gdp_mu, log_sigma
 from plda.cli.checks import UsageError
 from plda.cli.commands import build_pld, certified_bounds
-from plda.cli.samplers import EPOCH_SAMPLERS, SamplerRun
+from plda.cli.samplers import SamplerRun
 from plda.mechanisms import NotTightWarning
+from plda.mechanisms.sampler_spec import EPOCH_SAMPLERS
 from plda.risk import advantage_bounds, true_positive_rate_bounds
 
 __all__ = ["SamplerEvaluator", "calibrate_sampler"]

@@ -22,15 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from plda.cli.checks import UsageError, check_positive, check_rate, check_steps, require
-from plda.mechanisms import (
-    Gaussian,
-    Mechanism,
-    PoissonSampled,
-    RandomAllocation,
-    SampledWithoutReplacement,
-    Shuffled,
-    TruncatedPoisson,
-)
+from plda.mechanisms import Gaussian, Mechanism
+from plda.mechanisms.sampler_spec import EPOCH_SAMPLERS, sampled_mechanism
 
 __all__ = [
     "DEFAULT_SAMPLER",
@@ -45,7 +38,8 @@ __all__ = [
 #: the sampler assumed without ``--sampler``: Poisson sampling, what Opacus's DPDataLoader runs
 DEFAULT_SAMPLER = "poisson"
 
-#: sampler -> its required size flags (besides --noise-multiplier and --steps)
+#: sampler -> its required size flags (besides --noise-multiplier and --steps); the names and
+#: the mechanisms are :func:`plda.sampled_mechanism`'s
 SAMPLERS: dict[str, tuple[str, ...]] = {
     "poisson": ("--sample-rate",),
     "without-replacement": ("--batch-size", "--dataset-size"),
@@ -64,8 +58,6 @@ SIZE_FLAGS = {
     "--num-steps": "num_steps",
     "--num-selected": "num_selected",
 }
-#: samplers whose mechanism is one epoch of --num-steps steps
-EPOCH_SAMPLERS = ("shuffled", "random-allocation")
 
 
 def add_sampler_flags(parser, integer) -> None:
@@ -125,27 +117,8 @@ class SamplerRun:
     def step(self, sigma: float) -> Mechanism:
         """The mechanism of one step (one epoch for epoch samplers) at noise ``sigma``;
         the library's refusals become a one-line error naming the sampler."""
-        sizes = self.sizes
         try:
-            gauss = Gaussian(sigma=sigma)
-            if self.sampler == "poisson":
-                return PoissonSampled(gauss, sample_rate=sizes["sample_rate"])
-            if self.sampler == "without-replacement":
-                return SampledWithoutReplacement(
-                    gauss, batch_size=sizes["batch_size"], dataset_size=sizes["dataset_size"]
-                )
-            if self.sampler == "truncated-poisson":
-                return TruncatedPoisson(
-                    gauss,
-                    sample_rate=sizes["sample_rate"],
-                    max_batch_size=sizes["max_batch_size"],
-                    dataset_size=sizes["dataset_size"],
-                )
-            if self.sampler == "shuffled":
-                return Shuffled(gauss, num_steps=sizes["num_steps"])
-            return RandomAllocation(
-                gauss, num_steps=sizes["num_steps"], num_selected=sizes.get("num_selected", 1)
-            )
+            return sampled_mechanism(Gaussian(sigma=sigma), self.sampler, **self.sizes)
         except (TypeError, ValueError) as exc:
             raise UsageError(f"argument --sampler {self.sampler}: {exc}") from None
 
