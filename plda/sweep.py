@@ -77,11 +77,12 @@ class TruncatedPoissonSampler:
         )
 
 
-#: sampler names a configuration may give, with the keys each needs
+#: sampler names a configuration may give (those of :func:`plda.sampled_mechanism`; the
+#: spellings with ``_`` for ``-`` are accepted too), with the keys each needs
 SAMPLERS = {
     "poisson": (),
-    "without_replacement": ("dataset_size",),
-    "truncated_poisson": ("dataset_size", "max_batch_size"),
+    "without-replacement": ("dataset_size",),
+    "truncated-poisson": ("dataset_size", "max_batch_size"),
 }
 
 
@@ -146,6 +147,8 @@ def _check_sampler(index: int, config: dict) -> None:
     sampler = config.get("sampler")
     if sampler is None or callable(sampler):
         return
+    if isinstance(sampler, str):
+        sampler = config["sampler"] = sampler.replace("_", "-")
     if not isinstance(sampler, str) or sampler not in SAMPLERS:
         raise ValueError(
             f"configs[{index}]['sampler']: must be one of {sorted(SAMPLERS)} or a callable "
@@ -157,7 +160,7 @@ def _check_sampler(index: int, config: dict) -> None:
                 f"configs[{index}][{key!r}]: missing (sampler {sampler!r} needs "
                 f"{', '.join(SAMPLERS[sampler])})"
             )
-    if sampler == "without_replacement":
+    if sampler == "without-replacement":
         rate = config.get("sample_rate")
         if rate is None:
             raise ValueError(
@@ -168,7 +171,7 @@ def _check_sampler(index: int, config: dict) -> None:
         if abs(batch - round(batch)) > 1e-6 * batch:
             raise ValueError(
                 f"configs[{index}]['sample_rate']: sample_rate * dataset_size must be a whole "
-                f"batch size for sampler 'without_replacement', got {batch:.6g}"
+                f"batch size for sampler 'without-replacement', got {batch:.6g}"
             )
 
 
@@ -177,9 +180,9 @@ def _step_sampler(config: dict):
     sampler = config.get("sampler")
     if sampler is None or sampler == "poisson":
         return None
-    if sampler == "without_replacement":
+    if sampler == "without-replacement":
         return WithoutReplacementSampler(config["dataset_size"])
-    if sampler == "truncated_poisson":
+    if sampler == "truncated-poisson":
         return TruncatedPoissonSampler(config["dataset_size"], config["max_batch_size"])
     return sampler
 
@@ -276,9 +279,9 @@ def sweep(
         Dicts with keys ``noise_multiplier``, ``sample_rate``, ``steps``, ``delta`` (all four:
         the record gets ``epsilon_lower`` and ``epsilon_upper``, as
         :meth:`plda.PLDAccountant.epsilon_bounds`), optionally ``relation`` and ``accuracy``,
-        and a ``sampler``: ``"poisson"`` (the default), ``"without_replacement"`` (with
+        and a ``sampler``: ``"poisson"`` (the default), ``"without-replacement"`` (with
         ``dataset_size``; fixed batches of ``sample_rate * dataset_size`` records),
-        ``"truncated_poisson"`` (with ``dataset_size`` and ``max_batch_size``), or a picklable
+        ``"truncated-poisson"`` (with ``dataset_size`` and ``max_batch_size``), or a picklable
         callable ``(noise_multiplier, sample_rate) -> Mechanism`` (one step). For a sampler
         whose own pair only dominates, the lower bound is that of its realized pair.
         With a calibration target -- ``target_epsilon`` (with ``delta``),

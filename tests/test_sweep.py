@@ -6,6 +6,8 @@ import importlib.util
 import pytest
 
 import plda
+from plda.mechanisms.sampler_spec import SAMPLERS as SPEC_SAMPLERS
+from plda.sweep import SAMPLERS as SWEEP_SAMPLERS
 from plda.sweep import sweep, sweep_to_dataframe
 
 # the truncated-Poisson config's upper pair only dominates; the sweep takes the lower bound from
@@ -151,3 +153,13 @@ def test_records_make_a_dataframe(serial):
     frame = sweep_to_dataframe(serial)
     assert len(frame) == len(CONFIGS)
     assert frame["epsilon_upper"].iloc[0] == serial[0]["epsilon_upper"]
+
+
+def test_sampler_names_are_those_of_sampled_mechanism_with_either_spelling():
+    base = {"noise_multiplier": 2.0, "sample_rate": 0.01, "steps": 50, "delta": 1e-5,
+            "dataset_size": 1000, "accuracy": 1e-2}
+    hyphen = plda.sweep([{**base, "sampler": "without-replacement"}])[0]
+    underscore = plda.sweep([{**base, "sampler": "without_replacement"}])[0]
+    assert hyphen["epsilon_upper"] == underscore["epsilon_upper"]
+    assert hyphen["sampler"] == underscore["sampler"] == "without-replacement"
+    assert set(SWEEP_SAMPLERS) <= set(SPEC_SAMPLERS)  # one naming scheme
