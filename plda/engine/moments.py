@@ -57,40 +57,92 @@ def exp_neg_grid(step: float, offset: int, n: int) -> np.ndarray:
     return table[:n] * math.exp(-offset * step)
 
 
-def log_mgf_ladder(law, j0: int, j1: int) -> tuple[np.ndarray, np.ndarray]:
-    """``log sum_i p_i e^{+-t l_i}`` at the orders ``t = 2^(j/2)``, ``j0 <= j <= j1``.
+#: half-width (in exponent units) of the blocks of :func:`log_mgf_ladder`: within a block
+#: the factors ``e^{+-t (l_i - l_c)}`` lie in ``[e^-150, e^150]``, far from over- and underflow
+_BLOCK_EXPONENT = 150.0
+_BLOCK_TABLES: dict = {}
+_BLOCK_TABLES_LOCK = threading.Lock()
 
-    Log-sum-exp per order, shifted by the largest exponent ``log p_i +- t l_i`` so that every
-    term is at most 1 and the sum at least 1: exponents below ``-700`` are raised to ``-700``
-    (an upper bound on the term, and no subnormal arithmetic, which is ~100x slower than
-    ordinary arithmetic). Rounding: the exponent ``a_i = log p_i +- t l_i - m`` is off by at
-    most ``4u (|log p_i| + |t l_i| + |m|)`` and ``exp`` adds ``u``, so each term is within a
-    factor ``e^r`` of its exact value with ``r`` that bound plus ``2u``; the sum adds ``n u``
-    relative. Both are added to the logarithm, so the moments stay upper bounds (Chernoff
-    bounds need upper bounds on the moments, any will do)."""
+
+def _clear_block_tables() -> None:
+    with _BLOCK_TABLES_LOCK:
+        _BLOCK_TABLES.clear()
+
+
+register("plda.engine.moments.block_tables", _clear_block_tables)
+
+
+def _block_table(t: float, step: float) -> np.ndarray:
+    """``exp(t h (k - c))`` for ``k < B``, ``c = (B - 1) / 2``, ``B`` the block length with
+    ``t h (B - 1) / 2 <= 150`` (odd, so ``c`` is an integer and the reversed table is exactly
+    ``exp(-t h (k - c))``). Shared by every law on grid ``h``; never written after it is built."""
+    key = (t, step)
+    table = _BLOCK_TABLES.get(key)
+    if table is None:
+        half = int(min(_BLOCK_EXPONENT / (t * step), 1 << 16))
+        offsets = np.arange(-half, half + 1, dtype=float)
+        table = np.exp((t * step) * offsets)
+        table.flags.writeable = False
+        with _BLOCK_TABLES_LOCK:
+            if len(_BLOCK_TABLES) >= 256:  # at most 256 tables of at most 1 MB
+                _BLOCK_TABLES.clear()
+            _BLOCK_TABLES[key] = table
+    return table
+
+
+def log_mgf_ladder(law, j0: int, j1: int) -> tuple[np.ndarray, np.ndarray]:
+    """``log sum_i p_i e^{+-t l_i}`` at the orders ``t = 2^(j/2)``, ``j0 <= j <= j1``: upper
+    bounds (Chernoff bounds need upper bounds on the moments, any will do).
+
+    The losses sit on the grid ``l_i = (offset + i) h``, so within a block of ``B``
+    consecutive entries ``e^{t l_i} = e^{t l_c} e^{t h (i - c)}`` (``l_c`` the block's centre)
+    and the second factor comes from one table per order and grid step
+    (:func:`_block_table`, shared by every law on the grid): each order costs one
+    matrix-vector product instead of an ``exp`` per entry. Blocks are summed in log space.
+
+    Rounding (each term kept an upper bound): the table entries are correctly rounded
+    ``exp`` of exponents of size at most 150 that carry a relative error of ``2u``, so each is
+    within a factor ``e^{600 u}`` of its exact value; products and the block sums add
+    ``(B + 1) u`` relative; a product that underflows loses at most ``2^-1074`` (absolute,
+    added back per block); the block centres' exponents ``t l_c`` are off by at most
+    ``4u t max|l|``; the log-sum-exp over blocks adds ``(nb + 4) u``. All of it is added to the
+    logarithm."""
     positive = law.probs > 0
     if not positive.any():
         empty = np.full(j1 - j0 + 1, -np.inf)
         return empty, empty.copy()
-    log_p = np.log(law.probs[positive])
-    losses = law.losses[positive]
-    log_p_max = float(np.max(np.abs(log_p)))
-    loss_max = float(np.max(np.abs(losses)))
-    sum_error = len(log_p) * _U
-    # many orders at once: (orders x entries) matrices of exponents, at most ~2^20 entries each
+    probs, step, offset = law.probs, law.step, law.offset
     orders = 2.0 ** (np.arange(j0, j1 + 1) / 2)
-    rows = max(1, (1 << 20) // len(losses))
     up, down = np.empty(len(orders)), np.empty(len(orders))
-    for first in range(0, len(orders), rows):
-        t = orders[first : first + rows]
-        for sign, values in ((1.0, up), (-1.0, down)):
-            exponents = log_p[None, :] + (sign * t)[:, None] * losses[None, :]
-            m = np.max(exponents, axis=1)
-            exponents -= m[:, None]
-            np.maximum(exponents, -700.0, out=exponents)
-            total = np.sum(np.exp(exponents), axis=1)
-            margin = 4 * _U * (log_p_max + t * loss_max + np.abs(m)) + 2 * _U + sum_error
-            values[first : first + rows] = m + np.log(total) + margin
+    # orders sharing a block length (all the small ones: one block holds the whole law) share
+    # the blocked probabilities and one matrix product
+    groups: dict = {}
+    for row, t in enumerate(orders.tolist()):
+        table = _block_table(t, step)
+        # a law shorter than the table takes its middle (still centred on an integer)
+        half = min(len(table) // 2, len(probs) // 2)
+        groups.setdefault(2 * half + 1, []).append(
+            (row, t, table[len(table) // 2 - half : len(table) // 2 + half + 1])
+        )
+    for width, members in groups.items():
+        blocks = -(-len(probs) // width)
+        padded = np.zeros(blocks * width)
+        padded[: len(probs)] = probs
+        padded = padded.reshape(blocks, width)
+        occupied = padded.any(axis=1)
+        padded = padded[occupied]
+        # the centre of block b is at grid index offset + b * width + (width - 1) / 2; |l_c| is
+        # at most the largest |loss| on the padded grid
+        centres = (offset + np.nonzero(occupied)[0] * width + (width - 1) // 2) * step
+        loss_max = step * max(abs(offset), abs(offset + blocks * width))
+        rounding = 600 * _U + (width + len(padded) + 8) * _U
+        for row, t, table in members:
+            for sign, values, weights in ((1.0, up, table), (-1.0, down, table[::-1])):
+                sums = dot(padded, weights) + width * 2.0**-1074
+                exponents = np.log(sums) + sign * t * centres
+                m = float(np.max(exponents))
+                total = float(np.sum(np.exp(exponents - m)))
+                values[row] = m + math.log(total) + 4 * _U * t * loss_max + rounding
     return up, down
 
 
