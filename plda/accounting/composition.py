@@ -44,15 +44,7 @@ from plda.accounting.history import (
 from plda.accounting.history import horizon as horizon_of
 from plda.discretize import discretize
 from plda.engine.composer import Composer
-from plda.engine.plan import (
-    MAX_GRID,
-    MIN_STEP,
-    Plan,
-    halved_step,
-    ladder_step,
-    pilot,
-    refine,
-)
+from plda.engine.plan import MAX_GRID, MIN_STEP, Plan, halved_step, ladder_step, pilot, refine
 from plda.pld import PrivacyLossDistribution, direction_laws
 
 
@@ -78,9 +70,11 @@ class HistoryComposition:
         self._lengths: dict = {}
         self._refined: dict = {}
         self._checkpoints: dict = {}
+        self._last_horizon: tuple | None = None
 
     def clear(self) -> None:
         """Forget every kept result, plan and spectrum."""
+        self._last_horizon = None
         for kept in (self.results, self._steps, self._lengths, self._refined, self._checkpoints):
             kept.clear()
         self._composer.clear()
@@ -234,6 +228,15 @@ class HistoryComposition:
             return None, upper
         return np.minimum(lower, upper), upper
 
+    def _horizon_of(self, components) -> tuple:
+        """The horizon of ``components``, kept for the last tuple asked (a query asks often)."""
+        last = self._last_horizon
+        if last is not None and last[0] is components:
+            return last[1]
+        found = horizon_of(components)
+        self._last_horizon = (components, found)
+        return found
+
     def horizon_step(self, components, d: np.ndarray) -> float | None:
         """The grid step meeting the accuracy at ``d`` for the horizon history (counts rounded
         up to powers of two), cached; None if the horizon does not fit under the grid cap."""
@@ -244,7 +247,7 @@ class HistoryComposition:
         bound at ``d`` for the horizon history on that step (a dominance bound, as the horizon
         history has at least as many steps of every mechanism), and the directions by
         decreasing bound (the leading one first)."""
-        horizon = horizon_of(components)
+        horizon = self._horizon_of(components)
         key = (horizon, d.tobytes(), d.shape)
         hit = self._refined.get(key)
         if hit is None:
@@ -326,7 +329,7 @@ class HistoryComposition:
         every count rounded up to a power of two, put on the ladder of
         :func:`plda.engine.plan.ladder_step` (so it stays put while the history grows); with
         the atoms' common unit."""
-        horizon = horizon_of(components)
+        horizon = self._horizon_of(components)
         if horizon not in self._steps:
             laws = direction_laws(PrivacyLossDistribution(horizon, self._relation, self._accuracy))
             found = pilot(laws, self._accuracy)
@@ -342,7 +345,7 @@ class HistoryComposition:
         that the length, and with it every factor's spectrum, stays put until the horizon
         moves (each distinct law is then transformed about once per horizon, not once per
         ladder length the history passes)."""
-        horizon = horizon_of(components)
+        horizon = self._horizon_of(components)
         many = len(components) > MANY_MECHANISMS  # (the horizon itself has few)
         key = (horizon, step, many)
         length = self._lengths.get(key)

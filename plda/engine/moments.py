@@ -74,12 +74,14 @@ register("plda.engine.moments.block_tables", _clear_block_tables)
 
 def _block_table(t: float, step: float) -> np.ndarray:
     """``exp(t h (k - c))`` for ``k < B``, ``c = (B - 1) / 2``, ``B`` the block length with
-    ``t h (B - 1) / 2 <= 150`` (odd, so ``c`` is an integer and the reversed table is exactly
-    ``exp(-t h (k - c))``). Shared by every law on grid ``h``; never written after it is built."""
+    ``t h (B - 1) / 2 <= 150`` (``B - 1`` a power of two, ``B`` odd, so ``c`` is an integer
+    and the reversed table is exactly ``exp(-t h (k - c))``). Shared by every law on grid ``h``;
+    never written after it is built."""
     key = (t, step)
     table = _BLOCK_TABLES.get(key)
     if table is None:
-        half = int(min(_BLOCK_EXPONENT / (t * step), 1 << 16))
+        # a power of two: neighbouring orders share the block length, hence one blocking
+        half = 1 << int(math.log2(max(min(_BLOCK_EXPONENT / (t * step), 1 << 16), 1.0)))
         offsets = np.arange(-half, half + 1, dtype=float)
         table = np.exp((t * step) * offsets)
         table.flags.writeable = False
@@ -135,14 +137,19 @@ def log_mgf_ladder(law, j0: int, j1: int) -> tuple[np.ndarray, np.ndarray]:
         # at most the largest |loss| on the padded grid
         centres = (offset + np.nonzero(occupied)[0] * width + (width - 1) // 2) * step
         loss_max = step * max(abs(offset), abs(offset + blocks * width))
-        rounding = 600 * _U + (width + len(padded) + 8) * _U
-        for row, t, table in members:
-            for sign, values, weights in ((1.0, up, table), (-1.0, down, table[::-1])):
-                sums = dot(padded, weights) + width * 2.0**-1074
-                exponents = np.log(sums) + sign * t * centres
-                m = float(np.max(exponents))
-                total = float(np.sum(np.exp(exponents - m)))
-                values[row] = m + math.log(total) + 4 * _U * t * loss_max + rounding
+        rows = [row for row, _, _ in members]
+        t = np.array([t for _, t, _ in members])
+        sums = np.empty((2 * len(members), len(padded)))
+        for i, (_, _, table) in enumerate(members):
+            sums[i] = dot(padded, table)
+            sums[len(members) + i] = dot(padded, table[::-1])
+        sums += width * 2.0**-1074
+        signed = np.concatenate([t, -t])
+        exponents = np.log(sums) + signed[:, None] * centres[None, :]
+        m = np.max(exponents, axis=1)
+        values = m + np.log(np.sum(np.exp(exponents - m[:, None]), axis=1))
+        values += 4 * _U * np.abs(signed) * loss_max + 600 * _U + (width + len(padded) + 8) * _U
+        up[rows], down[rows] = values[: len(rows)], values[len(rows) :]
     return up, down
 
 
