@@ -72,16 +72,19 @@ def _clear_block_tables() -> None:
 register("plda.engine.moments.block_tables", _clear_block_tables)
 
 
-def _block_table(t: float, step: float) -> np.ndarray:
-    """``exp(t h (k - c))`` for ``k < B``, ``c = (B - 1) / 2``, ``B`` the block length with
-    ``t h (B - 1) / 2 <= 150`` (``B - 1`` a power of two, ``B`` odd, so ``c`` is an integer
-    and the reversed table is exactly ``exp(-t h (k - c))``). Shared by every law on grid ``h``;
+def _block_table(t: float, step: float, length: int) -> np.ndarray:
+    """``exp(t h (k - c))`` for ``k < B``, ``c = (B - 1) / 2``: ``B - 1`` the largest power of
+    two with ``t h (B - 1) / 2 <= 150``, or the smallest one covering ``length`` entries if that
+    is shorter (``B`` odd, so ``c`` is an integer and the reversed table is exactly
+    ``exp(-t h (k - c))``). Shared by every law on grid ``h``: a longer table's middle is a
+    shorter one, so one is kept per order and grid and replaced by a longer one when asked;
     never written after it is built."""
+    # powers of two: neighbouring orders share the block length, hence one blocking
+    cap = 1 << int(math.log2(max(min(_BLOCK_EXPONENT / (t * step), 1 << 16), 1.0)))
+    half = min(cap, 1 << max(length // 2, 1).bit_length())
     key = (t, step)
     table = _BLOCK_TABLES.get(key)
-    if table is None:
-        # a power of two: neighbouring orders share the block length, hence one blocking
-        half = 1 << int(math.log2(max(min(_BLOCK_EXPONENT / (t * step), 1 << 16), 1.0)))
+    if table is None or len(table) < 2 * half + 1:
         offsets = np.arange(-half, half + 1, dtype=float)
         table = np.exp((t * step) * offsets)
         table.flags.writeable = False
@@ -89,7 +92,8 @@ def _block_table(t: float, step: float) -> np.ndarray:
             if len(_BLOCK_TABLES) >= 256:  # at most 256 tables of at most 1 MB
                 _BLOCK_TABLES.clear()
             _BLOCK_TABLES[key] = table
-    return table
+    middle = len(table) // 2
+    return table[middle - half : middle + half + 1]
 
 
 def log_mgf_ladder(law, j0: int, j1: int) -> tuple[np.ndarray, np.ndarray]:
@@ -120,12 +124,8 @@ def log_mgf_ladder(law, j0: int, j1: int) -> tuple[np.ndarray, np.ndarray]:
     # the blocked probabilities and one matrix product
     groups: dict = {}
     for row, t in enumerate(orders.tolist()):
-        table = _block_table(t, step)
-        # a law shorter than the table takes its middle (still centred on an integer)
-        half = min(len(table) // 2, len(probs) // 2)
-        groups.setdefault(2 * half + 1, []).append(
-            (row, t, table[len(table) // 2 - half : len(table) // 2 + half + 1])
-        )
+        table = _block_table(t, step, len(probs))
+        groups.setdefault(len(table), []).append((row, t, table))
     for width, members in groups.items():
         blocks = -(-len(probs) // width)
         padded = np.zeros(blocks * width)
