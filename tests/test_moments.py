@@ -61,6 +61,13 @@ def test_moments_are_upper_bounds_on_any_grid(offset, length, step_exponent, see
     _check(law, -4, 8)
 
 
+def test_orders_beyond_the_block_exponent_take_one_entry_per_block():
+    # t h = 2^10 > 150: a block of three entries would overflow its table
+    law = DiscreteLoss(step=1.0, offset=-3, probs=np.array([0.2, 0.0, 0.5, 1e-200, 0.3]),
+                       infinity_mass=0.0, upper=True)
+    _check(law, 14, 20)
+
+
 def test_a_law_without_finite_mass_has_moments_minus_infinity():
     law = DiscreteLoss(step=0.1, offset=0, probs=np.zeros(3), infinity_mass=1.0, upper=True)
     up, down = log_mgf_ladder(law, 0, 2)

@@ -80,7 +80,8 @@ def _block_table(t: float, step: float, length: int) -> np.ndarray:
     shorter one, so one is kept per order and grid and replaced by a longer one when asked;
     never written after it is built."""
     # powers of two: neighbouring orders share the block length, hence one blocking
-    cap = 1 << int(math.log2(max(min(_BLOCK_EXPONENT / (t * step), 1 << 16), 1.0)))
+    ratio = min(_BLOCK_EXPONENT / (t * step), 1 << 16)
+    cap = 1 << int(math.log2(ratio)) if ratio >= 1 else 0  # 0: every entry its own block
     half = min(cap, 1 << max(length // 2, 1).bit_length())
     key = (t, step)
     table = _BLOCK_TABLES.get(key)
