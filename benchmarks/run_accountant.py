@@ -39,6 +39,7 @@ import importlib.metadata
 import math
 import os
 import platform
+import subprocess
 import sys
 import time
 import warnings
@@ -474,12 +475,43 @@ def main(argv=None) -> int:
             f"{s1.seconds / constant.seconds:.1f}x the wall time of the same loop with a constant "
             f"noise multiplier (s1-constant), {s1.cpu / constant.cpu:.1f}x its CPU time.",
         ]
+    if "plda" in tools:
+        peaks = {
+            scenario: fresh_peak_rss(scenario) for scenario in scenarios if scenario in S1_SCENARIOS
+        }
+        measured = {k: v for k, v in peaks.items() if v is not None}
+        if measured:
+            lines += [
+                "",
+                "Peak resident set of plda's loop alone in a fresh process (imports included, "
+                "`VmHWM`): " + ", ".join(f"{k} {v:.0f} MiB" for k, v in measured.items()) + ".",
+            ]
     report = "\n".join(lines) + "\n"
     print(report)
     if not args.no_write:
         Path(args.output).write_text(report)
         _update_summary(report)
     return 0
+
+
+def fresh_peak_rss(scenario: str) -> float | None:
+    """Peak resident set (MiB, ``VmHWM``) of a fresh Python process that imports plda and runs
+    plda's loop of ``scenario`` alone: the figure issue 13's memory target is about (in this
+    process the peers' imports, e.g. torch, and earlier runs' memory would be counted too).
+    None where ``/proc`` is not available."""
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]); import run_accountant as r; "
+        "r.plda_loop(sys.argv[2], 1e9); "
+        "print([l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')][0])"
+    )
+    try:
+        out = subprocess.run(
+            [sys.executable, "-c", code, str(HERE), scenario],
+            capture_output=True, text=True, check=True, timeout=600,
+        )
+        return int(out.stdout.split()[-1]) / 1024
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        return None
 
 
 def _update_summary(report: str) -> None:
