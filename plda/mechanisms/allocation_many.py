@@ -24,20 +24,24 @@ error: a dominating law of the epoch in both directions.
 
 **Lower bound: a post-processing of the epoch.** Any function of the epoch's output gives a pair
 whose hockey-stick divergence is at most the epoch's, in both directions (data processing), and
-post-processings of independent epochs compose. For a Gaussian base with ``mu = C / sigma``
-plda takes the best (largest total variation) of three one-dimensional statistics whose laws
-are exact:
+post-processings of independent epochs compose. The main one is the sum of the cell indices of
+the per-step likelihood ratios, whose laws are exact convolutions of cell masses
+(:mod:`plda.mechanisms.allocation_cellsum`): nearly sufficient, it brackets ten epochs at
+``sigma = 1`` to 0.15-0.3% of epsilon for ``t = 1000`` and 1-4% for ``t = 100`` (``k = 2, 4``),
+the decomposition's own slack included. Per direction, plda keeps the candidate of largest
+total variation among it and three one-dimensional statistics with closed-form laws:
 
 - the maximum coordinate, ``P(Y <= y) = Phi(y-mu)^k Phi(y)^(t-k)`` against ``Phi(y)^t``
-  (:class:`~plda.mechanisms.max_shift_many_law.MaxShiftManyLaw`); best for ``k << t``;
+  (:class:`~plda.mechanisms.max_shift_many_law.MaxShiftManyLaw`);
 - the sum of the coordinates, ``N(k mu, t)`` against ``N(0, t)``: a Gaussian with
   ``mu_eff = k mu / sqrt(t)``; exact for ``k = t``;
 - one coordinate, ``(1 - k/t) N(0, 1) + (k/t) N(mu, 1)`` against ``N(0, 1)``: one
-  Poisson-sampled step at rate ``k/t`` (the only one used for a Laplace base).
+  Poisson-sampled step at rate ``k/t``.
 
-These are far from the truth for ``k < t``: the bracket of a ``k > 1`` epoch is wide, and its
-lower bound is a certified but loose one (the gap is the price of not knowing the law of the
-``k``-subset likelihood ratio ``e_k(W) / C(t, k)``).
+For a Laplace base (``epsilon0 = C / b``) the candidates are the cell sum, the largest
+coordinate (:class:`~plda.mechanisms.max_shift_many_law.LaplaceMaxShiftManyLaw`) and one
+coordinate. The gap that remains is mostly the decomposition's: it is exact for ``k = t`` and
+loosest for small ``t / k``.
 """
 
 from __future__ import annotations
@@ -50,11 +54,12 @@ import numpy as np
 from plda._internal.caches import cached
 from plda.discretize import discretize
 from plda.engine.composer import compose
+from plda.mechanisms.allocation_cellsum import cell_sum_laws
 from plda.mechanisms.base import Mechanism
 from plda.mechanisms.gaussian import Gaussian
 from plda.mechanisms.laplace import Laplace
 from plda.mechanisms.laws import AtomLaw
-from plda.mechanisms.max_shift_many_law import MaxShiftManyLaw
+from plda.mechanisms.max_shift_many_law import LaplaceMaxShiftManyLaw, MaxShiftManyLaw
 from plda.mechanisms.subsampled import PoissonSampled
 
 #: loss-grid step of the composed upper law; the engine discretizes it again on its own grid,
@@ -94,31 +99,31 @@ def composed_upper(block_laws) -> AtomLaw:
 
 
 def _laws_of(candidate, direction: str):
-    if isinstance(candidate, MaxShiftManyLaw):
+    if isinstance(candidate, (MaxShiftManyLaw, LaplaceMaxShiftManyLaw)):
         return candidate if direction == "remove" else candidate.reversed()
     return candidate.privacy_loss(direction)
 
 
 @cached(maxsize=16)
 def lower_laws(kind: str, parameter: float, num_steps: int, num_selected: int):
-    """``(remove, add)`` laws of the post-processed pair used as the certified lower side of a
+    """``(remove, add)`` laws of post-processed pairs used as the certified lower side of a
     ``k``-out-of-``t`` epoch (see the module docstring); ``parameter`` is ``mu`` of a Gaussian
-    or ``epsilon0`` of a Laplace base. Among the candidates the one with the largest total
-    variation (``delta(0)``, remove direction) is kept: any choice is certified, this one is a
-    heuristic for the tightest."""
+    or ``epsilon0`` of a Laplace base. Each direction is a separate hockey-stick curve, so each
+    takes its own candidate: the one with the largest total variation (``delta(0)``). Any
+    choice is certified; this one is a heuristic for the tightest (in practice the cell sum)."""
     t, k = num_steps, num_selected
+    candidates = [cell_sum_laws(kind, parameter, t, k)]
     if kind == "laplace":
-        candidates = [PoissonSampled(Laplace(1.0 / parameter), k / t)]
+        singles = [LaplaceMaxShiftManyLaw(m=parameter, num_steps=t, num_selected=k),
+                   PoissonSampled(Laplace(1.0 / parameter), k / t)]
     else:
         mu = parameter
-        candidates = [
-            MaxShiftManyLaw(mu=mu, num_steps=t, num_selected=k),
-            Gaussian(sigma=math.sqrt(t) / (k * mu)),
-            PoissonSampled(Gaussian(sigma=1.0 / mu), k / t),
-        ]
-    best = max(candidates, key=lambda c: float(_laws_of(c, "remove").delta(0.0)))
-    return _laws_of(best, "remove"), _laws_of(best, "add")
-
+        singles = [MaxShiftManyLaw(mu=mu, num_steps=t, num_selected=k),
+                   Gaussian(sigma=math.sqrt(t) / (k * mu)),
+                   PoissonSampled(Gaussian(sigma=1.0 / mu), k / t)]
+    candidates += [(_laws_of(c, "remove"), _laws_of(c, "add")) for c in singles]
+    return tuple(max((c[i] for c in candidates), key=lambda law: float(law.delta(0.0)))
+                 for i in (0, 1))
 
 @dataclass(frozen=True)
 class AllocationLowerBound(Mechanism):
