@@ -111,7 +111,7 @@ def test_add_direction_brackets_are_ordered():
         ({"num_steps": "3"}, TypeError, "num_steps"),
         ({"num_steps": 3, "num_selected": 4}, ValueError, "num_selected"),
         ({"num_steps": 3, "num_selected": 0}, ValueError, "num_selected"),
-        ({"num_steps": 3, "num_selected": 2}, ValueError, "num_selected"),
+        ({"num_steps": 3, "num_selected": 1.5}, ValueError, "num_selected"),
     ],
 )
 def test_bad_input(kwargs, error, word):

@@ -357,7 +357,7 @@ def test_a_sampler_without_its_size_flags_is_an_error(capsys, sampler, flags, mi
         # the library's own refusals, one line, naming the argument
         (["--sampler", "without-replacement", "--batch-size", "20", "--dataset-size", "10"],
          ["batch_size", "dataset_size"]),
-        (["--sampler", "random-allocation", "--num-steps", "5", "--num-selected", "2"],
+        (["--sampler", "random-allocation", "--num-steps", "5", "--num-selected", "6"],
          ["num_selected"]),
         (["--sampler", "random-allocation", "--num-steps", "5", "--relation", "replace_one"],
          ["--relation", "replace_one", "RandomAllocation"]),
@@ -713,3 +713,26 @@ def test_plot_sampler_errors(capsys, tmp_path, argv, words):
     assert code == 2 and out == "" and err.count("\n") == 1
     for word in words:
         assert word in err
+
+
+def test_random_allocation_with_several_steps_per_record(capsys):
+    """--num-selected > 1 is accepted and gives the library's bracket (issue 14)."""
+    flags = ["--sampler", "random-allocation", "--num-steps", "6", "--num-selected", "2",
+             "--steps", "12"]
+    code, out, _ = run(capsys, *EPS_ARGS, *flags, "--json")
+    assert code == 0
+    data = json.loads(out)
+    epoch = plda.RandomAllocation(plda.Gaussian(2.0), 6, 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # NotTightWarning
+        upper = plda.PrivacyLossDistribution.from_mechanism(epoch, 2, accuracy=1e-2)
+        lower = plda.PrivacyLossDistribution.from_mechanism(
+            epoch.lower_bound_mechanism(), 2, accuracy=1e-2
+        )
+        expected_upper = upper.epsilon_bounds(1e-5).upper
+        expected_lower = lower.epsilon_bounds(1e-5).lower
+    assert data["epsilon_upper"] == pytest.approx(expected_upper, rel=1e-12)
+    assert data["epsilon_lower"] == pytest.approx(expected_lower, rel=1e-12)
+    assert data["epsilon_lower"] < data["epsilon_upper"]
+    code, out, _ = run(capsys, *EPS_ARGS, *flags)  # human output
+    assert code == 0 and "2 of 6 steps per epoch" in out

@@ -193,3 +193,16 @@ def test_accountant_step_refuses_a_sampler_without_a_replace_one_analysis():
     with pytest.raises(ValueError, match="add/remove only"):
         accountant.step(1.0, count=4, sampler="random-allocation", num_steps=4)
     assert accountant.history == ()
+
+
+def test_random_allocation_with_several_steps_per_record():
+    """num_selected > 1 is described, recorded and accounted like any epoch sampler."""
+    epoch = plda.sampled_mechanism(G, "random-allocation", num_steps=6, num_selected=2)
+    assert epoch == plda.RandomAllocation(G, 6, 2)
+    accountant = plda.PLDAccountant()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", plda.NotTightWarning)
+        accountant.step(1.0, count=12, sampler="random-allocation", num_steps=6, num_selected=2)
+        bounds = accountant.epsilon_bounds(1e-5)
+    assert accountant.history == ((plda.RandomAllocation(plda.Gaussian(1.0), 6, 2), 2),)
+    assert 0 < bounds.lower <= bounds.upper

@@ -102,7 +102,8 @@ SAMPLER_NAMES = {
     "truncated-poisson": "Poisson sample rate {sample_rate:.6g} truncated at {max_batch_size} "
     "of {dataset_size} records",
     "shuffled": "shuffled, {num_steps} steps per epoch, {epochs} epochs",
-    "random-allocation": "random allocation, {num_steps} steps per epoch, {epochs} epochs",
+    "random-allocation": "random allocation, {num_selected} of {num_steps} steps per epoch, "
+    "{epochs} epochs",
 }
 
 

@@ -1,0 +1,130 @@
+r"""A certified lower pair for random allocation with ``num_selected = k > 1``: the law of the
+sum of the cell indices of the per-step likelihood ratios.
+
+For a Gaussian (or Laplace) base, each step's output ``Y_i`` has the one-step likelihood ratio
+``W_i = dP_1/dQ_1 (Y_i)`` (``exp(mu Y_i - mu^2/2)`` for a Gaussian). The statistic
+
+.. math::
+
+    T = \sum_{i=1}^t J_i, \qquad J_i = \min(\lfloor (W_i - o)/w \rfloor, N)
+
+(the cell of ``W_i`` on a lattice of step ``w`` from ``o``, the cells above ``N`` lumped) is a
+deterministic function of the epoch's output, so its pair of laws is dominated by the
+epoch's pair in both directions (data processing), and post-processings of independent epochs
+compose. Under ``Q`` the ``J_i`` are i.i.d. with cell masses ``q_j = Q(W in cell j)``; under
+``P`` the ``k`` selected steps have ``p_j = P_1(W in cell j) = E_Q[W; W in cell j]`` (``W`` is
+the likelihood ratio) and the others ``q``, whichever ``k`` they are. So
+
+.. math::
+
+    P_T = p^{*k} * q^{*(t-k)}, \qquad Q_T = q^{*t},
+
+exact discrete laws (for ``k = 1`` ``T`` is a discretized sufficient statistic, so the pair is
+nearly the epoch's own). They are computed by FFT convolutions (binary powering, split so that
+the far tail keeps its accuracy: :func:`plda.mechanisms.allocation_fft.split_convolve`) as
+*sub*-measures (the certified entry error subtracted at every product, negatives clipped) and
+*super*-measures (added): every product of sub-measures stays below the exact one and of
+super-measures above. The remove law has atoms ``log(P_T^- / Q_T^+)`` with ``P``-masses
+``P_T^-``; the add law ``log(Q_T^- / P_T^+)`` with ``Q_T^-``. Lower masses and lower losses only
+lower every composed ``delta`` (it is linear in the masses with non-negative integrands,
+non-decreasing in every loss), so these laws are certified lower laws of the epoch.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from plda import fft
+from plda.mechanisms.allocation_fft import split_convolve
+from plda.mechanisms.allocation_sum import laplace_cells, lognormal_cells
+from plda.mechanisms.laws import AtomLaw
+
+#: points of the lattice of ``T`` (sets the cell width ``w`` of ``W``)
+MAX_POINTS = 1 << 20
+#: finest cell width of ``W``
+MIN_WIDTH = 0.02
+_Z_TAIL = 6.362  # Phi(-6.362) ~ 1e-10: the lognormal cells stop there (the rest is lumped)
+
+
+def _cells(kind: str, parameter: float, t: int, k: int):
+    """``(q, dq, p, dp, width, cap)``: cell masses of ``J`` under ``Q`` and under a selected
+    step, with bounds on their absolute errors, the cell width and the index cap of ``T``."""
+    if kind == "laplace":
+        lo, hi = math.exp(-parameter), math.exp(parameter)
+        mean_p, sd_p = hi, hi  # W <= e^eps0 under both
+        span = k * mean_p + t + 12 * math.sqrt(t) * sd_p
+        cells = max(64, math.ceil((hi - lo) / max(MIN_WIDTH, span / MAX_POINTS)))
+        w = (hi - lo) / cells
+        data = laplace_cells(parameter, w, lo - w / 2, cells + 1)
+    else:
+        mu = parameter
+        top = math.exp(_Z_TAIL * mu + mu * mu / 2)
+        mean_p = math.exp(mu * mu)
+        sd_p = math.sqrt(max(math.exp(3 * mu * mu) - math.exp(2 * mu * mu), 0.0))
+        sd_q = math.sqrt(math.expm1(mu * mu))
+        # k selected terms (mean e^mu^2) and t - k others (mean 1), 12 standard deviations
+        span = k * mean_p + 12 * math.sqrt(k) * sd_p + t + 12 * math.sqrt(t) * sd_q + top
+        w = max(MIN_WIDTH, span / MAX_POINTS)
+        data = lognormal_cells(mu, w, int(math.ceil(top / w)))
+    mass, moment, mass_above, moment_above, mass_err, moment_err = data
+    q = np.append(mass, mass_above)
+    p = np.append(moment, moment_above)
+    # the lumped cell's values are a few ulps off too
+    dq = np.append(mass_err, 16 * 2.0**-53 * mass_above)
+    dp = np.append(moment_err, 16 * 2.0**-53 * moment_above)
+    cap = int(math.ceil(span / w)) + len(q)
+    return q, dq, p, dp, w, cap
+
+
+def _product(a, b, n: int, cap: int, sign: int):
+    """``a * b`` cut at index ``cap``, minus (``sign = -1``, a sub-measure of the exact
+    product of the measures ``a`` and ``b`` stand below) or plus (``+1``, above) its certified
+    entry errors."""
+    c, parts = split_convolve(a, b, n)
+    for length, _, entry in parts:
+        c[:length] += sign * entry
+    return np.maximum(c[: cap + 1], 0.0)
+
+
+def _power(x, count: int, n: int, cap: int, sign: int):
+    """``x^{*count}`` by binary powering (``count >= 1``), each product as in :func:`_product`."""
+    acc, power = None, x
+    while True:
+        if count & 1:
+            acc = power if acc is None else _product(acc, power, n, cap, sign)
+        count >>= 1
+        if not count:
+            return acc
+        power = _product(power, power, n, cap, sign)
+
+
+def _side(q, p, t: int, k: int, n: int, cap: int, sign: int):
+    """``(P_T, Q_T)`` as sub-measures (``sign = -1``) or super-measures (``+1``)."""
+    both = _power(p, k, n, cap, sign)
+    if t > k:
+        both = _product(both, _power(q, t - k, n, cap, sign), n, cap, sign)
+    return both, _power(q, t, n, cap, sign)
+
+
+def _law(top, bottom) -> AtomLaw:
+    """Atoms ``log(top / bottom)`` with masses ``top`` (``+inf`` where ``bottom`` is 0)."""
+    size = min(len(top), len(bottom))
+    top, bottom = top[:size], bottom[:size]
+    keep = (top > 0) & (bottom > 0)
+    infinity = float(top[(top > 0) & (bottom <= 0)].sum())
+    loss = np.log(top[keep]) - np.log(bottom[keep])
+    order = np.argsort(loss, kind="stable")
+    return AtomLaw(atom_losses=loss[order], atom_probs=top[keep][order], infinity_mass=infinity)
+
+
+def cell_sum_laws(kind: str, parameter: float, t: int, k: int) -> tuple[AtomLaw, AtomLaw]:
+    """``(remove, add)`` certified lower laws of a ``k``-out-of-``t`` epoch from the statistic
+    ``T`` (module docstring); ``parameter`` is ``mu`` of a Gaussian or ``epsilon0`` of a
+    Laplace base."""
+    q, dq, p, dp, _, cap = _cells(kind, parameter, t, k)
+    n = fft.good_size(2 * (cap + 2))
+    p_low, q_low = _side(np.maximum(q - dq, 0.0), np.maximum(p - dp, 0.0), t, k, n, cap, -1)
+    p_high, q_high = _side(q + dq, p + dp, t, k, n, cap, +1)
+    return _law(p_low, q_high), _law(q_low, p_high)

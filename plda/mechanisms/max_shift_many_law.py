@@ -1,0 +1,254 @@
+"""Law of the largest coordinate of a k-out-of-t random allocation of Gaussian shifts.
+
+A certified *lower* pair for :class:`~plda.RandomAllocation` with ``num_selected = k > 1``:
+the maximum coordinate is a post-processing of the epoch's output, so its pair is dominated by
+the epoch's own pair in both directions (data processing inequality for the hockey-stick
+divergence), and per-epoch post-processings compose.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import log_ndtr, ndtri
+
+from plda.mechanisms.law import PrivacyLossLaw
+from plda.mechanisms.max_laplace_law import LaplaceMaxShiftLaw
+
+_LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
+_LOG2 = math.log(2.0)
+
+
+def _log_phi(z):
+    return -0.5 * z * z - _LOG_SQRT_2PI
+
+
+def _hazard(z):
+    """``phi(z) / Phi(z)`` from logs (no ``1 - Phi``)."""
+    return np.exp(_log_phi(z) - log_ndtr(z))
+
+
+@dataclass(frozen=True, eq=False)
+class MaxShiftManyLaw(PrivacyLossLaw):
+    r"""Loss law of ``Y = max_i X_i`` with ``X ~ N(mu 1_S, I_t)``, ``S`` a uniform ``k``-subset
+    of the ``t`` coordinates (``P``), against ``X ~ N(0, I_t)`` (``Q``).
+
+    Given ``S`` the coordinates are independent, and the cdf of their maximum does not depend
+    on which ``k`` are shifted:
+
+    .. math::
+
+        P(Y \le y) = \Phi(y-\mu)^k \Phi(y)^{t-k}, \qquad Q(Y \le y) = \Phi(y)^t .
+
+    With ``R(y) = Phi(y - mu) / Phi(y)`` and ``a(y) = mu y - mu^2/2`` the density ratio is
+
+    .. math::
+
+        \ell(y) = (k-1) \log R + \log\Big(\tfrac{k}{t} e^{a} + (1 - \tfrac{k}{t}) R\Big),
+
+    increasing in ``y`` (``R`` is, by log-concavity of ``Phi``; so is ``e^a``), so the law of
+    the loss is that of ``Y`` through ``l``, inverted by safeguarded Newton. ``k = 1`` is the
+    law of :class:`plda.mechanisms.shuffled.MaxShiftLaw`.
+    """
+
+    mu: float = 1.0
+    num_steps: int = 2
+    num_selected: int = 1
+    has_continuous_part = True
+
+    @property
+    def continuous_support(self):
+        return (-np.inf, np.inf)
+
+    def _parts(self, y):
+        """``a(y)``, ``log R(y)`` and the log of the bracket in ``l``."""
+        m, t, k = self.mu, self.num_steps, self.num_selected
+        a = m * y - m * m / 2
+        log_r = log_ndtr(y - m) - log_ndtr(y)
+        if k == t:  # every coordinate shifted: the bracket is e^a
+            return a, log_r, a
+        return a, log_r, np.logaddexp(math.log(k / t) + a, math.log1p(-k / t) + log_r)
+
+    def _loss(self, y):
+        y = np.asarray(y, dtype=float)
+        _, log_r, top = self._parts(y)
+        return (self.num_selected - 1) * log_r + top
+
+    def _slope(self, y):
+        y = np.asarray(y, dtype=float)
+        m, t, k = self.mu, self.num_steps, self.num_selected
+        a, log_r, top = self._parts(y)
+        d_log_r = _hazard(y - m) - _hazard(y)  # >= 0
+        inner = np.exp(math.log(k / t) + a - top) * m
+        if k < t:
+            inner = inner + np.exp(math.log1p(-k / t) + log_r - top) * d_log_r
+        return (k - 1) * d_log_r + inner
+
+    def _inverse(self, loss):
+        """``y`` with ``l(y) = loss`` (vectorized): bracket by doubling, then safeguarded Newton."""
+        loss = np.asarray(loss, dtype=float)
+        lo = np.full(loss.shape, -1.0)
+        hi = np.full(loss.shape, 1.0)
+        for _ in range(1100):
+            low = self._loss(lo) > loss
+            high = self._loss(hi) < loss
+            if not (low.any() or high.any()):
+                break
+            lo = np.where(low, 2 * lo - 1, lo)
+            hi = np.where(high, 2 * hi + 1, hi)
+        x = 0.5 * (lo + hi)
+        for _ in range(100):
+            f = self._loss(x) - loss
+            lo = np.where(f < 0, x, lo)
+            hi = np.where(f > 0, x, hi)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                nxt = x - f / self._slope(x)
+            bad = ~((nxt > lo) & (nxt < hi))
+            nxt = np.where(bad, 0.5 * (lo + hi), nxt)
+            done = np.abs(nxt - x) <= 4e-16 * (1 + np.abs(x))
+            x = nxt
+            if np.all(done | (f == 0)):
+                break
+        return x
+
+    def _log_cdf_y(self, y, hypothesis):
+        t, k = self.num_steps, self.num_selected
+        if hypothesis == "P":
+            return k * log_ndtr(y - self.mu) + (t - k) * log_ndtr(y)
+        return t * log_ndtr(y)
+
+    def _cont_cdf(self, x, hypothesis):
+        return np.exp(self._log_cdf_y(self._inverse(x), hypothesis))
+
+    def _cont_sf(self, x, hypothesis):
+        # 1 - e^{log cdf}, from expm1: no cancellation in the upper tail
+        return -np.expm1(self._log_cdf_y(self._inverse(x), hypothesis))
+
+    def _cont_pdf(self, x, hypothesis):
+        y = self._inverse(x)
+        m, t, k = self.mu, self.num_steps, self.num_selected
+        if hypothesis == "P":
+            # d/dy [Phi(y-mu)^k Phi(y)^(t-k)]: the maximum is a shifted or an unshifted coordinate
+            base = (k - 1) * log_ndtr(y - m) + (t - k - 1) * log_ndtr(y)
+            shifted = math.log(k) + _log_phi(y - m) + log_ndtr(y) + base
+            if k < t:
+                plain = math.log(t - k) + _log_phi(y) + log_ndtr(y - m) + base
+                log_density = np.logaddexp(shifted, plain)
+            else:
+                log_density = shifted
+        else:
+            log_density = math.log(t) + (t - 1) * log_ndtr(y) + _log_phi(y)
+        return np.exp(log_density) / self._slope(y)
+
+    def _cont_tail(self, mass, hypothesis):
+        t = self.num_steps
+        # below y_a both cdfs are <= Phi(y_a)^t = mass (Phi(y - mu) <= Phi(y)); above y_b both
+        # sfs are <= t (1 - Phi(y_b - mu)) = mass (union bound over the t coordinates)
+        y_a = ndtri(math.exp(math.log(mass) / t))
+        y_b = self.mu - ndtri(mass / t)
+        return float(self._loss(np.array([y_a]))[0]), float(self._loss(np.array([y_b]))[0])
+
+
+def _laplace_log_cdf(z):
+    """``log F(z)`` of the standard Laplace law: ``z - log 2`` below 0, ``log1p(-e^-z / 2)``
+    above (no cancellation on either side)."""
+    z = np.asarray(z, dtype=float)
+    with np.errstate(over="ignore"):
+        return np.where(z < 0, z - _LOG2, np.log1p(-0.5 * np.exp(-np.abs(z))))
+
+
+def _laplace_log_pdf(z):
+    return -np.abs(np.asarray(z, dtype=float)) - _LOG2
+
+
+def _laplace_reversed_hazard(z):
+    """``f(z) / F(z)`` of the standard Laplace law: 1 below 0, ``1 / (2 e^z - 1)`` above."""
+    z = np.asarray(z, dtype=float)
+    with np.errstate(over="ignore"):
+        return np.where(z < 0, 1.0, 1.0 / (2.0 * np.exp(np.maximum(z, 0.0)) - 1.0))
+
+
+@dataclass(frozen=True, eq=False)
+class LaplaceMaxShiftManyLaw(LaplaceMaxShiftLaw):
+    r"""Loss law of ``Y = max_i X_i``, ``X_i`` i.i.d. standard Laplace plus ``m`` on a uniform
+    ``k``-subset of the ``t`` coordinates (``P``), against no shift (``Q``); ``k = 1`` is
+    :class:`~plda.mechanisms.max_laplace_law.LaplaceMaxShiftLaw`.
+
+    ``P(Y <= y) = F(y-m)^k F(y)^(t-k)``, ``Q(Y <= y) = F(y)^t``. For ``y <= 0`` the ratio of
+    the two is ``e^(-k m)``: an atom at loss ``-k m`` of masses ``2^-t e^(-k m)`` (P) and
+    ``2^-t`` (Q). Above, with ``a = log f(y-m) - log f(y)`` and ``r = log F(y-m) - log F(y)``
+    (both nondecreasing, ``r`` strictly for ``y > 0``: ``F`` is log-concave),
+
+    .. math::
+
+        \ell(y) = (k-1) r + \log\Big(\tfrac{k}{t} e^{a} + (1 - \tfrac{k}{t}) e^{r}\Big),
+
+    strictly increasing from ``-k m`` towards ``log((k/t) e^m + 1 - k/t)``. The inverse, cdfs
+    and sfs are the parent's, read through these functions.
+    """
+
+    num_selected: int = 1
+
+    def __post_init__(self):
+        m, t, k = self.m, self.num_steps, self.num_selected
+        object.__setattr__(self, "atom_losses", np.array([-k * m]))
+        # 2^-t underflows for t > 1074: the atom then carries 0
+        object.__setattr__(self, "atom_probs", np.array([math.exp(-t * _LOG2 - k * m)]))
+
+    @property
+    def continuous_support(self):
+        m, t, k = self.m, self.num_steps, self.num_selected
+        return (-k * m, math.log((k / t) * math.exp(m) + 1 - k / t))
+
+    def _parts(self, y):
+        m, t, k = self.m, self.num_steps, self.num_selected
+        a = _laplace_log_pdf(y - m) - _laplace_log_pdf(y)
+        r = _laplace_log_cdf(y - m) - _laplace_log_cdf(y)
+        if k == t:
+            return a, r, a
+        return a, r, np.logaddexp(math.log(k / t) + a, math.log1p(-k / t) + r)
+
+    def _loss(self, y):
+        y = np.asarray(y, dtype=float)
+        _, r, top = self._parts(y)
+        return (self.num_selected - 1) * r + top
+
+    def _slope(self, y):
+        y = np.asarray(y, dtype=float)
+        m, t, k = self.m, self.num_steps, self.num_selected
+        a, r, top = self._parts(y)
+        da = np.where((y > 0) & (y < m), 2.0, 0.0)
+        dr = _laplace_reversed_hazard(y - m) - _laplace_reversed_hazard(y)
+        inner = np.exp(math.log(k / t) + a - top) * da
+        if k < t:
+            inner = inner + np.exp(math.log1p(-k / t) + r - top) * dr
+        return (k - 1) * dr + inner
+
+    def _log_cdf_y(self, y, hypothesis):
+        t, k = self.num_steps, self.num_selected
+        if hypothesis == "P":
+            return k * _laplace_log_cdf(y - self.m) + (t - k) * _laplace_log_cdf(y)
+        return t * _laplace_log_cdf(y)
+
+    def _cont_pdf(self, x, hypothesis):
+        x = np.asarray(x, dtype=float)
+        lo, hi = self.continuous_support
+        inside = (x > lo) & (x < hi)
+        y = self._points(np.where(inside, x, 0.5 * (lo + hi)))
+        m, t, k = self.m, self.num_steps, self.num_selected
+        if hypothesis == "P":
+            base = (k - 1) * _laplace_log_cdf(y - m) + (t - k - 1) * _laplace_log_cdf(y)
+            shifted = math.log(k) + _laplace_log_pdf(y - m) + _laplace_log_cdf(y) + base
+            if k < t:
+                plain = (math.log(t - k) + _laplace_log_pdf(y) + _laplace_log_cdf(y - m)
+                         + base)
+                log_density = np.logaddexp(shifted, plain)
+            else:
+                log_density = shifted
+        else:
+            log_density = math.log(t) + (t - 1) * _laplace_log_cdf(y) + _laplace_log_pdf(y)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            out = np.exp(log_density) / self._slope(y)
+        return np.where(inside & np.isfinite(out), out, 0.0)
