@@ -118,7 +118,8 @@ def _threshold_split(law, step, index, v_capacity, u_needed, pieces=256):
 #: cells holding less than this fraction of the largest cell's mass are left to pairing: the
 #: sweep's one unbalanced group sits where they start, so what it wastes is negligible
 WINDOW = 1e-10
-#: the sweep is a Python loop (about 2 us per cell): beyond this many bulk cells only pairing runs
+#: the sweep is a Python loop (well under a microsecond per cell): beyond this many bulk cells only
+#: pairing runs
 MAX_SWEEP = 1 << 16
 #: pairing's mismatch is first order only where the mass changes by a large factor from a cell to
 #: the next (a bulk a few cells wide, a steep end of the support); where the log-mass of the
