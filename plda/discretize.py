@@ -6,11 +6,13 @@ cell ``[l_i, l_{i+1}]`` is split between the two grid points so that both its ``
 hockey-stick curve is convex in ``e^eps`` and the split gives its chord), so every composition of
 split pairs bounds the true composition from above. The error is second order in the grid step.
 
-Optimistic (lower) — *pairing*, an exact post-processing of the true pair: each cell is merged
-into one outcome, and fractions of neighbouring cells are grouped so that every group's merged
-loss sits at (or just above) its grid point; the cell where the two pairing recursions meet is
-split at its best threshold. Rounding down then costs almost nothing, so the lower bound is as
-tight as the upper one. Atoms are rounded down directly (unless the grid is aligned to them).
+Optimistic (lower) — an exact post-processing of the true pair: each cell is merged into one
+outcome, and fractions of cells are grouped so that every group's merged loss sits at (or just
+above) its grid point: *pairing* of neighbouring cells, or, where the bulk spans only a few
+cells, the *martingale sweep* (:mod:`~plda.discretization.sweep`), whose groups may reach a few
+cells and whose one unbalanced group sits in a tail. Rounding down then costs almost nothing, so
+the lower bound is as tight as the upper one. Atoms are rounded down directly (unless the grid is
+aligned to them).
 
 Tails: the pessimistic side moves the lower tail up to the first grid point and charges the upper
 tail to ``+inf``; the optimistic side drops the lower tail and rounds the upper tail down. Float

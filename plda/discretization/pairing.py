@@ -1,14 +1,18 @@
-"""The optimistic discretization of a continuous law: *pairing*, an exact post-processing of
-the true pair. Each cell is merged into one outcome, and fractions of neighbouring cells are
-grouped so that every group's merged loss sits at (or just above) its grid point; the cell where
-the two pairing recursions meet is split at its best threshold.
+"""The optimistic discretization of a continuous law, by exact post-processings of the true pair:
+*pairing* (fractions of neighbouring cells grouped so that every group's merged loss sits at,
+or just above, its grid point; the cell where the two pairing recursions meet is split at its
+best threshold) and the *martingale sweep* of :mod:`~plda.discretization.sweep` through the
+bulk. :func:`continuous_lower` builds both and keeps the one with the larger ``E_P[L]`` (both are
+dominated by the true pair, so either is a valid optimistic version; the larger mean loses less).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from plda._internal.linalg import dot
 from plda.discretization.cells import CDF_RTOL, NODES, WEIGHTS, coarse_tail, fine_end
+from plda.discretization.sweep import MARGIN, SPAN, sweep_down, sweep_up
 
 
 def _affine_scan(alpha: np.ndarray, beta: np.ndarray, reverse: bool) -> np.ndarray:
@@ -111,26 +115,23 @@ def _threshold_split(law, step, index, v_capacity, u_needed, pieces=256):
     return (1 - phi[k]) * p_bottom[k] * shrink, (p_top[k] + phi[k] * p_bottom[k]) * shrink
 
 
-def continuous_lower(law, step, lo, hi, moments):
-    """Optimistic masses by an exact post-processing that pairs neighbouring cells.
+#: cells holding less than this fraction of the largest cell's mass are left to pairing: the
+#: sweep's one unbalanced group sits where they start, so what it wastes is negligible
+WINDOW = 1e-10
+#: the sweep is a Python loop (well under a microsecond per cell): beyond this many bulk cells only
+#: pairing runs
+MAX_SWEEP = 1 << 16
+#: pairing's mismatch is first order only where the mass changes by a large factor from a cell to
+#: the next (a bulk a few cells wide, a steep end of the support); where the log-mass of the
+#: cells holding 1e-3 of the largest changes by less than this per cell, only pairing runs
+ROUGH = 0.05
 
-    Merge each cell into one outcome, then send a fraction ``a_j`` of cell ``j`` down to ``l_j``
-    and ``b_j`` up to ``l_{j+1}``. The group at ``l_j`` (``a_j`` of cell ``j`` and ``b_{j-1}`` of
-    cell ``j-1``) has merged loss ``>= l_j`` iff ``b_{j-1} v_{j-1} <= a_j u_j``; so each group is a
-    post-processing of the true pair whose loss is at or just above its grid point, and rounding
-    down costs nothing. Fractions are found by recursions that are stable away from the mode:
-    downward above the mode (``b_{j-1} = a_j u_j / v_{j-1}``, ``a = 1 - b``), upward below it
-    (``a_j = b_{j-1} v_{j-1} / u_j``); whatever is left of a cell is rounded down to ``l_j``.
-    """
-    mid = fine_end(law, step, lo, hi)
-    p, ep, u, eu, v, ev = moments
-    n = mid - lo
-    # conservative versions: the balance must hold for the true u, v
-    u_low = np.maximum(u - eu, 0.0) * (1 - 1e-9)
-    # capped at the largest double: a cell too wide to bound its Q-moment (see _cdf_moments)
-    # then pairs nothing, without inf * 0 = NaN in the balances below
-    v_high = np.minimum(v + ev, np.finfo(float).max)
-    mode = int(np.argmax(p))
+
+def _paired(law, step, lo, p_low, u_low, v_high):
+    """Pairing of neighbouring cells (fractions ``a_j`` down, ``b_j`` up): masses on grid
+    points ``lo .. lo + n``."""
+    n = len(p_low)
+    mode = int(np.argmax(p_low))
     with np.errstate(divide="ignore", invalid="ignore"):
         a, b = _pair_down(u_low, v_high, mode, n)
         a_up, b_up = _pair_up(u_low, v_high, mode, n)
@@ -143,21 +144,129 @@ def continuous_lower(law, step, lo, hi, moments):
         a[mode] = min(a[mode], 1.0 - b[mode])
         if a[mode] * u_low[mode] < b[mode - 1] * v_high[mode - 1]:
             b[mode - 1] = a[mode] * u_low[mode] / v_high[mode - 1]
-    mass = np.maximum(p - ep, 0.0)
     leftover = np.maximum(1.0 - a - b, 0.0)
-    down = (a + leftover) * mass  # the leftover's merged loss is >= l_j: round it down
-    up = b * mass
+    down = (a + leftover) * p_low  # the leftover's merged loss is >= l_j: round it down
+    up = b * p_low
     if law.has_density:
         # cells with a leftover (the junction of the two recursions) are split at a threshold
         # instead: a top slice goes up, the rest down -- far less is rounded down
-        for j in np.nonzero(leftover * mass > 1e-3 * mass.max())[0][:8]:
+        for j in np.nonzero(leftover * p_low > 1e-3 * p_low.max())[0][:8]:
             need_below = b[j - 1] * v_high[j - 1] if j > 0 else 0.0
             split = _threshold_split(law, step, lo + j, b[j] * v_high[j], need_below)
             if split is not None:
                 down[j], up[j] = split
-    out = np.zeros(hi - lo + 1)
+    out = np.zeros(n + 1)
     out[:n] += down
-    out[1 : n + 1] += up
+    out[1:] += up
+    return out
+
+
+def _tail_pairing(p_low, u_low, v_high, upward: bool):
+    """Pairing of the cells outside the swept bulk: ``(stay, up)`` fractions, recursing up from
+    the bottom cell (``upward``) or down from the top one."""
+    n = len(p_low)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if upward:
+            a, b = _pair_up(u_low, v_high, n - 1, n)
+        else:
+            a, b = _pair_down(u_low, v_high, 0, n)
+    return a + np.maximum(1.0 - a - b, 0.0), b
+
+
+def _swept(step, p_low, p_high, u_low, v_high):
+    """The martingale sweep through the bulk (cells above ``WINDOW`` of the largest), pairing
+    below and above it: masses on grid points ``lo .. lo + n``, or ``None`` if the bulk is too
+    wide for the sweep."""
+    n = len(p_low)
+    bulk = np.nonzero(p_low > WINDOW * p_low.max())[0]
+    if not len(bulk) or bulk[-1] - bulk[0] > MAX_SWEEP:
+        return None
+    first, last, mode = int(bulk[0]), int(bulk[-1]), int(np.argmax(p_low))
+    core = np.nonzero(p_low > 1e-3 * p_low.max())[0]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        jumps = np.abs(np.diff(np.log(p_low[core[0] : core[-1] + 1])))
+    if len(jumps) and np.all(jumps < ROUGH):  # NaN and inf jumps count as rough
+        return None
+    # the sweep runs on Python lists of the bulk and the SPAN cells around it (a group reaches
+    # at most SPAN cells past where the sweep stops)
+    r0, r1 = max(first - SPAN - 1, 0), min(last + SPAN + 2, n)
+    lists = [x[r0:r1].tolist() for x in (p_low, p_high, u_low, v_high)]
+    acc = [0.0] * (r1 - r0 + 1)
+    out = np.zeros(n + 1)
+    if mode - first <= last - mode:  # the mode nearer the bottom: sweep up, end in the upper tail
+        k, rho = 0, 1.0
+        if first > 0:
+            stay, up = _tail_pairing(p_low[:first], u_low[:first], v_high[:first], True)
+            out[:first] += stay * p_low[:first]
+            out[1:first] += up[:-1] * p_low[: first - 1]
+            k, rho = first - 1, float(up[-1])
+        k, rho = sweep_up(lists[0], lists[2], lists[3], step, k - r0, rho, last - r0, acc)
+        out[r0 : r1 + 1] += acc
+        k += r0
+        if k + 1 < n:  # cells above: pairing down from the top; its bottom group pays for rho
+            stay, up = _tail_pairing(p_low[k + 1 :], u_low[k + 1 :], v_high[k + 1 :], False)
+            out[k + 1 : n] += stay * p_low[k + 1 :]
+            out[k + 2 :] += up * p_low[k + 1 :]
+            pays = stay[0] * u_low[k + 1] * (1.0 - MARGIN)
+            lifted = min(rho, pays / v_high[k]) if v_high[k] > 0 else rho
+            out[k + 1] += lifted * p_low[k]
+            rho -= lifted
+        out[k] += rho * p_low[k]  # what nothing pays for is rounded down
+        return out
+    k, sigma = n - 1, 1.0
+    if last < n - 1:
+        stay, up = _tail_pairing(p_low[last:], u_low[last:], v_high[last:], False)
+        out[last + 1 : n] += stay[1:] * p_low[last + 1 :]
+        out[last + 1 :] += up * p_low[last:]
+        k, sigma = last, float(stay[0])
+    k, sigma = sweep_down(*lists, step, k - r0, sigma, first - r0, acc)
+    out[r0 : r1 + 1] += acc
+    if k < 0:  # the sweep reached the bottom cell
+        return out
+    k += r0
+    out[k] += sigma * p_low[k]
+    if k > 0:  # cells below: pairing up from the bottom; group k pays for their top one
+        stay, up = _tail_pairing(p_low[:k], u_low[:k], v_high[:k], True)
+        out[:k] += stay * p_low[:k]
+        out[1:k] += up[:-1] * p_low[: k - 1]
+        pays = sigma * u_low[k] * (1.0 - MARGIN)
+        lifted = min(float(up[-1]), pays / v_high[k - 1]) if v_high[k - 1] > 0 else 0.0
+        out[k] += lifted * p_low[k - 1]
+        out[k - 1] += (up[-1] - lifted) * p_low[k - 1]
+    return out
+
+
+def continuous_lower(law, step, lo, hi, moments):
+    """Optimistic masses by an exact post-processing of the true pair: pairing of neighbouring
+    cells, or the martingale sweep through the bulk, whichever has the larger ``E_P[L]``.
+
+    Pairing merges each cell into one outcome, then sends a fraction ``a_j`` of cell ``j`` down
+    to ``l_j`` and ``b_j`` up to ``l_{j+1}``. The group at ``l_j`` (``a_j`` of cell ``j`` and
+    ``b_{j-1}`` of cell ``j-1``) has merged loss ``>= l_j`` iff ``b_{j-1} v_{j-1} <= a_j u_j``;
+    so each group is a post-processing of the true pair whose loss is at or just above its grid
+    point, and rounding down costs nothing. Fractions are found by recursions that are stable
+    away from the mode: downward above the mode (``b_{j-1} = a_j u_j / v_{j-1}``, ``a = 1 - b``),
+    upward below it (``a_j = b_{j-1} v_{j-1} / u_j``); whatever is left of a cell is rounded down
+    to ``l_j``. Where they meet the mismatch of the whole law is rounded down: first order where
+    the bulk spans a few cells, which the sweep (:mod:`~plda.discretization.sweep`) avoids.
+    """
+    mid = fine_end(law, step, lo, hi)
+    p, ep, u, eu, v, ev = moments
+    # conservative versions: the balance must hold for the true p, u, v
+    p_low = np.maximum(p - ep, 0.0)
+    p_high = np.minimum(p + ep, np.finfo(float).max)
+    u_low = np.nan_to_num(np.maximum(u - eu, 0.0), nan=0.0) * (1 - 1e-9)
+    # capped at the largest double: a cell too wide to bound its Q-moment (see _cdf_moments)
+    # then pairs nothing, without inf * 0 = NaN in the balances below
+    v_high = np.nan_to_num(np.minimum(v + ev, np.finfo(float).max), nan=np.finfo(float).max)
+    fine = _paired(law, step, lo, p_low, u_low, v_high)
+    swept = _swept(step, p_low, p_high, u_low, v_high)
+    if swept is not None:
+        grid = (lo + np.arange(len(fine))) * step
+        if np.all(np.isfinite(swept)) and dot(swept, grid) > dot(fine, grid):
+            fine = swept
+    out = np.zeros(hi - lo + 1)
+    out[: len(fine)] += fine
     index, tail = coarse_tail(law, step, mid, hi, upper=False)
     np.add.at(out, index - lo, tail)
     above_hi = law.continuous_sf(np.array([hi * step]), "P")[0]
