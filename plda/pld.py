@@ -221,18 +221,20 @@ class PrivacyLossDistribution:
         """The planner's pilot of this composition (first step, window width, atom unit)."""
         return pilot(direction_laws(self), self.accuracy)
 
-    def _initial_step(self) -> float:
-        return self.step if self.step is not None else self._pilot.step
+    def _initial_step(self, refined: bool = False) -> float:
+        return self.step if self.step is not None else self._pilot.first_step(refined)
 
-    def _current_step(self) -> float:
-        """The grid step of the latest plan (the initial one until refined)."""
-        plan = self._cache.get("plan")
-        return plan.step if plan is not None else self._initial_step()
+    def _current_step(self, refined: bool = False) -> float:
+        """The latest plan's step (the initial one until refined); unless ``refined``, never
+        coarser than the pilot's unrefined step, which delta and the conversions read as is."""
+        plan, first = self._cache.get("plan"), self._initial_step(refined)
+        return first if plan is None else plan.step if refined else min(plan.step, first)
 
-    def _versions(self, refine_for: np.ndarray | None = None):
+    def _versions(self, refine_for: np.ndarray | None = None, coarse_start: bool = True):
         """Grid versions; with ``refine_for`` (deltas), refine until the epsilon gap meets
-        ``accuracy`` there (:func:`plda.engine.plan.refine`)."""
-        step = self._current_step()
+        ``accuracy`` there (:func:`plda.engine.plan.refine`), from the pilot's coarse start if
+        ``coarse_start``."""
+        step = self._current_step(refined=refine_for is not None and coarse_start)
         for _ in range(16):
             try:
                 versions = self._materialize(Plan(step=step))
@@ -287,7 +289,7 @@ class PrivacyLossDistribution:
         versions = self._versions(refine_for=flat[(flat >= 1e-10) | (flat == flat.max())])
         lower, upper = epsilon_pair(versions, d)
         lower, upper = sharpen(
-            self._materialize, self._current_step(), versions, np.ravel(d), np.ravel(lower),
+            self._materialize, self._current_step(True), versions, np.ravel(d), np.ravel(lower),
             np.ravel(upper), "delta", self.accuracy,
         )
         lower, upper = lower.reshape(d.shape), upper.reshape(d.shape)
@@ -315,7 +317,7 @@ class PrivacyLossDistribution:
             # deltas below ~1e-10 sit on the FFT's rounding floor, where refining cannot help
             probe = np.ravel(probe)[(np.ravel(probe) > 1e-10) & (np.ravel(probe) < 1)]
             if probe.size:
-                versions = self._versions(refine_for=probe[:: max(1, probe.size // 16)])
+                versions = self._versions(probe[:: max(1, probe.size // 16)], False)
         upper = np.max([v[0].delta(e) for v in versions.values()], axis=0)
         lower = np.max([v[1].delta(e) for v in versions.values()], axis=0)
         lower = np.minimum(lower, upper)

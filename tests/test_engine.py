@@ -181,3 +181,24 @@ def test_laplace_atoms_off_the_grid_meet_the_accuracy_on_a_coarse_grid():
     assert 0 < (upper - lower) / upper <= 1e-3
     assert lower <= 20.0576547 <= upper  # the bracket of a 1e-7 run (benchmarks/RESULTS.md)
     assert pld.grid_step > 2 * 0.01 / 49  # a 3x coarser grid than the unit
+
+
+def test_refinement_starts_coarse_where_the_steps_are_narrow():
+    # B3-like: one step's bulk is ~0.002 wide, so the width-based pilot step is far too fine;
+    # the second-order gap model starts the refinement coarser, and the gap still meets it
+    pld = PLD.from_mechanism(plda.PoissonSampled(plda.Gaussian(0.8), 0.001), 100000,
+                             accuracy=6e-3)
+    found = pld._pilot
+    assert found.first_step(refined=True) >= 2 * found.first_step(refined=False)
+    bounds = pld.epsilon_bounds(1e-6)
+    assert (bounds.upper - bounds.lower) / bounds.upper <= 6e-3
+    assert pld.grid_step <= found.first_step(refined=False)  # delta and conversions: as before
+
+
+def test_second_order_step_is_zero_without_spread():
+    from plda.engine.plan import second_order_step
+
+    point = discretize(plda.Laplace(scale=1.0).privacy_loss("remove"), 0.5)[0]
+    assert second_order_step([(point, 0)], 1e-3) == 0.0
+    gauss = discretize(plda.Gaussian(1.0).privacy_loss("remove"), 0.01)[0]
+    assert 0 < second_order_step([(gauss, 100)], 1e-3) < 1

@@ -80,7 +80,10 @@ def test_lower_version_delta_is_below_the_exact_delta(q, sigma, step, direction)
 
 @pytest.mark.parametrize("direction", ["remove", "add"])
 def test_lower_version_keeps_both_masses_at_most_one(direction):
-    for q, sigma, step in [(0.001, 0.8, 2.0**-12), (0.01, 1.0, 2.0**-10), (1.0, 1.0, 2.0**-10)]:
+    # grids where the sweep runs (pairing, which rounds its mismatch down, raises the Q-mass
+    # by about what it wastes of E_P[L]: 1e-7 for q = 0.01, sigma = 1 on 2^-10, where pairing
+    # wastes less than SWEEP_WORTH times the upper version's error and is kept)
+    for q, sigma, step in [(0.001, 0.8, 2.0**-12), (0.01, 0.8, 2.0**-9), (1.0, 1.0, 2.0**-10)]:
         lower = discretize(_law(q, sigma, direction), step)[1]
         losses = (lower.offset + np.arange(len(lower.probs))) * lower.step
         assert lower.probs.sum() <= 1 + 1e-12
@@ -144,3 +147,22 @@ def test_lower_version_stays_below_a_finer_upper_version(mechanism, log2_step):
         assert lower.probs.sum() <= upper.probs.sum() + upper.infinity_mass + 1e-12
         for eps in [-0.1, -0.01, 0.0, 0.01, 0.1, 0.5, 1.0, 3.0]:
             assert _grid_delta(lower, eps) <= _grid_delta(upper, eps) * (1 + 1e-12) + 1e-300
+
+
+@pytest.mark.parametrize(("step", "sweeps"), [(2.0**-9, True), (2.0**-13, False)])
+def test_the_sweep_runs_only_where_pairing_wastes_much(monkeypatch, step, sweeps):
+    # q = 0.01, sigma = 2: on 2^-9 pairing wastes far more of E_P[L] than the upper version's
+    # own error; on 2^-13 (the bulk spans hundreds of cells) less than SWEEP_WORTH times it,
+    # where the Python sweep would gain little
+    from plda.discretization import pairing
+
+    calls = []
+    original = pairing._swept
+
+    def counting(*args):
+        calls.append(1)
+        return original(*args)
+
+    monkeypatch.setattr(pairing, "_swept", counting)
+    discretize.function(_law(0.01, 2.0, "remove"), step)  # uncached
+    assert bool(calls) == sweeps

@@ -333,7 +333,9 @@ class HistoryComposition:
         if horizon not in self._steps:
             laws = direction_laws(PrivacyLossDistribution(horizon, self._relation, self._accuracy))
             found = pilot(laws, self._accuracy)
-            step = ladder_step(found.step, found.atom_unit)
+            # the rung nearest the pilot's step rather than the one below it: the refinement
+            # halves a step that misses, but never coarsens one that is finer than needed
+            step = ladder_step(found.first_step(refined=True) * 1.5, found.atom_unit)
             if len(self._steps) > 64:
                 self._steps.clear()
             self._steps[horizon] = (step, found.atom_unit)

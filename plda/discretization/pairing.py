@@ -125,6 +125,12 @@ MAX_SWEEP = 1 << 16
 #: the next (a bulk a few cells wide, a steep end of the support); where the log-mass of the
 #: cells holding 1e-3 of the largest changes by less than this per cell, only pairing runs
 ROUGH = 0.05
+#: the sweep runs only where pairing loses more than this many times the pessimistic version's
+#: own error of ``E_P[L]`` (about ``h^2 / 12`` per unit of mass for a density smooth on the
+#: scale of a cell: connect-the-dots keeps the P- and Q-mass of every cell). Below that the
+#: sweep gains little (measured: at most 2x on ``E_P[L]`` for DP-SGD steps whose bulk spans
+#: 100+ cells) and costs its Python loop, a few milliseconds per law.
+SWEEP_WORTH = 3.0
 
 
 def _paired(law, step, lo, p_low, u_low, v_high):
@@ -260,10 +266,13 @@ def continuous_lower(law, step, lo, hi, moments):
     # then pairs nothing, without inf * 0 = NaN in the balances below
     v_high = np.nan_to_num(np.minimum(v + ev, np.finfo(float).max), nan=np.finfo(float).max)
     fine = _paired(law, step, lo, p_low, u_low, v_high)
-    swept = _swept(step, p_low, p_high, u_low, v_high)
-    if swept is not None:
-        grid = (lo + np.arange(len(fine))) * step
-        if np.all(np.isfinite(swept)) and dot(swept, grid) > dot(fine, grid):
+    grid = (lo + np.arange(len(fine))) * step
+    # E_P[L] of the cells under connect-the-dots, sum p_j l_j + h sum min(u_j / (1 - e^-h), p_j)
+    upper_mean = dot(p, grid[:-1]) + step * float(np.sum(np.minimum(u / -np.expm1(-step), p)))
+    wasted = upper_mean - dot(fine, grid)
+    if wasted > SWEEP_WORTH * step * step / 12 * float(np.sum(p)):
+        swept = _swept(step, p_low, p_high, u_low, v_high)
+        if swept is not None and np.all(np.isfinite(swept)) and dot(swept, grid) > dot(fine, grid):
             fine = swept
     out = np.zeros(hi - lo + 1)
     out[: len(fine)] += fine

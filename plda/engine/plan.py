@@ -59,12 +59,20 @@ class Plan:
 @dataclass(frozen=True)
 class Pilot:
     """What a coarse pilot discretization tells about a composition: a first grid ``step``
-    (deliberately coarse), the composed window's width in loss units, and the atoms' common
-    spacing (``None`` if they share none usable)."""
+    (deliberately coarse), the composed window's width in loss units, the atoms' common
+    spacing (``None`` if they share none usable), and the ``start`` of a refinement (coarser
+    still where the second-order gap model allows it)."""
 
     step: float
     window_width: float
     atom_unit: float | None = None
+    start: float | None = None
+
+    def first_step(self, refined: bool) -> float:
+        """The first grid step: ``start`` (at least ``step``) where a refinement measures the
+        gap and goes on from there, ``step`` where the grid is used as it is (the conversions
+        read the composition on it without refining)."""
+        return self.start if refined and self.start is not None else self.step
 
     def grid_points(self, step: float) -> float:
         """Estimated FFT length of the composition on grid ``step``."""
@@ -82,10 +90,12 @@ def pilot(laws: dict[str, list], accuracy: float) -> Pilot:
     measured gap."""
     direction_widths = []
     spreads = []
+    lead_pilots = None
     for factors in laws.values():
         # each law on its own pilot grid: the window is estimated from moments in loss units,
         # so no common grid (and no rediscretization when a finer law joins) is needed
         pilots = [(discretize(law, pilot_step(law))[0], k) for law, k in factors]
+        lead_pilots = pilots if lead_pilots is None else lead_pilots
         lo, hi = window_losses(pilots, 1e-20)
         direction_widths.append(hi - lo)
         spreads.append(max(p.step for p, _ in pilots))
@@ -96,16 +106,55 @@ def pilot(laws: dict[str, list], accuracy: float) -> Pilot:
     total = sum(k / loss_scale(law) for law, k in lead)
     step = math.sqrt(accuracy * max(width, 1e-3) / (16 * max(total, 1e-12)))
     step *= 4  # start coarse: refinement predicts the final step from the measured gap
-    step = min(step, width / 2000)  # at least ~2000 points across the composed window
-    step = max(step, width / (MAX_GRID / 2), MIN_STEP)  # the FFT fits the grid cap
+    # that model is far too fine for laws much narrower than their composition (DP-SGD steps
+    # with a small sample rate: 1/width of one step is huge); where a refinement follows, the
+    # gap model of the grid versions themselves (second_order_step) may start coarser
+    start = max(step, second_order_step(lead_pilots, accuracy))
     # put the atoms of atomic mechanisms (Laplace, discrete ones, (eps, delta)-DP) on grid
     # points when they share a unit not much finer than the step: the optimistic side then need
     # not round them down
     atoms = [law.atom_losses for law, _ in lead if len(law.atom_losses)]
     unit = common_unit(np.concatenate(atoms), smallest=width / MAX_GRID) if atoms else None
-    if unit:
-        step = snap(step, unit)
-    return Pilot(step=float(step), window_width=width, atom_unit=unit)
+
+    def fitted(h: float) -> float:
+        h = min(h, width / 2000)  # at least ~2000 points across the composed window
+        h = max(h, width / (MAX_GRID / 2), MIN_STEP)  # the FFT fits the grid cap
+        return float(snap(h, unit) if unit else h)
+
+    return Pilot(step=fitted(step), window_width=width, atom_unit=unit, start=fitted(start))
+
+
+#: the quantile (in standard deviations of the composed loss) at which the gap model reads epsilon
+_GAP_QUANTILE = 4.5
+
+
+def second_order_step(pilots: list, accuracy: float) -> float:
+    """The step at which the certified gap of ``pilots`` (``[(law, count), ...]``, each law on
+    its own pilot grid) is expected to meet ``accuracy``, from the second-order error of the
+    grid versions (0 if the model does not apply).
+
+    Connect-the-dots moves each cell's mass to its ends keeping its P- and Q-mass, so a step's
+    mean loss rises by about ``E[(L - l_j)(l_{j+1} - L)] / 2 ~ h^2 / 12`` and its variance by
+    twice that, whatever the law's own width; the optimistic version errs about twice as much
+    the other way (measured on DP-SGD steps, B1-B3 and S1). For a composition of ``K`` steps
+    with mean ``m`` and spread ``s``, epsilon near ``m + z s`` then moves by about
+    ``K h^2 (1 + z / s) / 12`` per version, so the relative gap is about
+    ``K h^2 (1 + z / s) / (4 (m + z s))``; measured gaps (B3 at 1e-3 and 6e-3) are 1.5-2.4 times
+    that, so the model takes ``g(h) ~ K h^2 (1 + z / s) / (1.6 (m + z s))``. It is only a start:
+    the refinement measures the gap and goes on from there."""
+    count = sum(k for _, k in pilots)
+    mean = sum(k * float(np.dot(law.probs, law.losses)) / max(float(law.probs.sum()), 1e-300)
+               for law, k in pilots)
+    variance = 0.0
+    for law, k in pilots:
+        mass = max(float(law.probs.sum()), 1e-300)
+        centre = float(np.dot(law.probs, law.losses)) / mass
+        variance += k * float(np.dot(law.probs, (law.losses - centre) ** 2)) / mass
+    spread = math.sqrt(variance)
+    epsilon = mean + _GAP_QUANTILE * spread
+    if not (count > 0 and spread > 0 and epsilon > 0 and math.isfinite(epsilon)):
+        return 0.0
+    return math.sqrt(accuracy * 1.6 * epsilon / (count * (1 + _GAP_QUANTILE / spread)))
 
 
 def snap(step: float, unit: float | None, finer: float = 4.0) -> float:
