@@ -24,7 +24,8 @@ from plda._internal.errors import GridTooLarge
 from plda._internal.floats import union_probability
 from plda._internal.linalg import dot
 from plda.engine.discrete import DiscreteLoss
-from plda.engine.moments import ladder_chernoff
+from plda.engine.grouping import plan_group
+from plda.engine.moments import ladder_chernoff, power_support
 from plda.engine.spectra import Spectrum, ladder_length, spectrum_of
 
 #: bounds below e^-700 are replaced by e^-700 (still a bound, and exp of deeply underflowing
@@ -52,6 +53,11 @@ class Composer:
     from_zero
         Return only losses ``>= 0`` (all that ``delta(eps)`` for ``eps >= 0`` reads; the
         transform is unchanged, so nothing wraps).
+    group
+        Compose the narrow factors first as one group on a short FFT of their exact support
+        and enter the group as one factor of the long product (one-shot composers only: a
+        history's composer reuses per-factor spectra instead; see
+        :mod:`plda.engine.grouping`).
     """
 
     def __init__(
@@ -64,8 +70,10 @@ class Composer:
         from_zero: bool = False,
         cache_bytes: int = 512 << 20,
         prefixes: int = 8,
+        group: bool = False,
     ):
         self.tail, self.order_range, self.ladder = tail, order_range, ladder
+        self.group = group and not keep
         self.keep, self.from_zero = keep, from_zero
         self.cache_bytes, self.prefixes_kept = cache_bytes, prefixes
         self._spectra: OrderedDict = OrderedDict()
@@ -150,15 +158,28 @@ class Composer:
         n = max(self._length(width, factors), length)
         if n > max_size:
             raise GridTooLarge(n, max_size)
-        spectrum, log_bound, relative = self._product(factors, n)
-        bound = np.full(len(log_bound), math.exp(_BOUND_FLOOR))
-        np.exp(log_bound, out=bound, where=log_bound > _BOUND_FLOOR)
+        # the window, the infinite mass and every other field of the result come from the
+        # factors themselves; only the product may run over a group of them (composed exactly
+        # on its own support, its rounding carried into its spectrum's error)
+        product = self._grouped(factors, n, max_size) if self.group else factors
+        spectrum, log_bound, relative = self._product(product, n)
+        bound = _bound(log_bound)
         # losses <= 0 add nothing to delta(eps) = sum p_i (1 - e^(eps - l_i))_+ for eps >= 0:
         # a profile-only composer reads the window out from loss 0 on (the cyclic positions
         # below it are still part of the transform, so nothing wraps)
         start = min(max(0, lo), hi) - lo if self.from_zero else 0
         window = (lo + start, width - start, lo_exact, below, above)
         return from_spectrum(factors, spectrum, bound, relative, n, window, infinity)
+
+    def _grouped(self, factors, n: int, max_size: int) -> list:
+        """``factors`` with the group chosen by :func:`plda.engine.grouping.plan_group` for an
+        FFT of length ``n`` replaced by its composed law (:func:`compose_exact`), first."""
+        members = plan_group([(len(f.probs), k) for f, k in factors], n)
+        if not members:
+            return factors
+        chosen = set(members)
+        group = compose_exact([factors[i] for i in members], max_size)
+        return [(group, 1)] + [pair for i, pair in enumerate(factors) if i not in chosen]
 
     def _window(self, factors, step: float) -> tuple[int, int, int, float, float]:
         """Grid index window ``[lo, hi]`` holding all but ``tail`` of the composed mass on each
@@ -253,6 +274,34 @@ class Composer:
             self._prefixes.popitem(last=False)
 
 
+def _bound(log_bound: np.ndarray) -> np.ndarray:
+    """``exp(log_bound)``, raised to ``e^_BOUND_FLOOR`` where smaller (still a bound)."""
+    bound = np.full(len(log_bound), math.exp(_BOUND_FLOOR))
+    np.exp(log_bound, out=bound, where=log_bound > _BOUND_FLOOR)
+    return bound
+
+
+def compose_exact(factors, max_size: int = 1 << 23) -> DiscreteLoss:
+    """``*_f law_f^{*k_f}`` on an FFT that holds its whole exact support: nothing wraps and
+    no tail is cut, so the result is the exact composition up to the certified floating-point
+    error (``entry_error``, ``l2_error``) alone; no Chernoff window is computed. Used for a
+    group of narrow factors (:mod:`plda.engine.grouping`), whose composed law then enters a
+    longer product as one factor (:func:`plda.engine.spectra.spectrum_of` charges its
+    per-entry error to its spectrum)."""
+    factors = [(f, int(k)) for f, k in factors if k > 0]
+    first = factors[0][0]
+    lo, hi = power_support(factors)
+    width = hi - lo + 1
+    n = fft.good_size(max(width, 16))
+    if n > max_size:
+        raise GridTooLarge(n, max_size)
+    spectrum, log_bound, relative = Composer()._product(factors, n)
+    infinity = union_probability(((f.infinity_mass, k) for f, k in factors), upper=first.upper)
+    # window = the exact support, position 0 at its lowest index; no mass outside it
+    window = (lo, width, lo, 0.0, 0.0)
+    return from_spectrum(factors, spectrum, _bound(log_bound), relative, n, window, infinity)
+
+
 def compose(factors, tail: float = 1e-20, max_size: int = 1 << 23) -> DiscreteLoss:
     """Exact-up-to-certified-error composition ``*_f law_f^{*k_f}`` by one FFT product (a
     one-shot :class:`Composer`).
@@ -264,8 +313,12 @@ def compose(factors, tail: float = 1e-20, max_size: int = 1 << 23) -> DiscreteLo
     Floating-point error of the transforms and powers is bounded per entry (``entry_error``) and
     in L2 (``l2_error``): the componentwise transform bound of :func:`plda.fft.transform_error`
     carried through the powers frequency by frequency.
+
+    Narrow factors are composed first as one group when that saves transforms
+    (:mod:`plda.engine.grouping`); the bounds stay certified, the group's rounding carried into
+    the error terms.
     """
-    return Composer(tail=tail).compose(factors, max_size)
+    return Composer(tail=tail, group=True).compose(factors, max_size)
 
 
 def from_spectrum(factors, spectrum, bound, relative, n, window, infinity) -> DiscreteLoss:
@@ -319,7 +372,9 @@ def from_spectrum(factors, spectrum, bound, relative, n, window, infinity) -> Di
         infinity_mass=infinity,
         upper=False,
         entry_error=entry_error,
-        spurious_mass=below + above,
+        # mass a factor holds without the exact law holding it stays spurious after convolution
+        # with the other (sub-probability) factors: at most sum_f k_f s_f of it in the result
+        spurious_mass=below + above + sum(k * f.spurious_mass for f, k in factors),
         l2_error=l2_error,
         loss_error=loss_error,
     )

@@ -1,0 +1,198 @@
+"""Grouping the narrow factors of a one-shot composition (plda.engine.grouping): the grouped
+composition brackets the exact answer as the ungrouped one does, and its error terms carry the
+group's rounding."""
+
+from __future__ import annotations
+
+import math
+
+import mpmath
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis_settings import examples
+
+import plda
+from plda.discretize import discretize
+from plda.engine import composer as composer_module
+from plda.engine.composer import Composer, compose, compose_exact
+from plda.engine.discrete import DiscreteLoss
+from plda.engine.grouping import group_support, plan_group
+from plda.engine.spectra import spectrum_of
+
+STEP = 2.0**-9
+WIDE_SIGMA = 0.8
+NARROW_SIGMAS = np.linspace(3.0, 8.0, 24)
+
+
+def _gaussian_laws(step=STEP):
+    """``(upper, lower)`` discretized laws of one wide and many narrow Gaussians."""
+    sigmas = [WIDE_SIGMA, *NARROW_SIGMAS]
+    return [discretize(plda.Gaussian(sigma=float(s)).privacy_loss("remove"), step) for s in sigmas]
+
+
+def _exact_gaussian_delta(eps: float) -> float:
+    """delta(eps) of the composition: mu-GDP with mu^2 = sum 1/sigma^2 (Dong, Roth & Su 2022),
+    ``Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)``, in 50 digits."""
+    mpmath.mp.dps = 50
+    mu = mpmath.sqrt(sum(1 / mpmath.mpf(float(s)) ** 2 for s in [WIDE_SIGMA, *NARROW_SIGMAS]))
+    e = mpmath.mpf(eps)
+    return float(mpmath.ncdf(-e / mu + mu / 2) - mpmath.exp(e) * mpmath.ncdf(-e / mu - mu / 2))
+
+
+def _versions(pairs, group: bool):
+    return tuple(
+        Composer(tail=1e-20, group=group).compose([(pair[i], 1) for pair in pairs], 1 << 22)
+        for i in (0, 1)
+    )
+
+
+def test_plan_groups_the_narrow_factors_only_when_it_pays():
+    # 50 narrow factors next to one as wide as the window: the narrow ones form the group
+    sizes = [(341_228, 1)] + [(100 + 15 * i, 1) for i in range(50)]
+    group = plan_group(sizes, 307_200)
+    assert group == list(range(1, 51))
+    # never everything, never a group as wide as the window, nothing for two factors
+    assert plan_group([(1000, 1)] * 3, 4096) == []
+    assert plan_group([(10, 1), (300_000, 1)], 307_200) == []
+    assert 2 * group_support([sizes[i] for i in group]) <= 307_200
+    # counts widen a factor: 40 steps of a 1000-point law span 40 * 999 + 1 points
+    assert group_support([(1000, 40)]) == 39_961
+
+
+def test_grouped_composition_brackets_the_exact_gaussian_profile(monkeypatch):
+    pairs = _gaussian_laws()
+    grouped_calls = []
+    original = composer_module.compose_exact
+
+    def spy(factors, max_size=1 << 23):
+        grouped_calls.append(len(factors))
+        return original(factors, max_size)
+
+    monkeypatch.setattr(composer_module, "compose_exact", spy)
+    upper, lower = _versions(pairs, group=True)
+    assert grouped_calls and all(k >= 2 for k in grouped_calls)  # the narrow ones were grouped
+    plain_upper, plain_lower = _versions(pairs, group=False)
+    eps = np.array([0.0, 0.5, 1.0, 2.0, 3.0])
+    exact = np.array([_exact_gaussian_delta(float(e)) for e in eps])
+    # pessimism: the grouped upper version is above the exact profile, the lower one below
+    assert np.all(upper.delta(eps) >= exact)
+    assert np.all(lower.delta(eps) <= exact)
+    # and each bracket contains the other one's truth: they overlap, and are about as tight
+    assert np.all(plain_upper.delta(eps) >= lower.delta(eps))
+    assert np.all(upper.delta(eps) >= plain_lower.delta(eps))
+    gap = upper.delta(eps) - lower.delta(eps)
+    plain_gap = plain_upper.delta(eps) - plain_lower.delta(eps)
+    assert np.all(gap <= 1.01 * plain_gap + 1e-12)
+    # error terms are finite, non-negative, and the group's rounding shows in them
+    for law in (upper, lower):
+        for value in (law.entry_error, law.l2_error, law.spurious_mass, law.loss_error):
+            assert math.isfinite(value) and value >= 0
+    assert upper.entry_error > 0 and upper.l2_error > 0
+
+
+def test_grouped_epsilon_brackets_the_exact_one_through_the_public_api():
+    # plain Gaussians are merged exactly, so the narrow factors here are Laplace laws next to a
+    # wide subsampled Gaussian (the case the grouping is for): the grouped bounds must contain
+    # the ungrouped ones' truth
+    eps0 = np.linspace(0.02, 0.1, 20)
+    pld = plda.PrivacyLossDistribution.from_mechanism(plda.Gaussian(sigma=1.5))
+    for e in eps0:
+        pld = pld.compose(plda.PrivacyLossDistribution.from_mechanism(plda.Laplace(1 / e)))
+    lower, upper = pld.epsilon_bounds(1e-6)
+    step = pld.grid_step
+    pairs = [discretize(law, step) for law, _ in pld._laws("remove")]
+    plain_upper, plain_lower = _versions(pairs, group=False)
+    assert lower <= float(plain_upper.epsilon(1e-6))
+    assert float(plain_lower.epsilon(1e-6)) <= upper
+    assert lower <= upper
+
+
+def test_compose_exact_is_the_exact_convolution_within_its_error_terms():
+    rng = np.random.default_rng(7)
+    laws = []
+    for i in range(6):
+        p = rng.random(20 + 7 * i)
+        p /= p.sum() * 1.001
+        laws.append(DiscreteLoss(step=0.01, offset=-3 * i, probs=p, infinity_mass=1e-4))
+    out = compose_exact([(law, 1 + (i % 2)) for i, law in enumerate(laws)])
+    exact = np.array([1.0])
+    for i, law in enumerate(laws):
+        for _ in range(1 + (i % 2)):
+            exact = np.convolve(exact, law.probs)
+    assert out.offset == sum((1 + (i % 2)) * law.offset for i, law in enumerate(laws))
+    assert len(out.probs) == len(exact)
+    error = np.abs(out.probs - exact)
+    assert np.all(error <= out.entry_error)
+    assert np.linalg.norm(error) <= out.l2_error
+    assert out.spurious_mass == 0.0 and out.upper
+    assert out.infinity_mass >= 1 - (1 - 1e-4) ** 9
+
+
+def test_a_composed_factor_widens_its_spectrum_error_by_its_l1_error():
+    p = np.full(100, 0.01)
+    plain = DiscreteLoss(step=0.1, offset=0, probs=p)
+    noisy = DiscreteLoss(step=0.1, offset=0, probs=p, entry_error=1e-15, l2_error=5e-15)
+    a, b = spectrum_of(plain, 256), spectrum_of(noisy, 256)
+    # eta = relative * (|X| + eta); ||e||_1 <= min(len * entry_error, sqrt(len) * l2_error),
+    # here min(1e-13, 5e-14), is added to the transform's own rounding
+    eta_plain = a.relative * np.exp(a.amplitude_log)
+    eta_noisy = b.relative * np.exp(b.amplitude_log)
+    assert np.allclose(eta_noisy - eta_plain, 5e-14, rtol=1e-9, atol=0)
+
+
+def test_spurious_mass_of_a_factor_is_carried_into_the_lower_version():
+    p = np.full(10, 0.09)
+    laws = [
+        DiscreteLoss(step=0.1, offset=0, probs=p, upper=False, spurious_mass=1e-9 * (i + 1))
+        for i in range(3)
+    ]
+    out = compose([(law, 1) for law in laws])
+    assert out.spurious_mass >= 6e-9
+
+
+def test_grouping_is_deterministic_and_does_not_touch_history_composers():
+    pairs = _gaussian_laws()
+    first = _versions(pairs, group=True)
+    second = _versions(pairs, group=True)
+    for a, b in zip(first, second, strict=True):
+        assert np.array_equal(a.probs, b.probs) and a.offset == b.offset
+        assert a.entry_error == b.entry_error and a.l2_error == b.l2_error
+    assert not Composer(keep=True, group=True).group  # a history reuses per-factor spectra
+
+
+@examples(25)
+@given(
+    sizes=st.lists(st.integers(min_value=2, max_value=40), min_size=3, max_size=7),
+    seed=st.integers(min_value=0, max_value=2**31 - 1),
+    wide=st.integers(min_value=600, max_value=2000),
+)
+def test_grouped_matches_ungrouped_within_the_certified_errors(sizes, seed, wide):
+    """Random laws next to one wide law: grouped and ungrouped compositions differ by no more
+    than the sum of their certified per-entry errors (both are the exact law up to them)."""
+    rng = np.random.default_rng(seed)
+    factors = []
+    for size in [wide, *sizes]:
+        p = rng.random(size) ** 4
+        p /= p.sum()
+        factors.append((DiscreteLoss(step=0.05, offset=-(size // 2), probs=p), 1))
+    grouped = Composer(tail=1e-30, group=True).compose(factors, 1 << 20)
+    plain = Composer(tail=1e-30, group=False).compose(factors, 1 << 20)
+    assert grouped.offset == plain.offset and len(grouped.probs) == len(plain.probs)
+    slack = grouped.entry_error + plain.entry_error
+    assert np.all(np.abs(grouped.probs - plain.probs) <= slack)
+    assert grouped.entry_error < 1e-12 and math.isfinite(grouped.l2_error)
+
+
+@pytest.mark.parametrize("upper_index", [0, 1])
+def test_group_members_with_infinite_mass_keep_it(upper_index):
+    pairs = [discretize(plda.Laplace(scale=1 / e).privacy_loss("remove"), 1e-3)
+             for e in np.linspace(0.02, 0.1, 12)]
+    wide = discretize(plda.PoissonSampled(plda.Gaussian(1.0), 0.5).privacy_loss("remove"), 1e-3)
+    eps_dp = discretize(plda.ApproximateDP(0.05, 1e-7).privacy_loss("remove"), 1e-3)
+    laws = [p[upper_index] for p in [*pairs, wide, eps_dp]]
+    grouped = Composer(group=True).compose([(law, 1) for law in laws], 1 << 22)
+    plain = Composer(group=False).compose([(law, 1) for law in laws], 1 << 22)
+    assert grouped.infinity_mass == plain.infinity_mass
+    assert grouped.infinity_mass >= 1e-7 * (1 - 1e-9)
