@@ -20,6 +20,7 @@ from plda.engine.composer import Composer, compose, compose_exact
 from plda.engine.discrete import DiscreteLoss
 from plda.engine.grouping import group_support, plan_group
 from plda.engine.spectra import spectrum_of
+from plda.pld import direction_laws
 
 STEP = 2.0**-9
 WIDE_SIGMA = 0.8
@@ -102,7 +103,9 @@ def test_grouped_epsilon_brackets_the_exact_one_through_the_public_api():
         pld = pld.compose(plda.PrivacyLossDistribution.from_mechanism(plda.Laplace(1 / e)))
     lower, upper = pld.epsilon_bounds(1e-6)
     step = pld.grid_step
-    pairs = [discretize(law, step) for law, _ in pld._laws("remove")]
+    pairs = [discretize(law, step) for law, _ in direction_laws(pld)["remove"]]
+    sizes = [(len(pair[0].probs), 1) for pair in pairs]
+    assert plan_group(sizes, Composer().length([(pair[0], 1) for pair in pairs]))
     plain_upper, plain_lower = _versions(pairs, group=False)
     assert lower <= float(plain_upper.epsilon(1e-6))
     assert float(plain_lower.epsilon(1e-6)) <= upper
@@ -177,6 +180,7 @@ def test_grouped_matches_ungrouped_within_the_certified_errors(sizes, seed, wide
         p = rng.random(size) ** 4
         p /= p.sum()
         factors.append((DiscreteLoss(step=0.05, offset=-(size // 2), probs=p), 1))
+    assert plan_group([(len(f.probs), 1) for f, _ in factors], Composer(tail=1e-30).length(factors))
     grouped = Composer(tail=1e-30, group=True).compose(factors, 1 << 20)
     plain = Composer(tail=1e-30, group=False).compose(factors, 1 << 20)
     assert grouped.offset == plain.offset and len(grouped.probs) == len(plain.probs)
