@@ -281,6 +281,20 @@ def _bound(log_bound: np.ndarray) -> np.ndarray:
     return bound
 
 
+def _carried_spurious(factors) -> float:
+    """Spurious mass of the composition that its factors bring in.
+
+    A factor ``f`` holding ``exact_f + spurious_f`` (``spurious_f >= 0`` of mass at most
+    ``s_f``) composes to at most ``conv(exact) + (prod_f (m_f + s_f)^{k_f} - prod_f m_f^{k_f})``
+    of mass where the exact law has it, ``m_f <= 1`` the exact finite masses; the excess is at
+    most ``prod (1 + s_f)^{k_f} - 1 <= e^S - 1 <= S (1 + S)`` for ``S = sum_f k_f s_f <= 1``
+    (rounded up by a few ulps). Discretized laws carry none: 0 then, exactly."""
+    total = sum(k * f.spurious_mass for f, k in factors)
+    if total <= 0:
+        return 0.0
+    return min(1.0, total * (1 + total) * (1 + 8 * fft.UNIT_ROUNDOFF)) if total <= 1 else 1.0
+
+
 def compose_exact(factors, max_size: int = 1 << 23) -> DiscreteLoss:
     """``*_f law_f^{*k_f}`` on an FFT that holds its whole exact support: nothing wraps and
     no tail is cut, so the result is the exact composition up to the certified floating-point
@@ -372,9 +386,7 @@ def from_spectrum(factors, spectrum, bound, relative, n, window, infinity) -> Di
         infinity_mass=infinity,
         upper=False,
         entry_error=entry_error,
-        # mass a factor holds without the exact law holding it stays spurious after convolution
-        # with the other (sub-probability) factors: at most sum_f k_f s_f of it in the result
-        spurious_mass=below + above + sum(k * f.spurious_mass for f, k in factors),
+        spurious_mass=below + above + _carried_spurious(factors),
         l2_error=l2_error,
         loss_error=loss_error,
     )
