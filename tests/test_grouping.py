@@ -16,9 +16,9 @@ from hypothesis_settings import examples
 import plda
 from plda.discretize import discretize
 from plda.engine import composer as composer_module
-from plda.engine.composer import Composer, compose, compose_exact
+from plda.engine.composer import Composer, compose
 from plda.engine.discrete import DiscreteLoss
-from plda.engine.grouping import group_support, plan_group
+from plda.engine.grouping import group_spectrum, group_support, plan_group
 from plda.engine.spectra import spectrum_of
 from plda.pld import direction_laws
 
@@ -65,13 +65,13 @@ def test_plan_groups_the_narrow_factors_only_when_it_pays():
 def test_grouped_composition_brackets_the_exact_gaussian_profile(monkeypatch):
     pairs = _gaussian_laws()
     grouped_calls = []
-    original = composer_module.compose_exact
+    original = composer_module.group_spectrum
 
-    def spy(factors, max_size=1 << 23):
-        grouped_calls.append(len(factors))
-        return original(factors, max_size)
+    def spy(members, n, multiply):
+        grouped_calls.append(len(members))
+        return original(members, n, multiply)
 
-    monkeypatch.setattr(composer_module, "compose_exact", spy)
+    monkeypatch.setattr(composer_module, "group_spectrum", spy)
     upper, lower = _versions(pairs, group=True)
     assert grouped_calls and all(k >= 2 for k in grouped_calls)  # the narrow ones were grouped
     plain_upper, plain_lower = _versions(pairs, group=False)
@@ -112,25 +112,34 @@ def test_grouped_epsilon_brackets_the_exact_one_through_the_public_api():
     assert lower <= upper
 
 
-def test_compose_exact_is_the_exact_convolution_within_its_error_terms():
-    rng = np.random.default_rng(7)
-    laws = []
-    for i in range(6):
-        p = rng.random(20 + 7 * i)
-        p /= p.sum() * 1.001
-        laws.append(DiscreteLoss(step=0.01, offset=-3 * i, probs=p, infinity_mass=1e-4))
-    out = compose_exact([(law, 1 + (i % 2)) for i, law in enumerate(laws)])
-    exact = np.array([1.0])
-    for i, law in enumerate(laws):
-        for _ in range(1 + (i % 2)):
-            exact = np.convolve(exact, law.probs)
-    assert out.offset == sum((1 + (i % 2)) * law.offset for i, law in enumerate(laws))
-    assert len(out.probs) == len(exact)
-    error = np.abs(out.probs - exact)
-    assert np.all(error <= out.entry_error)
-    assert np.linalg.norm(error) <= out.l2_error
-    assert out.spurious_mass == 0.0 and out.upper
-    assert out.infinity_mass >= 1 - (1 - 1e-4) ** 9
+@pytest.mark.parametrize("n", [1024, 8192])  # 8192: frequencies far from the peaks too
+def test_group_spectrum_bounds_its_error_against_the_exact_spectrum(n):
+    """Members with dyadic masses convolve exactly in integers; the exact spectrum of the group
+    at every frequency of the long transform (mpmath, 40 digits) lies within the certified
+    error ``eta`` of the computed one."""
+    rng = np.random.default_rng(3)
+    members, ints = [], []
+    for i in range(5):
+        weights = rng.integers(1, 1 << 20, size=6 + 3 * i)
+        ints.append(weights)
+        probs = weights / float(1 << 25)  # exact (dyadic), and a mass below 1
+        members.append((DiscreteLoss(step=0.01, offset=-2 * i, probs=probs), 1 + (i == 2)))
+    exact = [1]
+    scale = 1
+    for weights, (_, count) in zip(ints, members, strict=True):
+        for _ in range(count):
+            exact = list(np.convolve(np.array(exact, dtype=object), weights.astype(object)))
+            scale *= 1 << 25
+    spectrum = group_spectrum(members, n, Composer()._product)
+    x = spectrum.powers[0]
+    eta = spectrum.relative * np.exp(spectrum.amplitude_log)
+    mpmath.mp.dps = 40
+    for j in [*range(0, 40), *range(40, n // 2 + 1, n // 128 + 1), n // 2]:
+        w = -2 * mpmath.pi * j / n
+        true = sum(mpmath.mpf(int(c)) * mpmath.expj(w * t) for t, c in enumerate(exact)) / scale
+        assert abs(complex(true) - x[j]) <= eta[j]
+        assert np.exp(spectrum.amplitude_log[j]) >= abs(complex(true))
+    assert np.all(np.isfinite(eta)) and np.all(eta > 0)
 
 
 def test_a_composed_factor_widens_its_spectrum_error_by_its_l1_error():

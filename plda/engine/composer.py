@@ -24,8 +24,8 @@ from plda._internal.errors import GridTooLarge
 from plda._internal.floats import union_probability
 from plda._internal.linalg import dot
 from plda.engine.discrete import DiscreteLoss
-from plda.engine.grouping import plan_group
-from plda.engine.moments import ladder_chernoff, power_support
+from plda.engine.grouping import group_spectrum, plan_group
+from plda.engine.moments import ladder_chernoff
 from plda.engine.spectra import Spectrum, ladder_length, spectrum_of
 
 #: bounds below e^-700 are replaced by e^-700 (still a bound, and exp of deeply underflowing
@@ -161,9 +161,10 @@ class Composer:
         # the window, the infinite mass and every other field of the result come from the
         # factors themselves; only the product may run over a group of them (composed exactly
         # on its own support, its rounding carried into its spectrum's error)
-        product = self._grouped(factors, n, max_size) if self.group else factors
+        product = self._grouped(factors, n) if self.group else factors
         spectrum, log_bound, relative = self._product(product, n)
-        bound = _bound(log_bound)
+        bound = np.full(len(log_bound), math.exp(_BOUND_FLOOR))
+        np.exp(log_bound, out=bound, where=log_bound > _BOUND_FLOOR)
         # losses <= 0 add nothing to delta(eps) = sum p_i (1 - e^(eps - l_i))_+ for eps >= 0:
         # a profile-only composer reads the window out from loss 0 on (the cyclic positions
         # below it are still part of the transform, so nothing wraps)
@@ -171,14 +172,16 @@ class Composer:
         window = (lo + start, width - start, lo_exact, below, above)
         return from_spectrum(factors, spectrum, bound, relative, n, window, infinity)
 
-    def _grouped(self, factors, n: int, max_size: int) -> list:
+    def _grouped(self, factors, n: int) -> list:
         """``factors`` with the group chosen by :func:`plda.engine.grouping.plan_group` for an
-        FFT of length ``n`` replaced by its composed law (:func:`compose_exact`), first."""
+        FFT of length ``n`` replaced, first, by the spectrum of its exact composition with its
+        certified error (:func:`plda.engine.grouping.group_spectrum`)."""
         members = plan_group([(len(f.probs), k) for f, k in factors], n)
         if not members:
             return factors
         chosen = set(members)
-        group = compose_exact([factors[i] for i in members], max_size)
+        # the group's own product: a one-shot composer's (exp(k log X) powers, nothing kept)
+        group = group_spectrum([factors[i] for i in members], n, Composer()._product)
         return [(group, 1)] + [pair for i, pair in enumerate(factors) if i not in chosen]
 
     def _window(self, factors, step: float) -> tuple[int, int, int, float, float]:
@@ -246,7 +249,8 @@ class Composer:
         # next query, with more steps of the repeated laws, resumes from there
         singles = max((i + 1 for i, (_, k) in enumerate(factors) if k == 1), default=0)
         for i, (f, k) in enumerate(factors[start:], start=start):
-            s = self._spectrum(f, n, k)
+            # a group enters as its spectrum (plda.engine.grouping), a law as itself
+            s = f if isinstance(f, Spectrum) else self._spectrum(f, n, k)
             term = k * s.amplitude_log
             log_bound = term if log_bound is None else log_bound + term
             if self.keep:
@@ -274,13 +278,6 @@ class Composer:
             self._prefixes.popitem(last=False)
 
 
-def _bound(log_bound: np.ndarray) -> np.ndarray:
-    """``exp(log_bound)``, raised to ``e^_BOUND_FLOOR`` where smaller (still a bound)."""
-    bound = np.full(len(log_bound), math.exp(_BOUND_FLOOR))
-    np.exp(log_bound, out=bound, where=log_bound > _BOUND_FLOOR)
-    return bound
-
-
 def _carried_spurious(factors) -> float:
     """Spurious mass of the composition that its factors bring in.
 
@@ -293,27 +290,6 @@ def _carried_spurious(factors) -> float:
     if total <= 0:
         return 0.0
     return min(1.0, total * (1 + total) * (1 + 8 * fft.UNIT_ROUNDOFF)) if total <= 1 else 1.0
-
-
-def compose_exact(factors, max_size: int = 1 << 23) -> DiscreteLoss:
-    """``*_f law_f^{*k_f}`` on an FFT that holds its whole exact support: nothing wraps and
-    no tail is cut, so the result is the exact composition up to the certified floating-point
-    error (``entry_error``, ``l2_error``) alone; no Chernoff window is computed. Used for a
-    group of narrow factors (:mod:`plda.engine.grouping`), whose composed law then enters a
-    longer product as one factor (:func:`plda.engine.spectra.spectrum_of` charges its
-    per-entry error to its spectrum)."""
-    factors = [(f, int(k)) for f, k in factors if k > 0]
-    first = factors[0][0]
-    lo, hi = power_support(factors)
-    width = hi - lo + 1
-    n = fft.good_size(max(width, 16))
-    if n > max_size:
-        raise GridTooLarge(n, max_size)
-    spectrum, log_bound, relative = Composer()._product(factors, n)
-    infinity = union_probability(((f.infinity_mass, k) for f, k in factors), upper=first.upper)
-    # window = the exact support, position 0 at its lowest index; no mass outside it
-    window = (lo, width, lo, 0.0, 0.0)
-    return from_spectrum(factors, spectrum, _bound(log_bound), relative, n, window, infinity)
 
 
 def compose(factors, tail: float = 1e-20, max_size: int = 1 << 23) -> DiscreteLoss:
