@@ -90,8 +90,9 @@ def plan_group(sizes: list[tuple[int, int]], n: int) -> list[int]:
 #: how many of the group's largest spectrum errors are carried to the long transform through
 #: the interpolation kernel (the rest through their L2 norm), see :func:`group_spectrum`
 PEAKS = 4
-#: long-transform frequencies on each side of a peak where its kernel is evaluated exactly
-NEAR = 1024
+#: short-transform frequencies on each side of a peak within which the kernel is evaluated
+#: frequency by frequency (beyond, a peak's kernel is below 1 / (2 NEAR))
+NEAR = 64
 
 
 def group_spectrum(members, n: int, multiply) -> Spectrum:
@@ -145,16 +146,18 @@ def group_spectrum(members, n: int, multiply) -> Spectrum:
     rest_l2 = math.sqrt(float(np.sum(weights[rest] * b[rest] ** 2))) * (1 + 8 * _U)
     floor = n_g * rho + fft.transform_error(n, float(np.abs(y).sum()))
     pairs = [(k, sign) for k in peaks.tolist() for sign in ((1,) if single[k] else (1, -1))]
-    # away from the peaks (more than NEAR long-transform frequencies, i.e. n d >= NEAR), a
-    # peak's |K| <= 1 / (2 n_g d) <= n / (2 NEAR n_g), and the rest counts in full
-    far_kernel = min(1.0, n / (2.0 * NEAR * n_g)) * (1 + 8 * _U)
+    # away from the peaks (more than NEAR short-transform frequencies, i.e. more than
+    # reach >= NEAR n / n_g long-transform ones: n d > reach), a peak's
+    # |K| <= 1 / (2 n_g d) < n / (2 reach n_g) <= 1 / (2 NEAR), and the rest counts in full
+    reach = NEAR * -(-n // n_g)
+    far_kernel = min(1.0, n / (2.0 * reach * n_g)) * (1 + 8 * _U)
     eta = np.full(n // 2 + 1, sum(b[k] for k, _ in pairs) * far_kernel + rest_l2 + floor)
     # near the peaks, frequency by frequency
     near = np.zeros(n // 2 + 1, dtype=bool)
     for k, sign in pairs:
         centre = (sign * k * n // n_g) % n
-        for start in (centre - NEAR - 1, centre - NEAR - 1 - n, centre - NEAR - 1 + n):
-            near[max(start, 0) : max(start + 2 * NEAR + 3, 0)] = True
+        for start in (centre - reach - 1, centre - reach - 1 - n, centre - reach - 1 + n):
+            near[max(start, 0) : max(start + 2 * reach + 3, 0)] = True
     j = np.flatnonzero(near)
     if len(j):
         eta[j] = _near_peaks(j, n, n_g, b, pairs, rest_l2) + floor
