@@ -24,6 +24,7 @@ from plda._internal.errors import GridTooLarge
 from plda._internal.floats import union_probability
 from plda._internal.linalg import dot
 from plda.engine.discrete import DiscreteLoss
+from plda.engine.grouping import group_spectrum, plan_group
 from plda.engine.moments import ladder_chernoff
 from plda.engine.spectra import Spectrum, ladder_length, spectrum_of
 
@@ -52,6 +53,11 @@ class Composer:
     from_zero
         Return only losses ``>= 0`` (all that ``delta(eps)`` for ``eps >= 0`` reads; the
         transform is unchanged, so nothing wraps).
+    group
+        Compose the narrow factors first as one group on a short FFT of their exact support
+        and enter the group as one factor of the long product (one-shot composers only: a
+        history's composer reuses per-factor spectra instead; see
+        :mod:`plda.engine.grouping`).
     """
 
     def __init__(
@@ -64,8 +70,10 @@ class Composer:
         from_zero: bool = False,
         cache_bytes: int = 512 << 20,
         prefixes: int = 8,
+        group: bool = False,
     ):
         self.tail, self.order_range, self.ladder = tail, order_range, ladder
+        self.group = group and not keep
         self.keep, self.from_zero = keep, from_zero
         self.cache_bytes, self.prefixes_kept = cache_bytes, prefixes
         self._spectra: OrderedDict = OrderedDict()
@@ -150,7 +158,11 @@ class Composer:
         n = max(self._length(width, factors), length)
         if n > max_size:
             raise GridTooLarge(n, max_size)
-        spectrum, log_bound, relative = self._product(factors, n)
+        # the window, the infinite mass and every other field of the result come from the
+        # factors themselves; only the product may run over a group of them (composed exactly
+        # on its own support, its rounding carried into its spectrum's error)
+        product = self._grouped(factors, n) if self.group else factors
+        spectrum, log_bound, relative = self._product(product, n)
         bound = np.full(len(log_bound), math.exp(_BOUND_FLOOR))
         np.exp(log_bound, out=bound, where=log_bound > _BOUND_FLOOR)
         # losses <= 0 add nothing to delta(eps) = sum p_i (1 - e^(eps - l_i))_+ for eps >= 0:
@@ -159,6 +171,18 @@ class Composer:
         start = min(max(0, lo), hi) - lo if self.from_zero else 0
         window = (lo + start, width - start, lo_exact, below, above)
         return from_spectrum(factors, spectrum, bound, relative, n, window, infinity)
+
+    def _grouped(self, factors, n: int) -> list:
+        """``factors`` with the group chosen by :func:`plda.engine.grouping.plan_group` for an
+        FFT of length ``n`` replaced, first, by the spectrum of its exact composition with its
+        certified error (:func:`plda.engine.grouping.group_spectrum`)."""
+        members = plan_group([(len(f.probs), k) for f, k in factors], n)
+        if not members:
+            return factors
+        chosen = set(members)
+        # the group's own product: a one-shot composer's (exp(k log X) powers, nothing kept)
+        group = group_spectrum([factors[i] for i in members], n, Composer()._product)
+        return [(group, 1)] + [pair for i, pair in enumerate(factors) if i not in chosen]
 
     def _window(self, factors, step: float) -> tuple[int, int, int, float, float]:
         """Grid index window ``[lo, hi]`` holding all but ``tail`` of the composed mass on each
@@ -225,7 +249,8 @@ class Composer:
         # next query, with more steps of the repeated laws, resumes from there
         singles = max((i + 1 for i, (_, k) in enumerate(factors) if k == 1), default=0)
         for i, (f, k) in enumerate(factors[start:], start=start):
-            s = self._spectrum(f, n, k)
+            # a group enters as its spectrum (plda.engine.grouping), a law as itself
+            s = f if isinstance(f, Spectrum) else self._spectrum(f, n, k)
             term = k * s.amplitude_log
             log_bound = term if log_bound is None else log_bound + term
             if self.keep:
@@ -253,6 +278,20 @@ class Composer:
             self._prefixes.popitem(last=False)
 
 
+def _carried_spurious(factors) -> float:
+    """Spurious mass of the composition that its factors bring in.
+
+    A factor ``f`` holding ``exact_f + spurious_f`` (``spurious_f >= 0`` of mass at most
+    ``s_f``) composes to at most ``conv(exact) + (prod_f (m_f + s_f)^{k_f} - prod_f m_f^{k_f})``
+    of mass where the exact law has it, ``m_f <= 1`` the exact finite masses; the excess is at
+    most ``prod (1 + s_f)^{k_f} - 1 <= e^S - 1 <= S (1 + S)`` for ``S = sum_f k_f s_f <= 1``
+    (rounded up by a few ulps). Discretized laws carry none: 0 then, exactly."""
+    total = sum(k * f.spurious_mass for f, k in factors)
+    if total <= 0:
+        return 0.0
+    return min(1.0, total * (1 + total) * (1 + 8 * fft.UNIT_ROUNDOFF)) if total <= 1 else 1.0
+
+
 def compose(factors, tail: float = 1e-20, max_size: int = 1 << 23) -> DiscreteLoss:
     """Exact-up-to-certified-error composition ``*_f law_f^{*k_f}`` by one FFT product (a
     one-shot :class:`Composer`).
@@ -264,8 +303,12 @@ def compose(factors, tail: float = 1e-20, max_size: int = 1 << 23) -> DiscreteLo
     Floating-point error of the transforms and powers is bounded per entry (``entry_error``) and
     in L2 (``l2_error``): the componentwise transform bound of :func:`plda.fft.transform_error`
     carried through the powers frequency by frequency.
+
+    Narrow factors are composed first as one group when that saves transforms
+    (:mod:`plda.engine.grouping`); the bounds stay certified, the group's rounding carried into
+    the error terms.
     """
-    return Composer(tail=tail).compose(factors, max_size)
+    return Composer(tail=tail, group=True).compose(factors, max_size)
 
 
 def from_spectrum(factors, spectrum, bound, relative, n, window, infinity) -> DiscreteLoss:
@@ -319,7 +362,7 @@ def from_spectrum(factors, spectrum, bound, relative, n, window, infinity) -> Di
         infinity_mass=infinity,
         upper=False,
         entry_error=entry_error,
-        spurious_mass=below + above,
+        spurious_mass=below + above + _carried_spurious(factors),
         l2_error=l2_error,
         loss_error=loss_error,
     )

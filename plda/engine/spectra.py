@@ -11,6 +11,7 @@ rounding ``u |k log X|`` is far below the ``k u`` of repeated products).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -91,6 +92,14 @@ def spectrum_of(law, n: int) -> Spectrum:
     x = fft.rfft(probs, n)
     l1 = float(np.sum(law.probs))
     eta = fft.transform_error(n, l1) + 2 * layers * _U * l1
+    if law.entry_error > 0 or law.l2_error > 0:
+        # a composed law entering another composition is the exact one up to an error vector e
+        # with |e_i| <= entry_error and ||e||_2 <= l2_error (clipping at 0 and folding only
+        # shrink it); its exact transform is then off the computed one by at most
+        # ||e||_1 <= min(len * entry_error, sqrt(len) * l2_error) at every frequency, on top
+        # of the transform's own rounding. (A discretized law has both at 0: nothing added.)
+        size = len(law.probs)
+        eta += min(law.entry_error * size, law.l2_error * math.sqrt(size))
     amplitude = np.abs(x) + eta
     with np.errstate(divide="ignore"):  # an all-zero law has amplitude 0 where eta is 0
         amplitude_log = np.log(amplitude)
