@@ -333,9 +333,9 @@ class HistoryComposition:
         if horizon not in self._steps:
             laws = direction_laws(PrivacyLossDistribution(horizon, self._relation, self._accuracy))
             found = pilot(laws, self._accuracy)
-            # the rung nearest the pilot's step rather than the one below it: the refinement
-            # halves a step that misses, but never coarsens one that is finer than needed
-            step = ladder_step(found.first_step(refined=True) * 1.5, found.atom_unit)
+            # without atoms the rung nearest the pilot's step, not the one below (refinement
+            # halves a step that misses, never coarsens one finer than needed)
+            step = ladder_step(found.step * (1.0 if found.atom_unit else 1.5), found.atom_unit)
             if len(self._steps) > 64:
                 self._steps.clear()
             self._steps[horizon] = (step, found.atom_unit)
