@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import log_ndtr, ndtri
 
+from plda._internal.roots import increasing_inverse
 from plda.mechanisms.law import PrivacyLossLaw
 from plda.mechanisms.max_laplace_law import LaplaceMaxShiftLaw
 
@@ -87,31 +88,8 @@ class MaxShiftManyLaw(PrivacyLossLaw):
         return (k - 1) * d_log_r + inner
 
     def _inverse(self, loss):
-        """``y`` with ``l(y) = loss`` (vectorized): bracket by doubling, then safeguarded Newton."""
-        loss = np.asarray(loss, dtype=float)
-        lo = np.full(loss.shape, -1.0)
-        hi = np.full(loss.shape, 1.0)
-        for _ in range(1100):
-            low = self._loss(lo) > loss
-            high = self._loss(hi) < loss
-            if not (low.any() or high.any()):
-                break
-            lo = np.where(low, 2 * lo - 1, lo)
-            hi = np.where(high, 2 * hi + 1, hi)
-        x = 0.5 * (lo + hi)
-        for _ in range(100):
-            f = self._loss(x) - loss
-            lo = np.where(f < 0, x, lo)
-            hi = np.where(f > 0, x, hi)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                nxt = x - f / self._slope(x)
-            bad = ~((nxt > lo) & (nxt < hi))
-            nxt = np.where(bad, 0.5 * (lo + hi), nxt)
-            done = np.abs(nxt - x) <= 4e-16 * (1 + np.abs(x))
-            x = nxt
-            if np.all(done | (f == 0)):
-                break
-        return x
+        """``y`` with ``l(y) = loss`` (vectorized; the loss is increasing in ``y``)."""
+        return increasing_inverse(self._loss, self._slope, loss)
 
     def _log_cdf_y(self, y, hypothesis):
         t, k = self.num_steps, self.num_selected
