@@ -13,18 +13,18 @@ from plda.mechanisms.law import PrivacyLossLaw
 LOG2 = math.log(2.0)
 
 
-def _log_cdf(z):
+def laplace_log_cdf(z):
     """``log F(z)`` of the standard Laplace law, without cancellation on either side."""
     z = np.asarray(z, dtype=float)
     with np.errstate(over="ignore"):
         return np.where(z < 0, z - LOG2, np.log1p(-0.5 * np.exp(-np.abs(z))))
 
 
-def _log_pdf(z):
+def laplace_log_pdf(z):
     return -np.abs(np.asarray(z, dtype=float)) - LOG2
 
 
-def _reversed_hazard(z):
+def laplace_reversed_hazard(z):
     """``f(z) / F(z)``: 1 below 0, ``1 / (2 e^z - 1)`` above."""
     z = np.asarray(z, dtype=float)
     with np.errstate(over="ignore"):
@@ -63,17 +63,17 @@ class LaplaceMaxShiftLaw(PrivacyLossLaw):
     def _loss(self, y):
         y = np.asarray(y, dtype=float)
         m, t = self.m, self.num_steps
-        a = _log_pdf(y - m) - _log_pdf(y)
-        r = math.log(t - 1) + _log_cdf(y - m) - _log_cdf(y)
+        a = laplace_log_pdf(y - m) - laplace_log_pdf(y)
+        r = math.log(t - 1) + laplace_log_cdf(y - m) - laplace_log_cdf(y)
         return np.logaddexp(a, r) - math.log(t)
 
     def _slope(self, y):
         y = np.asarray(y, dtype=float)
         m, t = self.m, self.num_steps
-        a = _log_pdf(y - m) - _log_pdf(y)
-        r = math.log(t - 1) + _log_cdf(y - m) - _log_cdf(y)
+        a = laplace_log_pdf(y - m) - laplace_log_pdf(y)
+        r = math.log(t - 1) + laplace_log_cdf(y - m) - laplace_log_cdf(y)
         da = np.where((y > 0) & (y < m), 2.0, 0.0)
-        dr = _reversed_hazard(y - m) - _reversed_hazard(y)
+        dr = laplace_reversed_hazard(y - m) - laplace_reversed_hazard(y)
         top = np.logaddexp(a, r)
         return np.exp(a - top) * da + np.exp(r - top) * dr
 
@@ -109,8 +109,8 @@ class LaplaceMaxShiftLaw(PrivacyLossLaw):
     def _log_cdf_y(self, y, hypothesis):
         t = self.num_steps
         if hypothesis == "P":
-            return _log_cdf(y - self.m) + (t - 1) * _log_cdf(y)
-        return t * _log_cdf(y)
+            return laplace_log_cdf(y - self.m) + (t - 1) * laplace_log_cdf(y)
+        return t * laplace_log_cdf(y)
 
     def _points(self, x):
         lo, hi = self.continuous_support
@@ -141,11 +141,12 @@ class LaplaceMaxShiftLaw(PrivacyLossLaw):
         y = self._points(np.where(inside, x, 0.5 * (lo + hi)))
         m, t = self.m, self.num_steps
         if hypothesis == "P":
-            first = _log_pdf(y - m) + (t - 1) * _log_cdf(y)
-            second = math.log(t - 1) + _log_cdf(y - m) + (t - 2) * _log_cdf(y) + _log_pdf(y)
+            first = laplace_log_pdf(y - m) + (t - 1) * laplace_log_cdf(y)
+            second = (math.log(t - 1) + laplace_log_cdf(y - m) + (t - 2) * laplace_log_cdf(y)
+                      + laplace_log_pdf(y))
             log_density = np.logaddexp(first, second)
         else:
-            log_density = math.log(t) + (t - 1) * _log_cdf(y) + _log_pdf(y)
+            log_density = math.log(t) + (t - 1) * laplace_log_cdf(y) + laplace_log_pdf(y)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             out = np.exp(log_density) / self._slope(y)
         return np.where(inside & np.isfinite(out), out, 0.0)

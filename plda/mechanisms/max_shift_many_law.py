@@ -16,10 +16,15 @@ from scipy.special import log_ndtr, ndtri
 
 from plda._internal.roots import increasing_inverse
 from plda.mechanisms.law import PrivacyLossLaw
-from plda.mechanisms.max_laplace_law import LaplaceMaxShiftLaw
+from plda.mechanisms.max_laplace_law import (
+    LOG2,
+    LaplaceMaxShiftLaw,
+    laplace_log_cdf,
+    laplace_log_pdf,
+    laplace_reversed_hazard,
+)
 
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
-_LOG2 = math.log(2.0)
 
 
 def _log_phi(z):
@@ -129,25 +134,6 @@ class MaxShiftManyLaw(PrivacyLossLaw):
         return float(self._loss(np.array([y_a]))[0]), float(self._loss(np.array([y_b]))[0])
 
 
-def _laplace_log_cdf(z):
-    """``log F(z)`` of the standard Laplace law: ``z - log 2`` below 0, ``log1p(-e^-z / 2)``
-    above (no cancellation on either side)."""
-    z = np.asarray(z, dtype=float)
-    with np.errstate(over="ignore"):
-        return np.where(z < 0, z - _LOG2, np.log1p(-0.5 * np.exp(-np.abs(z))))
-
-
-def _laplace_log_pdf(z):
-    return -np.abs(np.asarray(z, dtype=float)) - _LOG2
-
-
-def _laplace_reversed_hazard(z):
-    """``f(z) / F(z)`` of the standard Laplace law: 1 below 0, ``1 / (2 e^z - 1)`` above."""
-    z = np.asarray(z, dtype=float)
-    with np.errstate(over="ignore"):
-        return np.where(z < 0, 1.0, 1.0 / (2.0 * np.exp(np.maximum(z, 0.0)) - 1.0))
-
-
 @dataclass(frozen=True, eq=False)
 class LaplaceMaxShiftManyLaw(LaplaceMaxShiftLaw):
     r"""Loss law of ``Y = max_i X_i``, ``X_i`` i.i.d. standard Laplace plus ``m`` on a uniform
@@ -173,7 +159,7 @@ class LaplaceMaxShiftManyLaw(LaplaceMaxShiftLaw):
         m, t, k = self.m, self.num_steps, self.num_selected
         object.__setattr__(self, "atom_losses", np.array([-k * m]))
         # 2^-t underflows for t > 1074: the atom then carries 0
-        object.__setattr__(self, "atom_probs", np.array([math.exp(-t * _LOG2 - k * m)]))
+        object.__setattr__(self, "atom_probs", np.array([math.exp(-t * LOG2 - k * m)]))
 
     @property
     def continuous_support(self):
@@ -182,8 +168,8 @@ class LaplaceMaxShiftManyLaw(LaplaceMaxShiftLaw):
 
     def _parts(self, y):
         m, t, k = self.m, self.num_steps, self.num_selected
-        a = _laplace_log_pdf(y - m) - _laplace_log_pdf(y)
-        r = _laplace_log_cdf(y - m) - _laplace_log_cdf(y)
+        a = laplace_log_pdf(y - m) - laplace_log_pdf(y)
+        r = laplace_log_cdf(y - m) - laplace_log_cdf(y)
         if k == t:
             return a, r, a
         return a, r, np.logaddexp(math.log(k / t) + a, math.log1p(-k / t) + r)
@@ -198,7 +184,7 @@ class LaplaceMaxShiftManyLaw(LaplaceMaxShiftLaw):
         m, t, k = self.m, self.num_steps, self.num_selected
         a, r, top = self._parts(y)
         da = np.where((y > 0) & (y < m), 2.0, 0.0)
-        dr = _laplace_reversed_hazard(y - m) - _laplace_reversed_hazard(y)
+        dr = laplace_reversed_hazard(y - m) - laplace_reversed_hazard(y)
         inner = np.exp(math.log(k / t) + a - top) * da
         if k < t:
             inner = inner + np.exp(math.log1p(-k / t) + r - top) * dr
@@ -207,8 +193,8 @@ class LaplaceMaxShiftManyLaw(LaplaceMaxShiftLaw):
     def _log_cdf_y(self, y, hypothesis):
         t, k = self.num_steps, self.num_selected
         if hypothesis == "P":
-            return k * _laplace_log_cdf(y - self.m) + (t - k) * _laplace_log_cdf(y)
-        return t * _laplace_log_cdf(y)
+            return k * laplace_log_cdf(y - self.m) + (t - k) * laplace_log_cdf(y)
+        return t * laplace_log_cdf(y)
 
     def _cont_pdf(self, x, hypothesis):
         x = np.asarray(x, dtype=float)
@@ -217,16 +203,16 @@ class LaplaceMaxShiftManyLaw(LaplaceMaxShiftLaw):
         y = self._points(np.where(inside, x, 0.5 * (lo + hi)))
         m, t, k = self.m, self.num_steps, self.num_selected
         if hypothesis == "P":
-            base = (k - 1) * _laplace_log_cdf(y - m) + (t - k - 1) * _laplace_log_cdf(y)
-            shifted = math.log(k) + _laplace_log_pdf(y - m) + _laplace_log_cdf(y) + base
+            base = (k - 1) * laplace_log_cdf(y - m) + (t - k - 1) * laplace_log_cdf(y)
+            shifted = math.log(k) + laplace_log_pdf(y - m) + laplace_log_cdf(y) + base
             if k < t:
-                plain = (math.log(t - k) + _laplace_log_pdf(y) + _laplace_log_cdf(y - m)
+                plain = (math.log(t - k) + laplace_log_pdf(y) + laplace_log_cdf(y - m)
                          + base)
                 log_density = np.logaddexp(shifted, plain)
             else:
                 log_density = shifted
         else:
-            log_density = math.log(t) + (t - 1) * _laplace_log_cdf(y) + _laplace_log_pdf(y)
+            log_density = math.log(t) + (t - 1) * laplace_log_cdf(y) + laplace_log_pdf(y)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             out = np.exp(log_density) / self._slope(y)
         return np.where(inside & np.isfinite(out), out, 0.0)
