@@ -195,16 +195,21 @@ def _discretize_one_side(law: PrivacyLossLaw, step: float, upper_tail: float) ->
     return _assemble(step, parts, inf_upper, True)
 
 
-def _discretize(law: PrivacyLossLaw, step: float) -> tuple[DiscreteLoss, DiscreteLoss]:
-    """``(upper, lower)`` grid versions of ``law`` with grid step ``step``."""
+def _discretize(
+    law: PrivacyLossLaw, step: float, lower: bool = True
+) -> tuple[DiscreteLoss, DiscreteLoss | None]:
+    """``(upper, lower)`` grid versions of ``law`` with grid step ``step``; the lower one only
+    if ``lower`` (else None)."""
     bracket = getattr(law, "bracket", None)
     if bracket is not None:  # known through a dominating and a dominated law (RandomAllocation)
-        return _discretize(bracket[0], step)[0], _discretize(bracket[1], step)[1]
+        upper = _discretize(bracket[0], step, False)[0]
+        return upper, (_discretize(bracket[1], step)[1] if lower else None)
     upper_parts, lower_parts = [], []
     if len(law.atom_losses):
         index, at_lo, at_hi = _atoms_upper(law, step)
         upper_parts += [(index, at_lo), (index + 1, at_hi)]
-        lower_parts.append(_atoms_lower(law, step))
+        if lower:
+            lower_parts.append(_atoms_lower(law, step))
     inf_upper = law.infinity_mass + law.truncated_mass
     if law.has_continuous_part:
         lo, hi = _continuous_range(law, step, UPPER_TAIL)
@@ -212,7 +217,8 @@ def _discretize(law: PrivacyLossLaw, step: float) -> tuple[DiscreteLoss, Discret
         cont, above = continuous_upper(law, step, lo, hi, moments)
         grid = np.arange(lo, hi + 1)
         upper_parts.append((grid, cont))
-        lower_parts.append((grid, continuous_lower(law, step, lo, hi, moments)))
+        if lower:
+            lower_parts.append((grid, continuous_lower(law, step, lo, hi, moments)))
         inf_upper += above
     if not upper_parts:  # only infinite masses
         upper_parts = lower_parts = [(np.array([0]), np.array([0.0]))]
@@ -220,10 +226,14 @@ def _discretize(law: PrivacyLossLaw, step: float) -> tuple[DiscreteLoss, Discret
     moments_far, far_infinity = far_tail_moments(law)
     object.__setattr__(upper, "log_mgf", moments_far)
     object.__setattr__(upper, "chernoff_infinity_mass", far_infinity)
+    if not lower:
+        return upper, None
     snapped = _snap_excess(law, step) if len(law.atom_losses) else 0.0
     return upper, _assemble(step, lower_parts, law.infinity_mass, False, snapped)
 
 
-#: cached (the accountant and the engine ask for the same laws on the same grids again and again)
+#: cached (the accountant and the engine ask for the same laws on the same grids again and again);
+#: ``discretize(law, step)`` gives ``(upper, lower)``, ``discretize(law, step, lower=False)``
+#: ``(upper, None)``
 discretize = ByteBoundedCache(_discretize, max_bytes=1 << 30)
 register("plda.discretize.discretize", discretize.cache_clear)

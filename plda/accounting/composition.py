@@ -356,7 +356,7 @@ class HistoryComposition:
             if many:
                 recipe = PrivacyLossDistribution(horizon, self._relation, self._accuracy)
                 lead = next(iter(direction_laws(recipe).values()))
-                factors = [(discretize(law, step)[0], k) for law, k in lead]
+                factors = [(discretize(law, step, lower=False)[0], k) for law, k in lead]
                 found = self._composer.length(factors)
                 length = 1 << (found - 1).bit_length()  # powers of two: it moves rarely
                 length = length if length <= MAX_GRID else 0
@@ -391,7 +391,7 @@ class HistoryComposition:
                 continue
             for index in (0, 1) if lower else (0,):
                 if pair[index] is None:
-                    factors = [(discretize(law, step)[index], k) for law, k in laws[direction]]
+                    factors = [(discretize(f, step, lower)[index], k) for f, k in laws[direction]]
                     # the distinct laws (count 1: a noise schedule changed at every step) first,
                     # the repeated ones last: a growing history then extends the composer's
                     # running product of the former (see plda.engine.composer)

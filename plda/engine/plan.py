@@ -94,7 +94,7 @@ def pilot(laws: dict[str, list], accuracy: float) -> Pilot:
     for factors in laws.values():
         # each law on its own pilot grid: the window is estimated from moments in loss units,
         # so no common grid (and no rediscretization when a finer law joins) is needed
-        pilots = [(discretize(law, pilot_step(law))[0], k) for law, k in factors]
+        pilots = [(discretize(law, pilot_step(law), lower=False)[0], k) for law, k in factors]
         lead_pilots = pilots if lead_pilots is None else lead_pilots
         lo, hi = window_losses(pilots, 1e-20)
         direction_widths.append(hi - lo)

@@ -89,7 +89,7 @@ def composed_upper(block_laws) -> AtomLaw:
     with it (the composed ``delta`` is linear in the masses with non-negative, non-decreasing
     integrands), so the atoms are a dominating law.
     """
-    factors = [(discretize(law, INNER_STEP)[0], count) for law, count in block_laws]
+    factors = [(discretize(law, INNER_STEP, lower=False)[0], count) for law, count in block_laws]
     grid = compose(factors, tail=INNER_TAIL)
     losses = grid.losses + grid.loss_error
     probs = grid.probs + grid.entry_error
