@@ -92,8 +92,9 @@ def _snap_excess(law: PrivacyLossLaw, step: float) -> float:
     return max(0.0, float(np.max(index * step - losses)))
 
 
-def _assemble(step, parts, infinity_mass, upper, extra_loss_error=0.0):
-    """Sum ``(index_array, mass_array)`` parts onto one grid array.
+def _assemble(step, parts, infinity_mass, upper, extra_loss_error=0.0, **chernoff):
+    """Sum ``(index_array, mass_array)`` parts onto one grid array (``chernoff``: the upper
+    version's ``log_mgf`` and ``chernoff_infinity_mass``).
 
     Its ``loss_error``: the grid points ``i * step`` and the atoms are floats, a few ulps off
     the losses they stand for, and the cdf values were taken at the rounded points; 8 ulps of
@@ -132,6 +133,7 @@ def _assemble(step, parts, infinity_mass, upper, extra_loss_error=0.0):
         infinity_mass=float(min(infinity_mass, 1.0)),
         upper=upper,
         loss_error=8 * _U * largest + extra_loss_error,
+        **chernoff,
     )
 
 
@@ -222,10 +224,9 @@ def _discretize(
         inf_upper += above
     if not upper_parts:  # only infinite masses
         upper_parts = lower_parts = [(np.array([0]), np.array([0.0]))]
-    upper = _assemble(step, upper_parts, inf_upper, True)
     moments_far, far_infinity = far_tail_moments(law)
-    object.__setattr__(upper, "log_mgf", moments_far)
-    object.__setattr__(upper, "chernoff_infinity_mass", far_infinity)
+    chernoff = dict(log_mgf=moments_far, chernoff_infinity_mass=far_infinity)
+    upper = _assemble(step, upper_parts, inf_upper, True, **chernoff)
     if not lower:
         return upper, None
     snapped = _snap_excess(law, step) if len(law.atom_losses) else 0.0
