@@ -43,6 +43,30 @@ def test_tail_points_bound_the_tails():
         assert law.continuous_sf([b], hypothesis)[0] <= 1e-12 * (1 + 1e-9)
 
 
+
+def test_tail_points_are_remembered_per_law_and_per_hypothesis():
+    # a discretization asks for the same tails many times: the hook runs once per (mass,
+    # hypothesis), and a remembered answer is the one the hook gives
+    law = plda.PoissonSampled(plda.Gaussian(0.9), 0.01).privacy_loss("remove")
+    law.__dict__.pop("_tail_memo", None)  # the law object is shared: start from nothing
+    calls = []
+    hook = law._cont_tail
+
+    def counting(mass, hypothesis):
+        calls.append((mass, hypothesis))
+        return hook(mass, hypothesis)
+
+    object.__setattr__(law, "_cont_tail", counting)
+    try:
+        first = law.tail_points(1e-13, "P")
+        assert law.tail_points(1e-13, "P") == first
+        assert law.tail_points(1e-13, "Q") != first  # another hypothesis, another answer
+        assert law.tail_points(1e-20, "P") != first
+        assert calls == [(1e-13, "P"), (1e-13, "Q"), (1e-20, "P")]
+        assert first == hook(1e-13, "P")
+    finally:
+        object.__delattr__(law, "_cont_tail")
+
 @pytest.mark.parametrize("method", ["continuous_cdf", "continuous_sf", "continuous_pdf"])
 def test_bad_hypothesis_is_a_value_error(method):
     with pytest.raises(ValueError, match="hypothesis"):

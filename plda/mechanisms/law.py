@@ -181,7 +181,18 @@ class PrivacyLossLaw:
         m = float(mass)
         if not 0.0 <= m <= 1.0:
             raise ValueError(f"mass must be in [0, 1], got {mass!r}")
-        return self._cont_tail(m, hypothesis)
+        # remembered per law: a discretization asks for the same few tails about ten times
+        # (support, range, fine part, far tail), and each is a root search for some laws.
+        # A race between threads only computes the same value twice.
+        memo = self.__dict__.get("_tail_memo")
+        if memo is None:
+            memo = {}
+            object.__setattr__(self, "_tail_memo", memo)
+        key = (m, hypothesis)
+        found = memo.get(key)
+        if found is None:
+            found = memo[key] = self._cont_tail(m, hypothesis)
+        return found
 
     # ------------------------------------------------------------ public API
     def _atom_masses(self, hypothesis: str) -> np.ndarray:
