@@ -81,6 +81,7 @@ class PLDAccountant:
         self._relation = relation
         self._accuracy = accuracy
         self._history: list[list] = []  # run-length [mechanism, count]
+        self._steps = 0  # their total count (kept, not summed at every step of a long schedule)
         self._composition = HistoryComposition(relation, accuracy)
         # one lock per accountant: its history and its composer's cached spectra are shared
         # state, so steps recorded and queries asked from several threads take turns
@@ -160,9 +161,9 @@ class PLDAccountant:
                 f"{type(mechanism).__name__}"
             )
         count = check.count("count", count, minimum=1)
-        if len(self) + count > check.MAX_COUNT:
+        if self._steps + count > check.MAX_COUNT:
             raise ValueError(
-                f"count: the accountant would hold {len(self) + count} steps, more than "
+                f"count: the accountant would hold {self._steps + count} steps, more than "
                 f"{check.MAX_COUNT:.0e} (the range plda certifies)"
             )
         if self._relation == "replace_one":
@@ -171,6 +172,7 @@ class PLDAccountant:
             self._history[-1][1] += count
         else:
             self._history.append([mechanism, count])
+        self._steps += count
 
     @property
     @_locked
@@ -181,7 +183,7 @@ class PLDAccountant:
     @_locked
     def __len__(self) -> int:
         """Number of recorded steps (mechanism runs)."""
-        return sum(k for _, k in self._history)
+        return self._steps
 
     def __repr__(self) -> str:
         return (
@@ -307,14 +309,15 @@ class PLDAccountant:
         relation, accuracy, history = parse_state(state)
         self._relation, self._accuracy = relation, accuracy
         self._history = [[m, k] for m, k in history]
+        self._steps = sum(k for _, k in self._history)
         self._composition = HistoryComposition(relation, accuracy)
 
     @classmethod
     def from_state_dict(cls, state: dict) -> PLDAccountant:
         """A new accountant with the state ``state`` (from :meth:`state_dict`)."""
-        relation, accuracy, history = parse_state(state)
+        relation, accuracy, _ = parse_state(state)
         accountant = cls(relation=relation, accuracy=accuracy)
-        accountant._history = [[m, k] for m, k in history]
+        accountant.load_state_dict(state)
         return accountant
 
     def true_positive_rate_bounds(self, false_positive_rate) -> Bounds:
