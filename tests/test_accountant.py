@@ -238,6 +238,22 @@ def test_per_step_schedule_answers_do_not_depend_on_earlier_queries():
     assert fresh.epsilon(DELTA) == asked.epsilon(DELTA)
 
 
+def test_per_step_schedule_keeps_planning_spectra_apart_and_bounded():
+    # a schedule's laws (count 1) live on in the running product, so the history's composer
+    # keeps no spectrum of them; the horizon's laws (rounded mechanisms, counts 2^j) are
+    # composed on the planning composer, whose kept spectra and powers stay within its budget
+    from plda.accounting.history import PLANNING_BYTES
+
+    acct = PLDAccountant(accuracy=COARSE)
+    for i in range(60):
+        acct.step(noise_multiplier=1.0, sample_rate=0.005 + 0.0002 * i)
+        if i % 5 == 4:
+            acct.epsilon(DELTA)
+    composition = acct._composition
+    assert composition._composer._bytes == 0
+    assert 0 < composition._planning._bytes <= PLANNING_BYTES
+
+
 def test_checkpoint_history_dominates_and_stays_put():
     from plda.accountant import _checkpoint
 

@@ -11,11 +11,9 @@ A training loop asks for epsilon after many steps, and every answer is a new com
   history (:func:`plda.accounting.history.horizon`): its grid step, and for a noise schedule
   its FFT length, stay put while the history grows;
 - :meth:`HistoryComposition.epsilon_pair` composes only the pessimistic version when asked,
-  and skips a direction of the neighbouring relation that a cheap bound at a longer history
-  shows to be dominated (for DP-SGD the removal direction leads, so one law is composed per
-  query);
-- deltas below ``1e-8`` go to :class:`~plda.pld.PrivacyLossDistribution`, whose tilted
-  composition resolves them.
+  and skips a direction that a cheap bound at a longer history shows to be dominated (for
+  DP-SGD the removal direction leads, so one law is composed per query);
+- deltas below ``1e-8`` go to :class:`~plda.pld.PrivacyLossDistribution` (tilted composition).
 
 Every choice depends on the history and the query alone, so a reloaded accountant answers bit
 for bit like the original.
@@ -33,6 +31,7 @@ from plda.accounting.history import (
     DOMINANCE,
     MANY_MECHANISMS,
     ORDER_RANGE,
+    PLANNING_BYTES,
     PREFIXES_KEPT,
     RESULTS_KEPT,
     TAIL,
@@ -56,15 +55,11 @@ class HistoryComposition:
 
     def __init__(self, relation: str, accuracy: float):
         self._relation, self._accuracy = relation, accuracy
-        self._composer = Composer(
-            tail=TAIL,
-            order_range=ORDER_RANGE,
-            ladder=True,
-            keep=True,
-            from_zero=True,
-            cache_bytes=CACHE_BYTES,
-            prefixes=PREFIXES_KEPT,
-        )
+        settings = dict(tail=TAIL, order_range=ORDER_RANGE, ladder=True, from_zero=True, keep=True)
+        self._composer = Composer(cache_bytes=CACHE_BYTES, prefixes=PREFIXES_KEPT, **settings)
+        # the horizon and checkpoint histories (they only plan and bound) on a small budget: a
+        # schedule's horizon laws change as it grows, and would hold more than the history's
+        self._planning = Composer(cache_bytes=PLANNING_BYTES, prefixes=1, **settings)
         self.results: OrderedDict = OrderedDict()
         self._steps: dict = {}
         self._lengths: dict = {}
@@ -78,6 +73,7 @@ class HistoryComposition:
         for kept in (self.results, self._steps, self._lengths, self._refined, self._checkpoints):
             kept.clear()
         self._composer.clear()
+        self._planning.clear()
 
     def delta_pair(self, history, e: np.ndarray, epsilon, need_lower: bool):
         """``(lower, upper)`` delta bounds at ``e`` (lower None if not ``need_lower``)."""
@@ -177,9 +173,7 @@ class HistoryComposition:
                 return tuple(recipe.epsilon_bounds(d))
         return lower.reshape(d.shape), upper.reshape(d.shape)
 
-    def _directed_pair(
-        self, components, recipe, step, d, need_lower, horizon_uppers, order
-    ):
+    def _directed_pair(self, components, recipe, step, d, need_lower, horizon_uppers, order):
         """Epsilon bounds at ``d`` on grid ``step``: the maximum over the relation's directions.
 
         A direction is skipped when it is dominated: composing more steps can only increase
@@ -212,15 +206,16 @@ class HistoryComposition:
                 # this checkpoint, as they share its horizon), so that what is skipped does
                 # not depend on which of them asked first
                 check_recipe = PrivacyLossDistribution(check, self._relation, self._accuracy)
-                laws = self.versions(check_recipe, step, lower=False, directions=tuple(order[1:]))
+                laws = self.versions(
+                    check_recipe, step, lower=False, directions=tuple(order[1:]), kept=False
+                )
                 bounds = {D: laws[D][0].epsilon(d) for D in order[1:]}
                 if len(self._checkpoints) > 64:
                     self._checkpoints.clear()
                 self._checkpoints[key] = bounds
             others = [D for D in others if not dominated(bounds, D)]
         for direction in others:
-            pair = self.versions(recipe, step, lower=need_lower, directions=(direction,))
-            pair = pair[direction]
+            pair = self.versions(recipe, step, need_lower, (direction,))[direction]
             upper = np.maximum(upper, pair[0].epsilon(d))
             if need_lower:
                 lower = np.maximum(lower, pair[1].epsilon(d))
@@ -238,12 +233,12 @@ class HistoryComposition:
         return found
 
     def horizon_step(self, components, d: np.ndarray) -> float | None:
-        """The grid step meeting the accuracy at ``d`` for the horizon history (counts rounded
-        up to powers of two), cached; None if the horizon does not fit under the grid cap."""
+        """The grid step meeting the accuracy at ``d`` for the horizon history, cached; None if
+        the horizon does not fit under the grid cap."""
         return self._horizon(components, d)[0]
 
     def _horizon(self, components, d: np.ndarray) -> tuple:
-        """``(step, uppers, order)``: :meth:`_horizon_step`, each direction's epsilon upper
+        """``(step, uppers, order)``: :meth:`horizon_step`, each direction's epsilon upper
         bound at ``d`` for the horizon history on that step (a dominance bound, as the horizon
         history has at least as many steps of every mechanism), and the directions by
         decreasing bound (the leading one first)."""
@@ -255,7 +250,7 @@ class HistoryComposition:
             if len(self._refined) > 256:
                 self._refined.clear()
             horizon_pld = PrivacyLossDistribution(horizon, self._relation, self._accuracy)
-            step, _, _, uppers = self._refine(horizon_pld, first, d, unit)
+            step, _, _, uppers = self._refine(horizon_pld, first, d, unit, kept=False)
             order = (
                 sorted(uppers, key=lambda D: -float(np.max(uppers[D])))
                 if uppers is not None
@@ -264,15 +259,15 @@ class HistoryComposition:
             hit = self._refined[key] = (step, uppers, order)
         return hit
 
-    def _refine(self, recipe: PrivacyLossDistribution, step: float, d: np.ndarray, unit):
+    def _refine(self, recipe, step: float, d: np.ndarray, unit, kept: bool = True):
         """Refine ``step`` until the epsilon gap meets the accuracy (the planner's one loop,
         :func:`plda.engine.plan.refine`) with every step on the power-of-two ladder of
         :func:`plda.engine.plan.ladder_step` (``unit``: the atoms' common spacing), so the grid
         stays put while the history grows. Returns ``(step, lower, upper, uppers)``
         (``uppers``: each direction's upper bound); step None if even the first grid is too
-        large."""
+        large. ``kept``: see :meth:`versions`."""
         try:
-            gap = self._trial_gap(recipe, step, d)
+            gap = self._trial_gap(recipe, step, d, kept)
         except GridTooLarge:
             return None, None, None, None
 
@@ -281,15 +276,15 @@ class HistoryComposition:
             return finer if finer >= MIN_STEP else None
 
         step, _ = refine(
-            step, gap, lambda h: self._trial_gap(recipe, h, d), self._accuracy, next_step
+            step, gap, lambda h: self._trial_gap(recipe, h, d, kept), self._accuracy, next_step
         )
         try:
-            lower, upper, uppers = self._bounds_at(recipe, step, d)  # lead composed already
+            lower, upper, uppers = self._bounds_at(recipe, step, d, kept)  # lead composed
         except GridTooLarge:  # another direction does not fit: the engine takes over
             return None, None, None, None
         return step, lower, upper, uppers
 
-    def _trial_gap(self, recipe: PrivacyLossDistribution, step: float, d: np.ndarray) -> float:
+    def _trial_gap(self, recipe, step: float, d: np.ndarray, kept: bool) -> float:
         """The relative epsilon gap on grid ``step``, for deciding whether to refine.
 
         The first direction (removal, which leads for subsampled mechanisms) is composed
@@ -298,28 +293,28 @@ class HistoryComposition:
         all directions decides."""
         directions = tuple(direction_laws(recipe))
         lead = directions[0]
-        pair = self.versions(recipe, step, directions=(lead,))[lead]
+        pair = self.versions(recipe, step, directions=(lead,), kept=kept)[lead]
         upper = pair[0].epsilon(d)
         gap = max_gap(np.minimum(pair[1].epsilon(d), upper), upper)
         if gap > self._accuracy and len(directions) > 1:
             return gap
-        lower, upper, _ = self._bounds_at(recipe, step, d)
+        lower, upper, _ = self._bounds_at(recipe, step, d, kept)
         return max_gap(lower, upper)
 
-    def _bounds_at(self, recipe: PrivacyLossDistribution, step: float, d: np.ndarray):
+    def _bounds_at(self, recipe, step: float, d: np.ndarray, kept: bool = True):
         """Epsilon bounds (the maximum over directions) on grid ``step``, composing the
         optimistic version only for the directions whose upper bound is within the accuracy of
         the largest: another direction's lower bound is below ``upper * (1 - accuracy)``, so it
         can raise the lower bound of the maximum only where the gap misses the accuracy anyway
         (and leaving it out keeps a valid, if looser, lower bound)."""
-        versions = self.versions(recipe, step, lower=False)
+        versions = self.versions(recipe, step, lower=False, kept=kept)
         uppers = {direction: pair[0].epsilon(d) for direction, pair in versions.items()}
         upper = np.max(list(uppers.values()), axis=0)
         lower = None
         for direction in sorted(uppers, key=lambda name: -float(np.max(uppers[name]))):
             if lower is not None and np.all(uppers[direction] < upper * (1 - self._accuracy)):
                 continue
-            pair = self.versions(recipe, step, directions=(direction,))[direction]
+            pair = self.versions(recipe, step, directions=(direction,), kept=kept)[direction]
             found = pair[1].epsilon(d)
             lower = found if lower is None else np.maximum(lower, found)
         return np.minimum(lower, upper), upper, uppers
@@ -371,11 +366,13 @@ class HistoryComposition:
         step: float,
         lower: bool = True,
         directions: tuple | None = None,
+        kept: bool = True,
     ) -> dict:
         """``{direction: [upper, lower]}`` composed laws of ``recipe`` on grid ``step``; the
         optimistic ones only if ``lower``, and only the ``directions`` given (default all);
-        the others are None until first needed."""
-        key = (recipe.components, step)
+        the others are None until first needed. ``kept``: on the history's composer (False: on
+        the planning one, for the horizon and checkpoint histories)."""
+        key = (recipe.components, step) + (() if kept else ("planning",))
         laws = direction_laws(recipe)
         plan = self.plan(recipe.components, step)
         out = self.results.get(key)
@@ -396,5 +393,6 @@ class HistoryComposition:
                     # the repeated ones last: a growing history then extends the composer's
                     # running product of the former (see plda.engine.composer)
                     factors.sort(key=lambda factor: factor[1] > 1)
-                    pair[index] = self._composer.compose(factors, MAX_GRID, plan.length)
+                    composer = self._composer if kept else self._planning
+                    pair[index] = composer.compose(factors, MAX_GRID, plan.length)
         return out

@@ -26,6 +26,8 @@ TAIL = 1e-14
 ORDER_RANGE = (0.25, 64.0)
 #: bytes of cached spectra and powers kept per accountant
 CACHE_BYTES = 512 << 20
+#: of those, for the longer histories it plans and bounds with (horizon, checkpoint)
+PLANNING_BYTES = 8 << 20
 #: composed results kept per accountant (one per distinct history and grid step)
 RESULTS_KEPT = 4
 #: running products kept for histories that grow by appending factors (see plda.engine.composer)
