@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pytest
 from scipy.integrate import quad
@@ -121,3 +123,22 @@ def test_mechanisms_are_hashable_value_objects():
     assert len({plda.Gaussian(1.0), plda.Gaussian(1.0), plda.Laplace(1.0)}) == 2
     with pytest.raises(AttributeError):
         plda.Gaussian(1.0).sigma = 2.0
+
+
+def test_laws_are_shared_by_equal_mechanisms_and_kept_by_each():
+    # equal mechanisms share one law object (the discretizations key on its identity), and a
+    # mechanism keeps its laws even when the shared cache has forgotten them (a history
+    # longer than that cache must not rediscretize its laws at every query)
+    first, second = plda.Gaussian(1.37), plda.Gaussian(1.37)
+    assert first.privacy_loss("remove") is second.privacy_loss("remove")
+    law = first.privacy_loss("add")
+    plda.clear_caches()
+    assert first.privacy_loss("add") is law
+    assert plda.Gaussian(1.37).privacy_loss("add") is not law  # a fresh one after clearing
+    sampled = plda.PoissonSampled(plda.Gaussian(1.37), 0.013)
+    coarse = sampled.coarsened()
+    assert sampled.coarsened() is coarse
+    assert coarse.sample_rate >= sampled.sample_rate and coarse.mechanism.sigma <= 1.37
+    # what a mechanism remembers is not part of its value or its pickle
+    assert sampled == plda.PoissonSampled(plda.Gaussian(1.37), 0.013)
+    assert "_memo" not in pickle.loads(pickle.dumps(sampled)).__dict__

@@ -11,9 +11,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from plda._internal.caches import cached
-from plda.mechanisms import Mechanism
-
 #: composed mass allowed outside the FFT window on each side (charged to +inf, or subtracted
 #: from the optimistic version). The fast path answers deltas >= 1e-8 only (smaller ones go to
 #: the engine's tilted composition), where 1e-14 moves delta by at most 2e-6 of itself; the
@@ -62,7 +59,7 @@ def horizon(components) -> tuple:
 
     A history with many distinct mechanisms (a noise schedule changed at every step) would
     give a new horizon, hence a new grid search, at every query; there the mechanisms are also
-    replaced by dominating ones on a coarse parameter grid (:meth:`Mechanism._coarsened`: for
+    replaced by dominating ones on a coarse parameter grid (:meth:`Mechanism.coarsened`: for
     Poisson-sampled Gaussians sigma rounded down and q up to powers of 2^(1/16)) and merged,
     so the horizon again changes only every so often."""
     if len(components) > MANY_MECHANISMS:
@@ -72,13 +69,6 @@ def horizon(components) -> tuple:
             merged[rounded] = merged.get(rounded, 0) + count
         components = tuple(merged.items())
     return tuple((m, 1 << max(int(k) - 1, 0).bit_length()) for m, k in components)
-
-
-@cached(maxsize=4096)
-def dominating(mechanism: Mechanism) -> Mechanism:
-    """:meth:`Mechanism._coarsened`, cached (a history asks for each of its mechanisms at
-    every query)."""
-    return mechanism._coarsened()
 
 
 def checkpoint(components) -> tuple:
@@ -97,3 +87,8 @@ def merge_runs(history) -> tuple:
     for mechanism, count in history:
         counts[mechanism] = counts.get(mechanism, 0) + count
     return tuple(counts.items())
+
+
+def dominating(mechanism) -> object:
+    """:meth:`Mechanism.coarsened` (remembered on the mechanism)."""
+    return mechanism.coarsened()

@@ -30,7 +30,35 @@ class Mechanism:
         ``cdf``/``sf``/``ppf``/``isf`` under either hypothesis, like a ``scipy.stats`` law."""
         if direction not in DIRECTIONS:
             raise ValueError(f"direction must be 'remove' or 'add', got {direction!r}")
-        return _cached_law(self, direction)
+        return self._remembered(direction, lambda: _cached_law(self, direction))
+
+    def coarsened(self) -> Mechanism:
+        """A mechanism whose privacy loss dominates this one's in both directions, with its
+        parameters on a coarse grid (the family's ``_coarsened`` hook: for Poisson-sampled
+        Gaussians ``sigma`` rounded down and ``q`` up to powers of ``2^(1/16)``), so that many
+        nearby mechanisms share one; the mechanism itself when its family has no such grid.
+        Used to pick grids for long, varied histories, never to report a bound."""
+        return self._remembered("coarsened", lambda: _cached_coarsened(self))
+
+    def _remembered(self, key: str, shared):
+        """``shared()`` (a lookup in a cache shared by all mechanisms), remembered on this
+        instance: the shared caches key on the mechanism's value, whose hash walks every field
+        (a long history asks for each of its mechanisms at every query), and a history longer
+        than their size must not lose its laws' identity (the discretizations key on it).
+        Equal mechanisms still share one law through ``shared``. A race between threads only
+        computes the same value twice."""
+        memo = self.__dict__.get("_memo")
+        if memo is None:
+            memo = {}
+            object.__setattr__(self, "_memo", memo)
+        found = memo.get(key)
+        if found is None:
+            found = memo[key] = shared()
+        return found
+
+    def __getstate__(self) -> dict:
+        # pickles (a sweep's worker processes) carry the fields, not what was remembered
+        return {k: v for k, v in self.__dict__.items() if k != "_memo"}
 
     def _coarsened(self) -> Mechanism:
         """A mechanism whose privacy loss dominates this one's in both directions, with its
@@ -56,6 +84,11 @@ class Mechanism:
         (its old contribution out, the new one in), so the sensitivity doubles.
         """
         raise ValueError(f"the replace_one relation is not supported for {type(self).__name__}")
+
+
+@cached(maxsize=4096)
+def _cached_coarsened(mechanism: Mechanism) -> Mechanism:
+    return mechanism._coarsened()
 
 
 @cached(maxsize=4096)
