@@ -212,6 +212,34 @@ def test_many_mechanism_horizon_dominates_and_stays_put():
         assert np.all(more.delta_bounds(eps).upper >= base.delta_bounds(eps).lower)
 
 
+def test_many_mechanism_checkpoint_is_coarse_dominates_and_skips_the_addition_direction():
+    # with a new mechanism at every step the history itself would be its own checkpoint (no
+    # cheaper bound): the checkpoint is built on the coarsened, merged history, so it is
+    # short, dominates each step's bucket, and lets the queries skip the addition direction
+    # (DP-SGD: removal leads by 20-40%) instead of composing it for every step
+    from plda.accountant import _checkpoint, _dominating, _horizon
+
+    history = [(sampled(1.5 - 0.002 * i, 0.01), 1) for i in range(100)]
+    checks = [_checkpoint(tuple(history[: k + 1])) for k in range(40, 100)]
+    assert all(len(check) <= 8 for check in checks)
+    for k, check in zip(range(40, 100), checks, strict=True):
+        counts = dict(check)
+        for mechanism, _ in history[: k + 1]:
+            assert _dominating(mechanism) in counts
+        assert sum(counts.values()) >= k + 1
+        horizon = dict(_horizon(tuple(history[: k + 1])))
+        assert all(counts[m] <= horizon[m] for m in counts)  # never past the horizon
+    acct = PLDAccountant(accuracy=COARSE)
+    for i, (mechanism, _) in enumerate(history, start=1):
+        acct.compose(mechanism)
+        if i % 20 == 0:
+            bounds = acct.epsilon_bounds(DELTA)
+    key = (acct.pld.components, acct._horizon_step(acct.pld.components, np.ravel(DELTA)))
+    assert acct._results[key]["add"] == [None, None]  # never composed for the history
+    lower, upper = _all_directions(acct, DELTA)
+    assert bounds.upper == upper and bounds.lower <= lower
+
+
 def test_per_step_noise_schedule_agrees_with_direct_composition():
     acct = PLDAccountant(accuracy=COARSE)
     steps = [sampled(1.5 - 0.01 * i, 0.02) for i in range(24)]

@@ -55,31 +55,38 @@ MANY_MECHANISMS = 32
 
 def horizon(components) -> tuple:
     """``components`` with every count rounded up to a power of two: a history that dominates
-    this one and stays put while it grows.
-
-    A history with many distinct mechanisms (a noise schedule changed at every step) would
-    give a new horizon, hence a new grid search, at every query; there the mechanisms are also
-    replaced by dominating ones on a coarse parameter grid (:meth:`Mechanism.coarsened`: for
-    Poisson-sampled Gaussians sigma rounded down and q up to powers of 2^(1/16)) and merged,
-    so the horizon again changes only every so often."""
-    if len(components) > MANY_MECHANISMS:
-        merged: dict = {}
-        for mechanism, count in components:
-            rounded = dominating(mechanism)
-            merged[rounded] = merged.get(rounded, 0) + count
-        components = tuple(merged.items())
-    return tuple((m, 1 << max(int(k) - 1, 0).bit_length()) for m, k in components)
+    this one and stays put while it grows (with many distinct mechanisms, first
+    :func:`coarsened`)."""
+    return tuple((m, 1 << max(int(k) - 1, 0).bit_length()) for m, k in coarsened(components))
 
 
 def checkpoint(components) -> tuple:
     """``components`` with every count ``k`` rounded up to a multiple of
     ``2^(floor(log2 k) - 3)``: at most 1/8 more steps, a history that stays put for many
-    consecutive queries, and never past the power-of-two horizon."""
+    consecutive queries, and never past the power-of-two horizon (with many distinct
+    mechanisms, first :func:`coarsened`, as for the horizon: the history itself changes at every
+    step)."""
     out = []
-    for mechanism, count in components:
+    for mechanism, count in coarsened(components):
         spacing = 1 << max(int(count).bit_length() - 4, 0)
         out.append((mechanism, -(-count // spacing) * spacing))
     return tuple(out)
+
+
+def coarsened(components) -> tuple:
+    """``components`` themselves, or, for a history with more than :data:`MANY_MECHANISMS`
+    distinct mechanisms (a noise schedule changed at every step), each replaced by a dominating
+    one on a coarse parameter grid (:meth:`Mechanism.coarsened`: for Poisson-sampled Gaussians
+    sigma rounded down and q up to powers of 2^(1/16)) and merged: a history that dominates
+    this one with a few mechanisms, so that the horizon and checkpoint built on it change only
+    every so often, and compose cheaply."""
+    if len(components) <= MANY_MECHANISMS:
+        return components
+    merged: dict = {}
+    for mechanism, count in components:
+        rounded = dominating(mechanism)
+        merged[rounded] = merged.get(rounded, 0) + count
+    return tuple(merged.items())
 
 
 def merge_runs(history) -> tuple:
