@@ -48,7 +48,7 @@ def test_tail_points_are_remembered_per_law_and_per_hypothesis():
     # a discretization asks for the same tails many times: the hook runs once per (mass,
     # hypothesis), and a remembered answer is the one the hook gives
     law = plda.PoissonSampled(plda.Gaussian(0.9), 0.01).privacy_loss("remove")
-    law.__dict__.pop("_tail_memo", None)  # the law object is shared: start from nothing
+    law.__dict__.pop("_memo", None)  # the law object is shared: start from nothing
     calls = []
     hook = law._cont_tail
 

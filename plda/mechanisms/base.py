@@ -4,6 +4,7 @@ dominating pair(s) under the add/remove neighbouring relation."""
 from __future__ import annotations
 
 from plda._internal.caches import cached
+from plda._internal.memo import remembered
 from plda.mechanisms.law import PrivacyLossLaw
 
 DIRECTIONS = ("remove", "add")
@@ -30,7 +31,11 @@ class Mechanism:
         ``cdf``/``sf``/``ppf``/``isf`` under either hypothesis, like a ``scipy.stats`` law."""
         if direction not in DIRECTIONS:
             raise ValueError(f"direction must be 'remove' or 'add', got {direction!r}")
-        return self._remembered(direction, lambda: _cached_law(self, direction))
+        # remembered on the instance: the shared cache keys on the mechanism's value, whose hash
+        # walks every field (a long history asks for each of its laws at every query), and a
+        # history longer than that cache must not lose its laws' identity (discretizations key
+        # on it); equal mechanisms still share one law through the shared cache
+        return remembered(self, direction, lambda: _cached_law(self, direction))
 
     def coarsened(self) -> Mechanism:
         """A mechanism whose privacy loss dominates this one's in both directions, with its
@@ -38,23 +43,7 @@ class Mechanism:
         Gaussians ``sigma`` rounded down and ``q`` up to powers of ``2^(1/16)``), so that many
         nearby mechanisms share one; the mechanism itself when its family has no such grid.
         Used to pick grids for long, varied histories, never to report a bound."""
-        return self._remembered("coarsened", lambda: _cached_coarsened(self))
-
-    def _remembered(self, key: str, shared):
-        """``shared()`` (a lookup in a cache shared by all mechanisms), remembered on this
-        instance: the shared caches key on the mechanism's value, whose hash walks every field
-        (a long history asks for each of its mechanisms at every query), and a history longer
-        than their size must not lose its laws' identity (the discretizations key on it).
-        Equal mechanisms still share one law through ``shared``. A race between threads only
-        computes the same value twice."""
-        memo = self.__dict__.get("_memo")
-        if memo is None:
-            memo = {}
-            object.__setattr__(self, "_memo", memo)
-        found = memo.get(key)
-        if found is None:
-            found = memo[key] = shared()
-        return found
+        return remembered(self, "coarsened", lambda: _cached_coarsened(self))
 
     def __getstate__(self) -> dict:
         # pickles (a sweep's worker processes) carry the fields, not what was remembered

@@ -20,6 +20,7 @@ import numpy as np
 from scipy.optimize import brentq
 
 from plda._internal.linalg import dot
+from plda._internal.memo import remembered
 
 HYPOTHESES = ("P", "Q")
 
@@ -182,17 +183,8 @@ class PrivacyLossLaw:
         if not 0.0 <= m <= 1.0:
             raise ValueError(f"mass must be in [0, 1], got {mass!r}")
         # remembered per law: a discretization asks for the same few tails about ten times
-        # (support, range, fine part, far tail), and each is a root search for some laws.
-        # A race between threads only computes the same value twice.
-        memo = self.__dict__.get("_tail_memo")
-        if memo is None:
-            memo = {}
-            object.__setattr__(self, "_tail_memo", memo)
-        key = (m, hypothesis)
-        found = memo.get(key)
-        if found is None:
-            found = memo[key] = self._cont_tail(m, hypothesis)
-        return found
+        # (support, range, fine part, far tail), and each is a root search for some laws
+        return remembered(self, ("tail", m, hypothesis), lambda: self._cont_tail(m, hypothesis))
 
     # ------------------------------------------------------------ public API
     def _atom_masses(self, hypothesis: str) -> np.ndarray:
