@@ -20,9 +20,10 @@ from plda._internal import validation as check
 from plda._internal.errors import quiet_accuracy, warn_if_inaccurate
 from plda._internal.typing import ArrayLike, FloatArray, FloatOrArray
 from plda.accounting.composition import HistoryComposition
-from plda.accounting.history import merge_runs, scalar
+from plda.accounting.history import scalar
 from plda.accounting.state import FORMAT, VERSION, parse_state
 from plda.engine.recipe import lower_bound_components
+from plda.engine.recipe import merge as merge_runs
 from plda.mechanisms import Gaussian, Mechanism
 from plda.mechanisms.sampler_spec import EPOCH_SAMPLERS, sampled_mechanism
 from plda.pld import DEFAULT_ACCURACY, RELATIONS, Bounds, PrivacyLossDistribution

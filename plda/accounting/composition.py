@@ -38,12 +38,12 @@ from plda.accounting.history import (
     TILTED_BELOW,
     checkpoint,
     max_gap,
-    merge_runs,
 )
 from plda.accounting.history import horizon as horizon_of
 from plda.discretize import discretize
 from plda.engine.composer import Composer
 from plda.engine.plan import MAX_GRID, MIN_STEP, Plan, halved_step, ladder_step, pilot, refine
+from plda.engine.recipe import merge as merge_runs
 from plda.pld import PrivacyLossDistribution, direction_laws
 
 

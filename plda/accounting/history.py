@@ -89,13 +89,6 @@ def coarsened(components) -> tuple:
     return tuple(merged.items())
 
 
-def merge_runs(history) -> tuple:
-    counts: dict = {}
-    for mechanism, count in history:
-        counts[mechanism] = counts.get(mechanism, 0) + count
-    return tuple(counts.items())
-
-
 def dominating(mechanism) -> object:
     """:meth:`Mechanism.coarsened` (remembered on the mechanism)."""
     return mechanism.coarsened()
