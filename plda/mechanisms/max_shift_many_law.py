@@ -1,4 +1,6 @@
-"""Law of the largest coordinate of a k-out-of-t random allocation of Gaussian shifts.
+"""Laws of the largest coordinate of a random allocation of Gaussian shifts: one of ``t``
+coordinates shifted (:class:`MaxShiftLaw`, the lower pair of :class:`~plda.Shuffled`), or ``k``
+of ``t`` (:class:`MaxShiftManyLaw`).
 
 A certified *lower* pair for :class:`~plda.RandomAllocation` with ``num_selected = k > 1``:
 the maximum coordinate is a post-processing of the epoch's output, so its pair is dominated by
@@ -37,7 +39,82 @@ def _hazard(z):
 
 
 @dataclass(frozen=True, eq=False)
-class MaxShiftManyLaw(PrivacyLossLaw):
+class MaxShiftLaw(PrivacyLossLaw):
+    r"""Loss law of ``Y = max_t X_t`` with ``X ~ N(mu e_J, I)``, ``J`` uniform on ``T`` coordinates
+    (``P``), against ``X ~ N(0, I)`` (``Q``).
+
+    ``P(Y <= y) = Phi(y - mu) Phi(y)^(T-1)``, ``Q(Y <= y) = Phi(y)^T``, and the loss
+    ``l(y) = log((e^(mu y - mu^2/2) + (T-1) Phi(y-mu)/Phi(y)) / T)`` is increasing in ``y``
+    (both terms are: the Gaussian likelihood ratio and, by log-concavity of ``Phi``, the ratio
+    of cdfs), so the law of the loss is that of ``Y`` through ``l``; ``l`` is inverted by a
+    safeguarded Newton iteration. Everything is evaluated from ``log_ndtr`` (no ``1 - Phi``).
+    """
+
+    mu: float = 1.0
+    num_steps: int = 2
+    has_continuous_part = True
+
+    @property
+    def continuous_support(self):
+        return (-np.inf, np.inf)
+
+    def _loss(self, y):
+        y = np.asarray(y, dtype=float)
+        m, t = self.mu, self.num_steps
+        ratio = math.log(t - 1) + log_ndtr(y - m) - log_ndtr(y)
+        return np.logaddexp(m * y - m * m / 2, ratio) - math.log(t)
+
+    def _slope(self, y):
+        y = np.asarray(y, dtype=float)
+        m, t = self.mu, self.num_steps
+        a = m * y - m * m / 2
+        log_r = math.log(t - 1) + log_ndtr(y - m) - log_ndtr(y)
+        # d/dy log Phi(z) = phi(z)/Phi(z)
+        num_a = m
+        num_r = _hazard(y - m) - _hazard(y)
+        top = np.logaddexp(a, log_r)
+        return np.exp(a - top) * num_a + np.exp(log_r - top) * num_r
+
+    def _inverse(self, loss):
+        """``y`` with ``l(y) = loss`` (vectorized; the loss is increasing in ``y``)."""
+        return increasing_inverse(self._loss, self._slope, loss)
+
+    def _log_cdf_y(self, y, hypothesis):
+        t = self.num_steps
+        if hypothesis == "P":
+            return log_ndtr(y - self.mu) + (t - 1) * log_ndtr(y)
+        return t * log_ndtr(y)
+
+    def _cont_cdf(self, x, hypothesis):
+        return np.exp(self._log_cdf_y(self._inverse(x), hypothesis))
+
+    def _cont_sf(self, x, hypothesis):
+        # 1 - e^{log cdf}, from expm1: no cancellation in the upper tail
+        return -np.expm1(self._log_cdf_y(self._inverse(x), hypothesis))
+
+    def _cont_pdf(self, x, hypothesis):
+        y = self._inverse(x)
+        m, t = self.mu, self.num_steps
+        if hypothesis == "P":
+            a = _log_phi(y - m) + (t - 1) * log_ndtr(y)
+            b = math.log(t - 1) + log_ndtr(y - m) + (t - 2) * log_ndtr(y) + _log_phi(y)
+            log_density = np.logaddexp(a, b)
+        else:
+            log_density = math.log(t) + (t - 1) * log_ndtr(y) + _log_phi(y)
+        return np.exp(log_density) / self._slope(y)
+
+    def _cont_tail(self, mass, hypothesis):
+        t = self.num_steps
+        # below y_a both cdfs are <= Phi(y_a)^T = mass (Phi(y - mu) <= Phi(y), however many
+        # coordinates are shifted); above y_b both sfs are <= T (1 - Phi(y_b - mu)) = mass
+        # (union bound over the T coordinates)
+        y_a = ndtri(math.exp(math.log(mass) / t))
+        y_b = self.mu - ndtri(mass / t)
+        return float(self._loss(np.array([y_a]))[0]), float(self._loss(np.array([y_b]))[0])
+
+
+@dataclass(frozen=True, eq=False)
+class MaxShiftManyLaw(MaxShiftLaw):
     r"""Loss law of ``Y = max_i X_i`` with ``X ~ N(mu 1_S, I_t)``, ``S`` a uniform ``k``-subset
     of the ``t`` coordinates (``P``), against ``X ~ N(0, I_t)`` (``Q``).
 
@@ -56,18 +133,13 @@ class MaxShiftManyLaw(PrivacyLossLaw):
 
     increasing in ``y`` (``R`` is, by log-concavity of ``Phi``; so is ``e^a``), so the law of
     the loss is that of ``Y`` through ``l``, inverted by safeguarded Newton. ``k = 1`` is the
-    law of :class:`plda.mechanisms.shuffled.MaxShiftLaw`.
+    law of :class:`MaxShiftLaw`, whose loss map it replaces (the cdf, sf and tail points are
+    its, through ``_log_cdf_y``).
     """
 
     mu: float = 1.0
     num_steps: int = 2
     num_selected: int = 1
-    has_continuous_part = True
-
-    @property
-    def continuous_support(self):
-        return (-np.inf, np.inf)
-
     def _parts(self, y):
         """``a(y)``, ``log R(y)`` and the log of the bracket in ``l``."""
         m, t, k = self.mu, self.num_steps, self.num_selected
@@ -92,22 +164,11 @@ class MaxShiftManyLaw(PrivacyLossLaw):
             inner = inner + np.exp(math.log1p(-k / t) + log_r - top) * d_log_r
         return (k - 1) * d_log_r + inner
 
-    def _inverse(self, loss):
-        """``y`` with ``l(y) = loss`` (vectorized; the loss is increasing in ``y``)."""
-        return increasing_inverse(self._loss, self._slope, loss)
-
     def _log_cdf_y(self, y, hypothesis):
         t, k = self.num_steps, self.num_selected
         if hypothesis == "P":
             return k * log_ndtr(y - self.mu) + (t - k) * log_ndtr(y)
         return t * log_ndtr(y)
-
-    def _cont_cdf(self, x, hypothesis):
-        return np.exp(self._log_cdf_y(self._inverse(x), hypothesis))
-
-    def _cont_sf(self, x, hypothesis):
-        # 1 - e^{log cdf}, from expm1: no cancellation in the upper tail
-        return -np.expm1(self._log_cdf_y(self._inverse(x), hypothesis))
 
     def _cont_pdf(self, x, hypothesis):
         y = self._inverse(x)
@@ -124,14 +185,6 @@ class MaxShiftManyLaw(PrivacyLossLaw):
         else:
             log_density = math.log(t) + (t - 1) * log_ndtr(y) + _log_phi(y)
         return np.exp(log_density) / self._slope(y)
-
-    def _cont_tail(self, mass, hypothesis):
-        t = self.num_steps
-        # below y_a both cdfs are <= Phi(y_a)^t = mass (Phi(y - mu) <= Phi(y)); above y_b both
-        # sfs are <= t (1 - Phi(y_b - mu)) = mass (union bound over the t coordinates)
-        y_a = ndtri(math.exp(math.log(mass) / t))
-        y_b = self.mu - ndtri(mass / t)
-        return float(self._loss(np.array([y_a]))[0]), float(self._loss(np.array([y_b]))[0])
 
 
 @dataclass(frozen=True, eq=False)

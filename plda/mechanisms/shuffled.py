@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-import math
 import warnings
 from dataclasses import dataclass
 
-import numpy as np
-from scipy.special import log_ndtr, ndtri
-
-from plda._internal.roots import increasing_inverse
 from plda._internal.validation import count
 from plda.mechanisms.allocation import RandomAllocation, allocation_supported
 from plda.mechanisms.base import Mechanism
 from plda.mechanisms.bracket import BracketedMechanism, SamplerAssumptionWarning
 from plda.mechanisms.gaussian import Gaussian
 from plda.mechanisms.laplace import Laplace
-from plda.mechanisms.law import PrivacyLossLaw
 from plda.mechanisms.max_laplace_law import LaplaceMaxShiftLaw
+from plda.mechanisms.max_shift_many_law import MaxShiftLaw
 from plda.mechanisms.without_replacement import check_base
 
 
@@ -195,79 +190,3 @@ class _ReplaceOneShuffledLowerBound(ShuffledLowerBound):
 
     def under_replace_one(self) -> Mechanism:
         return self
-
-
-@dataclass(frozen=True, eq=False)
-class MaxShiftLaw(PrivacyLossLaw):
-    r"""Loss law of ``Y = max_t X_t`` with ``X ~ N(mu e_J, I)``, ``J`` uniform on ``T`` coordinates
-    (``P``), against ``X ~ N(0, I)`` (``Q``).
-
-    ``P(Y <= y) = Phi(y - mu) Phi(y)^(T-1)``, ``Q(Y <= y) = Phi(y)^T``, and the loss
-    ``l(y) = log((e^(mu y - mu^2/2) + (T-1) Phi(y-mu)/Phi(y)) / T)`` is increasing in ``y``
-    (both terms are: the Gaussian likelihood ratio and, by log-concavity of ``Phi``, the ratio
-    of cdfs), so the law of the loss is that of ``Y`` through ``l``; ``l`` is inverted by a
-    safeguarded Newton iteration. Everything is evaluated from ``log_ndtr`` (no ``1 - Phi``).
-    """
-
-    mu: float = 1.0
-    num_steps: int = 2
-    has_continuous_part = True
-
-    @property
-    def continuous_support(self):
-        return (-np.inf, np.inf)
-
-    def _loss(self, y):
-        y = np.asarray(y, dtype=float)
-        m, t = self.mu, self.num_steps
-        ratio = math.log(t - 1) + log_ndtr(y - m) - log_ndtr(y)
-        return np.logaddexp(m * y - m * m / 2, ratio) - math.log(t)
-
-    def _slope(self, y):
-        y = np.asarray(y, dtype=float)
-        m, t = self.mu, self.num_steps
-        a = m * y - m * m / 2
-        log_r = math.log(t - 1) + log_ndtr(y - m) - log_ndtr(y)
-        # d/dy log Phi(z) = phi(z)/Phi(z) = exp(log phi(z) - log Phi(z))
-        hazard = lambda z: np.exp(-0.5 * z * z - 0.5 * math.log(2 * math.pi) - log_ndtr(z))  # noqa: E731
-        num_a = m
-        num_r = hazard(y - m) - hazard(y)
-        top = np.logaddexp(a, log_r)
-        return np.exp(a - top) * num_a + np.exp(log_r - top) * num_r
-
-    def _inverse(self, loss):
-        """``y`` with ``l(y) = loss`` (vectorized; the loss is increasing in ``y``)."""
-        return increasing_inverse(self._loss, self._slope, loss)
-
-    def _log_cdf_y(self, y, hypothesis):
-        t = self.num_steps
-        if hypothesis == "P":
-            return log_ndtr(y - self.mu) + (t - 1) * log_ndtr(y)
-        return t * log_ndtr(y)
-
-    def _cont_cdf(self, x, hypothesis):
-        return np.exp(self._log_cdf_y(self._inverse(x), hypothesis))
-
-    def _cont_sf(self, x, hypothesis):
-        # 1 - e^{log cdf}, from expm1: no cancellation in the upper tail
-        return -np.expm1(self._log_cdf_y(self._inverse(x), hypothesis))
-
-    def _cont_pdf(self, x, hypothesis):
-        y = self._inverse(x)
-        m, t = self.mu, self.num_steps
-        log_phi = lambda z: -0.5 * z * z - 0.5 * math.log(2 * math.pi)  # noqa: E731
-        if hypothesis == "P":
-            a = log_phi(y - m) + (t - 1) * log_ndtr(y)
-            b = math.log(t - 1) + log_ndtr(y - m) + (t - 2) * log_ndtr(y) + log_phi(y)
-            log_density = np.logaddexp(a, b)
-        else:
-            log_density = math.log(t) + (t - 1) * log_ndtr(y) + log_phi(y)
-        return np.exp(log_density) / self._slope(y)
-
-    def _cont_tail(self, mass, hypothesis):
-        t = self.num_steps
-        # below y_a both cdfs are <= Phi(y_a)^T = mass; above y_b both sfs are <= T (1 -
-        # Phi(y_b - mu)) = mass (union bound over the T coordinates)
-        y_a = ndtri(math.exp(math.log(mass) / t))
-        y_b = self.mu - ndtri(mass / t)
-        return float(self._loss(np.array([y_a]))[0]), float(self._loss(np.array([y_b]))[0])
