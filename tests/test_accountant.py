@@ -212,6 +212,22 @@ def test_many_mechanism_horizon_dominates_and_stays_put():
         assert np.all(more.delta_bounds(eps).upper >= base.delta_bounds(eps).lower)
 
 
+def test_a_query_coarsens_a_noise_schedule_once(monkeypatch):
+    # coarsening a noise schedule walks every step: its horizon and checkpoint share one pass
+    import plda.accounting.composition as composition
+
+    calls = []
+    real = composition.coarsened
+    monkeypatch.setattr(composition, "coarsened", lambda c: calls.append(len(c)) or real(c))
+    acct = PLDAccountant(accuracy=COARSE)
+    for i in range(80):
+        acct.compose(sampled(1.5 - 0.002 * i, 0.01))
+        if i % 20 == 19 and i > 32:
+            calls.clear()
+            acct.epsilon(DELTA)
+            assert sum(n > 32 for n in calls) == 1  # the history's (its checkpoint is short)
+
+
 def test_many_mechanism_checkpoint_is_coarse_dominates_and_skips_the_addition_direction():
     # with a new mechanism at every step the history itself would be its own checkpoint (no
     # cheaper bound): the checkpoint is built on the coarsened, merged history, so it is

@@ -37,6 +37,7 @@ from plda.accounting.history import (
     TAIL,
     TILTED_BELOW,
     checkpoint,
+    coarsened,
     max_gap,
 )
 from plda.accounting.history import horizon as horizon_of
@@ -61,15 +62,12 @@ class HistoryComposition:
         # schedule's horizon laws change as it grows, and would hold more than the history's
         self._planning = Composer(cache_bytes=PLANNING_BYTES, prefixes=1, **settings)
         self.results: OrderedDict = OrderedDict()
-        self._steps: dict = {}
-        self._lengths: dict = {}
-        self._refined: dict = {}
-        self._checkpoints: dict = {}
-        self._last_horizon: tuple | None = None
+        self._steps, self._lengths, self._refined, self._checkpoints = {}, {}, {}, {}
+        self._coarse: list = []  # (components, coarsened, horizon) of the last few asked
 
     def clear(self) -> None:
         """Forget every kept result, plan and spectrum."""
-        self._last_horizon = None
+        self._coarse = []
         for kept in (self.results, self._steps, self._lengths, self._refined, self._checkpoints):
             kept.clear()
         self._composer.clear()
@@ -197,7 +195,7 @@ class HistoryComposition:
         # the horizon's bounds first (known from choosing the grid, so free), then the
         # checkpoint's (closer to this history, computed once for many queries)
         others = [D for D in order[1:] if not dominated(horizon_uppers, D)]
-        check = checkpoint(components)
+        check = checkpoint(components, self._coarsened(components)[0])
         if others and check != components:
             key = (check, step, d.tobytes(), d.shape)
             bounds = self._checkpoints.get(key)
@@ -223,14 +221,16 @@ class HistoryComposition:
             return None, upper
         return np.minimum(lower, upper), upper
 
-    def _horizon_of(self, components) -> tuple:
-        """The horizon of ``components``, kept for the last tuple asked (a query asks often)."""
-        last = self._last_horizon
-        if last is not None and last[0] is components:
-            return last[1]
-        found = horizon_of(components)
-        self._last_horizon = (components, found)
-        return found
+    def _coarsened(self, components) -> tuple:
+        """``(coarsened, horizon)`` of ``components``, kept for the last four tuples asked (by
+        identity): a query asks for them several times, for its history and its checkpoint,
+        and coarsening a noise schedule walks every step."""
+        for held in self._coarse:
+            if held[0] is components:
+                return held[1:]
+        coarse = coarsened(components)
+        self._coarse = [(components, coarse, horizon_of(components, coarse)), *self._coarse[:3]]
+        return self._coarse[0][1:]
 
     def horizon_step(self, components, d: np.ndarray) -> float | None:
         """The grid step meeting the accuracy at ``d`` for the horizon history, cached; None if
@@ -242,7 +242,7 @@ class HistoryComposition:
         bound at ``d`` for the horizon history on that step (a dominance bound, as the horizon
         history has at least as many steps of every mechanism), and the directions by
         decreasing bound (the leading one first)."""
-        horizon = self._horizon_of(components)
+        horizon = self._coarsened(components)[1]
         key = (horizon, d.tobytes(), d.shape)
         hit = self._refined.get(key)
         if hit is None:
@@ -324,7 +324,7 @@ class HistoryComposition:
         every count rounded up to a power of two, put on the ladder of
         :func:`plda.engine.plan.ladder_step` (so it stays put while the history grows); with
         the atoms' common unit."""
-        horizon = self._horizon_of(components)
+        horizon = self._coarsened(components)[1]
         if horizon not in self._steps:
             laws = direction_laws(PrivacyLossDistribution(horizon, self._relation, self._accuracy))
             found = pilot(laws, self._accuracy)
@@ -342,7 +342,7 @@ class HistoryComposition:
         that the length, and with it every factor's spectrum, stays put until the horizon
         moves (each distinct law is then transformed about once per horizon, not once per
         ladder length the history passes)."""
-        horizon = self._horizon_of(components)
+        horizon = self._coarsened(components)[1]
         many = len(components) > MANY_MECHANISMS  # (the horizon itself has few)
         key = (horizon, step, many)
         length = self._lengths.get(key)

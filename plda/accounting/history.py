@@ -53,21 +53,22 @@ def scalar(value, like):
 MANY_MECHANISMS = 32
 
 
-def horizon(components) -> tuple:
+def horizon(components, coarse: tuple | None = None) -> tuple:
     """``components`` with every count rounded up to a power of two: a history that dominates
     this one and stays put while it grows (with many distinct mechanisms, first
-    :func:`coarsened`)."""
-    return tuple((m, 1 << max(int(k) - 1, 0).bit_length()) for m, k in coarsened(components))
+    :func:`coarsened`; ``coarse``: that result, if the caller holds it)."""
+    coarse = coarsened(components) if coarse is None else coarse
+    return tuple((m, 1 << max(int(k) - 1, 0).bit_length()) for m, k in coarse)
 
 
-def checkpoint(components) -> tuple:
+def checkpoint(components, coarse: tuple | None = None) -> tuple:
     """``components`` with every count ``k`` rounded up to a multiple of
     ``2^(floor(log2 k) - 3)``: at most 1/8 more steps, a history that stays put for many
     consecutive queries, and never past the power-of-two horizon (with many distinct
     mechanisms, first :func:`coarsened`, as for the horizon: the history itself changes at every
-    step)."""
+    step; ``coarse``: as for :func:`horizon`)."""
     out = []
-    for mechanism, count in coarsened(components):
+    for mechanism, count in coarsened(components) if coarse is None else coarse:
         spacing = 1 << max(int(count).bit_length() - 4, 0)
         out.append((mechanism, -(-count // spacing) * spacing))
     return tuple(out)
