@@ -18,8 +18,6 @@ from plda.conversions import renyi as renyi_conversion
 from plda.conversions import tradeoff as tradeoff_conversion
 from plda.conversions import zcdp as zcdp_conversion
 from plda.conversions.composed import ComposedLaws, add_remove_steps
-from plda.discretize import discretize
-from plda.engine.composer import compose
 from plda.engine.discrete import DiscreteLoss
 from plda.engine.plan import (
     MAX_GRID,
@@ -32,7 +30,7 @@ from plda.engine.plan import (
 )
 from plda.engine.recipe import lower_bound_components, merge
 from plda.engine.sharpen import epsilon_pair, relative_gap, sharpen
-from plda.engine.tilt import compose_tilted
+from plda.engine.versions import bounds_over_directions, grid_pair
 from plda.mechanisms.base import DIRECTIONS, Mechanism
 from plda.mechanisms.gaussian import Gaussian
 
@@ -204,16 +202,11 @@ class PrivacyLossDistribution:
         plainly or under its exponential tilt (cached per plan)."""
         key = ("grid", plan)
         if key not in self._cache:
-            out = {}
-            for direction in self._directions:
-                pairs = [(discretize(law, plan.step), k) for law, k in self._laws(direction)]
-                out[direction] = tuple(
-                    compose_tilted(side, plan.tilt, tail=plan.tail, max_size=MAX_GRID)
-                    if plan.tilt
-                    else compose(side, tail=plan.tail, max_size=MAX_GRID)
-                    for side in ([(v[i], k) for v, k in pairs] for i in (0, 1))
-                )
-            self._cache[key] = out
+            # the optimistic versions are composed when first read (plda.engine.versions)
+            lead = self._directions[0]
+            self._cache[key] = {
+                d: grid_pair(self._laws(d), plan, d == lead) for d in self._directions
+            }
         return self._cache[key]
 
     @cached_property
@@ -318,9 +311,7 @@ class PrivacyLossDistribution:
             probe = np.ravel(probe)[(np.ravel(probe) > 1e-10) & (np.ravel(probe) < 1)]
             if probe.size:
                 versions = self._versions(probe[:: max(1, probe.size // 16)], False)
-        upper = np.max([v[0].delta(e) for v in versions.values()], axis=0)
-        lower = np.max([v[1].delta(e) for v in versions.values()], axis=0)
-        lower = np.minimum(lower, upper)
+        lower, upper = bounds_over_directions(versions, lambda law: law.delta(e))
         lower, upper = sharpen(
             self._materialize, self._current_step(), versions, np.ravel(e), np.ravel(lower),
             np.ravel(upper), "epsilon", self.accuracy,

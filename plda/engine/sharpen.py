@@ -13,14 +13,15 @@ import numpy as np
 
 from plda._internal.chernoff import CHERNOFF_ORDERS
 from plda.engine.plan import Plan
+from plda.engine.versions import bounds_over_directions
 
 
 def epsilon_pair(versions, d):
     """Epsilon bounds at deltas ``d``: the maximum over directions of each version's
-    epsilon (``versions = {direction: (upper, lower)}``), the lower one capped by the upper."""
-    upper = np.max([v[0].epsilon(d) for v in versions.values()], axis=0)
-    lower = np.max([v[1].epsilon(d) for v in versions.values()], axis=0)
-    return np.minimum(lower, upper), upper
+    epsilon (``versions = {direction: (upper, lower)}``), the lower one capped by the upper
+    (:func:`plda.engine.versions.bounds_over_directions`: a dominated direction's optimistic
+    version is not read)."""
+    return bounds_over_directions(versions, lambda law: law.epsilon(d))
 
 
 def relative_gap(lower, upper):

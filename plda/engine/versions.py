@@ -1,0 +1,103 @@
+"""A composition's two grid versions in one direction, the optimistic one composed when read.
+
+An epsilon or delta query takes the maximum over the directions of the neighbouring relation.
+Its upper bound needs every direction's pessimistic version; its lower bound needs a
+direction's optimistic version only where that direction's upper bound reaches the lower bound
+found so far (:func:`bounds_over_directions`). For DP-SGD the removal direction leads by
+20-40 %, so the addition direction's optimistic discretization and composition are never
+computed for such queries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from plda.discretize import discretize
+from plda.engine.composer import compose
+from plda.engine.discrete import DiscreteLoss
+from plda.engine.plan import MAX_GRID, Plan
+from plda.engine.tilt import compose_tilted
+
+#: a pessimistic version longer than this composes its optimistic twin at once: the twin's
+#: FFT length is about the same, and a grid too large for it must surface where the planner
+#: catches it (when the plan is made), not in a later query
+EAGER_LENGTH = MAX_GRID // 4
+
+
+class GridPair:
+    """The composed grid laws ``upper`` (pessimistic) and ``lower`` (optimistic) of one
+    direction; ``lower`` is composed when first read. Indexable as ``(upper, lower)``.
+
+    Composition is deterministic, so two threads that read ``lower`` at once compose the same
+    law twice and either result is kept; a pickle carries both laws."""
+
+    __slots__ = ("upper", "_lower", "_compose_lower")
+
+    def __init__(self, upper: DiscreteLoss, compose_lower: Callable[[], DiscreteLoss]):
+        self.upper, self._lower, self._compose_lower = upper, None, compose_lower
+        if len(upper.probs) > EAGER_LENGTH:
+            self._lower = compose_lower()
+
+    @property
+    def lower(self) -> DiscreteLoss:
+        found = self._lower
+        if found is None:
+            found = self._lower = self._compose_lower()
+        return found
+
+    def __getitem__(self, index: int) -> DiscreteLoss:
+        if index in (0, -2):
+            return self.upper
+        if index in (1, -1):
+            return self.lower
+        raise IndexError(f"a GridPair has two versions (0: upper, 1: lower), got {index!r}")
+
+    def __len__(self) -> int:
+        return 2
+
+    def __getstate__(self) -> dict:
+        return {"upper": self.upper, "lower": self.lower}
+
+    def __setstate__(self, state: dict) -> None:
+        self.upper, self._lower, self._compose_lower = state["upper"], state["lower"], None
+
+
+def grid_pair(laws: list, plan: Plan, leading: bool) -> GridPair:
+    """The composition of ``laws`` (``[(law, count), ...]``) to ``plan``, plainly or under its
+    exponential tilt: the pessimistic version now, the optimistic one when first read.
+
+    ``leading``: the direction whose optimistic version every bounds query reads; its laws'
+    optimistic versions are discretized with the pessimistic ones (one pass over the cells:
+    discretized apart, the cells' moments would be computed twice)."""
+
+    def side(index: int) -> DiscreteLoss:
+        both = leading or index == 1
+        factors = [(discretize(law, plan.step, lower=both)[index], k) for law, k in laws]
+        if plan.tilt:
+            return compose_tilted(factors, plan.tilt, tail=plan.tail, max_size=MAX_GRID)
+        return compose(factors, tail=plan.tail, max_size=MAX_GRID)
+
+    return GridPair(side(0), lambda: side(1))
+
+
+def bounds_over_directions(versions: dict, query: Callable[[DiscreteLoss], np.ndarray]):
+    """``(lower, upper)``: ``query`` (a version's ``epsilon`` or ``delta`` at the targets)
+    maximized over the directions of ``versions`` (``{direction: (upper, lower)}``), the lower
+    one capped by the upper.
+
+    Optimistic versions are read in decreasing order of their direction's upper bound, and not
+    at all where that upper bound lies below the lower bound found so far everywhere: such a
+    direction's lower bound is at most its upper bound, so it cannot raise the maximum (a
+    lower bound above its own direction's certified upper bound could only be an error, and is
+    left out)."""
+    uppers = {direction: query(pair[0]) for direction, pair in versions.items()}
+    upper = np.max(list(uppers.values()), axis=0)
+    lower = None
+    for direction in sorted(uppers, key=lambda name: -float(np.max(uppers[name]))):
+        if lower is not None and np.all(uppers[direction] < lower):
+            continue
+        found = query(versions[direction][1])
+        lower = found if lower is None else np.maximum(lower, found)
+    return np.minimum(lower, upper), upper
