@@ -19,11 +19,10 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-import scipy.signal
 
 from plda import fft
 from plda._internal.chernoff import CHERNOFF_LOG_C, CHERNOFF_ORDERS
-from plda._internal.linalg import dot
+from plda._internal.linalg import discounted_tails, dot
 from plda.engine.epsilon import EpsilonSolver
 from plda.engine.moments import exp_neg_grid, log_mgf_ladder
 
@@ -223,10 +222,9 @@ class DiscreteLoss(EpsilonSolver):
             return cached
         a, cuts = self._tail_mass_terms()
         discount = math.exp(-self.step)
-        # S_j for j = n-1 .. 0: a first-order recurrence, run in C by lfilter
+        # S_j for j = n-1 .. 0: a first-order recurrence, in blocks (plda._internal.linalg)
         s = np.zeros(len(self.probs) + 1)
-        if len(self.probs):
-            s[:-1] = scipy.signal.lfilter([1.0], [1.0, -discount], self.probs[::-1])[::-1]
+        s[:-1] = discounted_tails(self.probs, discount)
         at_cuts = a - s  # delta at each cut (e^0 = 1); past the last entry only A remains
         # error terms make tiny steps: keep the profile at the cuts monotone
         at_cuts = np.minimum.accumulate(at_cuts)

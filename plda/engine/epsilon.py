@@ -13,11 +13,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import scipy.signal
 
 from plda import fft
 from plda._internal.chernoff import CHERNOFF_LOG_C, CHERNOFF_ORDERS
-from plda._internal.linalg import dot
+from plda._internal.linalg import discounted_tails, dot
 
 _U = fft.UNIT_ROUNDOFF
 #: block length of the crossing search of :meth:`EpsilonSolver.epsilon` for a few deltas
@@ -108,10 +107,10 @@ class EpsilonSolver:
             return 0, mass[0], scaled[0]
         lo, hi = starts[k - 1], starts[k]
         # tails at the cuts lo+1..hi from the block's own entries and the tail beyond it
-        local = padded[lo + 1 : hi][::-1]
+        local = padded[lo + 1 : hi]
         r = math.exp(-self.step)
-        local_mass = (np.cumsum(local)[::-1] + mass[k]).tolist() + [mass[k]]
-        tail_from = scipy.signal.lfilter([1.0], [1.0, -r], local)[::-1]
+        local_mass = (np.cumsum(local[::-1])[::-1] + mass[k]).tolist() + [mass[k]]
+        tail_from = discounted_tails(local, r)
         carry = scaled[k] * r ** np.arange(hi - lo - 1, 0, -1)  # S_hi discounted down to j
         local_scaled = (tail_from + carry).tolist() + [scaled[k]]
         cuts = list(range(lo + 1, hi + 1))

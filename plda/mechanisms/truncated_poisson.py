@@ -6,7 +6,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import binom
 
 from plda._internal.validation import MIN_SAMPLE_RATE, count, in_range, probability
 from plda.mechanisms.base import Mechanism
@@ -24,6 +23,14 @@ MAX_BUCKETS = 8
 #: most batch sizes summed for the effective sampling rate of the lower bound (cutting the sum
 #: short only lowers that rate, which keeps the lower bound sound)
 MAX_TERMS = 1 << 20
+
+
+def _binom():
+    """``scipy.stats.binom``, imported on first use: importing ``scipy.stats`` costs ~27 MB of
+    memory, and of plda only this mechanism needs it."""
+    from scipy.stats import binom
+
+    return binom
 
 
 @dataclass(frozen=True)
@@ -131,7 +138,7 @@ class TruncatedPoisson(BracketedMechanism):
         sub = self.mechanism.under_replace_one()
         # P(K <= B-1), rounded down, the smaller over the sizes
         mechanisms = [self._untruncated()]
-        weights = [min(float(binom.cdf(b - 1, k, q)) for k in sizes) * (1 - BINOM_RTOL)]
+        weights = [min(float(_binom().cdf(b - 1, k, q)) for k in sizes) * (1 - BINOM_RTOL)]
         edges = []
         start = b
         while start <= max(sizes):
@@ -142,8 +149,8 @@ class TruncatedPoisson(BracketedMechanism):
         for lo, hi in zip(edges[:-1], edges[1:], strict=True):
             # P(lo <= K < hi) rounded down: the smaller tail rounded up, the larger down
             mass = min(
-                binom.sf(lo - 1, k, q) * (1 - BINOM_RTOL)
-                - binom.sf(hi - 1, k, q) * (1 + BINOM_RTOL)
+                _binom().sf(lo - 1, k, q) * (1 - BINOM_RTOL)
+                - _binom().sf(hi - 1, k, q) * (1 + BINOM_RTOL)
                 for k in sizes
             )
             if mass > 0:
@@ -184,9 +191,9 @@ class TruncatedPoisson(BracketedMechanism):
         q, b, others = self.sample_rate, self.max_batch_size, self.dataset_size - 1
         if b > others:
             return q
-        inside = float(binom.cdf(b - 1, others, q))
+        inside = float(_binom().cdf(b - 1, others, q))
         k = np.arange(b, min(others, b + MAX_TERMS - 1) + 1)
-        beyond = math.fsum(binom.pmf(k, others, q) * (b / (k + 1.0)))
+        beyond = math.fsum(_binom().pmf(k, others, q) * (b / (k + 1.0)))
         # each term rounded down by the binomial tolerance, the sum by its few ulps
         return q * (inside + beyond) * (1 - BINOM_RTOL - 1e-15)
 
