@@ -10,7 +10,7 @@ import numpy as np
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from plda._internal.linalg import discounted_tails
+from plda._internal.linalg import discounted_tails, tail_rounding
 from tests.hypothesis_settings import examples
 
 U = 2.0**-53
@@ -28,12 +28,15 @@ def exact_tails(values, ratio):
 
 @examples(40)
 @given(
-    n=st.integers(1, 200),
+    n=st.integers(1, 300),
     log_step=st.floats(-12, 3),
     exponent=st.floats(-300, 0),
     seed=st.integers(0, 2**32 - 1),
 )
 @example(n=1, log_step=-12.0, exponent=0.0, seed=0)
+@example(n=2, log_step=-1.0, exponent=0.0, seed=2)
+@example(n=3, log_step=0.0, exponent=-10.0, seed=3)
+@example(n=64, log_step=-4.0, exponent=-5.0, seed=4)
 @example(n=65, log_step=3.0, exponent=-300.0, seed=1)
 def test_discounted_tails_are_within_their_rounding_bound_of_the_exact_sums(
     n, log_step, exponent, seed
@@ -42,9 +45,14 @@ def test_discounted_tails_are_within_their_rounding_bound_of_the_exact_sums(
     values = rng.random(n) * 10.0 ** rng.uniform(exponent, 0, n)
     ratio = np.exp(-(10.0**log_step))
     got = discounted_tails(values, ratio)
-    bound = (n + 3 * n / 64 + 5) * U  # the docstring's bound, within the 3 n u the callers charge
+    bound = tail_rounding(n) * U
+    assert tail_rounding(n) <= 3 * n  # within what the callers charge
     for j, want in enumerate(exact_tails(values, ratio)):
         assert abs(mpmath.mpf(float(got[j])) - want) <= bound * want
+
+
+def test_the_rounding_bound_stays_within_what_the_callers_charge():
+    assert all(tail_rounding(n) <= 3 * n for n in range(1, 100_000))
 
 
 def test_discounted_tails_edge_ratios_and_lengths():

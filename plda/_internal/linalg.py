@@ -11,6 +11,8 @@ relative to the sum of magnitudes), which is what the callers' error bounds assu
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 
@@ -32,39 +34,50 @@ def dot(a: np.ndarray, b: np.ndarray) -> np.ndarray | float:
 _TAIL_BLOCK = 64
 
 
+def tail_rounding(n: int) -> float:
+    """Relative rounding bound of :func:`discounted_tails` on ``n`` non-negative values, in
+    units of ``u``: ``3 ceil(log2 min(n, 64))`` for the scan, and beyond one block
+    ``3 ceil(n / 64) + 3`` for the carries; at most ``3 n`` (what a sequential recurrence whose
+    powers are repeated products is charged) for every ``n``."""
+    if n <= 1:
+        return 0.0
+    scan = 3.0 * math.ceil(math.log2(min(n, _TAIL_BLOCK)))
+    return scan if n <= _TAIL_BLOCK else scan + 3.0 * (-(-n // _TAIL_BLOCK)) + 3.0
+
+
 def discounted_tails(values: np.ndarray, ratio: float) -> np.ndarray:
     """``S_j = sum_{i >= j} values_i ratio^(i - j)`` for ``0 <= ratio <= 1``: the recurrence
     ``S_j = values_j + ratio S_{j+1}`` from the end, without a sequential loop over the entries
     (``scipy.signal.lfilter`` would run it in C, but importing ``scipy.signal`` costs ~27 MB of
     memory, as it imports ``scipy.stats``).
 
-    In blocks of 64: within a block, one product with the matrix of powers ``ratio^(b - a)``
-    (``b >= a``), then the blocks' first entries from the last block back,
-    ``S_{jB} = local_{jB} + ratio^B S_{(j+1)B}``, and ``S_{jB+a} = local_{jB+a} +
-    ratio^(B - a) S_{(j+1)B}``.
+    In blocks of 64: within a block, a doubling scan (``y_a += ratio^s y_{a+s}`` for
+    ``s = 1, 2, 4, ..., 32``); then the blocks' first entries from the last block back,
+    ``S_{jB} = y_{jB} + ratio^B S_{(j+1)B}``, and ``S_{jB+a} = y_{jB+a} + ratio^(B - a)
+    S_{(j+1)B}``.
 
-    Rounding, for non-negative ``values``: every term is a value times a power (each power one
-    correctly rounded ``pow``, each product one rounding), a sum of ``m`` terms adds ``m u``, and
-    the carry from block to block two roundings more per block: at most
-    ``(n + 3 n / 64 + 5) u`` relative to ``S_j`` for ``n`` values, within the ``3 n u`` of a
-    sequential recurrence whose powers are repeated products (``n >= 3``; fewer values are one
-    block, ``(n + 1) u``)."""
+    Rounding, for non-negative ``values``: each power is one ``pow`` (``u``), each step of the
+    scan, of the carry and the last one a product and a sum (``2 u``): :func:`tail_rounding`."""
     values = np.asarray(values, dtype=float)
     n = len(values)
     if n == 0:
         return np.zeros(0)
-    width = _TAIL_BLOCK
+    width = min(_TAIL_BLOCK, 1 << (n - 1).bit_length())
     blocks = -(-n // width)
     padded = np.zeros(blocks * width)
     padded[:n] = values
-    k = np.arange(width)
-    gap = k[None, :] - k[:, None]
-    powers = np.where(gap >= 0, ratio ** np.maximum(gap, 0).astype(float), 0.0)
-    local = np.einsum("jb,ab->ja", padded.reshape(blocks, width), powers)
-    first = local[:, 0].tolist()
-    step = ratio**width
-    starts = [0.0] * (blocks + 1)
-    for j in range(blocks - 1, -1, -1):
-        starts[j] = first[j] + step * starts[j + 1]
-    local += np.multiply.outer(np.array(starts[1:]), ratio ** (width - k).astype(float))
-    return local.ravel()[:n]
+    y = padded.reshape(blocks, width)
+    shift = 1
+    while shift < width:
+        # the right-hand side is formed before the sum is stored: every step reads the old y
+        y[:, : width - shift] += ratio**shift * y[:, shift:]
+        shift *= 2
+    if blocks > 1:
+        first = y[:, 0].tolist()
+        step = ratio**width
+        starts = [0.0] * (blocks + 1)
+        for j in range(blocks - 1, -1, -1):
+            starts[j] = first[j] + step * starts[j + 1]
+        k = np.arange(width, dtype=float)
+        y += np.multiply.outer(np.array(starts[1:]), ratio ** (width - k))
+    return padded[:n]
