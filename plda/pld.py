@@ -29,8 +29,8 @@ from plda.engine.plan import (
     refine,
 )
 from plda.engine.recipe import lower_bound_components, merge
-from plda.engine.sharpen import epsilon_pair, relative_gap, sharpen
-from plda.engine.versions import bounds_over_directions, grid_pair
+from plda.engine.sharpen import delta_pair, epsilon_pair, relative_gap, sharpen
+from plda.engine.versions import grid_pair
 from plda.mechanisms.base import DIRECTIONS, Mechanism
 from plda.mechanisms.gaussian import Gaussian
 
@@ -306,12 +306,12 @@ class PrivacyLossDistribution:
         versions = self._versions()
         if self.step is None:
             # refine for the epsilon gap at the deltas being reported
-            probe = np.max([v[0].delta(e) for v in versions.values()], axis=0)
+            probe = np.max([v.upper.delta(e) for v in versions.values()], axis=0)
             # deltas below ~1e-10 sit on the FFT's rounding floor, where refining cannot help
             probe = np.ravel(probe)[(np.ravel(probe) > 1e-10) & (np.ravel(probe) < 1)]
             if probe.size:
                 versions = self._versions(probe[:: max(1, probe.size // 16)], False)
-        lower, upper = bounds_over_directions(versions, lambda law: law.delta(e))
+        lower, upper = delta_pair(versions, e)
         lower, upper = sharpen(
             self._materialize, self._current_step(), versions, np.ravel(e), np.ravel(lower),
             np.ravel(upper), "epsilon", self.accuracy,
@@ -368,8 +368,7 @@ class PrivacyLossDistribution:
         ``("upper", "lower")`` — the raw material of the other conversions."""
         if bound not in ("upper", "lower"):
             raise ValueError(f"bound must be 'upper' or 'lower', got {bound!r}")
-        index = 0 if bound == "upper" else 1
-        return {d: v[index] for d, v in self._versions().items()}
+        return {d: getattr(v, bound) for d, v in self._versions().items()}
 
     @property
     def grid_step(self) -> float:

@@ -24,6 +24,11 @@ def epsilon_pair(versions, d):
     return bounds_over_directions(versions, lambda law: law.epsilon(d))
 
 
+def delta_pair(versions, e):
+    """Delta bounds at epsilons ``e``, as :func:`epsilon_pair` for epsilon."""
+    return bounds_over_directions(versions, lambda law: law.delta(e))
+
+
 def relative_gap(lower, upper):
     """``(upper - lower) / upper`` elementwise (0 where upper is 0 or infinite, inf where only
     the lower bound is infinite)."""
@@ -67,8 +72,7 @@ def sharpen(materialize, step, versions, targets, lower, upper, kind, accuracy):
             if kind == "delta":
                 lo, up = epsilon_pair(tilted, targets[pick])
             else:
-                up = np.max([v[0].delta(targets[pick]) for v in tilted.values()], axis=0)
-                lo = np.max([v[1].delta(targets[pick]) for v in tilted.values()], axis=0)
+                lo, up = delta_pair(tilted, targets[pick])
             # fmin/fmax ignore a NaN from the tilted side: the untilted bound stands then
             upper[pick] = np.fmin(upper[pick], up)
             lower[pick] = np.minimum(np.fmax(lower[pick], lo), upper[pick])
@@ -80,7 +84,7 @@ def chernoff_tilts(versions, targets, kind) -> np.ndarray:
     """Chernoff-optimal order for each target, rounded to a power of sqrt(2) (reuse)."""
     t = CHERNOFF_ORDERS
     log_c = t * np.log(t) - (t + 1) * np.log1p(t)
-    moments = [v[0].log_mgf for v in versions.values() if v[0].log_mgf is not None]
+    moments = [v.upper.log_mgf for v in versions.values() if v.upper.log_mgf is not None]
     if not moments:
         return np.ones(len(targets))
     log_mgf = np.max(moments, axis=0)

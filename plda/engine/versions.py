@@ -84,7 +84,7 @@ def grid_pair(laws: list, plan: Plan, leading: bool) -> GridPair:
 
 def bounds_over_directions(versions: dict, query: Callable[[DiscreteLoss], np.ndarray]):
     """``(lower, upper)``: ``query`` (a version's ``epsilon`` or ``delta`` at the targets)
-    maximized over the directions of ``versions`` (``{direction: (upper, lower)}``), the lower
+    maximized over the directions of ``versions`` (``{direction: GridPair}``), the lower
     one capped by the upper.
 
     Optimistic versions are read in decreasing order of their direction's upper bound, and not
@@ -92,12 +92,12 @@ def bounds_over_directions(versions: dict, query: Callable[[DiscreteLoss], np.nd
     direction's lower bound is at most its upper bound, so it cannot raise the maximum (a
     lower bound above its own direction's certified upper bound could only be an error, and is
     left out)."""
-    uppers = {direction: query(pair[0]) for direction, pair in versions.items()}
+    uppers = {direction: query(pair.upper) for direction, pair in versions.items()}
     upper = np.max(list(uppers.values()), axis=0)
     lower = None
     for direction in sorted(uppers, key=lambda name: -float(np.max(uppers[name]))):
         if lower is not None and np.all(uppers[direction] < lower):
             continue
-        found = query(versions[direction][1])
+        found = query(versions[direction].lower)
         lower = found if lower is None else np.maximum(lower, found)
     return np.minimum(lower, upper), upper
