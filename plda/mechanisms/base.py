@@ -66,6 +66,14 @@ class Mechanism:
         mechanism itself when it is ``tight``."""
         return self
 
+    def lower_bound_mechanisms(self) -> tuple[Mechanism, ...]:
+        """Every mechanism whose PLD *lower* bound is a certified lower bound for this one
+        (each realized by a pair of neighbouring datasets, or a post-processing of one): a
+        composition reports the largest of their lower bounds. Default:
+        ``(lower_bound_mechanism(),)``; a sampler with several realized worst-case inputs,
+        none of which is worst at every ``epsilon``, returns them all."""
+        return (self.lower_bound_mechanism(),)
+
     def under_replace_one(self) -> Mechanism:
         """The equivalent mechanism whose add/remove laws are this one's replace-one laws.
 
