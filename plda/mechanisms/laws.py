@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import ndtr, ndtri
 
+from plda._internal.floats import UNIT_ROUNDOFF
 from plda.mechanisms.law import PrivacyLossLaw
 
 
@@ -108,7 +109,7 @@ class SubsampledLaw(PrivacyLossLaw):
     def __post_init__(self):
         b, q = self.base, self.sample_rate
         qb = b.atom_probs * np.exp(-b.atom_losses)
-        losses = self._forward(b.atom_losses)
+        losses = self.subsampled_loss(b.atom_losses)
         probs = q * b.atom_probs + (1 - q) * qb
         if b.neg_infinity_mass > 0:  # Q-only outputs of the base now carry (1-q) of P's mass
             losses = np.concatenate([[np.log1p(-q)], losses])
@@ -119,7 +120,9 @@ class SubsampledLaw(PrivacyLossLaw):
         object.__setattr__(self, "neg_infinity_mass", 0.0)
         object.__setattr__(self, "truncated_mass", q * b.truncated_mass)
 
-    def _forward(self, loss):
+    def subsampled_loss(self, loss):
+        """The loss ``log(1 + q (e^y - 1))`` of an output whose base loss is ``y`` (increasing,
+        ``0`` at ``0``)."""
         loss = np.asarray(loss, dtype=float)
         q = self.sample_rate
         with np.errstate(over="ignore"):
@@ -129,8 +132,9 @@ class SubsampledLaw(PrivacyLossLaw):
             large = loss + np.log(q) + np.log1p((1 - q) * np.exp(-np.where(big, loss, 30.0)) / q)
         return np.where(big, large, small)
 
-    def _backward(self, loss):
-        """Base loss mapping to ``loss``; ``-inf`` at or below ``log(1 - q)``."""
+    def base_loss(self, loss):
+        """Base loss mapping to ``loss`` (the inverse of :meth:`subsampled_loss`); ``-inf`` at
+        or below ``log(1 - q)``."""
         loss = np.asarray(loss, dtype=float)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             ratio = np.expm1(loss) / self.sample_rate
@@ -148,17 +152,17 @@ class SubsampledLaw(PrivacyLossLaw):
     @property
     def continuous_support(self):
         lo, hi = self.base.continuous_support
-        return (float(self._forward(lo)), float(self._forward(hi)))
+        return (float(self.subsampled_loss(lo)), float(self.subsampled_loss(hi)))
 
     def _cont_cdf(self, x, hypothesis):
-        y = self._backward(x)
+        y = self.base_loss(x)
         if hypothesis == "Q":
             return self.base._cont_cdf(y, "Q")
         q = self.sample_rate
         return q * self.base._cont_cdf(y, "P") + (1 - q) * self.base._cont_cdf(y, "Q")
 
     def _cont_sf(self, x, hypothesis):
-        y = self._backward(x)
+        y = self.base_loss(x)
         if hypothesis == "Q":
             return self.base._cont_sf(y, "Q")
         q = self.sample_rate
@@ -166,7 +170,7 @@ class SubsampledLaw(PrivacyLossLaw):
 
     def _cont_cdf_sf(self, x):
         # one loss map and one set of base tails for all four (the discretization needs all)
-        base_cdf_p, base_sf_p, base_cdf_q, base_sf_q = self.base._cont_cdf_sf(self._backward(x))
+        base_cdf_p, base_sf_p, base_cdf_q, base_sf_q = self.base._cont_cdf_sf(self.base_loss(x))
         q = self.sample_rate
         return (
             q * base_cdf_p + (1 - q) * base_cdf_q,
@@ -202,8 +206,8 @@ class SubsampledLaw(PrivacyLossLaw):
         ap, bp = self.base._cont_tail(mass, "P")
         aq, bq = self.base._cont_tail(mass, "Q")
         if hypothesis == "Q":
-            return float(self._forward(aq)), float(self._forward(bq))
-        return float(self._forward(min(ap, aq))), float(self._forward(max(bp, bq)))
+            return float(self.subsampled_loss(aq)), float(self.subsampled_loss(bq))
+        return float(self.subsampled_loss(min(ap, aq))), float(self.subsampled_loss(max(bp, bq)))
 
 
 @dataclass(frozen=True, eq=False)
@@ -225,10 +229,15 @@ class ReplaceOneSampledGaussianLaw(PrivacyLossLaw):
         return (-np.inf, np.inf)
 
     def _loss(self, x):
+        a, b = self._loss_terms(x)
+        return a - b
+
+    def _loss_terms(self, x):
+        """The two logarithms whose difference is the loss (their sizes bound its rounding)."""
         q, m = self.sample_rate, self.mu
         a = np.log1p(q * np.expm1(m * x - m * m / 2))
         b = np.log1p(q * np.expm1(-m * x - m * m / 2))
-        return a - b
+        return a, b
 
     def _slope(self, x):
         q, m = self.sample_rate, self.mu
@@ -239,36 +248,63 @@ class ReplaceOneSampledGaussianLaw(PrivacyLossLaw):
             s2 = np.where(np.isfinite(down), m * down / (1 - q + down), m)
         return s1 + s2
 
-    def _inverse(self, loss):
-        """Output ``x`` with ``L(x) = loss`` (vectorized, to a few ulps)."""
-        loss = np.asarray(loss, dtype=float)
+    def _closed_inverse(self, loss):
+        """The output with loss ``loss`` in closed form: with ``a = e^(mu x)``,
+        ``c = e^(-mu^2/2)`` and ``t = e^L``, ``L(x) = loss`` is the quadratic
+        ``q c a^2 + (1-q)(1-t) a - t q c = 0``. For ``L >= 0`` its positive root, scaled by
+        ``e^-L`` (no overflow) and with no difference of large numbers, gives
+        ``log a = L + log((1-q) E + sqrt(((1-q) E)^2 + e^(2g - L))) - g`` with
+        ``E = 1 - e^-L`` and ``g = log(2 q c)``; ``L`` is odd in ``x``. Accurate to a few ulps
+        of the terms, so a Newton step polishes it."""
         q, m = self.sample_rate, self.mu
-        # |L(x)| >= the slope at 0 times |x| is false in general; bracket with the asymptote
-        # L(x) ~ m x - m^2/2 + log(q/(1-q)) for large x, and grow the bracket as needed
-        lo = np.full(loss.shape, -1.0)
-        hi = np.full(loss.shape, 1.0)
+        size = np.abs(loss)
+        e = -np.expm1(-size) * (1 - q)
+        g = math.log(2 * q) - m * m / 2
+        with np.errstate(divide="ignore", over="ignore", under="ignore", invalid="ignore"):
+            root = e + np.sqrt(e * e + np.exp(2 * g - size))
+            x = (size + np.log(root) - g) / m
+        x = np.where(size == 0, 0.0, x)
+        return np.where(np.isfinite(x), np.sign(loss) * x, 0.0)
+
+    def _inverse(self, loss):
+        """Output ``x`` with ``L(x) = loss`` (vectorized, to a few ulps): the closed form of
+        :meth:`_closed_inverse`, bracketed and polished by safeguarded Newton steps."""
+        loss = np.asarray(loss, dtype=float)
+        shape = loss.shape
+        loss = loss.ravel()
+        x = self._closed_inverse(loss)
+        # a bracket around the closed form, widened until it holds (at once, but for losses
+        # where the closed form lost its accuracy)
+        width = 1e-9 * (1 + np.abs(x))
+        lo, hi = x - width, x + width
         for _ in range(64):
             low = self._loss(lo) > loss
             high = self._loss(hi) < loss
             if not (low.any() or high.any()):
                 break
-            lo = np.where(low, 2 * lo - 1, lo)
-            hi = np.where(high, 2 * hi + 1, hi)
-        x = np.clip((loss + m * m / 2 - np.log(q / (1 - q)) * np.sign(loss)) / m, lo, hi)
-        x = np.where(np.isfinite(x), x, 0.0)
+            width = np.where(low | high, 16 * width, width)
+            lo = np.where(low, x - width, lo)
+            hi = np.where(high, x + width, hi)
+        # Newton steps on the entries not yet converged: converged once the step is below an
+        # ulp-sized tolerance, or once the residual is within the rounding of the loss itself
+        # (a few ulps of its two logarithms: no step can then say more)
+        active = np.flatnonzero(np.isfinite(loss))
         for _ in range(60):
-            f = self._loss(x) - loss
-            lo = np.where(f < 0, x, lo)
-            hi = np.where(f > 0, x, hi)
-            step = f / self._slope(x)
-            nxt = x - step
-            bad = ~((nxt > lo) & (nxt < hi))
-            nxt = np.where(bad, 0.5 * (lo + hi), nxt)
-            if np.all(np.abs(nxt - x) <= 1e-15 * (1 + np.abs(x))):
-                x = nxt
+            if not active.size:
                 break
-            x = nxt
-        return x
+            xa, target = x[active], loss[active]
+            a, b = self._loss_terms(xa)
+            f = (a - b) - target
+            lo[active] = np.where(f < 0, xa, lo[active])
+            hi[active] = np.where(f > 0, xa, hi[active])
+            nxt = xa - f / self._slope(xa)
+            bad = ~((nxt > lo[active]) & (nxt < hi[active]))
+            nxt = np.where(bad, 0.5 * (lo[active] + hi[active]), nxt)
+            x[active] = nxt
+            noise = 4 * UNIT_ROUNDOFF * (np.abs(a) + np.abs(b) + np.abs(target))
+            done = (np.abs(nxt - xa) <= 1e-15 * (1 + np.abs(xa))) | (np.abs(f) <= noise)
+            active = active[~done]
+        return x.reshape(shape)
 
     def _cont_cdf(self, x, hypothesis):
         y = self._inverse(x)
