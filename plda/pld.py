@@ -10,7 +10,12 @@ from typing import overload
 import numpy as np
 
 from plda._internal import validation as check
-from plda._internal.errors import GridTooLarge, quiet_accuracy, warn_if_inaccurate
+from plda._internal.errors import (
+    GridTooLarge,
+    check_bracket,
+    quiet_accuracy,
+    warn_if_inaccurate,
+)
 from plda._internal.typing import ArrayLike, FloatArray, FloatOrArray
 from plda.bounds import Bounds
 from plda.conversions import gdp as gdp_conversion
@@ -28,7 +33,7 @@ from plda.engine.plan import (
     pilot,
     refine,
 )
-from plda.engine.recipe import lower_bound_components, merge
+from plda.engine.recipe import merge, realized_recipes
 from plda.engine.sharpen import delta_pair, epsilon_pair, relative_gap, sharpen
 from plda.engine.versions import grid_pair
 from plda.mechanisms.base import DIRECTIONS, Mechanism
@@ -85,6 +90,8 @@ class PrivacyLossDistribution:
     accuracy: float = DEFAULT_ACCURACY
     step: float | None = None
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
+    #: True for the view of :meth:`dominating` (lower bounds of the dominating pairs)
+    _dominating: bool = field(default=False, repr=False, compare=False)
 
     def __post_init__(self):
         if self.relation not in RELATIONS:
@@ -152,6 +159,25 @@ class PrivacyLossDistribution:
             self, components=tuple((m, k * count) for m, k in self.components), _cache={}
         )
 
+    def dominating(self) -> PrivacyLossDistribution:
+        """The same composition with every bracket that of the pairs it is *computed* from.
+
+        For a composition whose factors are all ``tight`` this changes nothing. A factor that
+        is not tight (:class:`~plda.Shuffled`, a truncating :class:`~plda.TruncatedPoisson`,
+        fixed-size batches under replace-one) is computed from a dominating pair that no
+        datasets are known to realize; this composition takes its lower bounds from realized
+        pairs instead, while the view returned here keeps the dominating pairs' own lower
+        bounds. Those are **not** lower bounds on the mechanism: they measure the grid's
+        accuracy only (a calibration search judges its grid by them). The upper bounds are the
+        same certified ones.
+
+        Returns
+        -------
+        PrivacyLossDistribution
+            A new PLD (same recipe, relation, accuracy and step).
+        """
+        return replace(self, _cache={}, _dominating=True)
+
     def with_accuracy(self, accuracy: float) -> PrivacyLossDistribution:
         """The same composition with another accuracy target."""
         return replace(self, accuracy=accuracy, _cache={})
@@ -182,11 +208,17 @@ class PrivacyLossDistribution:
         return tuple(factors)
 
     @cached_property
-    def _realized(self) -> PrivacyLossDistribution | None:
-        """The composition of the factors' lower-bound mechanisms, whose lower bounds are the
-        certified ones of this composition; None when every factor is tight."""
-        components = lower_bound_components(self.components)
-        return None if components is None else replace(self, components=components, _cache={})
+    def _realized(self) -> tuple[PrivacyLossDistribution, ...]:
+        """Compositions of realized pairs (:func:`plda.engine.recipe.realized_recipes`, read
+        under add/remove: the relation is already applied), the largest of whose lower bounds
+        is the certified lower bound of this composition; empty when every factor is tight."""
+        if self._dominating:
+            return ()
+        steps = add_remove_steps(merge(self.components), self.relation)
+        return tuple(
+            replace(self, components=recipe, relation="add_remove", _cache={})
+            for recipe in realized_recipes(steps)
+        )
 
     @cached_property
     def _directions(self) -> tuple[str, ...]:
@@ -287,9 +319,10 @@ class PrivacyLossDistribution:
         )
         lower, upper = lower.reshape(d.shape), upper.reshape(d.shape)
         warn_if_inaccurate(lower, upper, self.accuracy, query="epsilon_bounds", stacklevel=3)
-        if self._realized is not None:  # not tight: the lower bound of the realized pairs
+        if self._realized:  # not tight: the largest lower bound of the realized pairs
             with quiet_accuracy():
-                lower = np.minimum(self._realized.epsilon_bounds(d).lower, upper)
+                lower = np.max([r.epsilon_bounds(d).lower for r in self._realized], axis=0)
+        check_bracket(lower, upper, query="epsilon_bounds")
         return Bounds(_scalar(lower, delta), _scalar(upper, delta))
 
     @overload
@@ -317,17 +350,30 @@ class PrivacyLossDistribution:
             np.ravel(upper), "epsilon", self.accuracy,
         )
         lower, upper = lower.reshape(e.shape), upper.reshape(e.shape)
-        if self._realized is not None:  # not tight: the lower bound of the realized pairs
-            lower = np.minimum(self._realized.delta_bounds(e).lower, upper)
+        if self._realized:  # not tight: the largest lower bound of the realized pairs
+            lower = np.max([r.delta_bounds(e).lower for r in self._realized], axis=0)
+        check_bracket(lower, upper, query="delta_bounds")
         return Bounds(_scalar(lower, epsilon), _scalar(upper, epsilon))
 
     # ------------------------------------------------------ other views (plda.tradeoff, renyi)
     def composed_laws(self) -> ComposedLaws:
         """The composition as the conversions read it: its steps under add/remove semantics and
-        its composed grid laws (:meth:`discrete`), discretized on first use."""
+        its composed grid laws, discretized on first use: the pessimistic ones of this
+        composition (:meth:`discrete`) and, as the optimistic side, its own or, when a factor
+        is not ``tight``, those of every realized composition (a lower bound of each is a lower
+        bound of this one; keys ``"remove"``, ``"add"``, then ``"remove/1"``, ...)."""
         return ComposedLaws(
-            steps=add_remove_steps(self.components, self.relation), grid=self.discrete
+            steps=add_remove_steps(self.components, self.relation), grid=self._grid_laws
         )
+
+    def _grid_laws(self, bound: str) -> dict[str, DiscreteLoss]:
+        if bound == "upper" or not self._realized:
+            return self.discrete(bound)
+        laws = {}
+        for i, realized in enumerate(self._realized):
+            for direction, law in realized.discrete("lower").items():
+                laws[direction if i == 0 else f"{direction}/{i}"] = law
+        return laws
 
     @overload
     def tradeoff(self, alpha: float) -> float: ...

@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "plda"
 
 #: the size limit of a module (physical lines)
-MAX_LINES = 400
+MAX_LINES = 500
 
 # ------------------------------------------------------------------------ allowlists
 # Each list holds today's offenders; it may only shrink. When you fix one, delete its entry (the

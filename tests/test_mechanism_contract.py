@@ -25,6 +25,7 @@ import pytest
 
 import plda
 from plda import testing
+from plda.mechanisms.subsampled import SymmetrizedPoissonSampled
 
 DPS = 60
 
@@ -167,6 +168,13 @@ FAMILIES = [
     Family("poisson_gaussian", lambda p: plda.PoissonSampled(plda.Gaussian(p[0]), p[1]),
            sampled_gaussian_reference, (((1.0, 0.01), 1), ((0.5, 0.5), 1), ((5.0, 1.0), 1))),
     Family("poisson_laplace", lambda p: plda.PoissonSampled(plda.Laplace(scale=p[0]), p[1]),
+           sampled_laplace_reference, (((1.0, 0.1), 1), ((0.1, 0.01), 1))),
+    # one step of the symmetrized pair has the profile of the worse direction (issue 24)
+    Family("symmetrized_gaussian",
+           lambda p: SymmetrizedPoissonSampled(plda.Gaussian(p[0]), p[1]),
+           sampled_gaussian_reference, (((1.0, 0.01), 1), ((0.5, 0.5), 1), ((0.3, 0.9), 1))),
+    Family("symmetrized_laplace",
+           lambda p: SymmetrizedPoissonSampled(plda.Laplace(scale=p[0]), p[1]),
            sampled_laplace_reference, (((1.0, 0.1), 1), ((0.1, 0.01), 1))),
 ]
 

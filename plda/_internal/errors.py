@@ -41,6 +41,27 @@ class SamplerMismatchWarning(UserWarning):
     ``poisson_sampling=True`` or account with the sampler that ran."""
 
 
+class InvertedBracketError(RuntimeError):
+    """A certified lower bound came out above the certified upper bound of the same quantity.
+
+    Both are proven bounds on one number, so this is a defect in plda, never a property of the
+    input: it is raised rather than hidden (a clamped bracket would look tight and certify
+    nothing). Please report it with the inputs that produced it."""
+
+
+def check_bracket(lower, upper, *, query: str) -> None:
+    """Raise :class:`InvertedBracketError` where ``lower > upper`` (NaN compares false)."""
+    lower, upper = np.asarray(lower, dtype=float), np.asarray(upper, dtype=float)
+    inverted = lower > upper
+    if np.any(inverted):
+        worst = int(np.argmax(np.where(inverted, lower - upper, -np.inf)))
+        lo, hi = float(np.ravel(lower)[worst]), float(np.ravel(upper)[worst])
+        raise InvertedBracketError(
+            f"{query}: the certified lower bound {lo!r} exceeds the certified upper bound "
+            f"{hi!r}; this is a defect in plda (please report it with the inputs)"
+        )
+
+
 class CalibrationError(ValueError):
     """A calibration target cannot be met inside the supported range of the parameter.
 

@@ -17,13 +17,14 @@ import numpy as np
 
 from plda import risk
 from plda._internal import validation as check
-from plda._internal.errors import quiet_accuracy, warn_if_inaccurate
+from plda._internal.errors import check_bracket, quiet_accuracy, warn_if_inaccurate
 from plda._internal.typing import ArrayLike, FloatArray, FloatOrArray
 from plda.accounting.composition import HistoryComposition
 from plda.accounting.history import scalar
 from plda.accounting.state import FORMAT, VERSION, parse_state
-from plda.engine.recipe import lower_bound_components
+from plda.conversions.composed import add_remove_steps
 from plda.engine.recipe import merge as merge_runs
+from plda.engine.recipe import realized_recipes
 from plda.mechanisms import Gaussian, Mechanism
 from plda.mechanisms.sampler_spec import EPOCH_SAMPLERS, sampled_mechanism
 from plda.pld import DEFAULT_ACCURACY, RELATIONS, Bounds, PrivacyLossDistribution
@@ -224,9 +225,10 @@ class PLDAccountant:
         lower, upper = self._epsilon_pair(d, need_lower=True)
         warn_if_inaccurate(lower, upper, self._accuracy, query="epsilon_bounds")
         realized = self._realized()
-        if realized is not None:  # not tight: the lower bound of the realized pairs
+        if realized:  # not tight: the largest lower bound of the realized pairs
             with quiet_accuracy():
-                lower = np.minimum(realized.epsilon_bounds(d).lower, upper)
+                lower = np.max([r.epsilon_bounds(d).lower for r in realized], axis=0)
+        check_bracket(lower, upper, query="epsilon_bounds")
         return Bounds(scalar(lower, delta), scalar(upper, delta))
 
     @overload
@@ -249,20 +251,22 @@ class PLDAccountant:
             return Bounds(scalar(zero, epsilon), scalar(zero, epsilon))
         lower, upper = self._delta_pair(e, epsilon, need_lower=True)
         realized = self._realized()
-        if realized is not None:  # not tight: the lower bound of the realized pairs
-            lower = np.minimum(realized.delta_bounds(e).lower, upper)
+        if realized:  # not tight: the largest lower bound of the realized pairs
+            lower = np.max([r.delta_bounds(e).lower for r in realized], axis=0)
+        check_bracket(lower, upper, query="delta_bounds")
         return Bounds(scalar(lower, epsilon), scalar(upper, epsilon))
 
     @_locked
-    def _realized(self) -> PrivacyLossDistribution | None:
-        """The history with every mechanism that is not ``tight`` replaced by its
-        ``lower_bound_mechanism()``: its lower bounds are the certified ones of this history
-        (the history's own lower versions bracket the dominating pairs instead); None when
-        every mechanism is tight."""
-        components = lower_bound_components(merge_runs(self._history))
-        if components is None:
-            return None
-        return PrivacyLossDistribution(components, self._relation, self._accuracy)
+    def _realized(self) -> tuple[PrivacyLossDistribution, ...]:
+        """Compositions of realized pairs for the history (:func:`plda.engine.recipe.
+        realized_recipes`, read under add/remove once the relation is applied): the largest of
+        their lower bounds is the certified one of this history (the history's own lower
+        versions bracket the dominating pairs instead); empty when every mechanism is tight."""
+        steps = add_remove_steps(merge_runs(self._history), self._relation)
+        return tuple(
+            PrivacyLossDistribution(recipe, "add_remove", self._accuracy)
+            for recipe in realized_recipes(steps)
+        )
 
     @_locked
     def _delta_pair(self, e: np.ndarray, epsilon, need_lower: bool):

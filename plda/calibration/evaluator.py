@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from plda._internal.errors import quiet_accuracy
+from plda._internal.errors import check_bracket, quiet_accuracy
 from plda.accountant import PLDAccountant
 from plda.calibration.problem import SEARCH_ACCURACY, Target
 from plda.mechanisms import CustomMechanism, Gaussian, PoissonSampled
@@ -34,17 +34,12 @@ def epsilon_bounds_of(
     mechanism: Mechanism, count: int, relation: str, accuracy: float, delta: float
 ) -> tuple[float, float]:
     """Certified ``(lower, upper)`` on ``epsilon(delta)`` of ``count`` runs of ``mechanism``
-    (as :class:`~plda.PLDAccountant` computes them); for a sampler whose own pair only
-    dominates (``mechanism.tight`` False) the lower bound comes from its
-    ``lower_bound_mechanism()``, a pair realized by datasets."""
+    (as :class:`~plda.PLDAccountant` computes them: for a sampler whose own pair only dominates,
+    ``mechanism.tight`` False, the lower bound comes from realized pairs)."""
     accountant = PLDAccountant(relation=relation, accuracy=accuracy)
     accountant.compose(mechanism, count)
     lower, upper = accountant.epsilon_bounds(delta)
-    if not mechanism.tight:
-        realized = PLDAccountant(relation=relation, accuracy=accuracy)
-        realized.compose(mechanism.lower_bound_mechanism(), count)
-        lower = realized.epsilon_bounds(delta).lower
-    return float(min(lower, upper)), float(upper)
+    return float(lower), float(upper)
 
 
 class DPSGDEvaluator:
@@ -104,9 +99,10 @@ class DPSGDEvaluator:
         mechanism = self.step_mechanism(sigma, rate)
         if not search:
             return epsilon_bounds_of(mechanism, steps, self.relation, accuracy, delta)
+        # the search judges its grid by the bracket of the pairs it computes with
         pld = PrivacyLossDistribution(
             ((mechanism, steps),), self.relation, accuracy, step=self.search_step
-        )
+        ).dominating()
         bounds = pld.epsilon_bounds(self.target.delta)
         if self.search_step is None:
             self.search_step = pld.grid_step
@@ -164,7 +160,7 @@ class DPSGDEvaluator:
                 pld = PrivacyLossDistribution(
                     ((mechanism, steps),), "add_remove", SEARCH_ACCURACY, step=step
                 )
-                lower, upper = self._objective(pld)
+                lower, upper = self._objective(pld.dominating())
             except ValueError:  # more grid points than the cap: a coarser grid is certified too
                 if best is not None:
                     break  # refining hit the cap: the bounds found stand
@@ -197,12 +193,13 @@ class DPSGDEvaluator:
             self.steps[gap] = used  # later checks start from the step that met the gap
         if strict and not mechanism.tight:
             # the sampler's own pair only dominates: the certified lower bound is that of its
-            # realized pair, on the same grid
-            realized = self.step_mechanism(sigma, rate).lower_bound_mechanism()
+            # realized pairs (the PLD's own), on the same grid
             pld = PrivacyLossDistribution(
-                ((realized, steps),), self.relation, SEARCH_ACCURACY, step=used
+                ((mechanism, steps),), "add_remove", SEARCH_ACCURACY, step=used
             )
-            best = (min(self._objective(pld)[0], best[1]), best[1])
+            lower = self._objective(pld)[0]
+            check_bracket(lower, best[1], query="calibrate")
+            best = (lower, best[1])
         return best
 
     def _objective(self, pld: PrivacyLossDistribution) -> tuple[float, float]:

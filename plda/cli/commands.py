@@ -34,32 +34,20 @@ def build_pld(components, args) -> PrivacyLossDistribution:
 
 
 def certified_bounds(components, args, query) -> Bounds:
-    """``query(pld)`` (a :class:`~plda.Bounds`-valued query) certified on both sides for the
-    composition: the upper bound from the PLD of ``components``; for samplers whose dominating
-    pair is not realized by datasets (``tight`` False: :class:`~plda.Shuffled`,
-    :class:`~plda.TruncatedPoisson` when it truncates) the lower bound from the PLD of their
-    ``lower_bound_mechanism()`` (the PLD's own lower bound would bracket the dominating pair,
-    not the sampler). ``args`` gives ``relation`` and ``accuracy``."""
+    """``query(pld)`` (a :class:`~plda.Bounds`-valued query) of the composition's PLD, certified
+    on both sides: for samplers whose dominating pair is not realized by datasets (``tight``
+    False) the PLD takes its lower bound from realized pairs itself. ``args`` gives
+    ``relation`` and ``accuracy``."""
     return certified_bounds_many(components, args, [query])[0]
 
 
 def certified_bounds_many(components, args, queries) -> list[Bounds]:
-    """:func:`certified_bounds` of several queries on the same two PLDs (built once)."""
+    """:func:`certified_bounds` of several queries on the same PLD (built once)."""
     with warnings.catch_warnings():
-        # the lower bound is taken from the realized pair below: the warning's advice is followed
+        # the PLD takes the lower bound from the realized pairs: the warning's advice is followed
         warnings.simplefilter("ignore", NotTightWarning)
         pld = build_pld(components, args)
-        uppers = [query(pld) for query in queries]
-        if all(mechanism.tight for mechanism, _ in components):
-            return [Bounds(lower=b.lower, upper=b.upper) for b in uppers]
-        realized = build_pld(tuple((m.lower_bound_mechanism(), k) for m, k in components), args)
-        lowers = [query(realized) for query in queries]
-    # the realized pair's lower bound never exceeds the truth, hence the dominating upper bound;
-    # the min only guards the float noise of two different grids, in the safe direction
-    return [
-        Bounds(lower=min(low.lower, up.upper), upper=up.upper)
-        for low, up in zip(lowers, uppers, strict=True)
-    ]
+        return [Bounds(lower=b.lower, upper=b.upper) for b in (query(pld) for query in queries)]
 
 
 def strict_json(record: dict) -> str:

@@ -15,7 +15,7 @@ import warnings
 from argparse import Namespace
 from dataclasses import replace
 
-from plda._internal.errors import quiet_accuracy
+from plda._internal.errors import check_bracket, quiet_accuracy
 from plda.calibration import CalibrationResult, Parameter, make_target, solve
 from plda.calibration.targets import gdp_mu, log_sigma
 from plda.cli.checks import UsageError
@@ -63,12 +63,13 @@ class SamplerEvaluator:
             return math.inf, math.inf
         args = Namespace(relation=self.relation, accuracy=accuracy)
         try:
-            # the solver reports the accuracy of its result once, judged on the PLD's own
-            # bracket (the grid's accuracy); the sampler's lower bound is taken from its
-            # realized pair afterwards (realized_bounds), so NotTightWarning's advice is followed
+            # the solver reports the accuracy of its result once, judged on the bracket of the
+            # pairs the PLD is computed from (the grid's accuracy); the sampler's lower bound is
+            # taken from its realized pairs afterwards (realized_bounds), so NotTightWarning's
+            # advice is followed
             with quiet_accuracy(), warnings.catch_warnings():
                 warnings.simplefilter("ignore", NotTightWarning)
-                bounds = self.objective(build_pld(components, args))
+                bounds = self.objective(build_pld(components, args).dominating())
         except (OverflowError, FloatingPointError, MemoryError):
             return math.inf, math.inf
         return float(bounds.lower), float(bounds.upper)
@@ -82,7 +83,7 @@ class SamplerEvaluator:
         args = Namespace(relation=self.relation, accuracy=accuracy)
         with quiet_accuracy():
             lower = float(certified_bounds(components, args, self.objective).lower)
-        lower = min(lower, result.upper)
+        check_bracket(lower, result.upper, query="calibrate")
         if self.target.objective == "epsilon":
             return replace(result, lower=lower, epsilon_lower=lower)
         return replace(result, lower=lower)

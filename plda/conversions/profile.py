@@ -199,15 +199,19 @@ def cached_for(laws: list[DiscreteLoss], key: str, build):
 
 def select_laws(composed: ComposedLaws, bound: str, direction: str | None) -> list[DiscreteLoss]:
     """The ``bound`` grid laws of ``direction`` (``None``: every direction the composition has,
-    remove first)."""
+    remove first). A composition with factors that are not ``tight`` has several realized
+    compositions on its optimistic side (keys ``"remove/1"``, ...): all of them are returned,
+    as a lower bound of each is a lower bound of the composition."""
     steps_of(composed)  # a TypeError for anything else
     if direction not in (None, "remove", "add"):
         raise ValueError(f"direction must be None, 'remove' or 'add', got {direction!r}")
     laws = composed.laws(bound)
+    keys = sorted(laws, key=lambda key: (key.partition("/")[2], key != "remove"))
     if direction is None:
-        return [laws[d] for d in ("remove", "add") if d in laws]
+        return [laws[key] for key in keys]
+    chosen = [laws[key] for key in keys if key.partition("/")[0] == direction]
     # a symmetric composition has one law for both directions
-    return [laws.get(direction, laws["remove"])]
+    return chosen or [laws[key] for key in keys if key.partition("/")[0] == "remove"]
 
 
 def symmetric_profile(composed: ComposedLaws, bound: str = "upper") -> ProfileSamples:

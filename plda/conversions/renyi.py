@@ -13,11 +13,13 @@ from __future__ import annotations
 import numpy as np
 
 from plda._internal import validation as check
+from plda._internal.errors import check_bracket
 from plda.bounds import Bounds
 from plda.conversions.common import scalar_like
 from plda.conversions.composed import ComposedLaws, steps_of
 from plda.conversions.cumulants import Cumulant
 from plda.conversions.per_step import step_cumulant
+from plda.engine.recipe import realized_recipes
 from plda.mechanisms.base import DIRECTIONS
 
 #: default orders of the RDP -> (epsilon, delta) conversion and of the zCDP search
@@ -41,33 +43,31 @@ def _cumulant(composed: ComposedLaws, alpha: np.ndarray) -> Cumulant:
     """Bounds on the composition's ``K(alpha) = (alpha - 1) eps_alpha``, worse direction.
 
     A step that is not ``tight`` (e.g. :class:`~plda.Shuffled`) has laws of a *dominating* pair:
-    they bound it from above, but their lower bound brackets that pair, not the step. Its lower
-    bound comes from :meth:`~plda.Mechanism.lower_bound_mechanism`, a pair realized by
-    neighbouring datasets (issue 14); the same pair for every step and the same direction for
-    the whole composition, so the sum is the divergence of one realized pair of datasets.
+    they bound it from above, but their lower bound brackets that pair, not the step. The lower
+    bound comes from the compositions of realized pairs
+    (:func:`plda.engine.recipe.realized_recipes`): each is one pair of neighbouring datasets in
+    one direction for the whole composition, so its summed divergence is a lower bound, and so
+    is the largest of them.
     """
-    steps = [
-        (mechanism, mechanism if mechanism.tight else mechanism.lower_bound_mechanism(), count)
-        for mechanism, count in steps_of(composed)
-    ]
-    symmetric = all(m.symmetric and realized.symmetric for m, realized, _ in steps)
-    directions = ("remove",) if symmetric else DIRECTIONS
-    lower = np.full(alpha.shape, -np.inf)
-    upper = np.full(alpha.shape, -np.inf)
-    for direction in directions:
-        lo = np.zeros(alpha.shape)
-        up = np.zeros(alpha.shape)
-        for mechanism, realized, count in steps:
-            bounds = step_cumulant(mechanism, direction, alpha)
-            if realized is not mechanism:
-                # the realized pair's lower bound (its upper one is not an upper bound here)
-                bounds = Cumulant(
-                    lower=step_cumulant(realized, direction, alpha).lower, upper=bounds.upper
-                )
-            lo = lo + count * bounds.lower
-            up = up + count * bounds.upper
-        lower, upper = np.maximum(lower, lo), np.maximum(upper, up)
-    return Cumulant(lower=np.maximum(np.minimum(lower, upper), 0.0), upper=np.maximum(upper, 0.0))
+    steps = steps_of(composed)
+    upper = _summed(steps, alpha, "upper")
+    recipes = realized_recipes(steps) or (steps,)
+    lower = np.max([_summed(recipe, alpha, "lower") for recipe in recipes], axis=0)
+    lower, upper = np.maximum(lower, 0.0), np.maximum(upper, 0.0)
+    check_bracket(lower, upper, query="renyi_bounds")
+    return Cumulant(lower=lower, upper=upper)
+
+
+def _summed(steps, alpha: np.ndarray, bound: str) -> np.ndarray:
+    """``max over directions of sum_f count_f K_f(alpha)`` for the ``bound`` of each step."""
+    symmetric = all(mechanism.symmetric for mechanism, _ in steps)
+    total = np.full(alpha.shape, -np.inf)
+    for direction in ("remove",) if symmetric else DIRECTIONS:
+        summed = np.zeros(alpha.shape)
+        for mechanism, count in steps:
+            summed = summed + count * getattr(step_cumulant(mechanism, direction, alpha), bound)
+        total = np.maximum(total, summed)
+    return total
 
 
 def renyi_bounds(composed: ComposedLaws, order) -> Bounds:

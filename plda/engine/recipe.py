@@ -2,9 +2,10 @@
 
 A mechanism whose own privacy-loss laws are those of a dominating pair that no pair of
 datasets is known to realize (``tight`` False: :class:`~plda.Shuffled`, a truncating
-:class:`~plda.TruncatedPoisson`) gives certified *upper* bounds only; its
-``lower_bound_mechanism()`` gives a realized pair, whose *lower* bounds are certified for it.
-:func:`lower_bound_components` is the recipe whose lower bounds a composition reports.
+:class:`~plda.TruncatedPoisson`, fixed-size batches under replace-one) gives certified *upper*
+bounds only; its ``lower_bound_mechanisms()`` give realized pairs, whose *lower* bounds are
+certified for it. :func:`realized_recipes` are the recipes whose lower bounds a composition
+reports (the largest of them).
 """
 
 from __future__ import annotations
@@ -18,13 +19,29 @@ def merge(components) -> tuple:
     return tuple(counts.items())
 
 
-def lower_bound_components(components) -> tuple | None:
-    """``components`` with every factor that is not ``tight`` replaced by its
-    ``lower_bound_mechanism()`` (to be read under the same relation), merged; ``None`` when
-    every factor is tight (the composition's own lower bound is then certified)."""
-    if all(mechanism.tight for mechanism, _ in components):
-        return None
-    return merge(
-        (mechanism if mechanism.tight else mechanism.lower_bound_mechanism(), count)
-        for mechanism, count in components
+def realized_recipes(steps) -> tuple[tuple, ...]:
+    """The recipes of realized pairs whose lower bounds are certified for ``steps``.
+
+    ``steps`` are ``(mechanism, count)`` pairs under add/remove semantics (a replace-one
+    composition mapped through :meth:`~plda.Mechanism.under_replace_one` first), and so are
+    the recipes: read them under ``"add_remove"``. Every factor that is not ``tight`` is
+    replaced by one of its ``lower_bound_mechanisms()``: recipe ``i`` takes each factor's
+    ``i``-th (its last one if it has fewer). Each recipe is realized by one pair of neighbouring
+    datasets (the queries of different steps may differ, so the realized pairs of different
+    factors combine), so the largest of their lower bounds is certified. Empty when every factor
+    is tight (the composition's own lower bound is then certified)."""
+    steps = tuple(steps)
+    if all(mechanism.tight for mechanism, _ in steps):
+        return ()
+    choices = [
+        (mechanism,) if mechanism.tight else tuple(mechanism.lower_bound_mechanisms())
+        for mechanism, _ in steps
+    ]
+    width = max(len(options) for options in choices)
+    return tuple(
+        merge(
+            (options[min(i, len(options) - 1)], count)
+            for options, (_, count) in zip(choices, steps, strict=True)
+        )
+        for i in range(width)
     )

@@ -10,7 +10,7 @@ from plda.mechanisms.gaussian import Gaussian
 from plda.mechanisms.laplace import Laplace
 from plda.mechanisms.law import PrivacyLossLaw
 from plda.mechanisms.shuffled import Shuffled
-from plda.mechanisms.subsampled import PoissonSampled
+from plda.mechanisms.subsampled import PoissonSampled, SymmetrizedPoissonSampled
 from plda.mechanisms.truncated_poisson import TruncatedPoisson
 from plda.mechanisms.without_replacement import SampledWithoutReplacement
 
@@ -29,6 +29,7 @@ __all__ = [
     "SampledWithoutReplacement",
     "SamplerAssumptionWarning",
     "Shuffled",
+    "SymmetrizedPoissonSampled",
     "TruncatedPoisson",
     "RandomAllocation",
 ]

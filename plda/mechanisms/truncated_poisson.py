@@ -12,7 +12,7 @@ from plda.mechanisms.base import Mechanism
 from plda.mechanisms.bracket import BracketedMechanism
 from plda.mechanisms.gaussian import Gaussian
 from plda.mechanisms.mixture_law import RevealedMixtureLaw
-from plda.mechanisms.subsampled import PoissonSampled
+from plda.mechanisms.subsampled import PoissonSampled, SymmetrizedPoissonSampled
 from plda.mechanisms.without_replacement import check_base
 
 #: relative accuracy assumed of scipy's binomial cdf/sf/pmf (Boost's incomplete beta is accurate
@@ -64,8 +64,12 @@ class TruncatedPoisson(BracketedMechanism):
 
     **Replace-one** (Gaussian base only; both datasets hold n records): the same mixture, with
     the untruncated component read as :meth:`PoissonSampled.under_replace_one` (the mixture
-    pair); the lower pair (others 0, x = C vs x' = -C) is ``PoissonSampled(base, q_eff)`` read
-    under replace-one. Use :meth:`lower_bound_mechanism` with the same relation as this one.
+    pair) and every truncated component symmetrized
+    (:class:`~plda.mechanisms.subsampled.SymmetrizedPoissonSampled`): a substitution can occur
+    in either orientation, and an adaptive run can realize both within one run, so only a pair
+    dominating both directions at every step composes soundly (Lebeda, Regehr, Kamath & Steinke
+    2024). The lower pair (others 0, x = C vs x' = -C) is ``PoissonSampled(base, q_eff)`` read
+    under replace-one.
 
     With ``B > n`` nothing is ever truncated and both equal :class:`PoissonSampled` exactly;
     with ``B = n`` only the add-neighbour's batch can be truncated (when all its ``n + 1``
@@ -132,10 +136,14 @@ class TruncatedPoisson(BracketedMechanism):
         """The component for ``K < B`` (nothing truncated)."""
         return self._poisson()
 
+    def _substituted(self, rate: float) -> Mechanism:
+        """A component where x, drawn with probability ``rate``, replaces another record: the
+        substitution pair in the order of the add/remove relation (x's dataset first)."""
+        return PoissonSampled(self.mechanism.under_replace_one(), rate)
+
     def _components(self) -> tuple[tuple[Mechanism, ...], tuple[float, ...]]:
         """Dominating components and their weights (see the class docstring)."""
         q, b, sizes = self.sample_rate, self.max_batch_size, self._others()
-        sub = self.mechanism.under_replace_one()
         # P(K <= B-1), rounded down, the smaller over the sizes
         mechanisms = [self._untruncated()]
         weights = [min(float(_binom().cdf(b - 1, k, q)) for k in sizes) * (1 - BINOM_RTOL)]
@@ -154,14 +162,14 @@ class TruncatedPoisson(BracketedMechanism):
                 for k in sizes
             )
             if mass > 0:
-                buckets.append((float(mass), PoissonSampled(sub, q * b / (lo + 1))))
+                buckets.append((float(mass), self._substituted(q * b / (lo + 1))))
         buckets.sort(key=lambda item: -item[0])
         for mass, mech in buckets[:MAX_BUCKETS]:
             weights.append(mass)
             mechanisms.append(mech)
         top = 1.0 - math.fsum(weights)
         if top > 0:
-            mechanisms.append(PoissonSampled(sub, q))
+            mechanisms.append(self._substituted(q))
             weights.append(top)
         return tuple(mechanisms), tuple(weights)
 
@@ -210,8 +218,9 @@ class TruncatedPoisson(BracketedMechanism):
     def under_replace_one(self) -> Mechanism:
         """Replace-one (Gaussian base): the same mixture with the untruncated component read
         under replace-one (:meth:`PoissonSampled.under_replace_one`, the mixture pair); the
-        truncated ones are substitutions already. The lower pair (others 0, x = C vs x' = -C)
-        is ``PoissonSampled(mechanism, q_eff)`` read under replace-one."""
+        truncated ones are substitutions already, symmetrized as their orientation can flip.
+        The lower pair (others 0, x = C vs x' = -C) is ``PoissonSampled(mechanism, q_eff)``
+        read under replace-one."""
         if type(self.mechanism) is not Gaussian:
             raise ValueError(
                 "relation='replace_one' with TruncatedPoisson is supported for Gaussian base "
@@ -225,12 +234,24 @@ class TruncatedPoisson(BracketedMechanism):
 
 @dataclass(frozen=True)
 class _ReplaceOneTruncatedPoisson(TruncatedPoisson):
-    """Internal: a truncated Poisson step read under replace-one. ``PoissonSampled(sub, q)``,
-    the component that takes the rounding slack, dominates the mixture pair too (it is the
-    advanced-joint-convexity bound of every coupled substitution pair)."""
+    """Internal: a truncated Poisson step read under replace-one. Every component is symmetric
+    (the untruncated one is the mixture pair, the truncated ones are symmetrized), so the step
+    is. ``SymmetrizedPoissonSampled(sub, q)``, the component that takes the rounding slack,
+    dominates the mixture pair too (it is the advanced-joint-convexity bound of every coupled
+    substitution pair, in either orientation)."""
+
+    @property
+    def symmetric(self) -> bool:  # type: ignore[override]
+        return True
 
     def _others(self) -> tuple[int, ...]:
         return (self.dataset_size - 1,)  # both datasets hold n records
+
+    def _substituted(self, rate: float) -> Mechanism:
+        return SymmetrizedPoissonSampled(self.mechanism.under_replace_one(), rate)
+
+    def _add_law(self):
+        return self._remove_law()
 
     def _poisson(self) -> Mechanism:
         return PoissonSampled(self.mechanism, self.sample_rate).under_replace_one()

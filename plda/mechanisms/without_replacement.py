@@ -6,9 +6,10 @@ from dataclasses import dataclass
 
 from plda._internal.validation import MIN_SAMPLE_RATE, count, in_range
 from plda.mechanisms.base import Mechanism
+from plda.mechanisms.bracket import BracketedMechanism
 from plda.mechanisms.gaussian import Gaussian
 from plda.mechanisms.laplace import Laplace
-from plda.mechanisms.subsampled import PoissonSampled
+from plda.mechanisms.subsampled import PoissonSampled, SymmetrizedPoissonSampled
 
 #: base mechanisms whose fixed-size-batch analysis plda certifies on both sides
 SUPPORTED_BASES = (Gaussian, Laplace)
@@ -45,19 +46,32 @@ class SampledWithoutReplacement(Mechanism):
       joint convexity then gives ``delta'(log(1 + q(e^eps - 1))) <= q delta_sub(eps)``
       (Balle, Barthe & Gaboardi 2018, sampling without replacement under substitution; Zhu,
       Dong & Wang 2022 for the dominating pair and its reversed direction);
-    - *lower bound* (tightness): the pair is realized by actual datasets. For a sum query, let
-      every record contribute ``-C`` except the differing one, ``+C`` (replace-one: ``-C`` in the
-      neighbour; add/remove: absent from it). Then one dataset's batch sum is always ``-bC``
-      and the other's is ``-bC + 2C`` exactly when the differing record is drawn (probability
-      ``q``): the output pair *is* ``((1-q) N(0) + q N(2C), N(0))`` shifted. Composing the same
-      pair ``T`` times is realized by keeping the datasets fixed, so the composed bounds are
-      tight too (Lebeda, Regehr, Kamath & Steinke 2024 discuss why per-step worst cases need
-      not compose in general; here one pair of datasets is worst for every step).
+    - *lower bound* (tightness, add/remove): the pair is realized by actual datasets. For a sum
+      query, let every record contribute ``-C`` except the differing one, ``+C`` (absent from the
+      neighbour). Then one dataset's batch sum is always ``-bC`` and the other's is
+      ``-bC + 2C`` exactly when the differing record is drawn (probability ``q``): the output
+      pair *is* ``((1-q) N(0) + q N(2C), N(0))`` shifted. Under add/remove the larger dataset
+      is the same in every step, so every step is dominated by this pair *in this order*, and
+      composing it ``T`` times is realized by keeping the datasets fixed: the composed bounds
+      are tight.
 
-    So the two bounds meet: plda's ``[lower, upper]`` brackets the true ``epsilon`` under
-    **both** relations. In particular fixed-size batches are *not* Poisson sampling: under
-    replace-one the Poisson-sampled Gaussian has the narrower mixture pair
-    ``((1-q) N(0) + q N(C), (1-q) N(0) + q N(-C))`` (:meth:`PoissonSampled.under_replace_one`),
+    **Replace-one: the orientation can flip.** With ``x = +C`` against ``x' = -C`` the same
+    pair occurs, and with ``x = -C`` against ``x' = +C`` its reverse; an adaptive run (DP-SGD's
+    gradients change sign from step to step) can realize either at any step, and a symmetric
+    input (other records at 0) realizes ``((1-q) N(0) + q N(C), (1-q) N(0) + q N(-C))``. The
+    worst composition is then *not* the worse direction composed (Lebeda, Regehr, Kamath &
+    Steinke 2024): two steps at ``q = 0.9``, ``sigma = 1`` have ``delta(0) >= 0.7763`` from the
+    symmetric input against ``0.7709`` for either direction composed. plda composes the
+    symmetric pair dominating both directions at every step
+    (:class:`~plda.mechanisms.subsampled.SymmetrizedPoissonSampled`; its profile is the removal
+    direction's for ``eps >= 0``), a certified upper bound, and reports as lower bound the
+    largest of the realized compositions: the substitution pair in either fixed orientation and
+    (Gaussian base) the symmetric input's pair.
+
+    So under add/remove plda's ``[lower, upper]`` is the tight bracket of the sampler, and
+    under replace-one a certified bracket that contains the truth. Fixed-size batches are *not*
+    Poisson sampling: under replace-one the Poisson-sampled Gaussian has the narrower mixture
+    pair ``((1-q) N(0) + q N(C), (1-q) N(0) + q N(-C))`` (:meth:`PoissonSampled.under_replace_one`),
     whose ``epsilon`` is smaller, and under add/remove Poisson sampling has sensitivity ``C``,
     not ``2C``. Reporting either for a fixed-size sampler under-reports the privacy loss.
 
@@ -128,6 +142,49 @@ class SampledWithoutReplacement(Mechanism):
         return self.equivalent_poisson()._coarsened()
 
     def under_replace_one(self) -> Mechanism:
-        """This mechanism itself: its laws already are the replace-one laws (a fixed batch
-        size turns a removal into a substitution), so nothing is doubled a second time."""
+        """The replace-one reading: the symmetrized substitution pair (upper bound) with the
+        realized compositions as lower bound (see the class docstring). Nothing is doubled a
+        second time: a fixed batch size already turns a removal into a substitution."""
+        if self.sample_rate == 1.0:  # the whole dataset in every batch: the base, doubled
+            return self.equivalent_poisson()
+        return _ReplaceOneWithoutReplacement(self.mechanism, self.batch_size, self.dataset_size)
+
+
+@dataclass(frozen=True)
+class _ReplaceOneWithoutReplacement(BracketedMechanism, SampledWithoutReplacement):
+    """Internal: fixed-size batches read under replace-one (add/remove semantics of its laws):
+    the symmetrized substitution pair above, realized pairs below."""
+
+    symmetric = True
+
+    def _remove_law(self):
+        self._warn_not_tight()
+        return self._dominating().privacy_loss("remove")
+
+    def _add_law(self):
+        return self._remove_law()
+
+    def _dominating(self) -> SymmetrizedPoissonSampled:
+        return SymmetrizedPoissonSampled(self.mechanism.under_replace_one(), self.sample_rate)
+
+    def _coarsened(self) -> Mechanism:
+        return self._dominating().coarsened()
+
+    def lower_bound_mechanism(self) -> Mechanism:
+        """The substitution pair in a fixed orientation (its two directions are the two
+        orientations), realized by the other records at ``-C``, ``x = +C`` and ``x' = -C``."""
+        return self.equivalent_poisson()
+
+    def lower_bound_mechanisms(self) -> tuple[Mechanism, ...]:
+        """The fixed-orientation substitution pair and, for a Gaussian base, the symmetric
+        input's mixture pair (other records at 0, ``x = +C``, ``x' = -C``), which is the
+        larger after composition at some ``epsilon`` (e.g. ``delta(0)`` of two steps at
+        ``q = 0.9``)."""
+        substitution = self.equivalent_poisson()
+        if type(self.mechanism) is not Gaussian:
+            return (substitution,)
+        symmetric = PoissonSampled(self.mechanism, self.sample_rate).under_replace_one()
+        return (substitution, symmetric)
+
+    def under_replace_one(self) -> Mechanism:
         return self

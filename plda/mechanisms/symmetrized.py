@@ -1,0 +1,161 @@
+"""The symmetrized pair of a Poisson-subsampled symmetric mechanism: the least symmetric pair that
+dominates both directions, for steps whose orientation can flip from one step to the next.
+
+Under replace-one a fixed-size batch (or a truncated Poisson batch) turns the differing record
+into a *substitution*, whose pair ``(q P + (1-q) Q, Q)`` and its reverse can both occur within one
+run: with the other records at ``-C``, ``x = +C`` against ``x' = -C`` realizes the first, a query
+that negates the records the second, and an adaptive run may choose per step. Composing the worse
+of the two directions only is then unsound (Lebeda, Regehr, Kamath & Steinke 2024); composing a
+single symmetric pair that dominates both at every step is sound. The mathematics and its tests
+are in ``docs/concepts/neighbouring-relations.md``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from plda._internal.floats import UNIT_ROUNDOFF
+from plda.mechanisms.law import PrivacyLossLaw
+from plda.mechanisms.laws import SubsampledLaw
+
+_OTHER = {"P": "Q", "Q": "P"}
+#: relative accuracy assumed of a law's cdf/sf values (as the discretizer assumes it): the mass
+#: at loss 0, a difference of two of them, is rounded up by twice that
+_CDF_RTOL = 64 * UNIT_ROUNDOFF
+
+
+@dataclass(frozen=True, eq=False)
+class SymmetrizedSubsampledLaw(PrivacyLossLaw):
+    r"""The symmetric pair whose privacy profile is ``max(delta_remove, delta_add)`` of the
+    Poisson-subsampled pair ``R = (q P + (1-q) Q, Q)`` of a *symmetric* base pair ``(P, Q)``.
+
+    For ``eps >= 0`` the removal direction dominates: with ``u = e^eps``,
+    ``delta_R(eps) = q H_a(P||Q)`` and ``delta_A(eps) = (1 - (1-q) u)_+ H_b(Q||P)`` for
+    ``a = 1 + (u - 1)/q <= b = q u / (1 - (1-q) u)``, and ``H_b(Q||P) = H_b(P||Q)`` for a
+    symmetric base, so ``delta_A <= delta_R`` (``H`` decreases in its index). The symmetric
+    pair with profile ``delta_R`` on ``eps >= 0`` has, under ``P``, the loss law of ``R`` on
+    ``(0, inf]``, its mirror image ``P_S(L < -t) = Q_R(L > t)`` on the negative losses and the
+    rest at loss ``0``: mass ``q Q_B(Y = 0) + (1-q)(Q_B(Y <= 0) - Q_B(Y > 0)) >= 0`` (``Y`` the
+    base loss). Its tradeoff curve is the convex hull of ``min(f_R, f_R^{-1})`` (Dong, Roth &
+    Su 2022, Sec. 4.2).
+
+    Every probability is formed from the base's tails without cancellation: for ``t >= 0`` and
+    ``y`` the base loss of ``t`` (:meth:`SubsampledLaw.base_loss`), with ``s_0 = S_Q(0)``,
+
+    * ``P(L <= t) = q F_P(y) + (1-q) (2 s_0 - S_Q(y))``, ``P(L > t) = q S_P(y) + (1-q) S_Q(y)``;
+    * ``P(L < -t) = S_Q(y)``, ``P(L >= -t) = (s_0 - S_Q(y)) + q S_P(0) + (1-q) s_0``;
+
+    (continuous parts; the symmetric base gives ``F_P(0) = s_0``), and under ``Q`` the mirror
+    image: ``Q(L <= x) = P(L >= -x)``.
+
+    Parameters
+    ----------
+    subsampled
+        The removal law ``R`` of a Poisson-subsampled symmetric base (its ``base`` must be
+        symmetric: its law under ``Q`` is that of ``-Y`` under ``P``; the mechanism building
+        this law checks it).
+    """
+
+    subsampled: SubsampledLaw | None = None
+
+    def __post_init__(self):
+        r = self.subsampled
+        if not isinstance(r, SubsampledLaw):
+            raise TypeError(f"subsampled must be a SubsampledLaw, got {type(r).__name__}")
+        base, q = r.base, r.sample_rate
+        zero = np.zeros(1)
+        s0_q = float(base.continuous_sf(zero, "Q")[0])
+        s0_p = float(base.continuous_sf(zero, "P")[0])
+        object.__setattr__(self, "_tails_at_zero", (s0_p, s0_q))
+        positive = r.atom_losses > 0
+        losses, probs = r.atom_losses[positive], r.atom_probs[positive]
+        # mass at loss 0 under both hypotheses (see the class docstring), rounded up: extra mass
+        # at loss 0 can only raise a composition's delta
+        below, above = float(base.cdf(0.0, "Q")), float(base.sf(0.0, "Q"))
+        at_zero = float(base.atom_probs[base.atom_losses == 0].sum())
+        zero_mass = q * at_zero + (1 - q) * (below - above)
+        zero_mass += 2 * _CDF_RTOL * (below + above) + 4 * UNIT_ROUNDOFF
+        order = np.argsort(np.concatenate([-losses, [0.0], losses]))
+        object.__setattr__(
+            self, "atom_losses", np.concatenate([-losses, [0.0], losses])[order]
+        )
+        object.__setattr__(
+            self,
+            "atom_probs",
+            np.concatenate([probs * np.exp(-losses), [max(zero_mass, 0.0)], probs])[order],
+        )
+        object.__setattr__(self, "infinity_mass", r.infinity_mass)
+        object.__setattr__(self, "neg_infinity_mass", r.infinity_mass)
+        object.__setattr__(self, "truncated_mass", r.truncated_mass)
+
+    @property
+    def sample_rate(self) -> float:
+        """The sampling probability ``q`` of the subsampled pair."""
+        return self.subsampled.sample_rate
+
+    @property
+    def has_continuous_part(self):  # type: ignore[override]
+        r = self.subsampled
+        return r.has_continuous_part and r.continuous_support[1] > 0
+
+    @property
+    def has_density(self):  # type: ignore[override]
+        return self.subsampled.has_density
+
+    @property
+    def continuous_support(self):
+        hi = self.subsampled.continuous_support[1]
+        return (-hi, hi) if hi > 0 else (0.0, 0.0)
+
+    def _four(self, t: np.ndarray):
+        """``(P(L <= t), P(L > t), P(L < -t), P(L >= -t))`` of the continuous part, ``t >= 0``."""
+        r = self.subsampled
+        q = r.sample_rate
+        s0_p, s0_q = self._tails_at_zero
+        cdf_p, sf_p, _, sf_q = r.base.continuous_cdf_sf(r.base_loss(t))
+        # S_Q(y) <= s_0 for y >= 0: the differences below are of numbers below s_0, never of
+        # numbers near 1, and clipping removes the sign of their rounding
+        inner = np.maximum(s0_q - sf_q, 0.0)
+        return (
+            q * cdf_p + (1 - q) * (s0_q + inner),
+            q * sf_p + (1 - q) * sf_q,
+            sf_q,
+            inner + q * s0_p + (1 - q) * s0_q,
+        )
+
+    def _cont_cdf_sf(self, x):
+        x = np.asarray(x, dtype=float)
+        below, above, mirror_below, mirror_above = self._four(np.abs(x))
+        negative = x < 0
+        cdf_p = np.where(negative, mirror_below, below)
+        sf_p = np.where(negative, mirror_above, above)
+        # under Q the law is the mirror image: Q(L <= x) = P(L >= -x), Q(L > x) = P(L < -x)
+        cdf_q = np.where(negative, above, mirror_above)
+        sf_q = np.where(negative, below, mirror_below)
+        return cdf_p, sf_p, cdf_q, sf_q
+
+    def _cont_cdf(self, x, hypothesis):
+        cdf_p, _, cdf_q, _ = self._cont_cdf_sf(x)
+        return cdf_p if hypothesis == "P" else cdf_q
+
+    def _cont_sf(self, x, hypothesis):
+        _, sf_p, _, sf_q = self._cont_cdf_sf(x)
+        return sf_p if hypothesis == "P" else sf_q
+
+    def _cont_pdf(self, x, hypothesis):
+        x = np.asarray(x, dtype=float)
+        t = np.abs(x)
+        r = self.subsampled
+        # losses above 0 are R's; below 0 the mirror image, read under the other hypothesis
+        same = r.continuous_pdf(t, hypothesis)
+        other = r.continuous_pdf(t, _OTHER[hypothesis])
+        return np.where(x < 0, other, same)
+
+    def _cont_tail(self, mass, hypothesis):
+        r = self.subsampled
+        # P(L > b) = P_R(L > b) and P(L < a) = Q_R(L > -a) for a <= 0 <= b
+        b = max(float(r.tail_points(mass, "P")[1]), 0.0)
+        a = -max(float(r.tail_points(mass, "Q")[1]), 0.0)
+        return (a, b) if hypothesis == "P" else (-b, -a)
