@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from plda import tradeoff
+from plda._internal.errors import check_bracket
 from plda.pld import Bounds, PrivacyLossDistribution
 
 __all__ = ["advantage_bounds", "true_positive_rate_bounds"]
@@ -87,4 +88,6 @@ def advantage_bounds(pld: PrivacyLossDistribution) -> Bounds:
     """
     lower, upper = pld.delta_bounds(0.0)
     upper = float(np.clip(upper, 0.0, 1.0))
-    return Bounds(lower=float(np.clip(lower, 0.0, upper)), upper=upper)
+    lower = float(np.clip(lower, 0.0, 1.0))
+    check_bracket(lower, upper, query="advantage_bounds")
+    return Bounds(lower=lower, upper=upper)

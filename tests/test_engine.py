@@ -127,7 +127,7 @@ def test_non_tight_lower_bound_comes_from_the_lower_bound_mechanism(relation):
 
 def test_tight_mechanisms_keep_their_own_lower_bound():
     pld = PLD.from_mechanism(plda.PoissonSampled(plda.Gaussian(1.0), 0.01), 100)
-    assert pld._realized is None
+    assert pld._realized == ()
     bounds = pld.epsilon_bounds(1e-5)
     assert bounds.upper - bounds.lower <= 1e-3 * bounds.upper
 

@@ -25,7 +25,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from plda._internal.errors import GridTooLarge, quiet_accuracy
+from plda._internal.errors import GridTooLarge, check_bracket, quiet_accuracy
 from plda.accounting.history import (
     CACHE_BYTES,
     DOMINANCE,
@@ -118,7 +118,8 @@ class HistoryComposition:
                 lower = lower.reshape(np.shape(e))
         if not need_lower:
             return None, upper
-        return np.minimum(lower, upper), upper
+        check_bracket(lower, upper, query="delta_bounds")
+        return lower, upper
 
     # ---------------------------------------------------------------- internals
     def epsilon_pair(self, history, d: np.ndarray, need_lower: bool):
@@ -219,7 +220,8 @@ class HistoryComposition:
                 lower = np.maximum(lower, pair[1].epsilon(d))
         if not need_lower:
             return None, upper
-        return np.minimum(lower, upper), upper
+        check_bracket(lower, upper, query="epsilon_bounds")
+        return lower, upper
 
     def _coarsened(self, components) -> tuple:
         """``(coarsened, horizon)`` of ``components``, kept for the last four tuples asked (by
@@ -317,7 +319,8 @@ class HistoryComposition:
             pair = self.versions(recipe, step, directions=(direction,), kept=kept)[direction]
             found = pair[1].epsilon(d)
             lower = found if lower is None else np.maximum(lower, found)
-        return np.minimum(lower, upper), upper, uppers
+        check_bracket(lower, upper, query="epsilon_bounds")
+        return lower, upper, uppers
 
     def _grid_step(self, components) -> tuple[float, float | None]:
         """Initial grid step for a history: the planner's pilot step for the history with

@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from plda._internal.errors import check_bracket
 from plda.conversions.cumulants import (
     Cumulant,
     atoms_cumulant,
@@ -84,7 +85,8 @@ def step_cumulant(mechanism: Mechanism, direction: str, alpha: np.ndarray) -> Cu
         lower = np.zeros(alpha.shape)  # K >= 0 for alpha > 1, whatever the pair
         if dominated is not None:
             lower = _law_cumulant(dominated, alpha).lower
-        return Cumulant(lower=np.minimum(lower, upper), upper=upper)
+        check_bracket(lower, upper, query="renyi_bounds")
+        return Cumulant(lower=lower, upper=upper)
     return _law_cumulant(law, alpha, mechanism, direction)
 
 
@@ -113,7 +115,8 @@ def _law_cumulant(law, alpha: np.ndarray, mechanism=None, direction=None) -> Cum
             else _convexity_upper(mechanism, direction, alpha)
         )
     margin = MARGIN * (1 + np.abs(upper))
-    return Cumulant(lower=np.minimum(lower, upper), upper=upper + margin)
+    check_bracket(lower, upper + margin, query="renyi_bounds")
+    return Cumulant(lower=lower, upper=upper + margin)
 
 
 def _convexity_upper(mechanism: Mechanism, direction: str, alpha: np.ndarray) -> np.ndarray:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from plda._internal.errors import check_bracket
 from plda.bounds import Bounds
 from plda.conversions.common import UNIT, scalar_like, unit_interval
 from plda.conversions.composed import ComposedLaws
@@ -117,7 +118,8 @@ def _tradeoff_pair(composed: ComposedLaws, alpha: np.ndarray, direction: str | N
         upper = np.where(alpha < 1e-290, 1.0 - alpha, upper)
     # every tradeoff function lies in [0, 1 - alpha]
     lower = np.clip(lower, 0.0, 1.0 - alpha)
-    upper = np.clip(np.maximum(upper, lower), 0.0, 1.0 - alpha)
+    upper = np.clip(upper, 0.0, 1.0 - alpha)
+    check_bracket(lower, upper, query="tradeoff_bounds")
     return lower, upper
 
 
@@ -142,8 +144,9 @@ def true_positive_rate_bounds(composed: ComposedLaws, false_positive_rate) -> Bo
     a = unit_interval("false_positive_rate", false_positive_rate)
     upper = np.nextafter(_one_minus_upper(select_laws(composed, "upper", None), a), np.inf)
     _, t_upper = _tradeoff_pair(composed, a, None)
-    lower = np.clip(1.0 - t_upper, a, upper)
+    lower = np.clip(1.0 - t_upper, a, 1.0)
     upper = np.clip(upper, a, 1.0)
+    check_bracket(lower, upper, query="true_positive_rate_bounds")
     return Bounds(
         lower=scalar_like(lower, false_positive_rate),
         upper=scalar_like(upper, false_positive_rate),

@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 
+from plda._internal.errors import check_bracket
 from plda._internal.floats import UNIT_ROUNDOFF, round_up
 from plda.bounds import Bounds
 from plda.conversions.composed import ComposedLaws, steps_of
@@ -85,7 +86,8 @@ def zcdp_bounds(composed: ComposedLaws) -> Bounds:
             beyond,  # [alpha_last, inf)
         )
     upper = min(closed, sandwich)
-    return Bounds(lower=min(lower, upper), upper=upper)
+    check_bracket(lower, upper, query="zcdp_bounds")
+    return Bounds(lower=lower, upper=upper)
 
 
 def zcdp(composed: ComposedLaws) -> float:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from plda._internal.errors import check_bracket
 from plda.discretize import discretize
 from plda.engine.composer import compose
 from plda.engine.discrete import DiscreteLoss
@@ -100,4 +101,5 @@ def bounds_over_directions(versions: dict, query: Callable[[DiscreteLoss], np.nd
             continue
         found = query(versions[direction].lower)
         lower = found if lower is None else np.maximum(lower, found)
-    return np.minimum(lower, upper), upper
+    check_bracket(lower, upper, query="bounds over directions")
+    return lower, upper

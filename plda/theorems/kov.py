@@ -10,6 +10,7 @@ from functools import cached_property
 import numpy as np
 from scipy.special import gammaln
 
+from plda._internal.errors import check_bracket
 from plda._internal.floats import UNIT_ROUNDOFF
 from plda.theorems.common import (
     Guarantee,
@@ -252,7 +253,8 @@ class _KOVLaw:
             return math.nextafter(self.k * self.epsilon0, 0.0), math.inf
         upper = self._bracket(self._closed_form(budget_lo), budget_lo, +1)
         lower = self._bracket(self._closed_form(budget_hi), budget_hi, -1)
-        return min(lower, upper), upper
+        check_bracket(lower, upper, query="optimal composition")
+        return lower, upper
 
     def _closed_form(self, budget: float) -> float:
         """Solve ``delta_RR(eps) = budget`` on the segment of losses that holds the solution."""
@@ -357,4 +359,5 @@ def kairouz_oh_viswanath(
         # at eps_total = k epsilon only the +inf mass is left: exactly 1 - (1 - delta)^k, so
         # the equality case (which the float comparison inside the law refuses) holds there
         upper = min(float(upper), sum_up([epsilon] * k) if k <= 4096 else round_up(k * epsilon, 2))
-    return Guarantee(float(upper), target, name, epsilon_lower=float(min(lower, upper)))
+    check_bracket(lower, upper, query="optimal composition")
+    return Guarantee(float(upper), target, name, epsilon_lower=float(lower))

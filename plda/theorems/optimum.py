@@ -3,6 +3,7 @@ certified bounds from the privacy-loss-distribution engine."""
 
 from __future__ import annotations
 
+from plda._internal.errors import check_bracket
 from plda.mechanisms import ApproximateDP
 from plda.pld import PrivacyLossDistribution
 from plda.theorems.common import (
@@ -52,7 +53,8 @@ def optimal(
     # left), so basic composition caps the grid's upper bound (it matters at delta -> 0)
     if covers_delta_mass(target, groups):
         upper = min(upper, sum_up(epsilons.tolist()))
-    return Guarantee(upper, target, "optimal composition (PLD, certified)", min(lower, upper))
+    check_bracket(lower, upper, query="optimal composition")
+    return Guarantee(upper, target, "optimal composition (PLD, certified)", lower)
 
 
 def _approximate_dp_pld(groups, accuracy: float | None = None):
