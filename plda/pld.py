@@ -297,8 +297,7 @@ class PrivacyLossDistribution:
     @overload
     def delta(self, epsilon: ArrayLike) -> FloatArray: ...
     def delta(self, epsilon: ArrayLike) -> FloatOrArray:
-        """Certified upper bound on ``delta(epsilon)`` (hockey-stick divergence); at
-        ``epsilon = inf`` it is the mass at infinite privacy loss, ``P(L = inf)``."""
+        """Certified upper bound on ``delta(epsilon)`` (hockey-stick divergence)."""
         return self.delta_bounds(epsilon).upper
 
     def delta_bounds(self, epsilon: ArrayLike) -> Bounds:

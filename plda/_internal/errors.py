@@ -64,9 +64,12 @@ def quiet_accuracy():
         _QUIET.depth = depth
 
 
-def warn_if_inaccurate(lower, upper, accuracy: float, *, query: str, stacklevel: int = 3) -> None:
+def warn_if_inaccurate(
+    lower, upper, accuracy: float, *, query: str, stacklevel: int = 3, advice: str | None = None
+) -> None:
     """Warn with :class:`AccuracyWarning` where ``(upper - lower) / upper > accuracy`` (unless
-    inside :func:`quiet_accuracy`)."""
+    inside :func:`quiet_accuracy`); ``advice`` replaces the closing advice (what the caller
+    can change), which by default is to pass a larger accuracy or split the composition."""
     if getattr(_QUIET, "depth", 0):
         return
     lower, upper = np.asarray(lower, dtype=float), np.asarray(upper, dtype=float)
@@ -83,7 +86,8 @@ def warn_if_inaccurate(lower, upper, accuracy: float, *, query: str, stacklevel:
         f"{query}: the certified interval [{lo:.6g}, {hi:.6g}] has relative gap "
         f"{(hi - lo) / hi:.3g}, above the requested accuracy {accuracy:g} (the grid reached its "
         "size cap, or the query lies below what the composition resolves). Both bounds still "
-        "hold; pass a larger accuracy to silence this, or split the composition.",
+        "hold; "
+        + (advice or "pass a larger accuracy to silence this, or split the composition."),
         AccuracyWarning,
         stacklevel=stacklevel,
     )

@@ -112,6 +112,8 @@ def step_source(value) -> StepSource:
         return StepSource(history=((value, 1),), repeated=True)
     if isinstance(value, PrivacyLossDistribution):
         history = tuple((m, k) for m, k in value.components if k > 0)
+        if not history:
+            raise ValueError("the PrivacyLossDistribution holds no steps")
         if len({m for m, _ in history}) != 1:
             raise ValueError(
                 "a PrivacyLossDistribution of several mechanisms has no order among its steps: "
