@@ -22,6 +22,17 @@ class AccuracyWarning(UserWarning):
     the delta lies below what the composition resolves (deltas far below 1e-30)."""
 
 
+class GaussianDPWarning(AccuracyWarning):
+    """No finite Gaussian-DP ``mu`` is certified for a composition (``gdp_mu`` returned
+    ``inf``).
+
+    The message says why and what to pass instead: the certified upper bound keeps a mass at
+    infinite privacy loss above ``delta_floor`` (a mechanism with a ``delta``, or an analysis
+    whose bound keeps one), or the certified privacy profile does not get below
+    ``delta_floor``; a larger ``delta_floor`` (e.g. ``1e-9``) then certifies a finite ``mu``
+    above it, and ``gaussian_dp(...).best_fit`` gives the closest ``mu`` (an approximation)."""
+
+
 class GridTooLarge(MemoryError):
     """A composition would need more grid points than the cap (internal: the planner then
     coarsens the grid; it never reaches the user)."""

@@ -8,6 +8,7 @@ new figure when ``None``) and returns the axes.
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
 from scipy.special import ndtr, ndtri
@@ -61,7 +62,10 @@ def tradeoff(
     ax
         Axes to draw on (default: a new figure).
     reference_mu
-        ``mu`` of a reference Gaussian-DP curve (e.g. ``plda.tradeoff.gdp_mu(pld)``).
+        ``mu`` of a reference Gaussian-DP curve, finite: e.g.
+        ``plda.tradeoff.gdp_mu(pld, delta_floor=1e-9)`` (certified down to ``delta = 1e-9``) or
+        ``plda.tradeoff.gaussian_dp(pld).best_fit`` (the closest curve, an approximation).
+        ``inf`` (``gdp_mu`` when no finite ``mu`` is certified) is a ``ValueError``.
     alpha
         Type-I errors to evaluate (default: 601 points on [0, 1]; 600 log-spaced points from
         ``1e-10`` with ``log_scale``).
@@ -73,7 +77,15 @@ def tradeoff(
     """
     pld = as_pld(pld)
     if reference_mu is not None:
-        reference_mu = check.nonnegative_float("reference_mu", reference_mu, upper=math.inf)
+        if isinstance(reference_mu, numbers.Real) and math.isinf(reference_mu):
+            # what gdp_mu returns when no finite mu is certified at its delta_floor
+            raise ValueError(
+                f"reference_mu must be a finite mu >= 0, got {reference_mu!r} (gdp_mu is inf "
+                "when no finite mu is certified at its delta_floor): pass "
+                "plda.tradeoff.gdp_mu(pld, delta_floor=1e-9), a certified mu above delta 1e-9, "
+                "or plda.tradeoff.gaussian_dp(pld).best_fit, the closest mu (not a bound)"
+            )
+        reference_mu = check.nonnegative_float("reference_mu", reference_mu)
     if alpha is None:
         alpha = np.geomspace(1e-10, 1, 600) if log_scale else np.linspace(0, 1, 601)
     a = np.sort(np.atleast_1d(check.array_in("alpha", alpha, 0.0, 1.0)))
