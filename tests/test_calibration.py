@@ -87,8 +87,8 @@ def test_steps_is_the_largest_count_meeting_target():
     k = int(result.value)
     assert achieved(1.0, 0.02, k) <= 1.0 < achieved(1.0, 0.02, k + 1)
     assert calibrate_steps(1.0, DELTA, 1.0, 0.02, accuracy=COARSE) == k
-    capped = calibrate_steps_detailed(50.0, DELTA, 10.0, 1e-4, max_steps=1000, accuracy=COARSE)
-    assert capped.value == 1000
+    # a target still met at max_steps is not answered by max_steps (issue 24, item 8): see
+    # tests/test_calibration_limits.py
 
 
 def test_unreachable_targets_say_which_bound_failed():

@@ -20,6 +20,7 @@ from matplotlib.collections import LineCollection, PolyCollection  # noqa: E402
 
 from plda.filters import FilterComparison  # noqa: E402
 from plda.plot import profiles  # noqa: E402
+from plda.plot import steps as steps_plots  # noqa: E402
 from plda.plot.cli import add_plot_parser, plot_command  # noqa: E402
 from plda.plot.common import BAND_LABEL, describe_band, draw_band  # noqa: E402
 from plda.plot.filters import filter_comparison  # noqa: E402
@@ -259,7 +260,7 @@ def test_bad_profile_arguments(pld, ax):
 
 def test_epsilon_against_steps(ax, tmp_path):
     steps = [10, 100, 1000]
-    profiles.epsilon_vs_steps(STEP, steps, 1e-5, ax)
+    steps_plots.epsilon_vs_steps(STEP, steps, 1e-5, ax)
     upper_line, lower_line = ax.get_lines()
     x, y = upper_line.get_data()
     low = lower_line.get_data()[1]
@@ -280,7 +281,7 @@ def named_lines(ax):
 
 
 def test_accounting_comparison(ax, tmp_path):
-    profiles.accounting_comparison(STEP, [50, 500], 1e-5, ax)
+    steps_plots.accounting_comparison(STEP, [50, 500], 1e-5, ax)
     lines = named_lines(ax)
     assert len(lines) == 3  # PLD, RDP, GDP central limit
     pld_eps = lines["PLD: certified upper bound on ε"]
@@ -292,7 +293,7 @@ def test_accounting_comparison(ax, tmp_path):
 
 
 def test_accounting_comparison_without_central_limit(ax):
-    profiles.accounting_comparison(plda.Laplace(10.0), [5, 20], 1e-5, ax)
+    steps_plots.accounting_comparison(plda.Laplace(10.0), [5, 20], 1e-5, ax)
     lines = named_lines(ax)
     assert len(lines) == 2 and "PLD: certified upper bound on ε" in lines
     exact = [
@@ -320,11 +321,11 @@ def test_bad_plot_arguments(pld, ax):
     with pytest.raises(ValueError, match="reference_mu"):
         profiles.tradeoff(pld, ax, reference_mu=-1.0)
     with pytest.raises(ValueError, match="delta"):
-        profiles.epsilon_vs_steps(STEP, [10], 2.0, ax)
+        steps_plots.epsilon_vs_steps(STEP, [10], 2.0, ax)
     with pytest.raises(ValueError, match="steps"):
-        profiles.epsilon_vs_steps(STEP, [0, 10], 1e-5, ax)
+        steps_plots.epsilon_vs_steps(STEP, [0, 10], 1e-5, ax)
     with pytest.raises(TypeError, match="accountant_or_mechanism"):
-        profiles.epsilon_vs_steps("nope", [10], 1e-5, ax)
+        steps_plots.epsilon_vs_steps("nope", [10], 1e-5, ax)
 
 
 def parse(*argv):
@@ -394,15 +395,14 @@ def test_plots_accept_an_accountant():
                 np.testing.assert_allclose(a.get_data()[1], b.get_data()[1], rtol=1e-9)
         finally:
             plt.close(figure)
-    one = plda.PLDAccountant(accuracy=0.01)
-    one.step(noise_multiplier=1.0, sample_rate=0.02)  # one step, repeated along the axis
+    # epsilon over steps reads the first k recorded steps: here the same as k runs of STEP
     figure, (left, right) = plt.subplots(1, 2)
     try:
-        profiles.epsilon_vs_steps(one, [10, 100], 1e-5, left)
-        profiles.epsilon_vs_steps(STEP, [10, 100], 1e-5, right)
+        steps_plots.epsilon_vs_steps(accountant, [10, 100], 1e-5, left)
+        steps_plots.epsilon_vs_steps(STEP, [10, 100], 1e-5, right)
         np.testing.assert_allclose(left.get_lines()[0].get_data()[1],
                                    right.get_lines()[0].get_data()[1], rtol=1e-9)
-        profiles.accounting_comparison(one, [10], 1e-5, left)
+        steps_plots.accounting_comparison(accountant, [10], 1e-5, left)
     finally:
         plt.close(figure)
     with pytest.raises(ValueError, match="no recorded steps"):

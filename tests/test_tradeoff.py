@@ -245,7 +245,8 @@ def test_certified_gdp_curve_lies_below_the_tradeoff(sampled):
 
 
 def test_no_gdp_with_mass_at_infinity():
-    assert T.gdp_mu(P(plda.ApproximateDP(1.0, 1e-6))) == math.inf
+    with pytest.warns(T.GaussianDPWarning, match="probability 1e-06 on an infinite"):
+        assert T.gdp_mu(P(plda.ApproximateDP(1.0, 1e-6))) == math.inf
 
 
 def test_gaussian_profile_far_tail():

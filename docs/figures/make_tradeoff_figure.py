@@ -18,6 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import plda  # noqa: E402
 from plda import tradeoff  # noqa: E402
 from plda.plot import profiles  # noqa: E402
+from plda.plot import steps as steps_plots
 
 # PLDA_FIGURES_DIR: the docs build draws into its own folder (tracked files stay untouched)
 FIGURES_DIR = Path(os.environ.get("PLDA_FIGURES_DIR", Path(__file__).resolve().parent))
@@ -32,7 +33,7 @@ def main() -> None:
     profiles.tradeoff(pld, axes[0], reference_mu=mu, label="DP-SGD")
     profiles.tradeoff(pld, axes[1], reference_mu=mu, log_scale=True, label="DP-SGD")
     steps = [50, 150, 500, 1500, 4700, 14062]
-    profiles.accounting_comparison(step, steps, 1e-5, axes[2])
+    steps_plots.accounting_comparison(step, steps, 1e-5, axes[2])
     fig.suptitle("DP-SGD, q = 256/60000, σ = 1.1, 14062 steps "
                  f"(reference: certified {mu:.3f}-GDP down to δ = 1e-9)")
     fig.tight_layout()

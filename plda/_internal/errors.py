@@ -22,6 +22,17 @@ class AccuracyWarning(UserWarning):
     the delta lies below what the composition resolves (deltas far below 1e-30)."""
 
 
+class GaussianDPWarning(AccuracyWarning):
+    """No finite Gaussian-DP ``mu`` is certified for a composition (``gdp_mu`` returned
+    ``inf``).
+
+    The message says why and what to pass instead: the certified upper bound keeps a mass at
+    infinite privacy loss above ``delta_floor`` (a mechanism with a ``delta``, or an analysis
+    whose bound keeps one), or the certified privacy profile does not get below
+    ``delta_floor``; a larger ``delta_floor`` (e.g. ``1e-9``) then certifies a finite ``mu``
+    above it, and ``gaussian_dp(...).best_fit`` gives the closest ``mu`` (an approximation)."""
+
+
 class GridTooLarge(MemoryError):
     """A composition would need more grid points than the cap (internal: the planner then
     coarsens the grid; it never reaches the user)."""
@@ -85,9 +96,12 @@ def quiet_accuracy():
         _QUIET.depth = depth
 
 
-def warn_if_inaccurate(lower, upper, accuracy: float, *, query: str, stacklevel: int = 3) -> None:
+def warn_if_inaccurate(
+    lower, upper, accuracy: float, *, query: str, stacklevel: int = 3, advice: str | None = None
+) -> None:
     """Warn with :class:`AccuracyWarning` where ``(upper - lower) / upper > accuracy`` (unless
-    inside :func:`quiet_accuracy`)."""
+    inside :func:`quiet_accuracy`); ``advice`` replaces the closing advice (what the caller
+    can change), which by default is to pass a larger accuracy or split the composition."""
     if getattr(_QUIET, "depth", 0):
         return
     lower, upper = np.asarray(lower, dtype=float), np.asarray(upper, dtype=float)
@@ -104,7 +118,8 @@ def warn_if_inaccurate(lower, upper, accuracy: float, *, query: str, stacklevel:
         f"{query}: the certified interval [{lo:.6g}, {hi:.6g}] has relative gap "
         f"{(hi - lo) / hi:.3g}, above the requested accuracy {accuracy:g} (the grid reached its "
         "size cap, or the query lies below what the composition resolves). Both bounds still "
-        "hold; pass a larger accuracy to silence this, or split the composition.",
+        "hold; "
+        + (advice or "pass a larger accuracy to silence this, or split the composition."),
         AccuracyWarning,
         stacklevel=stacklevel,
     )

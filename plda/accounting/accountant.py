@@ -237,7 +237,9 @@ class PLDAccountant:
     def delta(self, epsilon: ArrayLike) -> FloatArray: ...
     def delta(self, epsilon: ArrayLike) -> FloatOrArray:
         """Certified upper bound on ``delta(epsilon)`` (vectorized); equal to
-        ``delta_bounds(epsilon).upper``, composing only the pessimistic versions."""
+        ``delta_bounds(epsilon).upper``, composing only the pessimistic versions. At
+        ``epsilon = inf`` it is the mass at infinite privacy loss (``1 - (1 - d)^k`` for ``k``
+        runs of ``ApproximateDP(e, d)``); NaN or a negative epsilon is a ``ValueError``."""
         e = check.array_in("epsilon", epsilon, 0.0, np.inf)
         if not self._history:
             return scalar(np.zeros(e.shape), epsilon)

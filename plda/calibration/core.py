@@ -41,6 +41,7 @@ from plda.calibration.problem import (
     Run,
     Target,
     make_result,
+    refuse_at_cap,
 )
 
 __all__ = [
@@ -122,6 +123,7 @@ def solve(
         # the whole range meets the target: the end with the largest objective is the answer
         lower, upper = run.bounds(run.value(unsafe_end), accuracy)
         if upper <= target.value:
+            refuse_at_cap(run, run.value(unsafe_end), upper, accuracy)
             return make_result(run, run.value(unsafe_end), lower, upper, True, accuracy)
         x_unsafe = unsafe_end
     a, b = sorted((x_safe, x_unsafe))

@@ -41,18 +41,22 @@ from plda.calibration.targets import (
 )
 
 __all__ = [
+    "DEFAULT_MAX_STEPS",
     "calibrate_noise_multiplier",
     "calibrate_noise_multiplier_detailed",
     "calibrate_sample_rate",
     "calibrate_sample_rate_detailed",
     "calibrate_steps",
     "calibrate_steps_detailed",
+    "max_steps_hint",
 ]
 
 #: noise multipliers searched
 SIGMA_RANGE = (1e-2, 1e4)
 #: smallest sample rate searched
 MIN_SAMPLE_RATE = 1e-9
+#: most steps searched by default (``max_steps``)
+DEFAULT_MAX_STEPS = 10**7
 
 
 def calibrate_noise_multiplier_detailed(
@@ -96,6 +100,10 @@ def calibrate_noise_multiplier_detailed(
         start=start,
         hint="raise the target or lower sample_rate or steps",
         slope=gdp_slope(target, make, start),
+        cap_hint=(
+            f"noise multipliers are searched down to {SIGMA_RANGE[0]:g}: lower the target, or "
+            "raise sample_rate or steps"
+        ),
     )
     evaluate = DPSGDEvaluator(make, target, relation, _sampler(sampler))
     return solve(evaluate, target, parameter, accuracy=accuracy, rtol=rtol, progress=progress)
@@ -129,7 +137,8 @@ def calibrate_noise_multiplier(
     the result. Defaults: epsilon targets ``accuracy = rtol = 1e-3``; risk targets
     ``accuracy = 1e-4`` and ``rtol = 5e-5``, so the true risk at the result is certified
     within 1.5e-4 of the target (the least noise is the point). The search covers
-    ``sigma`` in [1e-2, 1e4]; the upper end failing raises :class:`~plda.CalibrationError` (a
+    ``sigma`` in [1e-2, 1e4]; the upper end failing, or the lower end still meeting the target
+    (the answer would lie below it), raises :class:`~plda.CalibrationError` (a
     ``ValueError``). ``progress(fraction, message)`` is called after each evaluation.
     ``sampler(noise_multiplier, sample_rate) -> Mechanism`` replaces Poisson sampling by
     another sampler's step (e.g. :class:`~plda.SampledWithoutReplacement`); for a sampler
@@ -253,7 +262,7 @@ def calibrate_steps_detailed(
     target_true_positive_rate: float | None = None,
     at_false_positive_rate: float | None = None,
     target_advantage: float | None = None,
-    max_steps: int = 10**7,
+    max_steps: int = DEFAULT_MAX_STEPS,
     relation: str = "add_remove",
     sampler: Sampler | None = None,
     accuracy: float | None = None,
@@ -285,6 +294,7 @@ def calibrate_steps_detailed(
         start=min(max(guess, 1.0), float(max_steps)) if math.isfinite(guess) else 1.0,
         integer=True,
         hint="raise the target or noise_multiplier, or lower sample_rate",
+        cap_hint=max_steps_hint(max_steps),
     )
     evaluate = DPSGDEvaluator(
         lambda k: (noise_multiplier, sample_rate, int(k)), target, relation, _sampler(sampler)
@@ -308,7 +318,7 @@ def calibrate_steps(
     target_true_positive_rate: float | None = None,
     at_false_positive_rate: float | None = None,
     target_advantage: float | None = None,
-    max_steps: int = 10**7,
+    max_steps: int = DEFAULT_MAX_STEPS,
     relation: str = "add_remove",
     sampler: Sampler | None = None,
     accuracy: float | None = None,
@@ -318,7 +328,9 @@ def calibrate_steps(
     the target (targets as in :func:`calibrate_noise_multiplier`).
 
     Raises :class:`~plda.CalibrationError` (a ``ValueError``) when a single step already exceeds
-    the target.
+    the target, and when ``max_steps`` steps still meet it (unless ``max_steps + 1`` exceed
+    it): the answer then lies beyond ``max_steps``, which is never returned in its place (the
+    message says to pass a larger ``max_steps``, up to 1e12).
     """
     return int(
         calibrate_steps_detailed(
@@ -336,6 +348,17 @@ def calibrate_steps(
             progress=progress,
         ).value
     )
+
+
+def max_steps_hint(max_steps: int) -> str:
+    """What to change when a steps target is still met at ``max_steps``."""
+    most = f"{check.MAX_COUNT:.0e}".replace("e+", "e")
+    if max_steps >= check.MAX_COUNT:
+        return (
+            f"max_steps={max_steps} is the most steps plda certifies ({most}); lower the "
+            "target or noise_multiplier, or raise sample_rate"
+        )
+    return f"pass a larger max_steps (plda certifies up to {most} steps), or lower the target"
 
 
 def _sampler(sampler):

@@ -103,7 +103,15 @@ class DPSGDEvaluator:
         pld = PrivacyLossDistribution(
             ((mechanism, steps),), self.relation, accuracy, step=self.search_step
         ).dominating()
-        bounds = pld.epsilon_bounds(self.target.delta)
+        try:
+            bounds = pld.epsilon_bounds(self.target.delta)
+        except ValueError:
+            if self.search_step is None:
+                raise
+            # the pinned step is too fine for this many steps (its grid would pass the cap):
+            # let the engine choose (and coarsen) the grid, and pin that step from now on
+            self.search_step = None
+            return self._epsilon(sigma, rate, steps, accuracy, search)
         if self.search_step is None:
             self.search_step = pld.grid_step
         return float(bounds.lower), float(bounds.upper)

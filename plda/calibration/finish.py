@@ -13,7 +13,13 @@ import math
 import numpy as np
 
 from plda._internal.errors import CalibrationError
-from plda.calibration.problem import MAX_ITERATIONS, Run, log_ratio, make_result
+from plda.calibration.problem import (
+    MAX_ITERATIONS,
+    Run,
+    log_ratio,
+    make_result,
+    refuse_at_cap,
+)
 
 __all__ = ["finish_continuous", "finish_integer"]
 
@@ -91,7 +97,10 @@ def finish_continuous(run: Run, root: float, accuracy: float, rtol: float):
         if best is None:  # pragma: no cover - the safe end met the target during the search
             raise CalibrationError(f"calibration of {parameter.name} did not converge")
     x, lower, upper = best
-    return make_result(run, run.value(x), lower, upper, upper >= target * (1 - rtol), accuracy)
+    within = upper >= target * (1 - rtol)
+    if not within and x == (hi_x if parameter.increasing else lo_x):
+        refuse_at_cap(run, run.value(x), upper, accuracy)  # pinned at the search limit
+    return make_result(run, run.value(x), lower, upper, within, accuracy)
 
 
 def finish_integer(run: Run, root: float, bracket, accuracy: float):
@@ -168,4 +177,6 @@ def finish_integer(run: Run, root: float, bracket, accuracy: float):
         else:
             bad = mid
     _, lower, upper = meets(good)
+    if bad is None:  # every count up to the limit meets the target
+        refuse_at_cap(run, good, upper, accuracy)
     return make_result(run, good, lower, upper, True, accuracy)

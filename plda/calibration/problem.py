@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from plda._internal.errors import warn_if_inaccurate
+from plda._internal.errors import CalibrationError, warn_if_inaccurate
+from plda._internal.validation import MAX_COUNT
 
 __all__ = [
     "DEFAULT_RTOL",
@@ -65,6 +66,12 @@ class Parameter:
     ``slope``, when known, approximates ``d log(objective) / d log(parameter)`` at the start
     (from a model such as Gaussian DP): the search then takes Newton/secant steps from the start
     instead of bracketing by fixed factors. ``hint`` ends the message of an unreachable target.
+
+    ``cap_hint``, when set, says that the end of the range where the objective is largest is a
+    search limit (``max_steps``, the smallest noise multiplier searched), not the end of the
+    parameter's domain: a target still met there has its answer beyond the limit, and is a
+    :class:`~plda.CalibrationError` ending with this advice (which input to change) instead of a
+    result pinned at the limit.
     """
 
     name: str
@@ -75,6 +82,7 @@ class Parameter:
     integer: bool = False
     hint: str = ""
     slope: float | None = None
+    cap_hint: str = ""
 
 
 @dataclass(frozen=True)
@@ -170,11 +178,36 @@ def log_ratio(upper: float, target: float) -> float:
     return math.log(max(upper, 1e-300) / target) if np.isfinite(upper) else 50.0
 
 
+def refuse_at_cap(run: Run, value, upper: float, accuracy: float) -> None:
+    """Raise :class:`~plda.CalibrationError` when ``value``, the limit of the search on the
+    objective's increasing side (see :attr:`Parameter.cap_hint`), still meets the target with
+    certified upper bound ``upper``: the answer lies beyond the limit. For a count, the limit is
+    the answer if one more step already exceeds the target (checked here)."""
+    parameter, target = run.parameter, run.target
+    if not parameter.cap_hint:
+        return
+    if parameter.integer and int(value) < MAX_COUNT:
+        _, next_upper = run.bounds(int(value) + 1, accuracy)
+        if next_upper > target.value:
+            return  # the next count exceeds the target: the limit is the answer
+    shown = f"{int(value)}" if parameter.integer else f"{value:.3g}"
+    raise CalibrationError(
+        f"target_{target.objective}={target.value:g} is not reached within the searched range: "
+        f"{parameter.name}={shown} still gives {target.bound_name}={upper:.6g}, below the "
+        f"target, so the answer lies beyond it: {parameter.cap_hint}"
+    )
+
+
 def make_result(run: Run, value, lower, upper, within: bool, accuracy) -> CalibrationResult:
     """The :class:`CalibrationResult` of ``run`` at ``value`` (warns once, as
     :class:`~plda.AccuracyWarning`, if the gap of its bounds misses ``accuracy``)."""
     target = run.target
-    warn_if_inaccurate(lower, upper, accuracy, query="calibration result", stacklevel=5)
+    gap = (upper - lower) / upper if upper > 0 and math.isfinite(lower) else 1.0
+    warn_if_inaccurate(
+        lower, upper, accuracy, query="calibration result", stacklevel=5,
+        advice=f"the calibrated value ({run.parameter.name}) meets the target. Pass accuracy="
+        f"{min(0.99, 1.05 * gap):.2g} or more to silence this.",
+    )
     if run.progress is not None:
         shown = f"{int(value)}" if run.parameter.integer else f"{value:.6g}"
         run.progress(1.0, f"{run.parameter.name}={shown}: done")

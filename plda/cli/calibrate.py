@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
 from plda import calibration
-from plda.cli.checks import UsageError, check_accuracy, require
+from plda._internal.errors import CalibrationError
+from plda.calibration.dpsgd import DEFAULT_MAX_STEPS
+from plda.cli.checks import UsageError, check_accuracy, check_steps, require
 from plda.cli.commands import strict_json
 from plda.cli.progress import progress_printer
 from plda.cli.sampler_calibration import calibrate_sampler
@@ -59,10 +63,13 @@ def calibrate_command(args) -> str:
     # progress on stderr only when it is a terminal (None otherwise: nothing printed)
     printer = progress_printer()
     options = {"relation": args.relation, "accuracy": accuracy, "progress": printer}
+    max_steps = _max_steps(args, parameter)
     sigma, sizes = args.noise_multiplier, run.sizes
     try:
         if run.sampler != DEFAULT_SAMPLER:
-            value, result = calibrate_sampler(run, keywords, parameter, sigma, options)
+            value, result = calibrate_sampler(
+                run, keywords, parameter, sigma, {**options, "max_steps": max_steps}
+            )
         elif parameter == "noise_multiplier":
             result = calibration.calibrate_noise_multiplier_detailed(
                 sample_rate=sizes["sample_rate"], steps=run.steps, **keywords, **options
@@ -73,8 +80,12 @@ def calibrate_command(args) -> str:
             )
         else:
             result = calibration.calibrate_steps_detailed(
-                noise_multiplier=sigma, sample_rate=sizes["sample_rate"], **keywords, **options
+                noise_multiplier=sigma, sample_rate=sizes["sample_rate"], max_steps=max_steps,
+                **keywords, **options,
             )
+    except CalibrationError as exc:
+        # the library names its arguments; the command line's flags are what to change here
+        raise CalibrationError(_flags(str(exc))) from None
     finally:
         if printer is not None:
             printer.close()
@@ -90,6 +101,25 @@ def calibrate_command(args) -> str:
         f"{parameter.replace('_', ' ')} = {shown}   (for {describe_target(keywords)}{via})\n"
         f"achieved: {result.lower:.6g} <= {name} <= {result.upper:.6g}   (certified bounds)"
     )
+
+
+def _max_steps(args, parameter: str) -> int:
+    """``--max-steps``, checked: only when the steps are calibrated."""
+    if args.max_steps is None:
+        return DEFAULT_MAX_STEPS
+    if parameter != "steps":
+        raise UsageError(
+            "argument --max-steps: only when calibrating the number of steps (leave --steps "
+            "out and give --noise-multiplier)"
+        )
+    return check_steps("--max-steps", args.max_steps)
+
+
+def _flags(message: str) -> str:
+    """A calibration message with the library's argument names as the command line's flags."""
+    for name in ("max_steps", "noise_multiplier", "sample_rate"):
+        message = re.sub(rf"\b{name}\b", "--" + name.replace("_", "-"), message)
+    return message
 
 
 def _json_record(record: dict, parameter: str, keywords: dict, result) -> dict:

@@ -101,6 +101,12 @@ def build_parser() -> argparse.ArgumentParser:
     cal.add_argument("--noise-multiplier", type=float)
     cal.add_argument("--sample-rate", type=float)
     cal.add_argument("--steps", type=integer)
+    cal.add_argument(
+        "--max-steps",
+        type=integer,
+        help="when calibrating the steps (no --steps): the most steps searched (default 1e7; "
+        "a target still met there is an error, never a result pinned at the limit)",
+    )
     add_sampler_flags(cal, integer)
     cal.add_argument("--relation", default="add_remove", choices=RELATIONS)
     cal.add_argument("--accuracy", type=float, default=DEFAULT_ACCURACY)

@@ -17,6 +17,7 @@ from dataclasses import replace
 
 from plda._internal.errors import check_bracket, quiet_accuracy
 from plda.calibration import CalibrationResult, Parameter, make_target, solve
+from plda.calibration.dpsgd import max_steps_hint
 from plda.calibration.targets import gdp_mu, log_sigma
 from plda.cli.checks import UsageError
 from plda.cli.commands import build_pld, certified_bounds
@@ -29,8 +30,6 @@ __all__ = ["SamplerEvaluator", "calibrate_sampler"]
 
 #: noise multipliers searched (as plda.calibration searches them)
 SIGMA_RANGE = (1e-2, 1e4)
-#: most steps searched
-MAX_STEPS = 10**7
 
 
 class SamplerEvaluator:
@@ -107,6 +106,10 @@ def calibrate_sampler(run: SamplerRun, keywords: dict, calibrated: str, sigma, o
             increasing=False,
             start=min(max(start, SIGMA_RANGE[0]), SIGMA_RANGE[1]),
             hint="raise the target or lower the steps or the batch size",
+            cap_hint=(
+                f"noise multipliers are searched down to {SIGMA_RANGE[0]:g}: lower the target, "
+                "or raise the steps or the batch size"
+            ),
         )
         evaluate = SamplerEvaluator(run, target, "noise_multiplier", None, relation)
         result = solve(evaluate, target, parameter, accuracy=accuracy, rtol=rtol,
@@ -119,7 +122,8 @@ def calibrate_sampler(run: SamplerRun, keywords: dict, calibrated: str, sigma, o
         guess = (gdp_mu(target) / run.nominal_rate) ** 2 / math.expm1(sigma**-2) / unit
     except OverflowError:
         guess = 1.0
-    high = max(1, MAX_STEPS // unit)
+    max_steps = options["max_steps"]
+    high = max(1, max_steps // unit)
     parameter = Parameter(
         name="epochs" if epochs else "steps",
         low=1,
@@ -128,6 +132,7 @@ def calibrate_sampler(run: SamplerRun, keywords: dict, calibrated: str, sigma, o
         start=min(max(guess, 1.0), float(high)) if math.isfinite(guess) else 1.0,
         integer=True,
         hint="raise the target or the noise multiplier",
+        cap_hint=max_steps_hint(max_steps),
     )
     evaluate = SamplerEvaluator(run, target, "steps", sigma, relation)
     result: CalibrationResult = solve(

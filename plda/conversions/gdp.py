@@ -9,6 +9,7 @@ one; exact for compositions of Gaussians (ibid., Cor. 3.3).
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,6 +17,7 @@ from scipy.optimize import minimize_scalar
 from scipy.special import erfcx, ndtr, ndtri
 
 from plda._internal import validation as check
+from plda._internal.errors import GaussianDPWarning
 from plda._internal.floats import UNIT_ROUNDOFF, round_down, round_up
 from plda.conversions.common import scalar_like, unit_interval
 from plda.conversions.composed import ComposedLaws
@@ -195,16 +197,53 @@ def _floor(delta_floor) -> float:
     return value
 
 
-def gdp_mu(composed: ComposedLaws, *, delta_floor: float = DELTA_FLOOR) -> float:
+def gdp_mu(
+    composed: ComposedLaws, *, delta_floor: float = DELTA_FLOOR, stacklevel: int = 3
+) -> float:
     """Smallest certified ``mu``-GDP of the composition (see :func:`plda.tradeoff.gdp_mu`):
     exact for Gaussian steps, else certified by the pessimistic profile down to ``delta_floor``
-    (:func:`_gdp_certificate`)."""
+    (:func:`_gdp_certificate`). ``inf`` comes with a :class:`~plda.tradeoff.GaussianDPWarning`
+    saying why (``stacklevel`` points it at the caller's caller's line)."""
     floor = _floor(delta_floor)
     exact = gaussian_mu(composed.steps, upper=True)
     if exact is not None:
         return exact
     holds = _gdp_certificate(composed, floor)
-    return math.inf if holds is None else _threshold_mu(holds)[1]
+    mu = math.inf if holds is None else _threshold_mu(holds)[1]
+    if mu == math.inf:
+        warnings.warn(_no_mu_reason(composed, floor), GaussianDPWarning, stacklevel=stacklevel)
+    return mu
+
+
+def _no_mu_reason(composed: ComposedLaws, floor: float) -> str:
+    """Why no finite ``mu`` is certified at ``floor``, and what to pass instead."""
+    laws = select_laws(composed, "upper", None)
+    mass = max(law.infinity_mass for law in laws)
+    instead = (
+        "gaussian_dp(...).best_fit gives the closest mu (an approximation, not a bound); "
+        "epsilon_bounds and tradeoff_bounds remain certified"
+    )
+    if mass >= floor:
+        return (
+            f"gdp_mu: no finite mu is certified at delta_floor={floor:g}: the certified upper "
+            f"bound puts probability {mass:.3g} on an infinite privacy loss (a mechanism with a "
+            "delta, or an analysis whose bound keeps one), so delta(eps) >= that mass for every "
+            f"eps, which no Gaussian-DP curve allows; pass delta_floor above {mass:.3g} to "
+            f"certify mu-GDP above it, or note that {instead}"
+        )
+    plateau = float(np.min(symmetric_profile(composed, "upper").delta))
+    if plateau > floor:
+        return (
+            f"gdp_mu: no finite mu is certified at delta_floor={floor:g}: the certified privacy "
+            f"profile gets no lower than {plateau:.3g} (the resolution of the composition's "
+            f"grid); pass delta_floor above {plateau:.3g} (e.g. 1e-9) to certify mu-GDP above "
+            f"it, or note that {instead}"
+        )
+    return (
+        f"gdp_mu: no mu up to 1e12 is certified at delta_floor={floor:g} (the certified "
+        f"profile decays more slowly than any Gaussian-DP curve above the floor); pass a larger "
+        f"delta_floor (e.g. 1e-9), or note that {instead}"
+    )
 
 
 def gaussian_mu(steps, *, upper: bool) -> float | None:
@@ -229,7 +268,7 @@ def gaussian_dp(composed: ComposedLaws, *, delta_floor: float = DELTA_FLOOR) -> 
     """Certified ``mu``, the ``mu`` below which GDP is refuted, and the best-fit ``mu`` (see
     :class:`GaussianDPSummary` and :func:`gdp_mu`)."""
     floor = _floor(delta_floor)
-    mu = gdp_mu(composed, delta_floor=floor)
+    mu = gdp_mu(composed, delta_floor=floor, stacklevel=4)
     below = gaussian_mu(composed.steps, upper=False)
     if below is not None:
         return GaussianDPSummary(
@@ -273,7 +312,7 @@ def gdp_comparison(composed: ComposedLaws, alpha=None, mu: float | None = None):
     a = ndtr(np.linspace(-8, 8, 400)) if alpha is None else unit_interval("alpha", alpha)
     a = np.atleast_1d(a)
     if mu is None:
-        mu = gdp_mu(composed)
+        mu = gdp_mu(composed, stacklevel=4)
     lower, upper = tradeoff_bounds(composed, a)
     if math.isfinite(mu):
         reference = gaussian_tradeoff(a, mu)

@@ -98,8 +98,14 @@ def chernoff_at(law: DiscreteLoss, eps: np.ndarray) -> np.ndarray:
 
 
 def _chernoff_end(law: DiscreteLoss) -> float:
-    """Smallest eps at which the Chernoff bound reaches ``DELTA_FLOOR`` (``inf`` if never)."""
-    room = DELTA_FLOOR - law.chernoff_infinity_mass
+    """Smallest eps at which the Chernoff bound reaches ``DELTA_FLOOR / 2`` (``inf`` if never).
+
+    Half the floor, not the floor: the bound evaluated there carries its ``1 + 1e-9`` margin
+    and rounding, which put it a few ulps *above* a target of exactly ``DELTA_FLOOR``
+    (1.0000000000000114e-250 for DP-SGD), so a last sample meant to close the profile at the
+    floor did not, and :func:`plda.tradeoff.gdp_mu` found no certified ``mu`` at the default
+    floor."""
+    room = DELTA_FLOOR / 2 - law.chernoff_infinity_mass
     if law.log_mgf is None or room <= 0:
         return math.inf
     t, base = _chernoff_terms(law)

@@ -164,7 +164,8 @@ class Composer:
         product = self._grouped(factors, n) if self.group else factors
         spectrum, log_bound, relative = self._product(product, n)
         bound = np.full(len(log_bound), math.exp(_BOUND_FLOOR))
-        np.exp(log_bound, out=bound, where=log_bound > _BOUND_FLOOR)
+        with np.errstate(over="ignore"):  # an error bound past 1e308 is inf: nothing certified
+            np.exp(log_bound, out=bound, where=log_bound > _BOUND_FLOOR)
         # losses <= 0 add nothing to delta(eps) = sum p_i (1 - e^(eps - l_i))_+ for eps >= 0:
         # a profile-only composer reads the window out from loss 0 on (the cyclic positions
         # below it are still part of the transform, so nothing wraps)

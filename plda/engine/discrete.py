@@ -255,8 +255,11 @@ class DiscreteLoss(EpsilonSolver):
         a, s, cuts, _ = self._profile_segments()
         j = np.searchsorted(cuts, eps, side="right")  # first cut strictly above eps
         j = np.minimum(j, len(a) - 1)
-        # eps - l_j <= 0 on the segment, so the weight is at most 1 (e^-inf = 0 past the end)
-        value = a[j] - np.exp(np.minimum(eps - cuts[j], 0.0)) * s[j]
+        # eps - l_j <= 0 on the segment, so the weight is at most 1 (e^-inf = 0 past the end);
+        # at eps = +inf only the mass at infinite loss remains (inf - inf would be NaN)
+        with np.errstate(invalid="ignore"):
+            weight = np.exp(np.minimum(eps - cuts[j], 0.0))
+        value = a[j] - np.where(eps == np.inf, 0.0, weight) * s[j]
         unknown = eps < self.valid_from  # below a tilted law's range nothing is claimed
         if self.upper:
             value = np.where(unknown, 1.0, value * (1 + 8 * _U))

@@ -20,8 +20,8 @@ _FUNCTIONS = {
     "filter_comparison": "plda.plot.filters",
     "tradeoff": "plda.plot.profiles",
     "privacy_profile": "plda.plot.profiles",
-    "epsilon_vs_steps": "plda.plot.profiles",
-    "accounting_comparison": "plda.plot.profiles",
+    "epsilon_vs_steps": "plda.plot.steps",
+    "accounting_comparison": "plda.plot.steps",
 }
 
 __all__ = sorted(_FUNCTIONS)

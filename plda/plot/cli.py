@@ -142,6 +142,7 @@ def plot_command(args: argparse.Namespace) -> str:
         raise ImportError("plda plot needs matplotlib (pip install 'plda[plot]')") from exc
 
     from plda.plot import profiles
+    from plda.plot import steps as steps_plots
 
     figure = Figure(figsize=(6.4, 4.8) if args.kind in ("steps", "comparison") else (6, 5.5))
     FigureCanvasAgg(figure)
@@ -156,9 +157,9 @@ def plot_command(args: argparse.Namespace) -> str:
     else:
         counts = _geometric(max(1, steps // 1000), steps, points)
         if args.kind == "steps":
-            profiles.epsilon_vs_steps(step, counts, args.delta, ax)
+            steps_plots.epsilon_vs_steps(step, counts, args.delta, ax)
         else:
-            profiles.accounting_comparison(step, counts, args.delta, ax)
+            steps_plots.accounting_comparison(step, counts, args.delta, ax)
     ax.set_title(f"{ax.get_title()}\n{run}", fontsize="medium")
     figure.tight_layout()
     figure.savefig(output, dpi=dpi)

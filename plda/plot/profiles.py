@@ -1,5 +1,5 @@
-"""Plots of a composition's privacy: tradeoff curve, privacy profile, epsilon against training
-steps, and several accountings side by side.
+"""Plots of a composition's privacy: tradeoff curve and privacy profile (epsilon against
+training steps is :mod:`plda.plot.steps`).
 
 matplotlib is optional: it is imported inside each function. Every function draws on ``ax`` (a
 new figure when ``None``) and returns the axes.
@@ -8,18 +8,14 @@ new figure when ``None``) and returns the axes.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import numbers
 
 import numpy as np
 from scipy.special import ndtr, ndtri
 
-from plda import renyi as renyi_module
 from plda import tradeoff as tradeoff_module
 from plda._internal import validation as check
 from plda.accountant import PLDAccountant
-from plda.mechanisms.base import Mechanism
-from plda.mechanisms.gaussian import Gaussian
-from plda.mechanisms.subsampled import PoissonSampled
 from plda.pld import PrivacyLossDistribution
 from plda.plot.common import (
     FLOOR_COLOR,
@@ -32,13 +28,9 @@ from plda.plot.common import (
     resolved,
 )
 
-__all__ = ["accounting_comparison", "epsilon_vs_steps", "privacy_profile", "tradeoff"]
-
-#: accuracy of the engine for the per-steps curves (a moderate one keeps them fast)
-STEPS_ACCURACY = 1e-2
+__all__ = ["privacy_profile", "tradeoff"]
 
 _PLD_COLOR = "#1f77b4"
-_RDP_COLOR = "#d62728"
 _GDP_COLOR = "#2ca02c"
 
 
@@ -70,7 +62,10 @@ def tradeoff(
     ax
         Axes to draw on (default: a new figure).
     reference_mu
-        ``mu`` of a reference Gaussian-DP curve (e.g. ``plda.tradeoff.gdp_mu(pld)``).
+        ``mu`` of a reference Gaussian-DP curve, finite: e.g.
+        ``plda.tradeoff.gdp_mu(pld, delta_floor=1e-9)`` (certified down to ``delta = 1e-9``) or
+        ``plda.tradeoff.gaussian_dp(pld).best_fit`` (the closest curve, an approximation).
+        ``inf`` (``gdp_mu`` when no finite ``mu`` is certified) is a ``ValueError``.
     alpha
         Type-I errors to evaluate (default: 601 points on [0, 1]; 600 log-spaced points from
         ``1e-10`` with ``log_scale``).
@@ -82,7 +77,15 @@ def tradeoff(
     """
     pld = as_pld(pld)
     if reference_mu is not None:
-        reference_mu = check.nonnegative_float("reference_mu", reference_mu, upper=math.inf)
+        if isinstance(reference_mu, numbers.Real) and math.isinf(reference_mu):
+            # what gdp_mu returns when no finite mu is certified at its delta_floor
+            raise ValueError(
+                f"reference_mu must be a finite mu >= 0, got {reference_mu!r} (gdp_mu is inf "
+                "when no finite mu is certified at its delta_floor): pass "
+                "plda.tradeoff.gdp_mu(pld, delta_floor=1e-9), a certified mu above delta 1e-9, "
+                "or plda.tradeoff.gaussian_dp(pld).best_fit, the closest mu (not a bound)"
+            )
+        reference_mu = check.nonnegative_float("reference_mu", reference_mu)
     if alpha is None:
         alpha = np.geomspace(1e-10, 1, 600) if log_scale else np.linspace(0, 1, 601)
     a = np.sort(np.atleast_1d(check.array_in("alpha", alpha, 0.0, 1.0)))
@@ -245,138 +248,4 @@ def privacy_profile(
     ax.set_title("Privacy profile")
     describe_band(ax, band, e[show], lower[show], upper[show], linewidth=line.get_linewidth())
     ax.legend(fontsize="small", loc="upper right")
-    return ax
-
-
-def _one_step(accountant_or_mechanism, accuracy: float) -> PrivacyLossDistribution:
-    if isinstance(accountant_or_mechanism, PLDAccountant):
-        # what the accountant has recorded is the unit that is repeated (one step, typically)
-        accountant_or_mechanism = accountant_or_mechanism.pld
-    if isinstance(accountant_or_mechanism, PrivacyLossDistribution):
-        return accountant_or_mechanism.with_accuracy(accuracy)
-    if isinstance(accountant_or_mechanism, Mechanism):
-        return PrivacyLossDistribution.from_mechanism(accountant_or_mechanism, accuracy=accuracy)
-    raise TypeError(
-        "accountant_or_mechanism must be a plda mechanism, a PrivacyLossDistribution or a "
-        f"PLDAccountant (one training step), got {type(accountant_or_mechanism).__name__}"
-    )
-
-
-def _steps(steps) -> np.ndarray:
-    values = np.atleast_1d(np.asarray(steps))
-    if values.ndim != 1 or len(values) == 0:
-        raise ValueError("steps must be a non-empty sequence of positive integers")
-    return np.array(sorted({check.count("steps", v, minimum=1) for v in values.tolist()}))
-
-
-def _check_delta(delta) -> float:
-    d = float(check.array_in("delta", delta, 0.0, 1.0))
-    if not 0 < d < 1:
-        raise ValueError(f"delta must be in (0, 1), got {delta!r}")
-    return d
-
-
-def epsilon_vs_steps(
-    accountant_or_mechanism,
-    steps: Sequence[int] | np.ndarray,
-    delta: float = 1e-5,
-    ax=None,
-    *,
-    accuracy: float = STEPS_ACCURACY,
-    label: str | None = None,
-):
-    """Certified ``epsilon(delta)`` against the number of training steps: the upper bound as a
-    line with markers, the lower bound as a thin line and the band between them (legend
-    ``"certified bounds [lower, upper]"``, with its relative width when it is thinner than the
-    line). One engine call per ``steps`` value (``accuracy`` defaults to a moderate 1e-2: the
-    band shows what it costs).
-
-    ``accountant_or_mechanism`` is one step: a mechanism (e.g.
-    ``plda.PoissonSampled(plda.Gaussian(1.1), 256/60000)``), a PLD, or a
-    :class:`~plda.accountant.PLDAccountant` whose recorded history is the step repeated."""
-    one = _one_step(accountant_or_mechanism, accuracy)
-    k = _steps(steps)
-    d = _check_delta(delta)
-    ax = new_axes(ax)
-    line, band, lower, upper = _epsilon_band(
-        ax, one, k, d, label or f"PLD: certified upper bound on ε (δ = {d:g})"
-    )
-    describe_band(ax, band, k, lower, upper, linewidth=line.get_linewidth())
-    ax.legend(fontsize="small")
-    return ax
-
-
-def _epsilon_band(ax, one: PrivacyLossDistribution, k: np.ndarray, d: float, label: str):
-    """Draw the certified epsilon(d) band of ``k`` repetitions of ``one``."""
-    lower = np.empty(len(k))
-    upper = np.empty(len(k))
-    for i, count in enumerate(k):
-        bounds = one.self_compose(int(count)).epsilon_bounds(d)
-        lower[i], upper[i] = bounds.lower, bounds.upper
-    line, band = draw_band(ax, k, lower, upper, primary="upper", color=_PLD_COLOR, marker="o",
-                           label=label)
-    ax.set_xlabel("training steps")
-    ax.set_ylabel("ε")
-    ax.set_title("Privacy loss over training")
-    if k[-1] / k[0] >= 100:
-        ax.set_xscale("log")
-    return line, band, lower, upper
-
-
-def _clt_mu(mechanism: Mechanism, count: int) -> float | None:
-    """GDP central-limit ``mu = q sqrt(k (e^{mu0^2} - 1))`` of ``k`` Poisson-sampled Gaussian
-    steps (Bu, Dong, Long & Su 2020) — an approximation, not a bound."""
-    if type(mechanism) is PoissonSampled and type(mechanism.mechanism) is Gaussian:
-        mu0 = mechanism.mechanism.mu
-        return mechanism.sample_rate * math.sqrt(count * math.expm1(mu0 * mu0))
-    if type(mechanism) is Gaussian:
-        return mechanism.mu * math.sqrt(count)
-    return None
-
-
-def _gdp_epsilon(mu: float, delta: float) -> float:
-    """``epsilon`` with ``delta_mu(epsilon) = delta`` (bisection on the GDP profile)."""
-    from scipy.optimize import brentq
-
-    def gap(e):
-        return float(np.exp(tradeoff_module.log_gaussian_delta(e, mu))) - delta
-
-    if gap(0.0) <= 0:
-        return 0.0
-    hi = 1.0
-    while gap(hi) > 0:
-        hi *= 2
-    return brentq(gap, 0.0, hi, xtol=1e-10)
-
-
-def accounting_comparison(
-    accountant_or_mechanism,
-    steps: Sequence[int] | np.ndarray,
-    delta: float = 1e-5,
-    ax=None,
-    *,
-    accuracy: float = STEPS_ACCURACY,
-):
-    """``epsilon(delta)`` against training steps by several accountings of the same mechanism:
-    the PLD (certified band), RDP accounting (certified Rényi curve converted with the
-    Canonne–Kamath–Steinke bound, :func:`plda.renyi.renyi_epsilon`) and, for (Poisson-sampled)
-    Gaussian steps, the Gaussian-DP central-limit approximation (not a bound: it can
-    under-report)."""
-    one = _one_step(accountant_or_mechanism, accuracy)
-    k = _steps(steps)
-    d = _check_delta(delta)
-    ax = new_axes(ax)
-    line, band, lower, upper = _epsilon_band(ax, one, k, d, "PLD: certified upper bound on ε")
-    rdp = np.array([renyi_module.renyi_epsilon(one.self_compose(int(c)), d) for c in k])
-    ax.plot(k, rdp, "s--", color=_RDP_COLOR, markersize=3, label="RDP accounting (certified)")
-    mechanisms = [m for m, _ in one.components]
-    if len(mechanisms) == 1 and one.components[0][1] == 1:
-        mus = [_clt_mu(mechanisms[0], int(c)) for c in k]
-        if all(m is not None for m in mus):
-            gdp = np.array([_gdp_epsilon(m, d) for m in mus])
-            ax.plot(k, gdp, "^:", color=_GDP_COLOR, markersize=3,
-                    label="GDP central limit (approximation, not a bound)")
-    ax.set_title(f"Accountings compared (δ = {d:g})")
-    describe_band(ax, band, k, lower, upper, linewidth=line.get_linewidth())
-    ax.legend(fontsize="small")
     return ax

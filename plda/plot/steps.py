@@ -1,0 +1,318 @@
+"""Epsilon against the number of training steps: the certified PLD band alone, or beside RDP
+accounting and the Gaussian-DP central limit.
+
+The first argument is either *one step* (a mechanism, repeated ``k`` times for each ``k`` on
+the axis) or a *record of steps* (an accountant, or a PLD of one mechanism): then the point at
+``k`` is the privacy of the first ``k`` recorded steps, never of the record repeated. matplotlib
+is optional: it is imported when a plot is drawn.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from plda import renyi as renyi_module
+from plda import tradeoff as tradeoff_module
+from plda._internal import validation as check
+from plda.accountant import PLDAccountant
+from plda.mechanisms.base import Mechanism
+from plda.mechanisms.gaussian import Gaussian
+from plda.mechanisms.subsampled import PoissonSampled
+from plda.pld import PrivacyLossDistribution
+from plda.plot.common import describe_band, draw_band, new_axes
+
+__all__ = ["StepSource", "accounting_comparison", "epsilon_vs_steps", "step_source"]
+
+#: accuracy of the engine for the per-steps curves (a moderate one keeps them fast)
+STEPS_ACCURACY = 1e-2
+
+_PLD_COLOR = "#1f77b4"
+_RDP_COLOR = "#d62728"
+_GDP_COLOR = "#2ca02c"
+
+_SOURCES = (
+    "a plda mechanism (one step, repeated), a PLDAccountant, an adapter holding one "
+    "(plda.adapters.opacus.PLDOpacusAccountant, plda.adapters.dp_accounting."
+    "PLDPrivacyAccountant) or a PrivacyLossDistribution of one mechanism (the first k of its "
+    "recorded steps)"
+)
+
+
+@dataclass(frozen=True)
+class StepSource:
+    """What a steps plot reads: the composition of the first ``k`` steps.
+
+    Attributes
+    ----------
+    history
+        Run-length ``((mechanism, count), ...)`` in the order recorded; for one step repeated,
+        ``((mechanism, 1),)``.
+    relation
+        Neighbouring relation of the record.
+    repeated
+        True when ``history`` is one step to repeat (any ``k``), False when it is a record whose
+        first ``k`` steps are read (``k`` at most :attr:`recorded`).
+    """
+
+    history: tuple
+    relation: str = "add_remove"
+    repeated: bool = False
+
+    @property
+    def recorded(self) -> int:
+        """Number of recorded steps (mechanism runs)."""
+        return sum(count for _, count in self.history)
+
+    def first(self, steps: int) -> tuple:
+        """Run-length components of the first ``steps`` steps (``steps`` runs of the one step
+        when :attr:`repeated`)."""
+        if self.repeated:
+            ((mechanism, _),) = self.history
+            return ((mechanism, steps),)
+        if steps > self.recorded:
+            raise ValueError(
+                f"steps: {steps} is beyond the {self.recorded} steps recorded; plot at most "
+                f"{self.recorded} (to extrapolate, pass one step's mechanism instead)"
+            )
+        out, left = [], steps
+        for mechanism, count in self.history:
+            if left <= 0:
+                break
+            out.append((mechanism, min(count, left)))
+            left -= count
+        return tuple(out)
+
+    def pld(self, steps: int, accuracy: float) -> PrivacyLossDistribution:
+        """The PLD of the first ``steps`` steps at ``accuracy`` (its lower bound comes from the
+        realized pairs, as the accountant's does)."""
+        return PrivacyLossDistribution(self.first(steps), self.relation, accuracy)
+
+
+def step_source(value) -> StepSource:
+    """The :class:`StepSource` of a steps plot's first argument.
+
+    A mechanism is one step, repeated. A :class:`~plda.PLDAccountant` is a record of steps, and
+    so is an adapter that keeps one as its ``accountant`` (the Opacus and dp_accounting
+    adapters), and a PLD of a single mechanism (``count`` runs of it). A PLD of several
+    mechanisms has no order among its runs and is refused, as is an Opacus adapter that
+    accounts one-pass epochs (its guarantee is per epoch, not per step).
+
+    Raises
+    ------
+    TypeError
+        For anything else.
+    ValueError
+        For an empty record, a PLD of several mechanisms, or one-pass epochs.
+    """
+    if isinstance(value, Mechanism):
+        return StepSource(history=((value, 1),), repeated=True)
+    if isinstance(value, PrivacyLossDistribution):
+        history = tuple((m, k) for m, k in value.components if k > 0)
+        if not history:
+            raise ValueError("the PrivacyLossDistribution holds no steps")
+        if len({m for m, _ in history}) != 1:
+            raise ValueError(
+                "a PrivacyLossDistribution of several mechanisms has no order among its steps: "
+                "pass a PLDAccountant (steps in the order recorded) or one step's mechanism"
+            )
+        ((mechanism, _),) = history[:1]
+        return StepSource(
+            history=((mechanism, sum(k for _, k in history)),), relation=value.relation
+        )
+    accountant = value if isinstance(value, PLDAccountant) else getattr(value, "accountant", None)
+    if not isinstance(accountant, PLDAccountant):
+        raise TypeError(f"accountant_or_mechanism must be {_SOURCES}, got {type(value).__name__}")
+    sampler = getattr(value, "sampler", "poisson")
+    if accountant is not value and sampler != "poisson":
+        raise ValueError(
+            f"this {type(value).__name__} accounts {sampler} epochs, whose guarantee covers "
+            "whole epochs, not steps: plot its get_epsilon_bounds(delta) per epoch instead"
+        )
+    history = accountant.history
+    if not history:
+        raise ValueError("the accountant has no recorded steps")
+    return StepSource(history=history, relation=accountant.relation)
+
+
+def _steps(steps, source: StepSource) -> np.ndarray:
+    values = np.atleast_1d(np.asarray(steps))
+    if values.ndim != 1 or len(values) == 0:
+        raise ValueError("steps must be a non-empty sequence of positive integers")
+    k = np.array(sorted({check.count("steps", v, minimum=1) for v in values.tolist()}))
+    if not source.repeated and k[-1] > source.recorded:
+        source.first(int(k[-1]))  # raises, saying how many were recorded
+    return k
+
+
+def _check_delta(delta) -> float:
+    d = float(check.array_in("delta", delta, 0.0, 1.0))
+    if not 0 < d < 1:
+        raise ValueError(f"delta must be in (0, 1), got {delta!r}")
+    return d
+
+
+def epsilon_vs_steps(
+    accountant_or_mechanism,
+    steps: Sequence[int] | np.ndarray,
+    delta: float = 1e-5,
+    ax=None,
+    *,
+    accuracy: float = STEPS_ACCURACY,
+    label: str | None = None,
+):
+    """Certified ``epsilon(delta)`` against the number of training steps: the upper bound as a
+    line with markers, the lower bound as a thin line and the band between them (legend
+    ``"certified bounds [lower, upper]"``, with its relative width when it is thinner than the
+    line). One engine call per ``steps`` value (``accuracy`` defaults to a moderate 1e-2: the
+    band shows what it costs).
+
+    Parameters
+    ----------
+    accountant_or_mechanism
+        Either one step, repeated ``k`` times at each ``k`` of ``steps``: a mechanism (e.g.
+        ``plda.PoissonSampled(plda.Gaussian(1.1), 256/60000)``). Or a record of steps, read at
+        its *prefixes* (the point at ``k`` is the privacy of the first ``k`` steps recorded,
+        under the record's relation): a :class:`~plda.PLDAccountant`, an Opacus or
+        dp_accounting adapter (:class:`plda.adapters.opacus.PLDOpacusAccountant`,
+        :class:`plda.adapters.dp_accounting.PLDPrivacyAccountant`), or a PLD of one mechanism.
+        Steps are counted as ``len(accountant)`` counts them (an epoch mechanism is one run).
+    steps
+        Step counts ``k >= 1`` (at most the number recorded for a record of steps).
+    delta
+        The ``delta`` in ``(0, 1)`` at which epsilon is bounded.
+    ax
+        Axes to draw on (default: a new figure).
+    accuracy
+        Target relative gap of each point's epsilon bounds.
+    label
+        Legend label of the upper bound.
+
+    Returns
+    -------
+    The matplotlib axes.
+
+    Raises
+    ------
+    ValueError
+        A step count beyond the recorded ones, a ``delta`` outside (0, 1), a record without an
+        order (see :func:`step_source`).
+    TypeError
+        For an ``accountant_or_mechanism`` of another type.
+    """
+    source = step_source(accountant_or_mechanism)
+    k = _steps(steps, source)
+    d = _check_delta(delta)
+    ax = new_axes(ax)
+    line, band, lower, upper = _epsilon_band(
+        ax, source, k, d, accuracy, label or f"PLD: certified upper bound on ε (δ = {d:g})"
+    )
+    describe_band(ax, band, k, lower, upper, linewidth=line.get_linewidth())
+    ax.legend(fontsize="small")
+    return ax
+
+
+def _epsilon_band(ax, source: StepSource, k: np.ndarray, d: float, accuracy: float, label: str):
+    """Draw the certified epsilon(d) band of the first ``k`` steps of ``source``."""
+    lower = np.empty(len(k))
+    upper = np.empty(len(k))
+    for i, count in enumerate(k):
+        bounds = source.pld(int(count), accuracy).epsilon_bounds(d)
+        lower[i], upper[i] = bounds.lower, bounds.upper
+    line, band = draw_band(ax, k, lower, upper, primary="upper", color=_PLD_COLOR, marker="o",
+                           label=label)
+    ax.set_xlabel("training steps")
+    ax.set_ylabel("ε")
+    ax.set_title("Privacy loss over training")
+    if k[-1] / k[0] >= 100:
+        ax.set_xscale("log")
+    return line, band, lower, upper
+
+
+def _clt_mu_squared(mechanism: Mechanism) -> float | None:
+    """``mu^2`` per step of the GDP central limit: ``q^2 (e^{mu0^2} - 1)`` for a
+    Poisson-sampled Gaussian (Bu, Dong, Long & Su 2020), ``mu0^2`` for a Gaussian; ``None``
+    for other mechanisms. An approximation, not a bound."""
+    if type(mechanism) is PoissonSampled and type(mechanism.mechanism) is Gaussian:
+        mu0 = mechanism.mechanism.mu
+        return mechanism.sample_rate**2 * math.expm1(mu0 * mu0)
+    if type(mechanism) is Gaussian:
+        return mechanism.mu**2
+    return None
+
+
+def _clt_mu(components) -> float | None:
+    """Central-limit ``mu`` of a composition: ``mu^2`` adds up over its steps (GDP composes
+    in quadrature); ``None`` when a step has no central-limit reading."""
+    total = 0.0
+    for mechanism, count in components:
+        per_step = _clt_mu_squared(mechanism)
+        if per_step is None:
+            return None
+        total += count * per_step
+    return math.sqrt(total)
+
+
+def _gdp_epsilon(mu: float, delta: float) -> float:
+    """``epsilon`` with ``delta_mu(epsilon) = delta`` (bisection on the GDP profile)."""
+    from scipy.optimize import brentq
+
+    def gap(e):
+        return float(np.exp(tradeoff_module.log_gaussian_delta(e, mu))) - delta
+
+    if gap(0.0) <= 0:
+        return 0.0
+    hi = 1.0
+    while gap(hi) > 0:
+        hi *= 2
+    return brentq(gap, 0.0, hi, xtol=1e-10)
+
+
+def accounting_comparison(
+    accountant_or_mechanism,
+    steps: Sequence[int] | np.ndarray,
+    delta: float = 1e-5,
+    ax=None,
+    *,
+    accuracy: float = STEPS_ACCURACY,
+):
+    """``epsilon(delta)`` against training steps by several accountings of the same steps:
+    the PLD (certified band), RDP accounting (certified Rényi curve converted with the
+    Canonne–Kamath–Steinke bound, :func:`plda.renyi.renyi_epsilon`) and, for (Poisson-sampled)
+    Gaussian steps, the Gaussian-DP central-limit approximation (not a bound: it can
+    under-report).
+
+    ``accountant_or_mechanism``, ``steps``, ``delta``, ``ax`` and ``accuracy`` are those of
+    :func:`epsilon_vs_steps`: one step repeated, or a record of steps read at its prefixes.
+
+    Returns
+    -------
+    The matplotlib axes.
+
+    Raises
+    ------
+    ValueError, TypeError
+        As :func:`epsilon_vs_steps`.
+    """
+    source = step_source(accountant_or_mechanism)
+    k = _steps(steps, source)
+    d = _check_delta(delta)
+    ax = new_axes(ax)
+    line, band, lower, upper = _epsilon_band(
+        ax, source, k, d, accuracy, "PLD: certified upper bound on ε"
+    )
+    rdp = np.array([renyi_module.renyi_epsilon(source.pld(int(c), accuracy), d) for c in k])
+    ax.plot(k, rdp, "s--", color=_RDP_COLOR, markersize=3, label="RDP accounting (certified)")
+    if source.relation == "add_remove":  # the central limit is stated for add/remove pairs
+        mus = [_clt_mu(source.first(int(c))) for c in k]
+        if all(m is not None for m in mus):
+            gdp = np.array([_gdp_epsilon(m, d) for m in mus])
+            ax.plot(k, gdp, "^:", color=_GDP_COLOR, markersize=3,
+                    label="GDP central limit (approximation, not a bound)")
+    ax.set_title(f"Accountings compared (δ = {d:g})")
+    describe_band(ax, band, k, lower, upper, linewidth=line.get_linewidth())
+    ax.legend(fontsize="small")
+    return ax

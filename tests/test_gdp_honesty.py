@@ -1,0 +1,101 @@
+"""``gdp_mu`` is finite where a mu is certified and says why where none is (issue 24, item 9).
+
+The README's ``pld.gdp_mu()`` returned ``inf`` without a word for DP-SGD: the last sample of the
+certified profile's Chernoff tail, aimed at exactly the default floor 1e-250, came out a few
+ulps above it (1.0000000000000114e-250), so the certificate never closed. Now it closes (a
+certified mu of 1.64 for that run), an ``inf`` comes with a ``GaussianDPWarning`` saying which
+``delta_floor`` to pass, and the tradeoff plot refuses ``reference_mu=inf`` saying what to pass.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+import plda
+from plda import tradeoff
+
+STEP = plda.PoissonSampled(plda.Gaussian(sigma=1.1), sample_rate=256 / 60000)
+
+
+@pytest.fixture(scope="module")
+def dpsgd():
+    return plda.PrivacyLossDistribution.from_mechanism(STEP, 2000)  # the README's run
+
+
+def test_dpsgd_has_a_certified_mu_at_the_default_floor(dpsgd):
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        mu = dpsgd.gdp_mu()
+        practical = tradeoff.gdp_mu(dpsgd, delta_floor=1e-9)
+    assert not [w for w in record if "gdp_mu" in str(w.message)]
+    assert math.isfinite(mu) and mu >= practical  # a lower floor certifies less
+    assert 0.24 < practical < 0.25
+    # the profile samples close at the floor: the last one is below it
+    assert tradeoff.symmetric_profile(dpsgd).delta[-1] < tradeoff.DELTA_FLOOR
+    # not refuted: the certified lower bounds of delta (at every grid loss) stay below the
+    # claimed GDP profiles
+    lower = tradeoff.symmetric_profile(dpsgd, "lower")
+    for claimed, floor in ((mu, tradeoff.DELTA_FLOOR), (practical, 1e-9)):
+        gaussian = tradeoff.gaussian_delta(np.maximum(lower.epsilon, 0.0), claimed)
+        assert np.all(lower.delta <= np.maximum(gaussian, floor))
+
+
+def _one_warning(record, match: str):
+    found = [w for w in record if issubclass(w.category, tradeoff.GaussianDPWarning)]
+    assert len(found) == 1, [str(w.message) for w in found]
+    assert found[0].filename == __file__  # points at the caller's line
+    assert match in str(found[0].message)
+    assert "_" + "gdp" not in str(found[0].message)  # no private names
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda pld: pld.gdp_mu(),
+        lambda pld: tradeoff.gdp_mu(pld),
+        lambda pld: tradeoff.gaussian_dp(pld).mu,
+    ],
+    ids=["method", "function", "gaussian_dp"],
+)
+def test_an_infinite_mu_says_why_and_what_to_pass(call):
+    pld = plda.PrivacyLossDistribution.from_mechanism(plda.ApproximateDP(1.0, 1e-6), 100)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        assert call(pld) == math.inf
+    _one_warning(record, "pass delta_floor above 0.0001")
+    # and what it says works: above the mass at infinity a finite mu is certified
+    assert math.isfinite(pld.gdp_mu(delta_floor=2e-4))
+
+
+def test_a_bracketed_sampler_whose_bound_keeps_a_delta_is_explained():
+    step = plda.RandomAllocation(plda.Gaussian(1.0), num_steps=10)
+    pld = plda.PrivacyLossDistribution.from_mechanism(step, 100)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        assert tradeoff.gdp_mu(pld) == math.inf
+    _one_warning(record, "infinite privacy loss")
+    assert math.isfinite(tradeoff.gdp_mu(pld, delta_floor=1e-7))
+
+
+def test_the_tradeoff_plot_refuses_an_infinite_reference_mu():
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    dpsgd = plda.PrivacyLossDistribution.from_mechanism(STEP, 100)
+    figure, ax = plt.subplots()
+    try:
+        for log_scale in (False, True):
+            with pytest.raises(ValueError, match=r"reference_mu must be a finite mu .*"
+                               r"gdp_mu\(pld, delta_floor=1e-9\)"):
+                plda.plot.tradeoff(dpsgd, ax, reference_mu=math.inf, log_scale=log_scale)
+        # what the message says to pass draws
+        mu = tradeoff.gdp_mu(dpsgd, delta_floor=1e-9)
+        plda.plot.tradeoff(dpsgd, ax, reference_mu=mu, alpha=np.linspace(0, 1, 11))
+        assert any(line.get_label() == f"{mu:.3g}-GDP" for line in ax.get_lines())
+    finally:
+        plt.close(figure)

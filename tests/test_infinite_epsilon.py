@@ -1,0 +1,150 @@
+"""delta at epsilon = inf, epsilon at delta = 0 and 1, and non-numbers (issue 24, item 6).
+
+``delta(inf)`` is the mass at infinite privacy loss, ``P(L = inf)`` (the hockey-stick divergence
+``sup_S P(S) - e^eps Q(S)`` keeps only the sets ``Q`` cannot reach); it was NaN (``inf - inf`` in
+the closed form of the last grid segment) in the API and the CLI. ``epsilon(delta)`` is ``inf``
+below that mass and 0 at ``delta = 1``; NaN and negative inputs are a ValueError naming the
+argument.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import mpmath
+import numpy as np
+import pytest
+
+import plda
+from plda.cli import main
+
+
+def _infinity_mass(delta: float, count: int) -> float:
+    """``1 - (1 - delta)^count`` in 50-digit arithmetic."""
+    with mpmath.workdps(50):
+        return float(1 - (1 - mpmath.mpf(delta)) ** count)
+
+
+def _pld(mechanism, count, relation="add_remove"):
+    return plda.PrivacyLossDistribution.from_mechanism(mechanism, count, relation=relation)
+
+
+def _accountant(mechanism, count, relation="add_remove"):
+    accountant = plda.PLDAccountant(relation=relation)
+    accountant.compose(mechanism, count)
+    return accountant
+
+
+MAKERS = {"pld": _pld, "accountant": _accountant}
+
+
+@pytest.mark.parametrize("make", MAKERS.values(), ids=MAKERS.keys())
+@pytest.mark.parametrize("relation", ["add_remove", "replace_one"])
+@pytest.mark.parametrize(("delta", "count"), [(1e-3, 3), (1e-10, 5), (0.3, 2)])
+def test_delta_at_infinite_epsilon_is_the_mass_at_infinity_bracketed(make, relation, delta, count):
+    exact = _infinity_mass(delta, count)
+    composition = make(plda.ApproximateDP(epsilon=1.0, delta=delta), count, relation)
+    bounds = composition.delta_bounds(math.inf)
+    assert bounds.lower <= exact <= bounds.upper
+    assert bounds.upper == pytest.approx(exact, rel=1e-9)
+    assert composition.delta(math.inf) == bounds.upper
+    # vectorized, mixed with finite epsilons: only the infinite one changes
+    mixed = composition.delta_bounds([0.0, math.inf, 1.0])
+    assert not np.isnan(mixed.upper).any() and not np.isnan(mixed.lower).any()
+    assert mixed.lower[1] <= exact <= mixed.upper[1]
+    assert np.all(mixed.lower <= mixed.upper) and np.all(np.diff(mixed.upper[[0, 2, 1]]) <= 0)
+
+
+@pytest.mark.parametrize("make", MAKERS.values(), ids=MAKERS.keys())
+@pytest.mark.parametrize(
+    "mechanism",
+    [
+        plda.Gaussian(1.0),
+        plda.Laplace(scale=2.0),
+        plda.PoissonSampled(plda.Gaussian(1.0), sample_rate=0.01),
+        plda.PoissonSampled(plda.ApproximateDP(epsilon=1.0, delta=1e-4), sample_rate=0.1),
+    ],
+    ids=["gaussian", "laplace", "poisson-gaussian", "poisson-approximate"],
+)
+def test_delta_at_infinite_epsilon_is_finite_and_ordered_for_every_mechanism(make, mechanism):
+    composition = make(mechanism, 4)
+    bounds = composition.delta_bounds(math.inf)
+    assert 0.0 <= bounds.lower <= bounds.upper <= 1.0
+    if isinstance(getattr(mechanism, "mechanism", mechanism), plda.ApproximateDP):
+        # a record is sampled with probability q, then its step has mass delta at infinity
+        exact = _infinity_mass(0.1 * 1e-4, 4)
+        assert bounds.lower <= exact <= bounds.upper
+    else:
+        assert bounds.upper < 1e-300  # no mass at infinite loss (only rounding terms)
+
+
+def test_epsilon_at_delta_zero_one_and_below_the_infinity_mass():
+    mass = _infinity_mass(1e-3, 3)
+    pld = _pld(plda.ApproximateDP(epsilon=1.0, delta=1e-3), 3)
+    deltas = [0.0, mass / 2, mass * (1 - 1e-6), 1e-2, 1.0]
+    bounds = pld.epsilon_bounds(deltas)
+    assert np.all(bounds.upper[:3] == math.inf)
+    assert np.all(bounds.lower[:3] == math.inf)  # certified: no finite epsilon reaches delta
+    assert 0 < bounds.lower[3] <= bounds.upper[3] <= 3.0 + 1e-6
+    assert bounds.lower[4] == bounds.upper[4] == 0.0
+    # a Gaussian has no mass at infinity but delta(eps) > 0 for every eps
+    gaussian = _accountant(plda.Gaussian(1.0), 2).epsilon_bounds([0.0, 1.0])
+    assert gaussian.upper[0] == math.inf and gaussian.upper[1] == 0.0
+
+
+@pytest.mark.parametrize("make", MAKERS.values(), ids=MAKERS.keys())
+@pytest.mark.parametrize("bad", [-math.inf, math.nan, -1e-3])
+def test_nan_and_negative_epsilons_are_refused(make, bad):
+    composition = make(plda.Gaussian(1.0), 2)
+    for query in (composition.delta, composition.delta_bounds):
+        with pytest.raises(ValueError, match="epsilon must be in"):
+            query(bad)
+        with pytest.raises(ValueError, match="epsilon must be in"):
+            query([1.0, bad])
+
+
+@pytest.mark.parametrize("make", MAKERS.values(), ids=MAKERS.keys())
+@pytest.mark.parametrize("bad", [math.nan, -math.inf, math.inf, -1e-3, 1.5])
+def test_deltas_outside_the_unit_interval_are_refused(make, bad):
+    composition = make(plda.Gaussian(1.0), 2)
+    for query in (composition.epsilon, composition.epsilon_bounds):
+        with pytest.raises(ValueError, match="delta must be in"):
+            query(bad)
+
+
+def test_tradeoff_and_true_positive_rate_at_alpha_zero_read_the_infinity_mass():
+    mass = _infinity_mass(1e-3, 3)
+    pld = _pld(plda.ApproximateDP(epsilon=1.0, delta=1e-3), 3)
+    beta = pld.tradeoff_bounds(0.0)
+    assert beta.lower <= 1 - mass <= beta.upper
+    tpr = plda.true_positive_rate_bounds(pld, 0.0)
+    assert tpr.lower <= mass <= tpr.upper
+
+
+def test_the_cli_reports_delta_at_infinite_epsilon(capsys):
+    mass = _infinity_mass(1e-3, 3)
+    argv = ["delta", "--mechanism", "approximate_dp:epsilon=1,delta=1e-3", "--count", "3",
+            "--epsilon", "inf"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "nan" not in out.lower()
+    assert main([*argv, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["delta_lower"] <= mass <= data["delta_upper"]
+    assert data["delta_upper"] == pytest.approx(mass, rel=1e-9)
+
+
+def test_the_dp_accounting_adapter_reports_delta_at_infinite_epsilon():
+    dp_accounting = pytest.importorskip("dp_accounting")
+    from plda.adapters.dp_accounting import PLDPrivacyAccountant
+
+    accountant = PLDPrivacyAccountant()
+    accountant.compose(
+        dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(1.0), 3)
+    )
+    assert 0.0 <= accountant.get_delta(math.inf) < 1e-300
+    bounds = accountant.get_delta_bounds(math.inf)
+    assert 0.0 <= bounds.lower <= bounds.upper < 1e-300
+    with pytest.raises(ValueError, match="epsilon must be in"):
+        accountant.get_delta(math.nan)
