@@ -3,7 +3,12 @@
 from typing import TYPE_CHECKING
 
 from plda._internal import caches
-from plda._internal.errors import AccuracyWarning, CalibrationError, SamplerMismatchWarning
+from plda._internal.errors import (
+    AccuracyWarning,
+    CalibrationError,
+    PLDAWarning,
+    SamplerMismatchWarning,
+)
 from plda.accountant import PLDAccountant
 from plda.adapters.dp_accounting import from_dp_event
 from plda.calibration import calibrate_noise_multiplier, calibrate_sample_rate, calibrate_steps
@@ -34,6 +39,7 @@ from plda.sweep import sweep, sweep_to_dataframe
 __version__ = "0.1.0"
 
 __all__ = [
+    "PLDAWarning",
     "AccuracyWarning",
     "CalibrationError",
     "SamplerMismatchWarning",

@@ -10,7 +10,12 @@ from typing import overload
 import numpy as np
 
 from plda._internal import validation as check
-from plda._internal.errors import GridTooLarge, quiet_accuracy, warn_if_inaccurate
+from plda._internal.errors import (
+    GridTooLarge,
+    public_entries,
+    quiet_accuracy,
+    warn_if_inaccurate,
+)
 from plda._internal.typing import ArrayLike, FloatArray, FloatOrArray
 from plda.bounds import Bounds
 from plda.conversions import gdp as gdp_conversion
@@ -48,6 +53,7 @@ __all__ = [
 ]
 
 
+@public_entries  # each public call issues each warning once, at the user's line
 @dataclass(frozen=True, eq=False)
 class PrivacyLossDistribution:
     """Privacy-loss distribution of a composition of mechanisms, discretized on demand.
@@ -286,7 +292,7 @@ class PrivacyLossDistribution:
             np.ravel(upper), "delta", self.accuracy,
         )
         lower, upper = lower.reshape(d.shape), upper.reshape(d.shape)
-        warn_if_inaccurate(lower, upper, self.accuracy, query="epsilon_bounds", stacklevel=3)
+        warn_if_inaccurate(lower, upper, self.accuracy, query="epsilon_bounds")
         if self._realized is not None:  # not tight: the lower bound of the realized pairs
             with quiet_accuracy():
                 lower = np.minimum(self._realized.epsilon_bounds(d).lower, upper)

@@ -174,7 +174,7 @@ def make_result(run: Run, value, lower, upper, within: bool, accuracy) -> Calibr
     """The :class:`CalibrationResult` of ``run`` at ``value`` (warns once, as
     :class:`~plda.AccuracyWarning`, if the gap of its bounds misses ``accuracy``)."""
     target = run.target
-    warn_if_inaccurate(lower, upper, accuracy, query="calibration result", stacklevel=5)
+    warn_if_inaccurate(lower, upper, accuracy, query="calibration result")
     if run.progress is not None:
         shown = f"{int(value)}" if run.parameter.integer else f"{value:.6g}"
         run.progress(1.0, f"{run.parameter.name}={shown}: done")
