@@ -32,11 +32,11 @@ loader actually used (:func:`plda.adapters.loaders.describe_loader`) and account
   :class:`~plda.SamplerMismatchWarning` saying that the epsilon is not certified for the run.
 
 ``make_private_with_epsilon`` calibrates the noise for the relation and the loader of the
-accountant that will report the run: :meth:`PLDOpacusAccountant.mechanism` names a registry
-entry with the accountant's relation (so Opacus's ``get_noise_multiplier`` calibrates under
-it), and the optimizer hook checks the calibrated noise on the run as it will be accounted
-(Poisson steps, or shuffled epochs) and raises ``optimizer.noise_multiplier`` to
-:func:`plda.adapters.opacus_calibration.noise_for_target` where it misses the target.
+accountant that will report the run: ``mechanism()`` (:meth:`PLDOpacusAccountant.registry_name`)
+names a registry entry with the accountant's relation (so Opacus's ``get_noise_multiplier``
+calibrates under it), and the optimizer hook checks the calibrated noise on the run as it will
+be accounted (Poisson steps, or shuffled epochs) and raises ``optimizer.noise_multiplier`` where
+it misses the target (:func:`plda.adapters.opacus_calibration.meet_target`).
 
 Call :func:`check_sampler` yourself on any other loader.
 """
@@ -61,7 +61,7 @@ from plda.adapters.loaders import (
     not_certified_message,
     refusal_message,
 )
-from plda.adapters.opacus_calibration import PlannedRun, noise_for_target, run_epsilon
+from plda.adapters.opacus_calibration import meet_target, planned_run
 from plda.adapters.opacus_calls import calibration_loader, make_private_call
 from plda.mechanisms import Gaussian, PoissonSampled
 from plda.pld import DEFAULT_ACCURACY, Bounds
@@ -307,34 +307,15 @@ class PLDOpacusAccountant:
                 relation, accuracy = self.accountant.relation, self.accountant.accuracy
                 self.accountant, self.epochs = PLDAccountant(relation, accuracy), None
             if call.calibration is not None:
-                num_batches = found.num_batches or round(1.0 / sample_rate)
-                self._meet_target(call, num_batches, kind == "one_pass")
+                run = planned_run(
+                    self.accountant.relation, self.accountant.accuracy, call.calibration.epochs,
+                    found.num_batches or round(1.0 / sample_rate), one_pass=kind == "one_pass",
+                )
+                meet_target(call.optimizer, run, call.calibration)
         except (ValueError, TypeError):
             if call.wrapped_here:
                 call.module.cleanup()
             raise
-
-    def _meet_target(self, call, num_batches: int, one_pass: bool) -> None:
-        """Raise the optimizer's noise to what the target needs on this accounting, where
-        Opacus's calibration (Poisson, and the registry accountant's accuracy) fell short."""
-        request = call.calibration
-        values = (request.target_epsilon, request.target_delta, request.epochs)
-        if any(not isinstance(v, (int, float)) for v in values) or call.optimizer is None:
-            raise ValueError(
-                "cannot read the target of make_private_with_epsilon (an Opacus version this "
-                "adapter does not know): choose the noise with plda.calibrate_noise_multiplier "
-                "and call make_private"
-            )
-        run = PlannedRun(
-            relation=self.accountant.relation, accuracy=self.accountant.accuracy,
-            num_batches=num_batches, steps=math.ceil(request.epochs * num_batches),
-            one_pass=one_pass,
-        )
-        sigma = call.optimizer.noise_multiplier
-        if run_epsilon(run, sigma, request.target_delta) > request.target_epsilon:
-            call.optimizer.noise_multiplier = noise_for_target(
-                run, request.target_epsilon, request.target_delta
-            )
 
     def get_optimizer_hook_fn(self, sample_rate: float):
         """Callback for Opacus's ``DPOptimizer.attach_step_hook``: records a step with the

@@ -4,7 +4,7 @@ Opacus's ``make_private_with_epsilon`` calibrates the noise with ``get_noise_mul
 which builds a fresh accountant from the registry and treats every loader as Poisson. The
 Opacus adapter checks that noise against the run that will actually be accounted (the
 accountant's relation and accuracy, the loader ``make_private`` prepared) and recalibrates
-when it misses the target: :func:`run_epsilon` and :func:`noise_for_target`.
+when it misses the target (:func:`meet_target`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from plda.adapters.epochs import OnePassEpochs
 from plda.calibration import calibrate_noise_multiplier
 from plda.mechanisms import Gaussian, NotTightWarning, Shuffled
 
-__all__ = ["PlannedRun", "noise_for_target", "run_epsilon"]
+__all__ = ["PlannedRun", "meet_target", "noise_for_target", "planned_run", "run_epsilon"]
 
 #: relative increases of the noise tried when the calibrated value misses the target on the
 #: run's own accountant (the two compose the same mechanisms, so this is rounding at most)
@@ -98,3 +98,40 @@ def noise_for_target(run: PlannedRun, target_epsilon: float, target_delta: float
         f"no noise multiplier found whose epsilon meets target_epsilon={target_epsilon!r} at "
         f"target_delta={target_delta!r} on this run ({run.steps} steps): raise the target"
     )
+
+
+def planned_run(relation: str, accuracy: float, epochs, num_batches: int, *,
+                one_pass: bool) -> PlannedRun:
+    """The :class:`PlannedRun` of ``epochs`` passes over ``num_batches`` batches (``ValueError``
+    when ``epochs`` is not a positive number: Opacus's caller could not be read)."""
+    if isinstance(epochs, bool) or not isinstance(epochs, (int, float)) or not epochs > 0:
+        raise ValueError(
+            f"cannot read the epochs of make_private_with_epsilon (got {epochs!r}; an Opacus "
+            "version this adapter does not know): choose the noise with "
+            "plda.calibrate_noise_multiplier and call make_private"
+        )
+    return PlannedRun(relation=relation, accuracy=accuracy, num_batches=num_batches,
+                      steps=math.ceil(epochs * num_batches), one_pass=one_pass)
+
+
+def meet_target(optimizer, run: PlannedRun, request) -> None:
+    """Raise ``optimizer.noise_multiplier`` (Opacus's ``DPOptimizer``) to what
+    ``request.target_epsilon`` at ``request.target_delta`` needs on ``run`` where Opacus's
+    calibration (Poisson batches, the registry accountant's accuracy) fell short; leave it
+    where it meets the target.
+
+    Raises
+    ------
+    ValueError
+        The target or the optimizer could not be read from Opacus's call;
+        :class:`~plda.CalibrationError` when no noise meets the target.
+    """
+    target, delta = request.target_epsilon, request.target_delta
+    if not all(isinstance(v, (int, float)) for v in (target, delta)) or optimizer is None:
+        raise ValueError(
+            "cannot read the target of make_private_with_epsilon (an Opacus version this "
+            "adapter does not know): choose the noise with plda.calibrate_noise_multiplier "
+            "and call make_private"
+        )
+    if run_epsilon(run, optimizer.noise_multiplier, delta) > target:
+        optimizer.noise_multiplier = noise_for_target(run, target, delta)
