@@ -7,6 +7,7 @@ from plda._internal.errors import (
     AccuracyWarning,
     CalibrationError,
     InvertedBracketError,
+    PLDAWarning,
     SamplerMismatchWarning,
 )
 from plda.accountant import PLDAccountant
@@ -39,6 +40,7 @@ from plda.sweep import sweep, sweep_to_dataframe
 __version__ = "0.1.0"
 
 __all__ = [
+    "PLDAWarning",
     "AccuracyWarning",
     "CalibrationError",
     "InvertedBracketError",

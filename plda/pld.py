@@ -13,6 +13,7 @@ from plda._internal import validation as check
 from plda._internal.errors import (
     GridTooLarge,
     check_bracket,
+    public_entries,
     quiet_accuracy,
     warn_if_inaccurate,
 )
@@ -53,6 +54,7 @@ __all__ = [
 ]
 
 
+@public_entries  # each public call issues each warning once, at the user's line
 @dataclass(frozen=True, eq=False)
 class PrivacyLossDistribution:
     """Privacy-loss distribution of a composition of mechanisms, discretized on demand.
@@ -318,7 +320,7 @@ class PrivacyLossDistribution:
             np.ravel(upper), "delta", self.accuracy,
         )
         lower, upper = lower.reshape(d.shape), upper.reshape(d.shape)
-        warn_if_inaccurate(lower, upper, self.accuracy, query="epsilon_bounds", stacklevel=3)
+        warn_if_inaccurate(lower, upper, self.accuracy, query="epsilon_bounds")
         if self._realized:  # not tight: the largest lower bound of the realized pairs
             with quiet_accuracy():
                 lower = np.max([r.epsilon_bounds(d).lower for r in self._realized], axis=0)

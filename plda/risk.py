@@ -25,12 +25,13 @@ from __future__ import annotations
 import numpy as np
 
 from plda import tradeoff
-from plda._internal.errors import check_bracket
+from plda._internal.errors import check_bracket, one_warning_per_call
 from plda.pld import Bounds, PrivacyLossDistribution
 
 __all__ = ["advantage_bounds", "true_positive_rate_bounds"]
 
 
+@one_warning_per_call
 def true_positive_rate_bounds(pld: PrivacyLossDistribution, false_positive_rate) -> Bounds:
     """Certified bounds on the best membership-inference true-positive rate at a false-positive
     rate.
@@ -65,6 +66,7 @@ def true_positive_rate_bounds(pld: PrivacyLossDistribution, false_positive_rate)
     return tradeoff.true_positive_rate_bounds(pld, false_positive_rate)
 
 
+@one_warning_per_call
 def advantage_bounds(pld: PrivacyLossDistribution) -> Bounds:
     """Certified bounds on the membership-inference advantage ``max_alpha (TPR - FPR)``.
 

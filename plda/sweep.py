@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from plda._internal import validation as check
-from plda._internal.errors import quiet_accuracy
+from plda._internal.errors import one_warning_per_call, quiet_accuracy
 from plda.accountant import PLDAccountant
 from plda.calibration import (
     calibrate_noise_multiplier_detailed,
@@ -209,6 +209,7 @@ def _calibration_target(config: dict) -> dict:
     return {"target_advantage": advantage}
 
 
+@one_warning_per_call
 def evaluate_config(config: dict) -> dict:
     """One record of :func:`sweep` for one (validated) configuration; a module-level function so
     that process pools and Dask workers can pickle it."""
@@ -266,6 +267,7 @@ def evaluate_config(config: dict) -> dict:
     return record
 
 
+@one_warning_per_call
 def sweep(
     configs: Iterable[dict],
     executor: concurrent.futures.Executor | None = None,

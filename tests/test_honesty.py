@@ -44,8 +44,10 @@ def test_an_ordinary_run_gives_no_accuracy_warning():
     assert (bounds.upper - bounds.lower) <= 1e-3 * bounds.upper
 
 
-def test_accuracy_warning_is_a_documented_user_warning():
-    assert issubclass(plda.AccuracyWarning, UserWarning)
+def test_accuracy_warning_is_a_documented_plda_warning():
+    # a plda warning, not a UserWarning: silencing UserWarning (as training scripts do) keeps it
+    assert issubclass(plda.AccuracyWarning, plda.PLDAWarning)
+    assert not issubclass(plda.AccuracyWarning, UserWarning)
     assert issubclass(plda.CalibrationError, ValueError)
     assert "AccuracyWarning" in plda.__all__ and "CalibrationError" in plda.__all__
 

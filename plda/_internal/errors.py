@@ -1,8 +1,12 @@
-"""plda's documented warning and exception classes (re-exported as ``plda.AccuracyWarning`` and
-``plda.CalibrationError``)."""
+"""plda's documented warning and exception classes (re-exported as ``plda.PLDAWarning``,
+``plda.AccuracyWarning``, ``plda.CalibrationError``, ...) and the one way plda issues a warning
+(:func:`warn`): at the user's line, once per public call."""
 
 from __future__ import annotations
 
+import functools
+import inspect
+import sys
 import threading
 import warnings
 from contextlib import contextmanager
@@ -14,7 +18,17 @@ import numpy as np
 ABSOLUTE_SLACK = 1e-9
 
 
-class AccuracyWarning(UserWarning):
+class PLDAWarning(Warning):
+    """Base class of every warning plda issues.
+
+    Not a ``UserWarning``: a run that silences ``UserWarning`` (as many training scripts do, to
+    hide the warnings of deep-learning libraries) still sees what plda says about its bounds.
+    Filter plda's warnings as a group with ``warnings.simplefilter("error", plda.PLDAWarning)``
+    or, on the command line, ``python -W error::plda.PLDAWarning script.py`` (``-W`` after
+    ``-m pytest`` for pytest: ``python -m pytest -W error::plda.PLDAWarning``)."""
+
+
+class AccuracyWarning(PLDAWarning):
     """A returned interval is wider than the requested ``accuracy``.
 
     The bounds are still certified (the upper bound holds, the lower bound holds); they are only
@@ -42,13 +56,14 @@ class GridTooLarge(MemoryError):
         self.points, self.cap = points, cap
 
 
-class SamplerMismatchWarning(UserWarning):
+class SamplerMismatchWarning(PLDAWarning):
     """The batches were not drawn the way the accounting assumes.
 
-    Raised by the Opacus adapter when steps are accounted as Poisson-subsampled (each record in
-    each batch independently with probability ``sample_rate``) while the data loader actually
-    draws fixed-size, shuffled or sequential batches: the reported epsilon is then not a bound
-    for the training that ran (Lebeda et al. 2024; Chua et al. 2024). Use Opacus's
+    Issued by :func:`plda.adapters.opacus.check_sampler` for a loader that is not Poisson, and by
+    the Opacus adapter built with ``strict=False`` when it accounts steps as Poisson-subsampled
+    (each record in each batch independently with probability ``sample_rate``) while the data
+    loader draws its batches otherwise: the reported epsilon is then not a bound for the
+    training that ran (Lebeda et al. 2024; Chua et al. 2024). Use Opacus's
     ``poisson_sampling=True`` or account with the sampler that ran."""
 
 
@@ -80,6 +95,94 @@ class CalibrationError(ValueError):
 
 
 _QUIET = threading.local()
+_CALL = threading.local()
+
+#: packages whose frames a warning passes over to reach the user's line: plda itself, and the
+#: libraries that call into plda's adapters (Opacus's ``PrivacyEngine`` and the optimizer step
+#: hooks torch runs, dp_accounting's ``PrivacyAccountant``)
+LIBRARY_PACKAGES = frozenset({"plda", "opacus", "torch", "dp_accounting"})
+
+
+def _package(frame) -> str:
+    return frame.f_globals.get("__name__", "").partition(".")[0]
+
+
+def _importlib_frame(frame) -> bool:
+    # what ``warnings`` itself skips when it counts ``stacklevel`` (its _is_internal_frame)
+    filename = frame.f_code.co_filename
+    return "importlib" in filename and "_bootstrap" in filename
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` at which a ``warnings.warn`` call made by the caller of this function
+    names the user's line: the caller of the outermost plda frame, passing over the libraries
+    that call into plda (:data:`LIBRARY_PACKAGES`). The outermost, not the nearest: plda calls
+    back through ``functools``, scipy's root finders and the user's own callables (a
+    calibration's ``sampler``), and a fixed ``stacklevel`` is right for one path only."""
+    frames = []  # frames[k] is what stacklevel k + 1 names, counted as ``warnings`` counts
+    frame = sys._getframe(1)
+    while frame is not None:
+        frames.append(frame)
+        frame = frame.f_back
+        while frame is not None and _importlib_frame(frame):
+            frame = frame.f_back
+    index = max((k for k, f in enumerate(frames) if _package(f) == "plda"), default=0)
+    while index + 1 < len(frames) and _package(frames[index + 1]) in LIBRARY_PACKAGES:
+        index += 1
+    return min(index + 2, len(frames))
+
+
+def warn(message: str, category: type[Warning]) -> None:
+    """Issue a plda warning at the user's line, once per public call.
+
+    Inside a call decorated with :func:`one_warning_per_call` (plda's public entry points) a
+    warning of the same category and text is issued once, however many internal queries meet
+    it (a calibration evaluates dozens of compositions of one sampler). The filename and line
+    are the user's (:func:`user_stacklevel`), so ``-W`` filters by module and the printed
+    source line both refer to the user's code."""
+    seen = getattr(_CALL, "seen", None)
+    if seen is not None:
+        key = (category, message)
+        if key in seen:
+            return
+        seen.add(key)
+    warnings.warn(message, category, stacklevel=user_stacklevel())
+
+
+def one_warning_per_call(function):
+    """Decorator of a public entry point: while it runs (the outermost decorated call of the
+    thread), :func:`warn` issues each distinct warning once."""
+
+    @functools.wraps(function)
+    def entry(*args, **kwargs):
+        if getattr(_CALL, "seen", None) is not None:  # an inner entry: the outer call's scope
+            return function(*args, **kwargs)
+        _CALL.seen = set()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            _CALL.seen = None
+
+    return entry
+
+
+def public_entries(cls):
+    """Class decorator: every public method, class method and property getter of ``cls``
+    becomes :func:`one_warning_per_call` (the class's public interface is the user's entry)."""
+    for name, value in list(vars(cls).items()):
+        if name.startswith("_"):
+            continue
+        if isinstance(value, property) and value.fget is not None:
+            wrapped = property(one_warning_per_call(value.fget), value.fset, value.fdel,
+                               value.__doc__)
+        elif isinstance(value, (classmethod, staticmethod)):
+            wrapped = type(value)(one_warning_per_call(value.__func__))
+        elif inspect.isfunction(value):
+            wrapped = one_warning_per_call(value)
+        else:
+            continue
+        setattr(cls, name, wrapped)
+    return cls
 
 
 @contextmanager
@@ -97,11 +200,12 @@ def quiet_accuracy():
 
 
 def warn_if_inaccurate(
-    lower, upper, accuracy: float, *, query: str, stacklevel: int = 3, advice: str | None = None
+    lower, upper, accuracy: float, *, query: str, advice: str | None = None
 ) -> None:
-    """Warn with :class:`AccuracyWarning` where ``(upper - lower) / upper > accuracy`` (unless
-    inside :func:`quiet_accuracy`); ``advice`` replaces the closing advice (what the caller
-    can change), which by default is to pass a larger accuracy or split the composition."""
+    """Warn with :class:`AccuracyWarning` (at the user's line, see :func:`warn`) where
+    ``(upper - lower) / upper > accuracy`` (unless inside :func:`quiet_accuracy`); ``advice``
+    replaces the closing advice (what the caller can change), which by default is to pass a
+    larger accuracy or split the composition."""
     if getattr(_QUIET, "depth", 0):
         return
     lower, upper = np.asarray(lower, dtype=float), np.asarray(upper, dtype=float)
@@ -114,12 +218,11 @@ def warn_if_inaccurate(
         gaps = np.where(missed, (upper - lower) / np.maximum(upper, 1e-300), -1.0)
     worst = int(np.argmax(gaps))
     lo, hi = float(np.ravel(lower)[worst]), float(np.ravel(upper)[worst])
-    warnings.warn(
+    warn(
         f"{query}: the certified interval [{lo:.6g}, {hi:.6g}] has relative gap "
         f"{(hi - lo) / hi:.3g}, above the requested accuracy {accuracy:g} (the grid reached its "
         "size cap, or the query lies below what the composition resolves). Both bounds still "
         "hold; "
         + (advice or "pass a larger accuracy to silence this, or split the composition."),
         AccuracyWarning,
-        stacklevel=stacklevel,
     )

@@ -17,7 +17,12 @@ import numpy as np
 
 from plda import risk
 from plda._internal import validation as check
-from plda._internal.errors import check_bracket, quiet_accuracy, warn_if_inaccurate
+from plda._internal.errors import (
+    check_bracket,
+    public_entries,
+    quiet_accuracy,
+    warn_if_inaccurate,
+)
 from plda._internal.typing import ArrayLike, FloatArray, FloatOrArray
 from plda.accounting.composition import HistoryComposition
 from plda.accounting.history import scalar
@@ -45,6 +50,7 @@ def _locked(method):
     return run
 
 
+@public_entries  # each public call issues each warning once, at the user's line
 class PLDAccountant:
     """Privacy accountant for a sequence of mechanisms (e.g. the steps of DP-SGD).
 

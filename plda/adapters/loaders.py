@@ -9,7 +9,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["LoaderSampler", "describe_loader", "mismatch_message"]
+from plda._internal.errors import SamplerMismatchWarning, warn
+
+__all__ = [
+    "LoaderSampler",
+    "check_sampler",
+    "describe_loader",
+    "mismatch_message",
+    "not_certified_message",
+    "refusal_message",
+]
 
 #: Opacus's batch samplers that draw each record independently with probability sample_rate
 POISSON_SAMPLERS = ("UniformWithReplacementSampler", "DistributedUniformWithReplacementSampler")
@@ -129,3 +138,55 @@ def mismatch_message(found: LoaderSampler, relation: str) -> str:
         "sampler that ran (plda.mechanisms.sampler_spec.sampled_mechanism builds its mechanism "
         "for plda.PLDAccountant.compose)."
     )
+
+
+def refusal_message(found: LoaderSampler, relation: str) -> str:
+    """Why a strict Opacus accountant refuses ``found`` under ``relation``, and what to do."""
+    return (
+        "PLDOpacusAccountant(strict=True) refuses this loader before training: "
+        f"{mismatch_message(found, relation)} PLDOpacusAccountant(strict=False) would account "
+        "the steps as Poisson anyway, with an epsilon that is not certified for this training."
+    )
+
+
+def not_certified_message(found: LoaderSampler, relation: str) -> str:
+    """The warning of a non-strict Opacus accountant that accounts ``found`` as Poisson."""
+    return (
+        f"{mismatch_message(found, relation)} Accounted as Poisson anyway (strict=False): the "
+        "reported epsilon is NOT certified for this training."
+    )
+
+
+def check_sampler(data_loader, relation: str = "add_remove") -> str:
+    """Name the sampling scheme of a PyTorch data loader; warn unless it is Poisson.
+
+    Poisson subsampling (Opacus's ``DPDataLoader``, whose batch sampler is
+    ``UniformWithReplacementSampler``) is what DP-SGD accounting with a ``sample_rate`` assumes.
+    Fixed-size batches from a shuffled or sequential loader are a different mechanism, for which
+    the Poisson epsilon can be far too small (Lebeda, Regehr, Kamath & Steinke 2024; Chua et al.
+    2024).
+
+    Parameters
+    ----------
+    data_loader
+        A ``torch.utils.data.DataLoader`` (read duck-typed: ``batch_sampler`` and its
+        ``sampler``).
+    relation
+        The relation you account under: the warning's advice depends on it.
+
+    Returns
+    -------
+    str
+        ``"poisson"``, ``"shuffled"`` (``shuffle=True``), ``"sequential"``,
+        ``"with_replacement"`` (``RandomSampler(replacement=True)``), ``"weighted"``
+        (``WeightedRandomSampler``) or ``"unknown"``.
+
+    Warns
+    -----
+    SamplerMismatchWarning
+        For every result but ``"poisson"``, saying what to do.
+    """
+    found = describe_loader(data_loader)
+    if found.kind != "poisson":
+        warn(mismatch_message(found, relation), SamplerMismatchWarning)
+    return found.kind

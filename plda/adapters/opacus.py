@@ -15,20 +15,28 @@ module registers it in Opacus's accountant registry under ``"plda"`` when Opacus
     engine.get_epsilon(1e-5)                          # certified upper bound
     engine.accountant.get_epsilon_bounds(1e-5)        # Bounds(lower=..., upper=...)
 
-The accountant assumes Poisson subsampling (Opacus's ``DPDataLoader``). When Opacus's
-``make_private`` attaches it to an optimizer, it inspects the data loader actually used
-(:func:`plda.adapters.loaders.describe_loader`):
+When Opacus's ``make_private`` attaches the accountant to an optimizer, it inspects the data
+loader actually used (:func:`plda.adapters.loaders.describe_loader`) and accounts for it:
 
-- Poisson batches: accounted as Poisson-subsampled Gaussian steps;
+- Poisson batches (``poisson_sampling=True``, Opacus's ``DPDataLoader``): Poisson-subsampled
+  Gaussian steps, under either relation;
 - fixed-size batches that use every record once per epoch (``poisson_sampling=False`` with
-  ``shuffle=True`` or ``False``): under ``relation="replace_one"`` each epoch is accounted as a
-  :class:`~plda.Shuffled` epoch (:class:`plda.adapters.epochs.OnePassEpochs`); under
-  add/remove (the default) there is no sound analysis of a chunked permutation, and the
-  accountant warns with :class:`~plda.SamplerMismatchWarning` saying to set
-  ``engine.accountant = PLDOpacusAccountant(relation="replace_one")`` before ``make_private``
-  (or to use ``poisson_sampling=True``);
-- sampling with replacement, ``WeightedRandomSampler`` or an unknown sampler: warns (no sound
-  analysis), the steps are still recorded as Poisson so that training runs.
+  ``shuffle=True`` or ``False``), under ``relation="replace_one"``: each epoch is one
+  :class:`~plda.Shuffled` epoch (:class:`plda.adapters.epochs.OnePassEpochs`);
+- any other loader has no sound analysis: the same one-pass loader under add/remove (removing
+  a record shifts every later batch of a chunked permutation), sampling with replacement,
+  ``WeightedRandomSampler``, a ``drop_last`` that drops records, an unknown sampler. With
+  ``strict=True`` (the default) ``make_private`` raises a ``ValueError`` before training,
+  saying what to do (``relation="replace_one"`` or ``poisson_sampling=True``); with
+  ``strict=False`` the steps are accounted as Poisson anyway, with a
+  :class:`~plda.SamplerMismatchWarning` saying that the epsilon is not certified for the run.
+
+``make_private_with_epsilon`` calibrates the noise for the relation and the loader of the
+accountant that will report the run: ``mechanism()`` (:meth:`PLDOpacusAccountant.registry_name`)
+names a registry entry with the accountant's relation (so Opacus's ``get_noise_multiplier``
+calibrates under it), and the optimizer hook checks the calibrated noise on the run as it will
+be accounted (Poisson steps, or shuffled epochs) and raises ``optimizer.noise_multiplier`` where
+it misses the target (:func:`plda.adapters.opacus_calibration.meet_target`).
 
 Call :func:`check_sampler` yourself on any other loader.
 """
@@ -37,15 +45,24 @@ from __future__ import annotations
 
 import math
 import sys
-import warnings
 from collections import OrderedDict
+from functools import partial
 
 from plda._internal import validation as check
-from plda._internal.errors import SamplerMismatchWarning
+from plda._internal.errors import SamplerMismatchWarning, public_entries, warn
 from plda.accountant import PLDAccountant
 from plda.adapters import certified
 from plda.adapters.epochs import OnePassEpochs
-from plda.adapters.loaders import ONE_PASS_KINDS, describe_loader, mismatch_message
+from plda.adapters.loaders import (
+    ONE_PASS_KINDS,
+    LoaderSampler,
+    check_sampler,
+    describe_loader,
+    not_certified_message,
+    refusal_message,
+)
+from plda.adapters.opacus_calibration import meet_target, planned_run
+from plda.adapters.opacus_calls import calibration_loader, make_private_call
 from plda.mechanisms import Gaussian, PoissonSampled
 from plda.pld import DEFAULT_ACCURACY, Bounds
 
@@ -55,70 +72,30 @@ try:  # optional: register in Opacus's registry when it is installed
 except ImportError:  # Opacus (or torch) missing: the class works on its own
     OpacusAccountant = register_accountant = None
 
-__all__ = ["MECHANISM", "PLDOpacusAccountant", "check_sampler"]
+__all__ = ["MECHANISM", "REGISTRY_NAMES", "PLDOpacusAccountant", "check_sampler"]
 
 #: the name under which the accountant is registered in Opacus (``PrivacyEngine(accountant=...)``)
 MECHANISM = "plda"
+#: the registry entry of each relation: what :meth:`PLDOpacusAccountant.mechanism` names, so that
+#: Opacus's ``get_noise_multiplier`` (which builds a new accountant from that name) calibrates
+#: under the relation of the accountant that will report the run
+REGISTRY_NAMES = {"add_remove": MECHANISM, "replace_one": f"{MECHANISM}-replace_one"}
 #: names of earlier versions' state dicts, still loadable
 _OLD_MECHANISMS = ("plda-pld",)
-#: how many frames up the optimizer-hook request looks for Opacus's ``make_private``
-_FRAME_DEPTH = 4
-#: Opacus's ``make_private`` caller that calibrates the noise first (for Poisson batches)
-CALIBRATING_CALLER = "make_private_with_epsilon"
 
 
-def check_sampler(data_loader, relation: str = "add_remove") -> str:
-    """Name the sampling scheme of a PyTorch data loader; warn unless it is Poisson.
+class _MechanismName:
+    """``PLDOpacusAccountant.mechanism()``: ``"plda"`` on the class (Opacus's interface declares
+    a class method); on an instance, the registry name of its relation (see
+    :meth:`PLDOpacusAccountant.mechanism`)."""
 
-    Poisson subsampling (Opacus's ``DPDataLoader``, whose batch sampler is
-    ``UniformWithReplacementSampler``) is what DP-SGD accounting with a ``sample_rate`` assumes.
-    Fixed-size batches from a shuffled or sequential loader are a different mechanism, for which
-    the Poisson epsilon can be far too small (Lebeda, Regehr, Kamath & Steinke 2024; Chua et al.
-    2024).
-
-    Parameters
-    ----------
-    data_loader
-        A ``torch.utils.data.DataLoader`` (read duck-typed: ``batch_sampler`` and its
-        ``sampler``).
-    relation
-        The relation you account under: the warning's advice depends on it.
-
-    Returns
-    -------
-    str
-        ``"poisson"``, ``"shuffled"`` (``shuffle=True``), ``"sequential"``,
-        ``"with_replacement"`` (``RandomSampler(replacement=True)``), ``"weighted"``
-        (``WeightedRandomSampler``) or ``"unknown"``.
-
-    Warns
-    -----
-    SamplerMismatchWarning
-        For every result but ``"poisson"``, saying what to do.
-    """
-    found = describe_loader(data_loader)
-    if found.kind != "poisson":
-        warnings.warn(mismatch_message(found, relation), SamplerMismatchWarning, stacklevel=2)
-    return found.kind
+    def __get__(self, instance, owner):
+        if instance is None:
+            return lambda: MECHANISM
+        return instance.registry_name
 
 
-def _caller_loader():
-    """``(loader, depth, calibrated)`` if Opacus's ``PrivacyEngine.make_private`` is asking for
-    the optimizer hook (best effort: reads its local ``data_loader``, the loader it prepared;
-    ``calibrated``: called by ``make_private_with_epsilon``), else ``(None, 0, False)``."""
-    frame = sys._getframe(3)  # 0: here, 1: _adopt_caller_loader, 2: get_optimizer_hook_fn
-    for depth in range(_FRAME_DEPTH):
-        if frame is None:
-            break
-        code = frame.f_code
-        if code.co_name == "make_private" and "opacus" in code.co_filename:
-            caller = frame.f_back
-            calibrated = caller is not None and caller.f_code.co_name == CALIBRATING_CALLER
-            return frame.f_locals.get("data_loader"), depth, calibrated
-        frame = frame.f_back
-    return None, 0, False
-
-
+@public_entries  # each public call issues each warning once, at the user's line
 class PLDOpacusAccountant:
     """Opacus accountant: certified PLD bounds for DP-SGD steps.
 
@@ -126,12 +103,25 @@ class PLDOpacusAccountant:
     attaches the accountant to a loader that uses every record once per epoch and the relation
     is ``"replace_one"``: then each epoch is accounted as a :class:`~plda.Shuffled` epoch
     (:attr:`sampler` is ``"shuffled"``; see the module docstring and
-    :meth:`account_one_pass`).
+    :meth:`account_one_pass`). A loader with no sound analysis is refused in ``make_private``
+    (``strict=True``) or accounted as Poisson with a warning (``strict=False``).
 
     Parameters
     ----------
     relation, accuracy
         As for :class:`~plda.PLDAccountant`.
+    strict
+        ``True`` (default): ``make_private`` raises ``ValueError`` for a loader that plda has no
+        sound analysis of under ``relation`` (before training starts). ``False``: such a
+        loader's steps are accounted as Poisson anyway, with a
+        :class:`~plda.SamplerMismatchWarning`; the epsilon is then **not certified** for the
+        training that ran.
+
+    Raises
+    ------
+    ValueError, TypeError
+        A ``relation`` or ``accuracy`` out of range (as :class:`~plda.PLDAccountant`), a
+        ``strict`` that is not a bool.
 
     Examples
     --------
@@ -143,15 +133,35 @@ class PLDOpacusAccountant:
     ([(1.1, 0.01, 10)], True, 'poisson')
     """
 
-    def __init__(self, relation: str = "add_remove", accuracy: float = DEFAULT_ACCURACY):
+    mechanism = _MechanismName()
+
+    def __init__(
+        self, relation: str = "add_remove", accuracy: float = DEFAULT_ACCURACY, *,
+        strict: bool = True,
+    ):
+        if not isinstance(strict, bool):
+            raise TypeError(f"strict must be True or False, got {strict!r}")
         self.accountant = PLDAccountant(relation=relation, accuracy=accuracy)
+        #: whether a loader without a sound analysis is refused (else accounted as Poisson)
+        self.strict = strict
         #: the epochs of a one-pass loader, when the steps are accounted that way
         self.epochs: OnePassEpochs | None = None
 
-    @classmethod
-    def mechanism(cls) -> str:
-        """Accounting mechanism name (the key in Opacus's registry)."""
-        return MECHANISM
+    def registry_name(self) -> str:
+        """Accounting mechanism name: the key in Opacus's registry of an accountant with this
+        one's relation (``"plda"`` under add/remove, ``"plda-replace_one"``); what Opacus's
+        ``mechanism()`` returns on an instance.
+
+        ``make_private_with_epsilon`` asks for it before it calibrates and prepares anything:
+        a loader that this accountant would refuse (see ``strict``) is refused here, so that
+        nothing is calibrated or wrapped for it.
+        """
+        request = calibration_loader(sys._getframe(1))
+        if request is not None:
+            loader, poisson_sampling = request
+            if not poisson_sampling:  # Opacus keeps the user's loader: judge it now
+                self._judge(describe_loader(loader), refuse_only=True)
+        return REGISTRY_NAMES[self.accountant.relation]
 
     @property
     def sampler(self) -> str:
@@ -254,57 +264,76 @@ class PLDOpacusAccountant:
                 fresh.step(noise_multiplier=noise_multiplier, sample_rate=sample_rate, count=steps)
         self.accountant, self.epochs = fresh, None
 
-    def _adopt_caller_loader(self) -> None:
-        """Called from Opacus's ``make_private``: account for the loader it prepared, or warn
-        with :class:`~plda.SamplerMismatchWarning` saying what to do."""
-        loader, depth, calibrated = _caller_loader()
-        if loader is None:
-            return
-        found = describe_loader(loader)
+    def _judge(self, found: LoaderSampler, refuse_only: bool = False) -> str:
+        """How steps on the loader ``found`` are accounted: ``"poisson"`` or ``"one_pass"``.
+
+        Raises ``ValueError`` for a loader that the recorded steps cannot be composed with, and
+        (``strict``) for one without a sound analysis; without ``strict`` such a loader is
+        ``"poisson"`` and, unless ``refuse_only``, a :class:`~plda.SamplerMismatchWarning`
+        says that the epsilon is not certified for it."""
         relation = self.accountant.relation
-        stacklevel = 4 + depth  # the user's call of make_private
-        one_pass = found.kind in ONE_PASS_KINDS and found.every_record_once
-        if found.kind == "poisson" and self.epochs is None:
-            return
-        if one_pass and relation == "replace_one" and found.num_batches:
-            if self.epochs is not None and self.epochs.num_batches == found.num_batches:
-                return  # the same kind of loader again: its epochs go on
-            if not len(self):
-                self.account_one_pass(found.num_batches)
-                if calibrated:
-                    warnings.warn(
-                        "make_private_with_epsilon calibrated the noise for Poisson batches "
-                        "(Opacus's get_noise_multiplier), but this loader's epochs are "
-                        f"accounted as shuffled epochs ({found.description}): the epsilon "
-                        "will exceed target_epsilon. Choose the noise multiplier for the "
-                        "shuffled epochs (under replace-one, each epoch's upper bound is one "
-                        "Gaussian of sensitivity 2) and call make_private, or use "
-                        "poisson_sampling=True.",
-                        SamplerMismatchWarning,
-                        stacklevel=stacklevel + 1,  # the user's make_private_with_epsilon
-                    )
-                return
-        if len(self) and (found.kind == "poisson" or one_pass):
-            message = (
+        one_pass = (found.kind in ONE_PASS_KINDS and found.every_record_once
+                    and bool(found.num_batches) and relation == "replace_one")
+        sound = one_pass or found.kind == "poisson"
+        kind = "one_pass" if one_pass else "poisson"
+        if len(self) and (
+            (kind == "one_pass") != (self.epochs is not None)
+            or (one_pass and self.epochs.num_batches != found.num_batches)
+        ):
+            raise ValueError(
                 f"the accountant already holds {len(self)} steps accounted as {self.sampler}, "
-                f"and make_private now prepared {found.kind} batches ({found.description}): "
-                "use a new PrivacyEngine for the new loader"
+                f"and make_private now prepared {found.kind} batches ({found.description}) "
+                f"that would be accounted as {kind.replace('_', '-')} steps: use a new "
+                "PrivacyEngine (a new accountant) for the new loader"
             )
-        elif found.kind == "poisson":  # one-pass accounting set by hand, nothing recorded
-            self.accountant = PLDAccountant(relation=relation, accuracy=self.accountant.accuracy)
-            self.epochs = None
-            return
-        else:
-            message = mismatch_message(found, relation)
-        warnings.warn(message, SamplerMismatchWarning, stacklevel=stacklevel)
+        if not sound and self.strict:
+            raise ValueError(refusal_message(found, relation))
+        if not sound and not refuse_only:
+            warn(not_certified_message(found, relation), SamplerMismatchWarning)
+        return kind
+
+    def _adopt(self, call, sample_rate: float) -> None:
+        """Account for the loader that Opacus's ``make_private`` prepared and, called from
+        ``make_private_with_epsilon``, make its noise meet the target on that accounting. On a
+        refusal the hooks ``make_private`` put on the user's model are removed again (the
+        user will pass the same model once more)."""
+        try:
+            found = describe_loader(call.data_loader)
+            kind = self._judge(found)
+            if kind == "one_pass":
+                if self.epochs is None or self.epochs.num_batches != found.num_batches:
+                    self.account_one_pass(found.num_batches)
+            elif self.epochs is not None:  # one-pass accounting set by hand, nothing recorded
+                relation, accuracy = self.accountant.relation, self.accountant.accuracy
+                self.accountant, self.epochs = PLDAccountant(relation, accuracy), None
+            if call.calibration is not None:
+                run = planned_run(
+                    self.accountant.relation, self.accountant.accuracy, call.calibration.epochs,
+                    found.num_batches or round(1.0 / sample_rate), one_pass=kind == "one_pass",
+                )
+                meet_target(call.optimizer, run, call.calibration)
+        except (ValueError, TypeError):
+            if call.wrapped_here:
+                call.module.cleanup()
+            raise
 
     def get_optimizer_hook_fn(self, sample_rate: float):
         """Callback for Opacus's ``DPOptimizer.attach_step_hook``: records a step with the
         optimizer's noise multiplier and ``sample_rate`` times its accumulated iterations.
 
         Called from Opacus's ``make_private``, it first reads the data loader that
-        ``make_private`` prepared and accounts for it (see the module docstring)."""
-        self._adopt_caller_loader()
+        ``make_private`` prepared and accounts for it, and from ``make_private_with_epsilon``
+        checks the calibrated noise on that accounting (see the module docstring).
+
+        Raises
+        ------
+        ValueError
+            From ``make_private``: a loader without a sound analysis (``strict``), or one that
+            the steps already recorded cannot be composed with (see :meth:`_judge`).
+        """
+        call = make_private_call(sys._getframe(1))
+        if call is not None:
+            self._adopt(call, sample_rate)
 
         def hook_fn(optimizer) -> None:
             self.step(
@@ -321,7 +350,7 @@ class PLDOpacusAccountant:
         if destination is None:
             destination = OrderedDict()
         destination["history"] = self.history
-        destination["mechanism"] = self.mechanism()
+        destination["mechanism"] = MECHANISM  # the relation is in the plda state
         destination["plda"] = self.accountant.state_dict()
         if self.epochs is not None:
             destination["one_pass"] = self.epochs.state_dict()
@@ -332,7 +361,7 @@ class PLDOpacusAccountant:
         if not isinstance(state_dict, dict) or not state_dict:
             raise ValueError("state_dict must be a non-empty dict from state_dict()")
         name = state_dict.get("mechanism")
-        if name != self.mechanism() and name not in _OLD_MECHANISMS:
+        if name not in REGISTRY_NAMES.values() and name not in _OLD_MECHANISMS:
             raise ValueError(f"state_dict is from the accountant {name!r}, not {MECHANISM!r}")
         if "plda" not in state_dict:
             raise ValueError("state_dict has no 'plda' entry")
@@ -347,4 +376,5 @@ class PLDOpacusAccountant:
 if OpacusAccountant is not None:
     # a virtual subclass: isinstance(acct, IAccountant) holds without Opacus at class definition
     OpacusAccountant.register(PLDOpacusAccountant)
-    register_accountant(MECHANISM, PLDOpacusAccountant, force=True)
+    for _relation, _name in REGISTRY_NAMES.items():
+        register_accountant(_name, partial(PLDOpacusAccountant, relation=_relation), force=True)

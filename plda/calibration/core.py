@@ -28,7 +28,7 @@ import math
 import numpy as np
 from scipy.optimize import brentq
 
-from plda._internal.errors import CalibrationError
+from plda._internal.errors import CalibrationError, one_warning_per_call
 from plda.calibration.finish import finish_continuous, finish_integer
 from plda.calibration.problem import (
     DEFAULT_RTOL,
@@ -62,6 +62,7 @@ SEARCH_TOLERANCE = 1e-3
 NEWTON_STEPS = 6
 
 
+@one_warning_per_call  # a search meets its sampler's warnings at every evaluation
 def solve(
     evaluate: Evaluator,
     target: Target,

@@ -204,7 +204,7 @@ def make_result(run: Run, value, lower, upper, within: bool, accuracy) -> Calibr
     target = run.target
     gap = (upper - lower) / upper if upper > 0 and math.isfinite(lower) else 1.0
     warn_if_inaccurate(
-        lower, upper, accuracy, query="calibration result", stacklevel=5,
+        lower, upper, accuracy, query="calibration result",
         advice=f"the calibrated value ({run.parameter.name}) meets the target. Pass accuracy="
         f"{min(0.99, 1.05 * gap):.2g} or more to silence this.",
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import warnings
 
-from plda._internal.errors import AccuracyWarning
+from plda._internal.errors import AccuracyWarning, one_warning_per_call
 from plda.cli.calibrate import calibrate_command
 from plda.cli.checks import UsageError
 from plda.cli.commands import delta_command, epsilon_command, epsilon_text
@@ -23,6 +23,7 @@ ONE_LINE_WARNINGS = (AccuracyWarning, SamplerAssumptionWarning)
 REFERENCE = {"noise_multiplier": 1.1, "sample_rate": 256 / 60000, "steps": 14062, "delta": 1e-5}
 
 
+@one_warning_per_call
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit code (0, or 2 on a usage error or an input the
     library refuses); an :class:`plda.AccuracyWarning` or a

@@ -9,7 +9,6 @@ one; exact for compositions of Gaussians (ibid., Cor. 3.3).
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,7 +16,7 @@ from scipy.optimize import minimize_scalar
 from scipy.special import erfcx, ndtr, ndtri
 
 from plda._internal import validation as check
-from plda._internal.errors import GaussianDPWarning
+from plda._internal.errors import GaussianDPWarning, warn
 from plda._internal.floats import UNIT_ROUNDOFF, round_down, round_up
 from plda.conversions.common import scalar_like, unit_interval
 from plda.conversions.composed import ComposedLaws
@@ -197,13 +196,11 @@ def _floor(delta_floor) -> float:
     return value
 
 
-def gdp_mu(
-    composed: ComposedLaws, *, delta_floor: float = DELTA_FLOOR, stacklevel: int = 3
-) -> float:
+def gdp_mu(composed: ComposedLaws, *, delta_floor: float = DELTA_FLOOR) -> float:
     """Smallest certified ``mu``-GDP of the composition (see :func:`plda.tradeoff.gdp_mu`):
     exact for Gaussian steps, else certified by the pessimistic profile down to ``delta_floor``
     (:func:`_gdp_certificate`). ``inf`` comes with a :class:`~plda.tradeoff.GaussianDPWarning`
-    saying why (``stacklevel`` points it at the caller's caller's line)."""
+    saying why, at the user's line."""
     floor = _floor(delta_floor)
     exact = gaussian_mu(composed.steps, upper=True)
     if exact is not None:
@@ -211,7 +208,7 @@ def gdp_mu(
     holds = _gdp_certificate(composed, floor)
     mu = math.inf if holds is None else _threshold_mu(holds)[1]
     if mu == math.inf:
-        warnings.warn(_no_mu_reason(composed, floor), GaussianDPWarning, stacklevel=stacklevel)
+        warn(_no_mu_reason(composed, floor), GaussianDPWarning)
     return mu
 
 
@@ -268,7 +265,7 @@ def gaussian_dp(composed: ComposedLaws, *, delta_floor: float = DELTA_FLOOR) -> 
     """Certified ``mu``, the ``mu`` below which GDP is refuted, and the best-fit ``mu`` (see
     :class:`GaussianDPSummary` and :func:`gdp_mu`)."""
     floor = _floor(delta_floor)
-    mu = gdp_mu(composed, delta_floor=floor, stacklevel=4)
+    mu = gdp_mu(composed, delta_floor=floor)
     below = gaussian_mu(composed.steps, upper=False)
     if below is not None:
         return GaussianDPSummary(
@@ -312,7 +309,7 @@ def gdp_comparison(composed: ComposedLaws, alpha=None, mu: float | None = None):
     a = ndtr(np.linspace(-8, 8, 400)) if alpha is None else unit_interval("alpha", alpha)
     a = np.atleast_1d(a)
     if mu is None:
-        mu = gdp_mu(composed, stacklevel=4)
+        mu = gdp_mu(composed)
     lower, upper = tradeoff_bounds(composed, a)
     if math.isfinite(mu):
         reference = gaussian_tradeoff(a, mu)

@@ -222,7 +222,6 @@ class RandomAllocation(BracketedMechanism):
         return _allocation_laws(kind, parameter, self.num_steps)
 
     def _remove_law(self):
-        self._warn_not_tight()
         if self.num_steps == 1:
             return self.mechanism.privacy_loss("remove")
         return self._laws()[0]

@@ -15,19 +15,27 @@ mechanism supplies two mechanisms:
 
 from __future__ import annotations
 
-import warnings
-
+from plda._internal.errors import PLDAWarning, warn
 from plda.mechanisms.base import Mechanism
 
 
-class NotTightWarning(UserWarning):
+def public_name(mechanism: Mechanism) -> str:
+    """The name of ``mechanism``'s class for messages: its first public class (a sampler read
+    under replace-one is an internal subclass, ``Shuffled`` for instance, and a message names
+    what the user wrote), with ``" under replace-one"`` when an internal class was passed."""
+    classes = type(mechanism).__mro__
+    name = next(c.__name__ for c in classes if not c.__name__.startswith("_"))
+    return name if name == type(mechanism).__name__ else f"{name} under replace-one"
+
+
+class NotTightWarning(PLDAWarning):
     """A PLD was built on a sampler whose dominating pair is not known to be realized by
     datasets: its upper bound holds; ``epsilon_bounds`` and ``delta_bounds`` (of a PLD and of
     an accountant) take their lower bound from the sampler's ``lower_bound_mechanism()``, so
     the interval also holds the gap between the two analyses."""
 
 
-class SamplerAssumptionWarning(UserWarning):
+class SamplerAssumptionWarning(PLDAWarning):
     """A sampler's analysis rests on an assumption about the data loader that plda cannot
     check: :class:`~plda.Shuffled` under add/remove assumes that removing a record leaves its
     slot empty (the other batches unchanged). A loader that re-chunks a permutation shifts every
@@ -46,14 +54,24 @@ class BracketedMechanism(Mechanism):
         """A mechanism whose PLD *lower* bound is a certified lower bound for this sampler."""
         raise NotImplementedError
 
+    def privacy_loss(self, direction: str = "remove"):
+        """As :meth:`Mechanism.privacy_loss`; warns with :class:`NotTightWarning` (and what else
+        the analysis assumes, see :meth:`_warn_about_analysis`) at every request, not only when
+        the law is first computed, so that each public call using the sampler says so once
+        whatever the caches hold (the calls dedupe their internal requests)."""
+        self._warn_about_analysis()
+        return super().privacy_loss(direction)
+
+    def _warn_about_analysis(self) -> None:
+        self._warn_not_tight()
+
     def _warn_not_tight(self) -> None:
         if not self.tight:
-            warnings.warn(
-                f"{type(self).__name__}: no pair of datasets is known to realize this "
+            warn(
+                f"{public_name(self)}: no pair of datasets is known to realize this "
                 "sampler's dominating pair, so epsilon_bounds and delta_bounds take the upper "
                 "bound from it and the lower bound from m.lower_bound_mechanism(); the interval "
                 "includes that analysis gap (the discretized laws themselves, as in "
                 "PrivacyLossDistribution.discrete('lower'), bracket the dominating pair only)",
                 NotTightWarning,
-                stacklevel=4,
             )

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
+from plda._internal.errors import warn
 from plda._internal.validation import count
 from plda.mechanisms.allocation import RandomAllocation, allocation_supported
 from plda.mechanisms.base import Mechanism
@@ -82,16 +82,17 @@ class Shuffled(BracketedMechanism):
         """True for one step per epoch only."""
         return self.num_steps == 1
 
-    def _remove_law(self):
+    def _warn_about_analysis(self) -> None:
         self._warn_not_tight()
         if self.num_steps > 1:
-            warnings.warn(
+            warn(
                 "Shuffled under add/remove assumes that removing a record leaves its slot "
                 "empty and the other batches unchanged; if your loader re-chunks a permutation "
                 "(later batches shift), use relation='replace_one'",
                 SamplerAssumptionWarning,
-                stacklevel=3,
             )
+
+    def _remove_law(self):
         return self.mechanism.privacy_loss("remove")
 
     def _coarsened(self) -> Mechanism:
@@ -112,8 +113,10 @@ class Shuffled(BracketedMechanism):
 class _ReplaceOneShuffled(Shuffled):
     """Internal: a shuffled epoch read under replace-one (laws at doubled sensitivity)."""
 
+    def _warn_about_analysis(self) -> None:
+        self._warn_not_tight()  # no slot assumption under replace-one
+
     def _remove_law(self):
-        self._warn_not_tight()
         return self.mechanism.under_replace_one().privacy_loss("remove")
 
     def under_replace_one(self) -> Mechanism:

@@ -176,7 +176,6 @@ class TruncatedPoisson(BracketedMechanism):
     def _remove_law(self):
         if not self.truncates:
             return self._poisson().privacy_loss("remove")
-        self._warn_not_tight()
         mechanisms, weights = self._components()
         # the weights sum to 1 up to the rounding of fsum's last addition
         return RevealedMixtureLaw(

@@ -1,0 +1,137 @@
+"""Noise for a target epsilon under the accounting that will report the run.
+
+Opacus's ``make_private_with_epsilon`` calibrates the noise with ``get_noise_multiplier``,
+which builds a fresh accountant from the registry and treats every loader as Poisson. The
+Opacus adapter checks that noise against the run that will actually be accounted (the
+accountant's relation and accuracy, the loader ``make_private`` prepared) and recalibrates
+when it misses the target (:func:`meet_target`).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+
+from plda._internal.errors import CalibrationError, quiet_accuracy
+from plda.accountant import PLDAccountant
+from plda.adapters.epochs import OnePassEpochs
+from plda.calibration import calibrate_noise_multiplier
+from plda.mechanisms import Gaussian, NotTightWarning, Shuffled
+
+__all__ = ["PlannedRun", "meet_target", "noise_for_target", "planned_run", "run_epsilon"]
+
+#: relative increases of the noise tried when the calibrated value misses the target on the
+#: run's own accountant (the two compose the same mechanisms, so this is rounding at most)
+_NUDGES = 8
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """DP-SGD steps as the adapter will account them.
+
+    Attributes
+    ----------
+    relation, accuracy
+        Of the accountant that will report the run.
+    num_batches
+        Batches per pass over the data (``len(loader)``; the Poisson rate is its inverse).
+    steps
+        Optimizer steps (one per batch): ``ceil(epochs * num_batches)``.
+    one_pass
+        True: the loader uses every record once per pass, accounted as
+        :class:`~plda.Shuffled` epochs (an unfinished last epoch counts as a whole one);
+        False: Poisson-subsampled steps at rate ``1 / num_batches``.
+    """
+
+    relation: str
+    accuracy: float
+    num_batches: int
+    steps: int
+    one_pass: bool
+
+
+def run_epsilon(run: PlannedRun, noise_multiplier: float, delta: float) -> float:
+    """The certified upper bound on epsilon at ``delta`` that the adapter will report after
+    ``run`` with noise ``noise_multiplier`` (the same accountants it records the steps in)."""
+    if run.one_pass:
+        epochs = OnePassEpochs(run.num_batches, run.accuracy)
+        for _ in range(math.ceil(run.steps / run.num_batches)):
+            for _ in range(run.num_batches):
+                epochs.step(noise_multiplier)
+        return epochs.epsilon(delta)
+    accountant = PLDAccountant(relation=run.relation, accuracy=run.accuracy)
+    accountant.step(noise_multiplier, 1.0 / run.num_batches, count=run.steps)
+    return float(accountant.epsilon(delta))
+
+
+def noise_for_target(run: PlannedRun, target_epsilon: float, target_delta: float) -> float:
+    """The noise multiplier whose :func:`run_epsilon` meets ``target_epsilon``, within the
+    calibration's tolerance below it (:func:`plda.calibrate_noise_multiplier` at the run's
+    relation, accuracy and sampler).
+
+    Raises
+    ------
+    CalibrationError
+        The target cannot be met in the calibration's range of noise.
+    """
+    sampler, steps = None, run.steps
+    if run.one_pass:
+        size = run.num_batches
+
+        def sampler(sigma, _rate):
+            return Shuffled(Gaussian(sigma=sigma), num_steps=size)
+
+        steps = math.ceil(run.steps / run.num_batches)
+    with quiet_accuracy(), warnings.catch_warnings():
+        # the run is reported by its upper bound; the shuffled analysis gap is no news here
+        warnings.simplefilter("ignore", NotTightWarning)
+        sigma = calibrate_noise_multiplier(
+            target_epsilon, target_delta, 1.0 / run.num_batches, steps,
+            relation=run.relation, sampler=sampler, accuracy=run.accuracy,
+        )
+        for _ in range(_NUDGES):
+            if run_epsilon(run, sigma, target_delta) <= target_epsilon:
+                return sigma
+            sigma *= 1.001
+    raise CalibrationError(
+        f"no noise multiplier found whose epsilon meets target_epsilon={target_epsilon!r} at "
+        f"target_delta={target_delta!r} on this run ({run.steps} steps): raise the target"
+    )
+
+
+def planned_run(relation: str, accuracy: float, epochs, num_batches: int, *,
+                one_pass: bool) -> PlannedRun:
+    """The :class:`PlannedRun` of ``epochs`` passes over ``num_batches`` batches (``ValueError``
+    when ``epochs`` is not a positive number: Opacus's caller could not be read)."""
+    if isinstance(epochs, bool) or not isinstance(epochs, (int, float)) or not epochs > 0:
+        raise ValueError(
+            f"cannot read the epochs of make_private_with_epsilon (got {epochs!r}; an Opacus "
+            "version this adapter does not know): choose the noise with "
+            "plda.calibrate_noise_multiplier and call make_private"
+        )
+    return PlannedRun(relation=relation, accuracy=accuracy, num_batches=num_batches,
+                      steps=math.ceil(epochs * num_batches), one_pass=one_pass)
+
+
+def meet_target(optimizer, run: PlannedRun, request) -> None:
+    """Raise ``optimizer.noise_multiplier`` (Opacus's ``DPOptimizer``) to what
+    ``request.target_epsilon`` at ``request.target_delta`` needs on ``run`` where Opacus's
+    calibration (Poisson batches, the registry accountant's accuracy) fell short; leave it
+    where it meets the target.
+
+    Raises
+    ------
+    ValueError
+        The target or the optimizer could not be read from Opacus's call;
+        :class:`~plda.CalibrationError` when no noise meets the target.
+    """
+    target, delta = request.target_epsilon, request.target_delta
+    if not all(isinstance(v, (int, float)) for v in (target, delta)) or optimizer is None:
+        raise ValueError(
+            "cannot read the target of make_private_with_epsilon (an Opacus version this "
+            "adapter does not know): choose the noise with plda.calibrate_noise_multiplier "
+            "and call make_private"
+        )
+    if run_epsilon(run, optimizer.noise_multiplier, delta) > target:
+        optimizer.noise_multiplier = noise_for_target(run, target, delta)

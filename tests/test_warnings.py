@@ -1,0 +1,139 @@
+"""plda's warnings (issue 24, item 9): plda classes, at the user's line, once per call, public
+names only.
+
+Each public entry point is called from this file with every warning recorded: a warning must
+name this file (the user's line, however deep in plda it arose: a fixed ``stacklevel`` named
+``mechanisms/base.py``, ``functools.py`` or scipy's root finder), each distinct warning must
+come once per call (a calibration met its sampler's warnings at every evaluation: seven times
+each), and no message may name a private class or function (``_ReplaceOneShuffled``).
+"""
+
+import os
+import re
+import subprocess
+import sys
+import warnings
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+import plda
+from plda.cli.app import main
+
+ROOT = Path(__file__).resolve().parents[1]
+PRIVATE = re.compile(r"(?<![\w.])_[A-Za-z]\w*")  # _ReplaceOneShuffled, _remove_law, ...
+
+SHUFFLED = plda.Shuffled(plda.Gaussian(sigma=1.0), num_steps=4)
+TRUNCATED = plda.TruncatedPoisson(plda.Gaussian(sigma=1.0), sample_rate=0.5, max_batch_size=5,
+                                  dataset_size=10)
+WARNING_CLASSES = [
+    plda.AccuracyWarning,
+    plda.SamplerMismatchWarning,
+    plda.NotTightWarning,
+    plda.SamplerAssumptionWarning,
+]
+
+
+def _recorded(call) -> list[warnings.WarningMessage]:
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        call()
+    return [w for w in got if issubclass(w.category, plda.PLDAWarning)]
+
+
+def _check(got, expected: set) -> None:
+    counts = Counter((w.category, str(w.message)) for w in got)
+    assert {category for category, _ in counts} == expected
+    assert set(counts.values()) == {1}, counts  # once per call
+    assert {w.filename for w in got} == {__file__}  # the user's line
+    for w in got:
+        assert not PRIVATE.search(str(w.message)), str(w.message)
+
+
+def test_every_plda_warning_is_a_plda_warning_not_a_user_warning():
+    for category in WARNING_CLASSES:
+        assert issubclass(category, plda.PLDAWarning)
+        assert not issubclass(category, UserWarning)  # scripts silence UserWarning
+    assert not issubclass(plda.PLDAWarning, UserWarning)
+    assert "PLDAWarning" in plda.__all__
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        warnings.simplefilter("ignore", UserWarning)
+        plda.PrivacyLossDistribution.from_mechanism(SHUFFLED, 2).epsilon(1e-5)
+    assert {w.category for w in got} == {plda.NotTightWarning, plda.SamplerAssumptionWarning}
+
+
+@pytest.mark.parametrize("relation", ["add_remove", "replace_one"])
+@pytest.mark.parametrize("mechanism", [SHUFFLED, TRUNCATED], ids=["shuffled", "truncated"])
+def test_pld_and_accountant_warn_once_per_call_at_the_users_line(mechanism, relation):
+    expected = {plda.NotTightWarning}
+    if mechanism is SHUFFLED and relation == "add_remove":
+        expected.add(plda.SamplerAssumptionWarning)
+    pld = plda.PrivacyLossDistribution.from_mechanism(mechanism, 3, relation=relation)
+    _check(_recorded(lambda: pld.epsilon_bounds(1e-5)), expected)
+    accountant = plda.PLDAccountant(relation=relation)
+    accountant.compose(mechanism, 3)
+    # every call warns, not only the first (the laws are cached after it)
+    for _ in range(2):
+        _check(_recorded(lambda: accountant.epsilon_bounds(1e-5)), expected)
+    _check(_recorded(lambda: accountant.delta(1.0)), expected)
+    if mechanism is TRUNCATED:  # (the shuffled epoch's advantage takes seconds)
+        fresh = plda.PrivacyLossDistribution.from_mechanism(mechanism, 3, relation=relation)
+        _check(_recorded(lambda: plda.advantage_bounds(fresh)), expected)
+
+
+def test_accuracy_warning_points_at_the_users_line_once():
+    pld = plda.PrivacyLossDistribution.from_mechanism(
+        plda.PoissonSampled(plda.Gaussian(1.0), 0.1), 3)
+    _check(_recorded(lambda: pld.epsilon_bounds([1e-40, 1e-50])), {plda.AccuracyWarning})
+    accountant = plda.PLDAccountant()
+    accountant.step(1.0, 0.1, count=3)
+    _check(_recorded(lambda: accountant.epsilon_bounds(1e-40)), {plda.AccuracyWarning})
+
+
+def test_a_calibration_says_each_warning_once():
+    # it said NotTightWarning and SamplerAssumptionWarning at each of 7 evaluations, from
+    # mechanisms/base.py and scipy's _zeros_py.py
+    def calibrate():
+        plda.calibrate_noise_multiplier(
+            2.0, 1e-5, 0.25, 3,
+            sampler=lambda sigma, rate: plda.Shuffled(plda.Gaussian(sigma), num_steps=4),
+        )
+
+    got = _recorded(calibrate)
+    _check(got, {plda.NotTightWarning, plda.SamplerAssumptionWarning, plda.AccuracyWarning})
+
+
+def test_the_command_line_says_a_warning_once(capsys):
+    code = main(["epsilon", "--noise-multiplier", "2", "--delta", "1e-5", "--accuracy", "1e-2",
+                 "--sampler", "shuffled", "--num-steps", "2", "--steps", "4"])
+    err = capsys.readouterr().err
+    assert code == 0
+    lines = [line for line in err.splitlines() if line.startswith("plda: warning:")]
+    assert len(lines) == 1 and "relation='replace_one'" in lines[0]
+    assert not PRIVATE.search(err)
+
+
+def test_readme_filter_line_takes_effect(tmp_path):
+    # `python -W error::plda.AccuracyWarning -m pytest` is silently ignored (Python reads -W
+    # before plda can be imported); `python -m pytest -W error::plda.AccuracyWarning` works
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "python -m pytest -W error::plda.AccuracyWarning" in readme
+    assert "python -W error::plda" not in readme
+    test = tmp_path / "test_wide.py"
+    test.write_text(
+        "import plda\n\n\ndef test_wide():\n"
+        "    pld = plda.PrivacyLossDistribution.from_mechanism(plda.Gaussian(1.0), 3)\n"
+        "    pld.epsilon_bounds(1e-40)\n",
+        encoding="utf-8",
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p",
+               "no:hypothesispytest", "-p", "no:benchmark", str(test)]
+    plain = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert plain.returncode == 0, plain.stdout
+    assert "AccuracyWarning" in plain.stdout  # reported as a warning
+    strict = subprocess.run(command[:3] + ["-W", "error::plda.AccuracyWarning"] + command[3:],
+                            capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert strict.returncode == 1 and "AccuracyWarning" in strict.stdout  # now an error
