@@ -84,7 +84,8 @@ class Sampler:
 # ------------------------------------------------------------------ output laws
 def _normalized(weights: dict) -> Mixture:
     mix = tuple(sorted((shift, w) for shift, w in weights.items() if w))
-    assert sum(w for _, w in mix) == 1
+    if sum(w for _, w in mix) != 1:
+        raise ValueError("the sampler's weights do not sum to 1")
     return mix
 
 
@@ -255,7 +256,8 @@ class Worst:
                 if key in self.runs and {(pair.p, pair.q), (pair.q, pair.p)} & {
                         (p, q), canonical(q, p)}:
                     found.append(self.runs[key])
-        assert found, f"the datasets {first} / {second} are not among the enumerated pairs"
+        if not found:
+            raise LookupError(f"the datasets {first} / {second} are not among the enumerated pairs")
         return Bracket(np.max([b.lower for b in found], axis=0),
                        np.max([b.upper for b in found], axis=0))
 
