@@ -25,7 +25,7 @@ def realized_recipes(steps) -> tuple[tuple, ...]:
     ``steps`` are ``(mechanism, count)`` pairs under add/remove semantics (a replace-one
     composition mapped through :meth:`~plda.Mechanism.under_replace_one` first), and so are
     the recipes: read them under ``"add_remove"``. Every factor that is not ``tight`` is
-    replaced by one of its ``lower_bound_mechanisms()``: recipe ``i`` takes each factor's
+    replaced by one of its ``lower_bound_recipes(count)``: recipe ``i`` takes each factor's
     ``i``-th (its last one if it has fewer). Each recipe is realized by one pair of neighbouring
     datasets (the queries of different steps may differ, so the realized pairs of different
     factors combine), so the largest of their lower bounds is certified. Empty when every factor
@@ -34,14 +34,15 @@ def realized_recipes(steps) -> tuple[tuple, ...]:
     if all(mechanism.tight for mechanism, _ in steps):
         return ()
     choices = [
-        (mechanism,) if mechanism.tight else tuple(mechanism.lower_bound_mechanisms())
-        for mechanism, _ in steps
+        (((mechanism, count),),) if mechanism.tight else mechanism.lower_bound_recipes(count)
+        for mechanism, count in steps
     ]
     width = max(len(options) for options in choices)
     return tuple(
         merge(
-            (options[min(i, len(options) - 1)], count)
-            for options, (_, count) in zip(choices, steps, strict=True)
+            part
+            for options in choices
+            for part in options[min(i, len(options) - 1)]
         )
         for i in range(width)
     )

@@ -3,6 +3,8 @@ dominating pair(s) under the add/remove neighbouring relation."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from plda._internal.caches import cached
 from plda._internal.memo import remembered
 from plda.mechanisms.law import PrivacyLossLaw
@@ -74,6 +76,19 @@ class Mechanism:
         none of which is worst at every ``epsilon``, returns them all."""
         return (self.lower_bound_mechanism(),)
 
+    def lower_bound_recipes(self, count: int) -> tuple[tuple[tuple[Mechanism, int], ...], ...]:
+        """Realized compositions of ``count`` runs of this mechanism, as recipes
+        ``((mechanism, count), ...)``: the lower bound of each is certified for the ``count``
+        runs. Default: each of :meth:`lower_bound_mechanisms` run ``count`` times; a sampler
+        whose realized pairs may change orientation from step to step adds compositions that
+        mix them."""
+        return tuple(((mechanism, count),) for mechanism in self.lower_bound_mechanisms())
+
+    def reversed(self) -> Mechanism:
+        """The mechanism whose two directions are this one's swapped (the same pair of
+        datasets, read in the other order)."""
+        return self if self.symmetric else Reversed(self)
+
     def under_replace_one(self) -> Mechanism:
         """The equivalent mechanism whose add/remove laws are this one's replace-one laws.
 
@@ -81,6 +96,25 @@ class Mechanism:
         (its old contribution out, the new one in), so the sensitivity doubles.
         """
         raise ValueError(f"the replace_one relation is not supported for {type(self).__name__}")
+
+
+@dataclass(frozen=True)
+class Reversed(Mechanism):
+    """``mechanism`` with its two directions swapped: its ``remove`` law is the other's ``add``
+    law. A realized pair read in the other order is realized too (by the same datasets with a
+    query that negates the records), so a realized run may mix the two orders."""
+
+    mechanism: Mechanism
+    symmetric = False
+
+    def _remove_law(self):
+        return self.mechanism.privacy_loss("add")
+
+    def _add_law(self):
+        return self.mechanism.privacy_loss("remove")
+
+    def reversed(self) -> Mechanism:
+        return self.mechanism
 
 
 @cached(maxsize=4096)

@@ -65,8 +65,8 @@ class SampledWithoutReplacement(Mechanism):
     symmetric pair dominating both directions at every step
     (:class:`~plda.mechanisms.subsampled.SymmetrizedPoissonSampled`; its profile is the removal
     direction's for ``eps >= 0``), a certified upper bound, and reports as lower bound the
-    largest of the realized compositions: the substitution pair in either fixed orientation and
-    (Gaussian base) the symmetric input's pair.
+    largest of the realized compositions: the substitution pair in either fixed orientation, in
+    alternating orientations, and (Gaussian base) the symmetric input's pair.
 
     So under add/remove plda's ``[lower, upper]`` is the tight bracket of the sampler, and
     under replace-one a certified bracket that contains the truth. Fixed-size batches are *not*
@@ -185,6 +185,18 @@ class _ReplaceOneWithoutReplacement(BracketedMechanism, SampledWithoutReplacemen
             return (substitution,)
         symmetric = PoissonSampled(self.mechanism, self.sample_rate).under_replace_one()
         return (substitution, symmetric)
+
+    def lower_bound_recipes(self, count: int) -> tuple[tuple[tuple[Mechanism, int], ...], ...]:
+        """Each of :meth:`lower_bound_mechanisms` run ``count`` times and, for two steps or
+        more, the substitution pair in alternating orientations (half the steps each way: a
+        query that negates the records realizes the reverse), which beats either fixed
+        orientation at some ``epsilon`` (e.g. a Laplace base at ``eps = 1``, two steps)."""
+        recipes = super().lower_bound_recipes(count)
+        if count < 2:
+            return recipes
+        substitution = self.equivalent_poisson()
+        flipped = ((substitution, count - count // 2), (substitution.reversed(), count // 2))
+        return (*recipes, flipped)
 
     def under_replace_one(self) -> Mechanism:
         return self
