@@ -17,3 +17,33 @@ def test_a_useless_slope_still_converges_by_bisection():
     target = np.array([0.3, 7.0])
     y = increasing_inverse(np.expm1, lambda x: np.full_like(x, 1e-300), target)
     assert np.allclose(np.expm1(y), target, rtol=1e-12)
+
+
+def test_a_given_bracket_is_used_and_grown_where_it_misses():
+    target = np.array([-50.0, 0.5, 40.0])
+    # the guess misses the first and last roots: it is grown outward from its own ends
+    y = increasing_inverse(lambda x: x**3 + x, lambda x: 3 * x**2 + 1, target,
+                           bracket=(np.full(3, 0.0), np.full(3, 1.0)))
+    assert np.allclose(y**3 + y, target, rtol=1e-14, atol=1e-12)
+
+
+def test_rounding_noise_at_the_root_does_not_restart_the_bisection():
+    # a log-sum-exp whose value carries a few ulps of noise: once the Newton step is below the
+    # tolerance the point is converged, even when the noise puts the step on the bracket's end
+    # (it used to bisect again from the far end, and ran all 100 iterations)
+    shifts = np.array([1.25, 2.5, 3.75, 5.0])
+    offsets = np.log([0.17, 0.014, 0.0005, 6e-6]) - shifts**2 / 2
+    calls = []
+
+    def function(x):
+        calls.append(1)
+        return np.log(np.exp(offsets + np.multiply.outer(x, shifts)).sum(axis=-1))
+
+    def slope(x):
+        e = np.exp(offsets + np.multiply.outer(x, shifts))
+        return (e * shifts).sum(axis=-1) / e.sum(axis=-1)
+
+    target = np.linspace(-5.0, 60.0, 20001)
+    y = increasing_inverse(function, slope, target)
+    assert np.allclose(function(y), target, rtol=4e-15, atol=4e-15)
+    assert len(calls) < 40
