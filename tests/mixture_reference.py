@@ -13,6 +13,11 @@ from __future__ import annotations
 import mpmath
 
 
+def _ncdf(x):
+    # a crossing far out (a shift of 1e-100 flattens the loss for ~1e100) would overflow erfc
+    return mpmath.ncdf(x) if abs(x) < 1e6 else mpmath.mpf(x > 0)
+
+
 def mixture_delta(sigma, sensitivities, probabilities, eps, direction="max"):
     """``delta(eps)`` of the pair, for ``direction`` ``"remove"`` (P against Q), ``"add"``
     (Q against P) or ``"max"`` (the larger), at the current mpmath precision."""
@@ -41,9 +46,9 @@ def mixture_delta(sigma, sensitivities, probabilities, eps, direction="max"):
         lo, hi = (mid, hi) if loss(mid) < target else (lo, mid)
     y = (lo + hi) / 2
     if direction == "remove":
-        return (mpmath.fsum(w * mpmath.ncdf(m - y) for w, m in comps)
-                - mpmath.exp(eps) * mpmath.ncdf(-y))
-    return mpmath.ncdf(y) - mpmath.exp(eps) * mpmath.fsum(w * mpmath.ncdf(y - m) for w, m in comps)
+        return (mpmath.fsum(w * _ncdf(m - y) for w, m in comps)
+                - mpmath.exp(eps) * _ncdf(-y))
+    return _ncdf(y) - mpmath.exp(eps) * mpmath.fsum(w * _ncdf(y - m) for w, m in comps)
 
 
 def binomial_weights(trials, sample_rate):

@@ -3,9 +3,10 @@ r"""Gaussian noise on a randomly scaled shift (a mixture of Gaussians), and grad
 :class:`GaussianMixture` is the pair ``sum_i p_i N(c_i, s^2)`` against ``N(0, s^2)``
 (Choquette-Choo, Ganesh, Steinke & Thakurta 2023; dp_accounting's
 ``MixtureOfGaussiansDpEvent``). Its loss ``ell(y) = log sum_i p_i e^{mu_i y - mu_i^2/2}``,
-``mu_i = c_i / s``, is a log-sum-exp of lines of slopes ``mu_i >= 0``: increasing in the output
-``y`` (in units of ``s``), so :class:`GaussianMixtureLaw` inverts it (safeguarded Newton) and
-reads every probability as a positive sum of normal cdfs or survival functions there.
+``mu_i = c_i / s``, is a log-sum-exp of lines of slopes ``mu_i >= 0``: increasing and convex in
+the output ``y`` (in units of ``s``), so :class:`GaussianMixtureLaw` inverts it (Newton steps
+from the right, which never overshoot a convex map) and reads every probability as a positive
+sum of normal cdfs or survival functions there.
 
 **Gradient accumulation** (:meth:`GaussianMixture.gradient_accumulation`): an optimizer step
 sums the clipped gradients of ``m`` independently Poisson-sampled micro-batches (rate ``q``)
@@ -41,7 +42,7 @@ from scipy.special import ndtr, ndtri
 
 from plda._internal.binomial import binomial_probabilities
 from plda._internal.linalg import dot
-from plda._internal.roots import increasing_inverse
+from plda._internal.roots import convex_increasing_inverse
 from plda._internal.validation import (
     MIN_SAMPLE_RATE,
     count,
@@ -158,13 +159,12 @@ class GaussianMixtureLaw(PrivacyLossLaw):
             target = loss[inside]
             if self._floor > -np.inf:  # h = log(e^l - w_0) = l + log(1 - e^(log w_0 - l))
                 target = target + np.log(-np.expm1(self._floor - target))
-            # h lies between the largest line and log(K) above it: the root is between the
-            # largest line's inverses at target - log K and at target
-            reach = np.subtract.outer(target, self._offset) / self._up
-            hi = reach.min(axis=1)
-            lo = hi - math.log(self._up.size) / self._up.min()
-            y[inside] = increasing_inverse(
-                self._shifted, self._shifted_slope, target, bracket=(lo - 1e-9, hi + 1e-9)
+            # h is convex and at least its largest line: that line's inverse is at or right of
+            # the root (and within log(K) / mu of it), where Newton steps start
+            with np.errstate(over="ignore"):  # a shift of 1e-320: a line inverted at +-inf
+                start = (np.subtract.outer(target, self._offset) / self._up).min(axis=1)
+            y[inside] = convex_increasing_inverse(
+                self._shifted, self._shifted_slope, target, start
             )
         return y
 
@@ -204,13 +204,18 @@ class GaussianMixtureLaw(PrivacyLossLaw):
         return out.reshape(x.shape)
 
     def _cont_tail(self, mass, hypothesis):
-        # below mu_min - z each component of P has at most Phi(-z) = mass, above mu_max + z too;
-        # under Q the points are -z and z. Nudged outward so that the rounding of ell (a few
-        # ulps) cannot put more than `mass` outside the returned points.
-        z = -float(ndtri(mass))
-        low, high = (-z, z) if hypothesis == "Q" else (self._mu.min() - z, self._mu.max() + z)
-        nudge = 1e-9 * (1.0 + abs(z))
-        a, b = self._loss(np.array([low - nudge, high + nudge]))
+        # Q: -z and z, Phi(-z) = mass. P: component k keeps its tail beyond mu_k -+ z_k below
+        # mass / K with Phi(-z_k) = mass / (K w_k) (none if that is >= 1: a light component
+        # fits whole), so the sum is <= mass and light components far out do not widen the
+        # range. Nudged outward so that the rounding of ell cannot put more than mass outside.
+        with np.errstate(over="ignore", divide="ignore"):
+            if hypothesis == "Q":
+                z = -float(ndtri(mass))
+                low, high = -z, z
+            else:
+                z = -ndtri(np.minimum(mass / (self._w.size * self._w), 1.0))
+                low, high = float(np.min(self._mu - z)), float(np.max(self._mu + z))
+        a, b = self._loss(np.array([low - 1e-9 * (1 + abs(low)), high + 1e-9 * (1 + abs(high))]))
         return float(a), float(b)
 
 
