@@ -194,11 +194,13 @@ def test_howto_page_examples_run(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     page = Path(__file__).resolve().parents[1] / "docs" / "howto" / "opacus-and-dp-accounting.md"
     blocks = re.findall(r"^```python\n(.*?)^```", page.read_text(encoding="utf-8"), re.S | re.M)
-    assert len(blocks) == 4
+    assert len(blocks) == 5
     namespace: dict = {"__name__": "__docs__"}
     for block in blocks:
         exec(compile(block, str(page), "exec"), namespace)  # noqa: S102 - the docs are the test
     assert namespace["engine"].get_epsilon(1e-5) <= 2.0
+    accumulation = plda.GaussianMixture.gradient_accumulation(0.8, 1 / 8, 2)
+    assert namespace["accumulating"].accountant.accountant.history == ((accumulation, 4),)
     assert namespace["sigma"] == pytest.approx(
         plda.calibrate_noise_multiplier(1.0, 1e-5, 0.01, 1000), rel=1e-3
     )

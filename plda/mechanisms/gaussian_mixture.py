@@ -255,7 +255,10 @@ class GaussianMixture(Mechanism):
     >>> import plda
     >>> m = plda.GaussianMixture(sigma=0.8, sensitivities=(0, 1), probabilities=(0.95, 0.05))
     >>> round(plda.PrivacyLossDistribution.from_mechanism(m).epsilon(1e-5), 2)
-    1.36
+    1.89
+    >>> step = plda.GaussianMixture.gradient_accumulation(0.8, 0.05, 4)  # 4 micro-batches
+    >>> step.sensitivities, round(float(step.privacy_loss("remove").delta(3.0)), 7)
+    ((0.0, 1.0, 2.0, 3.0, 4.0), 0.0010835)
     """
 
     sigma: float
