@@ -300,3 +300,24 @@ def test_tail_points_ignore_light_far_components():
         assert law.continuous_cdf(a, hypothesis) <= 1e-30
         assert law.continuous_sf(b, hypothesis) <= 1e-30
         assert b < 200
+
+
+def test_renyi_bounds_are_finite_and_bracket_the_exact_divergence():
+    # remove: int p^2 / q = sum_jk w_j w_k e^{mu_j mu_k}; add: int q^2 / p by quadrature. The
+    # upper bound is joint convexity over the components (before: +inf, the grid's charged tail)
+    mechanism = _accumulation(1.0, 0.05, 3)
+    bounds = plda.renyi.renyi_bounds(plda.PrivacyLossDistribution.from_mechanism(mechanism), 2.0)
+    shifts, weights = mechanism.components()
+    with mpmath.workdps(30):
+        remove = mpmath.log(mpmath.fsum(
+            wj * wk * mpmath.exp(mj * mk)
+            for mj, wj in zip(shifts, weights, strict=True)
+            for mk, wk in zip(shifts, weights, strict=True)))
+
+        def p(y):
+            return mpmath.fsum(w * mpmath.npdf(y, m) for m, w in zip(shifts, weights, strict=True))
+
+        add = mpmath.log(mpmath.quad(lambda y: mpmath.npdf(y) ** 2 / p(y), [-mpmath.inf, 0, 3,
+                                                                               mpmath.inf]))
+    exact = float(max(remove, add))
+    assert bounds.lower <= exact <= bounds.upper < math.inf
