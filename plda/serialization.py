@@ -20,6 +20,7 @@ from plda.mechanisms import (
     DiscreteGaussian,
     DiscreteLaplace,
     Gaussian,
+    GaussianMixture,
     Laplace,
     Mechanism,
     PoissonSampled,
@@ -39,8 +40,9 @@ PLD_VERSION = 1
 #: mechanisms that can be written and read, by type name
 MECHANISM_TYPES: dict[str, type] = {
     cls.__name__: cls
-    for cls in (ApproximateDP, DiscreteGaussian, DiscreteLaplace, Gaussian, Laplace, PoissonSampled)
-    + (RandomAllocation, SampledWithoutReplacement, Shuffled, ShuffledLowerBound, TruncatedPoisson)
+    for cls in (ApproximateDP, DiscreteGaussian, DiscreteLaplace, Gaussian, GaussianMixture)
+    + (Laplace, PoissonSampled, RandomAllocation, SampledWithoutReplacement, Shuffled)
+    + (ShuffledLowerBound, TruncatedPoisson)
 }
 
 
@@ -56,6 +58,8 @@ def mechanism_to_dict(mechanism: Mechanism) -> dict:
         value = getattr(mechanism, f.name)
         if isinstance(value, Mechanism):
             out[f.name] = mechanism_to_dict(value)
+        elif isinstance(value, tuple):  # GaussianMixture's sensitivities and probabilities
+            out[f.name] = [float(v) for v in value]
         elif isinstance(value, numbers.Integral):
             out[f.name] = int(value)
         else:
@@ -115,8 +119,12 @@ def mechanism_from_dict(data, *, depth: int = 0) -> Mechanism:
             kwargs[key] = mechanism_from_dict(value, depth=depth + 1)
         elif isinstance(value, numbers.Real) and not isinstance(value, bool):
             kwargs[key] = value
+        elif isinstance(value, list) and all(
+            isinstance(v, numbers.Real) and not isinstance(v, bool) for v in value
+        ):
+            kwargs[key] = tuple(value)  # the mechanism checks the length and the values
         else:
-            raise ValueError(f"{name}.{key} must be a number, got {value!r}")
+            raise ValueError(f"{name}.{key} must be a number or a list of numbers, got {value!r}")
     try:
         return cls(**kwargs)
     except TypeError as exc:

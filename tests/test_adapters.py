@@ -259,7 +259,8 @@ def test_dp_accounting_subclass_refuses_unsupported_events_and_records_nothing()
         dpa.ComposedDpEvent([dpa.GaussianDpEvent(1.0), dpa.ZCDpEvent(0.1)]),
         dpa.SampledWithoutReplacementDpEvent(100, 10, dpa.dp_event.DiscreteLaplaceDpEvent(0.5, 1)),
         dpa.SingleEpochTreeAggregationDpEvent(1.0, 8),
-        dpa.dp_event.MixtureOfGaussiansDpEvent(1.0, [0.0, 1.0], [0.5, 0.5]),
+        # (MixtureOfGaussiansDpEvent is supported now: gradient accumulation, issue 24)
+        dpa.PoissonSampledDpEvent(0.1, dpa.SelfComposedDpEvent(dpa.GaussianDpEvent(1.0), 2)),
     ]
     for event in bad:
         assert not acct.supports(event)
@@ -523,3 +524,32 @@ def test_describe_loader_is_duck_typed():
     found = describe_loader(DataLoader(data, BatchSampler(RandomSampler(data, True), 5)))
     assert found.kind == "with_replacement" and not found.every_record_once
     assert describe_loader(object()).kind == "unknown"
+
+
+def test_mixture_of_gaussians_event_against_dp_accounting_pld():
+    dpa = pytest.importorskip("dp_accounting")
+    event_type = getattr(dpa.dp_event, "MixtureOfGaussiansDpEvent", None)
+    if event_type is None:
+        pytest.skip("this dp_accounting has no MixtureOfGaussiansDpEvent")
+    # gradient accumulation over 4 micro-batches at q = 0.05 (issue 24), composed 20 times
+    mixture = plda.GaussianMixture.gradient_accumulation(0.8, 0.05, 4)
+    event = dpa.SelfComposedDpEvent(
+        event_type(0.8, list(mixture.sensitivities), list(mixture.probabilities)), 20)
+    assert mechanisms_from_dp_event(event) == ((mixture, 20),)
+    ours = from_dp_event(event).epsilon_bounds(DELTA)
+    # dp_accounting's pessimistic PLD on a 1e-2 loss grid (its default 1e-4 takes a minute): an
+    # upper bound on the truth, so above our lower bound, and above our upper one by at most
+    # its grid's overshoot
+    theirs = dpa.pld.PLDAccountant(value_discretization_interval=1e-2).compose(event)
+    theirs = theirs.get_epsilon(DELTA)
+    assert ours.lower <= theirs <= ours.upper + 0.02
+    assert ours.upper <= theirs * (1 + 2e-3)  # our interval is 1e-3 wide, relative
+    # no noise: no guarantee; nothing shifted: nothing released; replace-one: refused, as
+    # dp_accounting refuses it
+    assert math.isinf(from_dp_event(event_type(0.0, [0.0, 1.0], [0.5, 0.5])).epsilon(DELTA))
+    assert from_dp_event(event_type(0.0, [0.0], [1.0])).epsilon(DELTA) == 0.0
+    assert from_dp_event(event_type(1.0, [0.0, 0.0], [0.5, 0.5])).epsilon(DELTA) == 0.0
+    with pytest.raises(ValueError, match="replace-one"):
+        from_dp_event(event, relation="replace_one").epsilon(DELTA)
+    with pytest.raises(ValueError, match="sum to 1"):
+        from_dp_event(event_type(1.0, [0.0, 1.0], [0.5, 0.6]))

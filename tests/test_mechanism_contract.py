@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import mpmath
 import numpy as np
 import pytest
+from mixture_reference import mixture_delta
 
 import plda
 from plda import testing
@@ -143,6 +144,11 @@ def discrete_gaussian_reference(sigma, count, eps):
     return total
 
 
+def gaussian_mixture_reference(params, count, eps):
+    assert count == 1
+    return mixture_delta(*params, eps)
+
+
 @dataclass(frozen=True)
 class Family:
     name: str
@@ -167,6 +173,11 @@ FAMILIES = [
            (0.0, 0.3, 3.0, 200.0)),
     Family("poisson_gaussian", lambda p: plda.PoissonSampled(plda.Gaussian(p[0]), p[1]),
            sampled_gaussian_reference, (((1.0, 0.01), 1), ((0.5, 0.5), 1), ((5.0, 1.0), 1))),
+    Family("gaussian_mixture", lambda p: plda.GaussianMixture(*p), gaussian_mixture_reference,
+           (((0.8, (0, 1, 2, 3, 4), (0.81450625, 0.171475, 0.0135375, 0.000475, 6.25e-06)), 1),
+            ((0.05, (0, 1), (0.98, 0.02)), 1), ((0.5, (0.3, 1.7), (0.5, 0.5)), 1),
+            ((4.0, (0, 1, 2, 8), (0.5, 0.3, 0.19, 0.01)), 1)),
+           (0.0, 0.5, 2.0, 8.0, 40.0)),
     Family("poisson_laplace", lambda p: plda.PoissonSampled(plda.Laplace(scale=p[0]), p[1]),
            sampled_laplace_reference, (((1.0, 0.1), 1), ((0.1, 0.01), 1))),
     # one step of the symmetrized pair has the profile of the worse direction (issue 24)

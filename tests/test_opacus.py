@@ -271,11 +271,13 @@ def test_howto_page_examples_run(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     page = Path(__file__).resolve().parents[1] / "docs" / "howto" / "opacus-and-dp-accounting.md"
     blocks = re.findall(r"^```python\n(.*?)^```", page.read_text(encoding="utf-8"), re.S | re.M)
-    assert len(blocks) == 4
+    assert len(blocks) == 5
     namespace: dict = {"__name__": "__docs__"}
     for block in blocks:
         exec(compile(block, str(page), "exec"), namespace)  # noqa: S102 - the docs are the test
     assert namespace["engine"].get_epsilon(1e-5) <= 2.0
+    accumulation = plda.GaussianMixture.gradient_accumulation(0.8, 1 / 8, 2)
+    assert namespace["accumulating"].accountant.accountant.history == ((accumulation, 4),)
     assert namespace["sigma"] == pytest.approx(
         plda.calibrate_noise_multiplier(1.0, 1e-5, 0.01, 1000), rel=1e-3
     )
@@ -403,3 +405,62 @@ def test_poisson_loader_after_one_pass_steps_is_refused():
             max_grad_norm=1.0,
         )
     assert acct.sampler == "shuffled" and len(acct) == 1
+
+
+def _train_accumulating(model, optimizer, loader, micro_batches):
+    """Gradient accumulation: ``optimizer.step()`` every ``micro_batches`` batches."""
+    for i, (x, y) in enumerate(loader):
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        if (i + 1) % micro_batches == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+
+
+def test_gradient_accumulation_is_accounted_as_the_mixture_not_one_step_at_m_times_the_rate():
+    # issue 24: each of the m Poisson batches is sampled anew, so a record can be in several;
+    # Opacus's own accountants (and plda before) record one step at rate m q
+    model, optimizer, loader = _setup()
+    engine = opacus.PrivacyEngine(accountant="plda")
+    model, optimizer, loader = engine.make_private(
+        module=model, optimizer=optimizer, data_loader=loader, noise_multiplier=0.8,
+        max_grad_norm=1.0,
+    )
+    model.allow_grad_accumulation()  # Opacus refuses accumulating Poisson batches without it
+    rate = 1 / len(loader)  # Opacus passes the rate of one batch to the hook
+    assert rate == BATCH / N
+    for _ in range(2):
+        _train_accumulating(model, optimizer, loader, 2)  # 4 batches: 2 optimizer steps
+    mixture = plda.GaussianMixture.gradient_accumulation(0.8, rate, 2)
+    assert engine.accountant.accountant.history == ((mixture, 4),)
+    assert len(engine.accountant) == 4
+    assert engine.accountant.history == []  # no (sigma, q, steps) triple describes them
+    reference = plda.PLDAccountant()
+    reference.compose(mixture, 4)
+    assert engine.get_epsilon(DELTA) == reference.epsilon(DELTA)
+    bounds = engine.accountant.get_epsilon_bounds(DELTA)
+    assert bounds.lower <= bounds.upper == engine.get_epsilon(DELTA)
+    old = _reference(0.8, 2 * rate, 4)  # what the one step at rate m q reported
+    assert old.epsilon(DELTA) < bounds.lower
+    # the checkpoint keeps the mixture
+    restored = PLDOpacusAccountant()
+    restored.load_state_dict(engine.accountant.state_dict())
+    assert restored.accountant.history == ((mixture, 4),)
+
+
+def test_batch_memory_manager_records_one_poisson_step_per_logical_batch():
+    # BatchMemoryManager splits one Poisson batch into physical batches: a record is in at most
+    # one of them, and the optimizer step sees accumulated_iterations = 1
+    from opacus.utils.batch_memory_manager import BatchMemoryManager
+
+    model, optimizer, loader = _setup()
+    engine = opacus.PrivacyEngine(accountant="plda")
+    model, optimizer, loader = engine.make_private(
+        module=model, optimizer=optimizer, data_loader=loader, noise_multiplier=1.0,
+        max_grad_norm=1.0,
+    )
+    with BatchMemoryManager(data_loader=loader, max_physical_batch_size=4,
+                            optimizer=optimizer) as physical:
+        _train(model, optimizer, physical)
+    steps = len(engine.accountant)
+    assert steps == N // BATCH
+    assert engine.accountant.history == [(1.0, BATCH / N, steps)]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from plda._internal.roots import increasing_inverse
+from plda._internal.roots import convex_increasing_inverse, increasing_inverse
 
 
 def test_inverts_an_increasing_function_far_from_the_first_bracket():
@@ -17,3 +17,46 @@ def test_a_useless_slope_still_converges_by_bisection():
     target = np.array([0.3, 7.0])
     y = increasing_inverse(np.expm1, lambda x: np.full_like(x, 1e-300), target)
     assert np.allclose(np.expm1(y), target, rtol=1e-12)
+
+
+def test_rounding_noise_at_the_root_does_not_restart_the_bisection():
+    # a log-sum-exp whose value carries a few ulps of noise: once the Newton step is below the
+    # tolerance the point is converged, even when the noise puts the step on the bracket's end
+    # (it used to bisect again from the far end, and ran all 100 iterations)
+    shifts = np.array([1.25, 2.5, 3.75, 5.0])
+    offsets = np.log([0.17, 0.014, 0.0005, 6e-6]) - shifts**2 / 2
+    calls = []
+
+    def function(x):
+        calls.append(1)
+        return np.log(np.exp(offsets + np.multiply.outer(x, shifts)).sum(axis=-1))
+
+    def slope(x):
+        e = np.exp(offsets + np.multiply.outer(x, shifts))
+        return (e * shifts).sum(axis=-1) / e.sum(axis=-1)
+
+    target = np.linspace(-5.0, 60.0, 20001)
+    y = increasing_inverse(function, slope, target)
+    assert np.allclose(function(y), target, rtol=4e-15, atol=4e-15)
+    assert len(calls) < 40
+
+
+def test_convex_inverse_from_the_right_needs_no_bracket():
+    # softplus-like log-sum-exps with slopes from 1e-100 to 3: flat for a very long way on the
+    # left; Newton from the right never overshoots a convex function, so it needs no bracket
+    shifts = np.array([1e-100, 1.0, 3.0])
+    offsets = np.log([0.5, 0.3, 0.2])
+
+    def function(x):
+        return np.logaddexp.reduce(offsets + np.multiply.outer(x, shifts), axis=-1)
+
+    def slope(x):
+        t = offsets + np.multiply.outer(x, shifts)
+        e = np.exp(t - t.max(axis=-1, keepdims=True))
+        return (e * shifts).sum(axis=-1) / e.sum(axis=-1)
+
+    target = np.array([-0.69, -0.6, 0.0, 2.0, 50.0, -0.7])
+    start = ((target[:, None] - offsets) / shifts).min(axis=1)  # the largest line's inverse
+    y = convex_increasing_inverse(function, slope, target, start)
+    assert np.allclose(function(y[:-1]), target[:-1], rtol=1e-14, atol=1e-14)
+    assert y[-1] < -1e97  # below the flat line's level log 0.5: the root is ~ -1e98

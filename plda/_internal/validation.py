@@ -91,3 +91,21 @@ def array_in(name: str, value, lo: float, hi: float, *, open_hi: bool = False) -
         rng = f"[{lo:g}, {hi:g}{')' if open_hi else ']'}"
         raise ValueError(f"{name} must be in {rng}, got {first!r}")
     return arr
+
+
+def real_sequence(name: str, values, *, max_length: int) -> tuple[float, ...]:
+    """``values`` (a list, tuple or 1-D array) as a tuple of 1 to ``max_length`` finite floats;
+    a TypeError for a non-sequence or a non-number, a ValueError for NaN, infinities or a bad
+    length, each naming the argument."""
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
+        raise TypeError(f"{name} must be a sequence of real numbers, got {type(values).__name__}")
+    out = []
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, numbers.Real):
+            raise TypeError(f"{name} must hold real numbers, got {type(v).__name__}")
+        if not np.isfinite(v):
+            raise ValueError(f"{name} must hold finite numbers, got {v!r}")
+        out.append(float(v))
+    if not 1 <= len(out) <= max_length:
+        raise ValueError(f"{name} must hold 1 to {max_length} values, got {len(out)}")
+    return tuple(out)

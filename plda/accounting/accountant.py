@@ -30,7 +30,8 @@ from plda.accounting.state import FORMAT, VERSION, parse_state
 from plda.conversions.composed import add_remove_steps
 from plda.engine.recipe import merge as merge_runs
 from plda.engine.recipe import realized_recipes
-from plda.mechanisms import Gaussian, Mechanism
+from plda.mechanisms import Gaussian, GaussianMixture, Mechanism
+from plda.mechanisms.gaussian_mixture import MAX_ACCUMULATION_STEPS
 from plda.mechanisms.sampler_spec import EPOCH_SAMPLERS, sampled_mechanism
 from plda.pld import DEFAULT_ACCURACY, RELATIONS, Bounds, PrivacyLossDistribution
 from plda.serialization import mechanism_to_dict
@@ -118,9 +119,18 @@ class PLDAccountant:
         max_batch_size: int | None = None,
         num_steps: int | None = None,
         num_selected: int | None = None,
+        accumulation_steps: int = 1,
     ) -> None:
         """Record ``count`` DP-SGD steps: a Gaussian of noise multiplier ``sigma`` (L2
         sensitivity 1 after clipping) on batches drawn by ``sampler``.
+
+        ``accumulation_steps=m`` (Poisson sampler only) records optimizer steps that each sum
+        the clipped gradients of ``m`` independently Poisson-sampled micro-batches of rate
+        ``sample_rate`` and add the noise once (gradient accumulation): a record can be in
+        several of them, and each step is the mixture pair of
+        :meth:`plda.GaussianMixture.gradient_accumulation` (certified under add/remove; refused
+        under replace-one, which has no proof for ``m > 1``). One step at rate
+        ``m * sample_rate`` would under-report it. ``m = 1`` is a plain step.
 
         ``sampler`` names the batch sampler that ran and takes its sizes, as
         :func:`plda.sampled_mechanism` does: ``"poisson"`` (the default: ``sample_rate``),
@@ -132,11 +142,20 @@ class PLDAccountant:
 
         Raises ``ValueError``/``TypeError`` naming the argument (and records nothing) on a noise
         multiplier outside (0, inf), a size outside its range, an argument the sampler does not
-        take, a missing one, a count below 1, or a sampler/relation pair without a sound
-        analysis.
+        take, a missing one, a count below 1, ``accumulation_steps`` not an integer in
+        ``[1, 10000]`` or above 1 with another sampler than ``"poisson"``, or a
+        sampler/relation pair without a sound analysis.
         """
         noise_multiplier = check.positive_float("noise_multiplier", noise_multiplier)
         count = check.count("count", count, minimum=1)
+        accumulation_steps = check.count("accumulation_steps", accumulation_steps, minimum=1,
+                                         maximum=MAX_ACCUMULATION_STEPS)
+        if accumulation_steps > 1 and sampler != "poisson":
+            raise ValueError(
+                f"accumulation_steps={accumulation_steps} applies to sampler='poisson' only "
+                "(independently Poisson-sampled micro-batches), got sampler="
+                f"{sampler!r}; plda has no analysis of accumulating {sampler} batches"
+            )
         if sample_rate is not None:
             sample_rate = check.probability("sample_rate", sample_rate, open_low=True)
         mechanism = sampled_mechanism(
@@ -158,6 +177,10 @@ class PLDAccountant:
                     "record the steps once an epoch is complete"
                 )
             count //= mechanism.num_steps
+        if accumulation_steps > 1:
+            mechanism = GaussianMixture.gradient_accumulation(
+                noise_multiplier, sample_rate, accumulation_steps
+            )
         self.compose(mechanism, count)
 
     @_locked

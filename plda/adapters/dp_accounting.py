@@ -9,6 +9,8 @@ Duck-typed on class names and attributes: dp_accounting is never imported. Suppo
 ``DiscreteLaplaceDpEvent``       ``DiscreteLaplace(parameter=noise_parameter, sensitivity)``
 ``RandomizedResponseDpEvent``    ``ApproximateDP(log(1 + (1 - p) k / p))``: pure-DP bound of
                                  k-ary randomized response that keeps the truth w.p. 1 - p
+``MixtureOfGaussiansDpEvent``     ``GaussianMixture(standard_deviation, sensitivities,
+                                 sampling_probs)`` (add/remove only, as in dp_accounting)
 ``PoissonSampledDpEvent``        ``PoissonSampled(inner, sampling_probability)``
 ``SampledWithoutReplacement-``   ``SampledWithoutReplacement(inner, sample_size,
 ``DpEvent``                      source_dataset_size)``: fixed-size batches (inner Gaussian
@@ -23,8 +25,7 @@ Duck-typed on class names and attributes: dp_accounting is never imported. Suppo
                                  with ``noise_multiplier=0``
 ==============================  ==========================================================
 
-Anything else (tree aggregation, zCDP events, mixtures of Gaussians, ...) raises ``ValueError``
-naming the event type.
+Anything else (tree aggregation, zCDP events, ...) raises ``ValueError`` naming the event type.
 
 **Sensitivity conventions.** A ``noise_multiplier`` is read relative to the *add/remove*
 sensitivity (for DP-SGD: the clipping norm), under either neighbouring relation: plda doubles it
@@ -63,6 +64,7 @@ from plda.mechanisms import (
     ApproximateDP,
     DiscreteLaplace,
     Gaussian,
+    GaussianMixture,
     Laplace,
     Mechanism,
     PoissonSampled,
@@ -150,6 +152,18 @@ def _walk(event, count: int, depth: int) -> list[tuple[Mechanism, int]]:
                 f" got {p!r}, {k!r}"
             )
         return [(ApproximateDP(epsilon=math.log1p((1 - p) * k / p)), count)]
+    if name == "MixtureOfGaussiansDpEvent":
+        sigma = _attribute(event, "standard_deviation")
+        sensitivities = _attribute(event, "sensitivities")
+        probabilities = _attribute(event, "sampling_probs")
+        if isinstance(sigma, (int, float)) and sigma == 0:  # no noise: no guarantee, unless
+            shifts = [c for c, p in zip(sensitivities, probabilities, strict=False) if p > 0]
+            return [] if shifts and max(shifts) == 0 else [(NON_PRIVATE, count)]  # no shift
+        mixture = _build(GaussianMixture, name, sigma=sigma, sensitivities=sensitivities,
+                         probabilities=probabilities)
+        if max(mixture.components()[0]) == 0:
+            return []  # every shift 0: nothing about anyone is released
+        return [(mixture, count)]
     if name == "PoissonSampledDpEvent":
         inner = _single(_attribute(event, "event"), depth + 1)
         rate = _attribute(event, "sampling_probability")
@@ -200,6 +214,7 @@ def _walk(event, count: int, depth: int) -> list[tuple[Mechanism, int]]:
     raise ValueError(
         f"dp_event type {name} is not supported by plda (supported: GaussianDpEvent, "
         f"LaplaceDpEvent, DiscreteLaplaceDpEvent, RandomizedResponseDpEvent, "
+        f"MixtureOfGaussiansDpEvent, "
         f"PoissonSampledDpEvent, SampledWithoutReplacementDpEvent, "
         f"TruncatedSubsampledGaussianDpEvent, SelfComposedDpEvent, ComposedDpEvent, "
         f"NoOpDpEvent, NonPrivateDpEvent)"

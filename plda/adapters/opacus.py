@@ -191,12 +191,20 @@ class PLDOpacusAccountant:
         epochs = OnePassEpochs(num_batches, self.accountant.accuracy)
         self.epochs, self.accountant = epochs, epochs.upper
 
-    def step(self, *, noise_multiplier: float, sample_rate: float) -> None:
+    def step(
+        self, *, noise_multiplier: float, sample_rate: float, accumulation_steps: int = 1
+    ) -> None:
         """Record one DP-SGD step (noise multiplier sigma, Poisson sample rate q; for one-pass
-        epochs, ``sample_rate`` is the fraction of the epoch's batches the step used)."""
+        epochs, ``sample_rate`` is the fraction of the epoch's batches the step used).
+        ``accumulation_steps=m``: the step summed ``m`` Poisson micro-batches of rate q before
+        adding the noise (:meth:`plda.PLDAccountant.step`); Poisson steps only."""
         if self.epochs is None:
-            self.accountant.step(noise_multiplier=noise_multiplier, sample_rate=sample_rate)
+            self.accountant.step(noise_multiplier=noise_multiplier, sample_rate=sample_rate,
+                                 accumulation_steps=accumulation_steps)
             return
+        if accumulation_steps != 1:
+            raise ValueError("accumulation_steps applies to Poisson steps only; for one-pass "
+                             "epochs pass the fraction of the epoch's batches as sample_rate")
         rate = check.probability("sample_rate", sample_rate, open_low=True)
         batches = rate * self.epochs.num_batches
         if abs(batches - round(batches)) > 1e-9 * batches:
@@ -232,8 +240,10 @@ class PLDOpacusAccountant:
     @property
     def history(self) -> list[tuple[float, float, int]]:
         """Opacus-style history ``[(noise_multiplier, sample_rate, steps), ...]`` of the DP-SGD
-        steps (other mechanisms composed on :attr:`accountant` are not listed; for one-pass
-        epochs ``sample_rate`` is ``1 / steps per epoch``).
+        steps (other mechanisms composed on :attr:`accountant`, and steps with gradient
+        accumulation, which no such triple describes, are not listed: see
+        ``accountant.history``; for one-pass epochs ``sample_rate`` is ``1 / steps per
+        epoch``).
 
         Assigning a list of such triples replaces everything recorded by Poisson steps
         (Opacus's ``get_noise_multiplier`` does this); on a bad entry nothing changes.
@@ -319,7 +329,18 @@ class PLDOpacusAccountant:
 
     def get_optimizer_hook_fn(self, sample_rate: float):
         """Callback for Opacus's ``DPOptimizer.attach_step_hook``: records a step with the
-        optimizer's noise multiplier and ``sample_rate`` times its accumulated iterations.
+        optimizer's noise multiplier.
+
+        Opacus passes the rate of one batch, and the optimizer's ``accumulated_iterations``
+        says how many batches' clipped gradients the step summed (``m > 1``: gradient
+        accumulation, ``optimizer.step()`` called every ``m`` batches). Each Poisson batch is
+        sampled anew, so a record can be in several of them: the step is recorded as
+        ``accumulation_steps=m`` at the batch's rate (:meth:`plda.PLDAccountant.step`), not as
+        one step at rate ``m q`` (which Opacus's own accountants do, and which under-reports).
+        Opacus's ``BatchMemoryManager`` is not affected: its physical batches split one
+        sampled logical batch, each skipped step clears the per-sample gradients, and the
+        recorded step sees ``accumulated_iterations = 1``. For one-pass epochs the step used
+        ``m`` of the epoch's batches (rate ``m q``).
 
         Called from Opacus's ``make_private``, it first reads the data loader that
         ``make_private`` prepared and accounts for it, and from ``make_private_with_epsilon``
@@ -336,10 +357,13 @@ class PLDOpacusAccountant:
             self._adopt(call, sample_rate)
 
         def hook_fn(optimizer) -> None:
-            self.step(
-                noise_multiplier=optimizer.noise_multiplier,
-                sample_rate=sample_rate * getattr(optimizer, "accumulated_iterations", 1),
-            )
+            batches = getattr(optimizer, "accumulated_iterations", 1)
+            if self.epochs is not None:  # one-pass epochs: m of the epoch's batches
+                self.step(noise_multiplier=optimizer.noise_multiplier,
+                          sample_rate=sample_rate * batches)
+                return
+            self.step(noise_multiplier=optimizer.noise_multiplier, sample_rate=sample_rate,
+                      accumulation_steps=batches)
 
         return hook_fn
 

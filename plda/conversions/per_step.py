@@ -28,6 +28,7 @@ from plda.mechanisms.approximate import ApproximateDP
 from plda.mechanisms.base import Mechanism
 from plda.mechanisms.discrete import DiscreteGaussian
 from plda.mechanisms.gaussian import Gaussian
+from plda.mechanisms.gaussian_mixture import GaussianMixture
 from plda.mechanisms.laws import GaussianLaw, LaplaceLaw, ReplaceOneSampledGaussianLaw
 from plda.mechanisms.subsampled import PoissonSampled
 
@@ -124,8 +125,14 @@ def _convexity_upper(mechanism: Mechanism, direction: str, alpha: np.ndarray) ->
     ``((1-q) R + q A, (1-q) R + q B)`` has ``e^K <= 1 - q + q e^{K(A, B)}``. A Poisson-sampled
     step (``A, B`` its base's pair, in the base's own direction) and a Poisson-sampled Gaussian
     under replace-one (``A = N(mu, 1)``, ``B = N(-mu, 1)``: ``K = alpha (alpha-1) (2 mu)^2 / 2``)
-    are such pairs; ``+inf`` for anything else."""
+    are such pairs. So is a :class:`~plda.GaussianMixture`, ``sum_k w_k (N(mu_k), N(0))`` (or
+    reversed): ``e^K <= sum_k w_k e^{alpha (alpha-1) mu_k^2 / 2}``. ``+inf`` for anything else."""
     law = mechanism.privacy_loss(direction)
+    if type(mechanism) is GaussianMixture:
+        shifts, weights = (np.asarray(v) for v in mechanism.components())
+        with np.errstate(divide="ignore"):
+            exponents = np.log(weights) + np.multiply.outer(alpha * (alpha - 1) / 2, shifts**2)
+        return np.logaddexp.reduce(exponents, axis=-1)
     if type(mechanism) is PoissonSampled:
         q = mechanism.sample_rate
         base = step_cumulant(mechanism.mechanism, direction, alpha).upper

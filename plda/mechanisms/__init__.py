@@ -7,6 +7,7 @@ from plda.mechanisms.bracket import NotTightWarning, SamplerAssumptionWarning
 from plda.mechanisms.custom import CustomMechanism, LossLaw
 from plda.mechanisms.discrete import DiscreteGaussian, DiscreteLaplace
 from plda.mechanisms.gaussian import Gaussian
+from plda.mechanisms.gaussian_mixture import GaussianMixture
 from plda.mechanisms.laplace import Laplace
 from plda.mechanisms.law import PrivacyLossLaw
 from plda.mechanisms.shuffled import Shuffled
@@ -20,6 +21,7 @@ __all__ = [
     "DiscreteGaussian",
     "DiscreteLaplace",
     "Gaussian",
+    "GaussianMixture",
     "Laplace",
     "LossLaw",
     "Mechanism",

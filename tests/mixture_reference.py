@@ -1,0 +1,67 @@
+"""Exact ``delta(eps)`` of a mixture-of-Gaussians pair in mpmath (shared by the tests of
+:class:`plda.GaussianMixture`; not a test module).
+
+The pair is ``P = sum_k w_k N(mu_k, 1)`` against ``Q = N(0, 1)`` with ``mu_k = c_k / sigma``. Its
+likelihood ratio is increasing in the output ``y``, so the optimal set of the hockey-stick
+divergence is a half-line cut where the loss ``log sum_k w_k e^{mu_k y - mu_k^2/2}`` crosses
+``eps`` (remove) or ``-eps`` (add): the crossing is found by bisection to the working precision
+and ``delta`` is a sum of normal cdfs there (no quadrature).
+"""
+
+from __future__ import annotations
+
+import mpmath
+
+
+def _ncdf(x):
+    # a crossing far out (a shift of 1e-100 flattens the loss for ~1e100) would overflow erfc
+    return mpmath.ncdf(x) if abs(x) < 1e6 else mpmath.mpf(x > 0)
+
+
+def mixture_delta(sigma, sensitivities, probabilities, eps, direction="max"):
+    """``delta(eps)`` of the pair, for ``direction`` ``"remove"`` (P against Q), ``"add"``
+    (Q against P) or ``"max"`` (the larger), at the current mpmath precision."""
+    if direction == "max":
+        return max(mixture_delta(sigma, sensitivities, probabilities, eps, d)
+                   for d in ("remove", "add"))
+    s, eps = mpmath.mpf(sigma), mpmath.mpf(eps)
+    total = mpmath.fsum(mpmath.mpf(p) for p in probabilities)
+    comps = [(mpmath.mpf(p) / total, mpmath.mpf(c) / s)
+             for c, p in zip(sensitivities, probabilities, strict=True) if p > 0]
+
+    def loss(y):
+        return mpmath.log(mpmath.fsum(w * mpmath.exp(m * y - m * m / 2) for w, m in comps))
+
+    target = eps if direction == "remove" else -eps
+    floor = mpmath.fsum(w for w, m in comps if m == 0)
+    if floor > 0 and target <= mpmath.log(floor):
+        return mpmath.mpf(0)  # the loss never goes below log w_0 (add direction only)
+    lo, hi = mpmath.mpf(-1), mpmath.mpf(1)
+    while loss(lo) > target:
+        lo *= 2
+    while loss(hi) < target:
+        hi *= 2
+    for _ in range(int(mpmath.mp.prec * 1.2) + 64):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if loss(mid) < target else (lo, mid)
+    y = (lo + hi) / 2
+    if direction == "remove":
+        return (mpmath.fsum(w * _ncdf(m - y) for w, m in comps)
+                - mpmath.exp(eps) * _ncdf(-y))
+    return _ncdf(y) - mpmath.exp(eps) * mpmath.fsum(w * _ncdf(y - m) for w, m in comps)
+
+
+def binomial_weights(trials, sample_rate):
+    """Exact ``Binomial(trials, sample_rate)`` probabilities in mpmath."""
+    q = mpmath.mpf(sample_rate)
+    return [mpmath.binomial(trials, k) * q**k * (1 - q) ** (trials - k)
+            for k in range(trials + 1)]
+
+
+def accumulation_delta(noise_multiplier, sample_rate, trials, eps, direction="max"):
+    """``delta(eps)`` of gradient accumulation over ``trials`` micro-batches (exact weights)."""
+    return mixture_delta(noise_multiplier, range(trials + 1),
+                         binomial_weights(trials, sample_rate), eps, direction)
+
+
+__all__ = ["accumulation_delta", "binomial_weights", "mixture_delta"]
