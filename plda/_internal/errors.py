@@ -32,8 +32,10 @@ class AccuracyWarning(PLDAWarning):
     """A returned interval is wider than the requested ``accuracy``.
 
     The bounds are still certified (the upper bound holds, the lower bound holds); they are only
-    further apart than asked, because the grid reached its size cap (very long compositions) or
-    the delta lies below what the composition resolves (deltas far below 1e-30)."""
+    further apart than asked, because the grid reached its size cap (very long compositions),
+    the delta lies below what the composition resolves (deltas far below 1e-30), or a sampler's
+    upper bound comes from a dominating pair that no datasets are known to realize
+    (:class:`~plda.NotTightWarning`: the gap then includes the gap between its two analyses)."""
 
 
 class GaussianDPWarning(AccuracyWarning):
@@ -221,8 +223,9 @@ def warn_if_inaccurate(
     warn(
         f"{query}: the certified interval [{lo:.6g}, {hi:.6g}] has relative gap "
         f"{(hi - lo) / hi:.3g}, above the requested accuracy {accuracy:g} (the grid reached its "
-        "size cap, or the query lies below what the composition resolves). Both bounds still "
-        "hold; "
+        "size cap, the query lies below what the composition resolves, or a sampler's upper "
+        "bound comes from a dominating pair that no datasets are known to realize, so the gap "
+        "includes that analysis's: see NotTightWarning). Both bounds still hold; "
         + (advice or "pass a larger accuracy to silence this, or split the composition."),
         AccuracyWarning,
     )
