@@ -17,3 +17,36 @@ def test_a_useless_slope_still_converges_by_bisection():
     target = np.array([0.3, 7.0])
     y = increasing_inverse(np.expm1, lambda x: np.full_like(x, 1e-300), target)
     assert np.allclose(np.expm1(y), target, rtol=1e-12)
+
+
+def test_a_table_gives_the_same_roots_inside_and_outside_its_range():
+    from plda._internal.roots import tabulated_inverse
+
+    def cube(x):
+        return x**3 + x
+
+    def slope(x):
+        return 3 * x**2 + 1
+
+    grid = np.linspace(-2.0, 2.0, 33)
+    target = np.array([[-1e6, -3.0, 0.0], [cube(0.5), 2.5, 1e9]])  # a grid point, and beyond
+    y = tabulated_inverse(cube, slope, target, grid, cube(grid))
+    assert y.shape == target.shape
+    assert np.allclose(cube(y), target, rtol=1e-14, atol=1e-12)
+    assert np.allclose(y, increasing_inverse(cube, slope, target), rtol=1e-14, atol=1e-15)
+    assert float(tabulated_inverse(cube, slope, np.float64(2.0), grid, cube(grid))) == 1.0
+
+
+def test_the_stragglers_alone_keep_iterating():
+    """Each element stops at its own convergence: a noisy function (rounding noise in f
+    keeps some steps from vanishing) costs passes over the unfinished elements only."""
+    calls = []
+
+    def noisy(x):
+        calls.append(len(x))
+        return np.expm1(x) + np.where(np.arange(len(x)) % 2, 1e-16, -1e-16) * (len(x) > 1)
+
+    target = np.linspace(0.1, 5.0, 1000)
+    y = increasing_inverse(noisy, np.exp, target)
+    assert np.allclose(np.expm1(y), target, rtol=1e-13)
+    assert sum(calls) < 20 * len(target)
