@@ -28,7 +28,11 @@ from plda.mechanisms import (
     Shuffled,
     TruncatedPoisson,
 )
-from plda.mechanisms.shuffled import ShuffledLowerBound, ShuffledOppositeLowerBound
+from plda.mechanisms.shuffled import (
+    ShuffledLowerBound,
+    ShuffledOppositeLowerBound,
+    ShuffledOppositeSumLowerBound,
+)
 from plda.pld import RELATIONS, PrivacyLossDistribution
 
 __all__ = ["load_pld", "mechanism_from_dict", "mechanism_to_dict", "save_pld"]
@@ -41,7 +45,7 @@ MECHANISM_TYPES: dict[str, type] = {
     cls.__name__: cls
     for cls in (ApproximateDP, DiscreteGaussian, DiscreteLaplace, Gaussian, Laplace, PoissonSampled)
     + (RandomAllocation, SampledWithoutReplacement, Shuffled, ShuffledLowerBound, TruncatedPoisson)
-    + (ShuffledOppositeLowerBound,)
+    + (ShuffledOppositeLowerBound, ShuffledOppositeSumLowerBound)
 }
 
 

@@ -20,8 +20,13 @@ from scipy import integrate
 
 import plda
 from plda import PrivacyLossDistribution as PLD
+from plda.mechanisms.allocation_cellsum import shifted_pair_cell_sum_laws, shifted_pair_cells
 from plda.mechanisms.max_shift_pair_law import LaplaceMaxShiftPairLaw, MaxShiftPairLaw
-from plda.mechanisms.shuffled import ShuffledLowerBound, ShuffledOppositeLowerBound
+from plda.mechanisms.shuffled import (
+    ShuffledLowerBound,
+    ShuffledOppositeLowerBound,
+    ShuffledOppositeSumLowerBound,
+)
 from plda.serialization import mechanism_from_dict, mechanism_to_dict
 
 EPSILONS = (0.0, 0.5, 1.0, 2.0)
@@ -378,3 +383,71 @@ def test_laplace_opposite_pair_is_below_the_upper_bound():
     old = PLD.from_mechanism(epoch.lower_bound_mechanisms()[1], 3).epsilon_bounds(1e-5).lower
     assert new > old
 
+
+
+# ----------------------------------------- the same input through a sum over batches (much noise)
+@pytest.mark.parametrize("sigma, eps", [(2.0, 0.0), (4.0, 0.3)])
+def test_opposite_sum_two_steps_against_the_exact_full_pair(sigma, eps):
+    """The sum over batches of the cells of e^(2 mu Y - 2 mu^2): a post-processing whose
+    certified lower bound is at most the exact full pair's delta and close to it at T = 2."""
+    mechanism = ShuffledOppositeSumLowerBound(plda.Gaussian(sigma), 2)
+    lower = PLD.from_mechanism(mechanism).delta_bounds(eps).lower
+    p_law, q_law = _opposite_laws(2)
+    exact = max(full_delta_two_steps(p_law, q_law, 1 / sigma, eps),
+                full_delta_two_steps(q_law, p_law, 1 / sigma, eps))
+    assert 0.95 * exact <= lower <= exact * (1 + 1e-6)
+
+
+def test_cell_sum_laws_are_sub_measures():
+    """Each direction's law is a sub-measure of the exact discrete law under its first
+    hypothesis and a super-measure under the second (the certified FFT errors subtracted,
+    resp. added: lower masses and lower losses), and the atoms agree with direct convolutions
+    of the cell masses."""
+    remove, add = shifted_pair_cell_sum_laws(0.25, 3)
+    for law in (remove, add):
+        p_mass, q_mass = (float(law.cdf(np.inf, h) + law.sf(np.inf, h)) for h in "PQ")
+        assert 1 - 1e-9 <= p_mass <= 1 <= q_mass <= 1 + 1e-9
+    q0, _, p1, _, p2, _, _ = shifted_pair_cells(0.25, 3)
+    others = np.convolve(q0, q0)
+    p_t, q_t = np.convolve(others, p2), np.convolve(others, p1)
+    keep = p_t > 1e-6
+    losses, masses = np.log(p_t[keep] / q_t[keep]), p_t[keep]
+    # each of these is an atom of the remove law, to the FFT's accuracy
+    nearest = np.clip(np.searchsorted(remove.atom_losses, losses), 1, len(remove.atom_losses) - 1)
+    nearest = np.where(np.abs(remove.atom_losses[nearest - 1] - losses)
+                       < np.abs(remove.atom_losses[nearest] - losses), nearest - 1, nearest)
+    np.testing.assert_allclose(remove.atom_losses[nearest], losses, atol=1e-7)
+    np.testing.assert_allclose(remove.atom_probs[nearest], masses, rtol=1e-6)
+    assert np.all(remove.atom_probs[nearest] <= masses * (1 + 1e-12))
+
+
+@pytest.mark.filterwarnings("ignore::plda.AccuracyWarning")  # 100 allocation epochs: gap 5%
+def test_many_noisy_epochs_take_the_sum_over_batches():
+    """sigma = 5, 100 steps, 100 epochs: the largest batch sum gives 0.35, the others-at-0
+    pair 0.70 (the only lower bound before), the sum over batches 0.79; the upper bound is
+    10.0. lower_bound_mechanisms() offers all three."""
+    epoch = plda.Shuffled(plda.Gaussian(5.0), 100)
+    mechanisms = epoch.lower_bound_mechanisms()
+    assert [type(m) for m in mechanisms] == [ShuffledOppositeLowerBound,
+                                             ShuffledOppositeSumLowerBound, ShuffledLowerBound]
+    lowers = [PLD.from_mechanism(m, 100).epsilon_bounds(1e-5).lower for m in mechanisms]
+    assert lowers[0] < 0.36 and 0.69 < lowers[2] < 0.71 and lowers[1] > 0.78
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", plda.NotTightWarning)
+        warnings.simplefilter("ignore", plda.SamplerAssumptionWarning)
+        assert max(lowers) < PLD.from_mechanism(epoch, 100).epsilon(1e-5)
+    for mechanism in mechanisms:
+        assert mechanism_from_dict(mechanism_to_dict(mechanism)) == mechanism
+        assert mechanism.under_replace_one() == epoch.under_replace_one().lower_bound_mechanism()
+
+
+def test_the_sum_over_batches_is_offered_where_its_lattice_fits():
+    assert len(plda.Shuffled(plda.Gaussian(1.0), 195).lower_bound_mechanisms()) == 2
+    assert len(plda.Shuffled(plda.Laplace(3.0), 195).lower_bound_mechanisms()) == 2
+    assert len(plda.Shuffled(plda.Gaussian(2.0), 10**5).lower_bound_mechanisms()) == 3
+    with pytest.raises(ValueError, match="sensitivity / sigma"):
+        ShuffledOppositeSumLowerBound(plda.Gaussian(1.0), 195)
+    with pytest.raises(ValueError, match="num_steps"):
+        ShuffledOppositeSumLowerBound(plda.Gaussian(3.0), 1)
+    with pytest.raises(TypeError, match="Gaussian or plda.Laplace"):
+        ShuffledOppositeSumLowerBound(plda.DiscreteGaussian(3.0), 4)

@@ -6,7 +6,8 @@ import warnings
 from dataclasses import dataclass
 
 from plda._internal.validation import count
-from plda.mechanisms.allocation import RandomAllocation, allocation_supported
+from plda.mechanisms.allocation import MAX_STEPS, RandomAllocation, allocation_supported
+from plda.mechanisms.allocation_cellsum import shifted_pair_cell_sum_laws, shifted_pair_plan
 from plda.mechanisms.base import Mechanism
 from plda.mechanisms.bracket import BracketedMechanism, SamplerAssumptionWarning
 from plda.mechanisms.gaussian import Gaussian
@@ -47,20 +48,25 @@ class Shuffled(BracketedMechanism):
       :meth:`lower_bound_mechanism`). With x one uniformly random batch is shifted by ``2C``;
       with x removed (slot left empty) the same batch is shifted by ``C``: the pair
       ``((1/T) sum_t N(2C e_t, sigma^2 I), (1/T) sum_t N(C e_t, sigma^2 I))``. Its likelihood
-      ratio depends on two sums of the coordinates, so plda computes a post-processing: the
-      largest batch sum (:class:`~plda.mechanisms.max_shift_pair_law.MaxShiftPairLaw`, exact).
-      Under replace-one (x' at ``-C``) the batch is shifted by ``2C`` against nothing.
+      ratio depends on two sums of the coordinates, so plda computes post-processings with
+      exact laws: the largest batch sum
+      (:class:`~plda.mechanisms.max_shift_pair_law.MaxShiftPairLaw`) and, for a Gaussian
+      base with ``2C / sigma`` up to about 1.2, a sum over batches of discretized likelihood
+      ratios (:class:`ShuffledOppositeSumLowerBound`). Under replace-one (x' at ``-C``) the
+      batch is shifted by ``2C`` against nothing.
     - *others at 0*, *x at* ``+C`` (:class:`ShuffledLowerBound`): shift ``C`` against nothing,
       the random-allocation (balls-in-bins) pair. Where :class:`~plda.RandomAllocation`
       supports it (a Gaussian base with shift / sigma up to ``1.45``, a Laplace base with
       shift / scale up to about 12, ``T <= 1e5``) plda computes its full ``T``-dimensional PLD
       (certified lower bound); otherwise its largest coordinate (:class:`MaxShiftLaw`).
 
-    Neither is larger at every ``epsilon``: on a CIFAR-sized epoch (``sigma = 1``, ``T =
-    195``, ``delta = 1e-5``) the first certifies ``epsilon >= 3.839`` (the full pair's value,
-    computed outside plda, is 3.842) where the second gives 0.393, against the upper bound
-    4.377; with much noise and many epochs (``sigma = 5``, ``T = 100``, 100 epochs) the second
-    gives 0.70 and the first 0.35. A composition reports the largest of their lower bounds.
+    None is larger at every ``epsilon``: on a CIFAR-sized epoch (``sigma = 1``, ``T = 195``,
+    ``delta = 1e-5``) the largest batch sum of the first certifies ``epsilon >= 3.839`` (the
+    full pair's value, computed outside plda, is 3.842) where the second gives 0.393, against
+    the upper bound 4.377; with much noise and many epochs (``sigma = 5``, ``T = 100``, 100
+    epochs) the largest batch sum gives 0.35, the second input 0.70 and the first input's sum
+    over batches 0.79. A composition reports the largest of their lower bounds
+    (:meth:`lower_bound_mechanisms`).
     Under replace-one the shift-``2C``-against-nothing pair is the only one used: the inputs
     with another record for x' (``0``, or others at 0 and x' at ``-C``, shifts ``C`` against
     ``-C``) give smaller values at every ``epsilon`` checked. Every ``epsilon`` so obtained is
@@ -129,10 +135,15 @@ class Shuffled(BracketedMechanism):
 
     def lower_bound_mechanisms(self) -> tuple[Mechanism, ...]:
         """Both realized inputs' pairs (class docstring), to be read under the same relation
-        as this mechanism: others at ``-C`` (:class:`ShuffledOppositeLowerBound`) and others at
-        0 (:class:`ShuffledLowerBound`); neither is larger at every ``epsilon``."""
-        return (ShuffledOppositeLowerBound(self.mechanism, self.num_steps),
-                ShuffledLowerBound(self.mechanism, self.num_steps))
+        as this mechanism: others at ``-C`` through the largest batch sum
+        (:class:`ShuffledOppositeLowerBound`) and, where supported, through a sum over batches
+        (:class:`ShuffledOppositeSumLowerBound`), and others at 0 (:class:`ShuffledLowerBound`);
+        none is larger at every ``epsilon``."""
+        opposite = ShuffledOppositeLowerBound(self.mechanism, self.num_steps)
+        zero = ShuffledLowerBound(self.mechanism, self.num_steps)
+        if opposite_sum_supported(self.mechanism, self.num_steps):
+            return (opposite, ShuffledOppositeSumLowerBound(self.mechanism, self.num_steps), zero)
+        return (opposite, zero)
 
 
 @dataclass(frozen=True)
@@ -258,3 +269,49 @@ class ShuffledOppositeLowerBound(Mechanism):
         """The same input under replace-one, x replaced by a record at ``-C``: shift ``2C``
         against none (:class:`ShuffledLowerBound` read under replace-one)."""
         return _ReplaceOneShuffledLowerBound(self.mechanism, self.num_steps)
+
+
+@dataclass(frozen=True)
+class ShuffledOppositeSumLowerBound(Mechanism):
+    """The pair of the input with the other records at ``-C`` (as
+    :class:`ShuffledOppositeLowerBound`), post-processed instead to the sum over batches of the
+    cell of each batch's ``e^(2 mu Y - 2 mu^2)`` (``mu = C / sigma``): exact discrete laws
+    (:func:`~plda.mechanisms.allocation_cellsum.shifted_pair_cell_sum_laws`), nearly
+    sufficient where the largest batch sum is a poor statistic (much noise, many epochs).
+    Gaussian base with ``2C / sigma`` up to about 1.2 (:func:`shifted_pair_plan`), ``T >= 2``.
+    Read under replace-one it is the shift-``2C``-against-none pair, like
+    :class:`ShuffledOppositeLowerBound`."""
+
+    mechanism: Mechanism
+    num_steps: int
+
+    symmetric = False
+
+    def __post_init__(self):
+        check_base("ShuffledOppositeSumLowerBound", self.mechanism)
+        object.__setattr__(self, "num_steps", count("num_steps", self.num_steps, minimum=2))
+        if not opposite_sum_supported(self.mechanism, self.num_steps):
+            raise ValueError(
+                "ShuffledOppositeSumLowerBound needs a Gaussian base with 2 sensitivity / sigma "
+                "up to about 1.2 (its cells of the likelihood ratio must fit the lattice), got "
+                f"{self.mechanism!r} with num_steps={self.num_steps}")
+
+    def _laws(self):
+        return shifted_pair_cell_sum_laws(self.mechanism.mu, self.num_steps)
+
+    def _remove_law(self):
+        return self._laws()[0]
+
+    def _add_law(self):
+        return self._laws()[1]
+
+    def under_replace_one(self) -> Mechanism:
+        return _ReplaceOneShuffledLowerBound(self.mechanism, self.num_steps)
+
+
+def opposite_sum_supported(mechanism: Mechanism, num_steps: int) -> bool:
+    """Whether :class:`ShuffledOppositeSumLowerBound` supports ``mechanism`` over
+    ``num_steps`` batches (a Gaussian base, ``2 <= num_steps <= 1e5`` and a lattice that
+    :func:`~plda.mechanisms.allocation_cellsum.shifted_pair_plan` accepts)."""
+    return (type(mechanism) is Gaussian and 2 <= num_steps <= MAX_STEPS
+            and shifted_pair_plan(mechanism.mu, num_steps) is not None)
