@@ -70,10 +70,13 @@ def _newton(function: Function, slope: Function, target, lo, hi, x) -> np.ndarra
         ha = np.where(f > 0, xa, hi[active])
         with np.errstate(divide="ignore", invalid="ignore"):
             nxt = xa - f / slope(xa)
-        bad = ~((nxt > la) & (nxt < ha))
-        # an exact root stays (a table's start may sit on its bracket's end)
-        nxt = np.where(f == 0, xa, np.where(bad, 0.5 * (la + ha), nxt))
+        inside = (nxt > la) & (nxt < ha)
+        # converged: a Newton step below 4 ulps (or an exact root). Such a step may round onto
+        # the bracket's end that was just moved to x; it is taken (or x kept), not replaced by
+        # a bisection step, which would throw x back to the middle of a stale bracket
         done = (np.abs(nxt - xa) <= 4e-16 * (1 + np.abs(xa))) | (f == 0)
+        nxt = np.where(done, np.where(inside, nxt, xa),
+                       np.where(inside, nxt, 0.5 * (la + ha)))
         x[active], lo[active], hi[active] = nxt, la, ha
         active = active[~done]
         if not len(active):
