@@ -28,6 +28,9 @@ super-measures above. The remove law has atoms ``log(P_T^- / Q_T^+)`` with ``P``
 ``P_T^-``; the add law ``log(Q_T^- / P_T^+)`` with ``Q_T^-``. Lower masses and lower losses only
 lower every composed ``delta`` (it is linear in the masses with non-negative integrands,
 non-decreasing in every loss), so these laws are certified lower laws of the epoch.
+
+The same statistic, with the cells of ``W^2``, gives a certified lower pair of a shuffled epoch
+whose other records sit at ``-C`` (:func:`shifted_pair_cell_sum_laws`).
 """
 
 from __future__ import annotations

@@ -7,11 +7,13 @@ epoch whose other records sit at ``-C`` (:class:`~plda.mechanisms.shuffled.Shuff
 is shifted by ``2C``; with x removed (its slot left empty, the coupling the upper bound
 assumes) the same batch is shifted by ``C``. In units of the noise: ``(1/T) sum_t
 N(mu e_t, I)`` against ``(1/T) sum_t N(mu_q e_t, I)`` on ``R^T`` with ``mu = 2C/sigma``,
-``mu_q = C/sigma``. Its likelihood ratio is ``e^{-mu_q^2} sum W_t^2 / sum W_t`` (``W_t`` the
-one-step Gaussian ratios): two sums, so no one-dimensional reduction of the kind
-:class:`~plda.RandomAllocation` uses exists. The largest coordinate ``Y`` is a post-processing
-of the output, so its pair is dominated by the epoch's in both directions, and its law is
-explicit:
+``mu_q = C/sigma``. Its likelihood ratio is ``e^{-mu_q^2} sum W_t^2 / sum W_t`` (``W_t =
+e^{mu_q Y_t - mu_q^2 / 2}``): a ratio of two sums, so the reduction
+:class:`~plda.RandomAllocation` uses (a ratio linear in one sum of i.i.d. terms) does not
+apply. The largest coordinate ``Y`` is a post-processing of the output, so its pair is
+dominated by the epoch's in both directions, and its law is explicit (the sum over
+coordinates of discretized ``W_t^2`` is another post-processing with exact laws, better with
+much noise: :func:`~plda.mechanisms.allocation_cellsum.shifted_pair_cell_sum_laws`):
 
 .. math::
 
@@ -27,17 +29,18 @@ both densities by ``f(y) F(y)^{T-1}``,
 .. math::
 
     \frac{p_Y(y)}{q_Y(y)} = \frac{E_{\nu_y}[a_\mu(X)]}{E_{\nu_y}[a_{\mu_q}(X)]}, \qquad
-    \nu_y = \delta_y + (T-1)\, f(x) 1\{x \le y\}\,dx,
+    \nu_y = \delta_y + \frac{T-1}{F(y)}\, f(x) 1\{x \le y\}\,dx,
 
 with ``a_m(x) = f(x - m) / f(x)`` (``F(y - m) = int_{x <= y} a_m f``). Tilting ``nu_y`` by
-``a_{mu_q}`` gives ``nu'_y`` proportional to ``a_{mu_q}(y) delta_y + (T-1) f(x - mu_q)
-1{x <= y} dx``, and the ratio is ``E_{nu'_y}[a_mu / a_{mu_q}]``. The function ``a_mu /
-a_{mu_q} = f(x - mu) / f(x - mu_q)`` is nondecreasing for a log-concave ``f`` (Gaussian,
-Laplace), and ``nu'_y`` is stochastically nondecreasing in ``y``: below ``y`` its cdf is
-``(T-1) F(z - mu_q)`` over ``a_{mu_q}(y) + (T-1) F(y - mu_q)``, whose denominator is
-nondecreasing in ``y`` when ``mu_q >= 0``, and above ``y`` it is 1. So the ratio is
-nondecreasing; for the Gaussian strictly increasing, for the Laplace law constant
-(``e^{-(mu - mu_q)}``) for ``y <= mu_q`` and strictly increasing above.
+``a_{mu_q}`` gives ``nu'_y`` proportional to ``a_{mu_q}(y) delta_y + (T-1) F(y)^{-1}
+f(x - mu_q) 1{x <= y} dx``, and the ratio is ``E_{nu'_y}[a_mu / a_{mu_q}]``. The function
+``a_mu / a_{mu_q} = f(x - mu) / f(x - mu_q)`` is nondecreasing for a log-concave ``f``
+(Gaussian, Laplace), and ``nu'_y`` is stochastically nondecreasing in ``y``: below ``y`` its
+cdf is ``(T-1) F(z - mu_q)`` over ``a_{mu_q}(y) F(y) + (T-1) F(y - mu_q)``, whose
+denominator is nondecreasing in ``y`` (``a_{mu_q}`` is nonnegative and nondecreasing when
+``mu_q >= 0``), and above ``y`` it is 1. So the ratio is nondecreasing; for the Gaussian
+strictly increasing, for the Laplace law constant (``e^{-(mu - mu_q)}``) for
+``y <= mu_q`` and strictly increasing above.
 """
 
 from __future__ import annotations
