@@ -54,3 +54,18 @@ def test_the_stragglers_alone_keep_iterating():
     assert np.allclose(np.expm1(y), target, rtol=1e-13)
     newton = calls[-40:]  # the bisected element needs some 50 passes; the others a few
     assert newton[-1] == 1 and sum(calls) < 20 * len(target)
+
+
+def test_a_flat_noisy_function_stops_at_its_rounding_level():
+    """Slope 1e-2 and rounding noise of 1e-16 in the values: x is known to 1e-14 at best, and
+    the inverse stops there instead of iterating to its pass limit."""
+    calls = []
+
+    def flat(x):
+        calls.append(len(x))
+        return (0.01 * x + 1.0) - 1.0  # rounded to the ulps of 1
+
+    target = np.linspace(0.001, 0.03, 500)
+    y = increasing_inverse(flat, lambda x: np.full_like(x, 0.01), target)
+    assert np.allclose(0.01 * y, target, rtol=0, atol=1e-15)
+    assert sum(calls) < 20 * len(target)

@@ -451,3 +451,13 @@ def test_the_sum_over_batches_is_offered_where_its_lattice_fits():
         ShuffledOppositeSumLowerBound(plda.Gaussian(3.0), 1)
     with pytest.raises(TypeError, match="Gaussian or plda.Laplace"):
         ShuffledOppositeSumLowerBound(plda.DiscreteGaussian(3.0), 4)
+
+
+def test_long_laplace_epochs_keep_finite_cdfs():
+    """Laplace scale 0.05, 1000 steps: the largest coordinate's cdf above its atom, F(y0)
+    e^(log F(y) - log F(y0)) with F(y0) = 2^-1000 e^-20, overflowed to inf (a non-finite mass
+    in the discretized law); now F(y) (1 - e^-d)."""
+    epoch = plda.Shuffled(plda.Laplace(0.05), 1000)
+    for mechanism in epoch.lower_bound_mechanisms():
+        bounds = PLD.from_mechanism(mechanism).epsilon_bounds(1e-5)
+        assert 16 < bounds.lower <= bounds.upper <= 20 * (1 + 1e-6)

@@ -55,7 +55,8 @@ def tabulated_inverse(function: Function, slope: Function, target: np.ndarray,
 
 def _newton(function: Function, slope: Function, target, lo, hi, x) -> np.ndarray:
     """Safeguarded Newton iteration from ``x`` inside the brackets ``[lo, hi]``; each element
-    stops once its step is below 4 ulps of ``|x|`` (or ``f`` is 0), and later iterations
+    stops once its step is below 4 ulps of ``|x|`` or its residual below 4 ulps of the target,
+    and later iterations
     evaluate the unfinished elements only (a few stragglers, whose rounding noise in ``f``
     keeps their steps from vanishing, no longer cost a pass over every element)."""
     shape = np.shape(target)
@@ -71,10 +72,14 @@ def _newton(function: Function, slope: Function, target, lo, hi, x) -> np.ndarra
         with np.errstate(divide="ignore", invalid="ignore"):
             nxt = xa - f / slope(xa)
         inside = (nxt > la) & (nxt < ha)
-        # converged: a Newton step below 4 ulps (or an exact root). Such a step may round onto
-        # the bracket's end that was just moved to x; it is taken (or x kept), not replaced by
-        # a bisection step, which would throw x back to the middle of a stale bracket
-        done = (np.abs(nxt - xa) <= 4e-16 * (1 + np.abs(xa))) | (f == 0)
+        # converged: a Newton step below 4 ulps of x, or a residual within 4 ulps of the target
+        # (as good as the function's own rounding allows: where it is flat, slope ~1e-2, its
+        # noise alone keeps the step above 4 ulps of x, and iterating on cost 100 passes for
+        # nothing). Such a step may round onto the bracket's end that was just moved to x; it
+        # is taken (or x kept), not replaced by a bisection step, which would throw x back to
+        # the middle of a stale bracket
+        done = ((np.abs(nxt - xa) <= 4e-16 * (1 + np.abs(xa)))
+                | (np.abs(f) <= 4e-16 * (1 + np.abs(ta))))
         nxt = np.where(done, np.where(inside, nxt, xa),
                        np.where(inside, nxt, 0.5 * (la + ha)))
         x[active], lo[active], hi[active] = nxt, la, ha

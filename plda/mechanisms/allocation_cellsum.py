@@ -145,7 +145,9 @@ def shifted_pair_plan(mu: float, t: int) -> tuple[float, int, float] | None:
     spread or more than :data:`MAX_SHIFTED_CELLS` (``2 mu`` above about 1.2: the lognormal
     tail of ``V`` needs ever more cells, and the largest coordinate does well there)."""
     m2 = 2 * mu
-    if not (0 < m2 and math.isfinite(m2)) or t < 2:
+    # beyond 2 the lognormal tail alone needs more than MAX_SHIFTED_CELLS cells of width at
+    # most MAX_SHIFTED_WIDTH (top = e^(6.362 m2 + m2^2 / 2) > 2^18 / 4); e^top would overflow
+    if not 0 < m2 <= 2.0 or t < 2:
         return None
     top = math.exp(_Z_TAIL * m2 + m2 * m2 / 2)
     mean_2 = math.exp(m2 * m2)  # E[V] under N(2 mu)

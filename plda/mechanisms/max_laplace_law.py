@@ -126,12 +126,14 @@ class LaplaceMaxShiftLaw(PrivacyLossLaw):
         return np.where(x <= lo, self.flat_end, np.where(x >= hi, np.inf, y))
 
     def _cont_cdf(self, x, hypothesis):
-        # F(y(x)) - F(y0) = F(y0) expm1(log F(y) - log F(y0)), y0 the flat end: no
-        # cancellation near the atom
+        # F(y(x)) - F(y0) = F(y) (1 - e^{-d}), d = log F(y) - log F(y0) >= 0, y0 the flat
+        # end: no cancellation near the atom, and no overflow where F(y0) is subnormal (2^-T
+        # for long epochs: F(y0) e^d overflowed to inf for T = 1000, m = 20)
         y = self._points(x)
         at_zero = self._log_cdf_y(np.full(1, self.flat_end), hypothesis)[0]
         with np.errstate(invalid="ignore"):
-            out = math.exp(at_zero) * np.expm1(self._log_cdf_y(y, hypothesis) - at_zero)
+            log_f = self._log_cdf_y(y, hypothesis)
+            out = np.exp(log_f) * -np.expm1(-np.maximum(log_f - at_zero, 0.0))
         return np.where(np.isinf(y), -math.expm1(at_zero), out)
 
     def _cont_sf(self, x, hypothesis):
