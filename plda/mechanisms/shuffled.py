@@ -240,9 +240,10 @@ class _ReplaceOneShuffledLowerBound(ShuffledLowerBound):
 class ShuffledOppositeLowerBound(Mechanism):
     """The pair of the worst-case input with the other records at ``-C`` and x at ``+C``
     (see :class:`Shuffled`): one uniformly random batch shifted by ``2C`` with x against the
-    same batch shifted by ``C`` without it (add/remove, slot left empty) or with x replaced by
-    a record contributing 0 (replace-one: the same pair, so :meth:`under_replace_one` is this
-    mechanism). Its laws are those of the largest batch sum
+    same batch shifted by ``C`` without it (add/remove, slot left empty). Read under
+    replace-one (x' at ``-C``) it is shift ``2C`` against none (:meth:`under_replace_one`;
+    x' = 0 would give this same pair, a weaker one there). Its laws are those of the largest
+    batch sum
     (:class:`~plda.mechanisms.max_shift_pair_law.MaxShiftPairLaw`, or its Laplace analogue),
     a post-processing of the realized pair: the lower bound of its PLD is certified for the
     shuffled epoch."""
