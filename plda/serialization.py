@@ -29,7 +29,11 @@ from plda.mechanisms import (
     Shuffled,
     TruncatedPoisson,
 )
-from plda.mechanisms.shuffled import ShuffledLowerBound
+from plda.mechanisms.shuffled import (
+    ShuffledLowerBound,
+    ShuffledOppositeLowerBound,
+    ShuffledOppositeSumLowerBound,
+)
 from plda.pld import RELATIONS, PrivacyLossDistribution
 
 __all__ = ["load_pld", "mechanism_from_dict", "mechanism_to_dict", "save_pld"]
@@ -42,7 +46,8 @@ MECHANISM_TYPES: dict[str, type] = {
     cls.__name__: cls
     for cls in (ApproximateDP, DiscreteGaussian, DiscreteLaplace, Gaussian, GaussianMixture)
     + (Laplace, PoissonSampled, RandomAllocation, SampledWithoutReplacement, Shuffled)
-    + (ShuffledLowerBound, TruncatedPoisson)
+    + (ShuffledLowerBound, ShuffledOppositeLowerBound, ShuffledOppositeSumLowerBound)
+    + (TruncatedPoisson,)
 }
 
 

@@ -168,12 +168,13 @@ def test_add_direction_bracket_contains_exact_two_steps():
 
 
 def test_shuffled_lower_bound_is_the_allocation_pair():
-    """One shuffled epoch's worst-case input (Chua et al.) is the allocation pair: its lower
-    bound is RandomAllocation's, below the exact pair (both directions, t = 2, mpmath) and
-    above its maximum-coordinate post-processing (the previous lower bound)."""
-    from plda.mechanisms.shuffled import MaxShiftLaw
+    """One shuffled epoch's input with the other records at 0 (Chua et al.) is the allocation
+    pair: its lower bound is RandomAllocation's, below the exact pair (both directions, t = 2,
+    mpmath) and above its maximum-coordinate post-processing."""
+    from plda.mechanisms.shuffled import MaxShiftLaw, ShuffledLowerBound
 
-    lower_mech = plda.Shuffled(plda.Gaussian(1.0), 2).lower_bound_mechanism()
+    lower_mech = plda.Shuffled(plda.Gaussian(1.0), 2).lower_bound_mechanisms()[1]
+    assert type(lower_mech) is ShuffledLowerBound  # others at 0 (the other input: -C)
     assert lower_mech.privacy_loss("remove") is RandomAllocation(
         plda.Gaussian(1.0), 2).privacy_loss("remove")
     for eps in (0.5, 1.0):

@@ -312,6 +312,27 @@ def max_shift_renyi(alpha: float, mu: float, steps: int) -> float:
     return float(mpmath.log(value) / (a - 1))
 
 
+def max_shift_pair_renyi(alpha: float, mu: float, steps: int) -> float:
+    """``D_alpha`` of the larger direction of the pair realized by a shuffled epoch's input with
+    the other records at ``-C``, post-processed to the maximum coordinate: one random
+    coordinate shifted by ``2 mu`` (``P``) against ``mu`` (``Q``), by mpmath quadrature."""
+    mpmath.mp.dps = 15
+    a, mu, t = mpmath.mpf(alpha), mpmath.mpf(mu), steps
+
+    def density(shift):
+        return lambda y: (mpmath.npdf(y - shift) * mpmath.ncdf(y) ** (t - 1) + (t - 1)
+                          * mpmath.ncdf(y - shift) * mpmath.ncdf(y) ** (t - 2) * mpmath.npdf(y))
+
+    p, q = density(2 * mu), density(mu)
+    pieces = [-mpmath.inf, -5, 0, 5, 10, mpmath.inf]
+
+    def divergence(f, g):
+        return float(mpmath.log(mpmath.quad(lambda y: f(y) ** a * g(y) ** (1 - a), pieces))
+                     / (a - 1))
+
+    return max(divergence(p, q), divergence(q, p))
+
+
 @pytest.mark.slow
 def allocation_renyi(alpha: int, mu: float, steps: int) -> float:
     """Remove-direction ``D_alpha`` of the random-allocation pair (the pair a shuffled epoch's
@@ -333,15 +354,16 @@ def allocation_renyi(alpha: int, mu: float, steps: int) -> float:
 @pytest.mark.filterwarnings("ignore::plda.NotTightWarning")
 @pytest.mark.filterwarnings("ignore::plda.SamplerAssumptionWarning")
 @pytest.mark.parametrize(
-    "sigma, orders, reference",
+    "sigma, orders, other_reference",
     [
-        # random allocation supports sigma = 1: the realized pair is its pair
+        # random allocation supports sigma = 1: the others-at-0 pair is its pair
         (1.0, [2, 4], allocation_renyi),
-        # it refuses sigma = 0.5: the realized pair is its post-processing by the maximum
+        # it refuses sigma = 0.5: the others-at-0 pair is its post-processing by the maximum
         (0.5, [1.5, 4.0], max_shift_renyi),
     ],
 )
-def test_a_shuffled_epoch_takes_its_lower_bound_from_the_realized_pair(sigma, orders, reference):
+def test_a_shuffled_epoch_takes_its_lower_bound_from_the_realized_pair(sigma, orders,
+                                                                       other_reference):
     epoch = plda.Shuffled(plda.Gaussian(sigma=sigma), num_steps=10)
     orders = np.array(orders, dtype=float)
     bounds = R.renyi_bounds(P(epoch).self_compose(3), orders)
@@ -350,11 +372,18 @@ def test_a_shuffled_epoch_takes_its_lower_bound_from_the_realized_pair(sigma, or
     np.testing.assert_allclose(bounds.upper, 3 * orders / (2 * sigma**2), rtol=1e-12)
     # lower: the realized pair's, not the dominating pair's (which is the upper bound itself)
     np.testing.assert_array_equal(bounds.lower, realized.lower)
-    # ... a certified lower bound on the true value of that pair (the larger direction), and tight
-    exact = np.array([3 * reference(int(a) if a.is_integer() else a, 1 / sigma, 10)
-                      for a in orders])
+    # ... a certified lower bound on the true value of that pair (the other records at -C, its
+    # largest coordinate; the larger direction), and tight
+    exact = np.array([3 * max_shift_pair_renyi(float(a), 1 / sigma, 10) for a in orders])
     assert np.all(bounds.lower <= exact * (1 + 1e-9))
     assert np.all(bounds.lower >= exact * (1 - 1e-3))
+    # the other input's pair (others at 0) is certified against its own exact value, and lower
+    other = R.renyi_bounds(P(epoch.lower_bound_mechanisms()[1]).self_compose(3), orders)
+    exact_other = np.array([3 * other_reference(int(a) if a.is_integer() else a, 1 / sigma, 10)
+                            for a in orders])
+    assert np.all(other.lower <= exact_other * (1 + 1e-9))
+    assert np.all(other.lower >= exact_other * (1 - 1e-3))
+    assert np.all(other.lower < bounds.lower)
     # zCDP: the Gaussian's rho on top, the realized pair's below
     rho = R.zcdp_bounds(P(epoch))
     assert rho.upper == pytest.approx(0.5 / sigma**2, rel=1e-12) and 0 < rho.lower < rho.upper

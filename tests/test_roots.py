@@ -60,3 +60,55 @@ def test_convex_inverse_from_the_right_needs_no_bracket():
     y = convex_increasing_inverse(function, slope, target, start)
     assert np.allclose(function(y[:-1]), target[:-1], rtol=1e-14, atol=1e-14)
     assert y[-1] < -1e97  # below the flat line's level log 0.5: the root is ~ -1e98
+
+
+def test_a_table_gives_the_same_roots_inside_and_outside_its_range():
+    from plda._internal.roots import tabulated_inverse
+
+    def cube(x):
+        return x**3 + x
+
+    def slope(x):
+        return 3 * x**2 + 1
+
+    grid = np.linspace(-2.0, 2.0, 33)
+    target = np.array([[-1e6, -3.0, 0.0], [cube(0.5), 2.5, 1e9]])  # a grid point, and beyond
+    y = tabulated_inverse(cube, slope, target, grid, cube(grid))
+    assert y.shape == target.shape
+    assert np.allclose(cube(y), target, rtol=1e-14, atol=1e-12)
+    assert np.allclose(y, increasing_inverse(cube, slope, target), rtol=1e-14, atol=1e-15)
+    assert float(tabulated_inverse(cube, slope, np.float64(2.0), grid, cube(grid))) == 1.0
+
+
+def test_the_stragglers_alone_keep_iterating():
+    """Each element stops at its own convergence: one root found by bisection (its slope is
+    useless there) costs passes over that element only, not over the 999 others."""
+    calls = []
+
+    def function(x):
+        calls.append(len(x))
+        return np.expm1(x)
+
+    def slope(x):
+        return np.where(np.abs(x - 4.5) < 0.3, 1e-300, np.exp(x))
+
+    target = np.append(np.linspace(0.1, 20.0, 999), np.expm1(4.5))
+    y = increasing_inverse(function, slope, target)
+    assert np.allclose(np.expm1(y), target, rtol=1e-13)
+    newton = calls[-40:]  # the bisected element needs some 50 passes; the others a few
+    assert newton[-1] == 1 and sum(calls) < 20 * len(target)
+
+
+def test_a_flat_noisy_function_stops_at_its_rounding_level():
+    """Slope 1e-2 and rounding noise of 1e-16 in the values: x is known to 1e-14 at best, and
+    the inverse stops there instead of iterating to its pass limit."""
+    calls = []
+
+    def flat(x):
+        calls.append(len(x))
+        return (0.01 * x + 1.0) - 1.0  # rounded to the ulps of 1
+
+    target = np.linspace(0.001, 0.03, 500)
+    y = increasing_inverse(flat, lambda x: np.full_like(x, 0.01), target)
+    assert np.allclose(0.01 * y, target, rtol=0, atol=1e-15)
+    assert sum(calls) < 20 * len(target)

@@ -363,11 +363,11 @@ def test_max_shift_law_against_mpmath():
 
     for eps in (0.1, 0.5, 1.0):
         assert law.delta(eps) == pytest.approx(hockey(eps), rel=1e-9)
-        # where RandomAllocation supports it, the shuffled lower pair is the full pair, of
-        # which the maximum coordinate is a post-processing: its certified lower bound is
-        # above the maximum's exact delta (less the engine's discretization)
+        # where RandomAllocation supports it, the others-at-0 input's lower pair is the full
+        # pair, of which the maximum coordinate is a post-processing: its certified lower
+        # bound is above the maximum's exact delta (less the engine's discretization)
         bounds = PLD.from_mechanism(plda.Shuffled(plda.Gaussian(1 / mu), steps)
-                                    .lower_bound_mechanism()).delta_bounds(eps)
+                                    .lower_bound_mechanisms()[1]).delta_bounds(eps)
         assert bounds.lower >= hockey(eps) * (1 - 1e-3)
         assert bounds.lower <= bounds.upper
 
@@ -555,9 +555,13 @@ NEW_LAWS = [
     plda.TruncatedPoisson(plda.Gaussian(0.9), 0.1, 8, 100),
     plda.TruncatedPoisson(plda.Laplace(1.0), 0.3, 2, 10),
     # noise below RandomAllocation's range: the maximum-coordinate pair (MaxShiftLaw)
+    plda.Shuffled(plda.Gaussian(0.6), 7).lower_bound_mechanisms()[1],
+    plda.Shuffled(plda.Gaussian(0.5), 300).lower_bound_mechanisms()[1],
+    plda.Shuffled(plda.Laplace(0.07), 6).lower_bound_mechanisms()[1],
+    # the input with the other records at -C: largest coordinate, shifts 2C against C
     plda.Shuffled(plda.Gaussian(0.6), 7).lower_bound_mechanism(),
-    plda.Shuffled(plda.Gaussian(0.5), 300).lower_bound_mechanism(),
-    plda.Shuffled(plda.Laplace(0.07), 6).lower_bound_mechanism(),
+    plda.Shuffled(plda.Gaussian(1.0), 195).lower_bound_mechanism(),
+    plda.Shuffled(plda.Laplace(0.5), 6).lower_bound_mechanism(),
 ]
 
 
@@ -591,6 +595,7 @@ def test_new_laws_are_valid_pairs(mechanism, direction):
 @examples(3)
 @given(sigma=st.floats(0.4, 3.0), steps=st.integers(1, 500), epochs=st.integers(1, 5))
 @example(sigma=0.4, steps=1, epochs=1)
+@example(sigma=3.0, steps=50, epochs=3)  # the sum over batches is offered
 def test_shuffled_lower_never_above_upper(sigma, steps, epochs):
     epoch = plda.Shuffled(plda.Gaussian(sigma), steps)
     for relation in ("add_remove", "replace_one"):
@@ -599,9 +604,10 @@ def test_shuffled_lower_never_above_upper(sigma, steps, epochs):
             warnings.simplefilter("ignore", plda.SamplerAssumptionWarning)
             upper = PLD.from_mechanism(epoch, epochs, relation=relation, accuracy=1e-2
                                        ).delta_bounds(np.array([0.5, 2.0])).upper
-        lower = PLD.from_mechanism(epoch.lower_bound_mechanism(), epochs, relation=relation,
-                                   accuracy=1e-2).delta_bounds(np.array([0.5, 2.0])).lower
-        assert np.all(lower <= upper * (1 + 1e-9))
+        for mechanism in epoch.lower_bound_mechanisms():  # every realized input's pair
+            lower = PLD.from_mechanism(mechanism, epochs, relation=relation, accuracy=1e-2
+                                       ).delta_bounds(np.array([0.5, 2.0])).lower
+            assert np.all(lower <= upper * (1 + 1e-9))
 
 
 def test_poisson_near_one_fixed_size_above_ten():

@@ -6,12 +6,10 @@ from collections.abc import Callable
 
 import numpy as np
 
+Function = Callable[[np.ndarray], np.ndarray]
 
-def increasing_inverse(
-    function: Callable[[np.ndarray], np.ndarray],
-    slope: Callable[[np.ndarray], np.ndarray],
-    target: np.ndarray,
-) -> np.ndarray:
+
+def increasing_inverse(function: Function, slope: Function, target: np.ndarray) -> np.ndarray:
     """``y`` with ``function(y) = target`` for an increasing ``function`` on the real line
     (vectorized): a bracket ``[lo, hi]`` grown by doubling until it holds the root, then Newton
     steps with ``slope``, falling back to bisection whenever a step leaves the bracket (so it
@@ -26,25 +24,69 @@ def increasing_inverse(
             break
         lo = np.where(low, 2 * lo - 1, lo)
         hi = np.where(high, 2 * hi + 1, hi)
-    x = 0.5 * (lo + hi)
-    for _ in range(100):
-        f = function(x) - target
-        lo = np.where(f < 0, x, lo)
-        hi = np.where(f > 0, x, hi)
+    return _newton(function, slope, target, lo, hi, 0.5 * (lo + hi))
+
+
+def tabulated_inverse(function: Function, slope: Function, target: np.ndarray,
+                      grid: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """:func:`increasing_inverse` with the bracket read off a table: ``values =
+    function(grid)`` on an increasing ``grid``. A target strictly inside the table's range lies
+    between two neighbouring grid points, and Newton starts from the linear interpolation
+    between them (a few steps instead of some fifty bisections from a doubled bracket);
+    targets outside the range take :func:`increasing_inverse`."""
+    target = np.asarray(target, dtype=float)
+    flat = target.reshape(-1)
+    out = np.empty(flat.shape)
+    i = np.searchsorted(values, flat, side="left")  # values[i - 1] < target <= values[i]
+    inside = (i > 0) & (i < len(grid))
+    if inside.any():
+        j = i[inside]
+        lo, hi = grid[j - 1], grid[j]
+        v_lo, v_hi = values[j - 1], values[j]
+        t = flat[inside]
         with np.errstate(divide="ignore", invalid="ignore"):
-            step = f / slope(x)
-        nxt = x - step
-        # a step below the tolerance is convergence, even if rounding puts it on or past the
-        # bracket's end (bisecting then would jump back across a bracket whose far end may
-        # still be where it started)
-        tiny = np.abs(step) <= 4e-16 * (1 + np.abs(x))
-        bad = ~((nxt > lo) & (nxt < hi)) & ~tiny
-        nxt = np.where(bad, 0.5 * (lo + hi), nxt)
-        done = tiny | (np.abs(nxt - x) <= 4e-16 * (1 + np.abs(x)))
-        x = nxt
-        if np.all(done | (f == 0)):
+            share = np.clip((t - v_lo) / (v_hi - v_lo), 0.0, 1.0)
+        start = np.where(np.isfinite(share), lo + share * (hi - lo), 0.5 * (lo + hi))
+        out[inside] = _newton(function, slope, t, lo, hi, start)
+    if (~inside).any():
+        out[~inside] = increasing_inverse(function, slope, flat[~inside])
+    return out.reshape(target.shape)
+
+
+def _newton(function: Function, slope: Function, target, lo, hi, x) -> np.ndarray:
+    """Safeguarded Newton iteration from ``x`` inside the brackets ``[lo, hi]``; each element
+    stops once its step is below 4 ulps of ``|x|`` or its residual below 4 ulps of the target,
+    and later iterations
+    evaluate the unfinished elements only (a few stragglers, whose rounding noise in ``f``
+    keeps their steps from vanishing, no longer cost a pass over every element)."""
+    shape = np.shape(target)
+    x, lo, hi = (np.array(np.broadcast_to(v, shape), dtype=float).reshape(-1)
+                 for v in (x, lo, hi))
+    target = np.asarray(target, dtype=float).reshape(-1)
+    active = np.arange(len(x))
+    for _ in range(100):
+        xa, ta = x[active], target[active]
+        f = function(xa) - ta
+        la = np.where(f < 0, xa, lo[active])
+        ha = np.where(f > 0, xa, hi[active])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            nxt = xa - f / slope(xa)
+        inside = (nxt > la) & (nxt < ha)
+        # converged: a Newton step below 4 ulps of x, or a residual within 4 ulps of the target
+        # (as good as the function's own rounding allows: where it is flat, slope ~1e-2, its
+        # noise alone keeps the step above 4 ulps of x, and iterating on cost 100 passes for
+        # nothing). Such a step may round onto the bracket's end that was just moved to x; it
+        # is taken (or x kept), not replaced by a bisection step, which would throw x back to
+        # the middle of a stale bracket
+        done = ((np.abs(nxt - xa) <= 4e-16 * (1 + np.abs(xa)))
+                | (np.abs(f) <= 4e-16 * (1 + np.abs(ta))))
+        nxt = np.where(done, np.where(inside, nxt, xa),
+                       np.where(inside, nxt, 0.5 * (la + ha)))
+        x[active], lo[active], hi[active] = nxt, la, ha
+        active = active[~done]
+        if not len(active):
             break
-    return x
+    return x.reshape(shape)
 
 
 def convex_increasing_inverse(

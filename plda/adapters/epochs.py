@@ -21,6 +21,7 @@ from __future__ import annotations
 import warnings
 
 from plda._internal import validation as check
+from plda._internal.errors import check_bracket
 from plda.accountant import PLDAccountant
 from plda.mechanisms import Gaussian, NotTightWarning, Shuffled
 from plda.pld import Bounds
@@ -99,7 +100,8 @@ class OnePassEpochs:
         """Certified ``Bounds(lower=..., upper=...)`` on epsilon at ``delta``."""
         upper = self.epsilon(delta)
         lower = float(self.lower.epsilon_bounds(delta).lower) if len(self.lower) else 0.0
-        return Bounds(lower=min(lower, upper), upper=upper)
+        check_bracket(lower, upper, query="epsilon_bounds")
+        return Bounds(lower=lower, upper=upper)
 
     def history(self) -> list[tuple[float, float, int]]:
         """Opacus-style ``[(noise_multiplier, sample_rate, steps), ...]`` with ``sample_rate``

@@ -38,11 +38,9 @@ def realized_recipes(steps) -> tuple[tuple, ...]:
         for mechanism, count in steps
     ]
     width = max(len(options) for options in choices)
-    return tuple(
-        merge(
-            part
-            for options in choices
-            for part in options[min(i, len(options) - 1)]
-        )
+    recipes = (
+        merge(part for options in choices for part in options[min(i, len(options) - 1)])
         for i in range(width)
     )
+    # alternatives that coincide once the relation is applied are composed once
+    return tuple(dict.fromkeys(recipes))

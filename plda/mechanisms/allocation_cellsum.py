@@ -28,6 +28,9 @@ super-measures above. The remove law has atoms ``log(P_T^- / Q_T^+)`` with ``P``
 ``P_T^-``; the add law ``log(Q_T^- / P_T^+)`` with ``Q_T^-``. Lower masses and lower losses only
 lower every composed ``delta`` (it is linear in the masses with non-negative integrands,
 non-decreasing in every loss), so these laws are certified lower laws of the epoch.
+
+The same statistic, with the cells of ``W^2``, gives a certified lower pair of a shuffled epoch
+whose other records sit at ``-C`` (:func:`shifted_pair_cell_sum_laws`).
 """
 
 from __future__ import annotations
@@ -37,8 +40,9 @@ import math
 import numpy as np
 
 from plda import fft
+from plda._internal.caches import cached
 from plda.mechanisms.allocation_fft import split_convolve
-from plda.mechanisms.allocation_sum import laplace_cells, lognormal_cells
+from plda.mechanisms.allocation_sum import laplace_cells, lognormal_cells, normal_cell_masses
 from plda.mechanisms.laws import AtomLaw
 
 #: points of the lattice of ``T`` (sets the cell width ``w`` of ``W``)
@@ -46,6 +50,11 @@ MAX_POINTS = 1 << 20
 #: finest cell width of ``W``
 MIN_WIDTH = 0.02
 _Z_TAIL = 6.362  # Phi(-6.362) ~ 1e-10: the lognormal cells stop there (the rest is lumped)
+#: coarsest cell width, relative to the spread of one term (at most 1), for which the shuffled
+#: pair's cell sum is offered: coarser cells lose the statistic's information
+MAX_SHIFTED_WIDTH = 0.25
+#: most cells of one term for the shuffled pair's cell sum (its law then builds in about 1 s)
+MAX_SHIFTED_CELLS = 1 << 18
 
 
 def _cells(kind: str, parameter: float, t: int, k: int):
@@ -127,4 +136,87 @@ def cell_sum_laws(kind: str, parameter: float, t: int, k: int) -> tuple[AtomLaw,
     n = fft.good_size(2 * (cap + 2))
     p_low, q_low = _side(np.maximum(q - dq, 0.0), np.maximum(p - dp, 0.0), t, k, n, cap, -1)
     p_high, q_high = _side(q + dq, p + dp, t, k, n, cap, +1)
+    return _law(p_low, q_high), _law(q_low, p_high)
+
+
+def shifted_pair_plan(mu: float, t: int) -> tuple[float, int, float] | None:
+    """Cell width ``w``, cell count and span of the sum for :func:`shifted_pair_cell_sum_laws`,
+    or ``None`` where the cells would be coarser than :data:`MAX_SHIFTED_WIDTH` of one term's
+    spread or more than :data:`MAX_SHIFTED_CELLS` (``2 mu`` above about 1.2: the lognormal
+    tail of ``V`` needs ever more cells, and the largest coordinate does well there)."""
+    m2 = 2 * mu
+    # beyond 2 the lognormal tail alone needs more than MAX_SHIFTED_CELLS cells of width at
+    # most MAX_SHIFTED_WIDTH (top = e^(6.362 m2 + m2^2 / 2) > 2^18 / 4); e^top would overflow
+    if not 0 < m2 <= 2.0 or t < 2:
+        return None
+    top = math.exp(_Z_TAIL * m2 + m2 * m2 / 2)
+    mean_2 = math.exp(m2 * m2)  # E[V] under N(2 mu)
+    sd_2 = math.sqrt(max(math.exp(3 * m2 * m2) - math.exp(2 * m2 * m2), 0.0))
+    sd_0 = math.sqrt(math.expm1(m2 * m2))
+    span = mean_2 + 12 * sd_2 + t + 12 * math.sqrt(t) * sd_0 + top
+    w = max(MIN_WIDTH, span / MAX_POINTS)
+    cells = int(math.ceil(top / w))
+    if w > MAX_SHIFTED_WIDTH * min(sd_0, 1.0) or cells > MAX_SHIFTED_CELLS:
+        return None
+    return w, cells, span
+
+
+def shifted_pair_cells(mu: float, t: int):
+    """Cells of the statistic of :func:`shifted_pair_cell_sum_laws`: ``(q0, dq0, p1, dp1, p2,
+    dp2, cap)``, the masses of the cells of ``V = e^(2 mu Y - 2 mu^2)`` under ``Y ~ N(0, 1)``,
+    ``N(mu, 1)`` and ``N(2 mu, 1)`` (the cells above the last lumped), bounds on their
+    absolute errors, and the index cap of the sum (:func:`shifted_pair_plan`)."""
+    plan = shifted_pair_plan(mu, t)
+    if plan is None:
+        return None
+    w, cells, span = plan
+    m2 = 2 * mu
+    # V is the lognormal W of RandomAllocation at 2 mu: its N(0) masses and first moments
+    # (the N(2 mu) masses), and the N(mu) masses, P_mu(V <= x) = Phi(log(x) / (2 mu))
+    mass, moment, mass_above, moment_above, mass_err, moment_err = lognormal_cells(m2, w, cells)
+    with np.errstate(divide="ignore"):
+        middle, middle_above, middle_err = normal_cell_masses(
+            np.log(np.arange(cells + 1) * w) / m2)
+    u = 16 * 2.0**-53
+    q0, dq0 = np.append(mass, mass_above), np.append(mass_err, u * mass_above)
+    p1, dp1 = np.append(middle, middle_above), np.append(middle_err, u * middle_above)
+    p2, dp2 = np.append(moment, moment_above), np.append(moment_err, u * moment_above)
+    cap = int(math.ceil(span / w)) + len(q0)
+    return q0, dq0, p1, dp1, p2, dp2, cap
+
+
+@cached(maxsize=16)
+def shifted_pair_cell_sum_laws(mu: float, t: int) -> tuple[AtomLaw, AtomLaw] | None:
+    r"""``(remove, add)`` certified lower laws of the pair ``(1/t) sum_i N(2 mu e_i, I)``
+    against ``(1/t) sum_i N(mu e_i, I)`` (one shuffled epoch with the other records at ``-C``,
+    :class:`~plda.mechanisms.shuffled.ShuffledOppositeLowerBound`), from the statistic
+    ``T = sum_i J_i``, ``J_i`` the cell of ``V_i = e^(2 mu Y_i - 2 mu^2)`` (cells of width
+    ``w``, those above ``top`` lumped). ``T`` is a function of the output, so its pair is
+    dominated by the epoch's in both directions. Given the shifted coordinate the ``J_i`` are
+    independent and ``T`` does not depend on which coordinate is shifted, so
+
+    .. math::
+
+        P_T = p_2 * q_0^{*(t-1)}, \qquad Q_T = p_1 * q_0^{*(t-1)},
+
+    with ``q_0, p_1, p_2`` the cell masses under ``N(0), N(mu), N(2 mu)``: exact discrete laws,
+    computed as sub- and super-measures like :func:`cell_sum_laws`. For small ``mu`` the
+    likelihood ratio ``e^{-mu^2} sum W_i^2 / sum W_i`` (``W_i = e^{mu Y_i - mu^2/2}``) moves with
+    ``sum V_i`` to first order, so this statistic is nearly sufficient where the largest
+    coordinate is a poor one (much noise, many epochs). ``None`` where
+    :func:`shifted_pair_plan` declines."""
+    cells = shifted_pair_cells(mu, t)
+    if cells is None:
+        return None
+    q0, dq0, p1, dp1, p2, dp2, cap = cells
+    n = fft.good_size(2 * (cap + 2))
+    sides = {}
+    for sign in (-1, +1):
+        def moved(x, dx, sign=sign):
+            return np.maximum(x + sign * dx, 0.0)
+
+        others = _power(moved(q0, dq0), t - 1, n, cap, sign)
+        sides[sign] = (_product(others, moved(p2, dp2), n, cap, sign),
+                       _product(others, moved(p1, dp1), n, cap, sign))
+    (p_low, q_low), (p_high, q_high) = sides[-1], sides[+1]
     return _law(p_low, q_high), _law(q_low, p_high)

@@ -52,33 +52,34 @@ from plda.mechanisms.allocation_fft import root_sum_squares, split_convolve
 _U = 2.0**-53
 
 
+def normal_cell_masses(z: np.ndarray):
+    """``N(0, 1)`` masses of the cells ``[z_k, z_{k+1})`` (``z`` increasing, ``-inf`` allowed
+    first), the mass above the last edge, and a bound on each cell's absolute error.
+    Differences are taken of the cdf below the median and of the sf above it (no cancellation
+    of numbers near 1). Error: a few ulps of each ``ndtr`` value, and each edge ``z`` is off by
+    a few ulps of ``|z|`` (a log, a constant added, a division), which moves the value by
+    ``phi(z)|dz| <= (1 + z^2) value * 4u`` (Mills ratio); ``16u(1 + z^2)`` per value covers
+    both."""
+    lo = ndtr(z)
+    hi = ndtr(-z)
+    use_hi = hi[:-1] < lo[:-1]
+    d = np.where(use_hi, hi[:-1] - hi[1:], lo[1:] - lo[:-1])
+    zz = np.nan_to_num(z, neginf=0.0)
+    v = np.where(use_hi, hi[:-1] * (1 + zz[:-1] ** 2) + hi[1:] * (1 + zz[1:] ** 2),
+                 lo[1:] * (1 + zz[1:] ** 2) + lo[:-1] * (1 + zz[:-1] ** 2))
+    return np.maximum(d, 0.0), float(hi[-1]), 16 * _U * v
+
+
 def lognormal_cells(mu: float, w: float, cells: int):
     """Q-mass and first moment of ``W`` in the cells ``[k w, (k+1) w)``, ``k < cells``, the
     mass and first moment above ``cells * w``, and bounds on the absolute error of each cell's
     mass and moment. Uses ``P(W <= x) = Phi((log x + mu^2/2)/mu)`` and
-    ``E[W; W <= x] = Phi((log x - mu^2/2)/mu)``; differences are taken of the cdf below the
-    median and of the sf above it (no cancellation of numbers near 1)."""
+    ``E[W; W <= x] = Phi((log x - mu^2/2)/mu)`` (:func:`normal_cell_masses`)."""
     edges = np.arange(cells + 1) * w
     with np.errstate(divide="ignore"):
         logx = np.log(edges)
-    a = (logx + mu * mu / 2) / mu
-    b = (logx - mu * mu / 2) / mu
-
-    def diffs(z):
-        lo = ndtr(z)
-        hi = ndtr(-z)
-        use_hi = hi[:-1] < lo[:-1]
-        d = np.where(use_hi, hi[:-1] - hi[1:], lo[1:] - lo[:-1])
-        # error: a few ulps of each ndtr value, and the edge z itself is off by a few ulps of
-        # |z| (log, division), which moves the value by phi(z)|dz| <= (1 + z^2) value * 4u
-        # (Mills ratio); 16u(1 + z^2) per value covers both
-        zz = np.nan_to_num(z, neginf=0.0)
-        v = np.where(use_hi, hi[:-1] * (1 + zz[:-1] ** 2) + hi[1:] * (1 + zz[1:] ** 2),
-                     lo[1:] * (1 + zz[1:] ** 2) + lo[:-1] * (1 + zz[:-1] ** 2))
-        return np.maximum(d, 0.0), float(hi[-1]), 16 * _U * v
-
-    mass, mass_above, mass_err = diffs(a)
-    moment, moment_above, moment_err = diffs(b)
+    mass, mass_above, mass_err = normal_cell_masses((logx + mu * mu / 2) / mu)
+    moment, moment_above, moment_err = normal_cell_masses((logx - mu * mu / 2) / mu)
     return mass, moment, mass_above, moment_above, mass_err, moment_err
 
 

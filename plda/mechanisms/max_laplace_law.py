@@ -56,6 +56,12 @@ class LaplaceMaxShiftLaw(PrivacyLossLaw):
         object.__setattr__(self, "atom_probs", np.array([math.exp(log_q - m)]))
 
     @property
+    def flat_end(self) -> float:
+        """The loss is constant (the atom) for ``y <= flat_end`` and strictly increasing
+        above: 0 here (subclasses with a shifted ``Q`` move it)."""
+        return 0.0
+
+    @property
     def continuous_support(self):
         m, t = self.m, self.num_steps
         return (-m, math.log((math.exp(m) + t - 1) / t))
@@ -78,18 +84,19 @@ class LaplaceMaxShiftLaw(PrivacyLossLaw):
         return np.exp(a - top) * da + np.exp(r - top) * dr
 
     def _inverse(self, loss):
-        """``y > 0`` with ``l(y) = loss`` for losses inside the continuous support (bisection
-        on a bracket grown by doubling, then safeguarded Newton; ``inf`` where the loss is not
-        reached)."""
+        """``y > flat_end`` with ``l(y) = loss`` for losses inside the continuous support
+        (bisection on a bracket grown by doubling, then safeguarded Newton; ``inf`` where the
+        loss is not reached)."""
         loss = np.asarray(loss, dtype=float)
-        lo = np.zeros(loss.shape)
-        hi = np.ones(loss.shape)
-        for _ in range(12):  # up to y = 4096: beyond, e^-y is below every representable gap
+        start = self.flat_end
+        lo = np.full(loss.shape, start)
+        hi = lo + 1.0
+        for _ in range(12):  # up to 4096 past the flat end: beyond, e^-y is below every gap
             grow = self._loss(hi) < loss
             if not grow.any():
                 break
             lo = np.where(grow, hi, lo)
-            hi = np.where(grow, 2 * hi, hi)
+            hi = np.where(grow, 2 * hi - start, hi)
         unreached = self._loss(hi) < loss
         # safeguarded Newton: a Newton step inside the bracket, else bisection
         y = 0.5 * (lo + hi)
@@ -116,20 +123,23 @@ class LaplaceMaxShiftLaw(PrivacyLossLaw):
         lo, hi = self.continuous_support
         x = np.asarray(x, dtype=float)
         y = self._inverse(np.clip(x, lo, hi))
-        return np.where(x <= lo, 0.0, np.where(x >= hi, np.inf, y))
+        return np.where(x <= lo, self.flat_end, np.where(x >= hi, np.inf, y))
 
     def _cont_cdf(self, x, hypothesis):
-        # F(y(x)) - F(0) = F(0) expm1(log F(y) - log F(0)): no cancellation near the atom
+        # F(y(x)) - F(y0) = F(y) (1 - e^{-d}), d = log F(y) - log F(y0) >= 0, y0 the flat
+        # end: no cancellation near the atom, and no overflow where F(y0) is subnormal (2^-T
+        # for long epochs: F(y0) e^d overflowed to inf for T = 1000, m = 20)
         y = self._points(x)
-        at_zero = self._log_cdf_y(np.zeros(1), hypothesis)[0]
+        at_zero = self._log_cdf_y(np.full(1, self.flat_end), hypothesis)[0]
         with np.errstate(invalid="ignore"):
-            out = math.exp(at_zero) * np.expm1(self._log_cdf_y(y, hypothesis) - at_zero)
+            log_f = self._log_cdf_y(y, hypothesis)
+            out = np.exp(log_f) * -np.expm1(-np.maximum(log_f - at_zero, 0.0))
         return np.where(np.isinf(y), -math.expm1(at_zero), out)
 
     def _cont_sf(self, x, hypothesis):
         y = self._points(x)
         lo, _ = self.continuous_support
-        at_zero = self._log_cdf_y(np.zeros(1), hypothesis)[0]
+        at_zero = self._log_cdf_y(np.full(1, self.flat_end), hypothesis)[0]
         out = -np.expm1(self._log_cdf_y(y, hypothesis))
         out = np.where(np.isinf(y), 0.0, out)
         return np.where(np.asarray(x) <= lo, -math.expm1(at_zero), out)

@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import log_ndtr, ndtri
+from scipy.special import log_ndtr, ndtri, ndtri_exp
 
 from plda._internal.roots import increasing_inverse
 from plda.mechanisms.law import PrivacyLossLaw
@@ -109,7 +109,8 @@ class MaxShiftLaw(PrivacyLossLaw):
         # coordinates are shifted); above y_b both sfs are <= T (1 - Phi(y_b - mu)) = mass
         # (union bound over the T coordinates)
         y_a = ndtri(math.exp(math.log(mass) / t))
-        y_b = self.mu - ndtri(mass / t)
+        # in logs: mass / T underflows for the discretizer's far tail (1e-320) once T > 2000
+        y_b = self.mu - ndtri_exp(math.log(mass) - math.log(t))
         return float(self._loss(np.array([y_a]))[0]), float(self._loss(np.array([y_b]))[0])
 
 
