@@ -110,21 +110,20 @@ def test_realized_lower_bound_never_exceeds_upper(case):
 
 
 _SHUFFLED = next(p for p in POINTS if p.name == "shuffled-T2")
-_ITEM_5 = ("issue 24 item 5: Shuffled's add/remove lower bound puts the other records at 0; "
-           "the realized input 'others -C, x +C' (same slot semantics) gives more")
-
-
 @pytest.mark.parametrize("case", [
-    pytest.param(Case(_SHUFFLED, noise, "add_remove", steps), id=f"{noise}-{steps}",
-                 marks=known_defect(_ITEM_5))
+    pytest.param(Case(_SHUFFLED, noise, "add_remove", steps), id=f"{noise}-{steps}")
     for noise in BASES for steps in STEPS])
 def test_shuffled_lower_bound_uses_the_stronger_realized_pair(case):
-    """Two batches of two: others -C, x +C against x's slot left empty. At sigma = 1, one
-    epoch, delta(0): realized 0.3605, plda's lower bound 0.2976."""
+    """Two batches of two: others -C, x +C against x's slot left empty (issue 24 item 5). At
+    sigma = 1, one epoch, delta(0): realized 0.3605, plda's lower bound was 0.2976 (others at
+    0). plda now takes it from a post-processing of this pair (the largest batch sum), so it
+    may fall short of the full pair by what that post-processing loses: 2% at most here."""
     realized = case.worst().bracket(case.point.sampler, (-1, -1, -1, 1), (-1, -1, -1, 0),
                                     case.steps)
-    assert np.all(realized.lower <= plda_bounds(case).lower + TOL), table(case, [
-        ("plda lower", plda_bounds(case).lower), ("others -C, x +C", realized.lower)])
+    lower = plda_bounds(case).lower
+    assert np.all(lower <= realized.upper + TOL)
+    assert np.all(realized.lower * 0.98 <= lower + TOL), table(case, [
+        ("plda lower", lower), ("others -C, x +C", realized.lower)])
 
 
 _UNEQUAL = ("new (battery), a tightness gap, not an under-report: with a dataset size that is "
