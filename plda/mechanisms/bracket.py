@@ -23,16 +23,21 @@ def public_name(mechanism: Mechanism) -> str:
     """The name of ``mechanism``'s class for messages: its first public class (a sampler read
     under replace-one is an internal subclass, ``Shuffled`` for instance, and a message names
     what the user wrote), with ``" under replace-one"`` when an internal class was passed."""
-    classes = type(mechanism).__mro__
-    name = next(c.__name__ for c in classes if not c.__name__.startswith("_"))
-    return name if name == type(mechanism).__name__ else f"{name} under replace-one"
+    own = type(mechanism).__name__
+    mixins = ("BracketedMechanism", "Mechanism", "object")
+    names = [c.__name__ for c in type(mechanism).__mro__
+             if not c.__name__.startswith("_") and c.__name__ not in mixins]
+    if not names:
+        return own
+    return names[0] if names[0] == own else f"{names[0]} under replace-one"
 
 
 class NotTightWarning(PLDAWarning):
     """A PLD was built on a sampler whose dominating pair is not known to be realized by
     datasets: its upper bound holds; ``epsilon_bounds`` and ``delta_bounds`` (of a PLD and of
-    an accountant) take their lower bound from the sampler's ``lower_bound_mechanism()``, so
-    the interval also holds the gap between the two analyses."""
+    an accountant, and every conversion) take their lower bound from the sampler's realized
+    pairs (``lower_bound_mechanisms()``), so the interval also holds the gap between the two
+    analyses."""
 
 
 class SamplerAssumptionWarning(PLDAWarning):
@@ -70,7 +75,8 @@ class BracketedMechanism(Mechanism):
             warn(
                 f"{public_name(self)}: no pair of datasets is known to realize this "
                 "sampler's dominating pair, so epsilon_bounds and delta_bounds take the upper "
-                "bound from it and the lower bound from m.lower_bound_mechanism(); the interval "
+                "bound from it and the lower bound from its realized pairs "
+                "(m.lower_bound_mechanisms()); the interval "
                 "includes that analysis gap (the discretized laws themselves, as in "
                 "PrivacyLossDistribution.discrete('lower'), bracket the dominating pair only)",
                 NotTightWarning,
