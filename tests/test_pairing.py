@@ -16,7 +16,14 @@ from hypothesis_settings import examples
 import plda
 from plda.discretize import discretize
 
-mpmath.mp.dps = 40
+
+@pytest.fixture(autouse=True)
+def _precision():
+    """This module's mpmath precision, set per test: a module-level assignment would leak into
+    (and be overwritten by) the modules collected after it."""
+    with mpmath.workdps(40):
+        yield
+
 
 
 def _law(q, sigma, direction):

@@ -24,8 +24,15 @@ from plda.engine.recipe import realized_recipes
 from plda.mechanisms.bracket import BracketedMechanism
 from plda.mechanisms.subsampled import SymmetrizedPoissonSampled
 
+
+@pytest.fixture(autouse=True)
+def _precision():
+    """This module's mpmath precision, set per test: a module-level assignment would leak into
+    (and be overwritten by) the modules collected after it."""
+    with mp.workdps(40):
+        yield
+
 PLD = plda.PrivacyLossDistribution
-mp.mp.dps = 40
 
 
 @contextmanager

@@ -17,7 +17,14 @@ from hypothesis_settings import examples
 
 from plda import theorems
 
-mp.mp.dps = 50
+
+@pytest.fixture(autouse=True)
+def _precision():
+    """This module's mpmath precision, set per test: a module-level assignment would leak into
+    (and be overwritten by) the modules collected after it."""
+    with mp.workdps(50):
+        yield
+
 
 # --------------------------------------------------------------------------- exact references
 
