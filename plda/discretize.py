@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from plda._internal.caches import cached, register
+from plda._internal.caches import ByteBoundedCache, cached, register
 from plda._internal.chernoff import CHERNOFF_ORDERS
-from plda.discretization.cache import ByteBoundedCache
+from plda._internal.floats import UNIT_ROUNDOFF
 from plda.discretization.cells import (
     FINE_TAIL,
     cell_moments,
@@ -46,7 +46,6 @@ __all__ = [
     "loss_support",
 ]
 
-_U = 2.0**-53
 _SMALLEST_NORMAL = float(np.finfo(float).tiny)
 #: continuous mass left out at the low end (moved up or dropped: harmless either way)
 LOWER_TAIL = 1e-24
@@ -66,7 +65,7 @@ def _atoms_upper(law: PrivacyLossLaw, step: float):
     base = index * step
     # weight at l_{i+1} keeping P- and Q-mass: (1 - e^{-(l - l_i)}) / (1 - e^{-h})
     w = np.clip(np.expm1(-(losses - base)) / np.expm1(-step), 0.0, 1.0)
-    err = 8 * _U * probs
+    err = 8 * UNIT_ROUNDOFF * probs
     return index, probs * (1 - w) + err, probs * w + err
 
 
@@ -79,7 +78,7 @@ def _atoms_lower(law: PrivacyLossLaw, step: float):
     # an atom within 1e-9 of a step above a grid point is taken to be on it (float inputs)
     near = np.abs(ratio - np.round(ratio)) <= 1e-9
     index = np.where(near, np.round(ratio).astype(np.int64), index)
-    return index, probs * (1 - 8 * _U)
+    return index, probs * (1 - 8 * UNIT_ROUNDOFF)
 
 
 def _snap_excess(law: PrivacyLossLaw, step: float) -> float:
@@ -132,7 +131,7 @@ def _assemble(step, parts, infinity_mass, upper, extra_loss_error=0.0, **chernof
         probs=out,
         infinity_mass=float(min(infinity_mass, 1.0)),
         upper=upper,
-        loss_error=8 * _U * largest + extra_loss_error,
+        loss_error=8 * UNIT_ROUNDOFF * largest + extra_loss_error,
         **chernoff,
     )
 
@@ -148,7 +147,11 @@ def far_tail_moments(law: PrivacyLossLaw) -> tuple[np.ndarray, float]:
     # rounding of the moments: 1e-12 for the log-sum-exp, and t * |l| * (a few u) for the grid
     # losses, which carry a relative error of a few ulps (atoms computed in floats, i * step)
     largest = step * max(abs(upper.offset), abs(upper.offset + len(upper.probs)))
-    moments = upper.finite_log_mgf(CHERNOFF_ORDERS) + 1e-12 + CHERNOFF_ORDERS * 16 * _U * largest
+    moments = (
+        upper.finite_log_mgf(CHERNOFF_ORDERS)
+        + 1e-12
+        + CHERNOFF_ORDERS * 16 * UNIT_ROUNDOFF * largest
+    )
     infinity = upper.infinity_mass
     if law.has_continuous_part and not np.isfinite(law.continuous_support[1]):
         # the tail cut at FAR_UPPER_TAIL has a tiny (often subnormal or underflowed) computed mass:

@@ -245,7 +245,7 @@ def test_split_convolution_keeps_the_far_tail():
     """A heavy tail (entries down to 1e-40) convolved: every entry within its certified bound
     of direct summation (non-negative terms: relative error below n u), and the tail far below
     a plain FFT's error floor still accurate."""
-    from plda.mechanisms.allocation_fft import convolve_sum, split_convolve
+    from plda._internal.convolve import convolve_sum, split_convolve
 
     k = np.arange(3000)
     a = np.exp(-0.5 * (k / 40.0) ** 2) + 1e-12 * np.exp(-k / 100.0)

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import numpy as np
 
 import plda
-from plda.discretization.cache import ByteBoundedCache
+from plda._internal.caches import ByteBoundedCache
 from plda.discretize import discretize
 
 

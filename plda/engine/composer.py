@@ -19,9 +19,9 @@ from collections import OrderedDict
 
 import numpy as np
 
-from plda import fft
+from plda._internal import fft
 from plda._internal.errors import GridTooLarge
-from plda._internal.floats import union_probability
+from plda._internal.floats import UNIT_ROUNDOFF, union_probability
 from plda._internal.linalg import dot
 from plda.engine.discrete import DiscreteLoss
 from plda.engine.grouping import group_spectrum, plan_group
@@ -290,7 +290,7 @@ def _carried_spurious(factors) -> float:
     total = sum(k * f.spurious_mass for f, k in factors)
     if total <= 0:
         return 0.0
-    return min(1.0, total * (1 + total) * (1 + 8 * fft.UNIT_ROUNDOFF)) if total <= 1 else 1.0
+    return min(1.0, total * (1 + total) * (1 + 8 * UNIT_ROUNDOFF)) if total <= 1 else 1.0
 
 
 def compose(factors, tail: float = 1e-20, max_size: int = 1 << 23) -> DiscreteLoss:

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from plda._internal.caches import cached
-from plda._internal.memo import remembered
+from plda._internal.caches import cached, remembered
 from plda.mechanisms.law import PrivacyLossLaw
 
 DIRECTIONS = ("remove", "add")

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.optimize import brentq
 
+from plda._internal.caches import remembered
 from plda._internal.linalg import dot
-from plda._internal.memo import remembered
 
 HYPOTHESES = ("P", "Q")
 

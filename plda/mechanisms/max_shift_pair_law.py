@@ -51,7 +51,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import log_ndtr
 
-from plda._internal.memo import remembered
+from plda._internal.caches import remembered
 from plda._internal.roots import tabulated_inverse
 from plda.mechanisms.max_laplace_law import (
     LOG2,
