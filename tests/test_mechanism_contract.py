@@ -26,7 +26,7 @@ from mixture_reference import mixture_delta
 
 import plda
 from plda import testing
-from plda.mechanisms.subsampled import SymmetrizedPoissonSampled
+from plda.mechanisms.symmetrized import SymmetrizedPoissonSampled
 
 DPS = 60
 

@@ -2,8 +2,7 @@
 
 from plda.mechanisms.allocation import RandomAllocation
 from plda.mechanisms.approximate import ApproximateDP
-from plda.mechanisms.base import Mechanism
-from plda.mechanisms.bracket import NotTightWarning, SamplerAssumptionWarning
+from plda.mechanisms.base import Mechanism, NotTightWarning, SamplerAssumptionWarning
 from plda.mechanisms.custom import CustomMechanism, LossLaw
 from plda.mechanisms.discrete import DiscreteGaussian, DiscreteLaplace
 from plda.mechanisms.gaussian import Gaussian
@@ -11,7 +10,8 @@ from plda.mechanisms.gaussian_mixture import GaussianMixture
 from plda.mechanisms.laplace import Laplace
 from plda.mechanisms.law import PrivacyLossLaw
 from plda.mechanisms.shuffled import Shuffled
-from plda.mechanisms.subsampled import PoissonSampled, SymmetrizedPoissonSampled
+from plda.mechanisms.subsampled import PoissonSampled
+from plda.mechanisms.symmetrized import SymmetrizedPoissonSampled
 from plda.mechanisms.truncated_poisson import TruncatedPoisson
 from plda.mechanisms.without_replacement import SampledWithoutReplacement
 

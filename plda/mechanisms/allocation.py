@@ -11,12 +11,10 @@ import numpy as np
 from plda._internal.caches import cached
 from plda.mechanisms.allocation_many import AllocationLowerBound, composed_upper, decomposition
 from plda.mechanisms.allocation_sum import laplace_cells, lognormal_cells, sum_cells
-from plda.mechanisms.base import Mechanism
-from plda.mechanisms.bracket import BracketedMechanism
+from plda.mechanisms.base import BracketedMechanism, Mechanism
 from plda.mechanisms.gaussian import Gaussian
 from plda.mechanisms.laplace import Laplace
-from plda.mechanisms.law import PrivacyLossLaw
-from plda.mechanisms.laws import AtomLaw
+from plda.mechanisms.law import AtomLaw, PrivacyLossLaw
 
 #: largest supported number of steps per epoch
 MAX_STEPS = 10**5

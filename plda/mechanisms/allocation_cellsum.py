@@ -44,7 +44,7 @@ from plda._internal.caches import cached
 from plda._internal.convolve import split_convolve
 from plda._internal.floats import UNIT_ROUNDOFF
 from plda.mechanisms.allocation_sum import laplace_cells, lognormal_cells, normal_cell_masses
-from plda.mechanisms.laws import AtomLaw
+from plda.mechanisms.law import AtomLaw
 
 #: points of the lattice of ``T`` (sets the cell width ``w`` of ``W``)
 MAX_POINTS = 1 << 20

@@ -58,7 +58,7 @@ from plda.mechanisms.allocation_cellsum import cell_sum_laws
 from plda.mechanisms.base import Mechanism
 from plda.mechanisms.gaussian import Gaussian
 from plda.mechanisms.laplace import Laplace
-from plda.mechanisms.laws import AtomLaw
+from plda.mechanisms.law import AtomLaw
 from plda.mechanisms.max_shift_many_law import LaplaceMaxShiftManyLaw, MaxShiftManyLaw
 from plda.mechanisms.subsampled import PoissonSampled
 

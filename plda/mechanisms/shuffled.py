@@ -8,8 +8,7 @@ from plda._internal.errors import warn
 from plda._internal.validation import count
 from plda.mechanisms.allocation import MAX_STEPS, RandomAllocation, allocation_supported
 from plda.mechanisms.allocation_cellsum import shifted_pair_cell_sum_laws, shifted_pair_plan
-from plda.mechanisms.base import Mechanism
-from plda.mechanisms.bracket import BracketedMechanism, SamplerAssumptionWarning
+from plda.mechanisms.base import BracketedMechanism, Mechanism, SamplerAssumptionWarning
 from plda.mechanisms.gaussian import Gaussian
 from plda.mechanisms.laplace import Laplace
 from plda.mechanisms.max_laplace_law import LaplaceMaxShiftLaw
