@@ -1,5 +1,5 @@
 """FFT convolutions of non-negative lattice measures with certified error bounds, split so that
-the far tail keeps its accuracy (used by :mod:`plda.mechanisms.allocation_sum`).
+the far tail keeps its accuracy (used by :mod:`plda.epochs.sums`).
 
 An FFT convolution's componentwise error (Higham, *Accuracy and Stability*, §24.1) scales with
 the product of the inputs' total masses and is spread over every output entry. For the law of

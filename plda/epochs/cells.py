@@ -43,7 +43,7 @@ from plda._internal import fft
 from plda._internal.caches import cached
 from plda._internal.convolve import split_convolve
 from plda._internal.floats import UNIT_ROUNDOFF
-from plda.mechanisms.allocation_sum import laplace_cells, lognormal_cells, normal_cell_masses
+from plda.epochs.sums import laplace_cells, lognormal_cells, normal_cell_masses
 from plda.mechanisms.law import AtomLaw
 
 #: points of the lattice of ``T`` (sets the cell width ``w`` of ``W``)
@@ -190,7 +190,7 @@ def shifted_pair_cells(mu: float, t: int):
 def shifted_pair_cell_sum_laws(mu: float, t: int) -> tuple[AtomLaw, AtomLaw] | None:
     r"""``(remove, add)`` certified lower laws of the pair ``(1/t) sum_i N(2 mu e_i, I)``
     against ``(1/t) sum_i N(mu e_i, I)`` (one shuffled epoch with the other records at ``-C``,
-    :class:`~plda.mechanisms.shuffled.ShuffledOppositeLowerBound`), from the statistic
+    :class:`~plda.epochs.shuffled.ShuffledOppositeLowerBound`), from the statistic
     ``T = sum_i J_i``, ``J_i`` the cell of ``V_i = e^(2 mu Y_i - 2 mu^2)`` (cells of width
     ``w``, those above ``top`` lumped). ``T`` is a function of the output, so its pair is
     dominated by the epoch's in both directions. Given the shifted coordinate the ``J_i`` are
