@@ -9,7 +9,7 @@ import numpy as np
 
 import plda
 from plda._internal.caches import ByteBoundedCache
-from plda.discretize import discretize
+from plda.discretization.discretize import discretize
 
 
 def _version(n: int) -> SimpleNamespace:

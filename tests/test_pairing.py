@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from hypothesis_settings import examples
 
 import plda
-from plda.discretize import discretize
+from plda.discretization.discretize import discretize
 
 mpmath.mp.dps = 40
 

@@ -23,7 +23,7 @@ from plda.conversions.cumulants import (
     log_atom_sum,
 )
 from plda.conversions.sampled_gaussian import MARGIN, sampled_gaussian_cumulant
-from plda.discretize import discretize
+from plda.discretization.discretize import discretize
 from plda.mechanisms.approximate import ApproximateDP
 from plda.mechanisms.base import Mechanism
 from plda.mechanisms.discrete import DiscreteGaussian

@@ -20,7 +20,7 @@ from plda._internal.caches import register
 from plda._internal.chernoff import CHERNOFF_ORDERS
 from plda._internal.floats import UNIT_ROUNDOFF
 from plda.conversions.composed import ComposedLaws, steps_of
-from plda.grid import DiscreteLoss
+from plda.grid.discrete import DiscreteLoss
 
 #: largest eps used for a line (e^eps stays finite)
 MAX_EPSILON = 700.0

@@ -18,7 +18,7 @@ from plda.conversions.common import scalar_like, unit_interval
 from plda.conversions.composed import ComposedLaws
 from plda.conversions.envelope import LowerEnvelope
 from plda.conversions.profile import MAX_EPSILON, cached_for, samples, select_laws
-from plda.grid import DiscreteLoss
+from plda.grid.discrete import DiscreteLoss
 
 #: lines kept for the certified lower bound on a tradeoff curve (the upper bound keeps them all)
 _LOWER_BOUND_LINES = 8192

@@ -24,8 +24,8 @@ import numpy as np
 
 from plda._internal import fft
 from plda._internal.floats import UNIT_ROUNDOFF
-from plda.engine.moments import power_support
 from plda.engine.spectra import Spectrum
+from plda.grid.moments import power_support
 
 #: elementwise passes per transformed point, in units of one butterfly stage (the spectrum's
 #: ``abs``, ``log`` and ratio, the power and the product): a transform of length ``m`` costs

@@ -52,7 +52,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from plda._internal.caches import cached
-from plda.discretize import discretize
+from plda.discretization.discretize import discretize
 from plda.engine.composer import compose
 from plda.epochs.cells import cell_sum_laws
 from plda.epochs.max_shift import LaplaceMaxShiftManyLaw, MaxShiftManyLaw

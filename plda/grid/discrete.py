@@ -10,7 +10,7 @@ Privacy profile (hockey-stick divergence):
 ``delta(eps) = P(L = inf) + sum_i p_i (1 - exp(eps - l_i))_+`` (Meiser & Mohammad 2018;
 Sommer et al. 2019). Between two grid points it has the closed form ``A_j - exp(eps) B_j``, so
 ``epsilon(delta)`` is solved exactly segment by segment, with no bisection
-(:mod:`plda.engine.epsilon`).
+(:mod:`plda.grid.epsilon`).
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ import numpy as np
 from plda._internal.chernoff import CHERNOFF_LOG_C, CHERNOFF_ORDERS
 from plda._internal.floats import UNIT_ROUNDOFF
 from plda._internal.linalg import discounted_tails, dot
-from plda.engine.epsilon import EpsilonSolver
-from plda.engine.moments import exp_neg_grid, log_mgf_ladder
+from plda.grid.epsilon import EpsilonSolver
+from plda.grid.moments import exp_neg_grid, log_mgf_ladder
 
 
 @dataclass(frozen=True, eq=False)
@@ -101,7 +101,7 @@ class DiscreteLoss(EpsilonSolver):
     def ladder_log_mgf(self, j0: int, j1: int) -> tuple[np.ndarray, np.ndarray]:
         """Upper bounds on ``log E[e^{tL}; L finite]`` and ``log E[e^{-tL}; L finite]`` at the
         ladder orders ``t = 2^(j/2)``, ``j0 <= j <= j1``, cached per order (see
-        :func:`plda.engine.moments.log_mgf_ladder`). A fixed ladder lets callers reuse the
+        :func:`plda.grid.moments.log_mgf_ladder`). A fixed ladder lets callers reuse the
         moments of a law across compositions whose spreads differ."""
         cache = self.__dict__.get("_ladder_cache")
         if cache is None:
@@ -136,7 +136,7 @@ class DiscreteLoss(EpsilonSolver):
 
     # ----------------------------------------------------------------- profile
     def _exp_neg_losses(self) -> np.ndarray:
-        """``exp(-l_i)`` for the grid losses (see :func:`plda.engine.moments.exp_neg_grid`)."""
+        """``exp(-l_i)`` for the grid losses (see :func:`plda.grid.moments.exp_neg_grid`)."""
         return exp_neg_grid(self.step, self.offset, len(self.probs))
 
     def _tail_terms(self, tail_mass, count) -> np.ndarray:

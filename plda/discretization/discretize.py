@@ -33,7 +33,7 @@ from plda.discretization.cells import (
     fine_end,
 )
 from plda.discretization.pairing import continuous_lower
-from plda.grid import DiscreteLoss
+from plda.grid.discrete import DiscreteLoss
 from plda.mechanisms.law import PrivacyLossLaw
 
 __all__ = [
@@ -143,7 +143,7 @@ def far_tail_moments(law: PrivacyLossLaw) -> tuple[np.ndarray, float]:
     dominating pair, so its moments give a valid Chernoff bound whatever its step."""
     lo, hi = loss_support(law, FAR_UPPER_TAIL)
     step = max((hi - lo) / _FAR_POINTS, 1e-12)
-    upper = _discretize_one_side(law, step, FAR_UPPER_TAIL)
+    upper = _discretize(law, step, False, FAR_UPPER_TAIL, far_tail=False)[0]
     # rounding of the moments: 1e-12 for the log-sum-exp, and t * |l| * (a few u) for the grid
     # losses, which carry a relative error of a few ulps (atoms computed in floats, i * step)
     largest = step * max(abs(upper.offset), abs(upper.offset + len(upper.probs)))
@@ -183,31 +183,20 @@ def _continuous_range(law, step, upper_tail):
     return lo, max(hi, lo + 1)
 
 
-def _discretize_one_side(law: PrivacyLossLaw, step: float, upper_tail: float) -> DiscreteLoss:
-    parts = []
-    inf_upper = law.infinity_mass + law.truncated_mass
-    if len(law.atom_losses):
-        index, at_lo, at_hi = _atoms_upper(law, step)
-        parts += [(index, at_lo), (index + 1, at_hi)]
-    if law.has_continuous_part:
-        lo, hi = _continuous_range(law, step, upper_tail)
-        moments = cell_moments(law, step, lo, fine_end(law, step, lo, hi))
-        cont, above = continuous_upper(law, step, lo, hi, moments)
-        parts.append((np.arange(lo, hi + 1), cont))
-        inf_upper += above
-    if not parts:
-        parts = [(np.array([0]), np.array([0.0]))]
-    return _assemble(step, parts, inf_upper, True)
-
-
 def _discretize(
-    law: PrivacyLossLaw, step: float, lower: bool = True
+    law: PrivacyLossLaw,
+    step: float,
+    lower: bool = True,
+    upper_tail: float = UPPER_TAIL,
+    far_tail: bool = True,
 ) -> tuple[DiscreteLoss, DiscreteLoss | None]:
     """``(upper, lower)`` grid versions of ``law`` with grid step ``step``; the lower one only
-    if ``lower`` (else None)."""
+    if ``lower`` (else None). The continuous part is kept up to ``upper_tail`` of its mass; the
+    upper version carries the Chernoff moments of the far tail if ``far_tail`` (the coarse
+    discretization that computes them, :func:`far_tail_moments`, asks without)."""
     bracket = getattr(law, "bracket", None)
     if bracket is not None:  # known through a dominating and a dominated law (RandomAllocation)
-        upper = _discretize(bracket[0], step, False)[0]
+        upper = _discretize(bracket[0], step, False, upper_tail, far_tail)[0]
         return upper, (_discretize(bracket[1], step)[1] if lower else None)
     upper_parts, lower_parts = [], []
     if len(law.atom_losses):
@@ -217,7 +206,7 @@ def _discretize(
             lower_parts.append(_atoms_lower(law, step))
     inf_upper = law.infinity_mass + law.truncated_mass
     if law.has_continuous_part:
-        lo, hi = _continuous_range(law, step, UPPER_TAIL)
+        lo, hi = _continuous_range(law, step, upper_tail)
         moments = cell_moments(law, step, lo, fine_end(law, step, lo, hi))
         cont, above = continuous_upper(law, step, lo, hi, moments)
         grid = np.arange(lo, hi + 1)
@@ -227,8 +216,10 @@ def _discretize(
         inf_upper += above
     if not upper_parts:  # only infinite masses
         upper_parts = lower_parts = [(np.array([0]), np.array([0.0]))]
-    moments_far, far_infinity = far_tail_moments(law)
-    chernoff = dict(log_mgf=moments_far, chernoff_infinity_mass=far_infinity)
+    chernoff = {}
+    if far_tail:
+        moments_far, far_infinity = far_tail_moments(law)
+        chernoff = dict(log_mgf=moments_far, chernoff_infinity_mass=far_infinity)
     upper = _assemble(step, upper_parts, inf_upper, True, **chernoff)
     if not lower:
         return upper, None
@@ -240,4 +231,4 @@ def _discretize(
 #: ``discretize(law, step)`` gives ``(upper, lower)``, ``discretize(law, step, lower=False)``
 #: ``(upper, None)``
 discretize = ByteBoundedCache(_discretize, max_bytes=1 << 30)
-register("plda.discretize.discretize", discretize.cache_clear)
+register("plda.discretization.discretize.discretize", discretize.cache_clear)

@@ -30,7 +30,7 @@ def _clear_exp_tables() -> None:
         _EXP_TABLES.clear()
 
 
-register("plda.engine.moments.exp_tables", _clear_exp_tables)
+register("plda.grid.moments.exp_tables", _clear_exp_tables)
 
 
 def exp_neg_grid(step: float, offset: int, n: int) -> np.ndarray:
@@ -66,7 +66,7 @@ def _clear_block_tables() -> None:
         _BLOCK_TABLES.clear()
 
 
-register("plda.engine.moments.block_tables", _clear_block_tables)
+register("plda.grid.moments.block_tables", _clear_block_tables)
 
 
 def _block_table(t: float, step: float, length: int) -> np.ndarray:

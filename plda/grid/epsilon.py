@@ -1,5 +1,5 @@
 """Solving ``epsilon(delta)`` on a discrete privacy-loss law (the methods of
-:class:`plda.engine.discrete.DiscreteLoss` that invert its privacy profile).
+:class:`plda.grid.discrete.DiscreteLoss` that invert its privacy profile).
 
 Between two grid points the profile has the closed form ``A_j - e^(eps - l_j) S_j`` (see
 ``DiscreteLoss._profile_segments``), so ``epsilon(delta)`` is solved exactly on the segment
