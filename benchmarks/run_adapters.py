@@ -11,7 +11,7 @@ epsilon bounds at every tool's answer (so a noise multiplier that is too small i
   100 steps, for ``rdp``, ``prv`` and ``plda``.
 - **D1** ``dp_accounting.calibrate_dp_mechanism`` of a Poisson-sampled Gaussian (q = 0.01, 1,000
   steps, target epsilon 1, delta 1e-5) with dp_accounting's own PLD and RDP accountants and with
-  ``plda.adapters.dp_accounting.PLDPrivacyAccountant``.
+  ``plda.adapters.PLDPrivacyAccountant``.
 
 Usage::
 
@@ -108,7 +108,7 @@ def dp_accounting_cases() -> list[dict]:
     from dp_accounting.pld import pld_privacy_accountant
     from dp_accounting.rdp import rdp_privacy_accountant
 
-    from plda.adapters.dp_accounting import PLDPrivacyAccountant
+    from plda.adapters import PLDPrivacyAccountant
 
     def event(sigma):
         return dp_accounting.SelfComposedDpEvent(

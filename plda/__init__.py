@@ -13,6 +13,7 @@ from plda._internal.errors import (
 from plda.accountant import PLDAccountant
 from plda.adapters.dp_accounting import from_dp_event
 from plda.calibration import calibrate_noise_multiplier, calibrate_sample_rate, calibrate_steps
+from plda.epochs import RandomAllocation, Shuffled
 from plda.mechanisms import (
     ApproximateDP,
     CustomMechanism,
@@ -28,10 +29,8 @@ from plda.mechanisms import (
     PrivacyLossLaw,
     SampledWithoutReplacement,
     SamplerAssumptionWarning,
-    Shuffled,
     TruncatedPoisson,
 )
-from plda.mechanisms.allocation import RandomAllocation
 from plda.mechanisms.sampler_spec import sampled_mechanism
 from plda.pld import Bounds, PrivacyLossDistribution
 from plda.risk import advantage_bounds, true_positive_rate_bounds

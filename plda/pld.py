@@ -24,7 +24,6 @@ from plda.conversions import renyi as renyi_conversion
 from plda.conversions import tradeoff as tradeoff_conversion
 from plda.conversions import zcdp as zcdp_conversion
 from plda.conversions.composed import ComposedLaws, add_remove_steps
-from plda.engine.discrete import DiscreteLoss
 from plda.engine.plan import (
     MAX_GRID,
     MIN_STEP,
@@ -37,6 +36,7 @@ from plda.engine.plan import (
 from plda.engine.recipe import merge, realized_recipes
 from plda.engine.sharpen import delta_pair, epsilon_pair, relative_gap, sharpen
 from plda.engine.versions import grid_pair
+from plda.grid.discrete import DiscreteLoss
 from plda.mechanisms.base import DIRECTIONS, Mechanism
 from plda.mechanisms.gaussian import Gaussian
 

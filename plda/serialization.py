@@ -15,6 +15,12 @@ import numbers
 import os
 
 from plda._internal import validation as check
+from plda.epochs import RandomAllocation, Shuffled
+from plda.epochs.shuffled import (
+    ShuffledLowerBound,
+    ShuffledOppositeLowerBound,
+    ShuffledOppositeSumLowerBound,
+)
 from plda.mechanisms import (
     ApproximateDP,
     DiscreteGaussian,
@@ -24,15 +30,8 @@ from plda.mechanisms import (
     Laplace,
     Mechanism,
     PoissonSampled,
-    RandomAllocation,
     SampledWithoutReplacement,
-    Shuffled,
     TruncatedPoisson,
-)
-from plda.mechanisms.shuffled import (
-    ShuffledLowerBound,
-    ShuffledOppositeLowerBound,
-    ShuffledOppositeSumLowerBound,
 )
 from plda.pld import RELATIONS, PrivacyLossDistribution
 

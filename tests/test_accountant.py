@@ -196,19 +196,20 @@ def test_many_mechanism_horizon_dominates_and_stays_put():
     # a noise multiplier changed at every step: the horizon rounds sigma down and q up on a
     # 2^(1/16) grid, so it dominates the history and changes only every few steps (when a
     # rounded value appears or its count passes a power of two), not at every step
-    from plda.accountant import _dominating, _horizon
+    from plda.accounting.history import dominating
+    from plda.accounting.history import horizon as horizon_of
 
     history = [(sampled(1.5 - 0.002 * i, 0.01), 1) for i in range(100)]
-    horizons = {_horizon(tuple(history[: k + 1])) for k in range(40, 100)}
+    horizons = {horizon_of(tuple(history[: k + 1])) for k in range(40, 100)}
     assert len(horizons) <= 20  # of 60 histories
     eps = np.array([0.0, 0.5, 2.0])
     for mechanism, _ in history:
-        rounded = _dominating(mechanism)
+        rounded = dominating(mechanism)
         assert rounded.mechanism.sigma <= mechanism.mechanism.sigma
         assert rounded.sample_rate >= mechanism.sample_rate
     for mechanism, _ in history[::33]:  # the worse direction's delta grows (certified bounds)
         base = plda.PrivacyLossDistribution.from_mechanism(mechanism, 50, accuracy=COARSE)
-        more = plda.PrivacyLossDistribution.from_mechanism(_dominating(mechanism), 50)
+        more = plda.PrivacyLossDistribution.from_mechanism(dominating(mechanism), 50)
         assert np.all(more.delta_bounds(eps).upper >= base.delta_bounds(eps).lower)
 
 
@@ -233,17 +234,18 @@ def test_many_mechanism_checkpoint_is_coarse_dominates_and_skips_the_addition_di
     # cheaper bound): the checkpoint is built on the coarsened, merged history, so it is
     # short, dominates each step's bucket, and lets the queries skip the addition direction
     # (DP-SGD: removal leads by 20-40%) instead of composing it for every step
-    from plda.accountant import _checkpoint, _dominating, _horizon
+    from plda.accounting.history import checkpoint, dominating
+    from plda.accounting.history import horizon as horizon_of
 
     history = [(sampled(1.5 - 0.002 * i, 0.01), 1) for i in range(100)]
-    checks = [_checkpoint(tuple(history[: k + 1])) for k in range(40, 100)]
+    checks = [checkpoint(tuple(history[: k + 1])) for k in range(40, 100)]
     assert all(len(check) <= 8 for check in checks)
     for k, check in zip(range(40, 100), checks, strict=True):
         counts = dict(check)
         for mechanism, _ in history[: k + 1]:
-            assert _dominating(mechanism) in counts
+            assert dominating(mechanism) in counts
         assert sum(counts.values()) >= k + 1
-        horizon = dict(_horizon(tuple(history[: k + 1])))
+        horizon = dict(horizon_of(tuple(history[: k + 1])))
         assert all(counts[m] <= horizon[m] for m in counts)  # never past the horizon
     acct = PLDAccountant(accuracy=COARSE)
     for i, (mechanism, _) in enumerate(history, start=1):
@@ -293,23 +295,23 @@ def test_per_step_schedule_keeps_planning_spectra_apart_and_bounded():
         acct.step(noise_multiplier=1.0, sample_rate=0.005 + 0.0002 * i)
         if i % 5 == 4:
             acct.epsilon(DELTA)
-    composition = acct._composition
-    assert composition._composer._bytes == 0
-    assert 0 < composition._planning._bytes <= PLANNING_BYTES
+    history = acct._composition
+    assert history._composer._bytes == 0
+    assert 0 < history._planning._bytes <= PLANNING_BYTES
 
 
 def test_checkpoint_history_dominates_and_stays_put():
-    from plda.accountant import _checkpoint
+    from plda.accounting.history import checkpoint
 
     a, b = sampled(1.0, 0.01), plda.Laplace(scale=3.0)
     for counts in [(1, 1), (7, 100), (100, 513), (1000, 1)]:
         components = ((a, counts[0]), (b, counts[1]))
-        check = _checkpoint(components)
+        check = checkpoint(components)
         for (m, k), (mc, kc) in zip(components, check, strict=True):
             assert m is mc and k <= kc <= k + max(k // 8, 0) + 1
             assert kc <= 1 << max(k - 1, 0).bit_length()  # never past the horizon
     # one checkpoint serves the queries k = 513..576
-    assert {_checkpoint(((a, k),)) for k in range(513, 577)} == {((a, 576),)}
+    assert {checkpoint(((a, k),)) for k in range(513, 577)} == {((a, 576),)}
 
 
 def test_vectorized_queries():

@@ -226,7 +226,7 @@ def _sgd_event(dp_event, sigma, rate=0.01, steps=1000):
 
 def test_dp_accounting_subclass_matches_dp_accounting_pld():
     dpa = pytest.importorskip("dp_accounting")
-    from plda.adapters.dp_accounting import PLDPrivacyAccountant
+    from plda.adapters import PLDPrivacyAccountant
 
     acct = PLDPrivacyAccountant()
     assert isinstance(acct, dpa.PrivacyAccountant)
@@ -252,7 +252,7 @@ def test_dp_accounting_subclass_matches_dp_accounting_pld():
 
 def test_dp_accounting_subclass_refuses_unsupported_events_and_records_nothing():
     dpa = pytest.importorskip("dp_accounting")
-    from plda.adapters.dp_accounting import PLDPrivacyAccountant
+    from plda.adapters import PLDPrivacyAccountant
 
     acct = PLDPrivacyAccountant(accuracy=COARSE).compose(dpa.GaussianDpEvent(2.0))
     bad = [
@@ -276,7 +276,7 @@ def test_dp_accounting_subclass_refuses_unsupported_events_and_records_nothing()
 
 def test_fixed_size_batches_against_dp_accounting():
     dpa = pytest.importorskip("dp_accounting")
-    from plda.adapters.dp_accounting import PLDPrivacyAccountant
+    from plda.adapters import PLDPrivacyAccountant
 
     replace = dpa.NeighboringRelation.REPLACE_ONE
     # the whole dataset as the batch: one Gaussian under replace-one, where dp_accounting's PLD
@@ -307,7 +307,7 @@ def test_fixed_size_batches_against_dp_accounting():
 @pytest.mark.parametrize("relation", ["ADD_OR_REMOVE_ONE", "REPLACE_ONE"])
 def test_truncated_poisson_against_dp_accounting_pld(relation):
     dpa = pytest.importorskip("dp_accounting")
-    from plda.adapters.dp_accounting import PLDPrivacyAccountant
+    from plda.adapters import PLDPrivacyAccountant
 
     relation = dpa.NeighboringRelation[relation]
     # truncation is frequent here (the cap 8 is below the mean batch 10): the hardest case
@@ -337,7 +337,7 @@ def test_truncated_poisson_against_dp_accounting_pld(relation):
 
 def test_dp_accounting_calibrate_dp_mechanism_agrees_with_plda_calibration():
     dpa = pytest.importorskip("dp_accounting")
-    from plda.adapters.dp_accounting import PLDPrivacyAccountant
+    from plda.adapters import PLDPrivacyAccountant
 
     sigma = dpa.calibrate_dp_mechanism(
         PLDPrivacyAccountant, lambda s: _sgd_event(dpa, s), target_epsilon=1.0, target_delta=DELTA
@@ -351,6 +351,15 @@ def test_dp_accounting_calibrate_dp_mechanism_agrees_with_plda_calibration():
 _IMPORTS = "import sys, plda, plda.adapters.dp_accounting; "
 
 
+def test_the_event_translation_imports_no_sibling_and_names_the_accountants_home():
+    # plda.adapters.dp_privacy_accountant imports plda.adapters.dp_accounting, never the
+    # reverse: the accountant is served by plda.adapters, and its former path says where it is
+    from plda.adapters import dp_accounting
+
+    with pytest.raises(AttributeError, match="from plda.adapters import PLDPrivacyAccountant"):
+        dp_accounting.PLDPrivacyAccountant  # noqa: B018
+
+
 def test_import_plda_loads_no_optional_library():
     code = _IMPORTS + "print(sorted({'torch', 'opacus', 'dp_accounting'} & set(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -362,7 +371,7 @@ def test_missing_dp_accounting_is_a_clear_import_error():
         "import sys; sys.modules['dp_accounting'] = None; "
         + _IMPORTS
         + "import plda.adapters.dp_privacy_accountant; "  # the module itself imports
-        + "from plda.adapters.dp_accounting import PLDPrivacyAccountant"
+        + "from plda.adapters import PLDPrivacyAccountant"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 1 and "ImportError" in out.stderr

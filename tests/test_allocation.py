@@ -7,9 +7,8 @@ import numpy as np
 import pytest
 
 import plda
-from plda.mechanisms import allocation_sum
-from plda.mechanisms.allocation import RandomAllocation
-from plda.mechanisms.allocation_sum import delta_bracket, offset_positions
+from plda.epochs.allocation import RandomAllocation
+from plda.epochs.sums import delta_bracket, lognormal_cells, offset_positions
 
 
 def _exact_two_steps(mu: float, eps: float) -> float:
@@ -52,7 +51,7 @@ def test_lower_positions_straddle_exact_conditional_means(mu):
     """Each cell's remove position is at most E[W | cell] and its add position at least (the
     conditional means from mpmath at 40 digits)."""
     w, cells = 0.05, 4000
-    cell_data = allocation_sum.lognormal_cells(mu, w, cells)
+    cell_data = lognormal_cells(mu, w, cells)
     mass, moment, _, _, mass_err, moment_err = cell_data
     q, j_rem, off_rem, j_add, off_add = offset_positions(mass, moment, mass_err, moment_err, w)
     mp.mp.dps = 40
@@ -139,7 +138,7 @@ def test_comparable_to_poisson_with_rate_one_over_t():
 
 def test_exported():
     assert plda.RandomAllocation is RandomAllocation
-    assert plda.mechanisms.RandomAllocation is RandomAllocation
+    assert plda.epochs.RandomAllocation is RandomAllocation
 
 
 def _exact_two_steps_add(mu: float, eps: float) -> float:
@@ -171,7 +170,7 @@ def test_shuffled_lower_bound_is_the_allocation_pair():
     """One shuffled epoch's input with the other records at 0 (Chua et al.) is the allocation
     pair: its lower bound is RandomAllocation's, below the exact pair (both directions, t = 2,
     mpmath) and above its maximum-coordinate post-processing."""
-    from plda.mechanisms.shuffled import MaxShiftLaw, ShuffledLowerBound
+    from plda.epochs.shuffled import MaxShiftLaw, ShuffledLowerBound
 
     lower_mech = plda.Shuffled(plda.Gaussian(1.0), 2).lower_bound_mechanisms()[1]
     assert type(lower_mech) is ShuffledLowerBound  # others at 0 (the other input: -C)
@@ -186,7 +185,7 @@ def test_shuffled_lower_bound_is_the_allocation_pair():
 
 
 def test_shuffled_lower_bound_falls_back_outside_the_allocation_range():
-    from plda.mechanisms.shuffled import MaxShiftLaw
+    from plda.epochs.shuffled import MaxShiftLaw
 
     # replace-one doubles the shift: mu = 2 / 1.0 is beyond RandomAllocation's 1.45
     lower_mech = plda.Shuffled(plda.Gaussian(1.0), 10).lower_bound_mechanism().under_replace_one()
@@ -245,7 +244,7 @@ def test_split_convolution_keeps_the_far_tail():
     """A heavy tail (entries down to 1e-40) convolved: every entry within its certified bound
     of direct summation (non-negative terms: relative error below n u), and the tail far below
     a plain FFT's error floor still accurate."""
-    from plda.mechanisms.allocation_fft import convolve_sum, split_convolve
+    from plda._internal.convolve import convolve_sum, split_convolve
 
     k = np.arange(3000)
     a = np.exp(-0.5 * (k / 40.0) ** 2) + 1e-12 * np.exp(-k / 100.0)

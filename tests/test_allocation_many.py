@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import plda
-from plda.mechanisms.allocation import RandomAllocation
-from plda.mechanisms.allocation_many import AllocationLowerBound, decomposition
+from plda.epochs.allocation import RandomAllocation
+from plda.epochs.many import AllocationLowerBound, decomposition
 
 
 def _lognormal_call(mu, c):
@@ -169,7 +169,7 @@ def _max_statistic_delta(cdf, pdf, shift, t, k, eps, cuts, guess):
 
 @pytest.mark.parametrize("k", [1, 2, 5])
 def test_max_statistic_laws_match_quadrature(k):
-    from plda.mechanisms.max_shift_many_law import LaplaceMaxShiftManyLaw, MaxShiftManyLaw
+    from plda.epochs.max_shift import LaplaceMaxShiftManyLaw, MaxShiftManyLaw
 
     t, mu, m = 5, 1.0, 0.7
     gauss = MaxShiftManyLaw(mu=mu, num_steps=t, num_selected=k)
@@ -200,7 +200,7 @@ def test_cell_sum_lower_bound_is_close_for_many_steps():
 
 
 def test_cell_sum_law_at_one_step_per_record_is_below_the_tight_bracket():
-    from plda.mechanisms.allocation_cellsum import cell_sum_laws
+    from plda.epochs.cells import cell_sum_laws
 
     remove, add = cell_sum_laws("gaussian", 1.0, 50, 1)
     epoch = RandomAllocation(plda.Gaussian(1.0), 50)

@@ -58,12 +58,12 @@ def test_gaussian_dp_start_keeps_the_search_short(target, rate, steps):
     # one bracketing move, a short Brent search and one or two final checks suffice
     from math import exp
 
-    from plda.calibration import _gdp_noise_multiplier
+    from plda.calibration.targets import gdp_noise_multiplier
 
     result = calibrate_noise_multiplier_detailed(
         target, DELTA, sample_rate=rate, steps=steps, accuracy=COARSE
     )
-    guess = exp(_gdp_noise_multiplier(target, DELTA, rate, steps))
+    guess = exp(gdp_noise_multiplier(target, DELTA, rate, steps))
     assert result.value / 1.25 <= guess <= result.value * 1.25
     assert result.evaluations <= 8
     assert result.within_tolerance

@@ -8,8 +8,8 @@ from types import SimpleNamespace
 import numpy as np
 
 import plda
-from plda.discretization.cache import ByteBoundedCache
-from plda.discretize import discretize
+from plda._internal.caches import ByteBoundedCache
+from plda.discretization.discretize import discretize
 
 
 def _version(n: int) -> SimpleNamespace:

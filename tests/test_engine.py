@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import plda
-from plda.discretize import discretize
+from plda.discretization.discretize import discretize
 from plda.engine import composer as composer_module
 from plda.engine.composer import Composer, compose
 from plda.engine.plan import Plan, StepPredictor, halved_step, ladder_step, refine

@@ -14,12 +14,12 @@ from hypothesis import strategies as st
 from hypothesis_settings import examples
 
 import plda
-from plda.discretize import discretize
+from plda.discretization.discretize import discretize
 from plda.engine import composer as composer_module
 from plda.engine.composer import Composer, compose
-from plda.engine.discrete import DiscreteLoss
 from plda.engine.grouping import group_spectrum, group_support, plan_group
 from plda.engine.spectra import spectrum_of
+from plda.grid.discrete import DiscreteLoss
 from plda.pld import direction_laws
 
 STEP = 2.0**-9

@@ -137,7 +137,7 @@ def test_the_cli_reports_delta_at_infinite_epsilon(capsys):
 
 def test_the_dp_accounting_adapter_reports_delta_at_infinite_epsilon():
     dp_accounting = pytest.importorskip("dp_accounting")
-    from plda.adapters.dp_accounting import PLDPrivacyAccountant
+    from plda.adapters import PLDPrivacyAccountant
 
     accountant = PLDPrivacyAccountant()
     accountant.compose(

@@ -26,7 +26,7 @@ from mixture_reference import mixture_delta
 
 import plda
 from plda import testing
-from plda.mechanisms.subsampled import SymmetrizedPoissonSampled
+from plda.mechanisms.symmetrized import SymmetrizedPoissonSampled
 
 DPS = 60
 
@@ -164,7 +164,7 @@ def _largest_coordinate(pdf, cdf, shift, steps):
 def _shuffled_opposite_reference(pdf, cdf, params, count, eps):
     """The lower pair of a shuffled epoch with the other records at -C: the largest batch sum,
     one random batch shifted by 2C (P) or C (Q), in units of the noise scale; its loss
-    increases in y (plda.mechanisms.max_shift_pair_law)."""
+    increases in y (plda.epochs.max_shift_pair)."""
     scale, steps = params
     assert count == 1
     shift = 1 / mpmath.mpf(scale)
@@ -188,7 +188,7 @@ def shuffled_opposite_laplace_reference(params, count, eps):
 
 
 def _shuffled_opposite(base):
-    from plda.mechanisms.shuffled import ShuffledOppositeLowerBound
+    from plda.epochs.shuffled import ShuffledOppositeLowerBound
 
     return lambda p: ShuffledOppositeLowerBound(base(p[0]), p[1])
 

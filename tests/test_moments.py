@@ -1,4 +1,4 @@
-"""Chernoff moments of discrete laws (plda.engine.moments): upper bounds, and tight ones."""
+"""Chernoff moments of discrete laws (plda.grid.moments): upper bounds, and tight ones."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import plda
-from plda.discretize import discretize
-from plda.engine.discrete import DiscreteLoss
-from plda.engine.moments import log_mgf_ladder
+from plda.discretization.discretize import discretize
+from plda.grid.discrete import DiscreteLoss
+from plda.grid.moments import log_mgf_ladder
 from tests.hypothesis_settings import examples
 
 

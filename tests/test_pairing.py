@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from hypothesis_settings import examples
 
 import plda
-from plda.discretize import discretize
+from plda.discretization.discretize import discretize
 
 
 @pytest.fixture(autouse=True)
@@ -164,12 +164,12 @@ def test_the_sweep_runs_only_where_pairing_wastes_much(monkeypatch, step, sweeps
     from plda.discretization import pairing
 
     calls = []
-    original = pairing._swept
+    original = pairing.bulk_sweep
 
     def counting(*args):
         calls.append(1)
         return original(*args)
 
-    monkeypatch.setattr(pairing, "_swept", counting)
+    monkeypatch.setattr(pairing, "bulk_sweep", counting)
     discretize.function(_law(0.01, 2.0, "remove"), step)  # uncached
     assert bool(calls) == sweeps

@@ -18,10 +18,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.collections import LineCollection, PolyCollection  # noqa: E402
 
+from plda.cli.plot import add_plot_parser, plot_command  # noqa: E402
 from plda.filters import FilterComparison  # noqa: E402
 from plda.plot import profiles  # noqa: E402
 from plda.plot import steps as steps_plots  # noqa: E402
-from plda.plot.cli import add_plot_parser, plot_command  # noqa: E402
 from plda.plot.common import BAND_LABEL, describe_band, draw_band  # noqa: E402
 from plda.plot.filters import filter_comparison  # noqa: E402
 
@@ -363,7 +363,7 @@ def test_plot_command_refuses_bad_arguments(argv, match, tmp_path):
 
 def test_importing_plda_modules_does_not_import_matplotlib():
     code = (
-        "import sys, plda, plda.tradeoff, plda.renyi, plda.plot.profiles, plda.plot.cli; "
+        "import sys, plda, plda.tradeoff, plda.renyi, plda.plot.profiles, plda.cli.plot; "
         "assert 'matplotlib' not in sys.modules, 'matplotlib imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -142,7 +142,7 @@ def test_the_opacus_adapter_on_one_pass_epochs_is_refused():
 
 def test_the_dp_accounting_adapter_is_plotted_at_its_prefixes(ax):
     dp_accounting = pytest.importorskip("dp_accounting")
-    from plda.adapters.dp_accounting import PLDPrivacyAccountant
+    from plda.adapters import PLDPrivacyAccountant
 
     adapter = PLDPrivacyAccountant()
     event = dp_accounting.PoissonSampledDpEvent(0.01, dp_accounting.GaussianDpEvent(1.0))

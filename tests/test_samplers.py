@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import plda
 from plda import PrivacyLossDistribution as PLD
-from plda.mechanisms.shuffled import MaxShiftLaw
+from plda.epochs.shuffled import MaxShiftLaw
 from plda.serialization import mechanism_from_dict, mechanism_to_dict
 from tests.hypothesis_settings import examples
 
@@ -375,7 +375,7 @@ def test_max_shift_law_against_mpmath():
 def test_laplace_max_law_against_mpmath():
     """The Laplace maximum pair: exact delta by mpmath integration of (p - e^eps q)_+ over the
     maximum's density (the loss increases in y above 0 and is constant below)."""
-    from plda.mechanisms.max_laplace_law import LaplaceMaxShiftLaw
+    from plda.epochs.max_shift import LaplaceMaxShiftLaw
 
     m, steps = 1.1, 4
     law = LaplaceMaxShiftLaw(m=m, num_steps=steps)

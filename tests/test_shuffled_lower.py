@@ -20,9 +20,9 @@ from scipy import integrate
 
 import plda
 from plda import PrivacyLossDistribution as PLD
-from plda.mechanisms.allocation_cellsum import shifted_pair_cell_sum_laws, shifted_pair_cells
-from plda.mechanisms.max_shift_pair_law import LaplaceMaxShiftPairLaw, MaxShiftPairLaw
-from plda.mechanisms.shuffled import (
+from plda.epochs.cells import shifted_pair_cell_sum_laws, shifted_pair_cells
+from plda.epochs.max_shift_pair import LaplaceMaxShiftPairLaw, MaxShiftPairLaw
+from plda.epochs.shuffled import (
     ShuffledLowerBound,
     ShuffledOppositeLowerBound,
     ShuffledOppositeSumLowerBound,
@@ -266,7 +266,7 @@ def _max_density(kind, shift, t):
 ])
 def test_max_shift_pair_law_against_mpmath(kind, shift_p, shift_q, steps):
     """cdfs at the loss of given points, densities, and delta by quadrature from the crossing
-    (the loss increases in y: module docstring of plda.mechanisms.max_shift_pair_law)."""
+    (the loss increases in y: module docstring of plda.epochs.max_shift_pair)."""
     if kind == "gauss":
         law = MaxShiftPairLaw(mu=shift_p, num_steps=steps, mu_q=shift_q)
     else:

@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 import plda
 from plda._internal.errors import InvertedBracketError
 from plda.engine.recipe import realized_recipes
-from plda.mechanisms.bracket import BracketedMechanism
-from plda.mechanisms.subsampled import SymmetrizedPoissonSampled
+from plda.mechanisms.base import BracketedMechanism
+from plda.mechanisms.symmetrized import SymmetrizedPoissonSampled
 
 
 @pytest.fixture(autouse=True)

@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 import plda
-from plda import fft
+from plda._internal import fft
 
 SIGMAS = tuple(np.linspace(1.05, 1.2, 8))
 DELTA = 1e-5

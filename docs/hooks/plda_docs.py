@@ -58,7 +58,7 @@ PUBLIC_MODULES = (
     "plda.sweep",
     "plda.pld",
     "plda.accounting",
-    "plda.discretize",
+    "plda.epochs",
     "plda.grid",
     "plda.cli",
 )

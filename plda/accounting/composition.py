@@ -2,8 +2,9 @@
 
 A training loop asks for epsilon after many steps, and every answer is a new composition. Here
 
-- the per-step laws are discretized once per grid step ``h`` (:func:`plda.discretize.discretize`,
-  cached) and composed by the accountant's own :class:`~plda.engine.composer.Composer`, which
+- the per-step laws are discretized once per grid step ``h``
+  (:func:`plda.discretization.discretize.discretize`, cached) and composed by the accountant's
+  own :class:`~plda.engine.composer.Composer`, which
   keeps spectra, their binary powers ``X^(2^j)`` and running products: the spectrum of ``k``
   steps is a product of ``popcount(k)`` cached arrays, a history that appended factors
   multiplies in only the new ones, and a query costs one inverse FFT per composed law;
@@ -41,7 +42,7 @@ from plda.accounting.history import (
     max_gap,
 )
 from plda.accounting.history import horizon as horizon_of
-from plda.discretize import discretize
+from plda.discretization.discretize import discretize
 from plda.engine.composer import Composer
 from plda.engine.plan import MAX_GRID, MIN_STEP, Plan, halved_step, ladder_step, pilot, refine
 from plda.engine.recipe import merge as merge_runs

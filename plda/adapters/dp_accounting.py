@@ -44,21 +44,21 @@ Fixed-size batches are certified under add/remove too (see
 **Lower bounds of truncated Poisson steps.** :class:`~plda.TruncatedPoisson`'s pair dominates
 the sampler but is not known to be realized by datasets, so the lower end of
 :func:`from_dp_event`'s bounds brackets that pair, not the sampler (plda warns with
-``NotTightWarning``). :class:`PLDPrivacyAccountant`'s ``get_epsilon_bounds`` and
+``NotTightWarning``). ``PLDPrivacyAccountant``'s ``get_epsilon_bounds`` and
 ``get_delta_bounds`` take the lower bound from each step's realized pair instead
 (:mod:`plda.adapters.certified`), so both of their ends are certified.
 
-:class:`PLDPrivacyAccountant`, a ``dp_accounting.PrivacyAccountant`` built on this mapping, is
-available when dp_accounting is installed (``pip install "plda[dp-accounting]"``); it lives in
-:mod:`plda.adapters.dp_privacy_accountant` and is loaded on first use, so importing this module
-never imports dp_accounting.
+``PLDPrivacyAccountant``, a ``dp_accounting.PrivacyAccountant`` built on this mapping, is
+available when dp_accounting is installed (``pip install "plda[dp-accounting]"``) as
+``plda.adapters.PLDPrivacyAccountant``; it lives in :mod:`plda.adapters.dp_privacy_accountant`,
+which imports this module (never the reverse), and is loaded on first use, so importing this
+module never imports dp_accounting.
 """
 
 from __future__ import annotations
 
 import math
 import numbers
-from importlib import import_module
 
 from plda.mechanisms import (
     ApproximateDP,
@@ -82,9 +82,13 @@ NON_PRIVATE = ApproximateDP(epsilon=0.0, delta=1.0)
 
 
 def __getattr__(name: str):
-    # the dp_accounting subclass needs dp_accounting: load it on first use only
+    # this module translates events and imports no sibling: the accountant built on it lives
+    # in plda.adapters.dp_privacy_accountant, which imports this one
     if name == "PLDPrivacyAccountant":
-        return import_module("plda.adapters.dp_privacy_accountant").PLDPrivacyAccountant
+        raise AttributeError(
+            "plda.adapters.dp_accounting.PLDPrivacyAccountant moved: import it "
+            "from plda.adapters (from plda.adapters import PLDPrivacyAccountant)"
+        )
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -4,7 +4,7 @@ A subclass of ``dp_accounting.PrivacyAccountant``, so it drops into code written
 dp_accounting: ``compose(event, count)``, ``supports(event)``, ``get_epsilon(target_delta)``,
 ``get_delta(target_epsilon)``, ``ledger``, and ``dp_accounting.calibrate_dp_mechanism``::
 
-    from plda.adapters.dp_accounting import PLDPrivacyAccountant
+    from plda.adapters import PLDPrivacyAccountant
     sigma = dp_accounting.calibrate_dp_mechanism(
         PLDPrivacyAccountant,
         lambda s: dp_accounting.SelfComposedDpEvent(
@@ -32,7 +32,7 @@ except ImportError as error:  # optional: the class exists only when dp_accounti
     _IMPORT_ERROR = error
 
 _MISSING = (
-    "plda.adapters.dp_accounting.PLDPrivacyAccountant needs dp_accounting: install it with "
+    "plda.adapters.PLDPrivacyAccountant needs dp_accounting: install it with "
     '`pip install "plda[dp-accounting]"` (or `pip install dp-accounting`)'
 )
 

@@ -17,7 +17,8 @@ from plda._internal.errors import CalibrationError, quiet_accuracy
 from plda.accountant import PLDAccountant
 from plda.adapters.epochs import OnePassEpochs
 from plda.calibration import calibrate_noise_multiplier
-from plda.mechanisms import Gaussian, NotTightWarning, Shuffled
+from plda.epochs import Shuffled
+from plda.mechanisms import Gaussian, NotTightWarning
 
 __all__ = ["PlannedRun", "meet_target", "noise_for_target", "planned_run", "run_epsilon"]
 

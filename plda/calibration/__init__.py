@@ -34,9 +34,6 @@ from plda.calibration.dpsgd import (
 from plda.calibration.evaluator import DPSGDEvaluator, Sampler
 from plda.calibration.targets import gdp_mu, gdp_noise_multiplier, make_target
 
-#: kept for callers of the former module-level helper (log of the Gaussian-DP noise guess)
-_gdp_noise_multiplier = gdp_noise_multiplier
-
 __all__ = [
     "DEFAULT_RTOL",
     "CalibrationResult",

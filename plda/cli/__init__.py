@@ -23,8 +23,9 @@ Opacus's ``DPDataLoader`` runs.
 The package: :mod:`plda.cli.parser` (flags), :mod:`plda.cli.specs` (what is accounted),
 :mod:`plda.cli.samplers` (``--sampler`` and its size flags), :mod:`plda.cli.commands`
 (``epsilon``, ``delta``), :mod:`plda.cli.risk`, :mod:`plda.cli.targets` and
-:mod:`plda.cli.calibrate` (with :mod:`plda.cli.sampler_calibration`), :mod:`plda.cli.progress`
-and :mod:`plda.cli.app` (:func:`main`, the entry point).
+:mod:`plda.cli.calibrate` (with :mod:`plda.cli.sampler_calibration`), :mod:`plda.cli.plot`
+(``plda plot``, drawn by :mod:`plda.plot`), :mod:`plda.cli.progress` and :mod:`plda.cli.app`
+(:func:`main`, the entry point).
 """
 
 from plda.cli.app import main

@@ -10,6 +10,7 @@ from plda.cli.calibrate import calibrate_command
 from plda.cli.checks import UsageError
 from plda.cli.commands import delta_command, epsilon_command, epsilon_text
 from plda.cli.parser import build_parser
+from plda.cli.plot import plot_command
 from plda.cli.risk import risk_command
 from plda.mechanisms import SamplerAssumptionWarning
 
@@ -54,8 +55,6 @@ def _run(argv: list[str] | None) -> int:
             print(epsilon_command(**REFERENCE))
             return 0
         if args.command == "plot":
-            from plda.plot.cli import plot_command
-
             print(plot_command(args))
             return 0
         command = {

@@ -6,6 +6,7 @@ import argparse
 
 from plda import __version__
 from plda.cli.checks import UsageError, integer
+from plda.cli.plot import add_plot_parser
 from plda.cli.risk import add_risk_flags
 from plda.cli.samplers import add_sampler_flags
 from plda.cli.targets import add_target_flags
@@ -113,10 +114,5 @@ def build_parser() -> argparse.ArgumentParser:
     cal.add_argument(
         "--json", action="store_true", help="strict JSON output (null: no finite bound)"
     )
-    try:  # `plda plot ...` (PNG/PDF/SVG figures; matplotlib is imported only when a plot is drawn)
-        from plda.plot.cli import add_plot_parser
-    except ImportError:  # pragma: no cover - plotting module absent
-        pass
-    else:
-        add_plot_parser(sub)
+    add_plot_parser(sub)  # `plda plot ...`: matplotlib is imported only when a plot is drawn
     return parser

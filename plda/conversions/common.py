@@ -6,9 +6,6 @@ import numpy as np
 
 from plda._internal import validation as check
 
-#: unit roundoff of float64
-UNIT = 2.0**-53
-
 
 def scalar_like(value, like):
     """``value`` as a float when ``like`` is a scalar, else unchanged."""

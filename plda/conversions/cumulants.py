@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from plda.conversions.common import UNIT
+from plda._internal.floats import UNIT_ROUNDOFF
 
 
 def log_sum_exp(values: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -33,7 +33,7 @@ class Cumulant:
 def exact_cumulant(values: np.ndarray, magnitude=0.0) -> Cumulant:
     """A value known up to rounding: relative error, plus ``magnitude`` times a few ulps for the
     cancellation of terms of that size."""
-    margin = 1e-13 * np.abs(values) + 64 * UNIT * np.asarray(magnitude)
+    margin = 1e-13 * np.abs(values) + 64 * UNIT_ROUNDOFF * np.asarray(magnitude)
     return Cumulant(lower=values - margin, upper=values + margin)
 
 

@@ -23,14 +23,14 @@ from plda.conversions.cumulants import (
     log_atom_sum,
 )
 from plda.conversions.sampled_gaussian import MARGIN, sampled_gaussian_cumulant
-from plda.discretize import discretize
+from plda.discretization.discretize import discretize
 from plda.mechanisms.approximate import ApproximateDP
 from plda.mechanisms.base import Mechanism
 from plda.mechanisms.discrete import DiscreteGaussian
-from plda.mechanisms.gaussian import Gaussian
+from plda.mechanisms.gaussian import Gaussian, GaussianLaw
 from plda.mechanisms.gaussian_mixture import GaussianMixture
-from plda.mechanisms.laws import GaussianLaw, LaplaceLaw, ReplaceOneSampledGaussianLaw
-from plda.mechanisms.subsampled import PoissonSampled
+from plda.mechanisms.laplace import LaplaceLaw
+from plda.mechanisms.subsampled import PoissonSampled, ReplaceOneSampledGaussianLaw
 
 #: grid points of a generic per-step discretization
 _GRID_POINTS = 1 << 15

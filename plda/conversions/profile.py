@@ -18,9 +18,9 @@ import numpy as np
 
 from plda._internal.caches import register
 from plda._internal.chernoff import CHERNOFF_ORDERS
-from plda.conversions.common import UNIT
+from plda._internal.floats import UNIT_ROUNDOFF
 from plda.conversions.composed import ComposedLaws, steps_of
-from plda.grid import DiscreteLoss
+from plda.grid.discrete import DiscreteLoss
 
 #: largest eps used for a line (e^eps stays finite)
 MAX_EPSILON = 700.0
@@ -55,7 +55,7 @@ def segment_values(law: DiscreteLoss, k: np.ndarray, x: np.ndarray) -> np.ndarra
     a, b, _ = law.segments()
     value = a[k] - x * b[k]
     # rounding of the product and the difference, relative to the terms
-    error = 4 * UNIT * (np.abs(a[k]) + x * b[k])
+    error = 4 * UNIT_ROUNDOFF * (np.abs(a[k]) + x * b[k])
     return value + error if law.upper else value - error
 
 

@@ -12,12 +12,13 @@ from __future__ import annotations
 import numpy as np
 
 from plda._internal.errors import check_bracket
+from plda._internal.floats import UNIT_ROUNDOFF
 from plda.bounds import Bounds
-from plda.conversions.common import UNIT, scalar_like, unit_interval
+from plda.conversions.common import scalar_like, unit_interval
 from plda.conversions.composed import ComposedLaws
 from plda.conversions.envelope import LowerEnvelope
 from plda.conversions.profile import MAX_EPSILON, cached_for, samples, select_laws
-from plda.grid import DiscreteLoss
+from plda.grid.discrete import DiscreteLoss
 
 #: lines kept for the certified lower bound on a tradeoff curve (the upper bound keeps them all)
 _LOWER_BOUND_LINES = 8192
@@ -90,7 +91,7 @@ def _direction_envelope(law: DiscreteLoss):
 def _one_minus_upper(laws, alpha):
     """Certified upper bound on ``1 - f(alpha)`` (symmetric curve) from an upper grid law."""
     one_minus, minus = _symmetric_parts(laws, alpha)
-    one_minus = np.minimum(one_minus * (1 + _MARGIN), 1.0 + minus + 4 * UNIT)
+    one_minus = np.minimum(one_minus * (1 + _MARGIN), 1.0 + minus + 4 * UNIT_ROUNDOFF)
     return np.clip(one_minus, alpha, 1.0)
 
 
@@ -101,13 +102,13 @@ def _tradeoff_pair(composed: ComposedLaws, alpha: np.ndarray, direction: str | N
         one_minus = _one_minus_upper(upper_laws, alpha)
         lower = np.nextafter(1.0 - one_minus, -np.inf)
         one_minus, minus = _symmetric_parts(lower_laws, alpha)
-        upper = np.maximum(1.0 - one_minus * (1 - _MARGIN), -minus + 4 * UNIT)
+        upper = np.maximum(1.0 - one_minus * (1 - _MARGIN), -minus + 4 * UNIT_ROUNDOFF)
         upper = np.nextafter(upper, np.inf)
     else:
         envelope, _ = _direction_envelope(upper_laws[0])
-        lower = np.nextafter(-envelope(alpha) - 4 * UNIT, -np.inf)
+        lower = np.nextafter(-envelope(alpha) - 4 * UNIT_ROUNDOFF, -np.inf)
         envelope, a0 = _direction_envelope(lower_laws[0])
-        upper = np.nextafter(-envelope(alpha) + 4 * UNIT, np.inf)
+        upper = np.nextafter(-envelope(alpha) + 4 * UNIT_ROUNDOFF, np.inf)
         upper = np.where(alpha < 1.0 - a0, 1.0 - alpha, upper)
     # lines beyond |eps| = MAX_EPSILON are not formed; they only matter below alpha ~ e^-700,
     # where the upper bound falls back to the trivial 1 - alpha

@@ -14,7 +14,7 @@ from plda.conversions.composed import ComposedLaws, steps_of
 from plda.conversions.renyi import renyi_bounds
 from plda.mechanisms.base import DIRECTIONS, Mechanism
 from plda.mechanisms.discrete import DiscreteGaussian
-from plda.mechanisms.laws import GaussianLaw
+from plda.mechanisms.gaussian import GaussianLaw
 from plda.mechanisms.subsampled import PoissonSampled
 
 

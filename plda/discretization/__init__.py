@@ -1,4 +1,5 @@
-"""The parts of :func:`plda.discretize.discretize`: cell moments and the pessimistic
+"""From a privacy-loss law to its pessimistic and optimistic laws on the grid:
+:func:`~plda.discretization.discretize.discretize` (cached), built from the cell moments and the
 connect-the-dots split (:mod:`~plda.discretization.cells`), the optimistic pairing
-(:mod:`~plda.discretization.pairing`) and martingale sweep (:mod:`~plda.discretization.sweep`),
-and the byte-bounded cache (:mod:`~plda.discretization.cache`)."""
+(:mod:`~plda.discretization.pairing`) and the martingale sweep
+(:mod:`~plda.discretization.sweep`)."""

@@ -179,7 +179,7 @@ def _tail_pairing(p_low, u_low, v_high, upward: bool):
     return a + np.maximum(1.0 - a - b, 0.0), b
 
 
-def _swept(step, p_low, p_high, u_low, v_high):
+def bulk_sweep(step, p_low, p_high, u_low, v_high):
     """The martingale sweep through the bulk (cells above ``WINDOW`` of the largest), pairing
     below and above it: masses on grid points ``lo .. lo + n``, or ``None`` if the bulk is too
     wide for the sweep."""
@@ -271,7 +271,7 @@ def continuous_lower(law, step, lo, hi, moments):
     upper_mean = dot(p, grid[:-1]) + step * float(np.sum(np.minimum(u / -np.expm1(-step), p)))
     wasted = upper_mean - dot(fine, grid)
     if wasted > SWEEP_WORTH * step * step / 12 * float(np.sum(p)):
-        swept = _swept(step, p_low, p_high, u_low, v_high)
+        swept = bulk_sweep(step, p_low, p_high, u_low, v_high)
         if swept is not None and np.all(np.isfinite(swept)) and dot(swept, grid) > dot(fine, grid):
             fine = swept
     out = np.zeros(hi - lo + 1)

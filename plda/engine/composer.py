@@ -8,7 +8,7 @@ multiplies in only the new ones, and a query costs one inverse FFT per composed 
 Error accounting (the same on both paths): the FFT error of each factor's spectrum (plus the
 rounding of folding it onto ``n`` points, :func:`plda.engine.spectra.spectrum_of`), the
 rounding of the powers and products, the inverse transform (:func:`from_spectrum`), and the
-mass outside the Chernoff window (:func:`plda.engine.moments.ladder_chernoff`), which wraps
+mass outside the Chernoff window (:func:`plda.grid.moments.ladder_chernoff`), which wraps
 around and is charged to ``+inf`` (pessimistic version) or subtracted (optimistic version).
 """
 
@@ -19,14 +19,14 @@ from collections import OrderedDict
 
 import numpy as np
 
-from plda import fft
+from plda._internal import fft
 from plda._internal.errors import GridTooLarge
-from plda._internal.floats import union_probability
+from plda._internal.floats import UNIT_ROUNDOFF, union_probability
 from plda._internal.linalg import dot
-from plda.engine.discrete import DiscreteLoss
 from plda.engine.grouping import group_spectrum, plan_group
-from plda.engine.moments import ladder_chernoff
 from plda.engine.spectra import Spectrum, ladder_length, spectrum_of
+from plda.grid.discrete import DiscreteLoss
+from plda.grid.moments import ladder_chernoff
 
 #: bounds below e^-700 are replaced by e^-700 (still a bound, and exp of deeply underflowing
 #: arguments is many times slower than of ordinary ones)
@@ -290,7 +290,7 @@ def _carried_spurious(factors) -> float:
     total = sum(k * f.spurious_mass for f, k in factors)
     if total <= 0:
         return 0.0
-    return min(1.0, total * (1 + total) * (1 + 8 * fft.UNIT_ROUNDOFF)) if total <= 1 else 1.0
+    return min(1.0, total * (1 + total) * (1 + 8 * UNIT_ROUNDOFF)) if total <= 1 else 1.0
 
 
 def compose(factors, tail: float = 1e-20, max_size: int = 1 << 23) -> DiscreteLoss:

@@ -22,11 +22,10 @@ import math
 
 import numpy as np
 
-from plda import fft
-from plda.engine.moments import power_support
+from plda._internal import fft
+from plda._internal.floats import UNIT_ROUNDOFF
 from plda.engine.spectra import Spectrum
-
-_U = fft.UNIT_ROUNDOFF
+from plda.grid.moments import power_support
 
 #: elementwise passes per transformed point, in units of one butterfly stage (the spectrum's
 #: ``abs``, ``log`` and ratio, the power and the product): a transform of length ``m`` costs
@@ -143,14 +142,14 @@ def group_spectrum(members, n: int, multiply) -> Spectrum:
     rest = np.ones(len(b), dtype=bool)
     rest[peaks] = False
     weights = np.where(single, 1.0, 2.0)
-    rest_l2 = math.sqrt(float(np.sum(weights[rest] * b[rest] ** 2))) * (1 + 8 * _U)
+    rest_l2 = math.sqrt(float(np.sum(weights[rest] * b[rest] ** 2))) * (1 + 8 * UNIT_ROUNDOFF)
     floor = n_g * rho + fft.transform_error(n, float(np.abs(y).sum()))
     pairs = [(k, sign) for k in peaks.tolist() for sign in ((1,) if single[k] else (1, -1))]
     # away from the peaks (more than NEAR short-transform frequencies, i.e. more than
     # reach >= NEAR n / n_g long-transform ones: n d > reach), a peak's
     # |K| <= 1 / (2 n_g d) < n / (2 reach n_g) <= 1 / (2 NEAR), and the rest counts in full
     reach = NEAR * -(-n // n_g)
-    far_kernel = min(1.0, n / (2.0 * reach * n_g)) * (1 + 8 * _U)
+    far_kernel = min(1.0, n / (2.0 * reach * n_g)) * (1 + 8 * UNIT_ROUNDOFF)
     eta = np.full(n // 2 + 1, sum(b[k] for k, _ in pairs) * far_kernel + rest_l2 + floor)
     # near the peaks, frequency by frequency
     near = np.zeros(n // 2 + 1, dtype=bool)
@@ -161,7 +160,7 @@ def group_spectrum(members, n: int, multiply) -> Spectrum:
     j = np.flatnonzero(near)
     if len(j):
         eta[j] = _near_peaks(j, n, n_g, b, pairs, rest_l2) + floor
-    eta *= 1 + 8 * _U * PEAKS  # the sums, rounded up
+    eta *= 1 + 8 * UNIT_ROUNDOFF * PEAKS  # the sums, rounded up
     x = fft.rfft(y, n)
     amplitude = np.abs(x) + eta
     return Spectrum(powers=[x], amplitude_log=np.log(amplitude), relative=eta / amplitude)
@@ -175,8 +174,8 @@ def _near_peaks(j, n: int, n_g: int, b, pairs, rest_l2: float) -> np.ndarray:
     # |sin(pi j n_g / n)| from the exact residue m = (j n_g mod n): the argument a = pi m / n
     # in [0, pi) is off by 3u relative, so the sine by at most 3 pi u + u absolute
     sine = np.abs(np.sin(np.pi * np.mod(j_n_g, n) / n))
-    sine_hi = sine * (1 + 4 * _U) + 16 * _U
-    sine_lo = np.maximum(sine * (1 - 4 * _U) - 16 * _U, 0.0)
+    sine_hi = sine * (1 + 4 * UNIT_ROUNDOFF) + 16 * UNIT_ROUNDOFF
+    sine_lo = np.maximum(sine * (1 - 4 * UNIT_ROUNDOFF) - 16 * UNIT_ROUNDOFF, 0.0)
     period = float(n) * n_g
     peak_sum = np.zeros(len(j))
     covered = np.zeros(len(j))  # a lower bound on sum_{peaks} |K|^2
@@ -186,12 +185,12 @@ def _near_peaks(j, n: int, n_g: int, b, pairs, rest_l2: float) -> np.ndarray:
         # x = pi d (3u); n_g sin(x) lies in [n_g max(2d, x - x^3/6), n_g x], rounded outward
         # (x - x^3/6 >= 0.58 x for x <= pi/2: its rounding stays within ~10u relative)
         x = np.pi / period * distance
-        below = n_g * np.maximum(2.0 / period * distance, x - x**3 / 6) * (1 - 32 * _U)
-        above = n_g * x * (1 + 8 * _U)
+        below = n_g * np.maximum(2.0 / period * distance, x - x**3 / 6) * (1 - 32 * UNIT_ROUNDOFF)
+        above = n_g * x * (1 + 8 * UNIT_ROUNDOFF)
         with np.errstate(divide="ignore", invalid="ignore"):
             high = np.where(distance > 0, sine_hi / below, 1.0)
             low = np.where(distance > 0, sine_lo / above, 1.0)
-        peak_sum += b[k] * np.minimum(1.0, high * (1 + 4 * _U))
-        covered += np.minimum(1.0, low * (1 - 4 * _U)) ** 2
-    rest_factor = np.sqrt(np.maximum(1.0 - covered * (1 - 8 * _U * len(pairs)), 0.0))
+        peak_sum += b[k] * np.minimum(1.0, high * (1 + 4 * UNIT_ROUNDOFF))
+        covered += np.minimum(1.0, low * (1 - 4 * UNIT_ROUNDOFF)) ** 2
+    rest_factor = np.sqrt(np.maximum(1.0 - covered * (1 - 8 * UNIT_ROUNDOFF * len(pairs)), 0.0))
     return peak_sum + rest_l2 * rest_factor

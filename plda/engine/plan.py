@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from plda._internal.caches import cached
-from plda.discretize import UPPER_TAIL, discretize, loss_support
-from plda.engine.moments import window_losses
+from plda.discretization.discretize import UPPER_TAIL, discretize, loss_support
+from plda.grid.moments import window_losses
 
 #: largest FFT length used (2^22 doubles = 32 MiB per array)
 MAX_GRID = 1 << 22

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from plda import fft
+from plda._internal import fft
+from plda._internal.floats import UNIT_ROUNDOFF
 
-_U = fft.UNIT_ROUNDOFF
 #: powers whose bound falls below e^LOG_FLOOR are set to 0 and charged in full (their values
 #: are below the smallest normal double; computing them costs many times an ordinary exp)
 LOG_FLOOR = -740.0
@@ -56,7 +56,7 @@ class Spectrum:
                     out *= self.powers[j]
             rest >>= 1
             j += 1
-        return out, 8 * _U * (k + 2 * k.bit_length())
+        return out, 8 * UNIT_ROUNDOFF * (k + 2 * k.bit_length())
 
     def log_power(self, k: int) -> tuple[np.ndarray, np.ndarray]:
         """``X^k = exp(k log X)`` and its relative rounding ``8u (1 + |k log X|)`` (small where
@@ -65,14 +65,14 @@ class Spectrum:
         value (at most the bound) is charged as error."""
         x = self.powers[0]
         if k == 1:
-            return x.copy(), np.full(len(x), 4 * _U)
+            return x.copy(), np.full(len(x), 4 * UNIT_ROUNDOFF)
         band = k * self.amplitude_log > LOG_FLOOR
         out = np.zeros(len(x), dtype=complex)
         relative = np.ones(len(x))  # outside the band: all of the (tiny) value is error
         with np.errstate(divide="ignore", under="ignore", over="ignore", invalid="ignore"):
             log_x = k * np.log(x[band])
             out[band] = np.exp(log_x)
-            relative[band] = 8 * _U * (1 + np.abs(np.nan_to_num(log_x, neginf=0.0)))
+            relative[band] = 8 * UNIT_ROUNDOFF * (1 + np.abs(np.nan_to_num(log_x, neginf=0.0)))
         return out, relative
 
 
@@ -91,7 +91,7 @@ def spectrum_of(law, n: int) -> Spectrum:
         probs = padded.reshape(layers, n).sum(axis=0)
     x = fft.rfft(probs, n)
     l1 = float(np.sum(law.probs))
-    eta = fft.transform_error(n, l1) + 2 * layers * _U * l1
+    eta = fft.transform_error(n, l1) + 2 * layers * UNIT_ROUNDOFF * l1
     if law.entry_error > 0 or law.l2_error > 0:
         # a composed law entering another composition is the exact one up to an error vector e
         # with |e_i| <= entry_error and ||e||_2 <= l2_error (clipping at 0 and folding only

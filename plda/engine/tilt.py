@@ -14,8 +14,8 @@ import numpy as np
 
 from plda._internal.floats import union_probability
 from plda.engine.composer import compose
-from plda.engine.discrete import DiscreteLoss
-from plda.engine.moments import power_support
+from plda.grid.discrete import DiscreteLoss
+from plda.grid.moments import power_support
 
 
 def compose_tilted(

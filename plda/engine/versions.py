@@ -15,11 +15,11 @@ from collections.abc import Callable
 import numpy as np
 
 from plda._internal.errors import check_bracket
-from plda.discretize import discretize
+from plda.discretization.discretize import discretize
 from plda.engine.composer import compose
-from plda.engine.discrete import DiscreteLoss
 from plda.engine.plan import MAX_GRID, Plan
 from plda.engine.tilt import compose_tilted
+from plda.grid.discrete import DiscreteLoss
 
 #: a pessimistic version longer than this composes its optimistic twin at once: the twin's
 #: FFT length is about the same, and a grid too large for it must surface where the planner

@@ -11,6 +11,8 @@ import math
 import numbers
 from fractions import Fraction
 
+from plda._internal.floats import UNIT_ROUNDOFF
+
 #: relative margin by which a floating-point filter condition must clear its limit
 SAFETY = 1e-12
 
@@ -22,7 +24,7 @@ def exact(value: float) -> Fraction:
 
 def round_up(value: float) -> float:
     """``value`` nudged up by a few ulps (covers the rounding of one float operation)."""
-    return value * (1 + 8 * 2.0**-53) if value > 0 else value
+    return value * (1 + 8 * UNIT_ROUNDOFF) if value > 0 else value
 
 
 def exact_round_up(value: float) -> Fraction:

@@ -1,17 +1,16 @@
-"""Mechanisms and their privacy-loss laws."""
+"""Per-step mechanisms and their privacy-loss laws (the epoch samplers, which compose, are in
+:mod:`plda.epochs`)."""
 
-from plda.mechanisms.allocation import RandomAllocation
 from plda.mechanisms.approximate import ApproximateDP
-from plda.mechanisms.base import Mechanism
-from plda.mechanisms.bracket import NotTightWarning, SamplerAssumptionWarning
+from plda.mechanisms.base import Mechanism, NotTightWarning, SamplerAssumptionWarning
 from plda.mechanisms.custom import CustomMechanism, LossLaw
 from plda.mechanisms.discrete import DiscreteGaussian, DiscreteLaplace
 from plda.mechanisms.gaussian import Gaussian
 from plda.mechanisms.gaussian_mixture import GaussianMixture
 from plda.mechanisms.laplace import Laplace
 from plda.mechanisms.law import PrivacyLossLaw
-from plda.mechanisms.shuffled import Shuffled
-from plda.mechanisms.subsampled import PoissonSampled, SymmetrizedPoissonSampled
+from plda.mechanisms.subsampled import PoissonSampled
+from plda.mechanisms.symmetrized import SymmetrizedPoissonSampled
 from plda.mechanisms.truncated_poisson import TruncatedPoisson
 from plda.mechanisms.without_replacement import SampledWithoutReplacement
 
@@ -30,8 +29,6 @@ __all__ = [
     "PrivacyLossLaw",
     "SampledWithoutReplacement",
     "SamplerAssumptionWarning",
-    "Shuffled",
     "SymmetrizedPoissonSampled",
     "TruncatedPoisson",
-    "RandomAllocation",
 ]

@@ -9,7 +9,7 @@ from scipy.special import expit
 
 from plda._internal.validation import nonnegative_float
 from plda.mechanisms.base import Mechanism
-from plda.mechanisms.laws import AtomLaw
+from plda.mechanisms.law import AtomLaw
 
 
 @dataclass(frozen=True)

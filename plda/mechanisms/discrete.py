@@ -10,7 +10,7 @@ from scipy.special import logsumexp
 
 from plda._internal.validation import in_range, positive_float
 from plda.mechanisms.base import Mechanism
-from plda.mechanisms.laws import AtomLaw
+from plda.mechanisms.law import AtomLaw
 
 #: largest supported integer sensitivity: the loss law has one atom per integer of the support,
 #: so work and memory grow with it (1e6 atoms: ~0.4 s, ~50 MB)

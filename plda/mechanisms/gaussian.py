@@ -1,13 +1,16 @@
-"""The Gaussian mechanism."""
+"""The Gaussian mechanism and its privacy-loss law."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
 
+import numpy as np
+from scipy.special import ndtr, ndtri
+
 from plda._internal.validation import in_range, positive_float
 from plda.mechanisms.base import Mechanism
-from plda.mechanisms.laws import GaussianLaw
+from plda.mechanisms.law import PrivacyLossLaw
 
 #: supported ``mu = sensitivity / sigma``
 MU_RANGE = (1e-150, 1e15)
@@ -47,3 +50,39 @@ class Gaussian(Mechanism):
 
     def under_replace_one(self):
         return replace(self, sensitivity=2 * self.sensitivity)
+
+
+@dataclass(frozen=True, eq=False)
+class GaussianLaw(PrivacyLossLaw):
+    """Gaussian pair ``N(mu, 1)`` vs ``N(0, 1)``: ``L ~ N(mu^2/2, mu^2)`` under P and
+    ``N(-mu^2/2, mu^2)`` under Q (Balle & Wang 2018)."""
+
+    mu: float = 1.0
+    has_continuous_part = True
+
+    @property
+    def continuous_support(self):
+        return (-np.inf, np.inf)
+
+    def _mean(self, hypothesis):
+        return self.mu**2 / 2 if hypothesis == "P" else -(self.mu**2) / 2
+
+    def _cont_cdf(self, x, hypothesis):
+        return ndtr((np.asarray(x) - self._mean(hypothesis)) / self.mu)
+
+    def _cont_sf(self, x, hypothesis):
+        return ndtr(-(np.asarray(x) - self._mean(hypothesis)) / self.mu)
+
+    def _cont_pdf(self, x, hypothesis):
+        z = np.asarray(x, dtype=float) - self._mean(hypothesis)
+        z *= 1.0 / self.mu
+        np.square(z, out=z)
+        z *= -0.5
+        np.exp(z, out=z)
+        z *= 1.0 / (self.mu * math.sqrt(2 * math.pi))
+        return z
+
+    def _cont_tail(self, mass, hypothesis):
+        z = -ndtri(mass)
+        m = self._mean(hypothesis)
+        return m - self.mu * z, m + self.mu * z

@@ -52,9 +52,8 @@ from plda._internal.validation import (
     real_sequence,
 )
 from plda.mechanisms.base import Mechanism
-from plda.mechanisms.gaussian import MU_RANGE, Gaussian
-from plda.mechanisms.law import PrivacyLossLaw
-from plda.mechanisms.laws import AtomLaw, GaussianLaw
+from plda.mechanisms.gaussian import MU_RANGE, Gaussian, GaussianLaw
+from plda.mechanisms.law import AtomLaw, PrivacyLossLaw
 from plda.mechanisms.subsampled import PoissonSampled
 
 __all__ = ["GaussianMixture", "GaussianMixtureLaw"]

@@ -12,9 +12,9 @@ from __future__ import annotations
 import math
 import numbers
 
-from plda.mechanisms.allocation import RandomAllocation
+from plda.epochs.allocation import RandomAllocation
+from plda.epochs.shuffled import Shuffled
 from plda.mechanisms.base import Mechanism
-from plda.mechanisms.shuffled import Shuffled
 from plda.mechanisms.subsampled import PoissonSampled
 from plda.mechanisms.truncated_poisson import TruncatedPoisson
 from plda.mechanisms.without_replacement import SampledWithoutReplacement

@@ -1,15 +1,19 @@
-"""Poisson subsampling of any mechanism."""
+"""Poisson subsampling of any mechanism, and its privacy-loss laws (add/remove; a sampled
+Gaussian under replace-one)."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 
+import numpy as np
+from scipy.special import ndtr, ndtri
+
+from plda._internal.floats import UNIT_ROUNDOFF
 from plda._internal.validation import MIN_SAMPLE_RATE, in_range, probability
 from plda.mechanisms.base import Mechanism
 from plda.mechanisms.gaussian import Gaussian
-from plda.mechanisms.laws import ReplaceOneSampledGaussianLaw, SubsampledLaw
-from plda.mechanisms.symmetrized import SymmetrizedSubsampledLaw
+from plda.mechanisms.law import PrivacyLossLaw
 
 
 @dataclass(frozen=True)
@@ -71,58 +75,6 @@ class PoissonSampled(Mechanism):
 
 
 @dataclass(frozen=True)
-class SymmetrizedPoissonSampled(Mechanism):
-    """The least symmetric pair dominating both directions of ``PoissonSampled(mechanism, q)``,
-    for a symmetric base ``mechanism``: a step whose orientation may flip within a run.
-
-    Where one run can realize both ``(q P + (1-q) Q, Q)`` and its reverse (a substitution under
-    replace-one: fixed-size batches, truncated Poisson batches), composing the worse direction
-    alone under-reports; this pair dominates every step of either orientation, so its
-    composition is certified (:class:`~plda.mechanisms.symmetrized.SymmetrizedSubsampledLaw`).
-    Its profile equals the removal direction's for ``eps >= 0``.
-
-    Parameters
-    ----------
-    mechanism
-        A symmetric base mechanism (``mechanism.symmetric``: Gaussian, Laplace, discrete ones,
-        ``ApproximateDP``).
-    sample_rate
-        The probability ``q`` in (0, 1].
-
-    Raises
-    ------
-    TypeError
-        If ``mechanism`` is not a plda mechanism.
-    ValueError
-        If it is not symmetric, or ``sample_rate`` is outside (0, 1].
-    """
-
-    mechanism: Mechanism
-    sample_rate: float
-
-    def __post_init__(self):
-        step = PoissonSampled(self.mechanism, self.sample_rate)  # validates both
-        if not self.mechanism.symmetric:
-            raise ValueError(
-                "mechanism must be symmetric (its two directions equal) to be symmetrized "
-                f"after subsampling, got {self.mechanism!r}"
-            )
-        object.__setattr__(self, "sample_rate", step.sample_rate)
-
-    def _remove_law(self):
-        law = PoissonSampled(self.mechanism, self.sample_rate).privacy_loss("remove")
-        if self.sample_rate == 1.0:
-            return law  # the base itself, already symmetric
-        return SymmetrizedSubsampledLaw(subsampled=law)
-
-    def _coarsened(self) -> Mechanism:
-        """The coarsened Poisson step, symmetrized: its profile on ``eps >= 0`` is the removal
-        direction's, which grows under coarsening."""
-        coarse = PoissonSampled(self.mechanism, self.sample_rate).coarsened()
-        return SymmetrizedPoissonSampled(coarse.mechanism, coarse.sample_rate)
-
-
-@dataclass(frozen=True)
 class _ReplaceOneSampledGaussian(Mechanism):
     """Internal: a Poisson-sampled Gaussian read under the replace-one relation."""
 
@@ -131,3 +83,238 @@ class _ReplaceOneSampledGaussian(Mechanism):
 
     def _remove_law(self):
         return ReplaceOneSampledGaussianLaw(mu=self.mechanism.mu, sample_rate=self.sample_rate)
+
+
+@dataclass(frozen=True, eq=False)
+class SubsampledLaw(PrivacyLossLaw):
+    """Poisson subsampling, remove direction: the pair ``(q P + (1-q) Q, Q)`` of a base pair
+    ``(P, Q)``; its loss is ``log(1 + q (e^L - 1))`` (Zhu, Dong & Wang 2022, Thm. 11)."""
+
+    base: PrivacyLossLaw | None = None
+    sample_rate: float = 1.0
+
+    def __post_init__(self):
+        b, q = self.base, self.sample_rate
+        qb = b.atom_probs * np.exp(-b.atom_losses)
+        losses = self.subsampled_loss(b.atom_losses)
+        probs = q * b.atom_probs + (1 - q) * qb
+        if b.neg_infinity_mass > 0:  # Q-only outputs of the base now carry (1-q) of P's mass
+            losses = np.concatenate([[np.log1p(-q)], losses])
+            probs = np.concatenate([[(1 - q) * b.neg_infinity_mass], probs])
+        object.__setattr__(self, "atom_losses", losses)
+        object.__setattr__(self, "atom_probs", probs)
+        object.__setattr__(self, "infinity_mass", q * b.infinity_mass)
+        object.__setattr__(self, "neg_infinity_mass", 0.0)
+        object.__setattr__(self, "truncated_mass", q * b.truncated_mass)
+
+    def subsampled_loss(self, loss):
+        """The loss ``log(1 + q (e^y - 1))`` of an output whose base loss is ``y`` (increasing,
+        ``0`` at ``0``)."""
+        loss = np.asarray(loss, dtype=float)
+        q = self.sample_rate
+        with np.errstate(over="ignore"):
+            # log(1 + q(e^l - 1)); for large l it is l + log q + log1p((1-q) e^{-l} / q)
+            big = loss > 30
+            small = np.log1p(q * np.expm1(np.where(big, 0.0, loss)))
+            large = loss + np.log(q) + np.log1p((1 - q) * np.exp(-np.where(big, loss, 30.0)) / q)
+        return np.where(big, large, small)
+
+    def base_loss(self, loss):
+        """Base loss mapping to ``loss`` (the inverse of :meth:`subsampled_loss`); ``-inf`` at
+        or below ``log(1 - q)``."""
+        loss = np.asarray(loss, dtype=float)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            ratio = np.expm1(loss) / self.sample_rate
+            small = np.where(ratio > -1, np.log1p(np.maximum(ratio, -1.0)), -np.inf)
+            # for large losses: log(1 + (e^l - 1)/q) = l - log q + log1p((q - 1) e^{-l})
+            large = loss - np.log(self.sample_rate) + np.log1p(
+                (self.sample_rate - 1) * np.exp(-np.maximum(loss, 30.0))
+            )
+            return np.where(loss > 30, large, small)
+
+    @property
+    def has_continuous_part(self):  # type: ignore[override]
+        return self.base.has_continuous_part
+
+    @property
+    def continuous_support(self):
+        lo, hi = self.base.continuous_support
+        return (float(self.subsampled_loss(lo)), float(self.subsampled_loss(hi)))
+
+    def _cont_cdf(self, x, hypothesis):
+        y = self.base_loss(x)
+        if hypothesis == "Q":
+            return self.base._cont_cdf(y, "Q")
+        q = self.sample_rate
+        return q * self.base._cont_cdf(y, "P") + (1 - q) * self.base._cont_cdf(y, "Q")
+
+    def _cont_sf(self, x, hypothesis):
+        y = self.base_loss(x)
+        if hypothesis == "Q":
+            return self.base._cont_sf(y, "Q")
+        q = self.sample_rate
+        return q * self.base._cont_sf(y, "P") + (1 - q) * self.base._cont_sf(y, "Q")
+
+    def _cont_cdf_sf(self, x):
+        # one loss map and one set of base tails for all four (the discretization needs all)
+        base_cdf_p, base_sf_p, base_cdf_q, base_sf_q = self.base._cont_cdf_sf(self.base_loss(x))
+        q = self.sample_rate
+        return (
+            q * base_cdf_p + (1 - q) * base_cdf_q,
+            q * base_sf_p + (1 - q) * base_sf_q,
+            base_cdf_q,
+            base_sf_q,
+        )
+
+    def _cont_pdf(self, x, hypothesis):
+        # change of variables l -> y = log(1 + r), r = (e^l - 1)/q: dy/dl = e^l / (e^l - 1 + q);
+        # base densities under Q are e^{-y} = 1/(1 + r) times those under P
+        # With g = e^l / (e^l - 1 + q) (= dy/dl) the P density is q g^2 base_P(y) and the Q
+        # density q g base_P(y) / (e^l - 1 + q); written with in-place steps, as this is the
+        # innermost loop of every DP-SGD discretization.
+        x = np.asarray(x, dtype=float)
+        q = self.sample_rate
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+            em = np.expm1(x)
+            inside = em > -q  # losses above log(1 - q)
+            base = self.base._cont_pdf(np.log1p(em / q), "P")
+            g = em + 1.0
+            em += q  # now e^l - 1 + q
+            g /= em
+            out = base * g
+            if hypothesis == "Q":
+                out /= em
+            else:
+                out *= g
+            out *= q
+        return np.where(inside & np.isfinite(out), out, 0.0)
+
+    def _cont_tail(self, mass, hypothesis):
+        ap, bp = self.base._cont_tail(mass, "P")
+        aq, bq = self.base._cont_tail(mass, "Q")
+        if hypothesis == "Q":
+            return float(self.subsampled_loss(aq)), float(self.subsampled_loss(bq))
+        return float(self.subsampled_loss(min(ap, aq))), float(self.subsampled_loss(max(bp, bq)))
+
+
+@dataclass(frozen=True, eq=False)
+class ReplaceOneSampledGaussianLaw(PrivacyLossLaw):
+    """Poisson-sampled Gaussian under replace-one: ``P = (1-q) N(0,1) + q N(mu,1)`` against
+    ``Q = (1-q) N(0,1) + q N(-mu,1)`` (the replaced record's contribution moves from ``-Δ/2``
+    to ``+Δ/2`` around the rest; Zhu, Dong & Wang 2022, Sec. 5), with ``mu = Δ/σ``.
+
+    The loss ``L(x) = log(1-q + q e^{mu x - mu^2/2}) - log(1-q + q e^{-mu x - mu^2/2})`` is
+    increasing and odd in the output ``x``; it is inverted numerically (safeguarded Newton).
+    """
+
+    mu: float = 1.0
+    sample_rate: float = 1.0
+    has_continuous_part = True
+
+    @property
+    def continuous_support(self):
+        return (-np.inf, np.inf)
+
+    def _loss(self, x):
+        a, b = self._loss_terms(x)
+        return a - b
+
+    def _loss_terms(self, x):
+        """The two logarithms whose difference is the loss (their sizes bound its rounding)."""
+        q, m = self.sample_rate, self.mu
+        a = np.log1p(q * np.expm1(m * x - m * m / 2))
+        b = np.log1p(q * np.expm1(-m * x - m * m / 2))
+        return a, b
+
+    def _slope(self, x):
+        q, m = self.sample_rate, self.mu
+        with np.errstate(over="ignore"):
+            up = q * np.exp(m * x - m * m / 2)
+            down = q * np.exp(-m * x - m * m / 2)
+            s1 = np.where(np.isfinite(up), m * up / (1 - q + up), m)
+            s2 = np.where(np.isfinite(down), m * down / (1 - q + down), m)
+        return s1 + s2
+
+    def _closed_inverse(self, loss):
+        """The output with loss ``loss`` in closed form: with ``a = e^(mu x)``,
+        ``c = e^(-mu^2/2)`` and ``t = e^L``, ``L(x) = loss`` is the quadratic
+        ``q c a^2 + (1-q)(1-t) a - t q c = 0``. For ``L >= 0`` its positive root, scaled by
+        ``e^-L`` (no overflow) and with no difference of large numbers, gives
+        ``log a = L + log((1-q) E + sqrt(((1-q) E)^2 + e^(2g - L))) - g`` with
+        ``E = 1 - e^-L`` and ``g = log(2 q c)``; ``L`` is odd in ``x``. Accurate to a few ulps
+        of the terms, so a Newton step polishes it."""
+        q, m = self.sample_rate, self.mu
+        size = np.abs(loss)
+        e = -np.expm1(-size) * (1 - q)
+        g = math.log(2 * q) - m * m / 2
+        with np.errstate(divide="ignore", over="ignore", under="ignore", invalid="ignore"):
+            root = e + np.sqrt(e * e + np.exp(2 * g - size))
+            x = (size + np.log(root) - g) / m
+        x = np.where(size == 0, 0.0, x)
+        return np.where(np.isfinite(x), np.sign(loss) * x, 0.0)
+
+    def _inverse(self, loss):
+        """Output ``x`` with ``L(x) = loss`` (vectorized, to a few ulps): the closed form of
+        :meth:`_closed_inverse`, bracketed and polished by safeguarded Newton steps."""
+        loss = np.asarray(loss, dtype=float)
+        shape = loss.shape
+        loss = loss.ravel()
+        x = self._closed_inverse(loss)
+        # a bracket around the closed form, widened until it holds (at once, but for losses
+        # where the closed form lost its accuracy)
+        width = 1e-9 * (1 + np.abs(x))
+        lo, hi = x - width, x + width
+        for _ in range(64):
+            low = self._loss(lo) > loss
+            high = self._loss(hi) < loss
+            if not (low.any() or high.any()):
+                break
+            width = np.where(low | high, 16 * width, width)
+            lo = np.where(low, x - width, lo)
+            hi = np.where(high, x + width, hi)
+        # Newton steps on the entries not yet converged: converged once the step is below an
+        # ulp-sized tolerance, or once the residual is within the rounding of the loss itself
+        # (a few ulps of its two logarithms: no step can then say more)
+        active = np.flatnonzero(np.isfinite(loss))
+        for _ in range(60):
+            if not active.size:
+                break
+            xa, target = x[active], loss[active]
+            a, b = self._loss_terms(xa)
+            f = (a - b) - target
+            lo[active] = np.where(f < 0, xa, lo[active])
+            hi[active] = np.where(f > 0, xa, hi[active])
+            nxt = xa - f / self._slope(xa)
+            bad = ~((nxt > lo[active]) & (nxt < hi[active]))
+            nxt = np.where(bad, 0.5 * (lo[active] + hi[active]), nxt)
+            x[active] = nxt
+            noise = 4 * UNIT_ROUNDOFF * (np.abs(a) + np.abs(b) + np.abs(target))
+            done = (np.abs(nxt - xa) <= 1e-15 * (1 + np.abs(xa))) | (np.abs(f) <= noise)
+            active = active[~done]
+        return x.reshape(shape)
+
+    def _cont_cdf(self, x, hypothesis):
+        y = self._inverse(x)
+        q, m = self.sample_rate, self.mu
+        shift = m if hypothesis == "P" else -m
+        return (1 - q) * ndtr(y) + q * ndtr(y - shift)
+
+    def _cont_sf(self, x, hypothesis):
+        y = self._inverse(x)
+        q, m = self.sample_rate, self.mu
+        shift = m if hypothesis == "P" else -m
+        return (1 - q) * ndtr(-y) + q * ndtr(-(y - shift))
+
+    def _cont_pdf(self, x, hypothesis):
+        y = self._inverse(x)
+        q, m = self.sample_rate, self.mu
+        shift = m if hypothesis == "P" else -m
+        dens = (1 - q) * np.exp(-0.5 * y * y) + q * np.exp(-0.5 * (y - shift) ** 2)
+        return dens / np.sqrt(2 * np.pi) / self._slope(y)
+
+    def _cont_tail(self, mass, hypothesis):
+        z = -ndtri(mass)
+        m = self.mu
+        lo = -z - m  # covers both mixture components' lower tails
+        hi = z + m
+        return float(self._loss(np.array([lo]))[0]), float(self._loss(np.array([hi]))[0])

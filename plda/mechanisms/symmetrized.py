@@ -17,13 +17,66 @@ from dataclasses import dataclass
 import numpy as np
 
 from plda._internal.floats import UNIT_ROUNDOFF
+from plda.mechanisms.base import Mechanism
 from plda.mechanisms.law import PrivacyLossLaw
-from plda.mechanisms.laws import SubsampledLaw
+from plda.mechanisms.subsampled import PoissonSampled, SubsampledLaw
 
 _OTHER = {"P": "Q", "Q": "P"}
 #: relative accuracy assumed of a law's cdf/sf values (as the discretizer assumes it): the mass
 #: at loss 0, a difference of two of them, is rounded up by twice that
 _CDF_RTOL = 64 * UNIT_ROUNDOFF
+
+
+@dataclass(frozen=True)
+class SymmetrizedPoissonSampled(Mechanism):
+    """The least symmetric pair dominating both directions of ``PoissonSampled(mechanism, q)``,
+    for a symmetric base ``mechanism``: a step whose orientation may flip within a run.
+
+    Where one run can realize both ``(q P + (1-q) Q, Q)`` and its reverse (a substitution under
+    replace-one: fixed-size batches, truncated Poisson batches), composing the worse direction
+    alone under-reports; this pair dominates every step of either orientation, so its
+    composition is certified (:class:`~plda.mechanisms.symmetrized.SymmetrizedSubsampledLaw`).
+    Its profile equals the removal direction's for ``eps >= 0``.
+
+    Parameters
+    ----------
+    mechanism
+        A symmetric base mechanism (``mechanism.symmetric``: Gaussian, Laplace, discrete ones,
+        ``ApproximateDP``).
+    sample_rate
+        The probability ``q`` in (0, 1].
+
+    Raises
+    ------
+    TypeError
+        If ``mechanism`` is not a plda mechanism.
+    ValueError
+        If it is not symmetric, or ``sample_rate`` is outside (0, 1].
+    """
+
+    mechanism: Mechanism
+    sample_rate: float
+
+    def __post_init__(self):
+        step = PoissonSampled(self.mechanism, self.sample_rate)  # validates both
+        if not self.mechanism.symmetric:
+            raise ValueError(
+                "mechanism must be symmetric (its two directions equal) to be symmetrized "
+                f"after subsampling, got {self.mechanism!r}"
+            )
+        object.__setattr__(self, "sample_rate", step.sample_rate)
+
+    def _remove_law(self):
+        law = PoissonSampled(self.mechanism, self.sample_rate).privacy_loss("remove")
+        if self.sample_rate == 1.0:
+            return law  # the base itself, already symmetric
+        return SymmetrizedSubsampledLaw(subsampled=law)
+
+    def _coarsened(self) -> Mechanism:
+        """The coarsened Poisson step, symmetrized: its profile on ``eps >= 0`` is the removal
+        direction's, which grows under coarsening."""
+        coarse = PoissonSampled(self.mechanism, self.sample_rate).coarsened()
+        return SymmetrizedPoissonSampled(coarse.mechanism, coarse.sample_rate)
 
 
 @dataclass(frozen=True, eq=False)

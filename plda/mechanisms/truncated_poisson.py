@@ -8,11 +8,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from plda._internal.validation import MIN_SAMPLE_RATE, count, in_range, probability
-from plda.mechanisms.base import Mechanism
-from plda.mechanisms.bracket import BracketedMechanism
+from plda.mechanisms.base import BracketedMechanism, Mechanism
 from plda.mechanisms.gaussian import Gaussian
-from plda.mechanisms.mixture_law import RevealedMixtureLaw
-from plda.mechanisms.subsampled import PoissonSampled, SymmetrizedPoissonSampled
+from plda.mechanisms.law import RevealedMixtureLaw
+from plda.mechanisms.subsampled import PoissonSampled
+from plda.mechanisms.symmetrized import SymmetrizedPoissonSampled
 from plda.mechanisms.without_replacement import check_base
 
 #: relative accuracy assumed of scipy's binomial cdf/sf/pmf (Boost's incomplete beta is accurate

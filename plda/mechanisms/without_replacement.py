@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from plda._internal.validation import MIN_SAMPLE_RATE, count, in_range
-from plda.mechanisms.base import Mechanism
-from plda.mechanisms.bracket import BracketedMechanism
+from plda.mechanisms.base import BracketedMechanism, Mechanism
 from plda.mechanisms.gaussian import Gaussian
 from plda.mechanisms.laplace import Laplace
-from plda.mechanisms.subsampled import PoissonSampled, SymmetrizedPoissonSampled
+from plda.mechanisms.subsampled import PoissonSampled
+from plda.mechanisms.symmetrized import SymmetrizedPoissonSampled
 
 #: base mechanisms whose fixed-size-batch analysis plda certifies on both sides
 SUPPORTED_BASES = (Gaussian, Laplace)

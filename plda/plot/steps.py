@@ -178,7 +178,7 @@ def epsilon_vs_steps(
         its *prefixes* (the point at ``k`` is the privacy of the first ``k`` steps recorded,
         under the record's relation): a :class:`~plda.PLDAccountant`, an Opacus or
         dp_accounting adapter (:class:`plda.adapters.opacus.PLDOpacusAccountant`,
-        :class:`plda.adapters.dp_accounting.PLDPrivacyAccountant`), or a PLD of one mechanism.
+        :class:`plda.adapters.PLDPrivacyAccountant`), or a PLD of one mechanism.
         Steps are counted as ``len(accountant)`` counts them (an epoch mechanism is one run).
     steps
         Step counts ``k >= 1`` (at most the number recorded for a record of steps).

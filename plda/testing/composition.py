@@ -20,9 +20,15 @@ import numpy as np
 
 from plda._internal import validation as check
 from plda._internal.caches import cached
+from plda._internal.floats import UNIT_ROUNDOFF
 from plda.testing._internal.atoms import FloatAtoms
 from plda.testing._internal.binomial import kov_log_masses
-from plda.testing._internal.numerics import DEFAULT_DPS, Profile, U, profile_delta, profile_epsilon
+from plda.testing._internal.numerics import (
+    DEFAULT_DPS,
+    Profile,
+    profile_delta,
+    profile_epsilon,
+)
 
 #: log-masses below this are dropped from the float sums (their total is below 1e-340)
 _LOG_MASS_FLOOR = -800.0
@@ -37,10 +43,10 @@ def _float_atoms(step_epsilon: float, step_delta: float, count: int) -> FloatAto
     infinity = -math.expm1(log_keep)
     if step_epsilon == 0:
         return FloatAtoms(np.zeros(1, np.int64), 1.0, np.array([log_keep]),
-                          4 * U * (1 + abs(log_keep)), infinity_mass=infinity)
+                          4 * UNIT_ROUNDOFF * (1 + abs(log_keep)), infinity_mass=infinity)
     log_masses, log_errors = kov_log_masses(step_epsilon, count)
     log_masses = log_masses + log_keep
-    log_errors = log_errors + 4 * U * abs(log_keep)
+    log_errors = log_errors + 4 * UNIT_ROUNDOFF * abs(log_keep)
     keep = log_masses >= min(_LOG_MASS_FLOOR, float(np.max(log_masses)))
     i = np.arange(count + 1)
     dropped = i[~keep]
@@ -49,7 +55,7 @@ def _float_atoms(step_epsilon: float, step_delta: float, count: int) -> FloatAto
         count - 2 * i, step_epsilon, log_masses[keep][::-1], log_errors[keep][::-1],
         infinity_mass=infinity,
         dropped_mass=len(dropped) * math.exp(_LOG_MASS_FLOOR),
-        dropped_max_loss=(count - 2 * int(dropped.min())) * step_epsilon * (1 + 4 * U)
+        dropped_max_loss=(count - 2 * int(dropped.min())) * step_epsilon * (1 + 4 * UNIT_ROUNDOFF)
         if len(dropped) else -math.inf,
     )
 

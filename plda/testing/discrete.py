@@ -26,12 +26,12 @@ import numpy as np
 
 from plda._internal import validation as check
 from plda._internal.caches import cached
+from plda._internal.floats import UNIT_ROUNDOFF
 from plda.mechanisms.discrete import integer_sensitivity
 from plda.testing._internal.atoms import FloatAtoms, ScaledPmf, mp_atoms_delta, mp_power
 from plda.testing._internal.numerics import (
     DEFAULT_DPS,
     Profile,
-    U,
     load_mpmath,
     profile_delta,
     profile_epsilon,
@@ -49,7 +49,7 @@ def _atoms_from_pmf(power: ScaledPmf, count: int, sensitivity: int, low: int, un
     with np.errstate(divide="ignore"):  # underflowed masses become -inf, covered by abs_floor
         log_probs = np.log(power.values[::-1]) + power.log_scale
     return FloatAtoms(
-        multiples, unit, log_probs, power.rel_err + 2 * U, unit_rel_err,
+        multiples, unit, log_probs, power.rel_err + 2 * UNIT_ROUNDOFF, unit_rel_err,
         abs_floor=power.floor * math.exp(power.log_scale),
         dropped_mass=dropped_mass, dropped_max_loss=math.inf if dropped_mass else -math.inf,
     )
@@ -68,7 +68,7 @@ def _laplace_step_log_masses(parameter: float, sensitivity: int) -> np.ndarray:
 @cached(maxsize=8)
 def _laplace_float(parameter: float, sensitivity: int, count: int) -> FloatAtoms:
     logs = _laplace_step_log_masses(parameter, sensitivity)
-    step = ScaledPmf.from_log(logs, 8 * U * (2 + parameter * sensitivity))
+    step = ScaledPmf.from_log(logs, 8 * UNIT_ROUNDOFF * (2 + parameter * sensitivity))
     return _atoms_from_pmf(step.power(count), count, sensitivity, 0, parameter, 0.0)
 
 
@@ -135,12 +135,14 @@ def _gaussian_float(sigma: float, sensitivity: int, count: int) -> FloatAtoms:
     x = np.arange(-reach, reach + 1, dtype=float)
     logs = -x * x / (2 * sigma * sigma)
     log_norm = math.log(math.fsum(np.exp(logs)))
-    step = ScaledPmf.from_log(logs - log_norm, 8 * U * (2 + reach * reach / (sigma * sigma)))
+    step = ScaledPmf.from_log(
+        logs - log_norm, 8 * UNIT_ROUNDOFF * (2 + reach * reach / (sigma * sigma))
+    )
     unit = sensitivity / (2 * sigma * sigma)
     # delta = sum P (1 - e^{eps-l})_+ over P-masses only: conditioning the runs on |x| <= R
     # changes it by at most 2 k tau (mass outside the box, renormalization inside)
     return _atoms_from_pmf(
-        step.power(count), count, sensitivity, -count * reach, unit, 4 * U,
+        step.power(count), count, sensitivity, -count * reach, unit, 4 * UNIT_ROUNDOFF,
         dropped_mass=2 * math.exp(-_FLOAT_TAIL_NATS),
     )
 

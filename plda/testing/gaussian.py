@@ -23,12 +23,12 @@ import numpy as np
 from scipy.special import erfcx, log_ndtr, ndtr, ndtri
 
 from plda._internal import validation as check
+from plda._internal.floats import UNIT_ROUNDOFF
 from plda.testing._internal.numerics import (
     DEFAULT_DPS,
     GUARD_DIGITS,
     TINY,
     Profile,
-    U,
     check_dps,
     load_mpmath,
     map_scalar,
@@ -58,7 +58,7 @@ def _hockey_float(a: float, s: float, a_err: float, s_err: float) -> tuple[float
         if diff <= 0:  # s below the resolution of erfcx: 0 <= H <= Phi(-a) - Phi(-a-s) <= s phi(a)
             return 0.0, s * phi_a
         value = math.exp(log_half + math.log(diff))
-        error = value * (12 * U * (e1 + e2) / diff + 4 * U * (2 + a * a))
+        error = value * (12 * UNIT_ROUNDOFF * (e1 + e2) / diff + 4 * UNIT_ROUNDOFF * (2 + a * a))
     else:
         first = float(ndtr(-a))
         log_second = s * a + 0.5 * s * s + float(log_ndtr(-(a + s)))
@@ -66,7 +66,9 @@ def _hockey_float(a: float, s: float, a_err: float, s_err: float) -> tuple[float
         value = first - second
         if value <= 0:  # H <= s sup |dH/ds| <= s ((|a| + s) Phi(-a) + phi(a))
             return 0.0, s * ((abs(a) + s) * first + phi_a)
-        error = 8 * U * first + second * 8 * U * (4 + abs(s * a) + 0.5 * s * s + abs(log_second))
+        error = 8 * UNIT_ROUNDOFF * first + second * 8 * UNIT_ROUNDOFF * (
+            4 + abs(s * a) + 0.5 * s * s + abs(log_second)
+        )
     error += a_err * s * second + s_err * (abs(a + s) * second + phi_a)
     return value, error + 8 * TINY
 
@@ -95,7 +97,7 @@ def _hockey_precise(mp, inputs):
 def _gaussian_profile(mu: float) -> Profile:
     def float_delta(eps):
         a = eps / mu - 0.5 * mu
-        a_err = 4 * U * (eps / mu + 0.5 * mu + abs(a))
+        a_err = 4 * UNIT_ROUNDOFF * (eps / mu + 0.5 * mu + abs(a))
         return _hockey_float(a, mu, a_err, 0.0)
 
     def precise_delta(mp, eps):
@@ -148,9 +150,9 @@ def _poisson_profile(sigma: float, sample_rate: float, sensitivity: float, direc
     def remove_float(eps):
         log_ratio = math.log1p(math.expm1(eps) / q)
         a = log_ratio / s_float - 0.5 * s_float
-        a_err = 8 * U * (abs(log_ratio) / s_float + 1 / s_float + s_float + abs(a))
-        value, error = _hockey_float(a, s_float, a_err, 2 * U * s_float)
-        return q * value, q * error + 2 * U * q * value + 8 * TINY
+        a_err = 8 * UNIT_ROUNDOFF * (abs(log_ratio) / s_float + 1 / s_float + s_float + abs(a))
+        value, error = _hockey_float(a, s_float, a_err, 2 * UNIT_ROUNDOFF * s_float)
+        return q * value, q * error + 2 * UNIT_ROUNDOFF * q * value + 8 * TINY
 
     def add_float(eps):
         # 1 + y with y = (e^-eps - 1)/q in (-1, 0]: log1p near 0, the direct difference near -1
@@ -158,19 +160,22 @@ def _poisson_profile(sigma: float, sample_rate: float, sensitivity: float, direc
         y = math.expm1(-eps) / q
         small, large = q + abs(math.expm1(-eps)), math.exp(-eps) + (1.0 - q)
         numerator = q + math.expm1(-eps) if small <= large else math.exp(-eps) - (1.0 - q)
-        numerator_err = 4 * U * min(small, large)
+        numerator_err = 4 * UNIT_ROUNDOFF * min(small, large)
         if numerator < -numerator_err:  # beyond the edge eps = -log(1 - q): delta is 0
             return 0.0, 0.0
         if numerator <= 0:  # at the edge up to rounding: delta <= e^eps |numerator|
             return 0.0, math.exp(eps) * numerator_err + 8 * TINY
         one_plus_y = numerator / q
-        scale_err = 4 * U * (1 + min(small, large) / numerator)
+        scale_err = 4 * UNIT_ROUNDOFF * (1 + min(small, large) / numerator)
         log_ratio = math.log1p(y) if y > -0.5 else math.log(one_plus_y)
         a = -log_ratio / s_float - 0.5 * s_float
-        a_err = 8 * U * (abs(log_ratio) / s_float + s_float + abs(a)) + scale_err / s_float
-        value, error = _hockey_float(a, s_float, a_err, 2 * U * s_float)
+        a_err = (
+            8 * UNIT_ROUNDOFF * (abs(log_ratio) / s_float + s_float + abs(a))
+            + scale_err / s_float
+        )
+        value, error = _hockey_float(a, s_float, a_err, 2 * UNIT_ROUNDOFF * s_float)
         factor = math.exp(eps) * q * one_plus_y  # e^eps (q + e^-eps - 1)
-        error = factor * (error + value * (scale_err + 4 * U * (1 + eps)))
+        error = factor * (error + value * (scale_err + 4 * UNIT_ROUNDOFF * (1 + eps)))
         return factor * value, error + 8 * TINY
 
     def float_delta(eps):
@@ -213,7 +218,8 @@ def _poisson_profile(sigma: float, sample_rate: float, sensitivity: float, direc
         return r if r[0] >= a[0] else a
 
     # the add loss is below -log(1 - q); a margin keeps the edge outside rounding
-    max_loss = -math.log1p(-q) * (1 + 64 * U) if direction == "add" and q < 1 else math.inf
+    add = direction == "add" and q < 1
+    max_loss = -math.log1p(-q) * (1 + 64 * UNIT_ROUNDOFF) if add else math.inf
     return Profile(float_delta, precise_delta, max_loss=max_loss)
 
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 import math
 
 from plda._internal import validation as check
+from plda._internal.floats import UNIT_ROUNDOFF
 from plda.testing._internal.numerics import (
     DEFAULT_DPS,
     TINY,
     Profile,
-    U,
     profile_delta,
     profile_epsilon,
 )
@@ -27,12 +27,12 @@ def _profile(scale, sensitivity) -> Profile:
 
     def float_delta(eps):
         x = 0.5 * (eps - epsilon0)
-        x_err = 2 * U * (abs(eps) + 2 * epsilon0)
+        x_err = 2 * UNIT_ROUNDOFF * (abs(eps) + 2 * epsilon0)
         if x >= 0:
             return 0.0, max(x_err - x, 0.0)
         value = -math.expm1(x)
         # |d(1 - e^x)| <= e^x |dx|
-        return value, x_err + 2 * U * value + TINY
+        return value, x_err + 2 * UNIT_ROUNDOFF * value + TINY
 
     def precise_delta(mp, eps):
         e0 = mp.mpf(sensitivity) / mp.mpf(scale)
@@ -40,7 +40,7 @@ def _profile(scale, sensitivity) -> Profile:
             return mp.zero, mp.zero
         return -mp.expm1((eps - e0) / 2), mp.exp(-(e0 + eps) / 2) / 2
 
-    return Profile(float_delta, precise_delta, max_loss=epsilon0 * (1 + 64 * U))
+    return Profile(float_delta, precise_delta, max_loss=epsilon0 * (1 + 64 * UNIT_ROUNDOFF))
 
 
 def laplace_delta(

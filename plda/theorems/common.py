@@ -14,8 +14,6 @@ import numpy as np
 
 from plda._internal.floats import UNIT_ROUNDOFF
 
-_U = UNIT_ROUNDOFF  # unit roundoff of float64
-
 
 # ----------------------------------------------------------------------------- value objects
 @dataclass(frozen=True)
@@ -138,7 +136,7 @@ def round_up(x: float, ulps: float = 8.0) -> float:
     """``x`` nudged up by a relative ``ulps * u`` (covers the rounding of a short closed form)."""
     if x == 0 or not math.isfinite(x):
         return x
-    return x + abs(x) * ulps * _U + 5e-324
+    return x + abs(x) * ulps * UNIT_ROUNDOFF + 5e-324
 
 
 def sum_up(values) -> float:
@@ -175,7 +173,7 @@ def covers_delta_mass(target: float, groups) -> bool:
     mass_up = min(1.0, round_up(-math.expm1(log_keep), 8))
     if target >= mass_up:
         return True
-    if target < mass_up * (1 - 64 * _U) or sum(counts) > 4096:
+    if target < mass_up * (1 - 64 * UNIT_ROUNDOFF) or sum(counts) > 4096:
         return False
     keep = Fraction(1)
     for d, n in zip(deltas, counts, strict=True):

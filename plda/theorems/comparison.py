@@ -14,8 +14,6 @@ from plda.theorems.concurrency import concurrent
 from plda.theorems.kov import kairouz_oh_viswanath
 from plda.theorems.optimum import optimal
 
-_U = UNIT_ROUNDOFF  # unit roundoff of float64
-
 
 @dataclass(frozen=True)
 class ComparisonRow:
@@ -177,7 +175,7 @@ def compare(steps, delta: float, *, accuracy: float | None = None) -> Comparison
     # advanced (KOV): delta_total = 1 - (1 - delta~) prod(1 - delta_i)
     log_keep = math.fsum([math.log1p(-d) for d in deltas.tolist()])
     kov_slack = -math.expm1(math.log1p(-target) - log_keep)
-    kov_slack = kov_slack * (1 - 64 * _U * (1 + abs(log_keep)))  # round the slack down
+    kov_slack = kov_slack * (1 - 64 * UNIT_ROUNDOFF * (1 + abs(log_keep)))  # round the slack down
     if kov_slack > 0:
         row_eps = advanced_kov(pairs, kov_slack).epsilon
         rows.append(

@@ -22,8 +22,6 @@ from plda.theorems.common import (
     sum_up,
 )
 
-_U = UNIT_ROUNDOFF  # unit roundoff of float64
-
 
 # ----------------------------------------------------------------------------- KOV exact
 def _softplus(x: float) -> float:
@@ -99,8 +97,8 @@ def _log_binomial_pmf(i: np.ndarray, k: int, log_p: float) -> tuple[np.ndarray, 
     # rounding: each part to a few ulps of itself; k p and k q carry a relative error
     # ~u (2 + |log p|), which moves D(x, m) by |x - m| times that
     sensitivity = (np.abs(im - k * p) + np.abs(k - im - k * q)) * (2 + abs(log_p) + abs(log_q))
-    error[middle] = 16 * _U * (4 + np.abs(value[middle]) + dev_p + dev_q + sensitivity)
-    error[first | last] = 16 * _U * (1 + np.abs(value[first | last]))
+    error[middle] = 16 * UNIT_ROUNDOFF * (4 + np.abs(value[middle]) + dev_p + dev_q + sensitivity)
+    error[first | last] = 16 * UNIT_ROUNDOFF * (1 + np.abs(value[first | last]))
     return value, error
 
 
@@ -114,7 +112,7 @@ def _logsumexp_bounds(log_terms: np.ndarray) -> tuple[float, float]:
     value = top + math.log(float(np.sum(np.exp(log_terms - top))))
     # shifting by the largest term costs u |max|; a term t off the max enters as exp(t - max),
     # whose rounding (~u |t - max| exp(t - max)) stays below u: summation adds u log2(n)
-    err = 8 * _U * (abs(value) + abs(top) + math.log2(len(log_terms)) + 4)
+    err = 8 * UNIT_ROUNDOFF * (abs(value) + abs(top) + math.log2(len(log_terms)) + 4)
     return value - err, value + err
 
 
@@ -165,12 +163,14 @@ class _KOVLaw:
         parts = self._loss_parts
         if parts is None:  # rounded products: error up to an ulp of l_i
             losses = self._terms[2]
-            return eps - losses, 2 * _U * (np.abs(losses) + abs(eps)) + 5e-324
+            return eps - losses, 2 * UNIT_ROUNDOFF * (np.abs(losses) + abs(eps)) + 5e-324
         hi, lo = parts
         partial = eps - hi  # exact when hi is within a factor 2 of eps (Sterbenz)
-        partial_error = np.where((hi >= 0.5 * eps) & (hi <= 2 * eps), 0.0, _U * np.abs(partial))
+        partial_error = np.where(
+            (hi >= 0.5 * eps) & (hi <= 2 * eps), 0.0, UNIT_ROUNDOFF * np.abs(partial)
+        )
         gap = partial - lo
-        return gap, partial_error + 2 * _U * np.abs(gap) + 5e-324
+        return gap, partial_error + 2 * UNIT_ROUNDOFF * np.abs(gap) + 5e-324
 
     @property
     def max_loss(self) -> float:
@@ -221,15 +221,15 @@ class _KOVLaw:
             return 0.0, 0.0
         x = self.k * math.log1p(-self.delta0)
         value = -math.expm1(x)
-        err = 8 * _U * (abs(x) * math.exp(x) + value)
+        err = 8 * UNIT_ROUNDOFF * (abs(x) * math.exp(x) + value)
         return max(0.0, value - err), min(1.0, value + err)
 
     def delta(self, eps: float) -> tuple[float, float]:
         """``(lower, upper)`` on the optimal total delta at total epsilon ``eps``."""
         p_lo, p_hi = self.infinity_mass_bounds()
         r_lo, r_hi = self.delta_rr_bounds(eps)
-        lower = (p_lo + (1 - p_hi) * r_lo) * (1 - 8 * _U)
-        upper = (p_hi + (1 - p_lo) * r_hi) * (1 + 8 * _U)
+        lower = (p_lo + (1 - p_hi) * r_lo) * (1 - 8 * UNIT_ROUNDOFF)
+        upper = (p_hi + (1 - p_lo) * r_hi) * (1 + 8 * UNIT_ROUNDOFF)
         return max(0.0, lower), min(1.0, upper)
 
     def epsilon(self, delta_total: float) -> tuple[float, float]:
@@ -245,7 +245,11 @@ class _KOVLaw:
         log_keep_steps = self.k * math.log1p(-self.delta0)
         x = log_keep_total - log_keep_steps
         budget = -math.expm1(x)
-        err = 8 * _U * ((abs(log_keep_total) + abs(log_keep_steps)) * math.exp(x) + abs(budget))
+        err = (
+            8
+            * UNIT_ROUNDOFF
+            * ((abs(log_keep_total) + abs(log_keep_steps)) * math.exp(x) + abs(budget))
+        )
         budget_lo, budget_hi = budget - err, budget + err
         if budget_hi < 0:
             return math.inf, math.inf
@@ -296,7 +300,7 @@ class _KOVLaw:
             return min(eps, self.max_loss) if direction > 0 else max(eps, 0.0)
 
         failed, eps = None, clamp(estimate)
-        step = abs(eps) * 4 * _U + 1e-300
+        step = abs(eps) * 4 * UNIT_ROUNDOFF + 1e-300
         while not confirmed(eps):
             failed, eps = eps, clamp(eps + direction * step)
             step *= 2

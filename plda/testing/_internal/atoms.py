@@ -8,7 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from plda.testing._internal.numerics import TINY, U
+from plda._internal.floats import UNIT_ROUNDOFF
+from plda.testing._internal.numerics import TINY
 
 
 # --------------------------------------------------------------- atom laws
@@ -49,7 +50,9 @@ class FloatAtoms:
         n = self.multiples.astype(float)
         x = (eps - n * high) - n * low
         loss = np.abs(n) * self.unit
-        x_err = 4 * U * np.abs(x) + loss * (self.unit_rel_err + 4 * U * 2.0**-26)
+        x_err = 4 * UNIT_ROUNDOFF * np.abs(x) + loss * (
+            self.unit_rel_err + 4 * UNIT_ROUNDOFF * 2.0**-26
+        )
         return x, x_err
 
     def delta(self, eps: float) -> tuple[float, float]:
@@ -76,17 +79,21 @@ class FloatAtoms:
             # relative error of 1 - e^x from the error of x is at most x_err / |x|
             kappa = (
                 log_err + x_err[terms] / np.abs(xa)
-                + 4 * U * (np.abs(log_terms) + abs(top) + 4)
+                + 4 * UNIT_ROUNDOFF * (np.abs(log_terms) + abs(top) + 4)
             )
-            rel = float(np.dot(weights, kappa)) / total + U * (16 + math.log2(len(xa)))
+            rel = float(np.dot(weights, kappa)) / total + UNIT_ROUNDOFF * (16 + math.log2(len(xa)))
         value = self.infinity_mass + finite
         tiny = 8 * TINY if finite > 0 else 0.0
-        return value, finite * rel + self.infinity_mass * 4 * U + abs_err + tiny
+        return value, finite * rel + self.infinity_mass * 4 * UNIT_ROUNDOFF + abs_err + tiny
 
     @property
     def max_loss(self) -> float:
         # beyond this no atom is within rounding of eps: delta is exactly the infinity mass
-        return float(self.multiples[-1]) * self.unit * (1 + 2 * self.unit_rel_err + 64 * U)
+        return (
+            float(self.multiples[-1])
+            * self.unit
+            * (1 + 2 * self.unit_rel_err + 64 * UNIT_ROUNDOFF)
+        )
 
 
 def mp_atoms_delta(mp, losses, probs, infinity_mass, eps):
@@ -116,7 +123,8 @@ class ScaledPmf:
     def from_log(cls, log_masses: np.ndarray, log_err: float) -> ScaledPmf:
         top = float(np.max(log_masses))
         values = np.exp(log_masses - top)
-        return cls(values, top, log_err + 4 * U * (1 + float(np.max(np.abs(log_masses)))), TINY)
+        log_err = log_err + 4 * UNIT_ROUNDOFF * (1 + float(np.max(np.abs(log_masses))))
+        return cls(values, top, log_err, TINY)
 
     def convolve(self, other: ScaledPmf) -> ScaledPmf:
         """Direct (not FFT) convolution: sums of non-negative products keep their relative
@@ -131,7 +139,7 @@ class ScaledPmf:
         return ScaledPmf(
             raw / top,
             self.log_scale + other.log_scale + math.log(top),
-            self.rel_err + other.rel_err + (n + 4) * U,
+            self.rel_err + other.rel_err + (n + 4) * UNIT_ROUNDOFF,
             floor + TINY,
         )
 

@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from plda._internal.caches import cached
-from plda.testing._internal.numerics import U
+from plda._internal.floats import UNIT_ROUNDOFF
 
 # ------------------------------------------------ binomial log-masses (Loader)
 # stirlerr(n) = log n! - log(sqrt(2 pi n) (n/e)^n) for n = 0..15 (n = 0 unused)
@@ -73,7 +73,7 @@ def log_binomial_pmf(i: np.ndarray, n: int, log_p: float, log_q: float):
         + 0.5 * (math.log(n) - math.log(2 * math.pi) - np.log(x) - np.log(y))
     )
     # bd0 inherits 2u|n p - i| from the rounding of n p; other terms are a few ulps each
-    err = 8 * U * (8 + np.abs(out) + np.abs(n * p - i) + math.log(n + 1))
+    err = 8 * UNIT_ROUNDOFF * (8 + np.abs(out) + np.abs(n * p - i) + math.log(n + 1))
     return out, err
 
 

@@ -15,9 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from plda._internal import validation as check
+from plda._internal.floats import UNIT_ROUNDOFF
 
-#: unit roundoff of float64
-U = 2.0**-53
 #: default decimal digits of the precise (mpmath) path
 DEFAULT_DPS = 50
 #: extra digits carried by the precise path beyond ``dps``
@@ -80,7 +79,7 @@ def float_epsilon(profile: Profile, target: float) -> float:
     def ok(eps: float) -> bool:
         value, error = profile.float_delta(eps)
         # (1 + 4u) covers the rounding of the sum itself
-        return (value + error) * (1 + 4 * U) <= target
+        return (value + error) * (1 + 4 * UNIT_ROUNDOFF) <= target
 
     if ok(0.0):
         return 0.0

@@ -9,14 +9,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from plda._internal.caches import cached
-from plda.mechanisms.allocation_many import AllocationLowerBound, composed_upper, decomposition
-from plda.mechanisms.allocation_sum import laplace_cells, lognormal_cells, sum_cells
-from plda.mechanisms.base import Mechanism
-from plda.mechanisms.bracket import BracketedMechanism
+from plda.epochs.many import AllocationLowerBound, composed_upper, decomposition
+from plda.epochs.sums import laplace_cells, lognormal_cells, sum_cells
+from plda.mechanisms.base import BracketedMechanism, Mechanism
 from plda.mechanisms.gaussian import Gaussian
 from plda.mechanisms.laplace import Laplace
-from plda.mechanisms.law import PrivacyLossLaw
-from plda.mechanisms.laws import AtomLaw
+from plda.mechanisms.law import AtomLaw, PrivacyLossLaw
 
 #: largest supported number of steps per epoch
 MAX_STEPS = 10**5
@@ -115,7 +113,7 @@ class RandomAllocation(BracketedMechanism):
     its cell (Jensen the other way) moved down (remove) or up (add) onto an offset lattice, a
     bound that survives composition. Both are second order in the lattice step. The law of
     ``S`` on the lattice comes from FFT convolutions (binary powering). Details:
-    :mod:`plda.mechanisms.allocation_sum`.
+    :mod:`plda.epochs.sums`.
 
     ``num_selected = k > 1`` (``t = k m + r``): the **upper** bound is that of ``k - r`` epochs
     of 1 out of ``m`` steps composed with ``r`` epochs of 1 out of ``m + 1`` (Feldman &
@@ -127,7 +125,7 @@ class RandomAllocation(BracketedMechanism):
     ``t = 1000`` and 1-4% for ``t = 100`` (``k = 2, 4``). Such an epoch is not ``tight``: its
     own laws are the decomposition's, and ``lower_bound_mechanism()`` gives the post-processed
     pair (plda warns with :class:`~plda.NotTightWarning`). Details:
-    :mod:`plda.mechanisms.allocation_many`.
+    :mod:`plda.epochs.many`.
 
     Parameters
     ----------
@@ -164,7 +162,7 @@ class RandomAllocation(BracketedMechanism):
         k = _integer("num_selected", self.num_selected, 1, t,
                      "steps per record, at most num_steps")
         # k > 1 is analysed through one-step allocations of m and m + 1 steps (t = k m + r):
-        # the largest of them sets the range (see plda.mechanisms.allocation_many)
+        # the largest of them sets the range (see plda.epochs.many)
         blocks = t if k == 1 else -(-t // k)
         if type(self.mechanism) is Laplace:
             if blocks > 1 and _laplace_plan(self.mechanism.epsilon, blocks)[0] > MAX_STEP:
@@ -207,7 +205,7 @@ class RandomAllocation(BracketedMechanism):
     def lower_bound_mechanism(self) -> Mechanism:
         """This epoch for ``num_selected = 1``; for ``k > 1`` a post-processing of it whose
         PLD lower bound is certified for it
-        (:class:`~plda.mechanisms.allocation_many.AllocationLowerBound`)."""
+        (:class:`~plda.epochs.many.AllocationLowerBound`)."""
         if self.tight:
             return self
         return AllocationLowerBound(self.mechanism, self.num_steps, self.num_selected)
@@ -280,7 +278,7 @@ def _allocation_laws(kind: str, parameter: float, t: int) -> tuple[BracketLaw, B
 @cached(maxsize=16)
 def _many_laws(kind: str, parameter: float, t: int, k: int) -> tuple[AtomLaw, AtomLaw]:
     """``(remove, add)`` dominating laws of a ``k``-out-of-``t`` epoch, ``k > 1``: the one-step
-    allocations of :func:`~plda.mechanisms.allocation_many.decomposition`, composed."""
+    allocations of :func:`~plda.epochs.many.decomposition`, composed."""
     base = Laplace(1.0 / parameter) if kind == "laplace" else Gaussian(sigma=1.0 / parameter)
     blocks = [(RandomAllocation(base, size), n) for size, n in decomposition(t, k)]
     return tuple(composed_upper([(m.privacy_loss(direction), n) for m, n in blocks])

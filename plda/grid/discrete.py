@@ -10,7 +10,7 @@ Privacy profile (hockey-stick divergence):
 ``delta(eps) = P(L = inf) + sum_i p_i (1 - exp(eps - l_i))_+`` (Meiser & Mohammad 2018;
 Sommer et al. 2019). Between two grid points it has the closed form ``A_j - exp(eps) B_j``, so
 ``epsilon(delta)`` is solved exactly segment by segment, with no bisection
-(:mod:`plda.engine.epsilon`).
+(:mod:`plda.grid.epsilon`).
 """
 
 from __future__ import annotations
@@ -20,13 +20,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from plda import fft
 from plda._internal.chernoff import CHERNOFF_LOG_C, CHERNOFF_ORDERS
+from plda._internal.floats import UNIT_ROUNDOFF
 from plda._internal.linalg import discounted_tails, dot
-from plda.engine.epsilon import EpsilonSolver
-from plda.engine.moments import exp_neg_grid, log_mgf_ladder
-
-_U = fft.UNIT_ROUNDOFF
+from plda.grid.epsilon import EpsilonSolver
+from plda.grid.moments import exp_neg_grid, log_mgf_ladder
 
 
 @dataclass(frozen=True, eq=False)
@@ -103,7 +101,7 @@ class DiscreteLoss(EpsilonSolver):
     def ladder_log_mgf(self, j0: int, j1: int) -> tuple[np.ndarray, np.ndarray]:
         """Upper bounds on ``log E[e^{tL}; L finite]`` and ``log E[e^{-tL}; L finite]`` at the
         ladder orders ``t = 2^(j/2)``, ``j0 <= j <= j1``, cached per order (see
-        :func:`plda.engine.moments.log_mgf_ladder`). A fixed ladder lets callers reuse the
+        :func:`plda.grid.moments.log_mgf_ladder`). A fixed ladder lets callers reuse the
         moments of a law across compositions whose spreads differ."""
         cache = self.__dict__.get("_ladder_cache")
         if cache is None:
@@ -138,7 +136,7 @@ class DiscreteLoss(EpsilonSolver):
 
     # ----------------------------------------------------------------- profile
     def _exp_neg_losses(self) -> np.ndarray:
-        """``exp(-l_i)`` for the grid losses (see :func:`plda.engine.moments.exp_neg_grid`)."""
+        """``exp(-l_i)`` for the grid losses (see :func:`plda.grid.moments.exp_neg_grid`)."""
         return exp_neg_grid(self.step, self.offset, len(self.probs))
 
     def _tail_terms(self, tail_mass, count) -> np.ndarray:
@@ -150,7 +148,7 @@ class DiscreteLoss(EpsilonSolver):
         # discounted tail S_j of _profile_segments (r^m by repeated products: 2 m u, sums: n u),
         # whose weights e^(eps - l_i) are at most 1, so both are bounded by multiples of the mass
         fp_error = np.minimum(self.entry_error * count, self.l2_error * np.sqrt(count))
-        fp_error = fp_error + 4.0 * n * _U * tail_mass
+        fp_error = fp_error + 4.0 * n * UNIT_ROUNDOFF * tail_mass
         if self.upper:
             a = self.infinity_mass + tail_mass + fp_error
             return np.where(np.isnan(a), np.inf, a)  # never let NaN through an upper bound
@@ -176,7 +174,7 @@ class DiscreteLoss(EpsilonSolver):
             w_sum = np.concatenate([np.cumsum(w[::-1])[::-1], [0.0]])
             w2_sum = np.concatenate([np.cumsum((w * w)[::-1])[::-1], [0.0]])
             fp_error = np.minimum(self.entry_error * w_sum, self.l2_error * np.sqrt(w2_sum))
-            fp_error = fp_error + 4.0 * n * _U * tail_mass  # as in _tail_terms
+            fp_error = fp_error + 4.0 * n * UNIT_ROUNDOFF * tail_mass  # as in _tail_terms
             spurious = self.spurious_mass * np.concatenate([w, [0.0]])  # w decreases in l
             if self.upper:
                 a = self.infinity_mass + tail_mass + fp_error
@@ -239,7 +237,7 @@ class DiscreteLoss(EpsilonSolver):
         ``u`` relative, i.e. a few ``u`` of the exponent. Each is a small move of ``eps``, which
         is harmless where ``delta`` is smooth but is all of ``delta`` at a cut just above ``eps``
         (where ``A_j - S_j`` cancels): so ``eps`` is moved, never ``delta`` rescaled."""
-        rounding = 8 * _U * (2 * np.abs(eps) + self.step + 1)
+        rounding = 8 * UNIT_ROUNDOFF * (2 * np.abs(eps) + self.step + 1)
         return np.where(np.isfinite(eps), self.loss_error + rounding, 0.0)
 
     def delta(self, epsilon: np.ndarray) -> np.ndarray:
@@ -262,7 +260,7 @@ class DiscreteLoss(EpsilonSolver):
         value = a[j] - np.where(eps == np.inf, 0.0, weight) * s[j]
         unknown = eps < self.valid_from  # below a tilted law's range nothing is claimed
         if self.upper:
-            value = np.where(unknown, 1.0, value * (1 + 8 * _U))
+            value = np.where(unknown, 1.0, value * (1 + 8 * UNIT_ROUNDOFF))
             value = np.minimum(value, self._chernoff_delta(eps))
             return np.clip(value, 0.0, 1.0)
         return np.clip(np.where(unknown, 0.0, value), 0.0, 1.0)

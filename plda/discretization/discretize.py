@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from plda._internal.caches import cached, register
+from plda._internal.caches import ByteBoundedCache, cached, register
 from plda._internal.chernoff import CHERNOFF_ORDERS
-from plda.discretization.cache import ByteBoundedCache
+from plda._internal.floats import UNIT_ROUNDOFF
 from plda.discretization.cells import (
     FINE_TAIL,
     cell_moments,
@@ -33,7 +33,7 @@ from plda.discretization.cells import (
     fine_end,
 )
 from plda.discretization.pairing import continuous_lower
-from plda.grid import DiscreteLoss
+from plda.grid.discrete import DiscreteLoss
 from plda.mechanisms.law import PrivacyLossLaw
 
 __all__ = [
@@ -46,7 +46,6 @@ __all__ = [
     "loss_support",
 ]
 
-_U = 2.0**-53
 _SMALLEST_NORMAL = float(np.finfo(float).tiny)
 #: continuous mass left out at the low end (moved up or dropped: harmless either way)
 LOWER_TAIL = 1e-24
@@ -66,7 +65,7 @@ def _atoms_upper(law: PrivacyLossLaw, step: float):
     base = index * step
     # weight at l_{i+1} keeping P- and Q-mass: (1 - e^{-(l - l_i)}) / (1 - e^{-h})
     w = np.clip(np.expm1(-(losses - base)) / np.expm1(-step), 0.0, 1.0)
-    err = 8 * _U * probs
+    err = 8 * UNIT_ROUNDOFF * probs
     return index, probs * (1 - w) + err, probs * w + err
 
 
@@ -79,7 +78,7 @@ def _atoms_lower(law: PrivacyLossLaw, step: float):
     # an atom within 1e-9 of a step above a grid point is taken to be on it (float inputs)
     near = np.abs(ratio - np.round(ratio)) <= 1e-9
     index = np.where(near, np.round(ratio).astype(np.int64), index)
-    return index, probs * (1 - 8 * _U)
+    return index, probs * (1 - 8 * UNIT_ROUNDOFF)
 
 
 def _snap_excess(law: PrivacyLossLaw, step: float) -> float:
@@ -132,7 +131,7 @@ def _assemble(step, parts, infinity_mass, upper, extra_loss_error=0.0, **chernof
         probs=out,
         infinity_mass=float(min(infinity_mass, 1.0)),
         upper=upper,
-        loss_error=8 * _U * largest + extra_loss_error,
+        loss_error=8 * UNIT_ROUNDOFF * largest + extra_loss_error,
         **chernoff,
     )
 
@@ -144,11 +143,15 @@ def far_tail_moments(law: PrivacyLossLaw) -> tuple[np.ndarray, float]:
     dominating pair, so its moments give a valid Chernoff bound whatever its step."""
     lo, hi = loss_support(law, FAR_UPPER_TAIL)
     step = max((hi - lo) / _FAR_POINTS, 1e-12)
-    upper = _discretize_one_side(law, step, FAR_UPPER_TAIL)
+    upper = _discretize(law, step, False, FAR_UPPER_TAIL, far_tail=False)[0]
     # rounding of the moments: 1e-12 for the log-sum-exp, and t * |l| * (a few u) for the grid
     # losses, which carry a relative error of a few ulps (atoms computed in floats, i * step)
     largest = step * max(abs(upper.offset), abs(upper.offset + len(upper.probs)))
-    moments = upper.finite_log_mgf(CHERNOFF_ORDERS) + 1e-12 + CHERNOFF_ORDERS * 16 * _U * largest
+    moments = (
+        upper.finite_log_mgf(CHERNOFF_ORDERS)
+        + 1e-12
+        + CHERNOFF_ORDERS * 16 * UNIT_ROUNDOFF * largest
+    )
     infinity = upper.infinity_mass
     if law.has_continuous_part and not np.isfinite(law.continuous_support[1]):
         # the tail cut at FAR_UPPER_TAIL has a tiny (often subnormal or underflowed) computed mass:
@@ -180,31 +183,20 @@ def _continuous_range(law, step, upper_tail):
     return lo, max(hi, lo + 1)
 
 
-def _discretize_one_side(law: PrivacyLossLaw, step: float, upper_tail: float) -> DiscreteLoss:
-    parts = []
-    inf_upper = law.infinity_mass + law.truncated_mass
-    if len(law.atom_losses):
-        index, at_lo, at_hi = _atoms_upper(law, step)
-        parts += [(index, at_lo), (index + 1, at_hi)]
-    if law.has_continuous_part:
-        lo, hi = _continuous_range(law, step, upper_tail)
-        moments = cell_moments(law, step, lo, fine_end(law, step, lo, hi))
-        cont, above = continuous_upper(law, step, lo, hi, moments)
-        parts.append((np.arange(lo, hi + 1), cont))
-        inf_upper += above
-    if not parts:
-        parts = [(np.array([0]), np.array([0.0]))]
-    return _assemble(step, parts, inf_upper, True)
-
-
 def _discretize(
-    law: PrivacyLossLaw, step: float, lower: bool = True
+    law: PrivacyLossLaw,
+    step: float,
+    lower: bool = True,
+    upper_tail: float = UPPER_TAIL,
+    far_tail: bool = True,
 ) -> tuple[DiscreteLoss, DiscreteLoss | None]:
     """``(upper, lower)`` grid versions of ``law`` with grid step ``step``; the lower one only
-    if ``lower`` (else None)."""
+    if ``lower`` (else None). The continuous part is kept up to ``upper_tail`` of its mass; the
+    upper version carries the Chernoff moments of the far tail if ``far_tail`` (the coarse
+    discretization that computes them, :func:`far_tail_moments`, asks without)."""
     bracket = getattr(law, "bracket", None)
     if bracket is not None:  # known through a dominating and a dominated law (RandomAllocation)
-        upper = _discretize(bracket[0], step, False)[0]
+        upper = _discretize(bracket[0], step, False, upper_tail, far_tail)[0]
         return upper, (_discretize(bracket[1], step)[1] if lower else None)
     upper_parts, lower_parts = [], []
     if len(law.atom_losses):
@@ -214,7 +206,7 @@ def _discretize(
             lower_parts.append(_atoms_lower(law, step))
     inf_upper = law.infinity_mass + law.truncated_mass
     if law.has_continuous_part:
-        lo, hi = _continuous_range(law, step, UPPER_TAIL)
+        lo, hi = _continuous_range(law, step, upper_tail)
         moments = cell_moments(law, step, lo, fine_end(law, step, lo, hi))
         cont, above = continuous_upper(law, step, lo, hi, moments)
         grid = np.arange(lo, hi + 1)
@@ -224,8 +216,10 @@ def _discretize(
         inf_upper += above
     if not upper_parts:  # only infinite masses
         upper_parts = lower_parts = [(np.array([0]), np.array([0.0]))]
-    moments_far, far_infinity = far_tail_moments(law)
-    chernoff = dict(log_mgf=moments_far, chernoff_infinity_mass=far_infinity)
+    chernoff = {}
+    if far_tail:
+        moments_far, far_infinity = far_tail_moments(law)
+        chernoff = dict(log_mgf=moments_far, chernoff_infinity_mass=far_infinity)
     upper = _assemble(step, upper_parts, inf_upper, True, **chernoff)
     if not lower:
         return upper, None
@@ -237,4 +231,4 @@ def _discretize(
 #: ``discretize(law, step)`` gives ``(upper, lower)``, ``discretize(law, step, lower=False)``
 #: ``(upper, None)``
 discretize = ByteBoundedCache(_discretize, max_bytes=1 << 30)
-register("plda.discretize.discretize", discretize.cache_clear)
+register("plda.discretization.discretize.discretize", discretize.cache_clear)

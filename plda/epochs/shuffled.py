@@ -6,15 +6,13 @@ from dataclasses import dataclass
 
 from plda._internal.errors import warn
 from plda._internal.validation import count
-from plda.mechanisms.allocation import MAX_STEPS, RandomAllocation, allocation_supported
-from plda.mechanisms.allocation_cellsum import shifted_pair_cell_sum_laws, shifted_pair_plan
-from plda.mechanisms.base import Mechanism
-from plda.mechanisms.bracket import BracketedMechanism, SamplerAssumptionWarning
+from plda.epochs.allocation import MAX_STEPS, RandomAllocation, allocation_supported
+from plda.epochs.cells import shifted_pair_cell_sum_laws, shifted_pair_plan
+from plda.epochs.max_shift import LaplaceMaxShiftLaw, MaxShiftLaw
+from plda.epochs.max_shift_pair import LaplaceMaxShiftPairLaw, MaxShiftPairLaw
+from plda.mechanisms.base import BracketedMechanism, Mechanism, SamplerAssumptionWarning
 from plda.mechanisms.gaussian import Gaussian
 from plda.mechanisms.laplace import Laplace
-from plda.mechanisms.max_laplace_law import LaplaceMaxShiftLaw
-from plda.mechanisms.max_shift_many_law import MaxShiftLaw
-from plda.mechanisms.max_shift_pair_law import LaplaceMaxShiftPairLaw, MaxShiftPairLaw
 from plda.mechanisms.without_replacement import check_base
 
 
@@ -50,7 +48,7 @@ class Shuffled(BracketedMechanism):
       ``((1/T) sum_t N(2C e_t, sigma^2 I), (1/T) sum_t N(C e_t, sigma^2 I))``. Its likelihood
       ratio depends on two sums of the coordinates, so plda computes post-processings with
       exact laws: the largest batch sum
-      (:class:`~plda.mechanisms.max_shift_pair_law.MaxShiftPairLaw`) and, for a Gaussian
+      (:class:`~plda.epochs.max_shift_pair.MaxShiftPairLaw`) and, for a Gaussian
       base with ``2C / sigma`` up to about 1.2, a sum over batches of discretized likelihood
       ratios (:class:`ShuffledOppositeSumLowerBound`). Under replace-one (x' at ``-C``) the
       batch is shifted by ``2C`` against nothing.
@@ -79,7 +77,7 @@ class Shuffled(BracketedMechanism):
         ``plda.Gaussian`` or ``plda.Laplace`` with its add/remove sensitivity ``C`` (for DP-SGD
         the clipping norm). With Laplace noise the lower pairs are those of the largest of
         shifted Laplace coordinates
-        (:class:`~plda.mechanisms.max_shift_pair_law.LaplaceMaxShiftPairLaw`) and the
+        (:class:`~plda.epochs.max_shift_pair.LaplaceMaxShiftPairLaw`) and the
         Laplace random-allocation pair.
     num_steps
         Steps (batches) per epoch, an integer ``>= 1``.
@@ -247,7 +245,7 @@ class ShuffledOppositeLowerBound(Mechanism):
     replace-one (x' at ``-C``) it is shift ``2C`` against none (:meth:`under_replace_one`;
     x' = 0 would give this same pair, a weaker one there). Its laws are those of the largest
     batch sum
-    (:class:`~plda.mechanisms.max_shift_pair_law.MaxShiftPairLaw`, or its Laplace analogue),
+    (:class:`~plda.epochs.max_shift_pair.MaxShiftPairLaw`, or its Laplace analogue),
     a post-processing of the realized pair: the lower bound of its PLD is certified for the
     shuffled epoch."""
 
@@ -280,7 +278,7 @@ class ShuffledOppositeSumLowerBound(Mechanism):
     """The pair of the input with the other records at ``-C`` (as
     :class:`ShuffledOppositeLowerBound`), post-processed instead to the sum over batches of the
     cell of each batch's ``e^(2 mu Y - 2 mu^2)`` (``mu = C / sigma``): exact discrete laws
-    (:func:`~plda.mechanisms.allocation_cellsum.shifted_pair_cell_sum_laws`), nearly
+    (:func:`~plda.epochs.cells.shifted_pair_cell_sum_laws`), nearly
     sufficient where the largest batch sum is a poor statistic (much noise, many epochs).
     Gaussian base with ``2C / sigma`` up to about 1.2 (:func:`shifted_pair_plan`), ``T >= 2``.
     Read under replace-one it is the shift-``2C``-against-none pair, like
@@ -316,6 +314,6 @@ class ShuffledOppositeSumLowerBound(Mechanism):
 def opposite_sum_supported(mechanism: Mechanism, num_steps: int) -> bool:
     """Whether :class:`ShuffledOppositeSumLowerBound` supports ``mechanism`` over
     ``num_steps`` batches (a Gaussian base, ``2 <= num_steps <= 1e5`` and a lattice that
-    :func:`~plda.mechanisms.allocation_cellsum.shifted_pair_plan` accepts)."""
+    :func:`~plda.epochs.cells.shifted_pair_plan` accepts)."""
     return (type(mechanism) is Gaussian and 2 <= num_steps <= MAX_STEPS
             and shifted_pair_plan(mechanism.mu, num_steps) is not None)

@@ -17,7 +17,7 @@ blocks of one-step allocation pairs. The hockey-stick divergence is jointly conv
 for the add direction; each term is the composition above, whatever ``pi``.
 
 plda composes the block laws (each a certified dominating law of
-:mod:`plda.mechanisms.allocation`) on a fine loss grid with the FFT engine
+:mod:`plda.epochs.allocation`) on a fine loss grid with the FFT engine
 (:func:`plda.engine.composer.compose`) and reads the pessimistic grid law back as atoms, every
 entry raised by the composition's certified entry error and every loss by its certified loss
 error: a dominating law of the epoch in both directions.
@@ -26,20 +26,20 @@ error: a dominating law of the epoch in both directions.
 whose hockey-stick divergence is at most the epoch's, in both directions (data processing), and
 post-processings of independent epochs compose. The main one is the sum of the cell indices of
 the per-step likelihood ratios, whose laws are exact convolutions of cell masses
-(:mod:`plda.mechanisms.allocation_cellsum`): nearly sufficient, it brackets ten epochs at
+(:mod:`plda.epochs.cells`): nearly sufficient, it brackets ten epochs at
 ``sigma = 1`` to 0.15-0.3% of epsilon for ``t = 1000`` and 1-4% for ``t = 100`` (``k = 2, 4``),
 the decomposition's own slack included. Per direction, plda keeps the candidate of largest
 total variation among it and three one-dimensional statistics with closed-form laws:
 
 - the maximum coordinate, ``P(Y <= y) = Phi(y-mu)^k Phi(y)^(t-k)`` against ``Phi(y)^t``
-  (:class:`~plda.mechanisms.max_shift_many_law.MaxShiftManyLaw`);
+  (:class:`~plda.epochs.max_shift.MaxShiftManyLaw`);
 - the sum of the coordinates, ``N(k mu, t)`` against ``N(0, t)``: a Gaussian with
   ``mu_eff = k mu / sqrt(t)``; exact for ``k = t``;
 - one coordinate, ``(1 - k/t) N(0, 1) + (k/t) N(mu, 1)`` against ``N(0, 1)``: one
   Poisson-sampled step at rate ``k/t``.
 
 For a Laplace base (``epsilon0 = C / b``) the candidates are the cell sum, the largest
-coordinate (:class:`~plda.mechanisms.max_shift_many_law.LaplaceMaxShiftManyLaw`) and one
+coordinate (:class:`~plda.epochs.max_shift.LaplaceMaxShiftManyLaw`) and one
 coordinate. The gap that remains is mostly the decomposition's: it is exact for ``k = t`` and
 loosest for small ``t / k``.
 """
@@ -52,14 +52,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from plda._internal.caches import cached
-from plda.discretize import discretize
+from plda.discretization.discretize import discretize
 from plda.engine.composer import compose
-from plda.mechanisms.allocation_cellsum import cell_sum_laws
+from plda.epochs.cells import cell_sum_laws
+from plda.epochs.max_shift import LaplaceMaxShiftManyLaw, MaxShiftManyLaw
 from plda.mechanisms.base import Mechanism
 from plda.mechanisms.gaussian import Gaussian
 from plda.mechanisms.laplace import Laplace
-from plda.mechanisms.laws import AtomLaw
-from plda.mechanisms.max_shift_many_law import LaplaceMaxShiftManyLaw, MaxShiftManyLaw
+from plda.mechanisms.law import AtomLaw
 from plda.mechanisms.subsampled import PoissonSampled
 
 #: loss-grid step of the composed upper law; the engine discretizes it again on its own grid,

@@ -31,7 +31,7 @@ the total mass, so they stay lower bounds.
 
 Floating point: each FFT convolution's error is bounded in L2 norm and entrywise (Higham's
 componentwise FFT bound and Parseval), part by part: the convolutions are split so that the
-far tail's error scales with the tail's mass (:mod:`plda.mechanisms.allocation_fft`). On the
+far tail's error scales with the tail's mass (:mod:`plda._internal.convolve`). On the
 upper side it is charged as a Q-atom at ``S = 0``
 plus mean sent to ``S = +inf`` (which dominates any signed error for both convex functions,
 see :func:`sum_cells`); on the lower side the entrywise bound is subtracted from every entry.
@@ -46,10 +46,9 @@ import math
 import numpy as np
 from scipy.special import ndtr
 
-from plda import fft
-from plda.mechanisms.allocation_fft import root_sum_squares, split_convolve
-
-_U = 2.0**-53
+from plda._internal import fft
+from plda._internal.convolve import root_sum_squares, split_convolve
+from plda._internal.floats import UNIT_ROUNDOFF
 
 
 def normal_cell_masses(z: np.ndarray):
@@ -67,7 +66,7 @@ def normal_cell_masses(z: np.ndarray):
     zz = np.nan_to_num(z, neginf=0.0)
     v = np.where(use_hi, hi[:-1] * (1 + zz[:-1] ** 2) + hi[1:] * (1 + zz[1:] ** 2),
                  lo[1:] * (1 + zz[1:] ** 2) + lo[:-1] * (1 + zz[:-1] ** 2))
-    return np.maximum(d, 0.0), float(hi[-1]), 16 * _U * v
+    return np.maximum(d, 0.0), float(hi[-1]), 16 * UNIT_ROUNDOFF * v
 
 
 def lognormal_cells(mu: float, w: float, cells: int):
@@ -100,8 +99,8 @@ def laplace_cells(epsilon0: float, w: float, origin: float, cells: int):
     mass = np.maximum(sf[:-1] - sf[1:], 0.0)
     moment = np.maximum(msf[:-1] - msf[1:], 0.0)
     # each value is a few roundings (sqrt, products, exp of eps0) from the exact one
-    mass_err = 16 * _U * (sf[:-1] + sf[1:])
-    moment_err = 16 * _U * (msf[:-1] + msf[1:])
+    mass_err = 16 * UNIT_ROUNDOFF * (sf[:-1] + sf[1:])
+    moment_err = 16 * UNIT_ROUNDOFF * (msf[:-1] + msf[1:])
     return mass, moment, float(sf[-1]), float(msf[-1]), mass_err, moment_err
 
 
@@ -116,10 +115,10 @@ def offset_positions(mass, moment, mass_err, moment_err, w):
     with np.errstate(divide="ignore", invalid="ignore"):
         m = (moment - k * w * mass) / mass
         # error of m: the moment's and mass's errors, and rounding of k w mass (a few ulps)
-        err = (moment_err + (k + 1) * w * mass_err) / mass + 8 * _U * (k + 1) * w
+        err = (moment_err + (k + 1) * w * mass_err) / mass + 8 * UNIT_ROUNDOFF * (k + 1) * w
     keep = (mass > 0) & np.isfinite(m) & (err < w / 4)
     # masses rounded down by their error bound: a sub-measure of the true one
-    q = np.where(keep, np.maximum(mass - mass_err, 0.0) * (1 - 4 * _U), 0.0)
+    q = np.where(keep, np.maximum(mass - mass_err, 0.0) * (1 - 4 * UNIT_ROUNDOFF), 0.0)
     low = np.clip(np.where(keep, m - err, 0.0), 0.0, w)  # below the true offset of the mean
     high = np.clip(np.where(keep, m + err, w), 0.0, w)  # above it
     total = float(q.sum())
@@ -280,8 +279,8 @@ def _about(cell_data, origin: float):
     if not origin:
         return cell_data
     # error: the mass's error times |origin|, and the subtraction's rounding
-    moment_err = moment_err + abs(origin) * mass_err * (1 + 4 * _U) + 4 * _U * (
-        np.abs(moment) + abs(origin) * mass)
+    moment_err = (moment_err + abs(origin) * mass_err * (1 + 4 * UNIT_ROUNDOFF)
+                  + 4 * UNIT_ROUNDOFF * (np.abs(moment) + abs(origin) * mass))
     return (mass, moment - origin * mass, mass_above, moment_above - origin * mass_above,
             mass_err, moment_err)
 

@@ -1,5 +1,5 @@
 """FFT convolutions of non-negative lattice measures with certified error bounds, split so that
-the far tail keeps its accuracy (used by :mod:`plda.mechanisms.allocation_sum`).
+the far tail keeps its accuracy (used by :mod:`plda.epochs.sums`).
 
 An FFT convolution's componentwise error (Higham, *Accuracy and Stability*, §24.1) scales with
 the product of the inputs' total masses and is spread over every output entry. For the law of
@@ -17,9 +17,9 @@ import math
 
 import numpy as np
 
-from plda import fft
+from plda._internal import fft
+from plda._internal.floats import UNIT_ROUNDOFF
 
-_U = 2.0**-53
 #: share of the mass left in the tails of a split (their products' errors scale with it)
 TAIL_SHARE = 1e-6
 
@@ -53,12 +53,12 @@ def convolve_sum(pairs, n: int):
         (fa, ma, da), (fb, mb, db) = transform(a), transform(b)
         mab = ma * mb
         product = fa * fb if product is None else product + fa * fb
-        dy = dy + (ma * db + mb * da + (da * db + 3 * _U * mab))
+        dy = dy + (ma * db + mb * da + (da * db + 3 * UNIT_ROUNDOFF * mab))
         mab_sum += float(np.add.reduce(mab))
     c = fft.irfft(product, n)[:size]
     inverse = fft.transform_error(n, 2.0 / n * mab_sum)
     # sums of m non-negative terms: relative rounding below m u, covered by the final factor
-    grow = 1 + 4 * (len(product) + len(pairs)) * _U
+    grow = 1 + 4 * (len(product) + len(pairs)) * UNIT_ROUNDOFF
     l2 = (math.sqrt(2.0 / n * float(np.add.reduce(dy * dy))) + math.sqrt(n) * inverse) * grow
     entry = (2.0 / n * float(np.add.reduce(dy)) + inverse) * grow
     return np.maximum(c, 0.0), l2, entry

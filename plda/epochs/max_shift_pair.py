@@ -1,6 +1,6 @@
 r"""Laws of the largest of ``T`` coordinates when one uniformly random coordinate is shifted by
 ``mu`` under ``P`` and by a smaller ``mu_q >= 0`` under ``Q``: the lower pair of a shuffled
-epoch whose other records sit at ``-C`` (:class:`~plda.mechanisms.shuffled.Shuffled`).
+epoch whose other records sit at ``-C`` (:class:`~plda.epochs.shuffled.Shuffled`).
 
 **The pair.** With ``T`` batches of ``b`` records, the other records contributing ``-C`` and x
 ``+C``, subtract the known constant ``-bC`` from every batch sum: with x the batch holding it
@@ -13,7 +13,7 @@ e^{mu_q Y_t - mu_q^2 / 2}``): a ratio of two sums, so the reduction
 apply. The largest coordinate ``Y`` is a post-processing of the output, so its pair is
 dominated by the epoch's in both directions, and its law is explicit (the sum over
 coordinates of discretized ``W_t^2`` is another post-processing with exact laws, better with
-much noise: :func:`~plda.mechanisms.allocation_cellsum.shifted_pair_cell_sum_laws`):
+much noise: :func:`~plda.epochs.cells.shifted_pair_cell_sum_laws`):
 
 .. math::
 
@@ -51,27 +51,18 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import log_ndtr
 
-from plda._internal.memo import remembered
+from plda._internal.caches import remembered
 from plda._internal.roots import tabulated_inverse
-from plda.mechanisms.max_laplace_law import (
+from plda.epochs.max_shift import (
     LOG2,
     LaplaceMaxShiftLaw,
+    MaxShiftLaw,
     laplace_log_cdf,
     laplace_log_pdf,
     laplace_reversed_hazard,
+    normal_log_pdf,
+    normal_reversed_hazard,
 )
-from plda.mechanisms.max_shift_many_law import MaxShiftLaw
-
-_LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
-
-
-def _log_phi(z):
-    return -0.5 * z * z - _LOG_SQRT_2PI
-
-
-def _hazard(z):
-    """``phi(z) / Phi(z)`` from logs (no ``1 - Phi``)."""
-    return np.exp(_log_phi(z) - log_ndtr(z))
 
 
 def _check_shifts(name_p: str, shift_p: float, name_q: str, shift_q: float, num_steps: int):
@@ -95,7 +86,7 @@ class MaxShiftPairLaw(MaxShiftLaw):
 
     ``a_m(y) = m y - m^2/2``, ``R_m(y) = Phi(y - m) / Phi(y)``, increasing in ``y`` (module
     docstring), inverted by safeguarded Newton; everything from ``log_ndtr`` (no ``1 - Phi``).
-    ``mu_q = 0`` is :class:`~plda.mechanisms.max_shift_many_law.MaxShiftLaw`. The tail points
+    ``mu_q = 0`` is :class:`~plda.epochs.max_shift.MaxShiftLaw`. The tail points
     are the parent's (``Phi(y - m) <= Phi(y)`` and the union bound hold for both shifts).
     """
 
@@ -133,7 +124,8 @@ class MaxShiftPairLaw(MaxShiftLaw):
         """``d/dy log(e^{a_m} + (T-1) R_m)``: the weights of its two terms times their log
         derivatives (``m`` and ``h(y - m) - h(y)``, ``h = phi / Phi``)."""
         a, r, top = self._terms(y, m)
-        return np.exp(a - top) * m + np.exp(r - top) * (_hazard(y - m) - _hazard(y))
+        slopes = normal_reversed_hazard(y - m) - normal_reversed_hazard(y)
+        return np.exp(a - top) * m + np.exp(r - top) * slopes
 
     def _slope(self, y):
         y = np.asarray(y, dtype=float)
@@ -150,8 +142,8 @@ class MaxShiftPairLaw(MaxShiftLaw):
         t = self.num_steps
         m = self.mu if hypothesis == "P" else self.mu_q
         # d/dy [Phi(y - m) Phi(y)^(T-1)]: the maximum is the shifted coordinate or another
-        shifted = _log_phi(y - m) + (t - 1) * log_ndtr(y)
-        other = math.log(t - 1) + log_ndtr(y - m) + (t - 2) * log_ndtr(y) + _log_phi(y)
+        shifted = normal_log_pdf(y - m) + (t - 1) * log_ndtr(y)
+        other = math.log(t - 1) + log_ndtr(y - m) + (t - 2) * log_ndtr(y) + normal_log_pdf(y)
         return np.exp(np.logaddexp(shifted, other)) / self._slope(y)
 
 
@@ -166,7 +158,7 @@ class LaplaceMaxShiftPairLaw(LaplaceMaxShiftLaw):
     ``y <= m_q`` (an atom, of masses ``F(m_q - m) F(m_q)^(T-1)`` under P and
     ``F(m_q)^(T-1) / 2`` under Q), then strictly increasing (module docstring) towards
     ``log((e^m + T - 1) / (e^{m_q} + T - 1))``. ``m_q = 0`` is
-    :class:`~plda.mechanisms.max_laplace_law.LaplaceMaxShiftLaw`.
+    :class:`~plda.epochs.max_shift.LaplaceMaxShiftLaw`.
     """
 
     m: float = 2.0

@@ -21,7 +21,7 @@ the likelihood ratio) and the others ``q``, whichever ``k`` they are. So
 
 exact discrete laws (for ``k = 1`` ``T`` is a discretized sufficient statistic, so the pair is
 nearly the epoch's own). They are computed by FFT convolutions (binary powering, split so that
-the far tail keeps its accuracy: :func:`plda.mechanisms.allocation_fft.split_convolve`) as
+the far tail keeps its accuracy: :func:`plda._internal.convolve.split_convolve`) as
 *sub*-measures (the certified entry error subtracted at every product, negatives clipped) and
 *super*-measures (added): every product of sub-measures stays below the exact one and of
 super-measures above. The remove law has atoms ``log(P_T^- / Q_T^+)`` with ``P``-masses
@@ -39,11 +39,12 @@ import math
 
 import numpy as np
 
-from plda import fft
+from plda._internal import fft
 from plda._internal.caches import cached
-from plda.mechanisms.allocation_fft import split_convolve
-from plda.mechanisms.allocation_sum import laplace_cells, lognormal_cells, normal_cell_masses
-from plda.mechanisms.laws import AtomLaw
+from plda._internal.convolve import split_convolve
+from plda._internal.floats import UNIT_ROUNDOFF
+from plda.epochs.sums import laplace_cells, lognormal_cells, normal_cell_masses
+from plda.mechanisms.law import AtomLaw
 
 #: points of the lattice of ``T`` (sets the cell width ``w`` of ``W``)
 MAX_POINTS = 1 << 20
@@ -81,8 +82,8 @@ def _cells(kind: str, parameter: float, t: int, k: int):
     q = np.append(mass, mass_above)
     p = np.append(moment, moment_above)
     # the lumped cell's values are a few ulps off too
-    dq = np.append(mass_err, 16 * 2.0**-53 * mass_above)
-    dp = np.append(moment_err, 16 * 2.0**-53 * moment_above)
+    dq = np.append(mass_err, 16 * UNIT_ROUNDOFF * mass_above)
+    dp = np.append(moment_err, 16 * UNIT_ROUNDOFF * moment_above)
     cap = int(math.ceil(span / w)) + len(q)
     return q, dq, p, dp, w, cap
 
@@ -177,7 +178,7 @@ def shifted_pair_cells(mu: float, t: int):
     with np.errstate(divide="ignore"):
         middle, middle_above, middle_err = normal_cell_masses(
             np.log(np.arange(cells + 1) * w) / m2)
-    u = 16 * 2.0**-53
+    u = 16 * UNIT_ROUNDOFF
     q0, dq0 = np.append(mass, mass_above), np.append(mass_err, u * mass_above)
     p1, dp1 = np.append(middle, middle_above), np.append(middle_err, u * middle_above)
     p2, dp2 = np.append(moment, moment_above), np.append(moment_err, u * moment_above)
@@ -189,7 +190,7 @@ def shifted_pair_cells(mu: float, t: int):
 def shifted_pair_cell_sum_laws(mu: float, t: int) -> tuple[AtomLaw, AtomLaw] | None:
     r"""``(remove, add)`` certified lower laws of the pair ``(1/t) sum_i N(2 mu e_i, I)``
     against ``(1/t) sum_i N(mu e_i, I)`` (one shuffled epoch with the other records at ``-C``,
-    :class:`~plda.mechanisms.shuffled.ShuffledOppositeLowerBound`), from the statistic
+    :class:`~plda.epochs.shuffled.ShuffledOppositeLowerBound`), from the statistic
     ``T = sum_i J_i``, ``J_i`` the cell of ``V_i = e^(2 mu Y_i - 2 mu^2)`` (cells of width
     ``w``, those above ``top`` lumped). ``T`` is a function of the output, so its pair is
     dominated by the epoch's in both directions. Given the shifted coordinate the ``J_i`` are

@@ -16,6 +16,7 @@ import numpy as np
 import scipy.fft
 
 from plda._internal.caches import register
+from plda._internal.floats import UNIT_ROUNDOFF
 
 try:  # pragma: no cover - exercised when pyfftw is installed
     import pyfftw
@@ -37,9 +38,6 @@ _LOCAL = threading.local()
 _GENERATION = [0]
 _FORCE_SCIPY = os.environ.get("PLDA_FFT_BACKEND", "").lower() == "scipy"
 
-#: unit roundoff of float64
-UNIT_ROUNDOFF = 2.0**-53
-
 
 def backend() -> str:
     """Name of the FFT backend in use: ``"pyfftw"`` or ``"scipy"``."""
@@ -56,7 +54,7 @@ def clear_plans() -> None:
     _GENERATION[0] += 1
 
 
-register("plda.fft.plans", clear_plans)
+register("plda._internal.fft.plans", clear_plans)
 
 
 def _thread_plans() -> dict:

@@ -14,12 +14,9 @@ import threading
 
 import numpy as np
 
-from plda import fft
 from plda._internal.caches import register
+from plda._internal.floats import UNIT_ROUNDOFF
 from plda._internal.linalg import dot
-
-_U = fft.UNIT_ROUNDOFF
-
 
 # tables are never written after they are built, so a thread may keep using one that another
 # thread has just evicted; the dict itself is only changed under the lock
@@ -33,7 +30,7 @@ def _clear_exp_tables() -> None:
         _EXP_TABLES.clear()
 
 
-register("plda.engine.moments.exp_tables", _clear_exp_tables)
+register("plda.grid.moments.exp_tables", _clear_exp_tables)
 
 
 def exp_neg_grid(step: float, offset: int, n: int) -> np.ndarray:
@@ -69,7 +66,7 @@ def _clear_block_tables() -> None:
         _BLOCK_TABLES.clear()
 
 
-register("plda.engine.moments.block_tables", _clear_block_tables)
+register("plda.grid.moments.block_tables", _clear_block_tables)
 
 
 def _block_table(t: float, step: float, length: int) -> np.ndarray:
@@ -149,7 +146,11 @@ def log_mgf_ladder(law, j0: int, j1: int) -> tuple[np.ndarray, np.ndarray]:
         exponents = np.log(sums) + signed[:, None] * centres[None, :]
         m = np.max(exponents, axis=1)
         values = m + np.log(np.sum(np.exp(exponents - m[:, None]), axis=1))
-        values += 4 * _U * np.abs(signed) * loss_max + 600 * _U + (width + len(padded) + 8) * _U
+        values += (
+            4 * UNIT_ROUNDOFF * np.abs(signed) * loss_max
+            + 600 * UNIT_ROUNDOFF
+            + (width + len(padded) + 8) * UNIT_ROUNDOFF
+        )
         up[rows], down[rows] = values[: len(rows)], values[len(rows) :]
     return up, down
 

@@ -1,5 +1,5 @@
 """Solving ``epsilon(delta)`` on a discrete privacy-loss law (the methods of
-:class:`plda.engine.discrete.DiscreteLoss` that invert its privacy profile).
+:class:`plda.grid.discrete.DiscreteLoss` that invert its privacy profile).
 
 Between two grid points the profile has the closed form ``A_j - e^(eps - l_j) S_j`` (see
 ``DiscreteLoss._profile_segments``), so ``epsilon(delta)`` is solved exactly on the segment
@@ -14,11 +14,10 @@ import math
 
 import numpy as np
 
-from plda import fft
 from plda._internal.chernoff import CHERNOFF_LOG_C, CHERNOFF_ORDERS
+from plda._internal.floats import UNIT_ROUNDOFF
 from plda._internal.linalg import discounted_tails, dot
 
-_U = fft.UNIT_ROUNDOFF
 #: block length of the crossing search of :meth:`EpsilonSolver.epsilon` for a few deltas
 _BLOCK = 256
 #: at most this many deltas use the block search; more share the full segment arrays
@@ -70,7 +69,7 @@ class EpsilonSolver:
     def _epsilon_nudge(self, out):
         """Outward move of a solved epsilon: rounding (see :meth:`_loss_slack`) and
         :attr:`loss_error`."""
-        return 1e-12 * (1 + np.abs(out)) + 8 * _U * self.step + self.loss_error
+        return 1e-12 * (1 + np.abs(out)) + 8 * UNIT_ROUNDOFF * self.step + self.loss_error
 
     def _crossing(self, d: float) -> tuple[int, float, float]:
         """A cut ``j`` (``0..n``) with ``delta(l_j) <= d < delta(l_{j-1})`` (``n + 1`` if none),
@@ -135,7 +134,7 @@ class EpsilonSolver:
     def _scalar_tail_term(self, count: int, tail_mass: float) -> float:
         """:meth:`_tail_terms` for one cut, in scalar arithmetic (untilted laws)."""
         fp_error = min(self.entry_error * count, self.l2_error * math.sqrt(count))
-        fp_error += 4.0 * len(self.probs) * _U * tail_mass
+        fp_error += 4.0 * len(self.probs) * UNIT_ROUNDOFF * tail_mass
         if self.upper:
             a = self.infinity_mass + tail_mass + fp_error
             return math.inf if math.isnan(a) else a
