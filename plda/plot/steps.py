@@ -130,7 +130,7 @@ def step_source(value) -> StepSource:
     if accountant is not value and sampler != "poisson":
         raise ValueError(
             f"this {type(value).__name__} accounts {sampler} epochs, whose guarantee covers "
-            "whole epochs, not steps: plot its get_epsilon_bounds(delta) per epoch instead"
+            "whole epochs, not steps: plot its epsilon_bounds(delta) per epoch instead"
         )
     history = accountant.history
     if not history:
