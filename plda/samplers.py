@@ -1,12 +1,9 @@
 """The one sampler registry: how each batch sampler of DP-SGD becomes a plda mechanism.
 
-:data:`SAMPLERS` maps each sampler's name to its :class:`SamplerSpec`: the sizes it needs and
-takes, the mechanism it builds, whether that mechanism is a whole epoch, the relations it is
-analysed under, whether a step may accumulate micro-batches, and its command-line flags. The
-accountant's ``step(sampler=...)``, the adapters, the command line (``--sampler``), the sweep and
-the calibration (:class:`SamplerStep`) read it; :func:`sampled_mechanism` builds the mechanism,
-refusing an incomplete description, an argument the sampler does not use, and a relation
-without a sound analysis, with the same advice everywhere.
+:data:`SAMPLERS` maps each sampler's name to its :class:`SamplerSpec` (sizes, mechanism, epoch
+or step, relations, gradient accumulation, command-line flags); the accountant, the adapters,
+the command line, the sweep and the calibration (:class:`SamplerStep`) read it.
+:func:`sampled_mechanism` builds the mechanism, refusing what has no sound analysis.
 """
 
 from __future__ import annotations
@@ -63,12 +60,22 @@ BATCH_RTOL = 1e-9
 
 
 def flag(size: str) -> str:
-    """The command-line flag of a size: ``"batch_size"`` -> ``"--batch-size"``."""
+    """The command-line flag of a size.
+
+    Parameters
+    ----------
+    size
+        A size of :data:`SIZES` (``"batch_size"``).
+
+    Returns
+    -------
+    str
+        Its flag (``"--batch-size"``).
+    """
     return "--" + size.replace("_", "-")
 
 
-def _integer(name: str, value) -> int:
-    """``value`` as an integer ``>= 1`` (integral floats accepted), else ValueError/TypeError."""
+def _integer(name: str, value) -> int:  # TypeError for a string, unlike validation.count
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be an integer >= 1, got {type(value).__name__}")
     if not math.isfinite(value) or not float(value).is_integer() or value < 1:
@@ -123,14 +130,12 @@ def _poisson(base: Mechanism, *, sample_rate) -> Mechanism:
     return PoissonSampled(base, sample_rate=sample_rate)
 
 
-def _without_replacement(base: Mechanism, *, dataset_size, sample_rate=None,
-                         batch_size=None) -> Mechanism:
+def _without_replacement(base: Mechanism, *, dataset_size, sample_rate=None, batch_size=None):
     b = fixed_batch_size(sample_rate, batch_size, dataset_size)
     return SampledWithoutReplacement(base, batch_size=b, dataset_size=dataset_size)
 
 
-def _truncated_poisson(base: Mechanism, *, sample_rate, max_batch_size,
-                       dataset_size) -> Mechanism:
+def _truncated_poisson(base: Mechanism, *, sample_rate, max_batch_size, dataset_size) -> Mechanism:
     return TruncatedPoisson(base, sample_rate=sample_rate, max_batch_size=max_batch_size,
                             dataset_size=dataset_size)
 
@@ -149,30 +154,23 @@ class SamplerSpec:
 
     Attributes
     ----------
-    name
-        Its name (``sampler=...``, ``--sampler``).
-    mechanism
-        The mechanism class it builds around a base mechanism.
+    name, mechanism
+        Its name (``sampler=...``, ``--sampler``) and the mechanism class it builds.
     build
-        ``build(base, **sizes) -> Mechanism`` (sizes already checked against ``needs`` and
-        :attr:`takes`).
-    needs
-        The sizes it needs: each a group of which any one is enough.
-    optional
-        Sizes it may take besides.
+        ``build(base, **sizes) -> Mechanism``, the sizes checked against ``needs``.
+    needs, optional
+        The sizes it needs (each a group of which any one is enough), and those it may take.
     epoch
         True when its one mechanism is a whole epoch of ``num_steps`` steps (compose it once
         per epoch); False for one mechanism per step.
     relations
         The relations it has an analysis under (with a Gaussian base; a base without one under
-        replace-one is refused by the mechanism, with :attr:`advice`).
+        replace-one is refused by the mechanism, with ``advice``).
     accumulation
         Whether a step may sum ``accumulation_steps`` micro-batches before the noise is added
-        (gradient accumulation, :meth:`plda.GaussianMixture.gradient_accumulation`).
-    advice
-        What to do instead where plda has no replace-one analysis.
-    summary
-        One line for ``--sampler``'s help.
+        (:meth:`plda.GaussianMixture.gradient_accumulation`).
+    advice, summary
+        What to do instead where plda has no replace-one analysis; ``--sampler``'s help line.
     """
 
     name: str
@@ -261,7 +259,17 @@ STEP_SAMPLERS = tuple(name for name, spec in SAMPLERS.items() if "sample_rate" i
 
 
 def sampler_spec(sampler: str) -> SamplerSpec:
-    """The :class:`SamplerSpec` of ``sampler``, one of :data:`SAMPLERS`.
+    """The registry's entry of a sampler.
+
+    Parameters
+    ----------
+    sampler
+        One of :data:`SAMPLERS`.
+
+    Returns
+    -------
+    SamplerSpec
+        Its entry.
 
     Raises
     ------
@@ -290,22 +298,14 @@ def sampled_mechanism(
 ) -> Mechanism:
     r"""The plda mechanism of ``mechanism`` run on batches drawn by ``sampler``.
 
-    =========================  =============================================  ================
-    ``sampler``                needs                                          one mechanism per
-    =========================  =============================================  ================
-    ``"poisson"``              ``sample_rate`` q                              step
-    ``"without-replacement"``  ``dataset_size`` n and ``batch_size`` b (or    step
-                               ``sample_rate`` with ``q n`` an integer)
-    ``"truncated-poisson"``    ``sample_rate``, ``max_batch_size``,           step
-                               ``dataset_size``
-    ``"shuffled"``             ``num_steps`` T                                epoch
-    ``"random-allocation"``    ``num_steps`` T (``num_selected``, default 1)  epoch
-    =========================  =============================================  ================
-
-    giving :class:`~plda.PoissonSampled`, :class:`~plda.SampledWithoutReplacement`,
-    :class:`~plda.TruncatedPoisson`, :class:`~plda.Shuffled` and :class:`~plda.RandomAllocation`
-    (the table is :data:`SAMPLERS`). The samplers in :data:`EPOCH_SAMPLERS` give one mechanism
-    per *epoch* of ``num_steps`` steps: compose it once per epoch, not once per step.
+    ``"poisson"`` needs ``sample_rate`` q (:class:`~plda.PoissonSampled`);
+    ``"without-replacement"`` ``dataset_size`` n and ``batch_size`` b, or ``sample_rate`` with
+    ``q n`` an integer (:class:`~plda.SampledWithoutReplacement`); ``"truncated-poisson"``
+    ``sample_rate``, ``max_batch_size`` and ``dataset_size`` (:class:`~plda.TruncatedPoisson`);
+    ``"shuffled"`` ``num_steps`` T (:class:`~plda.Shuffled`); ``"random-allocation"``
+    ``num_steps`` T and optionally ``num_selected`` (:class:`~plda.RandomAllocation`): the
+    table :data:`SAMPLERS`. The samplers in :data:`EPOCH_SAMPLERS` give one mechanism per
+    *epoch* of ``num_steps`` steps: compose it once per epoch, not once per step.
 
     Parameters
     ----------
@@ -414,9 +414,19 @@ def sampled_mechanism(
 
 
 def sampler_name(mechanism: Mechanism) -> str | None:
-    """The :data:`SAMPLERS` name of a sampled mechanism (``"poisson"`` for a
-    :class:`~plda.PoissonSampled`, ...), ``None`` for a mechanism that samples nothing: what an
-    accountant's history says about the sampler each step used."""
+    """The sampler a mechanism stands for: what an accountant's history says about each step.
+
+    Parameters
+    ----------
+    mechanism
+        Any plda mechanism.
+
+    Returns
+    -------
+    str or None
+        Its :data:`SAMPLERS` name (``"poisson"`` for a :class:`~plda.PoissonSampled`, ...),
+        ``None`` for a mechanism that samples nothing.
+    """
     for name, spec in SAMPLERS.items():
         if isinstance(mechanism, spec.mechanism):
             return name
@@ -424,8 +434,19 @@ def sampler_name(mechanism: Mechanism) -> str | None:
 
 
 def training_steps(mechanism: Mechanism) -> int:
-    """The training steps one run of ``mechanism`` stands for (what ``len()`` of an accountant
-    counts): ``num_steps`` for an epoch sampler's mechanism (:data:`EPOCH_SAMPLERS`), else 1."""
+    """The training steps one run of a mechanism stands for (what ``len()`` of an accountant
+    counts).
+
+    Parameters
+    ----------
+    mechanism
+        Any plda mechanism.
+
+    Returns
+    -------
+    int
+        ``num_steps`` for an epoch sampler's mechanism (:data:`EPOCH_SAMPLERS`), else 1.
+    """
     name = sampler_name(mechanism)
     return mechanism.num_steps if name is not None and SAMPLERS[name].epoch else 1
 
@@ -470,8 +491,7 @@ class SamplerStep:
     @staticmethod
     def needed(sampler: str) -> tuple[str, ...]:
         """The sizes a step of ``sampler`` needs besides its sample rate."""
-        spec = sampler_spec(sampler)
-        return tuple(group[0] for group in spec.needs if "sample_rate" not in group)
+        return tuple(g[0] for g in sampler_spec(sampler).needs if "sample_rate" not in g)
 
     def __call__(self, noise_multiplier: float, sample_rate: float) -> Mechanism:
         return sampled_mechanism(

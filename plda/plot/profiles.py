@@ -77,7 +77,7 @@ def tradeoff(
         Axes to draw on (default: a new figure).
     reference_mu
         ``mu`` of a reference Gaussian-DP curve, finite: e.g.
-        ``pld.gdp_mu(delta_floor=1e-9)`` (certified down to ``delta = 1e-9``) or
+        ``plda.tradeoff.gdp_mu(pld, delta_floor=1e-9)`` (certified down to ``delta = 1e-9``) or
         ``plda.tradeoff.gaussian_dp(pld).best_fit`` (the closest curve, an approximation).
         ``inf`` (``gdp_mu`` when no finite ``mu`` is certified) is a ``ValueError``.
     alpha
@@ -111,7 +111,7 @@ def tradeoff(
             raise ValueError(
                 f"reference_mu must be a finite mu >= 0, got {reference_mu!r} (gdp_mu is inf "
                 "when no finite mu is certified at its delta_floor): pass "
-                "pld.gdp_mu(delta_floor=1e-9), a certified mu above delta 1e-9, "
+                "plda.tradeoff.gdp_mu(pld, delta_floor=1e-9), a certified mu above delta 1e-9, "
                 "or plda.tradeoff.gaussian_dp(pld).best_fit, the closest mu (not a bound)"
             )
         reference_mu = check.nonnegative_float("reference_mu", reference_mu)
