@@ -31,9 +31,9 @@ from plda.mechanisms import (
     SamplerAssumptionWarning,
     TruncatedPoisson,
 )
-from plda.mechanisms.sampler_spec import sampled_mechanism
 from plda.pld import Bounds, PrivacyLossDistribution
 from plda.risk import advantage_bounds, true_positive_rate_bounds
+from plda.samplers import sampled_mechanism
 from plda.serialization import load_pld, save_pld
 from plda.sweep import sweep, sweep_to_dataframe
 

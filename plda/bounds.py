@@ -1,4 +1,5 @@
-"""The pair every certified answer comes as: a lower and an upper bound."""
+"""The shared vocabulary of certified answers: the pair every answer comes as (a lower and an
+upper bound), and the names of the neighbouring relations they are certified under."""
 
 from __future__ import annotations
 
@@ -22,3 +23,33 @@ class Bounds:
 
     def __len__(self):
         return 2
+
+
+#: the neighbouring relations plda accounts under: add or remove one record (``"add_remove"``,
+#: both directions, the worse reported), or replace one record by another (``"replace_one"``)
+RELATIONS = ("add_remove", "replace_one")
+
+
+def check_relation(relation: str, name: str = "relation") -> str:
+    """``relation`` when it is one of :data:`RELATIONS`.
+
+    Parameters
+    ----------
+    relation
+        The relation name to check.
+    name
+        What the message calls it (``"relation"``, ``"state relation"``, ...).
+
+    Returns
+    -------
+    str
+        ``relation``, unchanged.
+
+    Raises
+    ------
+    ValueError
+        ``relation`` is not one of :data:`RELATIONS` (the message names ``name``).
+    """
+    if not isinstance(relation, str) or relation not in RELATIONS:
+        raise ValueError(f"{name} must be one of {RELATIONS}, got {relation!r}")
+    return relation

@@ -18,7 +18,7 @@ from plda._internal.errors import (
     warn_if_inaccurate,
 )
 from plda._internal.typing import ArrayLike, FloatArray, FloatOrArray
-from plda.bounds import Bounds
+from plda.bounds import RELATIONS, Bounds
 from plda.conversions import gdp as gdp_conversion
 from plda.conversions import renyi as renyi_conversion
 from plda.conversions import tradeoff as tradeoff_conversion
@@ -40,7 +40,6 @@ from plda.grid.discrete import DiscreteLoss
 from plda.mechanisms.base import DIRECTIONS, Mechanism
 from plda.mechanisms.gaussian import Gaussian
 
-RELATIONS = ("add_remove", "replace_one")
 #: default target for the relative gap (upper - lower) / upper of epsilon(delta)
 DEFAULT_ACCURACY = 1e-3
 __all__ = [

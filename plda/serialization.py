@@ -15,6 +15,7 @@ import numbers
 import os
 
 from plda._internal import validation as check
+from plda.bounds import check_relation
 from plda.epochs import RandomAllocation, Shuffled
 from plda.epochs.shuffled import (
     ShuffledLowerBound,
@@ -33,7 +34,7 @@ from plda.mechanisms import (
     SampledWithoutReplacement,
     TruncatedPoisson,
 )
-from plda.pld import RELATIONS, PrivacyLossDistribution
+from plda.pld import PrivacyLossDistribution
 
 __all__ = ["load_pld", "mechanism_from_dict", "mechanism_to_dict", "save_pld"]
 
@@ -157,8 +158,7 @@ def pld_from_dict(data) -> PrivacyLossDistribution:
         data, format=PLD_FORMAT, version=PLD_VERSION,
         keys={"relation", "accuracy", "step", "components"}, what="plda PLD recipe",
     )
-    if data["relation"] not in RELATIONS:
-        raise ValueError(f"relation must be one of {RELATIONS}, got {data['relation']!r}")
+    check_relation(data["relation"])
     if not isinstance(data["components"], list):
         raise ValueError("PLD recipe components must be a list")
     components = []

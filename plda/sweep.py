@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import concurrent.futures
 import importlib
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from plda._internal import validation as check
 from plda._internal.errors import one_warning_per_call, quiet_accuracy
 from plda.accountant import PLDAccountant
+from plda.bounds import RELATIONS
 from plda.calibration import (
     calibrate_noise_multiplier_detailed,
     calibrate_sample_rate_detailed,
@@ -25,7 +27,8 @@ from plda.calibration import (
 )
 from plda.calibration.evaluator import epsilon_bounds_of
 from plda.mechanisms import Gaussian, SampledWithoutReplacement, TruncatedPoisson
-from plda.pld import DEFAULT_ACCURACY, RELATIONS
+from plda.pld import DEFAULT_ACCURACY
+from plda.samplers import SIZES, STEP_SAMPLERS, SamplerStep, fixed_batch_size
 
 __all__ = [
     "SAMPLERS",
@@ -38,20 +41,36 @@ __all__ = [
 
 PARAMETERS = ("noise_multiplier", "sample_rate", "steps")
 TARGETS = ("target_epsilon", "target_true_positive_rate", "target_advantage")
-SAMPLER_KEYS = ("sampler", "dataset_size", "max_batch_size")
+#: sampler names a configuration may give: the samplers drawn at a sample rate of the registry
+#: (:data:`plda.samplers.STEP_SAMPLERS`; the spellings with ``_`` for ``-`` are accepted too),
+#: with the keys each needs besides the rate
+SAMPLERS = {name: SamplerStep.needed(name) for name in STEP_SAMPLERS}
+SAMPLER_KEYS = ("sampler", *(s for s in SIZES if any(s in keys for keys in SAMPLERS.values())))
 KEYS = frozenset(
     (*PARAMETERS, *TARGETS, *SAMPLER_KEYS, "delta", "at_false_positive_rate", "relation")
     + ("accuracy",)
 )
 
 
+def _deprecated(name: str, sampler: str) -> None:
+    warnings.warn(
+        f"plda.sweep.{name} is deprecated and will be removed in plda 0.2.0: use "
+        f"plda.samplers.SamplerStep({sampler!r}, {{...sizes}}) (the sampler registry's step)",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+
+
 @dataclass(frozen=True)
 class WithoutReplacementSampler:
-    """DP-SGD step on a batch of ``round(sample_rate * dataset_size)`` records drawn without
-    replacement (:class:`~plda.SampledWithoutReplacement`); picklable, so sweeps can ship it
-    to process pools and Dask workers."""
+    """Deprecated (removed in 0.2.0): ``plda.samplers.SamplerStep("without-replacement",
+    {"dataset_size": n})``. DP-SGD step on a batch of ``round(sample_rate * dataset_size)``
+    records drawn without replacement (:class:`~plda.SampledWithoutReplacement`); picklable."""
 
     dataset_size: int
+
+    def __post_init__(self):
+        _deprecated("WithoutReplacementSampler", "without-replacement")
 
     def __call__(self, noise_multiplier: float, sample_rate: float):
         batch = max(1, round(sample_rate * self.dataset_size))
@@ -62,11 +81,15 @@ class WithoutReplacementSampler:
 
 @dataclass(frozen=True)
 class TruncatedPoissonSampler:
-    """DP-SGD step on a Poisson sample cut to ``max_batch_size`` records
-    (:class:`~plda.TruncatedPoisson`); picklable."""
+    """Deprecated (removed in 0.2.0): ``plda.samplers.SamplerStep("truncated-poisson",
+    {"dataset_size": n, "max_batch_size": b})``. DP-SGD step on a Poisson sample cut to
+    ``max_batch_size`` records (:class:`~plda.TruncatedPoisson`); picklable."""
 
     dataset_size: int
     max_batch_size: int
+
+    def __post_init__(self):
+        _deprecated("TruncatedPoissonSampler", "truncated-poisson")
 
     def __call__(self, noise_multiplier: float, sample_rate: float):
         return TruncatedPoisson(
@@ -75,15 +98,6 @@ class TruncatedPoissonSampler:
             max_batch_size=self.max_batch_size,
             dataset_size=self.dataset_size,
         )
-
-
-#: sampler names a configuration may give (those of :func:`plda.sampled_mechanism`; the
-#: spellings with ``_`` for ``-`` are accepted too), with the keys each needs
-SAMPLERS = {
-    "poisson": (),
-    "without-replacement": ("dataset_size",),
-    "truncated-poisson": ("dataset_size", "max_batch_size"),
-}
 
 
 def _validate(index: int, config) -> dict:
@@ -167,12 +181,14 @@ def _check_sampler(index: int, config: dict) -> None:
                 f"configs[{index}]['sample_rate']: missing (with fixed-size batches the rate is "
                 "batch_size / dataset_size; calibrate noise_multiplier or steps instead)"
             )
-        batch = rate * config["dataset_size"]
-        if abs(batch - round(batch)) > 1e-6 * batch:
+        try:  # the registry's reading of a rate as a batch size
+            fixed_batch_size(rate, None, config["dataset_size"])
+        except ValueError:
             raise ValueError(
                 f"configs[{index}]['sample_rate']: sample_rate * dataset_size must be a whole "
-                f"batch size for sampler 'without-replacement', got {batch:.6g}"
-            )
+                f"batch size for sampler 'without-replacement', got "
+                f"{rate * config['dataset_size']:.6g}"
+            ) from None
 
 
 def _step_sampler(config: dict):
@@ -180,10 +196,8 @@ def _step_sampler(config: dict):
     sampler = config.get("sampler")
     if sampler is None or sampler == "poisson":
         return None
-    if sampler == "without-replacement":
-        return WithoutReplacementSampler(config["dataset_size"])
-    if sampler == "truncated-poisson":
-        return TruncatedPoissonSampler(config["dataset_size"], config["max_batch_size"])
+    if isinstance(sampler, str):
+        return SamplerStep(sampler, {key: config[key] for key in SAMPLERS[sampler]})
     return sampler
 
 

@@ -234,13 +234,13 @@ def test_dp_accounting_subclass_matches_dp_accounting_pld():
     assert acct.get_epsilon(DELTA) == 0.0 and acct.supports(_sgd_event(dpa, 1.0))
     event = _sgd_event(dpa, 1.0)
     assert acct.compose(event, 2) is acct and len(acct.accountant) == 2000
-    bounds = acct.get_epsilon_bounds(DELTA)
+    bounds = acct.epsilon_bounds(DELTA)
     assert isinstance(bounds, plda.Bounds) and bounds.upper == acct.get_epsilon(DELTA)
     theirs = dpa.pld.PLDAccountant().compose(event, 2)
     assert acct.ledger == theirs.ledger
     assert acct.get_epsilon(DELTA) == pytest.approx(theirs.get_epsilon(DELTA), rel=2e-3)
     assert bounds.lower <= theirs.get_epsilon(DELTA) * (1 + 1e-3)
-    delta = acct.get_delta_bounds(1.0)
+    delta = acct.delta_bounds(1.0)
     assert delta.lower <= acct.get_delta(1.0) == delta.upper
     assert acct.get_delta(1.0) == pytest.approx(theirs.get_delta(1.0), rel=1e-2)
     assert "steps=2000" in repr(acct)
@@ -282,7 +282,7 @@ def test_fixed_size_batches_against_dp_accounting():
     # the whole dataset as the batch: one Gaussian under replace-one, where dp_accounting's PLD
     # is tight (to its 1e-4 loss grid) and reads the noise multiplier as plda does
     whole = dpa.SampledWithoutReplacementDpEvent(100, 100, dpa.GaussianDpEvent(1.0))
-    ours = PLDPrivacyAccountant(replace).compose(whole).get_epsilon_bounds(DELTA)
+    ours = PLDPrivacyAccountant(replace).compose(whole).epsilon_bounds(DELTA)
     theirs = dpa.pld.PLDAccountant(replace).compose(dpa.GaussianDpEvent(1.0)).get_epsilon(DELTA)
     assert ours.lower <= theirs <= ours.upper + 1e-3
     assert ours.upper >= theirs - 1e-3
@@ -296,7 +296,7 @@ def test_fixed_size_batches_against_dp_accounting():
         rdp = dpa.rdp.RdpAccountant(neighboring_relation=replace).compose(rdp_event, steps)
         for relation in (replace, dpa.NeighboringRelation.ADD_OR_REMOVE_ONE):
             acct = PLDPrivacyAccountant(relation).compose(ours_event, steps)
-            bounds = acct.get_epsilon_bounds(DELTA)
+            bounds = acct.epsilon_bounds(DELTA)
             assert bounds.lower <= bounds.upper < rdp.get_epsilon(DELTA)
             # fixed-size batches are not Poisson sampling: far above the Poisson number
             poisson = plda.PLDAccountant(accuracy=COARSE)
@@ -318,7 +318,7 @@ def test_truncated_poisson_against_dp_accounting_pld(relation):
     acct.compose(event, steps)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the certified bracket needs no NotTightWarning
-        bounds = acct.get_epsilon_bounds(DELTA)  # lower bound from the realized pair
+        bounds = acct.epsilon_bounds(DELTA)  # lower bound from the realized pair
     # dp_accounting's PLD is pessimistic for its grid (1e-3 in loss, to keep this fast)
     theirs = dpa.pld.PLDAccountant(relation, value_discretization_interval=1e-3)
     theirs = theirs.compose(event, steps).get_epsilon(DELTA)
@@ -408,7 +408,7 @@ def test_opacus_style_accountant_interface():
     reference = plda.accountant.PLDAccountant(accuracy=COARSE)
     reference.step(1.1, 0.01, count=21)
     assert acct.get_epsilon(DELTA) == reference.epsilon(DELTA)
-    lower, upper = acct.get_epsilon_bounds(DELTA)
+    lower, upper = acct.epsilon_bounds(DELTA)
     assert lower <= upper == acct.get_epsilon(DELTA)
 
 
@@ -562,3 +562,56 @@ def test_mixture_of_gaussians_event_against_dp_accounting_pld():
         from_dp_event(event, relation="replace_one").epsilon(DELTA)
     with pytest.raises(ValueError, match="sum to 1"):
         from_dp_event(event_type(1.0, [0.0, 1.0], [0.5, 0.6]))
+
+
+# --------------------------------------------- one spelling, one len() (issue 25, item 6)
+def test_len_counts_training_steps_on_the_accountant_and_every_adapter():
+    from plda.adapters.epochs import OnePassEpochs
+
+    accountant = PLDAccountant(relation="replace_one")
+    accountant.step(1.0, count=8, sampler="shuffled", num_steps=4)
+    accountant.step(1.0, 0.01, count=3)
+    assert len(accountant) == 11 and accountant.pld.count == 5  # two epochs of 4, then 3
+    opacus_like = PLDOpacusAccountant(relation="replace_one")
+    opacus_like.account_one_pass(num_batches=4)
+    epochs = OnePassEpochs(num_batches=4, accuracy=1e-3)
+    for _ in range(9):  # two epochs and one step of the third
+        opacus_like.step(noise_multiplier=1.0, sample_rate=0.25)
+        epochs.step(1.0)
+    assert len(opacus_like) == len(epochs) == 9
+    poisson = PLDOpacusAccountant()
+    poisson.step(noise_multiplier=1.0, sample_rate=0.01)
+    assert len(poisson) == len(poisson.accountant) == 1
+    dp_accounting = pytest.importorskip("dp_accounting")
+    from plda.adapters.dp_accounting import PLDPrivacyAccountant
+
+    adapter = PLDPrivacyAccountant()
+    assert len(adapter) == 0
+    step = dp_accounting.PoissonSampledDpEvent(0.01, dp_accounting.GaussianDpEvent(1.0))
+    adapter.compose(step, 7)
+    assert len(adapter) == len(adapter.accountant) == 7
+
+
+def test_the_adapters_answer_plda_queries_under_plda_names_and_warn_on_the_old_ones():
+    opacus_like = PLDOpacusAccountant()
+    for _ in range(5):
+        opacus_like.step(noise_multiplier=1.0, sample_rate=0.01)
+    bounds = opacus_like.epsilon_bounds(DELTA)
+    assert bounds.upper == opacus_like.get_epsilon(DELTA)
+    with pytest.warns(DeprecationWarning, match="0.2.0.*epsilon_bounds"):
+        assert opacus_like.get_epsilon_bounds(DELTA) == bounds
+    dp_accounting = pytest.importorskip("dp_accounting")
+    from plda.adapters.dp_accounting import PLDPrivacyAccountant
+
+    adapter = PLDPrivacyAccountant()
+    step = dp_accounting.PoissonSampledDpEvent(0.01, dp_accounting.GaussianDpEvent(1.0))
+    adapter.compose(step, 5)
+    epsilon_bounds, delta_bounds = adapter.epsilon_bounds(DELTA), adapter.delta_bounds(1.0)
+    assert epsilon_bounds == bounds  # the same steps, the same certified answer
+    assert delta_bounds.upper == adapter.get_delta(1.0)
+    with pytest.warns(DeprecationWarning, match="0.2.0.*epsilon_bounds"):
+        assert adapter.get_epsilon_bounds(DELTA) == epsilon_bounds
+    with pytest.warns(DeprecationWarning, match="0.2.0.*delta_bounds"):
+        assert adapter.get_delta_bounds(1.0) == delta_bounds
+    for name in ("epsilon_bounds", "delta_bounds"):  # the accountant's names
+        assert callable(getattr(PLDAccountant, name)) and callable(getattr(adapter, name))

@@ -91,9 +91,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("plda.risk",),  # facade over plda.tradeoff (idem)
     (
         "plda.serialization",
-        # the sampler registry: mechanisms/ holds it until the surface branch of issue 25 moves
-        # it to plda/samplers.py (then this entry becomes "plda.samplers")
-        "plda.mechanisms.sampler_spec",
+        "plda.samplers",  # the one sampler registry (issue 25)
         "plda.filters",
         "plda.theorems",
         "plda.testing",

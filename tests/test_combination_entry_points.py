@@ -98,11 +98,11 @@ def test_entry_points_agree(case):
                         "replace_one": dp_accounting.NeighboringRelation.REPLACE_ONE}
             dp = PLDPrivacyAccountant(relation[case.relation], accuracy=point.accuracy)
             dp.compose(event, epochs)
-            deltas["PLDPrivacyAccountant"] = _stack([dp.get_delta_bounds(e) for e in EPS])
-            epsilons["PLDPrivacyAccountant"] = _stack([dp.get_epsilon_bounds(d) for d in DELTAS])
+            deltas["PLDPrivacyAccountant"] = _stack([dp.delta_bounds(e) for e in EPS])
+            epsilons["PLDPrivacyAccountant"] = _stack([dp.epsilon_bounds(d) for d in DELTAS])
         opacus = _opacus(case)
         if opacus is not None:
-            epsilons["PLDOpacusAccountant"] = _stack([opacus.get_epsilon_bounds(d)
+            epsilons["PLDOpacusAccountant"] = _stack([opacus.epsilon_bounds(d)
                                                       for d in DELTAS])
     assert not _overlap(deltas), "\n".join([case.id, *_overlap(deltas)])
     assert not _overlap(epsilons), "\n".join([case.id, *_overlap(epsilons)])

@@ -144,7 +144,7 @@ def test_the_dp_accounting_adapter_reports_delta_at_infinite_epsilon():
         dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(1.0), 3)
     )
     assert 0.0 <= accountant.get_delta(math.inf) < 1e-300
-    bounds = accountant.get_delta_bounds(math.inf)
+    bounds = accountant.delta_bounds(math.inf)
     assert 0.0 <= bounds.lower <= bounds.upper < 1e-300
     with pytest.raises(ValueError, match="epsilon must be in"):
         accountant.get_delta(math.nan)

@@ -71,7 +71,7 @@ def test_reported_deltas_near_the_overflow_are_bracketed(eps, exact):
 @pytest.mark.slow
 @pytest.mark.parametrize("eps", [1300.0, 1500.0, 1700.0])
 def test_discrete_laplace_at_large_epsilon(eps):
-    exact = testing.discrete_laplace_composition_delta(2.0, 1000, eps, precise=True)
+    exact = testing.discrete_laplace_composition_delta(eps, parameter=2.0, count=1000, precise=True)
     pld = plda.PrivacyLossDistribution.from_mechanism(plda.DiscreteLaplace(parameter=2.0), 1000)
     bounds = pld.delta_bounds(eps)
     assert bounds.lower <= exact <= bounds.upper
@@ -231,7 +231,8 @@ def test_one_laplace_at_its_rounded_pure_epsilon(scale):
     ],
 )
 def test_discrete_laplace_just_below_its_top_loss(parameter, count, eps):
-    exact = testing.discrete_laplace_composition_delta(parameter, count, eps, precise=True)
+    exact = testing.discrete_laplace_composition_delta(eps, parameter=parameter, count=count,
+                                                       precise=True)
     pld = plda.PrivacyLossDistribution.from_mechanism(plda.DiscreteLaplace(parameter), count)
     bounds = pld.delta_bounds(eps)
     assert bounds.lower <= exact <= bounds.upper

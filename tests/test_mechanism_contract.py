@@ -122,14 +122,16 @@ def sampled_laplace_reference(params, count, eps):
 
 def discrete_laplace_reference(parameter, count, eps):
     return mpmath.mpf(
-        testing.discrete_laplace_composition_delta(parameter, count, eps, precise=True, dps=DPS)
+        testing.discrete_laplace_composition_delta(eps, parameter=parameter, count=count,
+                                                   precise=True, dps=DPS)
     )
 
 
 def discrete_gaussian_reference(sigma, count, eps):
     if count > 1:
         return mpmath.mpf(
-            testing.discrete_gaussian_composition_delta(sigma, count, eps, precise=True, dps=DPS)
+            testing.discrete_gaussian_composition_delta(eps, sigma=sigma, count=count, precise=True,
+                                                        dps=DPS)
         )
     # one step by direct summation over a support wide enough for delta down to 1e-300:
     # P(x) ~ e^{-x^2/2s^2}, loss (1 - 2x)/(2 s^2) under P = N_Z(0) against Q = N_Z(1)

@@ -70,7 +70,7 @@ def test_privacy_engine_trains_and_reports_certified_bounds():
     assert engine.accountant.history == [(1.0, BATCH / N, 2 * N // BATCH)]
     reference = _reference(1.0, BATCH / N, 2 * N // BATCH)
     assert engine.get_epsilon(DELTA) == pytest.approx(reference.epsilon(DELTA), rel=1e-12)
-    bounds = engine.accountant.get_epsilon_bounds(DELTA)
+    bounds = engine.accountant.epsilon_bounds(DELTA)
     assert isinstance(bounds, plda.Bounds)
     assert 0 < bounds.lower <= bounds.upper == engine.get_epsilon(DELTA)
     assert "steps=8" in repr(engine.accountant)
@@ -328,7 +328,7 @@ def test_one_pass_loader_is_accounted_as_shuffled_epochs_under_replace_one(shuff
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", plda.NotTightWarning)
         expected = upper.epsilon(DELTA)
-    bounds = acct.get_epsilon_bounds(DELTA)
+    bounds = acct.epsilon_bounds(DELTA)
     # (the same recipe, composed along another path: equal to rounding)
     assert engine.get_epsilon(DELTA) == bounds.upper == pytest.approx(expected, rel=1e-9)
     assert bounds.lower == pytest.approx(lower.epsilon_bounds(DELTA).lower, rel=1e-9)
@@ -348,12 +348,12 @@ def test_one_pass_loader_is_accounted_as_shuffled_epochs_under_replace_one(shuff
         max_grad_norm=1.0, poisson_sampling=False,
     )
     restored.load_checkpoint(path=path, module=model2, optimizer=optimizer2)
-    assert restored.accountant.get_epsilon_bounds(DELTA) == bounds
+    assert restored.accountant.epsilon_bounds(DELTA) == bounds
     _steps(model2, optimizer2, loader2, 2)  # finishes the third epoch
     assert restored.accountant.accountant.history == ((epoch, 3),)
-    assert restored.accountant.get_epsilon_bounds(DELTA).upper == pytest.approx(bounds.upper,
+    assert restored.accountant.epsilon_bounds(DELTA).upper == pytest.approx(bounds.upper,
                                                                                 rel=1e-9)
-    assert restored.accountant.get_epsilon_bounds(DELTA).lower > bounds.lower
+    assert restored.accountant.epsilon_bounds(DELTA).lower > bounds.lower
 
 
 def _loader(**kwargs):
@@ -437,7 +437,7 @@ def test_gradient_accumulation_is_accounted_as_the_mixture_not_one_step_at_m_tim
     reference = plda.PLDAccountant()
     reference.compose(mixture, 4)
     assert engine.get_epsilon(DELTA) == reference.epsilon(DELTA)
-    bounds = engine.accountant.get_epsilon_bounds(DELTA)
+    bounds = engine.accountant.epsilon_bounds(DELTA)
     assert bounds.lower <= bounds.upper == engine.get_epsilon(DELTA)
     old = _reference(0.8, 2 * rate, 4)  # what the one step at rate m q reported
     assert old.epsilon(DELTA) < bounds.lower

@@ -424,3 +424,146 @@ def test_filter_plot_marks_refused_steps(ax):
     assert any("no step allowed" in t for t in legend_texts(ax))
     basic = next(line for line in ax.get_lines() if line.get_label() == "basic")
     assert list(basic.get_data()[1]) == [100, 10, 2]
+
+
+# ------------------------------------------------ one plot API (issue 25, item 6)
+def test_dir_lists_the_plot_functions_and_each_takes_the_style_arguments():
+    import inspect
+
+    import plda.plot
+
+    functions = {"tradeoff", "privacy_profile", "epsilon_vs_steps", "accounting_comparison",
+                 "composition_comparison", "filter_comparison"}
+    assert functions == set(plda.plot.__all__)
+    assert functions <= set(dir(plda.plot))
+    for name in functions:
+        parameters = inspect.signature(getattr(plda.plot, name)).parameters
+        assert {"ax", "color", "linestyle", "label"} <= set(parameters), name
+
+
+def primary_lines(ax):
+    return [line for line in ax.get_lines() if line.get_gid() == "plda-curve"]
+
+
+def test_tradeoff_curves_overlay_on_one_axes(pld, ax):
+    other = plda.PrivacyLossDistribution.from_mechanism(STEP).self_compose(50)
+    profiles.tradeoff(pld, ax, label="200 steps", reference_mu=1.0)
+    profiles.tradeoff(other, ax, label="50 steps", color="C3", linestyle="--", reference_mu=1.0)
+    first, second = primary_lines(ax)
+    assert first.get_color() == "C0" and second.get_color() == "C3"  # the default: the cycle
+    assert first.get_linestyle() == "-" and second.get_linestyle() == "--"
+    texts = legend_texts(ax)
+    assert texts.count("perfect privacy (β = 1 − α)") == 1 and texts.count("1-GDP") == 1
+    assert "200 steps: certified lower bound on β" in texts
+    assert "50 steps: certified lower bound on β" in texts
+    assert band_label(ax)  # one band entry for both bands
+    assert len(ax.collections) == 2
+
+
+def test_privacy_profiles_overlay_and_the_limits_cover_both(pld, ax):
+    short = plda.PrivacyLossDistribution.from_mechanism(STEP).self_compose(20)
+    profiles.privacy_profile(pld, ax, epsilon=np.linspace(0, 3, 40))
+    low = ax.get_ylim()[0]
+    profiles.privacy_profile(short, ax, epsilon=np.linspace(0, 6, 40), label="20 steps")
+    assert ax.get_xlim() == (0, 6) and ax.get_ylim()[0] <= low
+    assert [line.get_color() for line in primary_lines(ax)] == ["C0", "C1"]
+    assert sum(t.startswith(BAND_LABEL) for t in legend_texts(ax)) == 1
+
+
+def test_steps_plots_take_a_color_a_linestyle_and_a_label(ax):
+    steps_plots.epsilon_vs_steps(STEP, [10, 100], 1e-5, ax, label="q = 0.02")
+    steps_plots.epsilon_vs_steps(plda.PoissonSampled(plda.Gaussian(2.0), 0.02), [10, 100],
+                                 1e-5, ax, label="σ = 2", color="k", linestyle=":")
+    first, second = primary_lines(ax)
+    assert first.get_label() == "q = 0.02: certified upper bound on ε (δ = 1e-05)"
+    assert second.get_color() == "k" and second.get_linestyle() == ":"
+    figure, other = plt.subplots()
+    try:
+        steps_plots.accounting_comparison(STEP, [10, 50], 1e-5, other, label="run",
+                                          color="tab:purple", linestyle={"rdp": "-."})
+        lines = {line.get_label(): line for line in other.get_lines()
+                 if not line.get_label().startswith("_")}
+        assert set(lines) == {"run: PLD: certified upper bound on ε",
+                              "run: RDP accounting (certified)",
+                              "run: GDP central limit (approximation, not a bound)"}
+        assert {line.get_color() for line in lines.values()} == {"tab:purple"}
+        assert lines["run: RDP accounting (certified)"].get_linestyle() == "-."
+        assert lines["run: PLD: certified upper bound on ε"].get_linestyle() == "-"
+    finally:
+        plt.close(figure)
+
+
+def test_theorem_and_filter_plots_overlay_with_labels(ax):
+    from plda.plot.composition import composition_comparison
+
+    composition_comparison(0.1, 0.001, max_steps=10, ax=ax, label="ε₀ = 0.1")
+    composition_comparison(0.2, 0.001, max_steps=10, ax=ax, label="ε₀ = 0.2", linestyle=":")
+    texts = legend_texts(ax)
+    assert "ε₀ = 0.1: basic composition" in texts and "ε₀ = 0.2: optimal (KOV exact)" in texts
+    dotted = [line for line in ax.get_lines() if line.get_label().startswith("ε₀ = 0.2")]
+    assert {line.get_linestyle() for line in dotted} == {":"}
+    figure, other = plt.subplots()
+    try:
+        comparison = FilterComparison(
+            epsilon=1.0, delta=1e-6, step_epsilons=(0.01, 0.1),
+            columns=("basic", "advanced RRUV16"), counts=((100, 50), (10, 3)),
+        )
+        filter_comparison(comparison, ax=other, label="budget 1", color={"basic": "k"})
+        basic = next(line for line in other.get_lines() if line.get_label() == "budget 1: basic")
+        assert basic.get_color() == "k"
+    finally:
+        plt.close(figure)
+
+
+def test_plots_accept_the_adapters_wherever_they_accept_an_accountant():
+    from plda.adapters.opacus import PLDOpacusAccountant
+
+    accountant = plda.PLDAccountant()
+    accountant.step(noise_multiplier=1.0, sample_rate=0.02, count=200)
+    adapters = [PLDOpacusAccountant()]
+    for _ in range(200):
+        adapters[0].step(noise_multiplier=1.0, sample_rate=0.02)
+    try:
+        import dp_accounting
+
+        from plda.adapters.dp_accounting import PLDPrivacyAccountant
+    except ImportError:
+        pass
+    else:
+        event = dp_accounting.PoissonSampledDpEvent(0.02, dp_accounting.GaussianDpEvent(1.0))
+        adapters.append(PLDPrivacyAccountant().compose(event, 200))
+    draws = [
+        lambda source, ax: profiles.privacy_profile(source, ax),
+        lambda source, ax: profiles.tradeoff(source, ax, log_scale=True),
+    ]
+    for adapter in adapters:
+        for draw in draws:
+            figure, (left, right) = plt.subplots(1, 2)
+            try:
+                draw(adapter, left)
+                draw(accountant, right)
+                for a, b in zip(left.get_lines(), right.get_lines(), strict=True):
+                    np.testing.assert_allclose(a.get_data()[1], b.get_data()[1], rtol=1e-9)
+            finally:
+                plt.close(figure)
+    one_pass = PLDOpacusAccountant(relation="replace_one")
+    one_pass.account_one_pass(num_batches=4)
+    one_pass.step(noise_multiplier=1.0, sample_rate=0.25)
+    with pytest.raises(ValueError, match="epochs"):
+        profiles.tradeoff(one_pass)
+
+
+def test_epoch_samplers_are_plotted_at_whole_epochs_of_training_steps(ax):
+    accountant = plda.PLDAccountant(accuracy=1e-2)
+    accountant.step(1.0, count=20, sampler="random-allocation", num_steps=10)
+    steps_plots.epsilon_vs_steps(accountant, [10, 20], 1e-5, ax)
+    x, upper = primary_lines(ax)[0].get_data()
+    epoch = plda.RandomAllocation(plda.Gaussian(1.0), 10)
+    for k, plotted in zip(x, upper, strict=True):  # k training steps: k / 10 epochs
+        bounds = plda.PrivacyLossDistribution.from_mechanism(
+            epoch, int(k) // 10, accuracy=1e-2).epsilon_bounds(1e-5)
+        assert plotted == pytest.approx(bounds.upper, rel=1e-9)
+    with pytest.raises(ValueError, match="inside an epoch"):
+        steps_plots.epsilon_vs_steps(accountant, [15], 1e-5)
+    with pytest.raises(ValueError, match="inside an epoch"):
+        steps_plots.epsilon_vs_steps(epoch, [5], 1e-5)

@@ -6,7 +6,7 @@ import importlib.util
 import pytest
 
 import plda
-from plda.mechanisms.sampler_spec import SAMPLERS as SPEC_SAMPLERS
+from plda.samplers import SAMPLERS as SPEC_SAMPLERS
 from plda.sweep import SAMPLERS as SWEEP_SAMPLERS
 from plda.sweep import sweep, sweep_to_dataframe
 
@@ -163,3 +163,18 @@ def test_sampler_names_are_those_of_sampled_mechanism_with_either_spelling():
     assert hyphen["epsilon_upper"] == underscore["epsilon_upper"]
     assert hyphen["sampler"] == underscore["sampler"] == "without-replacement"
     assert set(SWEEP_SAMPLERS) <= set(SPEC_SAMPLERS)  # one naming scheme
+
+
+def test_the_old_step_factories_warn_and_build_what_the_registry_builds():
+    import importlib
+
+    from plda.samplers import SamplerStep
+
+    module = importlib.import_module("plda.sweep")
+    with pytest.warns(DeprecationWarning, match="0.2.0.*SamplerStep"):
+        old = module.WithoutReplacementSampler(1000)
+    assert old(2.0, 0.01) == SamplerStep("without-replacement", {"dataset_size": 1000})(2.0, 0.01)
+    with pytest.warns(DeprecationWarning, match="0.2.0.*SamplerStep"):
+        old = module.TruncatedPoissonSampler(1000, 15)
+    new = SamplerStep("truncated-poisson", {"dataset_size": 1000, "max_batch_size": 15})
+    assert old(1.0, 0.01) == new(1.0, 0.01)

@@ -157,9 +157,11 @@ def test_kov_composition_matches_brute_force(e0, d0, k, eps):
     with mp.workdps(30):
         exact = rr_brute_force(e0, d0, k, eps)
         assert close(exact, kov_formula(e0, d0, k, eps), 1e-25)
-        assert close(approximate_dp_composition_delta(e0, d0, k, eps, precise=True, dps=30),
+        assert close(approximate_dp_composition_delta(eps, step_epsilon=e0, step_delta=d0, count=k,
+                                                      precise=True, dps=30),
                      exact, 1e-25, 1e-40)
-    assert close(approximate_dp_composition_delta(e0, d0, k, eps), exact, 1e-13, 1e-300)
+    assert close(approximate_dp_composition_delta(eps, step_epsilon=e0, step_delta=d0, count=k),
+                 exact, 1e-13, 1e-300)
 
 
 @pytest.mark.parametrize(("e0", "d0", "k"), [(0.05, 1e-6, 400), (0.5, 0.0, 200), (2.0, 0.0, 30)])
@@ -167,18 +169,23 @@ def test_kov_composition_matches_formula_for_larger_k(e0, d0, k):
     for eps in (0.0, 1.0, 5.0, 0.5 * k * e0):
         with mp.workdps(40):
             exact = kov_formula(e0, d0, k, eps)
-        assert close(approximate_dp_composition_delta(e0, d0, k, eps), exact, 1e-12, 1e-300)
+        assert close(approximate_dp_composition_delta(eps, step_epsilon=e0, step_delta=d0, count=k),
+                     exact, 1e-12, 1e-300)
 
 
 def test_kov_composition_is_stable_at_a_million_steps():
     k, e0 = 10**6, 0.01
-    values = approximate_dp_composition_delta(e0, 0.0, k, np.array([10.0, 60.0, 90.0]))
+    values = approximate_dp_composition_delta(np.array([10.0, 60.0, 90.0]), step_epsilon=e0,
+                                              step_delta=0.0, count=k)
     assert np.all(np.isfinite(values)) and np.all(np.diff(values) < 0) and values[-1] > 0
-    precise = approximate_dp_composition_delta(e0, 0.0, k, 60.0, precise=True, dps=25)
+    precise = approximate_dp_composition_delta(60.0, step_epsilon=e0, step_delta=0.0, count=k,
+                                               precise=True, dps=25)
     assert close(values[1], precise, 1e-12)
-    eps = approximate_dp_composition_epsilon(e0, 0.0, k, 1e-5)
-    assert approximate_dp_composition_delta(e0, 0.0, k, eps, precise=True, dps=25) <= 1e-5
-    assert approximate_dp_composition_delta(e0, 0.0, k, eps * (1 - 1e-12)) > 1e-5
+    eps = approximate_dp_composition_epsilon(1e-5, step_epsilon=e0, step_delta=0.0, count=k)
+    assert approximate_dp_composition_delta(eps, step_epsilon=e0, step_delta=0.0, count=k,
+                                            precise=True, dps=25) <= 1e-5
+    assert approximate_dp_composition_delta(eps * (1 - 1e-12), step_epsilon=e0, step_delta=0.0,
+                                            count=k) > 1e-5
 
 
 def discrete_brute_force(log_weight, reach, k, shift, epsilons):
@@ -202,10 +209,12 @@ def test_discrete_laplace_matches_brute_force(t, k, sens):
         exact = discrete_brute_force(lambda x: -mpmath.mpf(t) * abs(x), int(75 / t), k, sens,
                                      BRUTE_EPSILONS)
         for eps, value in zip(BRUTE_EPSILONS, exact, strict=True):
-            got = discrete_laplace_composition_delta(t, k, eps, sens, precise=True, dps=30)
+            got = discrete_laplace_composition_delta(eps, parameter=t, count=k, sensitivity=sens,
+                                                     precise=True, dps=30)
             assert close(got, value, 1e-18, 1e-28)
             # 1e-28: the brute force itself carries 30 digits
-            assert close(discrete_laplace_composition_delta(t, k, eps, sens), value, 1e-13, 1e-28)
+            assert close(discrete_laplace_composition_delta(eps, parameter=t, count=k,
+                                                            sensitivity=sens), value, 1e-13, 1e-28)
 
 
 @pytest.mark.parametrize(("sigma", "k", "sens"), [(0.8, 2, 1), (1.5, 2, 2), (0.6, 3, 1)])
@@ -215,17 +224,19 @@ def test_discrete_gaussian_matches_brute_force(sigma, k, sens):
         exact = discrete_brute_force(lambda x: -x * x / (2 * mpmath.mpf(sigma) ** 2), reach, k,
                                      sens, BRUTE_EPSILONS)
         for eps, value in zip(BRUTE_EPSILONS, exact, strict=True):
-            got = discrete_gaussian_composition_delta(sigma, k, eps, sens, precise=True, dps=30)
+            got = discrete_gaussian_composition_delta(eps, sigma=sigma, count=k, sensitivity=sens,
+                                                      precise=True, dps=30)
             assert close(got, value, 1e-18, 1e-28)
-            assert close(discrete_gaussian_composition_delta(sigma, k, eps, sens), value, 1e-12,
+            assert close(discrete_gaussian_composition_delta(eps, sigma=sigma, count=k,
+                                                             sensitivity=sens), value, 1e-12,
                          1e-28)
 
 
 def test_discrete_laplace_with_unit_sensitivity_is_randomized_response():
     # P(X <= 0) = 1/(1+r), P(X >= 1) = r/(1+r): exactly RR with epsilon0 = t
     for eps in (0.0, 0.3, 2.0, 7.0):
-        a = discrete_laplace_composition_delta(0.4, 25, eps)
-        b = approximate_dp_composition_delta(0.4, 0.0, 25, eps)
+        a = discrete_laplace_composition_delta(eps, parameter=0.4, count=25)
+        b = approximate_dp_composition_delta(eps, step_epsilon=0.4, step_delta=0.0, count=25)
         assert close(a, b, 1e-13, 1e-300)
 
 
@@ -274,7 +285,8 @@ def test_tradeoff_references_are_dual_to_delta():
         dual = np.max(1 - np.exp(eps) * alphas - gaussian_tradeoff(alphas, 1.2))
         assert close(dual, gaussian_delta(eps, 1.2), 1e-4)
         dual = np.max(1 - np.exp(eps) * alphas - approximate_dp_tradeoff(alphas, 1.0, 1e-3))
-        assert close(dual, approximate_dp_composition_delta(1.0, 1e-3, 1, eps), 1e-4)
+        assert close(dual, approximate_dp_composition_delta(eps, step_epsilon=1.0, step_delta=1e-3,
+                                                            count=1), 1e-4)
     with mp.workdps(40):
         assert close(gaussian_tradeoff(0.05, 1.0, precise=True, dps=40),
                      mp.ncdf(-mp.sqrt(2) * mp.erfinv(2 * mpmath.mpf(0.05) - 1) - 1), 1e-35)
@@ -302,22 +314,28 @@ def test_poisson_gaussian_float_matches_precise(sigma, q, eps, direction):
 @FEW
 @given(st.floats(0.01, 3.0), st.floats(0.0, 0.1), st.integers(1, 300), st.floats(0.0, 10.0))
 def test_kov_float_matches_precise(e0, d0, k, eps):
-    exact = approximate_dp_composition_delta(e0, d0, k, eps, precise=True, dps=30)
-    assert close(approximate_dp_composition_delta(e0, d0, k, eps), exact, 1e-11, 1e-300)
+    exact = approximate_dp_composition_delta(eps, step_epsilon=e0, step_delta=d0, count=k,
+                                             precise=True, dps=30)
+    assert close(approximate_dp_composition_delta(eps, step_epsilon=e0, step_delta=d0, count=k),
+                 exact, 1e-11, 1e-300)
 
 
 @FEW
 @given(st.floats(0.1, 2.0), st.integers(1, 12), st.integers(1, 3), st.floats(0.0, 6.0))
 def test_discrete_laplace_float_matches_precise(t, k, sens, eps):
-    exact = discrete_laplace_composition_delta(t, k, eps, sens, precise=True, dps=30)
-    assert close(discrete_laplace_composition_delta(t, k, eps, sens), exact, 1e-11, 1e-300)
+    exact = discrete_laplace_composition_delta(eps, parameter=t, count=k, sensitivity=sens,
+                                               precise=True, dps=30)
+    assert close(discrete_laplace_composition_delta(eps, parameter=t, count=k, sensitivity=sens),
+                 exact, 1e-11, 1e-300)
 
 
 @pytest.mark.parametrize(("sigma", "k", "sens"), [(0.5, 3, 1), (2.0, 2, 2), (1.0, 5, 1)])
 def test_discrete_gaussian_float_matches_precise(sigma, k, sens):
     for eps in (0.0, 0.8, 3.0, 9.0):
-        exact = discrete_gaussian_composition_delta(sigma, k, eps, sens, precise=True, dps=25)
-        assert close(discrete_gaussian_composition_delta(sigma, k, eps, sens), exact, 1e-11,
+        exact = discrete_gaussian_composition_delta(eps, sigma=sigma, count=k, sensitivity=sens,
+                                                    precise=True, dps=25)
+        assert close(discrete_gaussian_composition_delta(eps, sigma=sigma, count=k,
+                                                         sensitivity=sens), exact, 1e-11,
                      1e-60)
 
 
@@ -345,12 +363,17 @@ EPSILON_CASES = [
      lambda e, **kw: poisson_gaussian_delta(e, 0.9, 0.05, **kw)),
     ("laplace", lambda d, **kw: laplace_epsilon(d, 0.7, **kw),
      lambda e, **kw: laplace_delta(e, 0.7, **kw)),
-    ("kov", lambda d, **kw: approximate_dp_composition_epsilon(0.2, 1e-12, 60, d, **kw),
-     lambda e, **kw: approximate_dp_composition_delta(0.2, 1e-12, 60, e, **kw)),
-    ("discrete-laplace", lambda d, **kw: discrete_laplace_composition_epsilon(0.5, 8, d, 2, **kw),
-     lambda e, **kw: discrete_laplace_composition_delta(0.5, 8, e, 2, **kw)),
-    ("discrete-gaussian", lambda d, **kw: discrete_gaussian_composition_epsilon(1.0, 3, d, **kw),
-     lambda e, **kw: discrete_gaussian_composition_delta(1.0, 3, e, **kw)),
+    ("kov", lambda d, **kw: approximate_dp_composition_epsilon(d, step_epsilon=0.2,
+                                                               step_delta=1e-12, count=60, **kw),
+     lambda e, **kw: approximate_dp_composition_delta(e, step_epsilon=0.2, step_delta=1e-12,
+                                                      count=60, **kw)),
+    ("discrete-laplace", lambda d, **kw: discrete_laplace_composition_epsilon(d, parameter=0.5,
+            count=8, sensitivity=2, **kw),
+     lambda e, **kw: discrete_laplace_composition_delta(e, parameter=0.5, count=8, sensitivity=2,
+                                                        **kw)),
+    ("discrete-gaussian", lambda d, **kw: discrete_gaussian_composition_epsilon(d, sigma=1.0,
+            count=3, **kw),
+     lambda e, **kw: discrete_gaussian_composition_delta(e, sigma=1.0, count=3, **kw)),
 ]
 
 
@@ -409,11 +432,14 @@ def test_epsilon_edge_cases():
     assert laplace_epsilon(0.0, 2.0) == pytest.approx(0.5, rel=1e-14)
     assert laplace_epsilon(0.0, 2.0) >= 0.5
     # pure DP: delta reaches 0 at k * epsilon0
-    assert approximate_dp_composition_epsilon(0.3, 0.0, 10, 0.0) == 3.0
+    assert approximate_dp_composition_epsilon(0.0, step_epsilon=0.3, step_delta=0.0,
+                                              count=10) == 3.0
     # delta below the mass at +inf: no finite epsilon
-    assert approximate_dp_composition_epsilon(0.3, 1e-3, 10, 5e-3) == math.inf
-    assert approximate_dp_composition_delta(0.5, 1.0, 3, 0.2) == 1.0
-    assert mpmath.isinf(approximate_dp_composition_epsilon(0.3, 1e-3, 10, 5e-3, precise=True))
+    assert approximate_dp_composition_epsilon(5e-3, step_epsilon=0.3, step_delta=1e-3,
+                                              count=10) == math.inf
+    assert approximate_dp_composition_delta(0.2, step_epsilon=0.5, step_delta=1.0, count=3) == 1.0
+    assert mpmath.isinf(approximate_dp_composition_epsilon(5e-3, step_epsilon=0.3, step_delta=1e-3,
+                                                           count=10, precise=True))
     # the add direction of a sampled Gaussian has losses below -log(1 - q) only
     edge = poisson_gaussian_epsilon(0.0, 1.0, 0.1, direction="add")
     exact = poisson_gaussian_epsilon(0.0, 1.0, 0.1, direction="add", precise=True, dps=30)
@@ -430,11 +456,15 @@ def test_epsilon_edge_cases():
     (lambda: gaussian_delta(0.1, 1.0, precise=True, dps=5), "dps"),
     (lambda: poisson_gaussian_delta(0.1, 1.0, 0.0), "sample_rate"),
     (lambda: poisson_gaussian_delta(0.1, 1.0, 0.1, direction="both"), "direction"),
-    (lambda: approximate_dp_composition_delta(0.1, 1e-5, 0, 1.0), "count"),
-    (lambda: approximate_dp_composition_delta(-0.1, 1e-5, 3, 1.0), "step_epsilon"),
-    (lambda: approximate_dp_composition_delta(0.1, 2.0, 3, 1.0), "step_delta"),
-    (lambda: discrete_laplace_composition_delta(0.5, 3, 1.0, sensitivity=1.5), "sensitivity"),
-    (lambda: discrete_gaussian_composition_delta(-1.0, 3, 1.0), "sigma"),
+    (lambda: approximate_dp_composition_delta(1.0, step_epsilon=0.1, step_delta=1e-5, count=0),
+     "count"),
+    (lambda: approximate_dp_composition_delta(1.0, step_epsilon=-0.1, step_delta=1e-5, count=3),
+     "step_epsilon"),
+    (lambda: approximate_dp_composition_delta(1.0, step_epsilon=0.1, step_delta=2.0, count=3),
+     "step_delta"),
+    (lambda: discrete_laplace_composition_delta(1.0, parameter=0.5, count=3, sensitivity=1.5),
+     "sensitivity"),
+    (lambda: discrete_gaussian_composition_delta(1.0, sigma=-1.0, count=3), "sigma"),
     (lambda: laplace_renyi(0.5, 1.0), "order"),
     (lambda: poisson_gaussian_renyi(2.5, 1.0, 0.1), "order"),
     (lambda: gaussian_tradeoff(1.5, 1.0), "alpha"),
@@ -448,9 +478,9 @@ def test_bad_input_names_the_argument(call, match):
 @pytest.mark.parametrize(("mechanism", "count", "reference"), [
     (plda.Gaussian(2.0), 10, lambda d: gaussian_epsilon(d, math.sqrt(10) / 2)),
     (plda.ApproximateDP(0.1, 1e-7), 100,
-     lambda d: approximate_dp_composition_epsilon(0.1, 1e-7, 100, d)),
+     lambda d: approximate_dp_composition_epsilon(d, step_epsilon=0.1, step_delta=1e-7, count=100)),
     (plda.DiscreteLaplace(0.3, 2), 20,
-     lambda d: discrete_laplace_composition_epsilon(0.3, 20, d, 2)),
+     lambda d: discrete_laplace_composition_epsilon(d, parameter=0.3, count=20, sensitivity=2)),
     (plda.PoissonSampled(plda.Gaussian(1.0), 0.1), 1,
      lambda d: poisson_gaussian_epsilon(d, 1.0, 0.1)),
 ])
@@ -671,3 +701,30 @@ def test_audit_standard_suite_is_documented_and_validated():
         AuditCase("x", plda.Gaussian(1.0), 1, 0.0)
     with pytest.raises(ValueError, match="count"):
         AuditCase("x", plda.Gaussian(1.0), 0, 1e-5)
+
+
+# ------------------------------------------------ one argument order (issue 25, item 6)
+def test_every_reference_takes_the_query_value_first():
+    import inspect
+
+    first = {"epsilon", "delta", "alpha", "order"}
+    for name in testing.__all__:
+        function = getattr(testing, name)
+        if not inspect.isfunction(function) or name.startswith(("assert", "audit")):
+            continue
+        parameters = list(inspect.signature(function).parameters.values())
+        assert parameters[0].name in first, name
+        if "composition" in name:  # what 0.1.0 took first is keyword-only now
+            later = [p for p in parameters[1:] if p.default is inspect.Parameter.empty]
+            assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in later), name
+
+
+@pytest.mark.parametrize("call", [
+    lambda: approximate_dp_composition_delta(0.1, 1e-5, 3, 1.0),
+    lambda: approximate_dp_composition_epsilon(0.1, 1e-5, 3, 1e-3),
+    lambda: discrete_laplace_composition_delta(0.5, 3, 1.0),
+    lambda: discrete_gaussian_composition_epsilon(1.0, 3, 1e-3),
+])
+def test_a_call_in_the_old_order_fails_loudly(call):
+    with pytest.raises(TypeError, match="positional"):
+        call()

@@ -56,6 +56,7 @@ PUBLIC_MODULES = (
     "plda.mechanisms",
     "plda.risk",
     "plda.sweep",
+    "plda.samplers",
     "plda.pld",
     "plda.accounting",
     "plda.epochs",

@@ -27,13 +27,13 @@ from plda._internal.typing import ArrayLike, FloatArray, FloatOrArray
 from plda.accounting.composition import HistoryComposition
 from plda.accounting.history import scalar
 from plda.accounting.state import FORMAT, VERSION, parse_state
+from plda.bounds import Bounds, check_relation
 from plda.conversions.composed import add_remove_steps
 from plda.engine.recipe import merge as merge_runs
 from plda.engine.recipe import realized_recipes
-from plda.mechanisms import Gaussian, GaussianMixture, Mechanism
-from plda.mechanisms.gaussian_mixture import MAX_ACCUMULATION_STEPS
-from plda.mechanisms.sampler_spec import EPOCH_SAMPLERS, sampled_mechanism
-from plda.pld import DEFAULT_ACCURACY, RELATIONS, Bounds, PrivacyLossDistribution
+from plda.mechanisms import Gaussian, Mechanism
+from plda.pld import DEFAULT_ACCURACY, PrivacyLossDistribution
+from plda.samplers import sampled_mechanism, sampler_spec, training_steps
 from plda.serialization import mechanism_to_dict
 
 __all__ = ["PLDAccountant"]
@@ -82,8 +82,7 @@ class PLDAccountant:
     VERSION = VERSION
 
     def __init__(self, relation: str = "add_remove", accuracy: float = DEFAULT_ACCURACY):
-        if relation not in RELATIONS:
-            raise ValueError(f"relation must be one of {RELATIONS}, got {relation!r}")
+        check_relation(relation)
         accuracy = check.positive_float("accuracy", accuracy)
         if not accuracy < 1:
             raise ValueError(f"accuracy must be in (0, 1), got {accuracy!r}")
@@ -91,6 +90,7 @@ class PLDAccountant:
         self._accuracy = accuracy
         self._history: list[list] = []  # run-length [mechanism, count]
         self._steps = 0  # their total count (kept, not summed at every step of a long schedule)
+        self._training_steps = 0  # the training steps they stand for (len(); epochs count T)
         self._composition = HistoryComposition(relation, accuracy)
         # one lock per accountant: its history and its composer's cached spectra are shared
         # state, so steps recorded and queries asked from several threads take turns
@@ -148,14 +148,6 @@ class PLDAccountant:
         """
         noise_multiplier = check.positive_float("noise_multiplier", noise_multiplier)
         count = check.count("count", count, minimum=1)
-        accumulation_steps = check.count("accumulation_steps", accumulation_steps, minimum=1,
-                                         maximum=MAX_ACCUMULATION_STEPS)
-        if accumulation_steps > 1 and sampler != "poisson":
-            raise ValueError(
-                f"accumulation_steps={accumulation_steps} applies to sampler='poisson' only "
-                "(independently Poisson-sampled micro-batches), got sampler="
-                f"{sampler!r}; plda has no analysis of accumulating {sampler} batches"
-            )
         if sample_rate is not None:
             sample_rate = check.probability("sample_rate", sample_rate, open_low=True)
         mechanism = sampled_mechanism(
@@ -167,9 +159,10 @@ class PLDAccountant:
             max_batch_size=max_batch_size,
             num_steps=num_steps,
             num_selected=num_selected,
+            accumulation_steps=accumulation_steps,
             relation=self._relation,
         )
-        if sampler in EPOCH_SAMPLERS:
+        if sampler_spec(sampler).epoch:
             if count % mechanism.num_steps:
                 raise ValueError(
                     f"count must be a multiple of num_steps={mechanism.num_steps} for "
@@ -177,10 +170,6 @@ class PLDAccountant:
                     "record the steps once an epoch is complete"
                 )
             count //= mechanism.num_steps
-        if accumulation_steps > 1:
-            mechanism = GaussianMixture.gradient_accumulation(
-                noise_multiplier, sample_rate, accumulation_steps
-            )
         self.compose(mechanism, count)
 
     @_locked
@@ -204,6 +193,7 @@ class PLDAccountant:
         else:
             self._history.append([mechanism, count])
         self._steps += count
+        self._training_steps += count * training_steps(mechanism)
 
     @property
     @_locked
@@ -213,8 +203,11 @@ class PLDAccountant:
 
     @_locked
     def __len__(self) -> int:
-        """Number of recorded steps (mechanism runs)."""
-        return self._steps
+        """Number of recorded training steps: one per mechanism run, and ``num_steps`` per epoch
+        of an epoch sampler (:class:`~plda.Shuffled`, :class:`~plda.RandomAllocation`), so that
+        ``step(count=k, ...)`` adds ``k`` whatever the sampler (``len()`` of the adapters counts
+        the same way)."""
+        return self._training_steps
 
     def __repr__(self) -> str:
         return (
@@ -346,6 +339,7 @@ class PLDAccountant:
         self._relation, self._accuracy = relation, accuracy
         self._history = [[m, k] for m, k in history]
         self._steps = sum(k for _, k in self._history)
+        self._training_steps = sum(k * training_steps(m) for m, k in self._history)
         self._composition = HistoryComposition(relation, accuracy)
 
     @classmethod

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from plda._internal import validation as check
-from plda.pld import RELATIONS
+from plda.bounds import check_relation
 from plda.serialization import check_header, mechanism_from_dict
 
 #: the format tag and version of a saved accountant state
@@ -22,9 +22,7 @@ def parse_state(state) -> tuple[str, float, list]:
         state, format=FORMAT, version=VERSION,
         keys={"relation", "accuracy", "history"}, what="plda accountant state",
     )
-    relation = state["relation"]
-    if relation not in RELATIONS:
-        raise ValueError(f"state relation must be one of {RELATIONS}, got {relation!r}")
+    relation = check_relation(state["relation"], "state relation")
     try:
         accuracy = check.positive_float("accuracy", state["accuracy"])
     except TypeError as exc:

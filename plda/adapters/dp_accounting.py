@@ -44,8 +44,8 @@ Fixed-size batches are certified under add/remove too (see
 **Lower bounds of truncated Poisson steps.** :class:`~plda.TruncatedPoisson`'s pair dominates
 the sampler but is not known to be realized by datasets, so the lower end of
 :func:`from_dp_event`'s bounds brackets that pair, not the sampler (plda warns with
-``NotTightWarning``). ``PLDPrivacyAccountant``'s ``get_epsilon_bounds`` and
-``get_delta_bounds`` take the lower bound from each step's realized pair instead
+``NotTightWarning``). :class:`PLDPrivacyAccountant`'s ``epsilon_bounds`` and
+``delta_bounds`` take the lower bound from each step's realized pair instead
 (:mod:`plda.adapters.certified`), so both of their ends are certified.
 
 ``PLDPrivacyAccountant``, a ``dp_accounting.PrivacyAccountant`` built on this mapping, is

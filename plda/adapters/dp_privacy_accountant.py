@@ -2,7 +2,9 @@
 
 A subclass of ``dp_accounting.PrivacyAccountant``, so it drops into code written for
 dp_accounting: ``compose(event, count)``, ``supports(event)``, ``get_epsilon(target_delta)``,
-``get_delta(target_epsilon)``, ``ledger``, and ``dp_accounting.calibrate_dp_mechanism``::
+``get_delta(target_epsilon)``, ``ledger``, and ``dp_accounting.calibrate_dp_mechanism``; what
+dp_accounting does not name has plda's spelling (``epsilon_bounds(delta)``,
+``delta_bounds(epsilon)``, ``len()``, ``accountant``)::
 
     from plda.adapters import PLDPrivacyAccountant
     sigma = dp_accounting.calibrate_dp_mechanism(
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import math
 
+from plda._internal.errors import warn
 from plda.accountant import PLDAccountant
 from plda.adapters import certified
 from plda.adapters.dp_accounting import NON_PRIVATE, mechanisms_from_dp_event
@@ -40,6 +43,11 @@ __all__ = ["PLDPrivacyAccountant"]
 
 #: event types whose children are walked to name the offending sub-event
 _CONTAINERS = {"ComposedDpEvent": "events", "SelfComposedDpEvent": "event"}
+
+
+def _deprecated(old: str, new: str) -> None:
+    warn(f"PLDPrivacyAccountant.{old} is deprecated and will be removed in plda 0.2.0: use "
+         f"PLDPrivacyAccountant.{new} (plda's name for the query)", DeprecationWarning)
 
 
 def _offending(event):
@@ -72,7 +80,9 @@ else:
         """A ``dp_accounting.PrivacyAccountant`` with plda's certified PLD bounds.
 
         ``get_epsilon`` and ``get_delta`` return certified upper bounds (the numbers to report);
-        ``get_epsilon_bounds`` and ``get_delta_bounds`` add certified lower bounds.
+        ``epsilon_bounds`` and ``delta_bounds`` (plda's names, as on
+        :class:`~plda.PLDAccountant`; dp_accounting has no such queries) add certified lower
+        bounds, and ``len()`` is the number of recorded steps.
 
         Parameters
         ----------
@@ -139,29 +149,46 @@ else:
             """Certified upper bound on epsilon at ``target_delta`` (0 with nothing composed, inf
             when no finite epsilon holds, e.g. after a ``NonPrivateDpEvent``)."""
             if self._non_private():
-                return self.get_epsilon_bounds(target_delta).upper
+                return self.epsilon_bounds(target_delta).upper
             return float(self._plda.epsilon(target_delta))  # composes the upper version only
 
         def get_delta(self, target_epsilon: float) -> float:
             """Certified upper bound on delta at ``target_epsilon``."""
             if self._non_private():
-                return self.get_delta_bounds(target_epsilon).upper
+                return self.delta_bounds(target_epsilon).upper
             return float(self._plda.delta(target_epsilon))
 
-        def get_epsilon_bounds(self, target_delta: float) -> Bounds:
-            """Certified ``Bounds(lower=..., upper=...)`` on epsilon at ``target_delta``."""
-            if self._non_private() and 0 <= target_delta < 1:
+        def epsilon_bounds(self, delta: float) -> Bounds:
+            """Certified ``Bounds(lower=..., upper=...)`` on epsilon at ``delta`` (as
+            :meth:`plda.PLDAccountant.epsilon_bounds`)."""
+            if self._non_private() and 0 <= delta < 1:
                 return Bounds(lower=math.inf, upper=math.inf)
-            if self._non_private() and target_delta == 1:
+            if self._non_private() and delta == 1:
                 return Bounds(lower=0.0, upper=0.0)  # every mechanism is (0, 1)-DP
             # a truncated-Poisson step's lower bound comes from its realized pair
-            return certified.epsilon_bounds(self._plda, target_delta)
+            return certified.epsilon_bounds(self._plda, delta)
+
+        def delta_bounds(self, epsilon: float) -> Bounds:
+            """Certified ``Bounds(lower=..., upper=...)`` on delta at ``epsilon`` (as
+            :meth:`plda.PLDAccountant.delta_bounds`)."""
+            if self._non_private() and epsilon >= 0:
+                return Bounds(lower=1.0, upper=1.0)
+            return certified.delta_bounds(self._plda, epsilon)
+
+        def get_epsilon_bounds(self, target_delta: float) -> Bounds:
+            """Deprecated, removed in 0.2.0: :meth:`epsilon_bounds`."""
+            _deprecated("get_epsilon_bounds", "epsilon_bounds")
+            return self.epsilon_bounds(target_delta)
 
         def get_delta_bounds(self, target_epsilon: float) -> Bounds:
-            """Certified ``Bounds(lower=..., upper=...)`` on delta at ``target_epsilon``."""
-            if self._non_private() and target_epsilon >= 0:
-                return Bounds(lower=1.0, upper=1.0)
-            return certified.delta_bounds(self._plda, target_epsilon)
+            """Deprecated, removed in 0.2.0: :meth:`delta_bounds`."""
+            _deprecated("get_delta_bounds", "delta_bounds")
+            return self.delta_bounds(target_epsilon)
+
+        def __len__(self) -> int:
+            """Number of recorded steps, as ``len()`` of :class:`~plda.PLDAccountant` counts
+            them."""
+            return len(self._plda)
 
         def __repr__(self) -> str:
             return (

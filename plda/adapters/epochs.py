@@ -88,6 +88,10 @@ class OnePassEpochs:
         with_partial.compose(self._epoch(self.pending)[0])
         return with_partial
 
+    def __len__(self) -> int:
+        """Number of recorded training steps (optimizer steps, the unfinished epoch's too)."""
+        return self.steps
+
     def epsilon(self, delta: float) -> float:
         """Certified upper bound on epsilon at ``delta``."""
         if not self.steps:

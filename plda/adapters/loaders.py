@@ -135,7 +135,7 @@ def mismatch_message(found: LoaderSampler, relation: str) -> str:
         )
     return head + (
         f"plda cannot tell how this loader draws its batches: {poisson}, or account the "
-        "sampler that ran (plda.mechanisms.sampler_spec.sampled_mechanism builds its mechanism "
+        "sampler that ran (plda.sampled_mechanism builds its mechanism "
         "for plda.PLDAccountant.compose)."
     )
 

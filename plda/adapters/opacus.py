@@ -2,7 +2,8 @@
 
 ``PLDOpacusAccountant`` has the interface of Opacus's accountants (``step(*, noise_multiplier,
 sample_rate)``, ``get_epsilon(delta)``, ``__len__``, ``mechanism()``, ``history``,
-``state_dict``/``load_state_dict``, ``get_optimizer_hook_fn(sample_rate)``). Importing this
+``state_dict``/``load_state_dict``, ``get_optimizer_hook_fn(sample_rate)``), and plda's
+spelling for what Opacus does not name (``epsilon_bounds(delta)``, ``accountant``). Importing this
 module registers it in Opacus's accountant registry under ``"plda"`` when Opacus is installed
 (``pip install torch opacus``; without them the class still works on its own)::
 
@@ -13,7 +14,7 @@ module registers it in Opacus's accountant registry under ``"plda"`` when Opacus
         epochs=5, max_grad_norm=1.0)
     ...
     engine.get_epsilon(1e-5)                          # certified upper bound
-    engine.accountant.get_epsilon_bounds(1e-5)        # Bounds(lower=..., upper=...)
+    engine.accountant.epsilon_bounds(1e-5)            # Bounds(lower=..., upper=...)
 
 When Opacus's ``make_private`` attaches the accountant to an optimizer, it inspects the data
 loader actually used (:func:`plda.adapters.loaders.describe_loader`) and accounts for it:
@@ -222,14 +223,24 @@ class PLDOpacusAccountant:
             return self.epochs.epsilon(delta)
         return float(self.accountant.epsilon(delta))
 
-    def get_epsilon_bounds(self, delta: float) -> Bounds:
-        """Certified ``Bounds(lower=..., upper=...)`` on epsilon at ``delta``."""
+    def epsilon_bounds(self, delta: float) -> Bounds:
+        """Certified ``Bounds(lower=..., upper=...)`` on epsilon at ``delta`` (plda's spelling,
+        as :meth:`plda.PLDAccountant.epsilon_bounds`; Opacus has no such query)."""
         if self.epochs is not None:
             return self.epochs.epsilon_bounds(delta)
         return certified.epsilon_bounds(self.accountant, delta)
 
+    def get_epsilon_bounds(self, delta: float) -> Bounds:
+        """Deprecated, removed in 0.2.0: :meth:`epsilon_bounds`."""
+        warn("PLDOpacusAccountant.get_epsilon_bounds is deprecated and will be removed in plda "
+             "0.2.0: use PLDOpacusAccountant.epsilon_bounds (plda's name for the query)",
+             DeprecationWarning)
+        return self.epsilon_bounds(delta)
+
     def __len__(self) -> int:
-        return len(self.accountant) if self.epochs is None else self.epochs.steps
+        """Number of recorded training steps (optimizer steps), as ``len()`` of
+        :class:`~plda.PLDAccountant` counts them (Opacus's meaning too)."""
+        return len(self.accountant) if self.epochs is None else len(self.epochs)
 
     def __repr__(self) -> str:
         return (

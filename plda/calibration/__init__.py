@@ -31,8 +31,9 @@ from plda.calibration.dpsgd import (
     calibrate_steps,
     calibrate_steps_detailed,
 )
-from plda.calibration.evaluator import DPSGDEvaluator, Sampler
+from plda.calibration.evaluator import DPSGDEvaluator
 from plda.calibration.targets import gdp_mu, gdp_noise_multiplier, make_target
+from plda.samplers import Sampler
 
 __all__ = [
     "DEFAULT_RTOL",

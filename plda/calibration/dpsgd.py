@@ -31,7 +31,7 @@ from plda.calibration.core import (
     Progress,
     solve,
 )
-from plda.calibration.evaluator import DPSGDEvaluator, Sampler
+from plda.calibration.evaluator import DPSGDEvaluator
 from plda.calibration.targets import (
     check_options,
     gdp_mu,
@@ -39,6 +39,7 @@ from plda.calibration.targets import (
     log_sigma,
     make_target,
 )
+from plda.samplers import Sampler
 
 __all__ = [
     "DEFAULT_MAX_STEPS",

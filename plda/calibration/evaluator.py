@@ -9,7 +9,6 @@ mechanism (the lower one from the sampler's realized pair when its own pair only
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 from plda._internal.errors import check_bracket, quiet_accuracy
 from plda.accountant import PLDAccountant
@@ -18,16 +17,14 @@ from plda.mechanisms import CustomMechanism, Gaussian, PoissonSampled
 from plda.mechanisms.base import Mechanism
 from plda.pld import PrivacyLossDistribution
 from plda.risk import advantage_bounds, true_positive_rate_bounds
+from plda.samplers import Sampler
 
-__all__ = ["RISK_SEARCH_GAP", "DPSGDEvaluator", "Sampler", "epsilon_bounds_of"]
+__all__ = ["RISK_SEARCH_GAP", "DPSGDEvaluator", "epsilon_bounds_of"]
 
 #: relative gap of the risk bounds during the search (its root is only a starting point)
 RISK_SEARCH_GAP = 1e-2
 #: grid refinements of a risk objective whose gap misses the requested one
 _REFINEMENTS = 4
-
-#: ``sampler(noise_multiplier, sample_rate) -> Mechanism``: one DP-SGD step
-Sampler = Callable[[float, float], Mechanism]
 
 
 def epsilon_bounds_of(

@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 
 from plda import __version__
+from plda.bounds import RELATIONS
 from plda.cli.checks import UsageError, integer
 from plda.cli.plot import add_plot_parser
 from plda.cli.risk import add_risk_flags
 from plda.cli.samplers import add_sampler_flags
 from plda.cli.targets import add_target_flags
-from plda.pld import DEFAULT_ACCURACY, RELATIONS
+from plda.pld import DEFAULT_ACCURACY
 
 __all__ = ["DESCRIPTION", "MechanismAction", "Parser", "build_parser"]
 

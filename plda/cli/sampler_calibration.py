@@ -23,8 +23,8 @@ from plda.cli.checks import UsageError
 from plda.cli.commands import build_pld, certified_bounds
 from plda.cli.samplers import SamplerRun
 from plda.mechanisms import NotTightWarning
-from plda.mechanisms.sampler_spec import EPOCH_SAMPLERS
 from plda.risk import advantage_bounds, true_positive_rate_bounds
+from plda.samplers import EPOCH_SAMPLERS
 
 __all__ = ["SamplerEvaluator", "calibrate_sampler"]
 

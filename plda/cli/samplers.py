@@ -1,16 +1,8 @@
 """``--sampler``: which batch sampler a DP-SGD run used, and the size flags each one needs.
 
-Every sampler is one of plda's mechanisms around ``Gaussian(sigma=--noise-multiplier)``:
-
-- ``poisson`` (the default; Opacus's DPDataLoader): ``--sample-rate``,
-  :class:`~plda.PoissonSampled`;
-- ``without-replacement`` (fixed-size batches): ``--batch-size --dataset-size``,
-  :class:`~plda.SampledWithoutReplacement`;
-- ``truncated-poisson``: ``--sample-rate --max-batch-size --dataset-size``,
-  :class:`~plda.TruncatedPoisson`;
-- ``shuffled`` (one pass per epoch): ``--num-steps`` (steps per epoch), :class:`~plda.Shuffled`;
-- ``random-allocation`` (balls-in-bins): ``--num-steps [--num-selected]``,
-  :class:`~plda.RandomAllocation`.
+Every sampler, its size flags and its mechanism around ``Gaussian(sigma=--noise-multiplier)``
+come from the sampler registry, :data:`plda.samplers.SAMPLERS` (the default is ``poisson``,
+Opacus's DPDataLoader: ``--sample-rate``).
 
 ``--steps`` always counts training steps; for the two epoch samplers it must be a whole number
 of epochs (a multiple of ``--num-steps``). A flag the chosen sampler does not use is an error
@@ -23,7 +15,9 @@ from dataclasses import dataclass
 
 from plda.cli.checks import UsageError, check_positive, check_rate, check_steps, require
 from plda.mechanisms import Gaussian, Mechanism
-from plda.mechanisms.sampler_spec import EPOCH_SAMPLERS, sampled_mechanism
+from plda.samplers import SAMPLERS as REGISTRY
+from plda.samplers import SIZES, sampled_mechanism
+from plda.samplers import flag as size_flag
 
 __all__ = [
     "DEFAULT_SAMPLER",
@@ -38,52 +32,36 @@ __all__ = [
 #: the sampler assumed without ``--sampler``: Poisson sampling, what Opacus's DPDataLoader runs
 DEFAULT_SAMPLER = "poisson"
 
-#: sampler -> its required size flags (besides --noise-multiplier and --steps); the names and
-#: the mechanisms are :func:`plda.sampled_mechanism`'s
-SAMPLERS: dict[str, tuple[str, ...]] = {
-    "poisson": ("--sample-rate",),
-    "without-replacement": ("--batch-size", "--dataset-size"),
-    "truncated-poisson": ("--sample-rate", "--max-batch-size", "--dataset-size"),
-    "shuffled": ("--num-steps",),
-    "random-allocation": ("--num-steps",),
-}
+#: sampler -> its required size flags (besides --noise-multiplier and --steps), from the
+#: sampler registry (:data:`plda.samplers.SAMPLERS`)
+SAMPLERS: dict[str, tuple[str, ...]] = {name: spec.flags for name, spec in REGISTRY.items()}
 #: optional size flags (random allocation: each record in --num-selected steps, default 1)
-OPTIONAL_FLAGS: dict[str, tuple[str, ...]] = {"random-allocation": ("--num-selected",)}
-#: every size flag -> its namespace attribute
-SIZE_FLAGS = {
-    "--sample-rate": "sample_rate",
-    "--batch-size": "batch_size",
-    "--dataset-size": "dataset_size",
-    "--max-batch-size": "max_batch_size",
-    "--num-steps": "num_steps",
-    "--num-selected": "num_selected",
+OPTIONAL_FLAGS: dict[str, tuple[str, ...]] = {
+    name: spec.optional_flags for name, spec in REGISTRY.items() if spec.optional_flags
 }
+#: every size flag -> its namespace attribute
+SIZE_FLAGS = {size_flag(size): size for size in SIZES}
 
 
 def add_sampler_flags(parser, integer) -> None:
-    """The ``--sampler`` flag and the size flags (``integer`` parses ``1e6``-style counts)."""
+    """The ``--sampler`` flag and the size flags (``integer`` parses ``1e6``-style counts);
+    ``--sample-rate`` is one of the DP-SGD flags, added with them."""
+    samplers = "; ".join(
+        f"{spec.summary}: {' '.join(spec.flags)}"
+        + "".join(f" [{option}]" for option in spec.optional_flags)
+        for spec in REGISTRY.values()
+    )
     parser.add_argument(
         "--sampler",
         choices=tuple(SAMPLERS),
         default=None,
         metavar="SAMPLER",
         help="how batches were drawn (default: poisson, the sampler Opacus's DPDataLoader "
-        "runs). One of: poisson: --sample-rate; without-replacement (fixed-size batches): "
-        "--batch-size --dataset-size; truncated-poisson: --sample-rate --max-batch-size "
-        "--dataset-size; shuffled (one pass per epoch, a certified bracket): --num-steps; "
-        "random-allocation (balls-in-bins): --num-steps [--num-selected]",
+        f"runs). One of: {samplers}",
     )
-    parser.add_argument("--batch-size", type=integer, help="records per fixed-size batch")
-    parser.add_argument("--dataset-size", type=integer, help="records in the dataset")
-    parser.add_argument("--max-batch-size", type=integer, help="cap of a truncated Poisson batch")
-    parser.add_argument(
-        "--num-steps", type=integer, help="steps per epoch (shuffled, random-allocation)"
-    )
-    parser.add_argument(
-        "--num-selected",
-        type=integer,
-        help="steps each record takes part in per epoch (random-allocation; default 1)",
-    )
+    for size, text in SIZES.items():
+        if size != "sample_rate":
+            parser.add_argument(size_flag(size), type=integer, help=text)
 
 
 @dataclass(frozen=True)
@@ -97,7 +75,7 @@ class SamplerRun:
     @property
     def epoch_length(self) -> int:
         """Steps per composed mechanism: ``--num-steps`` for epoch samplers, else 1."""
-        return self.sizes["num_steps"] if self.sampler in EPOCH_SAMPLERS else 1
+        return self.sizes["num_steps"] if REGISTRY[self.sampler].epoch else 1
 
     def count(self, steps: int | None = None) -> int:
         """Composed mechanisms for ``steps`` training steps (epochs for epoch samplers)."""
@@ -107,12 +85,7 @@ class SamplerRun:
     @property
     def nominal_rate(self) -> float:
         """The chance that a record is in a given step's batch (a starting guess only)."""
-        sizes = self.sizes
-        if self.sampler in ("poisson", "truncated-poisson"):
-            return sizes["sample_rate"]
-        if self.sampler == "without-replacement":
-            return sizes["batch_size"] / sizes["dataset_size"]
-        return sizes.get("num_selected", 1) / sizes["num_steps"]
+        return REGISTRY[self.sampler].nominal_rate(self.sizes)
 
     def step(self, sigma: float) -> Mechanism:
         """The mechanism of one step (one epoch for epoch samplers) at noise ``sigma``;
@@ -130,7 +103,7 @@ class SamplerRun:
         order = ("noise_multiplier", *SIZE_FLAGS.values(), "steps")
         record = {key: values[key] for key in order if key in values}
         record["sampler"] = self.sampler
-        if self.sampler in EPOCH_SAMPLERS and record["steps"] is not None:
+        if REGISTRY[self.sampler].epoch and record["steps"] is not None:
             record["epochs"] = self.count(record["steps"])
         return record
 
@@ -171,7 +144,7 @@ def sampler_run(args, missing: tuple[str, ...] = (), calibrated: str | None = No
     absent += [f for f in SAMPLERS[sampler] if SIZE_FLAGS[f] not in sizes and f != calibrated]
     require(absent + list(missing))
     run = SamplerRun(sampler=sampler, sizes=sizes, steps=args.steps)
-    if sampler in EPOCH_SAMPLERS and args.steps is not None:
+    if REGISTRY[sampler].epoch and args.steps is not None:
         epoch = sizes["num_steps"]
         if args.steps % epoch:
             whole = -(-args.steps // epoch) * epoch

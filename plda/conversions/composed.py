@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from plda.bounds import check_relation
 from plda.grid.discrete import DiscreteLoss
 from plda.mechanisms.base import Mechanism
 
@@ -17,8 +18,7 @@ def add_remove_steps(components, relation: str = "add_remove") -> tuple[tuple[Me
     """``(mechanism, count)`` pairs of a composition under add/remove semantics: each mechanism
     read under ``relation`` (``"replace_one"`` maps it through
     :meth:`~plda.Mechanism.under_replace_one`), steps run zero times left out."""
-    if relation not in ("add_remove", "replace_one"):
-        raise ValueError(f"relation must be 'add_remove' or 'replace_one', got {relation!r}")
+    check_relation(relation)
     steps = []
     for mechanism, count in components:
         if count == 0:

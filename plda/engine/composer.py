@@ -302,8 +302,8 @@ def compose(factors, tail: float = 1e-20, max_size: int = 1 << 23) -> DiscreteLo
     upper version moves the upper tail bound to ``+inf`` and keeps wrapped mass (it only
     increases delta); a lower version records both tails as ``spurious_mass`` to subtract.
     Floating-point error of the transforms and powers is bounded per entry (``entry_error``) and
-    in L2 (``l2_error``): the componentwise transform bound of :func:`plda.fft.transform_error`
-    carried through the powers frequency by frequency.
+    in L2 (``l2_error``): the componentwise transform bound of
+    :func:`plda._internal.fft.transform_error` carried through the powers frequency by frequency.
 
     Narrow factors are composed first as one group when that saves transforms
     (:mod:`plda.engine.grouping`); the bounds stay certified, the group's rounding carried into

@@ -121,7 +121,7 @@ def group_spectrum(members, n: int, multiply) -> Spectrum:
     At ``w = 0``, where a composition's mass sits, this is ``b_0``: the sum of the members'
     transform errors, as if they had been transformed at length ``n`` (a bound through
     ``||e||_1`` would be ~3x that). The long transform's own rounding
-    (:func:`plda.fft.transform_error` of ``||y||_1``) is added."""
+    (:func:`plda._internal.fft.transform_error` of ``||y||_1``) is added."""
     lo, hi = power_support(members)
     n_g = fft.good_size(max(hi - lo + 1, 16))
     if 2 * n_g > n:

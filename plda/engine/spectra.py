@@ -3,7 +3,7 @@
 The spectrum of a composition ``*_f law_f^{*k_f}`` is the product of the factors' spectra raised
 to their counts. Each factor's transform ``X`` is computed once per FFT length ``n`` and kept
 with ``log(|X| + eta)`` and ``eta / (|X| + eta)`` (``eta`` bounds the transform's rounding
-componentwise, :func:`plda.fft.transform_error`), which is all the error accounting of the
+componentwise, :func:`plda._internal.fft.transform_error`), which is all the error accounting of the
 composer needs. Powers are taken either from the binary powers ``X^(2^j)`` (kept, for a history
 whose counts grow) or as ``exp(k log X)`` (one-shot compositions with large counts, where its
 rounding ``u |k log X|`` is far below the ``k u`` of repeated products).

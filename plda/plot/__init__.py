@@ -2,8 +2,11 @@
 
 Importing :mod:`plda` or this package never imports matplotlib; each function imports it when
 called, takes an optional ``ax`` and returns the Axes it drew on. The functions that plot a
-composition accept a :class:`~plda.pld.PrivacyLossDistribution` or a
-:class:`~plda.accountant.PLDAccountant`.
+composition accept a :class:`~plda.pld.PrivacyLossDistribution`, a
+:class:`~plda.accountant.PLDAccountant` or an adapter holding one (Opacus's
+``PLDOpacusAccountant``, dp_accounting's ``PLDPrivacyAccountant``). Every function takes
+``color``, ``linestyle`` and ``label`` and draws a compact legend, so that several calls
+overlay on one axes (a paper figure); ``dir(plda.plot)`` lists them.
 
 What is drawn as data is certified: the band between the bounds has both edges drawn and the
 legend entry "certified bounds [lower, upper]" (with its width where it is thinner than the
@@ -11,9 +14,7 @@ line); on log axes, stretches the bounds do not resolve are marked as numerical 
 of being drawn as curves (see :mod:`plda.plot.common`).
 """
 
-from __future__ import annotations
-
-from importlib import import_module
+from importlib import import_module as _import_module
 
 _FUNCTIONS = {
     "composition_comparison": "plda.plot.composition",
@@ -31,4 +32,9 @@ def __getattr__(name: str):
     module = _FUNCTIONS.get(name)
     if module is None:
         raise AttributeError(f"module 'plda.plot' has no attribute {name!r}")
-    return getattr(import_module(module), name)
+    return getattr(_import_module(module), name)
+
+
+def __dir__() -> list[str]:
+    # the plot functions load on first use; dir() and tab completion list them all the same
+    return sorted(set(globals()) | set(__all__))

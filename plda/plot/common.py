@@ -10,12 +10,18 @@ Rules (what a reader of a published figure can rely on):
   positive and the bounds are less than :data:`RESOLVED_RATIO` apart. Elsewhere the upper bound
   is set by the numerics (FFT rounding, truncated tails, underflow), not by the mechanism, and
   a plot marks that level as a floor instead of drawing it as a curve (a lower bound of 0 is
-  never drawn on a log axis).
+  never drawn on a log axis);
+* several calls overlay on one axes (a paper figure): each curve takes its ``color``,
+  ``linestyle`` and ``label``, shared reference lines are drawn once, and
+  :func:`compact_legend` lists each entry once (one band entry for all bands).
 
-matplotlib is imported only by :func:`new_axes`, when a plot is drawn.
+matplotlib is imported only when a plot is drawn.
 """
 
 from __future__ import annotations
+
+import re
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -24,15 +30,21 @@ from plda.pld import PrivacyLossDistribution
 
 __all__ = [
     "BAND_LABEL",
+    "CURVE_GID",
     "FLOOR_COLOR",
     "RESOLVED_RATIO",
     "as_pld",
+    "compact_legend",
+    "curve_color",
     "describe_band",
     "draw_band",
     "draw_floors",
+    "drawn_once",
     "new_axes",
+    "record_of",
     "resolved",
     "runs",
+    "style_of",
 ]
 
 #: legend entry of the filled band between the certified bounds
@@ -43,6 +55,10 @@ BAND_LABEL = "certified bounds [lower, upper]"
 RESOLVED_RATIO = 10.0
 
 FLOOR_COLOR = "0.35"
+
+#: the ``gid`` of each certified curve drawn (the primary line of a band), by which a later
+#: call on the same axes picks the next colour
+CURVE_GID = "plda-curve"
 
 
 def new_axes(ax, figsize=(6, 4.5)):
@@ -55,19 +71,72 @@ def new_axes(ax, figsize=(6, 4.5)):
     return ax
 
 
+def record_of(value) -> PLDAccountant | None:
+    """The :class:`~plda.PLDAccountant` behind ``value``: itself, or the ``accountant`` of an
+    adapter (the Opacus and dp_accounting adapters); ``None`` for anything else.
+
+    Raises
+    ------
+    ValueError
+        An Opacus adapter that accounts one-pass epochs: its guarantee comes from two
+        accountants (epochs at the least and at the most noise), not from one history.
+    """
+    if isinstance(value, PLDAccountant):
+        return value
+    accountant = getattr(value, "accountant", None)
+    if not isinstance(accountant, PLDAccountant):
+        return None
+    sampler = getattr(value, "sampler", "poisson")
+    if sampler != "poisson":
+        raise ValueError(
+            f"this {type(value).__name__} accounts {sampler} epochs, whose guarantee covers "
+            "whole epochs, not steps: plot its epsilon_bounds(delta) per epoch instead"
+        )
+    return accountant
+
+
 def as_pld(value, name: str = "pld") -> PrivacyLossDistribution:
     """The :class:`~plda.pld.PrivacyLossDistribution` of ``value``: a PLD itself, or the history
-    of a :class:`~plda.accountant.PLDAccountant` (its ``pld``, at the accountant's accuracy).
+    of a :class:`~plda.accountant.PLDAccountant` or of an adapter holding one (its ``pld``, at
+    the accountant's accuracy; see :func:`record_of`).
 
     Raises ``TypeError`` for anything else and ``ValueError`` for an accountant with no steps.
     """
     if isinstance(value, PrivacyLossDistribution):
         return value
-    if isinstance(value, PLDAccountant):
-        return value.pld
+    accountant = record_of(value)
+    if accountant is not None:
+        return accountant.pld
     raise TypeError(
-        f"{name} must be a PrivacyLossDistribution or a PLDAccountant, got {type(value).__name__}"
+        f"{name} must be a PrivacyLossDistribution, a PLDAccountant or an adapter holding one "
+        f"(PLDOpacusAccountant, PLDPrivacyAccountant), got {type(value).__name__}"
     )
+
+
+def curve_color(ax, color=None):
+    """``color``, or the next colour of the cycle (``"C0"``, ``"C1"``, ...) after the certified
+    curves already on ``ax``: several calls on one axes get distinct colours."""
+    if color is not None:
+        return color
+    drawn = sum(1 for line in ax.get_lines() if line.get_gid() == CURVE_GID)
+    return f"C{drawn % 10}"
+
+
+def style_of(value, key: str, default):
+    """The style of curve ``key`` in a plot of several curves: ``default`` when ``value`` is
+    ``None``, ``value[key]`` (or ``default``) when it is a mapping, else ``value`` (one style
+    for every curve of the call)."""
+    if value is None:
+        return default
+    if isinstance(value, Mapping):
+        return value.get(key, default)
+    return value
+
+
+def drawn_once(ax, label: str) -> bool:
+    """Whether a line labelled ``label`` is on ``ax`` already (a reference line that an
+    overlaid call must not draw, and list, twice)."""
+    return any(line.get_label() == label for line in ax.get_lines())
 
 
 def resolved(lower: np.ndarray, upper: np.ndarray, ratio: float = RESOLVED_RATIO) -> np.ndarray:
@@ -85,11 +154,11 @@ def runs(mask: np.ndarray) -> list[tuple[int, int]]:
 
 
 def draw_band(ax, x, lower, upper, *, primary: str, label: str, color: str, show=None,
-              marker: str | None = None):
+              marker: str | None = None, linestyle: str = "-"):
     """Draw a certified band: the ``primary`` bound (``"upper"`` or ``"lower"``) as a labelled
-    line, the other edge as a thin line, and the fill between them labelled
-    :data:`BAND_LABEL`. ``show`` (a mask) limits all three to those points (the others become
-    gaps). Returns ``(primary line, band)``."""
+    line (``gid`` :data:`CURVE_GID`), the other edge as a thin line, both in ``linestyle``,
+    and the fill between them labelled :data:`BAND_LABEL`. ``show`` (a mask) limits all three
+    to those points (the others become gaps). Returns ``(primary line, band)``."""
     x = np.asarray(x, dtype=float)
     lower = np.asarray(lower, dtype=float)
     upper = np.asarray(upper, dtype=float)
@@ -99,8 +168,9 @@ def draw_band(ax, x, lower, upper, *, primary: str, label: str, color: str, show
     main, edge = (hidden_upper, hidden_lower) if primary == "upper" else (
         hidden_lower, hidden_upper)
     style = {"marker": marker, "markersize": 3} if marker else {}
-    (line,) = ax.plot(x, main, color=color, label=label, **style)
-    ax.plot(x, edge, color=color, linewidth=0.7, label="_band edge")
+    (line,) = ax.plot(x, main, color=color, label=label, linestyle=linestyle, gid=CURVE_GID,
+                      **style)
+    ax.plot(x, edge, color=color, linewidth=0.7, linestyle=linestyle, label="_band edge")
     band = ax.fill_between(x, lower, upper, where=show, color=color, alpha=0.25, linewidth=0,
                            label=BAND_LABEL)
     return line, band
@@ -157,3 +227,49 @@ def draw_floors(ax, x, upper, unresolved, *, quantity: str, label: str | None = 
                   label=text if not levels else "_floor")
         levels.append(level)
     return levels
+
+
+_THIN = re.compile(r"\(thinner than the line: (?P<what>.+) ≤ (?P<width>[^)]+)\)")
+
+
+def compact_legend(ax, **kwargs):
+    """A compact legend (small type, tight spacing) listing each entry once: repeated labels
+    (reference lines of overlaid calls) once, every certified band as one entry (its largest
+    width where thinner than the line; a grey patch when the bands differ in colour), every
+    numerical floor as one. ``kwargs`` go to ``ax.legend`` (``loc``, ...). Returns the legend.
+    """
+    from matplotlib.patches import Patch  # optional dependency: imported only when plotting
+
+    entries: dict = {}  # label (or a group placeholder) -> handle, in drawing order
+    bands, floors = [], []
+    for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+        group = bands if label.startswith(BAND_LABEL) else (
+            floors if label.startswith("numerical floor") else None)
+        if group is None:
+            entries.setdefault(label, handle)
+            continue
+        if not group:
+            entries[id(group)] = None  # the merged entry goes where the first one was
+        group.append((handle, label))
+    names = {}
+    if len({label for _, label in bands}) > 1:
+        found = [_THIN.search(label) for _, label in bands]
+        thin = [m for m in found if m]
+        names[id(bands)] = BAND_LABEL + (
+            f"\n(thinner than the line: {thin[0]['what']} ≤ "
+            f"{max(float(m['width']) for m in thin):.2g})" if thin else "")
+    if len(floors) > 1:
+        names[id(floors)] = "numerical floors: only the dashed level is certified there"
+    labels, handles = [], []
+    for key, handle in entries.items():
+        if isinstance(key, str):
+            labels.append(key)
+            handles.append(handle)
+            continue
+        group = bands if key == id(bands) else floors
+        labels.append(names.get(key, group[0][1]))
+        colors = {tuple(h.get_facecolor().ravel()) for h, _ in group} if group is bands else ()
+        handles.append(Patch(facecolor="0.5", alpha=0.25) if len(colors) > 1 else group[0][0])
+    options = {"fontsize": "small", "handlelength": 1.6, "labelspacing": 0.3,
+               "borderpad": 0.4, "handletextpad": 0.5, "framealpha": 0.85}
+    return ax.legend(handles, labels, **(options | kwargs))

@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from plda import theorems
+from plda.plot.common import compact_legend, style_of
 from plda.theorems import common as checks
+
+__all__ = ["composition_comparison"]
+
+#: each curve's key (for ``color``/``linestyle`` mappings), legend entry and own style
+_CURVES = {
+    "basic": ("basic composition", "0.45", "--"),
+    "advanced": ("advanced composition (DRV10)", "tab:red", "-"),
+    "kov": ("KOV bound (Thm 3.4)", "tab:orange", "-"),
+    "optimal": ("optimal (KOV exact)", "tab:blue", "-"),
+    "pld": ("optimal (PLD engine, upper bound)", "tab:green", "none"),
+}
 
 
 def composition_comparison(
@@ -18,6 +30,9 @@ def composition_comparison(
     *,
     pld_steps: Sequence[int] | None = None,
     ax=None,
+    label: str | None = None,
+    color=None,
+    linestyle=None,
 ):
     """Plot total epsilon against the number ``k`` of ``(epsilon, delta)``-DP steps, for each
     composition theorem, at total delta ``k delta + delta_slack`` (the accounting of advanced
@@ -40,11 +55,26 @@ def composition_comparison(
     pld_steps
         Values of ``k`` at which to mark the PLD optimum (``None``: no markers).
     ax
-        A matplotlib axes to draw on (default: a new figure).
+        A matplotlib axes to draw on (default: a new figure); calls on one axes overlay (e.g.
+        two per-step guarantees, told apart by ``linestyle`` and ``label``).
+    label
+        Names this call's curves in the legend: each entry reads ``"label: ..."`` (default: no
+        name).
+    color, linestyle
+        One value for every curve of this call, or a mapping from a curve (``"basic"``,
+        ``"advanced"``, ``"kov"``, ``"optimal"``, ``"pld"``) to a value; ``None``: each curve
+        its own (basic grey and dashed, DRV10 red, KOV orange, optimum blue, PLD green
+        circles).
 
     Returns
     -------
     The matplotlib axes.
+
+    Raises
+    ------
+    ValueError
+        A guarantee or count out of range, or a ``delta_slack`` outside
+        ``(0, 1 - max_steps delta)``.
     """
     import matplotlib.pyplot as plt  # optional dependency: imported only when plotting
 
@@ -59,6 +89,7 @@ def composition_comparison(
         )
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 4.5))
+    overlaid = ax.has_data()
 
     ks = np.arange(1, max_steps + 1)
     totals = [k * delta + delta_slack for k in ks]
@@ -73,24 +104,25 @@ def composition_comparison(
         for k, total in zip(ks, totals, strict=True)
     ]
 
-    ax.plot(ks, basic, label="basic composition", color="0.45", linestyle="--")
-    ax.plot(ks, drv, label="advanced composition (DRV10)", color="tab:red")
-    ax.plot(ks, kov_bound, label="KOV bound (Thm 3.4)", color="tab:orange")
-    ax.plot(ks, exact, label="optimal (KOV exact)", color="tab:blue", linewidth=2)
+    def style(key: str) -> dict:
+        entry, own_color, own_linestyle = _CURVES[key]
+        # the PLD points are markers: only a mapping gives them a line
+        lines = linestyle if key != "pld" or isinstance(linestyle, Mapping) else None
+        return {"label": entry if label is None else f"{label}: {entry}",
+                "color": style_of(color, key, own_color),
+                "linestyle": style_of(lines, key, own_linestyle)}
+
+    ax.plot(ks, basic, **style("basic"))
+    ax.plot(ks, drv, **style("advanced"))
+    ax.plot(ks, kov_bound, **style("kov"))
+    ax.plot(ks, exact, linewidth=2, **style("optimal"))
     if pld_steps:
         points = sorted({checks.count_value("pld_steps", k) for k in pld_steps})
         values = [
             theorems.optimal([(epsilon, delta)] * k, k * delta + delta_slack, method="pld").epsilon
             for k in points
         ]
-        ax.plot(
-            points,
-            values,
-            "o",
-            color="tab:green",
-            markerfacecolor="none",
-            label="optimal (PLD engine, upper bound)",
-        )
+        ax.plot(points, values, marker="o", markerfacecolor="none", **style("pld"))
     ax.set_xlabel("number of composed steps k")
     ax.set_ylabel("total epsilon")
     ax.set_title(
@@ -98,8 +130,8 @@ def composition_comparison(
         f"delta = k·{delta:g} + {delta_slack:g}",
         fontsize=10,
     )
-    ax.set_xlim(1, max_steps)
+    ax.set_xlim(1, max(max_steps, ax.get_xlim()[1]) if overlaid else max_steps)
     ax.set_ylim(bottom=0)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=9)
+    compact_legend(ax)
     return ax

@@ -5,6 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from plda.filters import LAPLACE_COLUMN, OPTIMAL_COLUMN, FilterComparison, compare_filters
+from plda.plot.common import compact_legend, style_of
+
+__all__ = ["filter_comparison"]
 
 _STYLE = {
     "basic": dict(color="#7f7f7f", marker="o"),
@@ -20,7 +23,10 @@ _STYLE = {
 _ZERO_ROW = 10**-0.07
 
 
-def filter_comparison(comparison: FilterComparison | None = None, *, ax=None, **kwargs):
+def filter_comparison(
+    comparison: FilterComparison | None = None, *, ax=None, label: str | None = None,
+    color=None, linestyle=None, **kwargs,
+):
     """Plot the number of pure ε₀-steps (e.g. Laplace queries) each privacy filter allows before
     its budget is spent, against ε₀, next to the non-adaptive optimum — the privacy-filters
     tutorial's "number of runs before the budget is spent" figure, for every filter.
@@ -30,7 +36,14 @@ def filter_comparison(comparison: FilterComparison | None = None, *, ax=None, **
     comparison
         A :class:`plda.filters.FilterComparison`; by default ``compare_filters(**kwargs)``.
     ax
-        A matplotlib axes to draw on (default: a new figure).
+        A matplotlib axes to draw on (default: a new figure); calls on one axes overlay (e.g.
+        two budgets, told apart by ``linestyle`` and ``label``).
+    label
+        Names this call's columns in the legend: each entry reads ``"label: column"``
+        (default: the column's name alone).
+    color, linestyle
+        One value for every column of this call, or a mapping from a column name to a value;
+        ``None``: each column its own (the markers still tell the columns apart).
     **kwargs
         Passed to :func:`plda.filters.compare_filters` when ``comparison`` is ``None``.
 
@@ -50,6 +63,7 @@ def filter_comparison(comparison: FilterComparison | None = None, *, ax=None, **
         raise TypeError(f"comparison must be a FilterComparison, got {type(comparison).__name__}")
     if ax is None:
         _, ax = plt.subplots(figsize=(8, 5))
+    before = ax.get_ylim()[0] if ax.has_data() else None  # an overlaid call keeps what is drawn
     steps = np.asarray(comparison.step_epsilons, dtype=float)
     # a count of 0 has no place on the log axis: it is marked by a cross below 1 (in the
     # column's colour) instead of the line silently ending there
@@ -58,7 +72,10 @@ def filter_comparison(comparison: FilterComparison | None = None, *, ax=None, **
         column = comparison.column(name)
         counts = np.array([np.nan if c is None or c == 0 else c for c in column], dtype=float)
         style = dict(_STYLE.get(name, {}))
-        (line,) = ax.plot(steps, counts, label=name, markersize=4, linewidth=1.5, **style)
+        style["color"] = style_of(color, name, style.get("color"))
+        style["linestyle"] = style_of(linestyle, name, style.get("linestyle", "-"))
+        (line,) = ax.plot(steps, counts, label=name if label is None else f"{label}: {name}",
+                          markersize=4, linewidth=1.5, **style)
         zeros = steps[[c == 0 for c in column]]
         if len(zeros):
             # one row per refusing column below count 1 (where no count can be), so that
@@ -69,7 +86,8 @@ def filter_comparison(comparison: FilterComparison | None = None, *, ax=None, **
                        color=line.get_color(), label="_no step")
     if refused:
         ax.scatter([], [], marker="x", color="0.3", label="× below 1: no step allowed (0 runs)")
-        ax.set_ylim(bottom=_ZERO_ROW ** (refused + 0.7))
+        bottom = _ZERO_ROW ** (refused + 0.7)
+        ax.set_ylim(bottom=bottom if before is None else min(bottom, before))
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel(r"$\varepsilon_0$ of each step (pure DP, e.g. a Laplace query)")
@@ -80,5 +98,5 @@ def filter_comparison(comparison: FilterComparison | None = None, *, ax=None, **
         fontsize=10,
     )
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
+    compact_legend(ax)
     return ax

@@ -2,7 +2,8 @@
 training steps is :mod:`plda.plot.steps`).
 
 matplotlib is optional: it is imported inside each function. Every function draws on ``ax`` (a
-new figure when ``None``) and returns the axes.
+new figure when ``None``) and returns the axes; calls on one axes overlay (``color``,
+``linestyle``, ``label`` per curve, one compact legend).
 """
 
 from __future__ import annotations
@@ -13,24 +14,29 @@ import numbers
 import numpy as np
 from scipy.special import ndtr, ndtri
 
-from plda import tradeoff as tradeoff_module
 from plda._internal import validation as check
 from plda.accountant import PLDAccountant
+from plda.conversions import profile as profile_conversion
+from plda.conversions import tradeoff as tradeoff_conversion
+from plda.conversions.gdp import gaussian_tradeoff
 from plda.pld import PrivacyLossDistribution
 from plda.plot.common import (
+    CURVE_GID,
     FLOOR_COLOR,
     RESOLVED_RATIO,
     as_pld,
+    compact_legend,
+    curve_color,
     describe_band,
     draw_band,
     draw_floors,
+    drawn_once,
     new_axes,
     resolved,
 )
 
 __all__ = ["privacy_profile", "tradeoff"]
 
-_PLD_COLOR = "#1f77b4"
 _GDP_COLOR = "#2ca02c"
 
 
@@ -42,6 +48,8 @@ def tradeoff(
     alpha=None,
     log_scale: bool = False,
     label: str = "composition",
+    color: str | None = None,
+    linestyle: str = "-",
 ):
     """Tradeoff curve ``beta = f(alpha)`` of the composition (Dong, Roth & Su 2019): the
     certified lower bound as a line, the certified upper bound as a thin line and the band
@@ -54,11 +62,17 @@ def tradeoff(
     bounds within a factor 10, as in :func:`privacy_profile`); at smaller false-positive rates
     the upper bound is set by the numerics' floor in ``delta`` and is marked as a dashed floor.
 
+    Calls on one axes overlay (a paper figure): each draws its curve and band in its own
+    ``color`` and ``linestyle``; the reference lines are drawn once and the legend lists one
+    band entry.
+
     Parameters
     ----------
     pld
-        The composition: a :class:`~plda.pld.PrivacyLossDistribution` or a
-        :class:`~plda.accountant.PLDAccountant` (its recorded history).
+        The composition: a :class:`~plda.pld.PrivacyLossDistribution`, a
+        :class:`~plda.accountant.PLDAccountant` (its recorded history), or an adapter holding
+        one (:class:`plda.adapters.opacus.PLDOpacusAccountant`,
+        :class:`plda.adapters.dp_accounting.PLDPrivacyAccountant`).
     ax
         Axes to draw on (default: a new figure).
     reference_mu
@@ -73,7 +87,22 @@ def tradeoff(
         Membership-inference view: true-positive rate ``1 - beta`` against false-positive rate
         ``alpha`` on log-log axes (the low-FPR regime).
     label
-        Legend label of the curve.
+        Names the curve in the legend (``"label: certified lower bound on β"``).
+    color
+        Colour of the curve and its band (default: the next colour of the axes' cycle,
+        ``"C0"`` on fresh axes).
+    linestyle
+        Line style of the curve and its band's edge.
+
+    Returns
+    -------
+    The matplotlib axes.
+
+    Raises
+    ------
+    TypeError, ValueError
+        ``pld`` of another type or an empty accountant, a ``reference_mu`` that is negative or
+        infinite, an ``alpha`` outside [0, 1] (or without a positive value for ``log_scale``).
     """
     pld = as_pld(pld)
     if reference_mu is not None:
@@ -90,22 +119,25 @@ def tradeoff(
         alpha = np.geomspace(1e-10, 1, 600) if log_scale else np.linspace(0, 1, 601)
     a = np.sort(np.atleast_1d(check.array_in("alpha", alpha, 0.0, 1.0)))
     ax = new_axes(ax)
+    color = curve_color(ax, color)
     if log_scale:
         a = a[a > 0]  # alpha = 0 has no place on a log axis
         if not len(a):
             raise ValueError("alpha must hold a false-positive rate in (0, 1] for log_scale")
-        bounds = tradeoff_module.true_positive_rate_bounds(pld, a)
+        bounds = tradeoff_conversion.true_positive_rate_bounds(pld.composed_laws(), a)
         # TPR is non-decreasing in FPR: the running minimum of upper bounds from the right and
         # the running maximum of lower bounds from the left are still certified at each alpha
         upper = np.minimum.accumulate(np.asarray(bounds.upper, dtype=float)[::-1])[::-1]
         lower = np.minimum(np.maximum.accumulate(np.asarray(bounds.lower, dtype=float)), upper)
         show = resolved(lower, upper)
-        line, band = draw_band(ax, a, lower, upper, primary="upper", color=_PLD_COLOR,
-                               show=show, label=f"{label}: certified max TPR")
+        line, band = draw_band(ax, a, lower, upper, primary="upper", color=color,
+                               show=show, label=f"{label}: certified max TPR",
+                               linestyle=linestyle)
         # unresolved (tiny FPRs): the upper bound is the numerics' floor in delta, not a curve
         draw_floors(ax, a, upper, ~show, quantity="TPR")
-        ax.plot(a, a, ":", color="black", label="random guessing (TPR = FPR)")
-        if reference_mu is not None:
+        if not drawn_once(ax, "random guessing (TPR = FPR)"):
+            ax.plot(a, a, ":", color="black", label="random guessing (TPR = FPR)")
+        if reference_mu is not None and not drawn_once(ax, f"{reference_mu:.3g}-GDP"):
             with np.errstate(divide="ignore"):
                 tpr = ndtr(ndtri(a) + reference_mu)  # 1 - G_mu(alpha) without cancellation
             ax.plot(a, tpr, "--", color=_GDP_COLOR, label=f"{reference_mu:.3g}-GDP")
@@ -117,12 +149,14 @@ def tradeoff(
         describe_band(ax, band, a[show], lower[show], upper[show],
                       linewidth=line.get_linewidth())
     else:
-        lower, upper = tradeoff_module.tradeoff_bounds(pld, a)
-        line, band = draw_band(ax, a, lower, upper, primary="lower", color=_PLD_COLOR,
-                               label=f"{label}: certified lower bound on β")
-        ax.plot(a, 1 - a, ":", color="black", label="perfect privacy (β = 1 − α)")
-        if reference_mu is not None:
-            ax.plot(a, tradeoff_module.gaussian_tradeoff(a, reference_mu), "--",
+        lower, upper = pld.tradeoff_bounds(a)
+        line, band = draw_band(ax, a, lower, upper, primary="lower", color=color,
+                               label=f"{label}: certified lower bound on β",
+                               linestyle=linestyle)
+        if not drawn_once(ax, "perfect privacy (β = 1 − α)"):
+            ax.plot(a, 1 - a, ":", color="black", label="perfect privacy (β = 1 − α)")
+        if reference_mu is not None and not drawn_once(ax, f"{reference_mu:.3g}-GDP"):
+            ax.plot(a, gaussian_tradeoff(a, reference_mu), "--",
                     color=_GDP_COLOR, label=f"{reference_mu:.3g}-GDP")
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1)
@@ -131,7 +165,7 @@ def tradeoff(
         ax.set_ylabel("type-II error β")
         ax.set_title("Tradeoff function (f-DP)")
         describe_band(ax, band, a, lower, upper, linewidth=line.get_linewidth(), relative=False)
-    ax.legend(fontsize="small")
+    compact_legend(ax)
     return ax
 
 
@@ -143,6 +177,8 @@ def privacy_profile(
     label: str = "composition",
     resolved_ratio: float = RESOLVED_RATIO,
     refine: bool = False,
+    color: str | None = None,
+    linestyle: str = "-",
 ):
     """Privacy profile ``delta(epsilon)`` (the hockey-stick divergence) on a logarithmic
     ``delta`` axis, drawn only where the certified bounds resolve it.
@@ -164,18 +200,23 @@ def privacy_profile(
       not drawn as a curve; a lower bound of 0 is never drawn;
     * where the certified upper bound is exactly 0, a dotted vertical line (``delta = 0``).
 
+    Calls on one axes overlay (``color``, ``linestyle``, ``label`` per curve); the axis limits
+    then cover every curve.
+
     Parameters
     ----------
     pld
-        The composition: a :class:`~plda.pld.PrivacyLossDistribution` or a
-        :class:`~plda.accountant.PLDAccountant` (its recorded history).
+        The composition: a :class:`~plda.pld.PrivacyLossDistribution`, a
+        :class:`~plda.accountant.PLDAccountant` (its recorded history), or an adapter holding
+        one (:class:`plda.adapters.opacus.PLDOpacusAccountant`,
+        :class:`plda.adapters.dp_accounting.PLDPrivacyAccountant`).
     ax
         Axes to draw on (default: a new figure).
     epsilon
         The ``epsilon >= 0`` to evaluate (default: 400 points from 0 to a little past where the
         certified ``delta`` on the current grid reaches ``1e-12``).
     label
-        Legend label of the curve.
+        Names the curve in the legend (``"label: certified upper bound on δ(ε)"``).
     resolved_ratio
         Largest ``upper / lower`` drawn as a curve (default 10: one decade).
     refine
@@ -183,10 +224,21 @@ def privacy_profile(
         refines the grid to the composition's accuracy (resolves more of the tail, e.g. of a
         single Gaussian, at the cost of finer grids: seconds for long compositions). Default:
         the current grid step only.
+    color
+        Colour of the curve and its band (default: the next colour of the axes' cycle,
+        ``"C0"`` on fresh axes).
+    linestyle
+        Line style of the curve and its band's edge.
 
     Returns
     -------
     The matplotlib axes.
+
+    Raises
+    ------
+    TypeError, ValueError
+        ``pld`` of another type or an empty accountant, a ``resolved_ratio`` not above 1, a
+        ``refine`` that is not a bool, a negative ``epsilon``.
     """
     pld = as_pld(pld)
     resolved_ratio = check.positive_float("resolved_ratio", resolved_ratio)
@@ -197,12 +249,15 @@ def privacy_profile(
     if epsilon is None:
         # the range where the certified profile is above 1e-12, from the current grid (asking
         # for epsilon(1e-12) would refine the grid for that delta)
-        samples = tradeoff_module.symmetric_profile(pld, "upper")
+        samples = profile_conversion.symmetric_profile(pld.composed_laws(), "upper")
         below = samples.epsilon[(samples.epsilon >= 0) & (samples.delta <= 1e-12)]
         top = float(below[0]) if len(below) else float(samples.epsilon[-1])
         epsilon = np.linspace(0, 1.1 * max(top, 1e-3), 400)
     e = np.sort(np.atleast_1d(check.array_in("epsilon", epsilon, 0.0, np.inf)))
     ax = new_axes(ax)
+    overlaid = any(line.get_gid() == CURVE_GID for line in ax.get_lines())
+    limits = ax.get_xlim(), ax.get_ylim()
+    color = curve_color(ax, color)
     if refine:
         # the engine's own answer: refines the grid for the deltas on the curve, and below the
         # FFT's rounding floor recomposes under an exponential tilt
@@ -230,8 +285,8 @@ def privacy_profile(
     lower = np.minimum(np.maximum.accumulate(lower[::-1])[::-1], upper)
     zero = upper <= 0
     show = resolved(lower, upper, resolved_ratio)
-    line, band = draw_band(ax, e, lower, upper, primary="upper", color=_PLD_COLOR, show=show,
-                           label=f"{label}: certified upper bound on δ(ε)")
+    line, band = draw_band(ax, e, lower, upper, primary="upper", color=color, show=show,
+                           label=f"{label}: certified upper bound on δ(ε)", linestyle=linestyle)
     floors = draw_floors(ax, e, upper, ~show & ~zero, quantity="δ")
     if zero.any():
         at = float(e[np.argmax(zero)])
@@ -240,12 +295,18 @@ def privacy_profile(
     ax.set_yscale("log")
     drawn = np.concatenate([upper[show], lower[show], floors])
     if len(drawn):
-        ax.set_ylim(drawn.min() / 3, min(1.0, drawn.max() * 3))
+        bottom, top = drawn.min() / 3, min(1.0, drawn.max() * 3)
+        if overlaid:  # the limits cover the curves drawn before too
+            bottom, top = min(bottom, limits[1][0]), max(top, limits[1][1])
+        ax.set_ylim(bottom, top)
     if e[-1] > e[0]:
-        ax.set_xlim(e[0], e[-1])
+        left, right = e[0], e[-1]
+        if overlaid:
+            left, right = min(left, limits[0][0]), max(right, limits[0][1])
+        ax.set_xlim(left, right)
     ax.set_xlabel("ε")
     ax.set_ylabel("δ(ε)")
     ax.set_title("Privacy profile")
     describe_band(ax, band, e[show], lower[show], upper[show], linewidth=line.get_linewidth())
-    ax.legend(fontsize="small", loc="upper right")
+    compact_legend(ax, loc="upper right")
     return ax

@@ -2,9 +2,13 @@
 accounting and the Gaussian-DP central limit.
 
 The first argument is either *one step* (a mechanism, repeated ``k`` times for each ``k`` on
-the axis) or a *record of steps* (an accountant, or a PLD of one mechanism): then the point at
-``k`` is the privacy of the first ``k`` recorded steps, never of the record repeated. matplotlib
-is optional: it is imported when a plot is drawn.
+the axis) or a *record of steps* (an accountant or an adapter holding one, or a PLD of one
+mechanism): then the point at ``k`` is the privacy of the first ``k`` recorded steps, never of
+the record repeated. Steps are training steps, counted as ``len(accountant)`` counts them: an
+epoch of an epoch sampler (:class:`~plda.Shuffled`, :class:`~plda.RandomAllocation`) is its
+``num_steps`` steps, so its points fall on whole epochs. Calls on one axes overlay
+(``color``, ``linestyle``, ``label``, one compact legend). matplotlib is optional: it is
+imported when a plot is drawn.
 """
 
 from __future__ import annotations
@@ -15,22 +19,29 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from plda import renyi as renyi_module
-from plda import tradeoff as tradeoff_module
 from plda._internal import validation as check
-from plda.accountant import PLDAccountant
+from plda.conversions import renyi as renyi_conversion
+from plda.conversions.gdp import log_gaussian_delta
 from plda.mechanisms.base import Mechanism
 from plda.mechanisms.gaussian import Gaussian
 from plda.mechanisms.subsampled import PoissonSampled
 from plda.pld import PrivacyLossDistribution
-from plda.plot.common import describe_band, draw_band, new_axes
+from plda.plot.common import (
+    compact_legend,
+    curve_color,
+    describe_band,
+    draw_band,
+    new_axes,
+    record_of,
+    style_of,
+)
+from plda.samplers import training_steps
 
 __all__ = ["StepSource", "accounting_comparison", "epsilon_vs_steps", "step_source"]
 
 #: accuracy of the engine for the per-steps curves (a moderate one keeps them fast)
 STEPS_ACCURACY = 1e-2
 
-_PLD_COLOR = "#1f77b4"
 _RDP_COLOR = "#d62728"
 _GDP_COLOR = "#2ca02c"
 
@@ -56,6 +67,9 @@ class StepSource:
     repeated
         True when ``history`` is one step to repeat (any ``k``), False when it is a record whose
         first ``k`` steps are read (``k`` at most :attr:`recorded`).
+
+    Steps are training steps: a run of an epoch sampler's mechanism is its ``num_steps`` steps
+    (:func:`plda.samplers.training_steps`), and ``k`` must end on a whole epoch there.
     """
 
     history: tuple
@@ -64,15 +78,15 @@ class StepSource:
 
     @property
     def recorded(self) -> int:
-        """Number of recorded steps (mechanism runs)."""
-        return sum(count for _, count in self.history)
+        """Number of recorded training steps (as ``len(accountant)`` counts them)."""
+        return sum(count * training_steps(mechanism) for mechanism, count in self.history)
 
     def first(self, steps: int) -> tuple:
-        """Run-length components of the first ``steps`` steps (``steps`` runs of the one step
-        when :attr:`repeated`)."""
+        """Run-length components of the first ``steps`` training steps (the one step repeated
+        when :attr:`repeated`); ``ValueError`` beyond the record or inside an epoch."""
         if self.repeated:
             ((mechanism, _),) = self.history
-            return ((mechanism, steps),)
+            return ((mechanism, _runs(mechanism, steps, steps)),)
         if steps > self.recorded:
             raise ValueError(
                 f"steps: {steps} is beyond the {self.recorded} steps recorded; plot at most "
@@ -82,14 +96,27 @@ class StepSource:
         for mechanism, count in self.history:
             if left <= 0:
                 break
-            out.append((mechanism, min(count, left)))
-            left -= count
+            length = count * training_steps(mechanism)
+            out.append((mechanism, count if left >= length else _runs(mechanism, left, steps)))
+            left -= length
         return tuple(out)
 
     def pld(self, steps: int, accuracy: float) -> PrivacyLossDistribution:
         """The PLD of the first ``steps`` steps at ``accuracy`` (its lower bound comes from the
         realized pairs, as the accountant's does)."""
         return PrivacyLossDistribution(self.first(steps), self.relation, accuracy)
+
+
+def _runs(mechanism: Mechanism, steps: int, asked: int) -> int:
+    """Runs of ``mechanism`` in ``steps`` training steps; ``ValueError`` (naming the ``asked``
+    count) when they end inside an epoch."""
+    per = training_steps(mechanism)
+    if steps % per:
+        raise ValueError(
+            f"steps: {asked} ends inside an epoch of {per} steps ({type(mechanism).__name__}, "
+            f"analysed per whole epoch); plot at whole epochs"
+        )
+    return steps // per
 
 
 def step_source(value) -> StepSource:
@@ -123,15 +150,9 @@ def step_source(value) -> StepSource:
         return StepSource(
             history=((mechanism, sum(k for _, k in history)),), relation=value.relation
         )
-    accountant = value if isinstance(value, PLDAccountant) else getattr(value, "accountant", None)
-    if not isinstance(accountant, PLDAccountant):
+    accountant = record_of(value)
+    if accountant is None:
         raise TypeError(f"accountant_or_mechanism must be {_SOURCES}, got {type(value).__name__}")
-    sampler = getattr(value, "sampler", "poisson")
-    if accountant is not value and sampler != "poisson":
-        raise ValueError(
-            f"this {type(value).__name__} accounts {sampler} epochs, whose guarantee covers "
-            "whole epochs, not steps: plot its get_epsilon_bounds(delta) per epoch instead"
-        )
     history = accountant.history
     if not history:
         raise ValueError("the accountant has no recorded steps")
@@ -143,8 +164,8 @@ def _steps(steps, source: StepSource) -> np.ndarray:
     if values.ndim != 1 or len(values) == 0:
         raise ValueError("steps must be a non-empty sequence of positive integers")
     k = np.array(sorted({check.count("steps", v, minimum=1) for v in values.tolist()}))
-    if not source.repeated and k[-1] > source.recorded:
-        source.first(int(k[-1]))  # raises, saying how many were recorded
+    for count in (k[::-1] if not source.repeated else k):
+        source.first(int(count))  # raises beyond the record (saying how many) or in an epoch
     return k
 
 
@@ -162,13 +183,16 @@ def epsilon_vs_steps(
     ax=None,
     *,
     accuracy: float = STEPS_ACCURACY,
-    label: str | None = None,
+    label: str = "PLD",
+    color: str | None = None,
+    linestyle: str = "-",
 ):
     """Certified ``epsilon(delta)`` against the number of training steps: the upper bound as a
     line with markers, the lower bound as a thin line and the band between them (legend
     ``"certified bounds [lower, upper]"``, with its relative width when it is thinner than the
     line). One engine call per ``steps`` value (``accuracy`` defaults to a moderate 1e-2: the
-    band shows what it costs).
+    band shows what it costs). Calls on one axes overlay (several runs in one figure: each its
+    ``color``, ``linestyle`` and ``label``, one compact legend).
 
     Parameters
     ----------
@@ -179,9 +203,11 @@ def epsilon_vs_steps(
         under the record's relation): a :class:`~plda.PLDAccountant`, an Opacus or
         dp_accounting adapter (:class:`plda.adapters.opacus.PLDOpacusAccountant`,
         :class:`plda.adapters.PLDPrivacyAccountant`), or a PLD of one mechanism.
-        Steps are counted as ``len(accountant)`` counts them (an epoch mechanism is one run).
+        Steps are training steps, counted as ``len(accountant)`` counts them (an epoch of an
+        epoch sampler is its ``num_steps`` steps).
     steps
-        Step counts ``k >= 1`` (at most the number recorded for a record of steps).
+        Step counts ``k >= 1`` (at most the number recorded for a record of steps; whole
+        epochs for an epoch sampler).
     delta
         The ``delta`` in ``(0, 1)`` at which epsilon is bounded.
     ax
@@ -189,7 +215,12 @@ def epsilon_vs_steps(
     accuracy
         Target relative gap of each point's epsilon bounds.
     label
-        Legend label of the upper bound.
+        Names the curve in the legend (``"label: certified upper bound on ε (δ = ...)"``).
+    color
+        Colour of the curve and its band (default: the next colour of the axes' cycle,
+        ``"C0"`` on fresh axes).
+    linestyle
+        Line style of the curve and its band's edge.
 
     Returns
     -------
@@ -198,8 +229,8 @@ def epsilon_vs_steps(
     Raises
     ------
     ValueError
-        A step count beyond the recorded ones, a ``delta`` outside (0, 1), a record without an
-        order (see :func:`step_source`).
+        A step count beyond the recorded ones or inside an epoch, a ``delta`` outside (0, 1),
+        a record without an order (see :func:`step_source`).
     TypeError
         For an ``accountant_or_mechanism`` of another type.
     """
@@ -208,22 +239,24 @@ def epsilon_vs_steps(
     d = _check_delta(delta)
     ax = new_axes(ax)
     line, band, lower, upper = _epsilon_band(
-        ax, source, k, d, accuracy, label or f"PLD: certified upper bound on ε (δ = {d:g})"
+        ax, source, k, d, accuracy, f"{label}: certified upper bound on ε (δ = {d:g})",
+        curve_color(ax, color), linestyle,
     )
     describe_band(ax, band, k, lower, upper, linewidth=line.get_linewidth())
-    ax.legend(fontsize="small")
+    compact_legend(ax)
     return ax
 
 
-def _epsilon_band(ax, source: StepSource, k: np.ndarray, d: float, accuracy: float, label: str):
+def _epsilon_band(ax, source: StepSource, k: np.ndarray, d: float, accuracy: float, label: str,
+                  color: str, linestyle: str):
     """Draw the certified epsilon(d) band of the first ``k`` steps of ``source``."""
     lower = np.empty(len(k))
     upper = np.empty(len(k))
     for i, count in enumerate(k):
         bounds = source.pld(int(count), accuracy).epsilon_bounds(d)
         lower[i], upper[i] = bounds.lower, bounds.upper
-    line, band = draw_band(ax, k, lower, upper, primary="upper", color=_PLD_COLOR, marker="o",
-                           label=label)
+    line, band = draw_band(ax, k, lower, upper, primary="upper", color=color, marker="o",
+                           label=label, linestyle=linestyle)
     ax.set_xlabel("training steps")
     ax.set_ylabel("ε")
     ax.set_title("Privacy loss over training")
@@ -261,7 +294,7 @@ def _gdp_epsilon(mu: float, delta: float) -> float:
     from scipy.optimize import brentq
 
     def gap(e):
-        return float(np.exp(tradeoff_module.log_gaussian_delta(e, mu))) - delta
+        return float(np.exp(log_gaussian_delta(e, mu))) - delta
 
     if gap(0.0) <= 0:
         return 0.0
@@ -278,15 +311,28 @@ def accounting_comparison(
     ax=None,
     *,
     accuracy: float = STEPS_ACCURACY,
+    label: str | None = None,
+    color=None,
+    linestyle=None,
 ):
     """``epsilon(delta)`` against training steps by several accountings of the same steps:
-    the PLD (certified band), RDP accounting (certified Rényi curve converted with the
-    Canonne–Kamath–Steinke bound, :func:`plda.renyi.renyi_epsilon`) and, for (Poisson-sampled)
-    Gaussian steps, the Gaussian-DP central-limit approximation (not a bound: it can
-    under-report).
+    the PLD (certified band, round markers), RDP accounting (certified Rényi curve converted
+    with the Canonne–Kamath–Steinke bound, :func:`plda.conversions.renyi.renyi_epsilon`; square
+    markers, dashed) and, for (Poisson-sampled) Gaussian steps, the Gaussian-DP central-limit
+    approximation (not a bound: it can under-report; triangles, dotted).
 
     ``accountant_or_mechanism``, ``steps``, ``delta``, ``ax`` and ``accuracy`` are those of
     :func:`epsilon_vs_steps`: one step repeated, or a record of steps read at its prefixes.
+    Calls on one axes overlay (several runs in one figure).
+
+    Parameters
+    ----------
+    label
+        Names this run in the legend: each entry reads ``"label: ..."`` (default: no name).
+    color, linestyle
+        One value for the three curves of this run (the markers still tell them apart), or a
+        mapping from ``"pld"``, ``"rdp"``, ``"gdp"`` to a value; ``None``: each its own (PLD
+        the next colour of the axes' cycle, RDP red and dashed, GDP green and dotted).
 
     Returns
     -------
@@ -301,18 +347,26 @@ def accounting_comparison(
     k = _steps(steps, source)
     d = _check_delta(delta)
     ax = new_axes(ax)
+    name = "" if label is None else f"{label}: "
     line, band, lower, upper = _epsilon_band(
-        ax, source, k, d, accuracy, "PLD: certified upper bound on ε"
+        ax, source, k, d, accuracy, f"{name}PLD: certified upper bound on ε",
+        style_of(color, "pld", curve_color(ax)), style_of(linestyle, "pld", "-"),
     )
-    rdp = np.array([renyi_module.renyi_epsilon(source.pld(int(c), accuracy), d) for c in k])
-    ax.plot(k, rdp, "s--", color=_RDP_COLOR, markersize=3, label="RDP accounting (certified)")
+    rdp = np.array([
+        renyi_conversion.renyi_epsilon(source.pld(int(c), accuracy).composed_laws(), d)
+        for c in k
+    ])
+    ax.plot(k, rdp, marker="s", linestyle=style_of(linestyle, "rdp", "--"),
+            color=style_of(color, "rdp", _RDP_COLOR), markersize=3,
+            label=f"{name}RDP accounting (certified)")
     if source.relation == "add_remove":  # the central limit is stated for add/remove pairs
         mus = [_clt_mu(source.first(int(c))) for c in k]
         if all(m is not None for m in mus):
             gdp = np.array([_gdp_epsilon(m, d) for m in mus])
-            ax.plot(k, gdp, "^:", color=_GDP_COLOR, markersize=3,
-                    label="GDP central limit (approximation, not a bound)")
+            ax.plot(k, gdp, marker="^", linestyle=style_of(linestyle, "gdp", ":"),
+                    color=style_of(color, "gdp", _GDP_COLOR), markersize=3,
+                    label=f"{name}GDP central limit (approximation, not a bound)")
     ax.set_title(f"Accountings compared (δ = {d:g})")
     describe_band(ax, band, k, lower, upper, linewidth=line.get_linewidth())
-    ax.legend(fontsize="small")
+    compact_legend(ax)
     return ax

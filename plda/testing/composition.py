@@ -123,11 +123,11 @@ def _profile(step_epsilon, step_delta, count) -> Profile:
 
 
 def approximate_dp_composition_delta(
+    epsilon,
+    *,
     step_epsilon: float,
     step_delta: float,
     count: int,
-    epsilon,
-    *,
     precise: bool = False,
     dps: int = DEFAULT_DPS,
 ):
@@ -137,17 +137,18 @@ def approximate_dp_composition_delta(
     ``delta = 1 - (1-d0)^k + (1-d0)^k sum_{i: (k-2i) e0 > eps} C(k,i) (e^((k-i) e0) -
     e^(eps + i e0)) / (1+e^e0)^k`` with ``e0 = step_epsilon``, ``d0 = step_delta``, ``k = count``.
     Float results are accurate to about ``1e-13`` relative for any ``count`` up to ``10^7``;
-    ``precise=True`` returns an ``mpmath.mpf`` at ``dps`` digits.
+    ``precise=True`` returns an ``mpmath.mpf`` at ``dps`` digits. The query value comes first,
+    as in every reference of :mod:`plda.testing`; the steps are described by keyword.
     """
     return profile_delta(_profile(step_epsilon, step_delta, count), epsilon, precise, dps)
 
 
 def approximate_dp_composition_epsilon(
+    delta,
+    *,
     step_epsilon: float,
     step_delta: float,
     count: int,
-    delta,
-    *,
     precise: bool = False,
     dps: int = DEFAULT_DPS,
 ):

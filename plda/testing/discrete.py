@@ -100,7 +100,7 @@ def _laplace_precise(parameter: float, sensitivity: int, count: int, dps: int):
 
 
 def discrete_laplace_composition_delta(
-    parameter: float, count: int, epsilon, sensitivity: int = 1, *, precise: bool = False,
+    epsilon, *, parameter: float, count: int, sensitivity: int = 1, precise: bool = False,
     dps: int = DEFAULT_DPS,
 ):
     """Exact ``delta(epsilon)`` of ``count`` runs of the discrete Laplace mechanism
@@ -115,7 +115,7 @@ def discrete_laplace_composition_delta(
 
 
 def discrete_laplace_composition_epsilon(
-    parameter: float, count: int, delta, sensitivity: int = 1, *, precise: bool = False,
+    delta, *, parameter: float, count: int, sensitivity: int = 1, precise: bool = False,
     dps: int = DEFAULT_DPS,
 ):
     """Exact ``epsilon(delta)`` of ``count`` discrete Laplace runs, rounded up (certified)."""
@@ -175,7 +175,7 @@ def _gaussian_profile(sigma, count, sensitivity) -> Profile:
 
 
 def discrete_gaussian_composition_delta(
-    sigma: float, count: int, epsilon, sensitivity: int = 1, *, precise: bool = False,
+    epsilon, *, sigma: float, count: int, sensitivity: int = 1, precise: bool = False,
     dps: int = DEFAULT_DPS,
 ):
     """Exact ``delta(epsilon)`` of ``count`` runs of the discrete Gaussian mechanism
@@ -190,7 +190,7 @@ def discrete_gaussian_composition_delta(
 
 
 def discrete_gaussian_composition_epsilon(
-    sigma: float, count: int, delta, sensitivity: int = 1, *, precise: bool = False,
+    delta, *, sigma: float, count: int, sensitivity: int = 1, precise: bool = False,
     dps: int = DEFAULT_DPS,
 ):
     """Exact ``epsilon(delta)`` of ``count`` discrete Gaussian runs, rounded up (certified up to

@@ -7,7 +7,7 @@ import warnings
 import pytest
 
 import plda
-from plda.mechanisms.sampler_spec import (
+from plda.samplers import (
     EPOCH_SAMPLERS,
     SAMPLERS,
     sampled_mechanism,
@@ -206,3 +206,92 @@ def test_random_allocation_with_several_steps_per_record():
         bounds = accountant.epsilon_bounds(1e-5)
     assert accountant.history == ((plda.RandomAllocation(plda.Gaussian(1.0), 6, 2), 2),)
     assert 0 < bounds.lower <= bounds.upper
+
+
+# ------------------------------------------------------------- the one registry (issue 25)
+def test_the_command_line_derives_its_flags_from_the_registry():
+    from plda.cli.samplers import OPTIONAL_FLAGS, SIZE_FLAGS
+    from plda.cli.samplers import SAMPLERS as CLI_SAMPLERS
+    from plda.samplers import SAMPLERS as REGISTRY
+    from plda.samplers import SIZES
+
+    assert list(CLI_SAMPLERS) == list(REGISTRY)
+    assert CLI_SAMPLERS["without-replacement"] == ("--batch-size", "--dataset-size")
+    assert CLI_SAMPLERS["truncated-poisson"] == (
+        "--sample-rate", "--max-batch-size", "--dataset-size")
+    assert OPTIONAL_FLAGS == {"random-allocation": ("--num-selected",)}
+    assert set(SIZE_FLAGS.values()) == set(SIZES)
+    for name, spec in REGISTRY.items():  # every flag names a size the sampler takes
+        assert {SIZE_FLAGS[f] for f in CLI_SAMPLERS[name]} <= set(spec.takes)
+
+
+def test_the_sweep_and_the_calibration_derive_from_the_registry():
+    import importlib
+
+    from plda.calibration import Sampler as CalibrationSampler
+    from plda.samplers import STEP_SAMPLERS, Sampler, SamplerStep
+
+    sweep_module = importlib.import_module("plda.sweep")
+    assert tuple(sweep_module.SAMPLERS) == STEP_SAMPLERS
+    assert set(EPOCH_SAMPLERS).isdisjoint(STEP_SAMPLERS)
+    assert sweep_module.SAMPLERS["without-replacement"] == ("dataset_size",)
+    assert CalibrationSampler is Sampler
+    step = SamplerStep("without-replacement", {"dataset_size": 1000})
+    assert step(2.0, 0.01) == plda.SampledWithoutReplacement(plda.Gaussian(2.0), 10, 1000)
+    truncated = SamplerStep("truncated-poisson", {"dataset_size": 1000, "max_batch_size": 15})
+    assert truncated(1.0, 0.01) == CASES["truncated-poisson"][1]
+
+
+def test_sampler_steps_are_picklable_and_checked():
+    import pickle
+
+    from plda.samplers import SamplerStep
+
+    step = SamplerStep("truncated-poisson", {"dataset_size": 1000, "max_batch_size": 15})
+    assert pickle.loads(pickle.dumps(step)) == step
+    with pytest.raises(ValueError, match="drawn at a sample rate"):
+        SamplerStep("shuffled", {"num_steps": 10})  # an epoch sampler has no step rate
+    with pytest.raises(ValueError, match="needs max_batch_size"):
+        SamplerStep("truncated-poisson", {"dataset_size": 1000})
+    with pytest.raises(ValueError, match="num_steps does not apply"):
+        SamplerStep("poisson", {"num_steps": 3})
+
+
+def test_the_relations_of_the_registry_are_those_the_mechanisms_accept():
+    from plda.samplers import SAMPLERS as REGISTRY
+
+    for name, spec in REGISTRY.items():
+        kwargs, mechanism = CASES[name]
+        assert isinstance(mechanism, spec.mechanism) and spec.epoch == (name in EPOCH_SAMPLERS)
+        try:
+            mechanism.under_replace_one()
+            replace_one = True
+        except ValueError:
+            replace_one = False
+        assert ("replace_one" in spec.relations) == replace_one, name
+
+
+def test_gradient_accumulation_is_described_to_the_registry():
+    mixture = sampled_mechanism(G, "poisson", sample_rate=0.05, accumulation_steps=4)
+    assert mixture == plda.GaussianMixture.gradient_accumulation(1.0, 0.05, 4)
+    assert sampled_mechanism(G, "poisson", sample_rate=0.05, accumulation_steps=1) == (
+        plda.PoissonSampled(G, 0.05))
+    with pytest.raises(ValueError, match="accumulation_steps=2 applies to sampler='poisson'"):
+        sampled_mechanism(G, "shuffled", num_steps=4, accumulation_steps=2)
+    with pytest.raises(ValueError, match="plda.Gaussian base"):
+        sampled_mechanism(plda.Laplace(1.0), "poisson", sample_rate=0.05, accumulation_steps=2)
+    with pytest.raises(ValueError, match="no replace-one analysis"):
+        sampled_mechanism(G, "poisson", sample_rate=0.05, accumulation_steps=2,
+                          relation="replace_one")
+
+
+@pytest.mark.parametrize("sampler", SAMPLERS)
+def test_len_counts_training_steps_whatever_the_sampler(sampler):
+    kwargs, mechanism = CASES[sampler]
+    per_epoch = mechanism.num_steps if sampler in EPOCH_SAMPLERS else 1
+    accountant = plda.PLDAccountant()
+    accountant.step(1.0, count=3 * per_epoch, sampler=sampler, **kwargs)
+    assert len(accountant) == 3 * per_epoch  # what step(count=...) was told
+    assert accountant.pld.count == 3  # the composition: one run per epoch
+    restored = plda.PLDAccountant.from_state_dict(accountant.state_dict())
+    assert len(restored) == len(accountant)

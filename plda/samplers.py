@@ -1,0 +1,499 @@
+"""The one sampler registry: how each batch sampler of DP-SGD becomes a plda mechanism.
+
+:data:`SAMPLERS` maps each sampler's name to its :class:`SamplerSpec` (sizes, mechanism, epoch
+or step, relations, gradient accumulation, command-line flags); the accountant, the adapters,
+the command line, the sweep and the calibration (:class:`SamplerStep`) read it.
+:func:`sampled_mechanism` builds the mechanism, refusing what has no sound analysis.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from plda._internal import validation as check
+from plda.bounds import RELATIONS, check_relation
+from plda.epochs.allocation import RandomAllocation
+from plda.epochs.shuffled import Shuffled
+from plda.mechanisms.base import Mechanism
+from plda.mechanisms.gaussian import Gaussian
+from plda.mechanisms.gaussian_mixture import MAX_ACCUMULATION_STEPS, GaussianMixture
+from plda.mechanisms.subsampled import PoissonSampled
+from plda.mechanisms.truncated_poisson import TruncatedPoisson
+from plda.mechanisms.without_replacement import SampledWithoutReplacement
+
+__all__ = [
+    "EPOCH_SAMPLERS",
+    "SAMPLERS",
+    "SIZES",
+    "STEP_SAMPLERS",
+    "Sampler",
+    "SamplerSpec",
+    "SamplerStep",
+    "fixed_batch_size",
+    "flag",
+    "sampled_mechanism",
+    "sampler_name",
+    "sampler_spec",
+    "training_steps",
+]
+
+#: ``sampler(noise_multiplier, sample_rate) -> Mechanism``: one DP-SGD step, what the
+#: calibration and the sweep call (a :class:`SamplerStep`, or any picklable callable)
+Sampler = Callable[[float, float], Mechanism]
+
+#: every size a sampler may take, in the order the command line lists them, with its help text
+SIZES: Mapping[str, str] = MappingProxyType({
+    "sample_rate": "chance that a record is in a step's batch (Poisson sampling)",
+    "batch_size": "records per fixed-size batch",
+    "dataset_size": "records in the dataset",
+    "max_batch_size": "cap of a truncated Poisson batch",
+    "num_steps": "steps per epoch (shuffled, random-allocation)",
+    "num_selected": "steps each record takes part in per epoch (random-allocation; default 1)",
+})
+#: relative slack allowed between ``sample_rate * dataset_size`` and an integer batch size (the
+#: product of a rate computed as ``b / n`` and ``n`` is within a few ulps of ``b``)
+BATCH_RTOL = 1e-9
+
+
+def flag(size: str) -> str:
+    """The command-line flag of a size.
+
+    Parameters
+    ----------
+    size
+        A size of :data:`SIZES` (``"batch_size"``).
+
+    Returns
+    -------
+    str
+        Its flag (``"--batch-size"``).
+    """
+    return "--" + size.replace("_", "-")
+
+
+def _integer(name: str, value) -> int:  # TypeError for a string, unlike validation.count
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be an integer >= 1, got {type(value).__name__}")
+    if not math.isfinite(value) or not float(value).is_integer() or value < 1:
+        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+    return int(value)
+
+
+def fixed_batch_size(sample_rate=None, batch_size=None, dataset_size=None) -> int:
+    """The size ``b`` of a fixed-size batch, from ``batch_size`` or ``sample_rate * dataset_size``.
+
+    Parameters
+    ----------
+    sample_rate, batch_size, dataset_size
+        ``b / n`` (its product with ``n`` an integer up to :data:`BATCH_RTOL`), ``b``, ``n``.
+
+    Returns
+    -------
+    int
+        ``b``.
+
+    Raises
+    ------
+    ValueError, TypeError
+        A size that is not an integer ``>= 1``, a rate outside ``(0, 1]`` or whose product with
+        ``dataset_size`` is not an integer, or two sizes that disagree.
+    """
+    n = _integer("dataset_size", dataset_size)
+    if sample_rate is None:
+        return _integer("batch_size", batch_size)
+    if isinstance(sample_rate, bool) or not isinstance(sample_rate, numbers.Real):
+        raise TypeError(f"sample_rate must be a real number, got {type(sample_rate).__name__}")
+    if not 0 < sample_rate <= 1:
+        raise ValueError(f"sample_rate must be in (0, 1], got {sample_rate!r}")
+    implied = float(sample_rate) * n
+    b = round(implied)
+    if b < 1 or abs(implied - b) > BATCH_RTOL * implied:
+        raise ValueError(
+            f"sample_rate * dataset_size must be an integer batch size for sampler="
+            f"'without-replacement' (fixed-size batches), got {sample_rate!r} * {n} = "
+            f"{implied!r}; pass batch_size=... instead"
+        )
+    if batch_size is not None and _integer("batch_size", batch_size) != b:
+        raise ValueError(
+            f"batch_size={batch_size!r} disagrees with sample_rate * dataset_size = {implied!r}; "
+            "pass one of them"
+        )
+    return b
+
+
+# ---------------------------------------------------------------------------- the registry
+def _poisson(base: Mechanism, *, sample_rate) -> Mechanism:
+    return PoissonSampled(base, sample_rate=sample_rate)
+
+
+def _without_replacement(base: Mechanism, *, dataset_size, sample_rate=None, batch_size=None):
+    b = fixed_batch_size(sample_rate, batch_size, dataset_size)
+    return SampledWithoutReplacement(base, batch_size=b, dataset_size=dataset_size)
+
+
+def _truncated_poisson(base: Mechanism, *, sample_rate, max_batch_size, dataset_size) -> Mechanism:
+    return TruncatedPoisson(base, sample_rate=sample_rate, max_batch_size=max_batch_size,
+                            dataset_size=dataset_size)
+
+
+def _shuffled(base: Mechanism, *, num_steps) -> Mechanism:
+    return Shuffled(base, num_steps=num_steps)
+
+
+def _random_allocation(base: Mechanism, *, num_steps, num_selected=1) -> Mechanism:
+    return RandomAllocation(base, num_steps=num_steps, num_selected=num_selected)
+
+
+@dataclass(frozen=True)
+class SamplerSpec:
+    """One batch sampler: what describes it and what it builds (build by keyword).
+
+    Attributes
+    ----------
+    name, mechanism
+        Its name (``sampler=...``, ``--sampler``) and the mechanism class it builds.
+    build
+        ``build(base, **sizes) -> Mechanism``, the sizes checked against ``needs``.
+    needs, optional
+        The sizes it needs (each a group of which any one is enough), and those it may take.
+    epoch
+        True when its one mechanism is a whole epoch of ``num_steps`` steps (compose it once
+        per epoch); False for one mechanism per step.
+    relations
+        The relations it has an analysis under (with a Gaussian base; a base without one under
+        replace-one is refused by the mechanism, with ``advice``).
+    accumulation
+        Whether a step may sum ``accumulation_steps`` micro-batches before the noise is added
+        (:meth:`plda.GaussianMixture.gradient_accumulation`).
+    advice, summary
+        What to do instead where plda has no replace-one analysis; ``--sampler``'s help line.
+    """
+
+    name: str
+    mechanism: type
+    build: Callable[..., Mechanism] = field(repr=False)
+    needs: tuple[tuple[str, ...], ...]
+    optional: tuple[str, ...] = ()
+    epoch: bool = False
+    relations: tuple[str, ...] = RELATIONS
+    accumulation: bool = False
+    advice: str = "use relation='add_remove'"
+    summary: str = ""
+
+    @property
+    def takes(self) -> tuple[str, ...]:
+        """Every size it takes, in the order of :data:`SIZES`."""
+        named = {size for group in self.needs for size in group} | set(self.optional)
+        return tuple(size for size in SIZES if size in named)
+
+    @property
+    def flags(self) -> tuple[str, ...]:
+        """The command line's required size flags: the first size of each needed group (the
+        command line asks for the integers: ``--batch-size``, not a rate)."""
+        return tuple(flag(group[0]) for group in self.needs)
+
+    @property
+    def optional_flags(self) -> tuple[str, ...]:
+        """The command line's optional size flags."""
+        return tuple(flag(size) for size in self.optional)
+
+    def nominal_rate(self, sizes: Mapping) -> float:
+        """The chance that a record is in a given step's batch (a starting guess only)."""
+        if self.epoch:
+            return sizes.get("num_selected", 1) / sizes["num_steps"]
+        if sizes.get("sample_rate") is not None:
+            return sizes["sample_rate"]
+        return sizes["batch_size"] / sizes["dataset_size"]
+
+
+_GAUSSIAN_ONLY = "use relation='add_remove', or a plda.Gaussian base"
+
+#: every sampler plda has an analysis of, by name
+SAMPLERS: Mapping[str, SamplerSpec] = MappingProxyType({
+    spec.name: spec for spec in (
+        SamplerSpec(
+            name="poisson", mechanism=PoissonSampled, build=_poisson,
+            needs=(("sample_rate",),), accumulation=True,
+            advice="plda's replace-one analysis of Poisson subsampling is for Gaussian bases; "
+            + _GAUSSIAN_ONLY,
+            summary="poisson",
+        ),
+        SamplerSpec(
+            name="without-replacement", mechanism=SampledWithoutReplacement,
+            build=_without_replacement, needs=(("batch_size", "sample_rate"), ("dataset_size",)),
+            summary="without-replacement (fixed-size batches)",
+        ),
+        SamplerSpec(
+            name="truncated-poisson", mechanism=TruncatedPoisson, build=_truncated_poisson,
+            needs=(("sample_rate",), ("max_batch_size",), ("dataset_size",)),
+            advice="plda's replace-one analysis of truncated Poisson sampling is for Gaussian "
+            "bases; " + _GAUSSIAN_ONLY,
+            summary="truncated-poisson",
+        ),
+        SamplerSpec(
+            name="shuffled", mechanism=Shuffled, build=_shuffled, needs=(("num_steps",),),
+            epoch=True, summary="shuffled (one pass per epoch, a certified bracket)",
+        ),
+        SamplerSpec(
+            name="random-allocation", mechanism=RandomAllocation, build=_random_allocation,
+            needs=(("num_steps",),), optional=("num_selected",), epoch=True,
+            relations=("add_remove",),
+            advice="random allocation is analysed under add/remove only; use "
+            "relation='add_remove', or (a certified upper bound without amplification: each "
+            "record takes part in one step per epoch) compose the base mechanism once per epoch "
+            "with relation='replace_one'",
+            summary="random-allocation (balls-in-bins)",
+        ),
+    )
+})
+#: samplers whose one mechanism is a whole epoch of ``num_steps`` steps (compose it once per
+#: epoch)
+EPOCH_SAMPLERS = tuple(name for name, spec in SAMPLERS.items() if spec.epoch)
+#: samplers with one mechanism per step, drawn at a sample rate (the calibration's and the
+#: sweep's :class:`SamplerStep`)
+STEP_SAMPLERS = tuple(name for name, spec in SAMPLERS.items() if "sample_rate" in spec.takes)
+
+
+def sampler_spec(sampler: str) -> SamplerSpec:
+    """The registry's entry of a sampler.
+
+    Parameters
+    ----------
+    sampler
+        One of :data:`SAMPLERS`.
+
+    Returns
+    -------
+    SamplerSpec
+        Its entry.
+
+    Raises
+    ------
+    ValueError
+        An unknown name (the message lists the known ones).
+    """
+    spec = SAMPLERS.get(sampler) if isinstance(sampler, str) else None
+    if spec is None:
+        raise ValueError(f"sampler must be one of {tuple(SAMPLERS)}, got {sampler!r}")
+    return spec
+
+
+# ------------------------------------------------------------------------------ building
+def sampled_mechanism(
+    mechanism: Mechanism,
+    sampler: str = "poisson",
+    *,
+    sample_rate: float | None = None,
+    batch_size: int | None = None,
+    dataset_size: int | None = None,
+    max_batch_size: int | None = None,
+    num_steps: int | None = None,
+    num_selected: int | None = None,
+    accumulation_steps: int = 1,
+    relation: str = "add_remove",
+) -> Mechanism:
+    r"""The plda mechanism of ``mechanism`` run on batches drawn by ``sampler``.
+
+    ``"poisson"`` needs ``sample_rate`` q (:class:`~plda.PoissonSampled`);
+    ``"without-replacement"`` ``dataset_size`` n and ``batch_size`` b, or ``sample_rate`` with
+    ``q n`` an integer (:class:`~plda.SampledWithoutReplacement`); ``"truncated-poisson"``
+    ``sample_rate``, ``max_batch_size`` and ``dataset_size`` (:class:`~plda.TruncatedPoisson`);
+    ``"shuffled"`` ``num_steps`` T (:class:`~plda.Shuffled`); ``"random-allocation"``
+    ``num_steps`` T and optionally ``num_selected`` (:class:`~plda.RandomAllocation`): the
+    table :data:`SAMPLERS`. The samplers in :data:`EPOCH_SAMPLERS` give one mechanism per
+    *epoch* of ``num_steps`` steps: compose it once per epoch, not once per step.
+
+    Parameters
+    ----------
+    mechanism
+        The base mechanism with its add/remove sensitivity (for DP-SGD:
+        ``plda.Gaussian(sigma=noise_multiplier)``, clipping norm 1).
+    sampler
+        One of :data:`SAMPLERS`.
+    sample_rate, batch_size, dataset_size, max_batch_size, num_steps, num_selected
+        The sampler's sizes (table above); an argument the sampler does not use is an error,
+        so a fixed-size description is never silently read as Poisson sampling.
+    accumulation_steps
+        ``m``: each step sums the clipped gradients of ``m`` independently sampled
+        micro-batches and adds the noise once (gradient accumulation; ``"poisson"`` with a
+        :class:`~plda.Gaussian` base only): the step is
+        :meth:`plda.GaussianMixture.gradient_accumulation`, not one step at rate ``m q``.
+        ``1`` (default): a plain step.
+    relation
+        ``"add_remove"`` or ``"replace_one"``: the relation the mechanism will be accounted
+        under. Combinations without a sound analysis in plda are refused here.
+
+    Returns
+    -------
+    Mechanism
+        The sampled mechanism (validated by its own constructor).
+
+    Raises
+    ------
+    ValueError
+        An unknown sampler or relation, a missing or extra argument, a value outside its range
+        (the message names the argument and its range), or a sampler/relation combination
+        without a sound analysis (the message says what to do instead).
+    TypeError
+        ``mechanism`` is not a plda mechanism, or an argument is not a number.
+
+    Examples
+    --------
+    >>> import plda
+    >>> from plda.samplers import sampled_mechanism, sampler_name
+    >>> g = plda.Gaussian(sigma=1.0)
+    >>> wor = sampled_mechanism(g, "without-replacement", batch_size=256, dataset_size=60000)
+    >>> type(wor).__name__, wor.batch_size, sampler_name(wor)
+    ('SampledWithoutReplacement', 256, 'without-replacement')
+    >>> sampled_mechanism(g, "poisson", batch_size=256)
+    Traceback (most recent call last):
+    ...
+    ValueError: batch_size does not apply to sampler='poisson' (it takes sample_rate)
+    """
+    if not isinstance(mechanism, Mechanism):
+        raise TypeError(f"mechanism must be a plda mechanism, got {type(mechanism).__name__}")
+    spec = sampler_spec(sampler)
+    check_relation(relation)
+    accumulation_steps = check.count("accumulation_steps", accumulation_steps, minimum=1,
+                                     maximum=MAX_ACCUMULATION_STEPS)
+    if accumulation_steps > 1 and not spec.accumulation:
+        raise ValueError(
+            f"accumulation_steps={accumulation_steps} applies to sampler='poisson' only "
+            "(independently Poisson-sampled micro-batches), got sampler="
+            f"{sampler!r}; plda has no analysis of accumulating {sampler} batches"
+        )
+    given = {
+        name: value
+        for name, value in (
+            ("sample_rate", sample_rate), ("batch_size", batch_size),
+            ("dataset_size", dataset_size), ("max_batch_size", max_batch_size),
+            ("num_steps", num_steps), ("num_selected", num_selected),
+        )
+        if value is not None
+    }
+    for name in given:
+        if name not in spec.takes:
+            raise ValueError(
+                f"{name} does not apply to sampler={sampler!r} (it takes "
+                f"{', '.join(sorted(spec.takes))})"
+            )
+    for group in spec.needs:
+        if not any(option in given for option in group):
+            raise ValueError(f"sampler={sampler!r} needs {' or '.join(group)}")
+    out = spec.build(mechanism, **given)
+    if accumulation_steps > 1:
+        if type(mechanism) is not Gaussian:
+            raise ValueError(
+                f"accumulation_steps applies to a plda.Gaussian base (DP-SGD's noise), got "
+                f"{type(mechanism).__name__}"
+            )
+        out = GaussianMixture.gradient_accumulation(
+            mechanism.sigma / mechanism.sensitivity, sample_rate, accumulation_steps
+        )
+        if relation == "replace_one":
+            out.under_replace_one()  # refused, with the mixture's own reason
+    if relation not in spec.relations:
+        raise ValueError(
+            f"sampler={sampler!r} with base {type(mechanism).__name__} has no sound "
+            f"replace-one analysis in plda ({spec.mechanism.__name__} is analysed under "
+            f"{' and '.join(spec.relations)} only): {spec.advice}"
+        )
+    if relation == "replace_one":
+        try:
+            out.under_replace_one()
+        except ValueError as error:
+            raise ValueError(
+                f"sampler={sampler!r} with base {type(mechanism).__name__} has no sound "
+                f"replace-one analysis in plda ({error}): {spec.advice}"
+            ) from None
+    return out
+
+
+def sampler_name(mechanism: Mechanism) -> str | None:
+    """The sampler a mechanism stands for: what an accountant's history says about each step.
+
+    Parameters
+    ----------
+    mechanism
+        Any plda mechanism.
+
+    Returns
+    -------
+    str or None
+        Its :data:`SAMPLERS` name (``"poisson"`` for a :class:`~plda.PoissonSampled`, ...),
+        ``None`` for a mechanism that samples nothing.
+    """
+    for name, spec in SAMPLERS.items():
+        if isinstance(mechanism, spec.mechanism):
+            return name
+    return None
+
+
+def training_steps(mechanism: Mechanism) -> int:
+    """The training steps one run of a mechanism stands for (what ``len()`` of an accountant
+    counts).
+
+    Parameters
+    ----------
+    mechanism
+        Any plda mechanism.
+
+    Returns
+    -------
+    int
+        ``num_steps`` for an epoch sampler's mechanism (:data:`EPOCH_SAMPLERS`), else 1.
+    """
+    name = sampler_name(mechanism)
+    return mechanism.num_steps if name is not None and SAMPLERS[name].epoch else 1
+
+
+@dataclass(frozen=True)
+class SamplerStep:
+    """One DP-SGD step on batches of a named sampler: a picklable :data:`Sampler` (process
+    pools and Dask workers can ship it), ``step(noise_multiplier, sample_rate)`` ->
+    ``sampled_mechanism(Gaussian(sigma=noise_multiplier), sampler, sample_rate=..., **sizes)``.
+
+    Parameters
+    ----------
+    sampler
+        One of :data:`STEP_SAMPLERS` (a sampler drawn at a sample rate).
+    sizes
+        Its other sizes (``{"dataset_size": n}``, ...): those it needs besides the rate.
+
+    Raises
+    ------
+    ValueError
+        Another sampler, or a size it does not take, or a missing one.
+    """
+
+    sampler: str
+    sizes: Mapping = field(default_factory=dict)
+
+    def __post_init__(self):
+        spec = sampler_spec(self.sampler)
+        if self.sampler not in STEP_SAMPLERS:
+            raise ValueError(
+                f"sampler must be one of {STEP_SAMPLERS} (drawn at a sample rate), got "
+                f"{self.sampler!r}"
+            )
+        object.__setattr__(self, "sizes", dict(self.sizes))
+        for size in self.sizes:
+            if size in ("sample_rate", "batch_size") or size not in spec.takes:
+                raise ValueError(f"{size} does not apply to SamplerStep({self.sampler!r})")
+        for size in self.needed(self.sampler):
+            if self.sizes.get(size) is None:
+                raise ValueError(f"sampler {self.sampler!r} needs {size}")
+
+    @staticmethod
+    def needed(sampler: str) -> tuple[str, ...]:
+        """The sizes a step of ``sampler`` needs besides its sample rate."""
+        return tuple(g[0] for g in sampler_spec(sampler).needs if "sample_rate" not in g)
+
+    def __call__(self, noise_multiplier: float, sample_rate: float) -> Mechanism:
+        return sampled_mechanism(
+            Gaussian(sigma=noise_multiplier), self.sampler, sample_rate=sample_rate, **self.sizes
+        )
