@@ -1,4 +1,5 @@
-"""From a privacy-loss law to a pessimistic and an optimistic :class:`~plda.grid.DiscreteLoss`.
+"""From a privacy-loss law to a pessimistic and an optimistic grid law
+(:class:`~plda.engine.discrete.DiscreteLoss`).
 
 Pessimistic (upper) — *connect the dots* (Doroshenko et al. 2022): the mass of the law in each grid
 cell ``[l_i, l_{i+1}]`` is split between the two grid points so that both its ``P``-mass and its
@@ -33,7 +34,7 @@ from plda.discretization.cells import (
     fine_end,
 )
 from plda.discretization.pairing import continuous_lower
-from plda.grid import DiscreteLoss
+from plda.engine.discrete import DiscreteLoss
 from plda.mechanisms.law import PrivacyLossLaw
 
 __all__ = [

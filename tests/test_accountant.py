@@ -11,7 +11,7 @@ from hypothesis_settings import examples
 from scipy.stats import norm
 
 import plda
-from plda.accountant import PLDAccountant
+from plda.accounting.accountant import PLDAccountant
 from plda.serialization import load_pld, mechanism_from_dict, mechanism_to_dict, save_pld
 
 DELTA = 1e-5
@@ -196,7 +196,8 @@ def test_many_mechanism_horizon_dominates_and_stays_put():
     # a noise multiplier changed at every step: the horizon rounds sigma down and q up on a
     # 2^(1/16) grid, so it dominates the history and changes only every few steps (when a
     # rounded value appears or its count passes a power of two), not at every step
-    from plda.accountant import _dominating, _horizon
+    from plda.accounting.history import dominating as _dominating
+    from plda.accounting.history import horizon as _horizon
 
     history = [(sampled(1.5 - 0.002 * i, 0.01), 1) for i in range(100)]
     horizons = {_horizon(tuple(history[: k + 1])) for k in range(40, 100)}
@@ -233,7 +234,9 @@ def test_many_mechanism_checkpoint_is_coarse_dominates_and_skips_the_addition_di
     # cheaper bound): the checkpoint is built on the coarsened, merged history, so it is
     # short, dominates each step's bucket, and lets the queries skip the addition direction
     # (DP-SGD: removal leads by 20-40%) instead of composing it for every step
-    from plda.accountant import _checkpoint, _dominating, _horizon
+    from plda.accounting.history import checkpoint as _checkpoint
+    from plda.accounting.history import dominating as _dominating
+    from plda.accounting.history import horizon as _horizon
 
     history = [(sampled(1.5 - 0.002 * i, 0.01), 1) for i in range(100)]
     checks = [_checkpoint(tuple(history[: k + 1])) for k in range(40, 100)]
@@ -299,7 +302,7 @@ def test_per_step_schedule_keeps_planning_spectra_apart_and_bounded():
 
 
 def test_checkpoint_history_dominates_and_stays_put():
-    from plda.accountant import _checkpoint
+    from plda.accounting.history import checkpoint as _checkpoint
 
     a, b = sampled(1.0, 0.01), plda.Laplace(scale=3.0)
     for counts in [(1, 1), (7, 100), (100, 513), (1000, 1)]:

@@ -451,7 +451,7 @@ def test_epsilon_block_search_agrees_with_full_segments(
     # deltas the full segment arrays: the same closed form, so the same epsilon up to rounding
     from dataclasses import replace
 
-    from plda.grid import DiscreteLoss
+    from plda.engine.discrete import DiscreteLoss
 
     rng = np.random.default_rng(seed)
     probs = rng.random(n) ** power

@@ -12,12 +12,11 @@ import math
 from collections.abc import Callable
 
 from plda._internal.errors import check_bracket, quiet_accuracy
-from plda.accountant import PLDAccountant
+from plda.accounting.accountant import PLDAccountant
 from plda.calibration.problem import SEARCH_ACCURACY, Target
 from plda.mechanisms import CustomMechanism, Gaussian, PoissonSampled
 from plda.mechanisms.base import Mechanism
 from plda.pld import PrivacyLossDistribution
-from plda.risk import advantage_bounds, true_positive_rate_bounds
 
 __all__ = ["RISK_SEARCH_GAP", "DPSGDEvaluator", "Sampler", "epsilon_bounds_of"]
 
@@ -215,7 +214,7 @@ class DPSGDEvaluator:
         if target.objective == "epsilon":
             bounds = pld.epsilon_bounds(target.delta)
         elif target.objective == "true_positive_rate":
-            bounds = true_positive_rate_bounds(pld, target.false_positive_rate)
+            bounds = pld.true_positive_rate_bounds(target.false_positive_rate)
         else:
-            bounds = advantage_bounds(pld)
+            bounds = pld.advantage_bounds()
         return float(bounds.lower), float(bounds.upper)

@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from plda.grid import DiscreteLoss
+from plda.engine.discrete import DiscreteLoss
 from plda.mechanisms.base import Mechanism
 
 #: the grid laws of a composition per direction ("remove", and "add" unless it is symmetric)

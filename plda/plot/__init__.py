@@ -3,7 +3,7 @@
 Importing :mod:`plda` or this package never imports matplotlib; each function imports it when
 called, takes an optional ``ax`` and returns the Axes it drew on. The functions that plot a
 composition accept a :class:`~plda.pld.PrivacyLossDistribution` or a
-:class:`~plda.accountant.PLDAccountant`.
+:class:`~plda.PLDAccountant`.
 
 What is drawn as data is certified: the band between the bounds has both edges drawn and the
 legend entry "certified bounds [lower, upper]" (with its width where it is thinner than the

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from plda.accountant import PLDAccountant
+from plda.accounting.accountant import PLDAccountant
 from plda.pld import PrivacyLossDistribution
 
 __all__ = [
@@ -57,7 +57,7 @@ def new_axes(ax, figsize=(6, 4.5)):
 
 def as_pld(value, name: str = "pld") -> PrivacyLossDistribution:
     """The :class:`~plda.pld.PrivacyLossDistribution` of ``value``: a PLD itself, or the history
-    of a :class:`~plda.accountant.PLDAccountant` (its ``pld``, at the accountant's accuracy).
+    of a :class:`~plda.PLDAccountant` (its ``pld``, at the accountant's accuracy).
 
     Raises ``TypeError`` for anything else and ``ValueError`` for an accountant with no steps.
     """

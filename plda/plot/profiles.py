@@ -13,9 +13,9 @@ import numbers
 import numpy as np
 from scipy.special import ndtr, ndtri
 
-from plda import tradeoff as tradeoff_module
 from plda._internal import validation as check
-from plda.accountant import PLDAccountant
+from plda.accounting.accountant import PLDAccountant
+from plda.conversions.gdp import gaussian_tradeoff
 from plda.pld import PrivacyLossDistribution
 from plda.plot.common import (
     FLOOR_COLOR,
@@ -58,13 +58,13 @@ def tradeoff(
     ----------
     pld
         The composition: a :class:`~plda.pld.PrivacyLossDistribution` or a
-        :class:`~plda.accountant.PLDAccountant` (its recorded history).
+        :class:`~plda.PLDAccountant` (its recorded history).
     ax
         Axes to draw on (default: a new figure).
     reference_mu
         ``mu`` of a reference Gaussian-DP curve, finite: e.g.
-        ``plda.tradeoff.gdp_mu(pld, delta_floor=1e-9)`` (certified down to ``delta = 1e-9``) or
-        ``plda.tradeoff.gaussian_dp(pld).best_fit`` (the closest curve, an approximation).
+        ``pld.gdp_mu(delta_floor=1e-9)`` (certified down to ``delta = 1e-9``) or
+        ``pld.gdp_summary().best_fit`` (the closest curve, an approximation).
         ``inf`` (``gdp_mu`` when no finite ``mu`` is certified) is a ``ValueError``.
     alpha
         Type-I errors to evaluate (default: 601 points on [0, 1]; 600 log-spaced points from
@@ -82,8 +82,8 @@ def tradeoff(
             raise ValueError(
                 f"reference_mu must be a finite mu >= 0, got {reference_mu!r} (gdp_mu is inf "
                 "when no finite mu is certified at its delta_floor): pass "
-                "plda.tradeoff.gdp_mu(pld, delta_floor=1e-9), a certified mu above delta 1e-9, "
-                "or plda.tradeoff.gaussian_dp(pld).best_fit, the closest mu (not a bound)"
+                "pld.gdp_mu(delta_floor=1e-9), a certified mu above delta 1e-9, "
+                "or pld.gdp_summary().best_fit, the closest mu (not a bound)"
             )
         reference_mu = check.nonnegative_float("reference_mu", reference_mu)
     if alpha is None:
@@ -94,7 +94,7 @@ def tradeoff(
         a = a[a > 0]  # alpha = 0 has no place on a log axis
         if not len(a):
             raise ValueError("alpha must hold a false-positive rate in (0, 1] for log_scale")
-        bounds = tradeoff_module.true_positive_rate_bounds(pld, a)
+        bounds = pld.true_positive_rate_bounds(a)
         # TPR is non-decreasing in FPR: the running minimum of upper bounds from the right and
         # the running maximum of lower bounds from the left are still certified at each alpha
         upper = np.minimum.accumulate(np.asarray(bounds.upper, dtype=float)[::-1])[::-1]
@@ -117,12 +117,12 @@ def tradeoff(
         describe_band(ax, band, a[show], lower[show], upper[show],
                       linewidth=line.get_linewidth())
     else:
-        lower, upper = tradeoff_module.tradeoff_bounds(pld, a)
+        lower, upper = pld.tradeoff_bounds(a)
         line, band = draw_band(ax, a, lower, upper, primary="lower", color=_PLD_COLOR,
                                label=f"{label}: certified lower bound on β")
         ax.plot(a, 1 - a, ":", color="black", label="perfect privacy (β = 1 − α)")
         if reference_mu is not None:
-            ax.plot(a, tradeoff_module.gaussian_tradeoff(a, reference_mu), "--",
+            ax.plot(a, gaussian_tradeoff(a, reference_mu), "--",
                     color=_GDP_COLOR, label=f"{reference_mu:.3g}-GDP")
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1)
@@ -168,7 +168,7 @@ def privacy_profile(
     ----------
     pld
         The composition: a :class:`~plda.pld.PrivacyLossDistribution` or a
-        :class:`~plda.accountant.PLDAccountant` (its recorded history).
+        :class:`~plda.PLDAccountant` (its recorded history).
     ax
         Axes to draw on (default: a new figure).
     epsilon
@@ -197,7 +197,7 @@ def privacy_profile(
     if epsilon is None:
         # the range where the certified profile is above 1e-12, from the current grid (asking
         # for epsilon(1e-12) would refine the grid for that delta)
-        samples = tradeoff_module.symmetric_profile(pld, "upper")
+        samples = pld.symmetric_profile("upper")
         below = samples.epsilon[(samples.epsilon >= 0) & (samples.delta <= 1e-12)]
         top = float(below[0]) if len(below) else float(samples.epsilon[-1])
         epsilon = np.linspace(0, 1.1 * max(top, 1e-3), 400)

@@ -15,10 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from plda import renyi as renyi_module
-from plda import tradeoff as tradeoff_module
 from plda._internal import validation as check
-from plda.accountant import PLDAccountant
+from plda.accounting.accountant import PLDAccountant
+from plda.conversions.gdp import log_gaussian_delta
 from plda.mechanisms.base import Mechanism
 from plda.mechanisms.gaussian import Gaussian
 from plda.mechanisms.subsampled import PoissonSampled
@@ -261,7 +260,7 @@ def _gdp_epsilon(mu: float, delta: float) -> float:
     from scipy.optimize import brentq
 
     def gap(e):
-        return float(np.exp(tradeoff_module.log_gaussian_delta(e, mu))) - delta
+        return float(np.exp(log_gaussian_delta(e, mu))) - delta
 
     if gap(0.0) <= 0:
         return 0.0
@@ -281,9 +280,9 @@ def accounting_comparison(
 ):
     """``epsilon(delta)`` against training steps by several accountings of the same steps:
     the PLD (certified band), RDP accounting (certified Rényi curve converted with the
-    Canonne–Kamath–Steinke bound, :func:`plda.renyi.renyi_epsilon`) and, for (Poisson-sampled)
-    Gaussian steps, the Gaussian-DP central-limit approximation (not a bound: it can
-    under-report).
+    Canonne–Kamath–Steinke bound, :meth:`~plda.PrivacyLossDistribution.renyi_epsilon`) and, for
+    (Poisson-sampled) Gaussian steps, the Gaussian-DP central-limit approximation (not a bound:
+    it can under-report).
 
     ``accountant_or_mechanism``, ``steps``, ``delta``, ``ax`` and ``accuracy`` are those of
     :func:`epsilon_vs_steps`: one step repeated, or a record of steps read at its prefixes.
@@ -304,7 +303,7 @@ def accounting_comparison(
     line, band, lower, upper = _epsilon_band(
         ax, source, k, d, accuracy, "PLD: certified upper bound on ε"
     )
-    rdp = np.array([renyi_module.renyi_epsilon(source.pld(int(c), accuracy), d) for c in k])
+    rdp = np.array([source.pld(int(c), accuracy).renyi_epsilon(d) for c in k])
     ax.plot(k, rdp, "s--", color=_RDP_COLOR, markersize=3, label="RDP accounting (certified)")
     if source.relation == "add_remove":  # the central limit is stated for add/remove pairs
         mus = [_clt_mu(source.first(int(c))) for c in k]
