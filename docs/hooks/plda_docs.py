@@ -59,7 +59,6 @@ PUBLIC_MODULES = (
     "plda.pld",
     "plda.accounting",
     "plda.discretize",
-    "plda.grid",
     "plda.cli",
 )
 
