@@ -125,8 +125,9 @@ def __getattr__(name: str):
 
 
 def __dir__() -> list[str]:
-    # the lazily loaded submodules are listed too (tab completion, dir(plda))
-    return sorted(set(globals()) | set(_SUBMODULES))
+    # the lazily loaded submodules are listed too (tab completion, dir(plda)); the deprecated
+    # ones are not, even once loaded (importing a submodule binds it in this namespace)
+    return sorted((set(globals()) | set(_SUBMODULES)) - set(_DEPRECATED_SUBMODULES))
 
 
 if TYPE_CHECKING:  # IDEs and type checkers see the lazily loaded submodules
