@@ -151,12 +151,11 @@ def _loop(step_fn, query_fn, scenario: str, budget: float, laplace_fn=None) -> O
 # ------------------------------------------------------------------------------ tools
 def plda_loop(scenario, budget):
     import plda
-    import plda.accountant as accountant_module
 
     if hasattr(plda, "clear_caches"):
         plda.clear_caches()  # cold start, like the peers
 
-    acct = accountant_module.PLDAccountant()
+    acct = plda.PLDAccountant()
     return _loop(
         lambda s, q, k: acct.step(noise_multiplier=s, sample_rate=q, count=k),
         lambda: acct.epsilon(DELTA),
@@ -169,12 +168,11 @@ def plda_loop(scenario, budget):
 def plda_bounds_loop(scenario, budget):
     """plda asked for both bounds (``epsilon_bounds``): the optimistic versions are composed too."""
     import plda
-    import plda.accountant as accountant_module
 
     if hasattr(plda, "clear_caches"):
         plda.clear_caches()
 
-    acct = accountant_module.PLDAccountant()
+    acct = plda.PLDAccountant()
     lowers = []
 
     def query():

@@ -35,7 +35,6 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 import plda  # noqa: E402
-from plda import renyi, tradeoff  # noqa: E402
 
 DEFAULT_OUTPUT = HERE / "RESULTS_conversions.md"
 #: (name, sample rate, noise multiplier, steps, delta)
@@ -86,19 +85,19 @@ def speed_section(repeats: int, log) -> list[str]:
               for _ in range(repeats + 1)]
     calls = iter(alphas)
     (t_lower, t_upper), t_first, t_median = _timed(
-        lambda: tradeoff.tradeoff_bounds(pld, next(calls)), repeats)
+        lambda: pld.tradeoff_bounds(next(calls)), repeats)
     calls = iter(alphas)
     _, m_first, m_median = _timed(
-        lambda: tradeoff.true_positive_rate_bounds(pld, next(calls)), repeats)
+        lambda: pld.true_positive_rate_bounds(next(calls)), repeats)
     orders = np.geomspace(1.01, 256, 100)
-    (r_lower, r_upper), r_first, r_median = _timed(lambda: renyi.renyi_bounds(pld, orders),
+    (r_lower, r_upper), r_first, r_median = _timed(lambda: pld.renyi_bounds(orders),
                                                    repeats)
     orders_b = np.linspace(1.5, 64, 100)
-    _, rb_first, rb_median = _timed(lambda: renyi.renyi_bounds(pld, orders_b), repeats)
-    mu_strict, g_first, _ = _timed(lambda: tradeoff.gdp_mu(pld), 0)
-    summary, s_first, _ = _timed(lambda: tradeoff.gaussian_dp(pld, delta_floor=1e-9), 0)
-    zcdp, z_first, _ = _timed(lambda: renyi.zcdp_bounds(pld), 0)
-    rdp_eps, c_first, _ = _timed(lambda: renyi.renyi_epsilon(pld, delta), 0)
+    _, rb_first, rb_median = _timed(lambda: pld.renyi_bounds(orders_b), repeats)
+    mu_strict, g_first, _ = _timed(lambda: pld.gdp_mu(), 0)
+    summary, s_first, _ = _timed(lambda: pld.gdp_summary(delta_floor=1e-9), 0)
+    zcdp, z_first, _ = _timed(lambda: pld.zcdp_bounds(), 0)
+    rdp_eps, c_first, _ = _timed(lambda: pld.renyi_epsilon(delta), 0)
     gap = np.max(t_upper - t_lower)
     rgap = np.max((r_upper - r_lower) / r_upper)
     ok = "yes" if max(t_first, r_first) < 0.05 else "no"
@@ -124,7 +123,7 @@ def speed_section(repeats: int, log) -> list[str]:
         f"max relative gap {rgap:.1e} |",
         f"| renyi_bounds, 100 orders linspace(1.5, 64) | {ms(rb_first)} | {ms(rb_median)} | |",
         f"| gdp_mu (δ floor 1e-250) | {ms(g_first)} | | μ = {mu_strict:.4f} |",
-        f"| gaussian_dp (δ floor 1e-9) | {ms(s_first)} | | μ ∈ [{summary.mu_lower:.4f}, "
+        f"| gdp_summary (δ floor 1e-9) | {ms(s_first)} | | μ ∈ [{summary.mu_lower:.4f}, "
         f"{summary.mu:.4f}], best fit {summary.best_fit:.4f} |",
         f"| zcdp_bounds | {ms(z_first)} | | ρ ∈ [{zcdp.lower:.2f}, {zcdp.upper:.2f}] |",
         f"| renyi_epsilon(1e-5) (conversion, refined orders) | {ms(c_first)} | | "
@@ -216,7 +215,7 @@ def accounting_section(log) -> list[str]:
         pld = _pld(q, sigma, steps)
         lo, up = pld.epsilon_bounds(delta)
         start = time.perf_counter()
-        ours = renyi.renyi_epsilon(pld, delta)
+        ours = pld.renyi_epsilon(delta)
         t_ours = time.perf_counter() - start
         cells = [f"{ours:.4f}"]
         t_row = [f"{1000 * t_ours:.0f}"]
@@ -252,7 +251,7 @@ def renyi_section(log) -> list[str]:
     log("B2: Rényi values")
     orders = np.array([2.0, 3.0, 5.0, 8.0, 12.0, 16.0, 20.0, 32.0, 64.0, 256.0])
     pld = _pld(q, sigma, steps)
-    lower, upper = renyi.renyi_bounds(pld, orders)
+    lower, upper = pld.renyi_bounds(orders)
     columns = {}
     if _available("dp_accounting"):
         columns["dp_accounting"] = _dp_accounting_rdp(q, sigma, steps, orders)

@@ -32,7 +32,6 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 import plda  # noqa: E402
-from plda.risk import advantage_bounds, true_positive_rate_bounds  # noqa: E402
 
 DEFAULT_OUTPUT = HERE / "RESULTS_risk.md"
 #: (name, sample rate, steps, target): target ("tpr", tpr, fpr) or ("adv", advantage)
@@ -119,8 +118,8 @@ def risk_at(sigma, rate, steps, target):
     step = plda.PoissonSampled(plda.Gaussian(sigma=sigma), sample_rate=rate)
     pld = plda.PrivacyLossDistribution.from_mechanism(step, steps, step=1e-4)
     if target[0] == "tpr":
-        return true_positive_rate_bounds(pld, target[2])
-    return advantage_bounds(pld)
+        return pld.true_positive_rate_bounds(target[2])
+    return pld.advantage_bounds()
 
 
 def describe(target):

@@ -71,8 +71,8 @@ def main() -> None:
     show("B1 renyi_bounds", tuple(b1.renyi_bounds(np.array([1.5, 2.0, 8.0, 32.0]))))
     show("B1 zcdp", b1.zcdp())
     show("B1 gdp_mu", b1.gdp_mu())
-    show("B1 true_positive_rate_bounds", tuple(plda.true_positive_rate_bounds(b1, 1e-3)))
-    show("B1 advantage_bounds", tuple(plda.advantage_bounds(b1)))
+    show("B1 true_positive_rate_bounds", tuple(b1.true_positive_rate_bounds(1e-3)))
+    show("B1 advantage_bounds", tuple(b1.advantage_bounds()))
     # the accountant: S1 of run_accountant.py (a new sigma at every step), its last query
     plda.clear_caches()
     accountant = plda.PLDAccountant()

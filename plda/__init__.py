@@ -6,11 +6,12 @@ from plda._internal import caches
 from plda._internal.errors import (
     AccuracyWarning,
     CalibrationError,
+    GaussianDPWarning,
     InvertedBracketError,
     PLDAWarning,
     SamplerMismatchWarning,
 )
-from plda.accountant import PLDAccountant
+from plda.accounting import PLDAccountant
 from plda.adapters.dp_accounting import from_dp_event
 from plda.calibration import calibrate_noise_multiplier, calibrate_sample_rate, calibrate_steps
 from plda.epochs import RandomAllocation, Shuffled
@@ -32,7 +33,6 @@ from plda.mechanisms import (
     TruncatedPoisson,
 )
 from plda.pld import Bounds, PrivacyLossDistribution
-from plda.risk import advantage_bounds, true_positive_rate_bounds
 from plda.samplers import sampled_mechanism
 from plda.serialization import load_pld, save_pld
 from plda.sweep import sweep, sweep_to_dataframe
@@ -43,6 +43,7 @@ __all__ = [
     "PLDAWarning",
     "AccuracyWarning",
     "CalibrationError",
+    "GaussianDPWarning",
     "InvertedBracketError",
     "SamplerMismatchWarning",
     "ApproximateDP",
@@ -50,8 +51,6 @@ __all__ = [
     "calibrate_noise_multiplier",
     "calibrate_sample_rate",
     "calibrate_steps",
-    "advantage_bounds",
-    "true_positive_rate_bounds",
     "sweep",
     "sweep_to_dataframe",
     "from_dp_event",
@@ -91,39 +90,49 @@ _SUBMODULES = (
     "filters",
     "testing",
     "plot",
-    "tradeoff",
-    "renyi",
-    "accountant",
     "calibration",
     "serialization",
     "adapters",
 )
 
 
+#: deprecated submodules (removed in 0.2.0): still loaded on first use, not listed by dir();
+#: each name read from them warns
+_DEPRECATED_SUBMODULES = ("tradeoff", "renyi", "risk", "accountant")
+#: deprecated top-level functions (removed in 0.2.0): ``{name: the composition's method}``
+_DEPRECATED_FUNCTIONS = {
+    "true_positive_rate_bounds": "pld.true_positive_rate_bounds(false_positive_rate)",
+    "advantage_bounds": "pld.advantage_bounds()",
+}
+
+
 def __getattr__(name: str):
     # submodules load on first use, so `import plda` stays light (no matplotlib, no mpmath)
-    if name in _SUBMODULES:
+    if name in _SUBMODULES or name in _DEPRECATED_SUBMODULES:
         from importlib import import_module
 
         return import_module(f"plda.{name}")
+    if name in _DEPRECATED_FUNCTIONS:
+        from plda._internal.deprecation import composition_door, warn_moved
+
+        warn_moved(f"plda.{name}", _DEPRECATED_FUNCTIONS[name])
+        return composition_door(name)
     raise AttributeError(f"module 'plda' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    # the lazily loaded submodules are listed too (tab completion, dir(plda))
-    return sorted(set(globals()) | set(_SUBMODULES))
+    # the lazily loaded submodules are listed too (tab completion, dir(plda)); the deprecated
+    # ones are not, even once loaded (importing a submodule binds it in this namespace)
+    return sorted((set(globals()) | set(_SUBMODULES)) - set(_DEPRECATED_SUBMODULES))
 
 
 if TYPE_CHECKING:  # IDEs and type checkers see the lazily loaded submodules
     from plda import (  # noqa: F401
-        accountant,
         adapters,
         calibration,
         filters,
         plot,
-        renyi,
         serialization,
         testing,
         theorems,
-        tradeoff,
     )

@@ -19,11 +19,8 @@ from plda._internal.errors import (
 )
 from plda._internal.typing import ArrayLike, FloatArray, FloatOrArray
 from plda.bounds import RELATIONS, Bounds
-from plda.conversions import gdp as gdp_conversion
-from plda.conversions import renyi as renyi_conversion
-from plda.conversions import tradeoff as tradeoff_conversion
-from plda.conversions import zcdp as zcdp_conversion
 from plda.conversions.composed import ComposedLaws, add_remove_steps
+from plda.conversions.queries import CompositionQueries
 from plda.engine.plan import (
     MAX_GRID,
     MIN_STEP,
@@ -55,13 +52,15 @@ __all__ = [
 
 @public_entries  # each public call issues each warning once, at the user's line
 @dataclass(frozen=True, eq=False)
-class PrivacyLossDistribution:
+class PrivacyLossDistribution(CompositionQueries):
     """Privacy-loss distribution of a composition of mechanisms, discretized on demand.
 
     A PLD is an immutable *recipe* — which mechanisms, how many times each, under which
     neighbouring relation — and is discretized and composed by FFT the first time a bound is
     asked for, on a grid chosen for the whole composition. Every answer comes as a certified
     upper bound (the default) and can be asked for with its lower bound (``*_bounds``).
+    Beyond ``epsilon`` and ``delta`` it answers tradeoff curves, membership-inference risk,
+    Gaussian DP, Rényi DP and zCDP (:class:`~plda.conversions.queries.CompositionQueries`).
 
     Parameters
     ----------
@@ -356,7 +355,7 @@ class PrivacyLossDistribution:
         check_bracket(lower, upper, query="delta_bounds")
         return Bounds(_scalar(lower, epsilon), _scalar(upper, epsilon))
 
-    # ------------------------------------------------------ other views (plda.tradeoff, renyi)
+    # ----------------------------------------- other views (the rest: CompositionQueries)
     def composed_laws(self) -> ComposedLaws:
         """The composition as the conversions read it: its steps under add/remove semantics and
         its composed grid laws, discretized on first use: the pessimistic ones of this
@@ -375,40 +374,6 @@ class PrivacyLossDistribution:
             for direction, law in realized.discrete("lower").items():
                 laws[direction if i == 0 else f"{direction}/{i}"] = law
         return laws
-
-    @overload
-    def tradeoff(self, alpha: float) -> float: ...
-    @overload
-    def tradeoff(self, alpha: ArrayLike) -> FloatArray: ...
-    def tradeoff(self, alpha: ArrayLike) -> FloatOrArray:
-        """Certified lower bound on the f-DP tradeoff function ``beta(alpha)``
-        (:func:`plda.tradeoff.tradeoff`)."""
-        return tradeoff_conversion.tradeoff(self.composed_laws(), alpha)
-
-    def tradeoff_bounds(self, alpha: ArrayLike) -> Bounds:
-        """``(lower, upper)`` tradeoff bounds (:func:`plda.tradeoff.tradeoff_bounds`)."""
-        return tradeoff_conversion.tradeoff_bounds(self.composed_laws(), alpha)
-
-    def gdp_mu(self, *, delta_floor: float = gdp_conversion.DELTA_FLOOR) -> float:
-        """Smallest certified Gaussian-DP ``mu`` (:func:`plda.tradeoff.gdp_mu`)."""
-        return gdp_conversion.gdp_mu(self.composed_laws(), delta_floor=delta_floor)
-
-    @overload
-    def renyi(self, order: float) -> float: ...
-    @overload
-    def renyi(self, order: ArrayLike) -> FloatArray: ...
-    def renyi(self, order: ArrayLike) -> FloatOrArray:
-        """Certified upper bound on Renyi-DP ``eps(alpha)`` (:func:`plda.renyi.renyi`)."""
-        return renyi_conversion.renyi(self.composed_laws(), order)
-
-    def renyi_bounds(self, order: ArrayLike) -> Bounds:
-        """``(lower, upper)`` Renyi-DP bounds (:func:`plda.renyi.renyi_bounds`)."""
-        return renyi_conversion.renyi_bounds(self.composed_laws(), order)
-
-    def zcdp(self) -> float:
-        """zCDP ``rho`` with ``eps(alpha) <= rho alpha`` for all ``alpha > 1``
-        (:func:`plda.renyi.zcdp`)."""
-        return zcdp_conversion.zcdp(self.composed_laws())
 
     def discrete(self, bound: str = "upper") -> dict[str, DiscreteLoss]:
         """The composed grid law per direction (``"remove"``/``"add"``) for ``bound`` in

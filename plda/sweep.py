@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from plda._internal import validation as check
 from plda._internal.errors import one_warning_per_call, quiet_accuracy
-from plda.accountant import PLDAccountant
+from plda.accounting.accountant import PLDAccountant
 from plda.bounds import RELATIONS
 from plda.calibration import (
     calibrate_noise_multiplier_detailed,

@@ -11,7 +11,7 @@ from hypothesis_settings import examples
 from scipy.stats import norm
 
 import plda
-from plda.accountant import PLDAccountant
+from plda.accounting.accountant import PLDAccountant
 from plda.serialization import load_pld, mechanism_from_dict, mechanism_to_dict, save_pld
 
 DELTA = 1e-5

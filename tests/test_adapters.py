@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import pytest
 
 import plda
-from plda.accountant import PLDAccountant
+from plda.accounting.accountant import PLDAccountant
 from plda.adapters.dp_accounting import NON_PRIVATE, from_dp_event, mechanisms_from_dp_event
 from plda.adapters.opacus import PLDOpacusAccountant
 
@@ -405,7 +405,7 @@ def test_opacus_style_accountant_interface():
     acct.step(noise_multiplier=1.1, sample_rate=0.01)
     assert len(acct) == 21
     assert acct.history == [(1.1, 0.01, 21)]
-    reference = plda.accountant.PLDAccountant(accuracy=COARSE)
+    reference = plda.PLDAccountant(accuracy=COARSE)
     reference.step(1.1, 0.01, count=21)
     assert acct.get_epsilon(DELTA) == reference.epsilon(DELTA)
     lower, upper = acct.epsilon_bounds(DELTA)
@@ -450,7 +450,7 @@ def test_inside_a_real_opacus_privacy_engine():
         torch.nn.functional.cross_entropy(model(x), y).backward()
         optimizer.step()
     assert len(engine.accountant) == 4
-    reference = plda.accountant.PLDAccountant(accuracy=COARSE)
+    reference = plda.PLDAccountant(accuracy=COARSE)
     reference.step(1.0, 16 / 64, count=4)
     assert engine.get_epsilon(DELTA) == reference.epsilon(DELTA)
 

@@ -68,7 +68,7 @@ KNOWN_TEST_PRIVATE_ACCESS: frozenset[tuple[str, str]] = frozenset()
 #: paths: plda/grid.py became the package plda.grid; plda/accountant.py is left for the
 #: ``doors`` branch of issue 25, which deprecates it (a module that warns defines something, so
 #: it is no longer re-export-only): this list is then empty, and must stay so
-KNOWN_REEXPORT_MODULES: frozenset[str] = frozenset({"plda.accountant"})
+KNOWN_REEXPORT_MODULES: frozenset[str] = frozenset()
 
 # ------------------------------------------------------------------------ the layers
 #: plda's layers, lowest first; each a tuple of units (a package, standing for all its modules,
@@ -87,8 +87,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("plda.epochs",),  # epoch samplers: their laws are compositions
     ("plda.conversions",),  # tradeoff, Renyi, zCDP, Gaussian DP of composed laws
     ("plda.pld",),  # PrivacyLossDistribution: the recipe and its queries
-    ("plda.tradeoff", "plda.renyi"),  # facades over the PLD (issue 25: the doors branch folds them)
-    ("plda.risk",),  # facade over plda.tradeoff (idem)
+    ("plda.tradeoff", "plda.renyi"),  # former facades, deprecated until 0.2.0 (the PLD's methods)
+    ("plda.risk",),  # idem
     (
         "plda.serialization",
         "plda.samplers",  # the one sampler registry (issue 25)
@@ -97,7 +97,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "plda.testing",
     ),
     ("plda.accounting",),  # PLDAccountant
-    ("plda.accountant",),  # its former path (a shim, see KNOWN_REEXPORT_MODULES)
+    ("plda.accountant",),  # its former path, deprecated until 0.2.0
     ("plda.calibration",),
     ("plda.sweep",),
     ("plda.adapters",),  # Opacus and dp_accounting

@@ -3,7 +3,7 @@
 import pytest
 
 import plda
-from plda.accountant import PLDAccountant
+from plda.accounting.accountant import PLDAccountant
 from plda.calibration import (
     calibrate_noise_multiplier,
     calibrate_noise_multiplier_detailed,
@@ -189,11 +189,9 @@ def test_steps_and_sample_rate_for_risk_targets():
     )
     assert 0.05 * 0.99 <= rate.upper <= 0.05
     assert (
-        plda.risk.advantage_bounds(
-            plda.PrivacyLossDistribution.from_mechanism(
-                plda.PoissonSampled(plda.Gaussian(sigma=1.0), rate.value), 100, accuracy=COARSE
-            )
-        ).lower
+        plda.PrivacyLossDistribution.from_mechanism(
+            plda.PoissonSampled(plda.Gaussian(sigma=1.0), rate.value), 100, accuracy=COARSE
+        ).advantage_bounds().lower
         <= 0.05
     )
 
@@ -256,7 +254,7 @@ def test_riskcal_sigma_is_refuted_where_plda_needs_more_noise():
     assert result.upper <= 0.2 and result.value > theirs
     step = plda.PoissonSampled(plda.Gaussian(sigma=theirs), sample_rate=0.1)
     pld = plda.PrivacyLossDistribution.from_mechanism(step, 10, step=1e-3)
-    assert plda.risk.true_positive_rate_bounds(pld, 0.01).lower > 0.2
+    assert pld.true_positive_rate_bounds(0.01).lower > 0.2
 
 
 @pytest.mark.parametrize(
@@ -293,7 +291,7 @@ def test_advantage_is_computed_on_one_direction_without_loss():
     one = plda.PrivacyLossDistribution.from_mechanism(mechanism, 200, step=1e-3)
     step = plda.PoissonSampled(plda.Gaussian(sigma=1.5), sample_rate=0.02)
     both = plda.PrivacyLossDistribution.from_mechanism(step, 200, step=1e-3)
-    a, b = plda.risk.advantage_bounds(one), plda.risk.advantage_bounds(both)
+    a, b = one.advantage_bounds(), both.advantage_bounds()
     assert a.lower == pytest.approx(b.lower, rel=1e-7)
     assert a.upper == pytest.approx(b.upper, rel=1e-7)
 

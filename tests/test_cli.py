@@ -261,8 +261,9 @@ def test_package_is_typed_and_lists_lazy_submodules():
     from importlib import resources
 
     assert resources.files("plda").joinpath("py.typed").is_file()
-    for name in ("accountant", "plot", "theorems", "calibration"):
+    for name in ("adapters", "plot", "theorems", "calibration"):
         assert name in dir(plda)
+    assert "accountant" not in dir(plda)  # deprecated (plda.PLDAccountant), removed in 0.2.0
 
 
 # ------------------------------------------------------------------ samplers (issue 14)
@@ -511,14 +512,12 @@ def test_risk_command_reports_the_certified_attack_bounds(capsys):
     pld = plda.PrivacyLossDistribution.from_mechanism(
         plda.PoissonSampled(plda.Gaussian(2.0), 0.05), 20, accuracy=1e-2
     )
-    from plda.risk import advantage_bounds, true_positive_rate_bounds
-
     for i, alpha in enumerate((0.01, 0.1)):
-        tpr = true_positive_rate_bounds(pld, alpha)
+        tpr = pld.true_positive_rate_bounds(alpha)
         assert data["true_positive_rate_lower"][i] == pytest.approx(tpr.lower, rel=1e-12)
         assert data["true_positive_rate_upper"][i] == pytest.approx(tpr.upper, rel=1e-12)
         assert alpha <= data["true_positive_rate_lower"][i]
-    adv = advantage_bounds(pld)
+    adv = pld.advantage_bounds()
     assert data["advantage_upper"] == pytest.approx(adv.upper, rel=1e-12)
     assert data["advantage_lower"] == pytest.approx(adv.lower, rel=1e-12)
     code, out, _ = run(capsys, *argv)
@@ -535,10 +534,8 @@ def test_risk_command_with_a_bracketed_sampler_takes_the_realized_lower_bound(ca
     realized = plda.PrivacyLossDistribution.from_mechanism(
         trunc.lower_bound_mechanism(), 20, accuracy=1e-2
     )
-    from plda.risk import advantage_bounds
-
     assert code == 0
-    assert data["advantage_lower"] == pytest.approx(advantage_bounds(realized).lower, rel=1e-12)
+    assert data["advantage_lower"] == pytest.approx(realized.advantage_bounds().lower, rel=1e-12)
     assert data["advantage_lower"] < data["advantage_upper"]
 
 

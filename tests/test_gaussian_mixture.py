@@ -306,7 +306,7 @@ def test_renyi_bounds_are_finite_and_bracket_the_exact_divergence():
     # remove: int p^2 / q = sum_jk w_j w_k e^{mu_j mu_k}; add: int q^2 / p by quadrature. The
     # upper bound is joint convexity over the components (before: +inf, the grid's charged tail)
     mechanism = _accumulation(1.0, 0.05, 3)
-    bounds = plda.renyi.renyi_bounds(plda.PrivacyLossDistribution.from_mechanism(mechanism), 2.0)
+    bounds = plda.PrivacyLossDistribution.from_mechanism(mechanism).renyi_bounds(2.0)
     shifts, weights = mechanism.components()
     with mpmath.workdps(30):
         remove = mpmath.log(mpmath.fsum(

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import plda
-from plda import tradeoff
+from plda.conversions import gdp, profile
 
 STEP = plda.PoissonSampled(plda.Gaussian(sigma=1.1), sample_rate=256 / 60000)
 
@@ -30,22 +30,22 @@ def test_dpsgd_has_a_certified_mu_at_the_default_floor(dpsgd):
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
         mu = dpsgd.gdp_mu()
-        practical = tradeoff.gdp_mu(dpsgd, delta_floor=1e-9)
+        practical = dpsgd.gdp_mu(delta_floor=1e-9)
     assert not [w for w in record if "gdp_mu" in str(w.message)]
     assert math.isfinite(mu) and mu >= practical  # a lower floor certifies less
     assert 0.24 < practical < 0.25
     # the profile samples close at the floor: the last one is below it
-    assert tradeoff.symmetric_profile(dpsgd).delta[-1] < tradeoff.DELTA_FLOOR
+    assert dpsgd.symmetric_profile().delta[-1] < profile.DELTA_FLOOR
     # not refuted: the certified lower bounds of delta (at every grid loss) stay below the
     # claimed GDP profiles
-    lower = tradeoff.symmetric_profile(dpsgd, "lower")
-    for claimed, floor in ((mu, tradeoff.DELTA_FLOOR), (practical, 1e-9)):
-        gaussian = tradeoff.gaussian_delta(np.maximum(lower.epsilon, 0.0), claimed)
+    lower = dpsgd.symmetric_profile("lower")
+    for claimed, floor in ((mu, profile.DELTA_FLOOR), (practical, 1e-9)):
+        gaussian = gdp.gaussian_delta(np.maximum(lower.epsilon, 0.0), claimed)
         assert np.all(lower.delta <= np.maximum(gaussian, floor))
 
 
 def _one_warning(record, match: str):
-    found = [w for w in record if issubclass(w.category, tradeoff.GaussianDPWarning)]
+    found = [w for w in record if issubclass(w.category, plda.GaussianDPWarning)]
     assert len(found) == 1, [str(w.message) for w in found]
     assert found[0].filename == __file__  # points at the caller's line
     assert match in str(found[0].message)
@@ -56,10 +56,10 @@ def _one_warning(record, match: str):
     "call",
     [
         lambda pld: pld.gdp_mu(),
-        lambda pld: tradeoff.gdp_mu(pld),
-        lambda pld: tradeoff.gaussian_dp(pld).mu,
+        lambda pld: gdp.gdp_mu(pld.composed_laws()),
+        lambda pld: pld.gdp_summary().mu,
     ],
-    ids=["method", "function", "gaussian_dp"],
+    ids=["method", "conversion", "gdp_summary"],
 )
 def test_an_infinite_mu_says_why_and_what_to_pass(call):
     pld = plda.PrivacyLossDistribution.from_mechanism(plda.ApproximateDP(1.0, 1e-6), 100)
@@ -76,9 +76,9 @@ def test_a_bracketed_sampler_whose_bound_keeps_a_delta_is_explained():
     pld = plda.PrivacyLossDistribution.from_mechanism(step, 100)
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
-        assert tradeoff.gdp_mu(pld) == math.inf
+        assert pld.gdp_mu() == math.inf
     _one_warning(record, "infinite privacy loss")
-    assert math.isfinite(tradeoff.gdp_mu(pld, delta_floor=1e-7))
+    assert math.isfinite(pld.gdp_mu(delta_floor=1e-7))
 
 
 def test_the_tradeoff_plot_refuses_an_infinite_reference_mu():
@@ -91,10 +91,10 @@ def test_the_tradeoff_plot_refuses_an_infinite_reference_mu():
     try:
         for log_scale in (False, True):
             with pytest.raises(ValueError, match=r"reference_mu must be a finite mu .*"
-                               r"gdp_mu\(pld, delta_floor=1e-9\)"):
+                               r"gdp_mu\(delta_floor=1e-9\)"):
                 plda.plot.tradeoff(dpsgd, ax, reference_mu=math.inf, log_scale=log_scale)
         # what the message says to pass draws
-        mu = tradeoff.gdp_mu(dpsgd, delta_floor=1e-9)
+        mu = dpsgd.gdp_mu(delta_floor=1e-9)
         plda.plot.tradeoff(dpsgd, ax, reference_mu=mu, alpha=np.linspace(0, 1, 11))
         assert any(line.get_label() == f"{mu:.3g}-GDP" for line in ax.get_lines())
     finally:

@@ -118,7 +118,7 @@ def test_tradeoff_and_true_positive_rate_at_alpha_zero_read_the_infinity_mass():
     pld = _pld(plda.ApproximateDP(epsilon=1.0, delta=1e-3), 3)
     beta = pld.tradeoff_bounds(0.0)
     assert beta.lower <= 1 - mass <= beta.upper
-    tpr = plda.true_positive_rate_bounds(pld, 0.0)
+    tpr = pld.true_positive_rate_bounds(0.0)
     assert tpr.lower <= mass <= tpr.upper
 
 

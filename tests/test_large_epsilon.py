@@ -250,9 +250,9 @@ def test_gaussian_dp_mu_is_rounded_outward(sigma, count):
     pld = plda.PrivacyLossDistribution.from_mechanism(plda.Gaussian(sigma), count)
     with mpmath.workdps(50):
         exact = mpmath.sqrt(count) / mpmath.mpf(sigma)
-        summary = plda.tradeoff.gaussian_dp(pld)
+        summary = pld.gdp_summary()
         assert mpmath.mpf(summary.mu_lower) <= exact <= mpmath.mpf(pld.gdp_mu())
-        rho = plda.renyi.zcdp_bounds(pld)
+        rho = pld.zcdp_bounds()
         assert mpmath.mpf(rho.lower) <= exact**2 / 2 <= mpmath.mpf(rho.upper)
         assert rho.upper == pld.zcdp()
 

@@ -92,7 +92,7 @@ def test_tradeoff_plot(pld, ax, tmp_path):
     assert len(ax.collections) == 1  # the certified band
     lower_line, upper_line = ax.get_lines()[:2]  # the certified curve and the band's other edge
     x, y = lower_line.get_data()
-    np.testing.assert_allclose(y, plda.tradeoff.tradeoff(pld, x))
+    np.testing.assert_allclose(y, pld.tradeoff(x))
     np.testing.assert_allclose(upper_line.get_data()[1], pld.tradeoff_bounds(x).upper)
     assert lower_line.get_label() == "composition: certified lower bound on β"
     # the band is far thinner than the line here: its entry says so, with its largest width
@@ -126,7 +126,7 @@ def test_membership_inference_marks_the_floor_at_tiny_false_positive_rates(pld, 
     assert np.all(lower > 0) and np.all(upper <= 10 * lower)
     ((level, x0, x1),) = floors(ax)
     assert x0 == alpha[0] and x1 < x.min()  # the floor covers the small FPRs left out
-    bounds = plda.tradeoff.true_positive_rate_bounds(pld, alpha[alpha <= x1])
+    bounds = pld.true_positive_rate_bounds(alpha[alpha <= x1])
     assert np.all(bounds.upper <= level)  # what the floor claims is certified
     assert any(t.startswith("numerical floor: only TPR ≤") for t in legend_texts(ax))
     assert np.all(band_vertices(ax)[:, 1] > 0)
@@ -363,7 +363,7 @@ def test_plot_command_refuses_bad_arguments(argv, match, tmp_path):
 
 def test_importing_plda_modules_does_not_import_matplotlib():
     code = (
-        "import sys, plda, plda.tradeoff, plda.renyi, plda.plot.profiles, plda.cli.plot; "
+        "import sys, plda, plda.conversions.queries, plda.plot.profiles, plda.cli.plot; "
         "assert 'matplotlib' not in sys.modules, 'matplotlib imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -14,7 +14,7 @@ from hypothesis_settings import examples
 from scipy.optimize import minimize_scalar
 
 import plda
-from plda import renyi as R
+from plda.conversions import renyi
 from plda.conversions.per_step import step_cumulant
 
 P = plda.PrivacyLossDistribution.from_mechanism
@@ -26,14 +26,6 @@ def assert_brackets(bounds, exact, rtol=1e-12):
     exact = np.asarray(exact, dtype=float)
     assert np.all(lower <= exact * (1 + rtol)), (lower, exact)
     assert np.all(exact <= upper * (1 + rtol)), (exact, upper)
-
-
-def method_or_function(pld, name, *args):
-    value = getattr(R, name)(pld, *args)
-    method = getattr(pld, name, None)
-    if callable(method):
-        np.testing.assert_array_equal(method(*args), value)
-    return value
 
 
 # ---------------------------------------------------------------- exact refs
@@ -69,11 +61,11 @@ def sampled_gaussian_integral(alpha: float, sigma: float, q: float, direction: s
 def test_gaussian_composition():
     pld = P(plda.Gaussian(2.0)).self_compose(7).compose(P(plda.Gaussian(0.5), 2))
     exact = ORDERS * (7 / 4 + 2 * 4) / 2
-    bounds = method_or_function(pld, "renyi_bounds", ORDERS)
+    bounds = pld.renyi_bounds(ORDERS)
     assert_brackets(bounds, exact)
     np.testing.assert_allclose(bounds.upper, exact, rtol=1e-12)
-    np.testing.assert_array_equal(R.renyi(pld, ORDERS), bounds.upper)
-    assert isinstance(R.renyi(pld, 2.0), float)
+    np.testing.assert_array_equal(pld.renyi(ORDERS), bounds.upper)
+    assert isinstance(pld.renyi(2.0), float)
 
 
 @pytest.mark.parametrize("sigma,q", [(1.1, 256 / 60000), (0.8, 0.05), (2.0, 0.3), (5.0, 0.001)])
@@ -82,7 +74,7 @@ def test_sampled_gaussian_integer_orders(sigma, q, alpha):
     count = 1000
     pld = P(plda.PoissonSampled(plda.Gaussian(sigma), q)).self_compose(count)
     exact = count * sampled_gaussian_integer(alpha, sigma, q)
-    bounds = R.renyi_bounds(pld, float(alpha))
+    bounds = pld.renyi_bounds(float(alpha))
     assert_brackets(bounds, exact)
     assert bounds.upper - bounds.lower <= 2e-3 * bounds.upper
 
@@ -109,7 +101,7 @@ def test_laplace_closed_form():
                              + (a - 1) / (2 * a - 1) * mpmath.exp(-a * t)) / (a - 1))
         for a in map(mpmath.mpf, ORDERS)
     ]
-    assert_brackets(R.renyi_bounds(pld, ORDERS), exact)
+    assert_brackets(pld.renyi_bounds(ORDERS), exact)
 
 
 def exact_discrete(log_p, log_q, alpha):
@@ -131,7 +123,7 @@ def test_discrete_gaussian(sigma):
     log_q = [-mpmath.mpf(x - 1) ** 2 / (2 * sigma**2) - log_z for x in xs]
     orders = ORDERS[:7]
     exact = [exact_discrete(log_p, log_q, a) for a in orders]
-    assert_brackets(R.renyi_bounds(P(plda.DiscreteGaussian(sigma)), orders), exact)
+    assert_brackets(P(plda.DiscreteGaussian(sigma)).renyi_bounds(orders), exact)
 
 
 def test_discrete_laplace_and_randomized_response():
@@ -143,18 +135,18 @@ def test_discrete_laplace_and_randomized_response():
     log_q = [-t * abs(x - 1) - log_z for x in xs]
     orders = ORDERS[:7]
     exact = [exact_discrete(log_p, log_q, a) for a in orders]
-    assert_brackets(R.renyi_bounds(P(plda.DiscreteLaplace(t)), orders), exact)
+    assert_brackets(P(plda.DiscreteLaplace(t)).renyi_bounds(orders), exact)
     e = mpmath.mpf(1.2)
     p = mpmath.exp(e) / (1 + mpmath.exp(e))
     log_p, log_q = [mpmath.log(p), mpmath.log(1 - p)], [mpmath.log(1 - p), mpmath.log(p)]
     exact = [exact_discrete(log_p, log_q, a) for a in orders]
-    assert_brackets(R.renyi_bounds(P(plda.ApproximateDP(1.2)), orders), exact)
+    assert_brackets(P(plda.ApproximateDP(1.2)).renyi_bounds(orders), exact)
 
 
 def test_mass_at_infinity_is_infinite():
-    bounds = R.renyi_bounds(P(plda.ApproximateDP(1.0, 1e-6)).compose(P(plda.Gaussian(1.0))), ORDERS)
+    bounds = P(plda.ApproximateDP(1.0, 1e-6)).compose(P(plda.Gaussian(1.0))).renyi_bounds(ORDERS)
     assert np.all(np.isinf(bounds.lower)) and np.all(np.isinf(bounds.upper))
-    assert R.zcdp(P(plda.ApproximateDP(1.0, 1e-6))) == math.inf
+    assert P(plda.ApproximateDP(1.0, 1e-6)).zcdp() == math.inf
 
 
 def test_sampled_laplace_generic_path():
@@ -175,14 +167,14 @@ def test_sampled_laplace_generic_path():
 
     orders = np.array([1.5, 2.0, 6.0, 30.0])
     exact = [4 * max(divergence(a, "remove"), divergence(a, "add")) for a in orders]
-    bounds = R.renyi_bounds(P(plda.PoissonSampled(plda.Laplace(b), q), 4), orders)
+    bounds = P(plda.PoissonSampled(plda.Laplace(b), q), 4).renyi_bounds(orders)
     assert_brackets(bounds, exact)
     assert np.max((bounds.upper - bounds.lower) / bounds.upper) < 1e-2
 
 
 def test_replace_one_doubles_the_sensitivity():
     pld = P(plda.Gaussian(2.0), relation="replace_one")
-    np.testing.assert_allclose(R.renyi(pld, ORDERS), ORDERS * 4 / 8, rtol=1e-12)
+    np.testing.assert_allclose(pld.renyi(ORDERS), ORDERS * 4 / 8, rtol=1e-12)
 
 
 @examples(30)
@@ -191,20 +183,20 @@ def test_monotone_in_the_order(a, b):
     """``eps_alpha`` does not decrease with ``alpha``: bounds at two orders are consistent."""
     pld = P(plda.PoissonSampled(plda.Gaussian(1.0), 0.05), 50)
     lo, hi = sorted((a, b))
-    assert R.renyi_bounds(pld, lo).lower <= R.renyi_bounds(pld, hi).upper * (1 + 1e-12)
+    assert pld.renyi_bounds(lo).lower <= pld.renyi_bounds(hi).upper * (1 + 1e-12)
 
 
 # --------------------------------------------------------------------- zCDP
 def test_zcdp_of_gaussians_is_exact():
     pld = P(plda.Gaussian(2.0), 10)
-    lower, upper = method_or_function(pld, "zcdp_bounds")
+    lower, upper = pld.zcdp_bounds()
     assert upper == pytest.approx(10 / 8, rel=1e-12) and lower <= upper
-    assert R.zcdp(pld) == upper
+    assert pld.zcdp() == upper
 
 
 def test_zcdp_of_sampled_gaussian_approaches_the_unsampled_one():
     pld = P(plda.PoissonSampled(plda.Gaussian(1.0), 0.01), 100)
-    lower, upper = R.zcdp_bounds(pld)
+    lower, upper = pld.zcdp_bounds()
     assert upper == pytest.approx(50.0, rel=1e-12)
     assert 0.99 * upper <= lower <= upper
 
@@ -223,7 +215,7 @@ def test_zcdp_of_laplace_brackets_the_supremum():
     grid = np.geomspace(1.0001, 200, 2000)
     start = grid[np.argmin([float(negative(a)) for a in grid])]
     best = float(-negative(mpmath.findroot(lambda a: mpmath.diff(negative, a), start)))
-    lower, upper = R.zcdp_bounds(pld)
+    lower, upper = pld.zcdp_bounds()
     assert lower <= best * (1 + 1e-9) and best <= upper
     assert upper <= t * t / 2 and upper <= 1.05 * best
 
@@ -238,16 +230,16 @@ def test_gaussian_conversion_matches_the_continuous_optimum():
 
     best = minimize_scalar(eps, bounds=(1.0001, 1e3), method="bounded", options={"xatol": 1e-10})
     pld = P(plda.Gaussian(1.0))
-    value = method_or_function(pld, "renyi_epsilon", delta)
+    value = pld.renyi_epsilon(delta)
     assert best.fun <= value <= best.fun * (1 + 1e-6)
-    delta_back = R.renyi_delta(pld, value)
+    delta_back = pld.renyi_delta(value)
     assert delta_back <= delta * (1 + 1e-6)
 
 
 def test_rdp_never_beats_the_pld():
     pld = P(plda.PoissonSampled(plda.Gaussian(1.0), 0.01), 1000)
     deltas = np.array([1e-3, 1e-5, 1e-8])
-    rdp = R.renyi_epsilon(pld, deltas)
+    rdp = pld.renyi_epsilon(deltas)
     assert np.all(rdp >= pld.epsilon_bounds(deltas).lower)
     assert np.all(rdp <= 1.5 * pld.epsilon(deltas))
 
@@ -255,15 +247,15 @@ def test_rdp_never_beats_the_pld():
 def test_conversion_of_explicit_curves():
     orders = np.array([2.0, 4.0, 8.0])
     curve = np.array([0.1, 0.3, 0.9])
-    value = R.epsilon_from_renyi(orders, curve, 1e-5)
+    value = renyi.epsilon_from_renyi(orders, curve, 1e-5)
     expected = min(
         e + math.log1p(-1 / a) - (math.log(1e-5) + math.log(a)) / (a - 1)
         for a, e in zip(orders, curve, strict=True)
     )
     assert value == pytest.approx(max(expected, 0.0), rel=1e-12)
-    assert R.delta_from_renyi(orders, curve, value) == pytest.approx(1e-5, rel=1e-9)
-    assert R.epsilon_from_renyi(orders, curve, 1.0) == 0.0
-    assert R.delta_from_renyi(orders, np.full(3, np.inf), 1.0) == 1.0
+    assert renyi.delta_from_renyi(orders, curve, value) == pytest.approx(1e-5, rel=1e-9)
+    assert renyi.epsilon_from_renyi(orders, curve, 1.0) == 0.0
+    assert renyi.delta_from_renyi(orders, np.full(3, np.inf), 1.0) == 1.0
 
 
 # ---------------------------------------------------------------- bad input
@@ -271,23 +263,21 @@ def test_conversion_of_explicit_curves():
 def test_order_outside_range(bad):
     pld = P(plda.Gaussian(1.0))
     with pytest.raises(ValueError, match="order"):
-        R.renyi(pld, bad)
+        pld.renyi(bad)
     with pytest.raises(ValueError, match="order"):
-        R.renyi_bounds(pld, bad)
+        pld.renyi_bounds(bad)
 
 
 def test_other_bad_arguments():
     pld = P(plda.Gaussian(1.0))
     with pytest.raises(ValueError, match="delta"):
-        R.renyi_epsilon(pld, 1.5)
+        pld.renyi_epsilon(1.5)
     with pytest.raises(ValueError, match="epsilon"):
-        R.renyi_delta(pld, -1.0)
+        pld.renyi_delta(-1.0)
     with pytest.raises(ValueError, match="orders"):
-        R.renyi_epsilon(pld, 1e-5, orders=[0.5, 2.0])
+        pld.renyi_epsilon(1e-5, orders=[0.5, 2.0])
     with pytest.raises(ValueError, match="curve_epsilons"):
-        R.epsilon_from_renyi([2.0, 3.0], [0.1], 1e-5)
-    with pytest.raises(TypeError, match="pld"):
-        R.renyi("not a pld", 2.0)
+        renyi.epsilon_from_renyi([2.0, 3.0], [0.1], 1e-5)
 
 
 # ------------------------------------------------- non-tight steps (issue 14)
@@ -366,8 +356,8 @@ def test_a_shuffled_epoch_takes_its_lower_bound_from_the_realized_pair(sigma, or
                                                                        other_reference):
     epoch = plda.Shuffled(plda.Gaussian(sigma=sigma), num_steps=10)
     orders = np.array(orders, dtype=float)
-    bounds = R.renyi_bounds(P(epoch).self_compose(3), orders)
-    realized = R.renyi_bounds(P(epoch.lower_bound_mechanism()).self_compose(3), orders)
+    bounds = P(epoch).self_compose(3).renyi_bounds(orders)
+    realized = P(epoch.lower_bound_mechanism()).self_compose(3).renyi_bounds(orders)
     # upper: no amplification, one run of the base Gaussian per epoch (alpha mu^2 / 2 each)
     np.testing.assert_allclose(bounds.upper, 3 * orders / (2 * sigma**2), rtol=1e-12)
     # lower: the realized pair's, not the dominating pair's (which is the upper bound itself)
@@ -378,14 +368,14 @@ def test_a_shuffled_epoch_takes_its_lower_bound_from_the_realized_pair(sigma, or
     assert np.all(bounds.lower <= exact * (1 + 1e-9))
     assert np.all(bounds.lower >= exact * (1 - 1e-3))
     # the other input's pair (others at 0) is certified against its own exact value, and lower
-    other = R.renyi_bounds(P(epoch.lower_bound_mechanisms()[1]).self_compose(3), orders)
+    other = P(epoch.lower_bound_mechanisms()[1]).self_compose(3).renyi_bounds(orders)
     exact_other = np.array([3 * other_reference(int(a) if a.is_integer() else a, 1 / sigma, 10)
                             for a in orders])
     assert np.all(other.lower <= exact_other * (1 + 1e-9))
     assert np.all(other.lower >= exact_other * (1 - 1e-3))
     assert np.all(other.lower < bounds.lower)
     # zCDP: the Gaussian's rho on top, the realized pair's below
-    rho = R.zcdp_bounds(P(epoch))
+    rho = P(epoch).zcdp_bounds()
     assert rho.upper == pytest.approx(0.5 / sigma**2, rel=1e-12) and 0 < rho.lower < rho.upper
 
 
@@ -395,15 +385,15 @@ def test_non_tight_samplers_take_their_lower_bound_from_the_realized_pair():
     gauss = plda.Gaussian(1.0)
     truncated = plda.TruncatedPoisson(gauss, 256 / 60000, 300, 60000)
     assert not truncated.tight
-    bounds = R.renyi_bounds(P(truncated, 100), orders)
-    realized = R.renyi_bounds(P(truncated.lower_bound_mechanism(), 100), orders)
+    bounds = P(truncated, 100).renyi_bounds(orders)
+    realized = P(truncated.lower_bound_mechanism(), 100).renyi_bounds(orders)
     np.testing.assert_array_equal(bounds.lower, realized.lower)
     # the realized pair is Poisson sampling at a lower rate: below the nominal rate's curve
-    poisson = R.renyi_bounds(P(plda.PoissonSampled(gauss, 256 / 60000), 100), orders)
+    poisson = P(plda.PoissonSampled(gauss, 256 / 60000), 100).renyi_bounds(orders)
     assert np.all(bounds.lower < poisson.lower)
     # one step per epoch is tight: a shuffled epoch's bracket is then the base mechanism's
-    single = R.renyi_bounds(P(plda.Shuffled(plda.Gaussian(2.0), num_steps=1)), orders)
-    np.testing.assert_array_equal(single.lower, R.renyi_bounds(P(plda.Gaussian(2.0)), orders).lower)
+    single = P(plda.Shuffled(plda.Gaussian(2.0), num_steps=1)).renyi_bounds(orders)
+    np.testing.assert_array_equal(single.lower, P(plda.Gaussian(2.0)).renyi_bounds(orders).lower)
 
 
 def test_replace_one_sampled_gaussian_has_a_finite_certified_upper_bound():
@@ -411,7 +401,7 @@ def test_replace_one_sampled_gaussian_has_a_finite_certified_upper_bound():
     # bounds it by the shifted pair's divergence, where the grid law alone gave +inf
     q, orders = 0.01, np.array([2.0, 5.0])
     step = plda.PoissonSampled(plda.Gaussian(1.0), q)
-    bounds = R.renyi_bounds(P(step, relation="replace_one"), orders)
+    bounds = P(step, relation="replace_one").renyi_bounds(orders)
     mpmath.mp.dps = 20
     mq = mpmath.mpf(q)
 

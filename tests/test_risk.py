@@ -5,7 +5,6 @@ import numpy as np
 import pytest
 
 import plda
-from plda.risk import advantage_bounds, true_positive_rate_bounds
 
 mpmath.mp.dps = 40
 
@@ -25,7 +24,7 @@ def exact_gaussian_advantage(mu):
 @pytest.mark.parametrize("alpha", [1e-6, 1e-3, 0.1])
 def test_gaussian_true_positive_rate_brackets_the_closed_form(sigma, count, alpha):
     pld = plda.PrivacyLossDistribution.from_mechanism(plda.Gaussian(sigma=sigma), count)
-    bounds = true_positive_rate_bounds(pld, alpha)
+    bounds = pld.true_positive_rate_bounds(alpha)
     exact = exact_gaussian_tpr(mpmath.sqrt(count) / sigma, alpha)
     assert bounds.lower <= exact <= bounds.upper
     assert bounds.upper <= exact * (1 + 2e-2)
@@ -34,7 +33,7 @@ def test_gaussian_true_positive_rate_brackets_the_closed_form(sigma, count, alph
 @pytest.mark.parametrize("sigma, count", [(1.0, 1), (2.0, 16), (0.5, 3)])
 def test_gaussian_advantage_brackets_the_closed_form(sigma, count):
     pld = plda.PrivacyLossDistribution.from_mechanism(plda.Gaussian(sigma=sigma), count)
-    bounds = advantage_bounds(pld)
+    bounds = pld.advantage_bounds()
     exact = exact_gaussian_advantage(mpmath.sqrt(count) / sigma)
     assert bounds.lower <= exact <= bounds.upper <= exact * (1 + 1e-3)
 
@@ -43,7 +42,7 @@ def test_gaussian_advantage_brackets_the_closed_form(sigma, count):
 def test_subsampled_advantage_is_q_times_the_gaussian_one(q):
     # TV((1 - q) P + q Q, P) = q TV(P, Q), in both directions (TV is symmetric)
     step = plda.PoissonSampled(plda.Gaussian(sigma=1.5), sample_rate=q)
-    bounds = advantage_bounds(plda.PrivacyLossDistribution.from_mechanism(step))
+    bounds = plda.PrivacyLossDistribution.from_mechanism(step).advantage_bounds()
     exact = q * exact_gaussian_advantage(1 / mpmath.mpf(1.5))
     assert bounds.lower <= exact <= bounds.upper <= exact * (1 + 1e-3)
 
@@ -55,17 +54,44 @@ def test_vectorized_and_the_accountant_agrees():
     tpr = acct.true_positive_rate_bounds(alphas)
     assert np.all(alphas <= tpr.lower) and np.all(tpr.lower <= tpr.upper)
     assert np.all(np.diff(tpr.upper) > 0)
-    direct = true_positive_rate_bounds(acct.pld, 1e-3)
+    direct = acct.pld.true_positive_rate_bounds(1e-3)
     assert direct.upper == tpr.upper[1]
     adv = acct.advantage_bounds()
     assert 0 < adv.lower <= adv.upper < 1
-    assert adv.upper == advantage_bounds(acct.pld).upper
-    # the top-level names are the same functions
-    assert plda.true_positive_rate_bounds is true_positive_rate_bounds
-    assert plda.advantage_bounds is advantage_bounds
+    assert adv.upper == acct.pld.advantage_bounds().upper
 
 
 def test_bad_false_positive_rate():
     pld = plda.PrivacyLossDistribution.from_mechanism(plda.Gaussian(sigma=1.0))
     with pytest.raises(ValueError, match="false_positive_rate"):
-        true_positive_rate_bounds(pld, 1.5)
+        pld.true_positive_rate_bounds(1.5)
+
+
+def test_the_accountant_answers_every_query_under_the_pld_name():
+    """One door per query: the accountant's tradeoff, Gaussian-DP, Rényi and zCDP answers are
+    those of the PLD of its history (issue 25)."""
+    acct = plda.PLDAccountant(accuracy=1e-2)
+    acct.step(1.0, 0.05, count=30)
+    alpha, orders = np.array([1e-3, 0.1]), np.array([2.0, 8.0])
+    for name, args in [
+        ("tradeoff", (alpha,)),
+        ("tradeoff_bounds", (alpha,)),
+        ("true_positive_rate_bounds", (alpha,)),
+        ("symmetric_profile", ()),
+        ("gdp_mu", ()),
+        ("gdp_summary", ()),
+        ("renyi", (orders,)),
+        ("renyi_bounds", (orders,)),
+        ("renyi_epsilon", (1e-5,)),
+        ("renyi_delta", (1.0,)),
+        ("zcdp", ()),
+        ("zcdp_bounds", ()),
+    ]:
+        mine, its = getattr(acct, name)(*args), getattr(acct.pld, name)(*args)
+        if name == "symmetric_profile":
+            mine, its = (mine.epsilon, mine.delta), (its.epsilon, its.delta)
+        elif name == "gdp_summary":
+            mine, its = (mine.mu, mine.best_fit), (its.mu, its.best_fit)
+        np.testing.assert_array_equal(np.asarray(mine, dtype=float), np.asarray(its, dtype=float))
+    with pytest.raises(ValueError, match="no recorded steps"):
+        plda.PLDAccountant().tradeoff(0.5)

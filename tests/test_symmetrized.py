@@ -243,7 +243,7 @@ def test_conversions_of_a_non_tight_composition_take_the_realized_side():
     got = PLD.from_mechanism(loose).tradeoff_bounds(alpha)
     exact = plda.testing.gaussian_tradeoff(alpha, 1.0)
     assert np.all(got.lower <= exact) and np.all(exact <= got.upper)
-    tpr = plda.true_positive_rate_bounds(PLD.from_mechanism(loose), 0.05)
+    tpr = PLD.from_mechanism(loose).true_positive_rate_bounds(0.05)
     exact_tpr = 1.0 - float(plda.testing.gaussian_tradeoff(0.05, 1.0))
     assert tpr.lower <= exact_tpr <= tpr.upper
 

@@ -14,9 +14,9 @@ from hypothesis_settings import examples
 from scipy.special import ndtr, ndtri
 
 import plda
-from plda import tradeoff as T
 from plda.conversions import gdp, tradeoff
 from plda.conversions.composed import ComposedLaws, add_remove_steps
+from plda.conversions.envelope import LowerEnvelope
 
 P = plda.PrivacyLossDistribution.from_mechanism
 ALPHA = np.concatenate(
@@ -35,15 +35,6 @@ def assert_brackets(lower, exact, upper, slack=1e-13):
     assert np.all(exact <= upper + slack), np.max(exact - upper)
 
 
-def method_or_function(pld, name, *args):
-    """The PLD method when the engine has it (it must agree with the module function)."""
-    value = getattr(T, name)(pld, *args)
-    method = getattr(pld, name, None)
-    if callable(method):
-        np.testing.assert_array_equal(method(*args), value)
-    return value
-
-
 @pytest.fixture(scope="module")
 def sampled():
     """An asymmetric composition (two directions): 1000 Poisson-sampled Gaussian steps."""
@@ -55,12 +46,12 @@ def sampled():
 def test_gaussian_tradeoff(sigma, count):
     pld = P(plda.Gaussian(sigma)).self_compose(count)
     mu = math.sqrt(count) / sigma
-    lower, upper = method_or_function(pld, "tradeoff_bounds", ALPHA)
+    lower, upper = pld.tradeoff_bounds(ALPHA)
     exact = gaussian_curve(ALPHA, mu)
     assert_brackets(lower, exact, upper)
     assert np.max(upper - lower) < 1e-3
-    np.testing.assert_array_equal(T.tradeoff(pld, ALPHA), lower)
-    assert isinstance(T.tradeoff(pld, 0.3), float)
+    np.testing.assert_array_equal(pld.tradeoff(ALPHA), lower)
+    assert isinstance(pld.tradeoff(0.3), float)
 
 
 @pytest.mark.parametrize("epsilon,delta", [(1.0, 0.0), (0.5, 1e-3), (2.0, 0.05)])
@@ -71,7 +62,7 @@ def test_approximate_dp_tradeoff(epsilon, delta):
         1 - delta - math.exp(epsilon) * ALPHA,
         math.exp(-epsilon) * (1 - delta - ALPHA),
     ])
-    lower, upper = T.tradeoff_bounds(pld, ALPHA)
+    lower, upper = pld.tradeoff_bounds(ALPHA)
     assert_brackets(lower, exact, upper)
     assert np.max(upper - lower) < 1e-6
 
@@ -90,7 +81,7 @@ def test_laplace_tradeoff(epsilon0):
     pld = P(plda.Laplace(scale=1.0 / epsilon0))
     inner = ALPHA[(ALPHA > 0) & (ALPHA < 1)]
     exact = cdf(quantile(1 - inner) - epsilon0)
-    lower, upper = T.tradeoff_bounds(pld, inner)
+    lower, upper = pld.tradeoff_bounds(inner)
     assert_brackets(lower, exact, upper, slack=1e-12)
     assert np.max(upper - lower) < 2e-3
 
@@ -125,14 +116,14 @@ def exact_rr_composition_tradeoff(epsilon0, count, alpha):
 def test_composed_randomized_response_exact():
     pld = P(plda.ApproximateDP(0.4)).self_compose(6)
     alpha = np.linspace(0, 1, 41)
-    lower, upper = T.tradeoff_bounds(pld, alpha)
+    lower, upper = pld.tradeoff_bounds(alpha)
     assert_brackets(lower, exact_rr_composition_tradeoff(0.4, 6, alpha), upper, slack=1e-12)
 
 
 # --------------------------------------------------------------- properties
 def test_curve_shape(sampled):
     alpha = np.linspace(0, 1, 2001)
-    lower, upper = T.tradeoff_bounds(sampled, alpha)
+    lower, upper = sampled.tradeoff_bounds(alpha)
     for curve in (lower, upper):
         assert np.all(np.diff(curve) <= 1e-15)  # non-increasing
         assert np.min(np.diff(curve, 2)) >= -1e-12  # convex
@@ -146,32 +137,32 @@ def test_curve_shape(sampled):
 def test_symmetric_curve_is_its_own_inverse(sampled, alpha):
     """``f`` is symmetric for add/remove (``f(f(a)) = a`` where ``f > 0``); with ``L <= f <= U``
     and ``f`` decreasing: ``L(U(a)) <= a <= U(L(a))``."""
-    lower, upper = T.tradeoff_bounds(sampled, alpha)
+    lower, upper = sampled.tradeoff_bounds(alpha)
     if lower <= 0:
         return
-    assert T.tradeoff_bounds(sampled, upper).lower <= alpha + 1e-12
-    assert T.tradeoff_bounds(sampled, lower).upper >= alpha - 1e-12
+    assert sampled.tradeoff_bounds(upper).lower <= alpha + 1e-12
+    assert sampled.tradeoff_bounds(lower).upper >= alpha - 1e-12
 
 
 @examples(40)
 @given(st.floats(1e-9, 0.999))
 def test_directions_are_inverse_and_dominate_the_symmetric_curve(sampled, alpha):
     """Poisson sampling: ``T_add = T_remove^-1``; the add/remove curve is below both."""
-    rem = T.tradeoff_bounds(sampled, alpha, direction="remove")
-    add = T.tradeoff_bounds(sampled, alpha, direction="add")
-    both = T.tradeoff_bounds(sampled, alpha)
+    rem = sampled.tradeoff_bounds(alpha, direction="remove")
+    add = sampled.tradeoff_bounds(alpha, direction="add")
+    both = sampled.tradeoff_bounds(alpha)
     assert both.lower <= min(rem.upper, add.upper) + 1e-12
     if rem.lower > 0:
-        assert T.tradeoff_bounds(sampled, rem.upper, direction="add").lower <= alpha + 1e-12
-        assert T.tradeoff_bounds(sampled, rem.lower, direction="add").upper >= alpha - 1e-12
+        assert sampled.tradeoff_bounds(rem.upper, direction="add").lower <= alpha + 1e-12
+        assert sampled.tradeoff_bounds(rem.lower, direction="add").upper >= alpha - 1e-12
 
 
 def test_symmetric_composition_directions_agree():
     pld = P(plda.Gaussian(1.5)).self_compose(4)
     alpha = np.linspace(0, 1, 101)
-    both = T.tradeoff_bounds(pld, alpha)
+    both = pld.tradeoff_bounds(alpha)
     for direction in ("remove", "add"):
-        one = T.tradeoff_bounds(pld, alpha, direction=direction)
+        one = pld.tradeoff_bounds(alpha, direction=direction)
         assert_brackets(one.lower, gaussian_curve(alpha, math.sqrt(4) / 1.5), one.upper)
         assert np.max(np.abs(one.lower - both.lower)) < 1e-4
 
@@ -184,7 +175,7 @@ def test_symmetric_composition_directions_agree():
 def test_envelope_is_the_minimum_of_the_lines(lines, xs):
     slopes = np.array([s for s, _ in lines])
     intercepts = np.array([a for _, a in lines])
-    envelope = T.LowerEnvelope.from_lines(slopes, intercepts)
+    envelope = LowerEnvelope.from_lines(slopes, intercepts)
     x = np.array(xs)
     brute = np.min(intercepts[None, :] + slopes[None, :] * x[:, None], axis=1)
     np.testing.assert_allclose(envelope(x), brute, rtol=1e-12, atol=1e-12)
@@ -195,28 +186,28 @@ def test_true_positive_rate_keeps_relative_accuracy_at_tiny_rates():
     pld = P(plda.Gaussian(1.0)).self_compose(4)
     fpr = np.array([1e-15, 1e-12, 1e-9, 1e-6, 1e-3, 0.1])
     exact = ndtr(ndtri(fpr) + 2.0)  # 1 - G_2(fpr)
-    lower, upper = method_or_function(pld, "true_positive_rate_bounds", fpr)
+    lower, upper = pld.true_positive_rate_bounds(fpr)
     assert_brackets(lower, exact, upper, slack=0)
     assert np.max(upper / lower) < 1.01
-    np.testing.assert_array_equal(T.max_true_positive_rate(pld, fpr), upper)
+    np.testing.assert_array_equal(pld.true_positive_rate_bounds(fpr).upper, upper)
 
 
 def test_advantage_is_total_variation():
     mu = 1.3
     pld = P(plda.Gaussian(1 / mu))
-    lower, upper = T.max_advantage(pld)
+    lower, upper = pld.advantage_bounds()
     exact = 2 * ndtr(mu / 2) - 1
     assert lower <= exact <= upper and upper - lower < 1e-4
     alpha = np.linspace(0, 1, 20001)
-    assert np.max(1 - alpha - T.tradeoff(pld, alpha)) <= upper + 1e-12
+    assert np.max(1 - alpha - pld.tradeoff(alpha)) <= upper + 1e-12
 
 
 # -------------------------------------------------------------- Gaussian DP
 def test_gaussian_composition_is_exactly_gdp():
     pld = P(plda.Gaussian(2.0)).self_compose(9).compose(P(plda.Gaussian(1.0)))
     mu = math.sqrt(9 / 4 + 1)
-    assert method_or_function(pld, "gdp_mu") == pytest.approx(mu, rel=1e-12)
-    summary = T.gaussian_dp(pld)
+    assert pld.gdp_mu() == pytest.approx(mu, rel=1e-12)
+    summary = pld.gdp_summary()
     # the closed form, rounded outward by a few ulps (certified on both sides)
     assert summary.mu_lower <= mu <= summary.mu
     assert summary.mu_lower == pytest.approx(mu, rel=1e-12)
@@ -228,25 +219,25 @@ def test_randomized_response_gdp(epsilon):
     """``f_{eps,0} >= G_mu`` iff ``G_mu`` passes below the kink of ``f_{eps,0}``:
     ``mu* = 2 Phi^-1(e^eps / (1 + e^eps))``."""
     exact = 2 * ndtri(math.exp(epsilon) / (1 + math.exp(epsilon)))
-    summary = T.gaussian_dp(P(plda.ApproximateDP(epsilon)))
+    summary = P(plda.ApproximateDP(epsilon)).gdp_summary()
     assert summary.mu_lower <= exact <= summary.mu
     assert summary.mu <= exact * (1 + 1e-6)
     assert abs(summary.best_fit - exact) < 0.5 * exact
 
 
 def test_certified_gdp_curve_lies_below_the_tradeoff(sampled):
-    summary = T.gaussian_dp(sampled, delta_floor=1e-9)
+    summary = sampled.gdp_summary(delta_floor=1e-9)
     assert summary.mu_lower <= summary.mu < 1.1 * summary.mu_lower
-    assert T.gdp_mu(sampled) >= summary.mu  # a lower floor certifies less
-    comparison = T.gdp_comparison(sampled, mu=summary.mu)
+    assert sampled.gdp_mu() >= summary.mu  # a lower floor certifies less
+    comparison = gdp.gdp_comparison(sampled.composed_laws(), mu=summary.mu)
     # (eps, max(delta_mu, floor))-DP for all eps: its conjugate is at least G_mu - floor
     assert np.all(comparison.gaussian - 1e-9 <= comparison.upper + 1e-12)
     assert np.max(comparison.gaussian - comparison.lower) < 0.01
 
 
 def test_no_gdp_with_mass_at_infinity():
-    with pytest.warns(T.GaussianDPWarning, match="probability 1e-06 on an infinite"):
-        assert T.gdp_mu(P(plda.ApproximateDP(1.0, 1e-6))) == math.inf
+    with pytest.warns(plda.GaussianDPWarning, match="probability 1e-06 on an infinite"):
+        assert P(plda.ApproximateDP(1.0, 1e-6)).gdp_mu() == math.inf
 
 
 def test_gaussian_profile_far_tail():
@@ -256,7 +247,7 @@ def test_gaussian_profile_far_tail():
     for eps in (0.0, 1.0, 10.0, 40.0):
         e = mpmath.mpf(eps)
         exact = mpmath.ncdf(-e / mu + mu / 2) - mpmath.exp(e) * mpmath.ncdf(-e / mu - mu / 2)
-        value = float(T.log_gaussian_delta(np.array(eps), mu))
+        value = float(gdp.log_gaussian_delta(np.array(eps), mu))
         assert value == pytest.approx(float(mpmath.log(exact)), rel=1e-9, abs=1e-12)
 
 
@@ -265,25 +256,23 @@ def test_gaussian_profile_far_tail():
 def test_alpha_outside_unit_interval(bad):
     pld = P(plda.Gaussian(1.0))
     with pytest.raises(ValueError, match="alpha"):
-        T.tradeoff(pld, bad)
+        pld.tradeoff(bad)
     with pytest.raises(ValueError, match="alpha"):
-        T.tradeoff_bounds(pld, bad)
+        pld.tradeoff_bounds(bad)
     with pytest.raises(ValueError, match="false_positive_rate"):
-        T.max_true_positive_rate(pld, bad)
+        pld.true_positive_rate_bounds(bad)
 
 
 def test_other_bad_arguments():
     pld = P(plda.Gaussian(1.0))
     with pytest.raises(ValueError, match="direction"):
-        T.tradeoff(pld, 0.5, direction="sideways")
-    with pytest.raises(TypeError, match="pld"):
-        T.tradeoff("not a pld", 0.5)
+        pld.tradeoff(0.5, direction="sideways")
     with pytest.raises(ValueError, match="delta_floor"):
-        T.gdp_mu(pld, delta_floor=0.0)
+        pld.gdp_mu(delta_floor=0.0)
     with pytest.raises(ValueError, match="delta_floor"):
-        T.gaussian_dp(pld, delta_floor=1.0)
+        pld.gdp_summary(delta_floor=1.0)
     with pytest.raises(ValueError, match="mu"):
-        T.gaussian_tradeoff(0.5, -1.0)
+        gdp.gaussian_tradeoff(0.5, -1.0)
 
 
 # ----------------------------------------------- conversions on composed laws
@@ -293,15 +282,14 @@ def test_conversions_read_composed_laws_without_a_pld():
     alpha = np.array([1e-6, 1e-3, 0.1, 0.5])
     for direction in (None, "remove", "add"):
         direct = tradeoff.tradeoff_bounds(laws, alpha, direction=direction)
-        via_pld = T.tradeoff_bounds(pld, alpha, direction=direction)
+        via_pld = pld.tradeoff_bounds(alpha, direction=direction)
         np.testing.assert_array_equal(direct.lower, via_pld.lower)
         np.testing.assert_array_equal(direct.upper, via_pld.upper)
     np.testing.assert_array_equal(
         tradeoff.true_positive_rate_bounds(laws, alpha).upper,
-        T.true_positive_rate_bounds(pld, alpha).upper,
+        pld.true_positive_rate_bounds(alpha).upper,
     )
-    assert gdp.gdp_mu(laws, delta_floor=1e-9) == T.gdp_mu(pld, delta_floor=1e-9)
-    assert pld.gdp_mu(delta_floor=1e-9) == T.gdp_mu(pld, delta_floor=1e-9)
+    assert gdp.gdp_mu(laws, delta_floor=1e-9) == pld.gdp_mu(delta_floor=1e-9)
     # the steps alone give the exact Gaussian mu; no grid laws are needed for it
     gaussians = ComposedLaws(steps=add_remove_steps(((plda.Gaussian(2.0), 4),)))
     assert gdp.gdp_mu(gaussians) == pytest.approx(1.0, rel=1e-15)

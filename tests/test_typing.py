@@ -24,6 +24,8 @@ QUERIES = [
     (PLD, "renyi", 2.0),
     (ACCOUNTANT, "epsilon", 1e-5),
     (ACCOUNTANT, "delta", 1.0),
+    (ACCOUNTANT, "tradeoff", 0.1),
+    (ACCOUNTANT, "renyi", 2.0),
 ]
 
 
@@ -47,4 +49,6 @@ def test_query_returns_what_its_overloads_say(owner, name, value):
 
 
 def test_lazily_loaded_submodules_are_listed():
-    assert {"theorems", "filters", "testing", "plot", "renyi", "tradeoff"} <= set(dir(plda))
+    assert {"theorems", "filters", "testing", "plot"} <= set(dir(plda))
+    # the deprecated facades (removed in 0.2.0) still load, but are no longer advertised
+    assert not {"renyi", "tradeoff", "risk", "accountant"} & set(dir(plda))

@@ -16,7 +16,6 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 import plda  # noqa: E402
-from plda import tradeoff  # noqa: E402
 from plda.plot import profiles  # noqa: E402
 from plda.plot import steps as steps_plots
 
@@ -28,7 +27,7 @@ OUTPUT = FIGURES_DIR / "tradeoff.png"
 def main() -> None:
     step = plda.PoissonSampled(plda.Gaussian(sigma=1.1), sample_rate=256 / 60000)
     pld = plda.PrivacyLossDistribution.from_mechanism(step).self_compose(14062)
-    mu = tradeoff.gdp_mu(pld, delta_floor=1e-9)
+    mu = pld.gdp_mu(delta_floor=1e-9)
     fig, axes = plt.subplots(1, 3, figsize=(16, 5))
     profiles.tradeoff(pld, axes[0], reference_mu=mu, label="DP-SGD")
     profiles.tradeoff(pld, axes[1], reference_mu=mu, log_scale=True, label="DP-SGD")

@@ -46,7 +46,7 @@ class GaussianDPWarning(AccuracyWarning):
     infinite privacy loss above ``delta_floor`` (a mechanism with a ``delta``, or an analysis
     whose bound keeps one), or the certified privacy profile does not get below
     ``delta_floor``; a larger ``delta_floor`` (e.g. ``1e-9``) then certifies a finite ``mu``
-    above it, and ``gaussian_dp(...).best_fit`` gives the closest ``mu`` (an approximation)."""
+    above it, and ``gdp_summary().best_fit`` gives the closest ``mu`` (an approximation)."""
 
 
 class GridTooLarge(MemoryError):

@@ -15,7 +15,6 @@ from typing import overload
 
 import numpy as np
 
-from plda import risk
 from plda._internal import validation as check
 from plda._internal.errors import (
     check_bracket,
@@ -28,7 +27,8 @@ from plda.accounting.composition import HistoryComposition
 from plda.accounting.history import scalar
 from plda.accounting.state import FORMAT, VERSION, parse_state
 from plda.bounds import Bounds, check_relation
-from plda.conversions.composed import add_remove_steps
+from plda.conversions.composed import ComposedLaws, add_remove_steps
+from plda.conversions.queries import CompositionQueries
 from plda.engine.recipe import merge as merge_runs
 from plda.engine.recipe import realized_recipes
 from plda.mechanisms import Gaussian, Mechanism
@@ -52,14 +52,16 @@ def _locked(method):
 
 
 @public_entries  # each public call issues each warning once, at the user's line
-class PLDAccountant:
+class PLDAccountant(CompositionQueries):
     """Privacy accountant for a sequence of mechanisms (e.g. the steps of DP-SGD).
 
     Records steps and answers certified bounds on the privacy of their composition:
     ``epsilon(delta)`` is a proven upper bound (``epsilon_bounds`` adds a lower bound, and the
     relative gap between the two is at most ``accuracy`` unless the grid cap is reached).
     Deltas below 1e-8 are answered by the engine's tilted composition, as
-    :class:`~plda.pld.PrivacyLossDistribution` answers them.
+    :class:`~plda.pld.PrivacyLossDistribution` answers them. The other queries (tradeoff
+    curves, membership-inference risk, Gaussian DP, Rényi DP, zCDP) have the PLD's names and
+    are answered by the PLD of the history (:attr:`pld`).
 
     Parameters
     ----------
@@ -350,13 +352,38 @@ class PLDAccountant:
         accountant.load_state_dict(state)
         return accountant
 
-    def true_positive_rate_bounds(self, false_positive_rate) -> Bounds:
-        """Certified bounds on the best membership-inference true-positive rate at
-        ``false_positive_rate``, ``1 - f(alpha)``, both directions
-        (:func:`plda.risk.true_positive_rate_bounds`)."""
-        return risk.true_positive_rate_bounds(self.pld, false_positive_rate)
+    # ------------------------------------------------------------- other views
+    def composed_laws(self) -> ComposedLaws:
+        """The recorded history as the conversions read it: ``self.pld.composed_laws()``, from
+        which the accountant answers the queries of
+        :class:`~plda.conversions.queries.CompositionQueries` (tradeoff curves,
+        membership-inference risk, Gaussian DP, Rényi DP, zCDP) as its PLD does.
+
+        Returns
+        -------
+        ComposedLaws
+            The steps and the composed grid laws of :attr:`pld`.
+
+        Raises
+        ------
+        ValueError
+            If no step was recorded.
+        """
+        return self.pld.composed_laws()
 
     def advantage_bounds(self) -> Bounds:
-        """Certified bounds on the membership-inference advantage ``max(TPR - FPR) = delta(0)``
-        (:func:`plda.risk.advantage_bounds`)."""
-        return risk.advantage_bounds(self.pld)
+        """Bounds on the membership-inference advantage ``max(TPR - FPR) = delta(0)``, clipped to
+        ``[0, 1]``: ``self.pld.advantage_bounds()`` (see
+        :meth:`plda.PrivacyLossDistribution.advantage_bounds`).
+
+        Returns
+        -------
+        Bounds
+            ``lower <= advantage <= upper``; ``upper`` is certified.
+
+        Raises
+        ------
+        ValueError
+            If no step was recorded.
+        """
+        return self.pld.advantage_bounds()

@@ -52,7 +52,7 @@ from plda.pld import PrivacyLossDistribution, direction_laws
 class HistoryComposition:
     """Certified epsilon / delta bounds of a history, with everything reusable kept.
 
-    Not thread-safe by itself: :class:`plda.accountant.PLDAccountant` calls it under its
+    Not thread-safe by itself: :class:`plda.PLDAccountant` calls it under its
     lock."""
 
     def __init__(self, relation: str, accuracy: float):

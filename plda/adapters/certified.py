@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import warnings
 
-from plda.accountant import PLDAccountant
+from plda.accounting.accountant import PLDAccountant
 from plda.mechanisms import NotTightWarning
 from plda.pld import Bounds
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 
 from plda._internal.errors import warn
-from plda.accountant import PLDAccountant
+from plda.accounting.accountant import PLDAccountant
 from plda.adapters import certified
 from plda.adapters.dp_accounting import NON_PRIVATE, mechanisms_from_dp_event
 from plda.pld import DEFAULT_ACCURACY, Bounds

@@ -22,7 +22,7 @@ import warnings
 
 from plda._internal import validation as check
 from plda._internal.errors import check_bracket
-from plda.accountant import PLDAccountant
+from plda.accounting.accountant import PLDAccountant
 from plda.epochs import Shuffled
 from plda.mechanisms import Gaussian, NotTightWarning
 from plda.pld import Bounds

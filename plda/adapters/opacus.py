@@ -51,7 +51,7 @@ from functools import partial
 
 from plda._internal import validation as check
 from plda._internal.errors import SamplerMismatchWarning, public_entries, warn
-from plda.accountant import PLDAccountant
+from plda.accounting.accountant import PLDAccountant
 from plda.adapters import certified
 from plda.adapters.epochs import OnePassEpochs
 from plda.adapters.loaders import (

@@ -14,7 +14,7 @@ import warnings
 from dataclasses import dataclass
 
 from plda._internal.errors import CalibrationError, quiet_accuracy
-from plda.accountant import PLDAccountant
+from plda.accounting.accountant import PLDAccountant
 from plda.adapters.epochs import OnePassEpochs
 from plda.calibration import calibrate_noise_multiplier
 from plda.epochs import Shuffled

@@ -1,8 +1,8 @@
 """Calibration of DP-SGD for a target ``(epsilon, delta)`` or a membership-inference risk.
 
 Every function searches on the *certified upper bound* of its objective (what
-:class:`~plda.PLDAccountant` and :mod:`plda.risk` report) and guarantees its result: the returned
-value is verified at the requested ``accuracy`` to meet the target.
+:class:`~plda.PLDAccountant` and :class:`~plda.PrivacyLossDistribution` report) and guarantees
+its result: the returned value is verified at the requested ``accuracy`` to meet the target.
 
 Targets (exactly one per call): ``target_epsilon`` with ``target_delta``;
 ``target_true_positive_rate`` with ``at_false_positive_rate`` (the best membership-inference

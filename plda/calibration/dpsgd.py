@@ -7,9 +7,9 @@ solve`. The target is exactly one of
 * ``target_epsilon`` with ``target_delta``: ``epsilon_upper(delta) <= target_epsilon``;
 * ``target_true_positive_rate`` with ``at_false_positive_rate``: no membership-inference attack
   has a higher true-positive rate at that false-positive rate (``1 - f(alpha)``, both
-  neighbouring directions; :func:`plda.risk.true_positive_rate_bounds`);
+  neighbouring directions; :meth:`~plda.PrivacyLossDistribution.true_positive_rate_bounds`);
 * ``target_advantage``: no attack has a larger ``TPR - FPR`` (``delta(0)``, total variation;
-  :func:`plda.risk.advantage_bounds`).
+  :meth:`~plda.PrivacyLossDistribution.advantage_bounds`).
 
 Epsilon targets are evaluated as :class:`~plda.PLDAccountant` evaluates them (the final value
 checks out with a fresh accountant at the same accuracy); risk targets on the

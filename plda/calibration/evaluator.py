@@ -11,12 +11,11 @@ from __future__ import annotations
 import math
 
 from plda._internal.errors import check_bracket, quiet_accuracy
-from plda.accountant import PLDAccountant
+from plda.accounting.accountant import PLDAccountant
 from plda.calibration.problem import SEARCH_ACCURACY, Target
 from plda.mechanisms import CustomMechanism, Gaussian, PoissonSampled
 from plda.mechanisms.base import Mechanism
 from plda.pld import PrivacyLossDistribution
-from plda.risk import advantage_bounds, true_positive_rate_bounds
 from plda.samplers import Sampler
 
 __all__ = ["RISK_SEARCH_GAP", "DPSGDEvaluator", "epsilon_bounds_of"]
@@ -212,7 +211,7 @@ class DPSGDEvaluator:
         if target.objective == "epsilon":
             bounds = pld.epsilon_bounds(target.delta)
         elif target.objective == "true_positive_rate":
-            bounds = true_positive_rate_bounds(pld, target.false_positive_rate)
+            bounds = pld.true_positive_rate_bounds(target.false_positive_rate)
         else:
-            bounds = advantage_bounds(pld)
+            bounds = pld.advantage_bounds()
         return float(bounds.lower), float(bounds.upper)

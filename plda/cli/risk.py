@@ -4,10 +4,10 @@ For the composition of the command line (DP-SGD flags with their ``--sampler``, 
 ``--mechanism`` list) it reports
 
 - the certified bounds on the best attack's true-positive rate at each ``--false-positive-rate``
-  (:func:`plda.risk.true_positive_rate_bounds`: ``1 - f(alpha)``, both neighbouring
-  directions), and
-- the certified bounds on the attack advantage ``max(TPR - FPR)`` (:func:`plda.risk.
-  advantage_bounds`, the total variation ``delta(0)``).
+  (:meth:`plda.PrivacyLossDistribution.true_positive_rate_bounds`: ``1 - f(alpha)``, both
+  neighbouring directions), and
+- the certified bounds on the attack advantage ``max(TPR - FPR)``
+  (:meth:`plda.PrivacyLossDistribution.advantage_bounds`, the total variation ``delta(0)``).
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from __future__ import annotations
 from plda.cli.checks import UsageError, check_accuracy
 from plda.cli.commands import certified_bounds_many, strict_json
 from plda.cli.specs import composition, describe
-from plda.risk import advantage_bounds, true_positive_rate_bounds
 
 __all__ = ["add_risk_flags", "risk_command"]
 
@@ -40,8 +39,9 @@ def risk_command(args) -> str:
         if not (0 < alpha < 1):
             raise UsageError(f"argument --false-positive-rate: must be in (0, 1), got {alpha!r}")
     components, described = composition(args)
-    queries = [lambda pld, a=alpha: true_positive_rate_bounds(pld, a) for alpha in rates]
-    *tpr, advantage = certified_bounds_many(components, args, [*queries, advantage_bounds])
+    queries = [lambda pld, a=alpha: pld.true_positive_rate_bounds(a) for alpha in rates]
+    queries.append(lambda pld: pld.advantage_bounds())
+    *tpr, advantage = certified_bounds_many(components, args, queries)
     if args.json:
         return strict_json(
             {

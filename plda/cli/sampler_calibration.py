@@ -23,7 +23,6 @@ from plda.cli.checks import UsageError
 from plda.cli.commands import build_pld, certified_bounds
 from plda.cli.samplers import SamplerRun
 from plda.mechanisms import NotTightWarning
-from plda.risk import advantage_bounds, true_positive_rate_bounds
 from plda.samplers import EPOCH_SAMPLERS
 
 __all__ = ["SamplerEvaluator", "calibrate_sampler"]
@@ -49,8 +48,8 @@ class SamplerEvaluator:
         if target.objective == "epsilon":
             return pld.epsilon_bounds(target.delta)
         if target.objective == "true_positive_rate":
-            return true_positive_rate_bounds(pld, target.false_positive_rate)
-        return advantage_bounds(pld)
+            return pld.true_positive_rate_bounds(target.false_positive_rate)
+        return pld.advantage_bounds()
 
     def __call__(self, value, accuracy: float, search: bool) -> tuple[float, float]:
         try:

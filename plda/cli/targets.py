@@ -5,9 +5,9 @@ Exactly one of
 - ``--epsilon E --delta D``: the certified epsilon at ``D`` is at most ``E``;
 - ``--target-true-positive-rate X --at-false-positive-rate Y``: no membership-inference attack
   has a true-positive rate above ``X`` at false-positive rate ``Y`` (both neighbouring
-  directions; :func:`plda.risk.true_positive_rate_bounds`);
+  directions; :meth:`~plda.PrivacyLossDistribution.true_positive_rate_bounds`);
 - ``--target-advantage A``: no attack has ``TPR - FPR`` above ``A``
-  (:func:`plda.risk.advantage_bounds`).
+  (:meth:`~plda.PrivacyLossDistribution.advantage_bounds`).
 
 A flag of another target (``--delta`` with a risk target, ``--at-false-positive-rate`` without a
 true-positive-rate target) is an error rather than silently ignored.

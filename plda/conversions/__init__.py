@@ -5,10 +5,12 @@ The modules here read a composition as :class:`~plda.conversions.composed.Compos
 steps (mechanisms and counts, for closed forms and per-step Rényi cumulants) and its composed
 grid laws per direction, upper and lower — and never a
 :class:`~plda.PrivacyLossDistribution`, so imports point one way: mechanisms → discretization →
-composition → conversions → ``plda.pld``. ``plda.tradeoff`` and ``plda.renyi`` are the public
-entry points that accept a PLD.
+composition → conversions → ``plda.pld``. The doors that accept a composition are the methods
+of :class:`~plda.PrivacyLossDistribution` and :class:`~plda.PLDAccountant`
+(:mod:`~plda.conversions.queries`).
 
 - :mod:`~plda.conversions.composed`: the input value;
+- :mod:`~plda.conversions.queries`: the doors, inherited by the PLD and the accountant;
 - :mod:`~plda.conversions.profile`: certified samples of the privacy profile;
 - :mod:`~plda.conversions.envelope`: lower envelopes of lines (conjugates of the profile);
 - :mod:`~plda.conversions.tradeoff`: tradeoff curves and membership inference;

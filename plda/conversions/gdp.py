@@ -197,10 +197,10 @@ def _floor(delta_floor) -> float:
 
 
 def gdp_mu(composed: ComposedLaws, *, delta_floor: float = DELTA_FLOOR) -> float:
-    """Smallest certified ``mu``-GDP of the composition (see :func:`plda.tradeoff.gdp_mu`):
-    exact for Gaussian steps, else certified by the pessimistic profile down to ``delta_floor``
-    (:func:`_gdp_certificate`). ``inf`` comes with a :class:`~plda.tradeoff.GaussianDPWarning`
-    saying why, at the user's line."""
+    """Smallest certified ``mu``-GDP of the composition
+    (see :meth:`plda.PrivacyLossDistribution.gdp_mu`): exact for Gaussian steps, else certified
+    by the pessimistic profile down to ``delta_floor`` (:func:`_gdp_certificate`). ``inf`` comes
+    with a :class:`~plda.GaussianDPWarning` saying why, at the user's line."""
     floor = _floor(delta_floor)
     exact = gaussian_mu(composed.steps, upper=True)
     if exact is not None:
@@ -217,7 +217,7 @@ def _no_mu_reason(composed: ComposedLaws, floor: float) -> str:
     laws = select_laws(composed, "upper", None)
     mass = max(law.infinity_mass for law in laws)
     instead = (
-        "gaussian_dp(...).best_fit gives the closest mu (an approximation, not a bound); "
+        "gdp_summary().best_fit gives the closest mu (an approximation, not a bound); "
         "epsilon_bounds and tradeoff_bounds remain certified"
     )
     if mass >= floor:

@@ -1,10 +1,11 @@
 """Certified samples of a composition's privacy profile ``delta(eps) = max_d delta_d(eps)``.
 
-On a grid law ``delta`` is ``A_j - e^eps B_j`` between grid losses (:meth:`DiscreteLoss.segments
-<plda.grid.DiscreteLoss.segments>`), so conjugate suprema over ``eps`` are attained at the grid
-losses and, for two directions, where the two profiles cross. An upper (pessimistic) law gives
-certified upper bounds on ``delta`` with its error terms, improved by its Chernoff tail; a lower
-(optimistic) law gives certified lower bounds at every point where a supremum can be attained.
+On a grid law ``delta`` is ``A_j - e^eps B_j`` between grid losses
+(:meth:`~plda.engine.discrete.DiscreteLoss.segments`), so conjugate suprema over ``eps`` are
+attained at the grid losses and, for two directions, where the two profiles cross. An upper
+(pessimistic) law gives certified upper bounds on ``delta`` with its error terms, improved by its
+Chernoff tail; a lower (optimistic) law gives certified lower bounds at every point where a
+supremum can be attained.
 """
 
 from __future__ import annotations
@@ -103,8 +104,8 @@ def _chernoff_end(law: DiscreteLoss) -> float:
     Half the floor, not the floor: the bound evaluated there carries its ``1 + 1e-9`` margin
     and rounding, which put it a few ulps *above* a target of exactly ``DELTA_FLOOR``
     (1.0000000000000114e-250 for DP-SGD), so a last sample meant to close the profile at the
-    floor did not, and :func:`plda.tradeoff.gdp_mu` found no certified ``mu`` at the default
-    floor."""
+    floor did not, and :meth:`~plda.PrivacyLossDistribution.gdp_mu` found no certified ``mu``
+    at the default floor."""
     room = DELTA_FLOOR / 2 - law.chernoff_infinity_mass
     if law.log_mgf is None or room <= 0:
         return math.inf

@@ -5,7 +5,7 @@ The cumulant ``K(alpha) = (alpha - 1) D_alpha`` adds up under composition, so th
 ``eps_alpha = max_direction sum_f k_f K_f(alpha) / (alpha - 1)`` with per-step bounds on ``K_f``
 (:mod:`plda.conversions.per_step`), never read from the composed grid. Conversion: Canonne,
 Kamath & Steinke 2020, Prop. 12 (Asoodeh et al. 2021). The full account, with references, is
-:mod:`plda.renyi`, the public entry point.
+in the docs (``docs/tradeoff.md``); the doors are the composition's methods.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """f-DP tradeoff curves of a composition and their membership-inference reading.
 
 The tradeoff curve is the convex conjugate of the privacy profile (Dong, Roth & Su 2019, Prop.
-2.12; the full account is :mod:`plda.tradeoff`, the public entry point). Every certified sample
+2.12; the full account is in the docs, ``docs/tradeoff.md``). Every certified sample
 of the profile (:mod:`plda.conversions.profile`) gives a line below ``f``; the optimistic
 samples give an upper bound once every candidate ``eps`` is included. The envelope of these
 lines is built once per set of grid laws and evaluated by binary search.
@@ -126,14 +126,14 @@ def _tradeoff_pair(composed: ComposedLaws, alpha: np.ndarray, direction: str | N
 
 def tradeoff(composed: ComposedLaws, alpha, *, direction: str | None = None):
     """Certified lower bound on the tradeoff function ``f(alpha)`` of the composition (see
-    :func:`plda.tradeoff.tradeoff`)."""
+    :meth:`plda.PrivacyLossDistribution.tradeoff`)."""
     return tradeoff_bounds(composed, alpha, direction=direction).lower
 
 
 def tradeoff_bounds(composed: ComposedLaws, alpha, *, direction: str | None = None) -> Bounds:
     """``(lower, upper)`` bounds on the tradeoff function at ``alpha``: the lower one from the
     pessimistic grid laws, the upper one from the optimistic ones (see
-    :func:`plda.tradeoff.tradeoff_bounds`)."""
+    :meth:`plda.PrivacyLossDistribution.tradeoff_bounds`)."""
     a = unit_interval("alpha", alpha)
     lower, upper = _tradeoff_pair(composed, a, direction)
     return Bounds(lower=scalar_like(lower, alpha), upper=scalar_like(upper, alpha))
@@ -141,7 +141,8 @@ def tradeoff_bounds(composed: ComposedLaws, alpha, *, direction: str | None = No
 
 def true_positive_rate_bounds(composed: ComposedLaws, false_positive_rate) -> Bounds:
     """``(lower, upper)``: the best membership-inference test at ``false_positive_rate`` has a
-    true-positive rate between the two (see :func:`plda.tradeoff.true_positive_rate_bounds`)."""
+    true-positive rate between the two (see
+    :meth:`plda.PrivacyLossDistribution.true_positive_rate_bounds`)."""
     a = unit_interval("false_positive_rate", false_positive_rate)
     upper = np.nextafter(_one_minus_upper(select_laws(composed, "upper", None), a), np.inf)
     _, t_upper = _tradeoff_pair(composed, a, None)

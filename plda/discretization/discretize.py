@@ -1,4 +1,5 @@
-"""From a privacy-loss law to a pessimistic and an optimistic :class:`~plda.grid.DiscreteLoss`.
+"""From a privacy-loss law to a pessimistic and an optimistic grid law
+(:class:`~plda.engine.discrete.DiscreteLoss`).
 
 Pessimistic (upper) — *connect the dots* (Doroshenko et al. 2022): the mass of the law in each grid
 cell ``[l_i, l_{i+1}]`` is split between the two grid points so that both its ``P``-mass and its

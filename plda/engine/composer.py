@@ -1,7 +1,7 @@
 """The one composer: ``*_f law_f^{*k_f}`` by one FFT product, with certified error terms.
 
 Used by :class:`plda.pld.PrivacyLossDistribution` (one-shot compositions, :func:`compose`) and
-by :class:`plda.accountant.PLDAccountant` (a :class:`Composer` that keeps its spectra, their
+by :class:`plda.PLDAccountant` (a :class:`Composer` that keeps its spectra, their
 binary powers and running products, so that a history that grows by appending factors
 multiplies in only the new ones, and a query costs one inverse FFT per composed law).
 
@@ -246,7 +246,7 @@ class Composer:
             _, spectrum, log_bound, relative = self._prefixes[hit]
             self._prefixes.move_to_end(hit)
         # the running product is also kept after the last factor of count 1 (a history's
-        # distinct per-step laws come first, repeated ones last, see plda.accountant): the
+        # distinct per-step laws come first, repeated ones last, see plda.accounting): the
         # next query, with more steps of the repeated laws, resumes from there
         singles = max((i + 1 for i, (_, k) in enumerate(factors) if k == 1), default=0)
         for i, (f, k) in enumerate(factors[start:], start=start):

@@ -4,7 +4,7 @@ A composition is computed to a :class:`Plan` (grid step, FFT length, window tail
 frozen value built by keyword. The first step comes from a coarse :class:`Pilot`
 discretization of the composition (:func:`pilot`); :func:`refine` then refines it until the
 relative epsilon gap meets the accuracy. Both :class:`plda.pld.PrivacyLossDistribution` and
-:class:`plda.accountant.PLDAccountant` plan this way; they differ only in the step policy:
+:class:`plda.PLDAccountant` plan this way; they differ only in the step policy:
 the PLD predicts the step from the measured gaps (:class:`StepPredictor`), the accountant keeps
 its steps on a power-of-two ladder (:func:`ladder_step`) so that a growing history keeps its
 grid, and with it every discretization and spectrum already computed.

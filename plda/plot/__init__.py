@@ -3,7 +3,7 @@
 Importing :mod:`plda` or this package never imports matplotlib; each function imports it when
 called, takes an optional ``ax`` and returns the Axes it drew on. The functions that plot a
 composition accept a :class:`~plda.pld.PrivacyLossDistribution`, a
-:class:`~plda.accountant.PLDAccountant` or an adapter holding one (Opacus's
+:class:`~plda.PLDAccountant` or an adapter holding one (Opacus's
 ``PLDOpacusAccountant``, dp_accounting's ``PLDPrivacyAccountant``). Every function takes
 ``color``, ``linestyle`` and ``label`` and draws a compact legend, so that several calls
 overlay on one axes (a paper figure); ``dir(plda.plot)`` lists them.

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from plda.accountant import PLDAccountant
+from plda.accounting.accountant import PLDAccountant
 from plda.pld import PrivacyLossDistribution
 
 __all__ = [
@@ -97,7 +97,7 @@ def record_of(value) -> PLDAccountant | None:
 
 def as_pld(value, name: str = "pld") -> PrivacyLossDistribution:
     """The :class:`~plda.pld.PrivacyLossDistribution` of ``value``: a PLD itself, or the history
-    of a :class:`~plda.accountant.PLDAccountant` or of an adapter holding one (its ``pld``, at
+    of a :class:`~plda.PLDAccountant` or of an adapter holding one (its ``pld``, at
     the accountant's accuracy; see :func:`record_of`).
 
     Raises ``TypeError`` for anything else and ``ValueError`` for an accountant with no steps.

@@ -15,9 +15,7 @@ import numpy as np
 from scipy.special import ndtr, ndtri
 
 from plda._internal import validation as check
-from plda.accountant import PLDAccountant
-from plda.conversions import profile as profile_conversion
-from plda.conversions import tradeoff as tradeoff_conversion
+from plda.accounting.accountant import PLDAccountant
 from plda.conversions.gdp import gaussian_tradeoff
 from plda.pld import PrivacyLossDistribution
 from plda.plot.common import (
@@ -70,15 +68,15 @@ def tradeoff(
     ----------
     pld
         The composition: a :class:`~plda.pld.PrivacyLossDistribution`, a
-        :class:`~plda.accountant.PLDAccountant` (its recorded history), or an adapter holding
+        :class:`~plda.PLDAccountant` (its recorded history), or an adapter holding
         one (:class:`plda.adapters.opacus.PLDOpacusAccountant`,
-        :class:`plda.adapters.dp_accounting.PLDPrivacyAccountant`).
+        :class:`plda.adapters.PLDPrivacyAccountant`).
     ax
         Axes to draw on (default: a new figure).
     reference_mu
         ``mu`` of a reference Gaussian-DP curve, finite: e.g.
-        ``plda.tradeoff.gdp_mu(pld, delta_floor=1e-9)`` (certified down to ``delta = 1e-9``) or
-        ``plda.tradeoff.gaussian_dp(pld).best_fit`` (the closest curve, an approximation).
+        ``pld.gdp_mu(delta_floor=1e-9)`` (certified down to ``delta = 1e-9``) or
+        ``pld.gdp_summary().best_fit`` (the closest curve, an approximation).
         ``inf`` (``gdp_mu`` when no finite ``mu`` is certified) is a ``ValueError``.
     alpha
         Type-I errors to evaluate (default: 601 points on [0, 1]; 600 log-spaced points from
@@ -111,8 +109,8 @@ def tradeoff(
             raise ValueError(
                 f"reference_mu must be a finite mu >= 0, got {reference_mu!r} (gdp_mu is inf "
                 "when no finite mu is certified at its delta_floor): pass "
-                "plda.tradeoff.gdp_mu(pld, delta_floor=1e-9), a certified mu above delta 1e-9, "
-                "or plda.tradeoff.gaussian_dp(pld).best_fit, the closest mu (not a bound)"
+                "pld.gdp_mu(delta_floor=1e-9), a certified mu above delta 1e-9, "
+                "or pld.gdp_summary().best_fit, the closest mu (not a bound)"
             )
         reference_mu = check.nonnegative_float("reference_mu", reference_mu)
     if alpha is None:
@@ -124,7 +122,7 @@ def tradeoff(
         a = a[a > 0]  # alpha = 0 has no place on a log axis
         if not len(a):
             raise ValueError("alpha must hold a false-positive rate in (0, 1] for log_scale")
-        bounds = tradeoff_conversion.true_positive_rate_bounds(pld.composed_laws(), a)
+        bounds = pld.true_positive_rate_bounds(a)
         # TPR is non-decreasing in FPR: the running minimum of upper bounds from the right and
         # the running maximum of lower bounds from the left are still certified at each alpha
         upper = np.minimum.accumulate(np.asarray(bounds.upper, dtype=float)[::-1])[::-1]
@@ -207,9 +205,9 @@ def privacy_profile(
     ----------
     pld
         The composition: a :class:`~plda.pld.PrivacyLossDistribution`, a
-        :class:`~plda.accountant.PLDAccountant` (its recorded history), or an adapter holding
+        :class:`~plda.PLDAccountant` (its recorded history), or an adapter holding
         one (:class:`plda.adapters.opacus.PLDOpacusAccountant`,
-        :class:`plda.adapters.dp_accounting.PLDPrivacyAccountant`).
+        :class:`plda.adapters.PLDPrivacyAccountant`).
     ax
         Axes to draw on (default: a new figure).
     epsilon
@@ -249,7 +247,7 @@ def privacy_profile(
     if epsilon is None:
         # the range where the certified profile is above 1e-12, from the current grid (asking
         # for epsilon(1e-12) would refine the grid for that delta)
-        samples = profile_conversion.symmetric_profile(pld.composed_laws(), "upper")
+        samples = pld.symmetric_profile("upper")
         below = samples.epsilon[(samples.epsilon >= 0) & (samples.delta <= 1e-12)]
         top = float(below[0]) if len(below) else float(samples.epsilon[-1])
         epsilon = np.linspace(0, 1.1 * max(top, 1e-3), 400)

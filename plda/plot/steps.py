@@ -20,7 +20,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from plda._internal import validation as check
-from plda.conversions import renyi as renyi_conversion
 from plda.conversions.gdp import log_gaussian_delta
 from plda.mechanisms.base import Mechanism
 from plda.mechanisms.gaussian import Gaussian
@@ -317,9 +316,10 @@ def accounting_comparison(
 ):
     """``epsilon(delta)`` against training steps by several accountings of the same steps:
     the PLD (certified band, round markers), RDP accounting (certified Rényi curve converted
-    with the Canonne–Kamath–Steinke bound, :func:`plda.conversions.renyi.renyi_epsilon`; square
-    markers, dashed) and, for (Poisson-sampled) Gaussian steps, the Gaussian-DP central-limit
-    approximation (not a bound: it can under-report; triangles, dotted).
+    with the Canonne–Kamath–Steinke bound,
+    :meth:`~plda.PrivacyLossDistribution.renyi_epsilon`; square markers, dashed) and, for
+    (Poisson-sampled) Gaussian steps, the Gaussian-DP central-limit approximation (not a bound:
+    it can under-report; triangles, dotted).
 
     ``accountant_or_mechanism``, ``steps``, ``delta``, ``ax`` and ``accuracy`` are those of
     :func:`epsilon_vs_steps`: one step repeated, or a record of steps read at its prefixes.
@@ -353,7 +353,7 @@ def accounting_comparison(
         style_of(color, "pld", curve_color(ax)), style_of(linestyle, "pld", "-"),
     )
     rdp = np.array([
-        renyi_conversion.renyi_epsilon(source.pld(int(c), accuracy).composed_laws(), d)
+        source.pld(int(c), accuracy).renyi_epsilon(d)
         for c in k
     ])
     ax.plot(k, rdp, marker="s", linestyle=style_of(linestyle, "rdp", "--"),
