@@ -1,22 +1,8 @@
 """Calibration of DP-SGD: noise multiplier, sample rate or steps, for a privacy or risk target.
 
-Each public function validates its arguments, builds an evaluator (the parameter -> certified
-bounds of the objective for the DP-SGD composition) and hands it to :func:`plda.calibration.core.
-solve`. The target is exactly one of
-
-* ``target_epsilon`` with ``target_delta``: ``epsilon_upper(delta) <= target_epsilon``;
-* ``target_true_positive_rate`` with ``at_false_positive_rate``: no membership-inference attack
-  has a higher true-positive rate at that false-positive rate (``1 - f(alpha)``, both
-  neighbouring directions; :func:`plda.risk.true_positive_rate_bounds`);
-* ``target_advantage``: no attack has a larger ``TPR - FPR`` (``delta(0)``, total variation;
-  :func:`plda.risk.advantage_bounds`).
-
-Epsilon targets are evaluated as :class:`~plda.PLDAccountant` evaluates them (the final value
-checks out with a fresh accountant at the same accuracy); risk targets on the
-:class:`~plda.PrivacyLossDistribution` on grids of their own (one step per accuracy, predicted
-from the measured gap; see :class:`~plda.calibration.targets.DPSGDEvaluator`). During the
-coarse search the grid step is kept (the values searched are close, and a bound on any grid is
-certified); for risk targets the search starts with Newton steps on the Gaussian-DP model.
+Each function validates its arguments, builds a
+:class:`~plda.calibration.evaluator.DPSGDEvaluator` for its target (exactly one of epsilon,
+true-positive rate or advantage) and hands it to :func:`plda.calibration.core.solve`.
 """
 
 from __future__ import annotations
@@ -74,8 +60,60 @@ def calibrate_noise_multiplier_detailed(
     rtol: float | None = None,
     progress: Progress | None = None,
 ) -> CalibrationResult:
-    """Smallest-within-``rtol`` noise multiplier whose ``steps`` Poisson-sampled Gaussian steps
-    meet the target, with its certified bounds; see :func:`calibrate_noise_multiplier`."""
+    """Noise multiplier of DP-SGD for a target, with the certified bounds it achieves.
+
+    The smallest-within-``rtol`` noise multiplier whose ``steps`` Poisson-sampled Gaussian
+    steps meet the target; see :func:`calibrate_noise_multiplier`.
+
+    Parameters
+    ----------
+    target_epsilon, target_delta : float, optional
+        An epsilon target: the certified ``epsilon(target_delta)`` must not exceed
+        ``target_epsilon`` (``target_epsilon > 0``, ``target_delta`` in (0, 1)).
+    sample_rate : float
+        Poisson sample rate ``q`` in (0, 1] of each step.
+    steps : int
+        Number of DP-SGD steps, at least 1.
+    target_true_positive_rate, at_false_positive_rate : float, optional
+        A membership-inference target: no attack has a true-positive rate above
+        ``target_true_positive_rate`` at false-positive rate ``at_false_positive_rate``, i.e.
+        ``1 - f(alpha)``, both neighbouring directions (Kulynych et al. 2024; Dong, Roth & Su
+        2019).
+    target_advantage : float, optional
+        An advantage target: no attack has ``TPR - FPR`` above it (the total variation,
+        ``delta(0)``).
+    relation : {"add_remove", "replace_one"}, optional
+        The neighbouring relation the run is accounted under.
+    sampler : callable, optional
+        ``sampler(noise_multiplier, sample_rate) -> Mechanism``: another sampler's step in place
+        of Poisson sampling (e.g. :class:`~plda.SampledWithoutReplacement`); for a sampler whose
+        pair only dominates (``tight`` False) the lower bound is its realized pair's.
+    accuracy : float, optional
+        Relative gap ``(upper - lower) / upper`` asked of the bounds at the result; default
+        1e-3 for epsilon targets, 1e-4 for risk targets.
+    rtol : float, optional
+        Relative tolerance of the result: ``target (1 - rtol) <= upper <= target``; default
+        1e-3 for epsilon targets, 5e-5 for risk targets.
+    progress : callable, optional
+        ``progress(fraction, message)``, called after each evaluation.
+
+    Returns
+    -------
+    CalibrationResult
+        ``value`` (the noise multiplier), the certified bounds on the objective there,
+        ``within_tolerance`` and the number of evaluations.
+
+    Raises
+    ------
+    CalibrationError
+        If the target cannot be met in the searched range (a ``ValueError`` saying which bound
+        failed and by how much), or is still met at the end of the range where the answer
+        would lie beyond it.
+    ValueError
+        If not exactly one target is given, completely, or an argument is out of range.
+    TypeError
+        If ``sampler`` or ``progress`` is not callable, or a number is not a real number.
+    """
     target = make_target(
         target_epsilon,
         target_delta,
@@ -126,23 +164,60 @@ def calibrate_noise_multiplier(
 ) -> float:
     """Noise multiplier ``sigma`` of DP-SGD for a target privacy or attack risk.
 
-    Returns ``sigma`` with ``target (1 - rtol) <= upper(sigma) <= target``, where ``upper`` is
-    the certified upper bound of the objective for ``steps`` Gaussian steps (noise ``sigma``,
-    sensitivity 1) on Poisson samples of rate ``sample_rate``. The objective is one of:
-    ``epsilon(target_delta)``; the best membership-inference true-positive rate at
-    ``at_false_positive_rate``, ``1 - f(alpha)`` (Kulynych et al. 2024, "Attack-aware noise
-    calibration for differential privacy"; Dong, Roth & Su 2019); or the advantage
-    ``max(TPR - FPR) = delta(0)``. Both neighbouring directions are covered under
-    ``"add_remove"``. ``accuracy`` bounds the relative gap ``(upper - lower) / upper`` at
-    the result. Defaults: epsilon targets ``accuracy = rtol = 1e-3``; risk targets
-    ``accuracy = 1e-4`` and ``rtol = 5e-5``, so the true risk at the result is certified
-    within 1.5e-4 of the target (the least noise is the point). The search covers
-    ``sigma`` in [1e-2, 1e4]; the upper end failing, or the lower end still meeting the target
-    (the answer would lie below it), raises :class:`~plda.CalibrationError` (a
-    ``ValueError``). ``progress(fraction, message)`` is called after each evaluation.
-    ``sampler(noise_multiplier, sample_rate) -> Mechanism`` replaces Poisson sampling by
-    another sampler's step (e.g. :class:`~plda.SampledWithoutReplacement`); for a sampler
-    whose pair only dominates (``tight`` False) the lower bound is its realized pair's.
+    The result has ``target (1 - rtol) <= upper(sigma) <= target``, where ``upper`` is the
+    certified upper bound of the objective for ``steps`` Gaussian steps (noise ``sigma``,
+    sensitivity 1) on Poisson samples of rate ``sample_rate``, both neighbouring directions
+    under ``"add_remove"``. With the default risk tolerances the true risk at the result is
+    certified within 1.5e-4 of the target (the least noise is the point). The search covers
+    ``sigma`` in [1e-2, 1e4].
+
+    Parameters
+    ----------
+    target_epsilon, target_delta : float, optional
+        An epsilon target: the certified ``epsilon(target_delta)`` must not exceed
+        ``target_epsilon`` (``target_epsilon > 0``, ``target_delta`` in (0, 1)).
+    sample_rate : float
+        Poisson sample rate ``q`` in (0, 1] of each step.
+    steps : int
+        Number of DP-SGD steps, at least 1.
+    target_true_positive_rate, at_false_positive_rate : float, optional
+        A membership-inference target: no attack has a true-positive rate above
+        ``target_true_positive_rate`` at false-positive rate ``at_false_positive_rate``, i.e.
+        ``1 - f(alpha)``, both neighbouring directions (Kulynych et al. 2024; Dong, Roth & Su
+        2019).
+    target_advantage : float, optional
+        An advantage target: no attack has ``TPR - FPR`` above it (the total variation,
+        ``delta(0)``).
+    relation : {"add_remove", "replace_one"}, optional
+        The neighbouring relation the run is accounted under.
+    sampler : callable, optional
+        ``sampler(noise_multiplier, sample_rate) -> Mechanism``: another sampler's step in place
+        of Poisson sampling (e.g. :class:`~plda.SampledWithoutReplacement`); for a sampler whose
+        pair only dominates (``tight`` False) the lower bound is its realized pair's.
+    accuracy : float, optional
+        Relative gap ``(upper - lower) / upper`` asked of the bounds at the result; default
+        1e-3 for epsilon targets, 1e-4 for risk targets.
+    rtol : float, optional
+        Relative tolerance of the result: ``target (1 - rtol) <= upper <= target``; default
+        1e-3 for epsilon targets, 5e-5 for risk targets.
+    progress : callable, optional
+        ``progress(fraction, message)``, called after each evaluation.
+
+    Returns
+    -------
+    float
+        The noise multiplier, verified at ``accuracy`` to meet the target.
+
+    Raises
+    ------
+    CalibrationError
+        If the target cannot be met in the searched range (a ``ValueError`` saying which bound
+        failed and by how much), or is still met at the end of the range where the answer
+        would lie beyond it (below ``sigma = 1e-2``).
+    ValueError
+        If not exactly one target is given, completely, or an argument is out of range.
+    TypeError
+        If ``sampler`` or ``progress`` is not callable, or a number is not a real number.
 
     Examples
     --------
@@ -188,8 +263,60 @@ def calibrate_sample_rate_detailed(
     rtol: float | None = None,
     progress: Progress | None = None,
 ) -> CalibrationResult:
-    """Largest-within-``rtol`` sample rate meeting the target; see
-    :func:`calibrate_sample_rate`."""
+    """Sample rate of DP-SGD for a target, with the certified bounds it achieves.
+
+    The largest-within-``rtol`` sample rate meeting the target; see
+    :func:`calibrate_sample_rate`.
+
+    Parameters
+    ----------
+    target_epsilon, target_delta : float, optional
+        An epsilon target: the certified ``epsilon(target_delta)`` must not exceed
+        ``target_epsilon`` (``target_epsilon > 0``, ``target_delta`` in (0, 1)).
+    noise_multiplier : float
+        Noise multiplier ``sigma > 0`` (noise standard deviation over the clipping norm).
+    steps : int
+        Number of DP-SGD steps, at least 1.
+    target_true_positive_rate, at_false_positive_rate : float, optional
+        A membership-inference target: no attack has a true-positive rate above
+        ``target_true_positive_rate`` at false-positive rate ``at_false_positive_rate``, i.e.
+        ``1 - f(alpha)``, both neighbouring directions (Kulynych et al. 2024; Dong, Roth & Su
+        2019).
+    target_advantage : float, optional
+        An advantage target: no attack has ``TPR - FPR`` above it (the total variation,
+        ``delta(0)``).
+    relation : {"add_remove", "replace_one"}, optional
+        The neighbouring relation the run is accounted under.
+    sampler : callable, optional
+        ``sampler(noise_multiplier, sample_rate) -> Mechanism``: another sampler's step in place
+        of Poisson sampling (e.g. :class:`~plda.SampledWithoutReplacement`); for a sampler whose
+        pair only dominates (``tight`` False) the lower bound is its realized pair's.
+    accuracy : float, optional
+        Relative gap ``(upper - lower) / upper`` asked of the bounds at the result; default
+        1e-3 for epsilon targets, 1e-4 for risk targets.
+    rtol : float, optional
+        Relative tolerance of the result: ``target (1 - rtol) <= upper <= target``; default
+        1e-3 for epsilon targets, 5e-5 for risk targets.
+    progress : callable, optional
+        ``progress(fraction, message)``, called after each evaluation.
+
+    Returns
+    -------
+    CalibrationResult
+        ``value`` (the sample rate), the certified bounds on the objective there,
+        ``within_tolerance`` and the number of evaluations.
+
+    Raises
+    ------
+    CalibrationError
+        If the target cannot be met in the searched range (a ``ValueError`` saying which bound
+        failed and by how much), or is still met at the end of the range where the answer
+        would lie beyond it.
+    ValueError
+        If not exactly one target is given, completely, or an argument is out of range.
+    TypeError
+        If ``sampler`` or ``progress`` is not callable, or a number is not a real number.
+    """
     target = make_target(
         target_epsilon,
         target_delta,
@@ -234,8 +361,57 @@ def calibrate_sample_rate(
 ) -> float:
     """Poisson sample rate ``q`` of DP-SGD for a target privacy or attack risk.
 
-    Returns ``q`` in [1e-9, 1] with ``target (1 - rtol) <= upper(q) <= target`` (or ``q = 1``
-    when even full batches meet the target); targets as in :func:`calibrate_noise_multiplier`.
+    The result lies in [1e-9, 1] with ``target (1 - rtol) <= upper(q) <= target``, or is
+    ``q = 1`` when even full batches meet the target; targets as in
+    :func:`calibrate_noise_multiplier`.
+
+    Parameters
+    ----------
+    target_epsilon, target_delta : float, optional
+        An epsilon target: the certified ``epsilon(target_delta)`` must not exceed
+        ``target_epsilon`` (``target_epsilon > 0``, ``target_delta`` in (0, 1)).
+    noise_multiplier : float
+        Noise multiplier ``sigma > 0`` (noise standard deviation over the clipping norm).
+    steps : int
+        Number of DP-SGD steps, at least 1.
+    target_true_positive_rate, at_false_positive_rate : float, optional
+        A membership-inference target: no attack has a true-positive rate above
+        ``target_true_positive_rate`` at false-positive rate ``at_false_positive_rate``, i.e.
+        ``1 - f(alpha)``, both neighbouring directions (Kulynych et al. 2024; Dong, Roth & Su
+        2019).
+    target_advantage : float, optional
+        An advantage target: no attack has ``TPR - FPR`` above it (the total variation,
+        ``delta(0)``).
+    relation : {"add_remove", "replace_one"}, optional
+        The neighbouring relation the run is accounted under.
+    sampler : callable, optional
+        ``sampler(noise_multiplier, sample_rate) -> Mechanism``: another sampler's step in place
+        of Poisson sampling (e.g. :class:`~plda.SampledWithoutReplacement`); for a sampler whose
+        pair only dominates (``tight`` False) the lower bound is its realized pair's.
+    accuracy : float, optional
+        Relative gap ``(upper - lower) / upper`` asked of the bounds at the result; default
+        1e-3 for epsilon targets, 1e-4 for risk targets.
+    rtol : float, optional
+        Relative tolerance of the result: ``target (1 - rtol) <= upper <= target``; default
+        1e-3 for epsilon targets, 5e-5 for risk targets.
+    progress : callable, optional
+        ``progress(fraction, message)``, called after each evaluation.
+
+    Returns
+    -------
+    float
+        The sample rate, verified at ``accuracy`` to meet the target.
+
+    Raises
+    ------
+    CalibrationError
+        If the target cannot be met in the searched range (a ``ValueError`` saying which bound
+        failed and by how much), or is still met at the end of the range where the answer
+        would lie beyond it.
+    ValueError
+        If not exactly one target is given, completely, or an argument is out of range.
+    TypeError
+        If ``sampler`` or ``progress`` is not callable, or a number is not a real number.
     """
     return calibrate_sample_rate_detailed(
         target_epsilon,
@@ -268,7 +444,58 @@ def calibrate_steps_detailed(
     accuracy: float | None = None,
     progress: Progress | None = None,
 ) -> CalibrationResult:
-    """Largest number of steps meeting the target; see :func:`calibrate_steps`."""
+    """Number of DP-SGD steps for a target, with the certified bounds it achieves.
+
+    The largest count meeting the target; see :func:`calibrate_steps`.
+
+    Parameters
+    ----------
+    target_epsilon, target_delta : float, optional
+        An epsilon target: the certified ``epsilon(target_delta)`` must not exceed
+        ``target_epsilon`` (``target_epsilon > 0``, ``target_delta`` in (0, 1)).
+    noise_multiplier : float
+        Noise multiplier ``sigma > 0`` (noise standard deviation over the clipping norm).
+    sample_rate : float
+        Poisson sample rate ``q`` in (0, 1] of each step.
+    target_true_positive_rate, at_false_positive_rate : float, optional
+        A membership-inference target: no attack has a true-positive rate above
+        ``target_true_positive_rate`` at false-positive rate ``at_false_positive_rate``, i.e.
+        ``1 - f(alpha)``, both neighbouring directions (Kulynych et al. 2024; Dong, Roth & Su
+        2019).
+    target_advantage : float, optional
+        An advantage target: no attack has ``TPR - FPR`` above it (the total variation,
+        ``delta(0)``).
+    max_steps : int, optional
+        Largest count searched (default 10**7; plda certifies up to 10**12).
+    relation : {"add_remove", "replace_one"}, optional
+        The neighbouring relation the run is accounted under.
+    sampler : callable, optional
+        ``sampler(noise_multiplier, sample_rate) -> Mechanism``: another sampler's step in place
+        of Poisson sampling (e.g. :class:`~plda.SampledWithoutReplacement`); for a sampler whose
+        pair only dominates (``tight`` False) the lower bound is its realized pair's.
+    accuracy : float, optional
+        Relative gap ``(upper - lower) / upper`` asked of the bounds at the result; default
+        1e-3 for epsilon targets, 1e-4 for risk targets.
+    progress : callable, optional
+        ``progress(fraction, message)``, called after each evaluation.
+
+    Returns
+    -------
+    CalibrationResult
+        ``value`` (the number of steps), the certified bounds on the objective there and the
+        number of evaluations.
+
+    Raises
+    ------
+    CalibrationError
+        If a single step already exceeds the target, or ``max_steps`` steps still meet it
+        (unless ``max_steps + 1`` exceed it): the answer lies beyond ``max_steps`` and is never
+        replaced by it (the message says to pass a larger ``max_steps``, up to 1e12).
+    ValueError
+        If not exactly one target is given, completely, or an argument is out of range.
+    TypeError
+        If ``sampler`` or ``progress`` is not callable, or a number is not a real number.
+    """
     target = make_target(
         target_epsilon,
         target_delta,
@@ -324,13 +551,57 @@ def calibrate_steps(
     accuracy: float | None = None,
     progress: Progress | None = None,
 ) -> int:
-    """Largest number of DP-SGD steps (at most ``max_steps``) whose certified upper bound meets
-    the target (targets as in :func:`calibrate_noise_multiplier`).
+    """Largest number of DP-SGD steps whose certified upper bound meets the target.
 
-    Raises :class:`~plda.CalibrationError` (a ``ValueError``) when a single step already exceeds
-    the target, and when ``max_steps`` steps still meet it (unless ``max_steps + 1`` exceed
-    it): the answer then lies beyond ``max_steps``, which is never returned in its place (the
-    message says to pass a larger ``max_steps``, up to 1e12).
+    Targets as in :func:`calibrate_noise_multiplier`; the next count is checked to exceed the
+    target.
+
+    Parameters
+    ----------
+    target_epsilon, target_delta : float, optional
+        An epsilon target: the certified ``epsilon(target_delta)`` must not exceed
+        ``target_epsilon`` (``target_epsilon > 0``, ``target_delta`` in (0, 1)).
+    noise_multiplier : float
+        Noise multiplier ``sigma > 0`` (noise standard deviation over the clipping norm).
+    sample_rate : float
+        Poisson sample rate ``q`` in (0, 1] of each step.
+    target_true_positive_rate, at_false_positive_rate : float, optional
+        A membership-inference target: no attack has a true-positive rate above
+        ``target_true_positive_rate`` at false-positive rate ``at_false_positive_rate``, i.e.
+        ``1 - f(alpha)``, both neighbouring directions (Kulynych et al. 2024; Dong, Roth & Su
+        2019).
+    target_advantage : float, optional
+        An advantage target: no attack has ``TPR - FPR`` above it (the total variation,
+        ``delta(0)``).
+    max_steps : int, optional
+        Largest count searched (default 10**7; plda certifies up to 10**12).
+    relation : {"add_remove", "replace_one"}, optional
+        The neighbouring relation the run is accounted under.
+    sampler : callable, optional
+        ``sampler(noise_multiplier, sample_rate) -> Mechanism``: another sampler's step in place
+        of Poisson sampling (e.g. :class:`~plda.SampledWithoutReplacement`); for a sampler whose
+        pair only dominates (``tight`` False) the lower bound is its realized pair's.
+    accuracy : float, optional
+        Relative gap ``(upper - lower) / upper`` asked of the bounds at the result; default
+        1e-3 for epsilon targets, 1e-4 for risk targets.
+    progress : callable, optional
+        ``progress(fraction, message)``, called after each evaluation.
+
+    Returns
+    -------
+    int
+        The number of steps, at most ``max_steps``, verified at ``accuracy`` to meet the target.
+
+    Raises
+    ------
+    CalibrationError
+        If a single step already exceeds the target, or ``max_steps`` steps still meet it
+        (unless ``max_steps + 1`` exceed it): the answer lies beyond ``max_steps`` and is never
+        replaced by it (the message says to pass a larger ``max_steps``, up to 1e12).
+    ValueError
+        If not exactly one target is given, completely, or an argument is out of range.
+    TypeError
+        If ``sampler`` or ``progress`` is not callable, or a number is not a real number.
     """
     return int(
         calibrate_steps_detailed(
@@ -351,7 +622,18 @@ def calibrate_steps(
 
 
 def max_steps_hint(max_steps: int) -> str:
-    """What to change when a steps target is still met at ``max_steps``."""
+    """What to change when a steps target is still met at ``max_steps``.
+
+    Parameters
+    ----------
+    max_steps : int
+        The largest count searched.
+
+    Returns
+    -------
+    str
+        The advice that ends the :class:`~plda.CalibrationError`.
+    """
     most = f"{check.MAX_COUNT:.0e}".replace("e+", "e")
     if max_steps >= check.MAX_COUNT:
         return (
