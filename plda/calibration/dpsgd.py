@@ -1,8 +1,7 @@
 """Calibration of DP-SGD: noise multiplier, sample rate or steps, for a privacy or risk target.
 
-Each function validates its arguments, builds a
-:class:`~plda.calibration.evaluator.DPSGDEvaluator` for its target (exactly one of epsilon,
-true-positive rate or advantage) and hands it to :func:`plda.calibration.core.solve`.
+Each function builds a :class:`~plda.calibration.evaluator.DPSGDEvaluator` for its target and
+hands it to :func:`plda.calibration.core.solve`.
 """
 
 from __future__ import annotations
@@ -62,57 +61,22 @@ def calibrate_noise_multiplier_detailed(
 ) -> CalibrationResult:
     """Noise multiplier of DP-SGD for a target, with the certified bounds it achieves.
 
-    The smallest-within-``rtol`` noise multiplier whose ``steps`` Poisson-sampled Gaussian
-    steps meet the target; see :func:`calibrate_noise_multiplier`.
-
     Parameters
     ----------
-    target_epsilon, target_delta : float, optional
-        An epsilon target: the certified ``epsilon(target_delta)`` must not exceed
-        ``target_epsilon`` (``target_epsilon > 0``, ``target_delta`` in (0, 1)).
-    sample_rate : float
-        Poisson sample rate ``q`` in (0, 1] of each step.
-    steps : int
-        Number of DP-SGD steps, at least 1.
-    target_true_positive_rate, at_false_positive_rate : float, optional
-        A membership-inference target: no attack has a true-positive rate above
-        ``target_true_positive_rate`` at false-positive rate ``at_false_positive_rate``, i.e.
-        ``1 - f(alpha)``, both neighbouring directions (Kulynych et al. 2024; Dong, Roth & Su
-        2019).
-    target_advantage : float, optional
-        An advantage target: no attack has ``TPR - FPR`` above it (the total variation,
-        ``delta(0)``).
-    relation : {"add_remove", "replace_one"}, optional
-        The neighbouring relation the run is accounted under.
-    sampler : callable, optional
-        ``sampler(noise_multiplier, sample_rate) -> Mechanism``: another sampler's step in place
-        of Poisson sampling (e.g. :class:`~plda.SampledWithoutReplacement`); for a sampler whose
-        pair only dominates (``tight`` False) the lower bound is its realized pair's.
-    accuracy : float, optional
-        Relative gap ``(upper - lower) / upper`` asked of the bounds at the result; default
-        1e-3 for epsilon targets, 1e-4 for risk targets.
-    rtol : float, optional
-        Relative tolerance of the result: ``target (1 - rtol) <= upper <= target``; default
-        1e-3 for epsilon targets, 5e-5 for risk targets.
-    progress : callable, optional
-        ``progress(fraction, message)``, called after each evaluation.
+    target_epsilon, target_delta, sample_rate, steps, target_true_positive_rate
+        As in :func:`calibrate_noise_multiplier`.
+    at_false_positive_rate, target_advantage, relation, sampler, accuracy, rtol, progress
+        As in :func:`calibrate_noise_multiplier`.
 
     Returns
     -------
     CalibrationResult
-        ``value`` (the noise multiplier), the certified bounds on the objective there,
-        ``within_tolerance`` and the number of evaluations.
+        ``value``, the bounds on the objective there and the number of evaluations.
 
     Raises
     ------
-    CalibrationError
-        If the target cannot be met in the searched range (a ``ValueError`` saying which bound
-        failed and by how much), or is still met at the end of the range where the answer
-        would lie beyond it.
-    ValueError
-        If not exactly one target is given, completely, or an argument is out of range.
-    TypeError
-        If ``sampler`` or ``progress`` is not callable, or a number is not a real number.
+    CalibrationError, ValueError, TypeError
+        As :func:`calibrate_noise_multiplier` does.
     """
     target = make_target(
         target_epsilon,
@@ -164,60 +128,40 @@ def calibrate_noise_multiplier(
 ) -> float:
     """Noise multiplier ``sigma`` of DP-SGD for a target privacy or attack risk.
 
-    The result has ``target (1 - rtol) <= upper(sigma) <= target``, where ``upper`` is the
-    certified upper bound of the objective for ``steps`` Gaussian steps (noise ``sigma``,
-    sensitivity 1) on Poisson samples of rate ``sample_rate``, both neighbouring directions
-    under ``"add_remove"``. With the default risk tolerances the true risk at the result is
-    certified within 1.5e-4 of the target (the least noise is the point). The search covers
-    ``sigma`` in [1e-2, 1e4].
-
     Parameters
     ----------
     target_epsilon, target_delta : float, optional
-        An epsilon target: the certified ``epsilon(target_delta)`` must not exceed
-        ``target_epsilon`` (``target_epsilon > 0``, ``target_delta`` in (0, 1)).
+        Epsilon target: the certified ``epsilon(target_delta) <= target_epsilon``.
     sample_rate : float
-        Poisson sample rate ``q`` in (0, 1] of each step.
+        Poisson sample rate ``q`` in (0, 1].
     steps : int
-        Number of DP-SGD steps, at least 1.
-    target_true_positive_rate, at_false_positive_rate : float, optional
-        A membership-inference target: no attack has a true-positive rate above
-        ``target_true_positive_rate`` at false-positive rate ``at_false_positive_rate``, i.e.
-        ``1 - f(alpha)``, both neighbouring directions (Kulynych et al. 2024; Dong, Roth & Su
-        2019).
-    target_advantage : float, optional
-        An advantage target: no attack has ``TPR - FPR`` above it (the total variation,
-        ``delta(0)``).
+        Number of steps, at least 1.
+    target_true_positive_rate, at_false_positive_rate, target_advantage : float, optional
+        Risk targets: the best attack's true-positive rate at that false-positive rate
+        (``1 - f(alpha)``, both directions), or its ``TPR - FPR`` (the total variation).
     relation : {"add_remove", "replace_one"}, optional
         The neighbouring relation the run is accounted under.
     sampler : callable, optional
-        ``sampler(noise_multiplier, sample_rate) -> Mechanism``: another sampler's step in place
-        of Poisson sampling (e.g. :class:`~plda.SampledWithoutReplacement`); for a sampler whose
-        pair only dominates (``tight`` False) the lower bound is its realized pair's.
+        ``sampler(noise_multiplier, sample_rate) -> Mechanism`` in place of Poisson sampling.
     accuracy : float, optional
-        Relative gap ``(upper - lower) / upper`` asked of the bounds at the result; default
-        1e-3 for epsilon targets, 1e-4 for risk targets.
+        Relative gap of the bounds at the result (default 1e-3; 1e-4 for risk targets).
     rtol : float, optional
-        Relative tolerance of the result: ``target (1 - rtol) <= upper <= target``; default
-        1e-3 for epsilon targets, 5e-5 for risk targets.
+        ``target (1 - rtol) <= upper <= target`` (default 1e-3; 5e-5 for risk targets).
     progress : callable, optional
         ``progress(fraction, message)``, called after each evaluation.
 
     Returns
     -------
     float
-        The noise multiplier, verified at ``accuracy`` to meet the target.
+        ``sigma`` in [1e-2, 1e4] with ``target (1 - rtol) <= upper(sigma) <= target`` for ``steps``
+        Poisson-sampled Gaussian steps, verified at ``accuracy`` (risk: Kulynych et al. 2024).
 
     Raises
     ------
     CalibrationError
-        If the target cannot be met in the searched range (a ``ValueError`` saying which bound
-        failed and by how much), or is still met at the end of the range where the answer
-        would lie beyond it (below ``sigma = 1e-2``).
-    ValueError
-        If not exactly one target is given, completely, or an argument is out of range.
-    TypeError
-        If ``sampler`` or ``progress`` is not callable, or a number is not a real number.
+        If the target is met nowhere in the searched range, or still met at its end.
+    ValueError, TypeError
+        If not exactly one target is given, completely, or an argument is invalid (named).
 
     Examples
     --------
@@ -265,57 +209,22 @@ def calibrate_sample_rate_detailed(
 ) -> CalibrationResult:
     """Sample rate of DP-SGD for a target, with the certified bounds it achieves.
 
-    The largest-within-``rtol`` sample rate meeting the target; see
-    :func:`calibrate_sample_rate`.
-
     Parameters
     ----------
-    target_epsilon, target_delta : float, optional
-        An epsilon target: the certified ``epsilon(target_delta)`` must not exceed
-        ``target_epsilon`` (``target_epsilon > 0``, ``target_delta`` in (0, 1)).
-    noise_multiplier : float
-        Noise multiplier ``sigma > 0`` (noise standard deviation over the clipping norm).
-    steps : int
-        Number of DP-SGD steps, at least 1.
-    target_true_positive_rate, at_false_positive_rate : float, optional
-        A membership-inference target: no attack has a true-positive rate above
-        ``target_true_positive_rate`` at false-positive rate ``at_false_positive_rate``, i.e.
-        ``1 - f(alpha)``, both neighbouring directions (Kulynych et al. 2024; Dong, Roth & Su
-        2019).
-    target_advantage : float, optional
-        An advantage target: no attack has ``TPR - FPR`` above it (the total variation,
-        ``delta(0)``).
-    relation : {"add_remove", "replace_one"}, optional
-        The neighbouring relation the run is accounted under.
-    sampler : callable, optional
-        ``sampler(noise_multiplier, sample_rate) -> Mechanism``: another sampler's step in place
-        of Poisson sampling (e.g. :class:`~plda.SampledWithoutReplacement`); for a sampler whose
-        pair only dominates (``tight`` False) the lower bound is its realized pair's.
-    accuracy : float, optional
-        Relative gap ``(upper - lower) / upper`` asked of the bounds at the result; default
-        1e-3 for epsilon targets, 1e-4 for risk targets.
-    rtol : float, optional
-        Relative tolerance of the result: ``target (1 - rtol) <= upper <= target``; default
-        1e-3 for epsilon targets, 5e-5 for risk targets.
-    progress : callable, optional
-        ``progress(fraction, message)``, called after each evaluation.
+    target_epsilon, target_delta, noise_multiplier, steps, target_true_positive_rate
+        As in :func:`calibrate_sample_rate`.
+    at_false_positive_rate, target_advantage, relation, sampler, accuracy, rtol, progress
+        As in :func:`calibrate_sample_rate`.
 
     Returns
     -------
     CalibrationResult
-        ``value`` (the sample rate), the certified bounds on the objective there,
-        ``within_tolerance`` and the number of evaluations.
+        ``value``, the bounds on the objective there and the number of evaluations.
 
     Raises
     ------
-    CalibrationError
-        If the target cannot be met in the searched range (a ``ValueError`` saying which bound
-        failed and by how much), or is still met at the end of the range where the answer
-        would lie beyond it.
-    ValueError
-        If not exactly one target is given, completely, or an argument is out of range.
-    TypeError
-        If ``sampler`` or ``progress`` is not callable, or a number is not a real number.
+    CalibrationError, ValueError, TypeError
+        As :func:`calibrate_sample_rate` does.
     """
     target = make_target(
         target_epsilon,
@@ -361,57 +270,40 @@ def calibrate_sample_rate(
 ) -> float:
     """Poisson sample rate ``q`` of DP-SGD for a target privacy or attack risk.
 
-    The result lies in [1e-9, 1] with ``target (1 - rtol) <= upper(q) <= target``, or is
-    ``q = 1`` when even full batches meet the target; targets as in
-    :func:`calibrate_noise_multiplier`.
-
     Parameters
     ----------
     target_epsilon, target_delta : float, optional
-        An epsilon target: the certified ``epsilon(target_delta)`` must not exceed
-        ``target_epsilon`` (``target_epsilon > 0``, ``target_delta`` in (0, 1)).
+        Epsilon target: the certified ``epsilon(target_delta) <= target_epsilon``.
     noise_multiplier : float
-        Noise multiplier ``sigma > 0`` (noise standard deviation over the clipping norm).
+        Noise multiplier ``sigma > 0``.
     steps : int
-        Number of DP-SGD steps, at least 1.
-    target_true_positive_rate, at_false_positive_rate : float, optional
-        A membership-inference target: no attack has a true-positive rate above
-        ``target_true_positive_rate`` at false-positive rate ``at_false_positive_rate``, i.e.
-        ``1 - f(alpha)``, both neighbouring directions (Kulynych et al. 2024; Dong, Roth & Su
-        2019).
-    target_advantage : float, optional
-        An advantage target: no attack has ``TPR - FPR`` above it (the total variation,
-        ``delta(0)``).
+        Number of steps, at least 1.
+    target_true_positive_rate, at_false_positive_rate, target_advantage : float, optional
+        Risk targets: the best attack's true-positive rate at that false-positive rate
+        (``1 - f(alpha)``, both directions), or its ``TPR - FPR`` (the total variation).
     relation : {"add_remove", "replace_one"}, optional
         The neighbouring relation the run is accounted under.
     sampler : callable, optional
-        ``sampler(noise_multiplier, sample_rate) -> Mechanism``: another sampler's step in place
-        of Poisson sampling (e.g. :class:`~plda.SampledWithoutReplacement`); for a sampler whose
-        pair only dominates (``tight`` False) the lower bound is its realized pair's.
+        ``sampler(noise_multiplier, sample_rate) -> Mechanism`` in place of Poisson sampling.
     accuracy : float, optional
-        Relative gap ``(upper - lower) / upper`` asked of the bounds at the result; default
-        1e-3 for epsilon targets, 1e-4 for risk targets.
+        Relative gap of the bounds at the result (default 1e-3; 1e-4 for risk targets).
     rtol : float, optional
-        Relative tolerance of the result: ``target (1 - rtol) <= upper <= target``; default
-        1e-3 for epsilon targets, 5e-5 for risk targets.
+        ``target (1 - rtol) <= upper <= target`` (default 1e-3; 5e-5 for risk targets).
     progress : callable, optional
         ``progress(fraction, message)``, called after each evaluation.
 
     Returns
     -------
     float
-        The sample rate, verified at ``accuracy`` to meet the target.
+        ``q`` in [1e-9, 1] with ``target (1 - rtol) <= upper(q) <= target``, verified at
+        ``accuracy``; or 1 when even full batches meet the target.
 
     Raises
     ------
     CalibrationError
-        If the target cannot be met in the searched range (a ``ValueError`` saying which bound
-        failed and by how much), or is still met at the end of the range where the answer
-        would lie beyond it.
-    ValueError
-        If not exactly one target is given, completely, or an argument is out of range.
-    TypeError
-        If ``sampler`` or ``progress`` is not callable, or a number is not a real number.
+        If the target is met nowhere in the searched range, or still met at its end.
+    ValueError, TypeError
+        If not exactly one target is given, completely, or an argument is invalid (named).
     """
     return calibrate_sample_rate_detailed(
         target_epsilon,
@@ -446,55 +338,22 @@ def calibrate_steps_detailed(
 ) -> CalibrationResult:
     """Number of DP-SGD steps for a target, with the certified bounds it achieves.
 
-    The largest count meeting the target; see :func:`calibrate_steps`.
-
     Parameters
     ----------
-    target_epsilon, target_delta : float, optional
-        An epsilon target: the certified ``epsilon(target_delta)`` must not exceed
-        ``target_epsilon`` (``target_epsilon > 0``, ``target_delta`` in (0, 1)).
-    noise_multiplier : float
-        Noise multiplier ``sigma > 0`` (noise standard deviation over the clipping norm).
-    sample_rate : float
-        Poisson sample rate ``q`` in (0, 1] of each step.
-    target_true_positive_rate, at_false_positive_rate : float, optional
-        A membership-inference target: no attack has a true-positive rate above
-        ``target_true_positive_rate`` at false-positive rate ``at_false_positive_rate``, i.e.
-        ``1 - f(alpha)``, both neighbouring directions (Kulynych et al. 2024; Dong, Roth & Su
-        2019).
-    target_advantage : float, optional
-        An advantage target: no attack has ``TPR - FPR`` above it (the total variation,
-        ``delta(0)``).
-    max_steps : int, optional
-        Largest count searched (default 10**7; plda certifies up to 10**12).
-    relation : {"add_remove", "replace_one"}, optional
-        The neighbouring relation the run is accounted under.
-    sampler : callable, optional
-        ``sampler(noise_multiplier, sample_rate) -> Mechanism``: another sampler's step in place
-        of Poisson sampling (e.g. :class:`~plda.SampledWithoutReplacement`); for a sampler whose
-        pair only dominates (``tight`` False) the lower bound is its realized pair's.
-    accuracy : float, optional
-        Relative gap ``(upper - lower) / upper`` asked of the bounds at the result; default
-        1e-3 for epsilon targets, 1e-4 for risk targets.
-    progress : callable, optional
-        ``progress(fraction, message)``, called after each evaluation.
+    target_epsilon, target_delta, noise_multiplier, sample_rate, target_true_positive_rate
+        As in :func:`calibrate_steps`.
+    at_false_positive_rate, target_advantage, max_steps, relation, sampler, accuracy, progress
+        As in :func:`calibrate_steps`.
 
     Returns
     -------
     CalibrationResult
-        ``value`` (the number of steps), the certified bounds on the objective there and the
-        number of evaluations.
+        ``value``, the bounds on the objective there and the number of evaluations.
 
     Raises
     ------
-    CalibrationError
-        If a single step already exceeds the target, or ``max_steps`` steps still meet it
-        (unless ``max_steps + 1`` exceed it): the answer lies beyond ``max_steps`` and is never
-        replaced by it (the message says to pass a larger ``max_steps``, up to 1e12).
-    ValueError
-        If not exactly one target is given, completely, or an argument is out of range.
-    TypeError
-        If ``sampler`` or ``progress`` is not callable, or a number is not a real number.
+    CalibrationError, ValueError, TypeError
+        As :func:`calibrate_steps` does.
     """
     target = make_target(
         target_epsilon,
@@ -553,55 +412,41 @@ def calibrate_steps(
 ) -> int:
     """Largest number of DP-SGD steps whose certified upper bound meets the target.
 
-    Targets as in :func:`calibrate_noise_multiplier`; the next count is checked to exceed the
-    target.
-
     Parameters
     ----------
     target_epsilon, target_delta : float, optional
-        An epsilon target: the certified ``epsilon(target_delta)`` must not exceed
-        ``target_epsilon`` (``target_epsilon > 0``, ``target_delta`` in (0, 1)).
+        Epsilon target: the certified ``epsilon(target_delta) <= target_epsilon``.
     noise_multiplier : float
-        Noise multiplier ``sigma > 0`` (noise standard deviation over the clipping norm).
+        Noise multiplier ``sigma > 0``.
     sample_rate : float
-        Poisson sample rate ``q`` in (0, 1] of each step.
-    target_true_positive_rate, at_false_positive_rate : float, optional
-        A membership-inference target: no attack has a true-positive rate above
-        ``target_true_positive_rate`` at false-positive rate ``at_false_positive_rate``, i.e.
-        ``1 - f(alpha)``, both neighbouring directions (Kulynych et al. 2024; Dong, Roth & Su
-        2019).
-    target_advantage : float, optional
-        An advantage target: no attack has ``TPR - FPR`` above it (the total variation,
-        ``delta(0)``).
+        Poisson sample rate ``q`` in (0, 1].
+    target_true_positive_rate, at_false_positive_rate, target_advantage : float, optional
+        Risk targets: the best attack's true-positive rate at that false-positive rate
+        (``1 - f(alpha)``, both directions), or its ``TPR - FPR`` (the total variation).
     max_steps : int, optional
-        Largest count searched (default 10**7; plda certifies up to 10**12).
+        Largest count searched (default 10**7; up to 10**12).
     relation : {"add_remove", "replace_one"}, optional
         The neighbouring relation the run is accounted under.
     sampler : callable, optional
-        ``sampler(noise_multiplier, sample_rate) -> Mechanism``: another sampler's step in place
-        of Poisson sampling (e.g. :class:`~plda.SampledWithoutReplacement`); for a sampler whose
-        pair only dominates (``tight`` False) the lower bound is its realized pair's.
+        ``sampler(noise_multiplier, sample_rate) -> Mechanism`` in place of Poisson sampling.
     accuracy : float, optional
-        Relative gap ``(upper - lower) / upper`` asked of the bounds at the result; default
-        1e-3 for epsilon targets, 1e-4 for risk targets.
+        Relative gap of the bounds at the result (default 1e-3; 1e-4 for risk targets).
     progress : callable, optional
         ``progress(fraction, message)``, called after each evaluation.
 
     Returns
     -------
     int
-        The number of steps, at most ``max_steps``, verified at ``accuracy`` to meet the target.
+        The number of steps, at most ``max_steps``, verified at ``accuracy`` to meet the target;
+        one more is checked to exceed it.
 
     Raises
     ------
     CalibrationError
-        If a single step already exceeds the target, or ``max_steps`` steps still meet it
-        (unless ``max_steps + 1`` exceed it): the answer lies beyond ``max_steps`` and is never
-        replaced by it (the message says to pass a larger ``max_steps``, up to 1e12).
-    ValueError
-        If not exactly one target is given, completely, or an argument is out of range.
-    TypeError
-        If ``sampler`` or ``progress`` is not callable, or a number is not a real number.
+        If one step already exceeds the target, or ``max_steps`` steps still meet it (unless one
+        more exceeds it): the answer lies beyond ``max_steps`` and is never replaced by it.
+    ValueError, TypeError
+        If not exactly one target is given, completely, or an argument is invalid (named).
     """
     return int(
         calibrate_steps_detailed(
@@ -644,8 +489,7 @@ def max_steps_hint(max_steps: int) -> str:
 
 
 def _sampler(sampler):
-    """``sampler`` checked: None (Poisson sampling) or a callable ``(noise_multiplier,
-    sample_rate) -> Mechanism``."""
+    """``sampler`` checked: None (Poisson sampling) or a callable ``(sigma, rate) -> Mechanism``."""
     if sampler is not None and not callable(sampler):
         raise TypeError(
             "sampler must be None (Poisson sampling) or a callable (noise_multiplier, "
