@@ -1,7 +1,6 @@
 """Calibration of DP-SGD: noise multiplier, sample rate or steps, for a privacy or risk target.
 
-Each function builds a :class:`~plda.calibration.evaluator.DPSGDEvaluator` for its target and
-hands it to :func:`plda.calibration.core.solve`.
+Each function hands a :class:`~plda.calibration.evaluator.DPSGDEvaluator` to ``solve``.
 """
 
 from __future__ import annotations
@@ -59,14 +58,15 @@ def calibrate_noise_multiplier_detailed(
     rtol: float | None = None,
     progress: Progress | None = None,
 ) -> CalibrationResult:
-    """Noise multiplier of DP-SGD for a target, with the certified bounds it achieves.
+    """Like :func:`calibrate_noise_multiplier`, with the certified bounds of the result.
 
     Parameters
     ----------
-    target_epsilon, target_delta, sample_rate, steps, target_true_positive_rate
-        As in :func:`calibrate_noise_multiplier`.
-    at_false_positive_rate, target_advantage, relation, sampler, accuracy, rtol, progress
-        As in :func:`calibrate_noise_multiplier`.
+    target_epsilon, target_delta, sample_rate, target_true_positive_rate : float, optional
+    at_false_positive_rate, target_advantage, accuracy, rtol : float, optional
+    steps : int
+    relation : str, optional
+    sampler, progress : callable, optional
 
     Returns
     -------
@@ -137,8 +137,8 @@ def calibrate_noise_multiplier(
     steps : int
         Number of steps, at least 1.
     target_true_positive_rate, at_false_positive_rate, target_advantage : float, optional
-        Risk targets: the best attack's true-positive rate at that false-positive rate
-        (``1 - f(alpha)``, both directions), or its ``TPR - FPR`` (the total variation).
+        Risk targets: the best attack's true-positive rate at that false-positive rate, or its
+        ``TPR - FPR`` (the total variation), both neighbouring directions.
     relation : {"add_remove", "replace_one"}, optional
         The neighbouring relation the run is accounted under.
     sampler : callable, optional
@@ -153,8 +153,7 @@ def calibrate_noise_multiplier(
     Returns
     -------
     float
-        ``sigma`` in [1e-2, 1e4] with ``target (1 - rtol) <= upper(sigma) <= target`` for ``steps``
-        Poisson-sampled Gaussian steps, verified at ``accuracy`` (risk: Kulynych et al. 2024).
+        ``sigma`` in [1e-2, 1e4], ``target (1 - rtol) <= upper <= target`` (Kulynych et al. 2024).
 
     Raises
     ------
@@ -207,14 +206,15 @@ def calibrate_sample_rate_detailed(
     rtol: float | None = None,
     progress: Progress | None = None,
 ) -> CalibrationResult:
-    """Sample rate of DP-SGD for a target, with the certified bounds it achieves.
+    """Like :func:`calibrate_sample_rate`, with the certified bounds of the result.
 
     Parameters
     ----------
-    target_epsilon, target_delta, noise_multiplier, steps, target_true_positive_rate
-        As in :func:`calibrate_sample_rate`.
-    at_false_positive_rate, target_advantage, relation, sampler, accuracy, rtol, progress
-        As in :func:`calibrate_sample_rate`.
+    target_epsilon, target_delta, noise_multiplier, target_true_positive_rate : float, optional
+    at_false_positive_rate, target_advantage, accuracy, rtol : float, optional
+    steps : int
+    relation : str, optional
+    sampler, progress : callable, optional
 
     Returns
     -------
@@ -279,8 +279,8 @@ def calibrate_sample_rate(
     steps : int
         Number of steps, at least 1.
     target_true_positive_rate, at_false_positive_rate, target_advantage : float, optional
-        Risk targets: the best attack's true-positive rate at that false-positive rate
-        (``1 - f(alpha)``, both directions), or its ``TPR - FPR`` (the total variation).
+        Risk targets: the best attack's true-positive rate at that false-positive rate, or its
+        ``TPR - FPR`` (the total variation), both neighbouring directions.
     relation : {"add_remove", "replace_one"}, optional
         The neighbouring relation the run is accounted under.
     sampler : callable, optional
@@ -336,14 +336,15 @@ def calibrate_steps_detailed(
     accuracy: float | None = None,
     progress: Progress | None = None,
 ) -> CalibrationResult:
-    """Number of DP-SGD steps for a target, with the certified bounds it achieves.
+    """Like :func:`calibrate_steps`, with the certified bounds of the result.
 
     Parameters
     ----------
-    target_epsilon, target_delta, noise_multiplier, sample_rate, target_true_positive_rate
-        As in :func:`calibrate_steps`.
-    at_false_positive_rate, target_advantage, max_steps, relation, sampler, accuracy, progress
-        As in :func:`calibrate_steps`.
+    target_epsilon, target_delta, noise_multiplier, sample_rate : float, optional
+    target_true_positive_rate, at_false_positive_rate, target_advantage, accuracy : float, optional
+    max_steps : int, optional
+    relation : str, optional
+    sampler, progress : callable, optional
 
     Returns
     -------
@@ -421,8 +422,8 @@ def calibrate_steps(
     sample_rate : float
         Poisson sample rate ``q`` in (0, 1].
     target_true_positive_rate, at_false_positive_rate, target_advantage : float, optional
-        Risk targets: the best attack's true-positive rate at that false-positive rate
-        (``1 - f(alpha)``, both directions), or its ``TPR - FPR`` (the total variation).
+        Risk targets: the best attack's true-positive rate at that false-positive rate, or its
+        ``TPR - FPR`` (the total variation), both neighbouring directions.
     max_steps : int, optional
         Largest count searched (default 10**7; up to 10**12).
     relation : {"add_remove", "replace_one"}, optional
@@ -437,8 +438,7 @@ def calibrate_steps(
     Returns
     -------
     int
-        The number of steps, at most ``max_steps``, verified at ``accuracy`` to meet the target;
-        one more is checked to exceed it.
+        The number of steps, at most ``max_steps``; one more is checked to exceed the target.
 
     Raises
     ------

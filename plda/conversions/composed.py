@@ -101,8 +101,8 @@ class ComposedLaws:
 
         Parameters
         ----------
-        bound : {"upper", "lower"}
-            Pessimistic or optimistic.
+        bound : str
+            ``"upper"`` (pessimistic) or ``"lower"`` (optimistic).
 
         Returns
         -------

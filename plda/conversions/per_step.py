@@ -74,8 +74,8 @@ def step_cumulant(mechanism: Mechanism, direction: str, alpha: np.ndarray) -> Cu
     ----------
     mechanism : Mechanism
         The step, under add/remove semantics.
-    direction : {"remove", "add"}
-        Which of its privacy-loss laws.
+    direction : str
+        Which of its privacy-loss laws: ``"remove"`` or ``"add"``.
     alpha : numpy.ndarray
         Rényi orders, each > 1.
 

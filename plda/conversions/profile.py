@@ -286,11 +286,11 @@ def select_laws(composed: ComposedLaws, bound: str, direction: str | None) -> li
     ----------
     composed : ComposedLaws
         The composition.
-    bound : {"upper", "lower"}
-        Pessimistic or optimistic laws.
-    direction : {"remove", "add"} or None
-        One direction (a symmetric composition's single law serves both), or None for every
-        direction the composition has, remove first.
+    bound : str
+        ``"upper"`` (pessimistic) or ``"lower"`` (optimistic) laws.
+    direction : str or None
+        ``"remove"`` or ``"add"`` (a symmetric composition's single law serves both), or None
+        for every direction the composition has, remove first.
 
     Returns
     -------

@@ -152,8 +152,8 @@ def sampled_gaussian_cumulant(mu: float, q: float, direction: str, alpha: np.nda
         The base Gaussian's ``sensitivity / sigma``.
     q : float
         The sample rate, in (0, 1].
-    direction : {"remove", "add"}
-        Which pair.
+    direction : str
+        Which pair: ``"remove"`` or ``"add"``.
     alpha : numpy.ndarray
         Rényi orders, each > 1.
 

@@ -133,8 +133,9 @@ def tradeoff(composed: ComposedLaws, alpha, *, direction: str | None = None):
         The composition.
     alpha : float or array_like
         False-positive rates (type I errors), in [0, 1].
-    direction : {"remove", "add"}, optional
-        One direction's curve; None: the symmetric curve of both directions.
+    direction : str, optional
+        One direction's curve, ``"remove"`` or ``"add"``; None: the symmetric curve of both
+        directions.
 
     Returns
     -------
@@ -163,8 +164,9 @@ def tradeoff_bounds(composed: ComposedLaws, alpha, *, direction: str | None = No
         The composition.
     alpha : float or array_like
         False-positive rates (type I errors), in [0, 1].
-    direction : {"remove", "add"}, optional
-        One direction's curve; None: the symmetric curve of both directions.
+    direction : str, optional
+        One direction's curve, ``"remove"`` or ``"add"``; None: the symmetric curve of both
+        directions.
 
     Returns
     -------

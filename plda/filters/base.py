@@ -108,9 +108,10 @@ class PrivacyFilter:
 
         Parameters
         ----------
-        epsilon, delta : float, optional
-            The step is (``epsilon``, ``delta``)-DP given everything released before it;
-            ``delta`` must be 0 or below the filter's ``delta``.
+        epsilon : float, optional
+            The step is (``epsilon``, ``delta``)-DP given everything released before it.
+        delta : float, optional
+            The step's δ: 0, or below the filter's ``delta``.
         rho : float, optional
             The step is ``rho``-zCDP (e.g. a Gaussian mechanism: ``Δ² / (2σ²)``).
         mu : float, optional
@@ -168,9 +169,10 @@ class PrivacyFilter:
 
         Parameters
         ----------
-        epsilon, delta : float, optional
-            The step is (``epsilon``, ``delta``)-DP given everything released before it;
-            ``delta`` must be 0 or below the filter's ``delta``.
+        epsilon : float, optional
+            The step is (``epsilon``, ``delta``)-DP given everything released before it.
+        delta : float, optional
+            The step's δ: 0, or below the filter's ``delta``.
         rho : float, optional
             The step is ``rho``-zCDP (e.g. a Gaussian mechanism: ``Δ² / (2σ²)``).
         mu : float, optional
@@ -221,9 +223,10 @@ class PrivacyFilter:
 
         Parameters
         ----------
-        epsilon, delta : float, optional
-            The step is (``epsilon``, ``delta``)-DP given everything released before it;
-            ``delta`` must be 0 or below the filter's ``delta``.
+        epsilon : float, optional
+            The step is (``epsilon``, ``delta``)-DP given everything released before it.
+        delta : float, optional
+            The step's δ: 0, or below the filter's ``delta``.
         rho : float, optional
             The step is ``rho``-zCDP (e.g. a Gaussian mechanism: ``Δ² / (2σ²)``).
         mu : float, optional

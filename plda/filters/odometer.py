@@ -150,8 +150,10 @@ class Odometer:
 
         Parameters
         ----------
-        epsilon, delta : float, optional
+        epsilon : float, optional
             The step is (``epsilon``, ``delta``)-DP (a pure step is priced ``epsilon²/2``).
+        delta : float, optional
+            The step's δ (a step with ``delta > 0`` needs ``rho`` or ``mu``).
         rho : float, optional
             The step is ``rho``-zCDP.
         mu : float, optional
