@@ -10,7 +10,24 @@ import numpy as np
 
 @dataclass(frozen=True)
 class Bounds:
-    """Certified ``(lower, upper)`` pair; unpacks like a tuple."""
+    """Certified ``(lower, upper)`` pair; unpacks like a tuple.
+
+    The true value lies in ``[lower, upper]`` (elementwise for arrays).
+
+    Attributes
+    ----------
+    lower : float or numpy.ndarray
+        Certified lower bound (a float for a scalar query, an array for an array query).
+    upper : float or numpy.ndarray
+        Certified upper bound, of the same shape.
+
+    Examples
+    --------
+    >>> from plda.bounds import Bounds
+    >>> lower, upper = Bounds(lower=1.0, upper=1.5)
+    >>> upper - lower
+    0.5
+    """
 
     lower: float | np.ndarray
     upper: float | np.ndarray

@@ -1,10 +1,9 @@
 """JSON form of mechanisms and PLD recipes: ``save_pld`` / ``load_pld``.
 
-A mechanism is stored as its type name and its dataclass fields, nested mechanisms (the
-``mechanism`` of :class:`~plda.PoissonSampled`) as nested dicts:
-``{"type": "PoissonSampled", "mechanism": {"type": "Gaussian", "sigma": 1.1, "sensitivity": 1.0},
-"sample_rate": 0.01}``. Floats go through JSON exactly (shortest round-trip repr), so a reloaded
-recipe is the same recipe and is discretized on the same grid: its bounds are the original ones.
+A mechanism is stored as its type name and its dataclass fields, nested mechanisms as nested
+dicts: ``{"type": "PoissonSampled", "mechanism": {"type": "Gaussian", "sigma": 1.1,
+"sensitivity": 1.0}, "sample_rate": 0.01}``. Floats round-trip exactly, so a reloaded recipe is
+discretized on the same grid and has the original bounds.
 """
 
 from __future__ import annotations
@@ -52,7 +51,31 @@ MECHANISM_TYPES: dict[str, type] = {
 
 
 def mechanism_to_dict(mechanism: Mechanism) -> dict:
-    """``{"type": name, field: value, ...}`` for a plda mechanism (nested ones as dicts)."""
+    """The JSON-safe dict of a plda mechanism: its type name and its fields.
+
+    Parameters
+    ----------
+    mechanism : Mechanism
+        A mechanism of one of the types in :data:`MECHANISM_TYPES`.
+
+    Returns
+    -------
+    dict
+        ``{"type": name, field: value, ...}``; a nested mechanism (the ``mechanism`` of
+        :class:`~plda.PoissonSampled`) is a nested dict, a tuple field a list of floats.
+
+    Raises
+    ------
+    TypeError
+        If ``mechanism`` is not of a serializable type (e.g. a :class:`~plda.CustomMechanism`).
+
+    Examples
+    --------
+    >>> import plda
+    >>> from plda.serialization import mechanism_to_dict
+    >>> mechanism_to_dict(plda.Gaussian(sigma=1.1))
+    {'type': 'Gaussian', 'sigma': 1.1, 'sensitivity': 1.0}
+    """
     name = type(mechanism).__name__
     if MECHANISM_TYPES.get(name) is not type(mechanism):
         raise TypeError(
@@ -78,8 +101,26 @@ MAX_NESTING = 32
 
 
 def check_header(data, *, format: str, version: int, keys: set, what: str) -> None:
-    """The top level of a saved state: its ``format``, a ``version`` that is exactly the integer
-    this plda writes (not ``1.0``, not ``True``) and no key outside ``keys``."""
+    """Check the top level of a saved state: its format, its version and its keys.
+
+    Parameters
+    ----------
+    data
+        The decoded JSON value.
+    format : str
+        The ``"format"`` the dict must carry.
+    version : int
+        The ``"version"`` it must carry: exactly this integer (not ``1.0``, not ``True``).
+    keys : set
+        The keys it must have besides ``"format"`` and ``"version"`` (and no others).
+    what : str
+        What the state is, for the error messages.
+
+    Raises
+    ------
+    ValueError
+        If ``data`` is not a dict of that format and version, or has unknown or missing keys.
+    """
     if not isinstance(data, dict) or data.get("format") != format:
         raise ValueError(f"not a {what} (expected format {format!r})")
     found = data.get("version")
@@ -96,10 +137,25 @@ def check_header(data, *, format: str, version: int, keys: set, what: str) -> No
 
 
 def mechanism_from_dict(data, *, depth: int = 0) -> Mechanism:
-    """Inverse of :func:`mechanism_to_dict`; the mechanism's own checks validate the values.
+    """The mechanism of a dict written by :func:`mechanism_to_dict`.
 
-    Raises ``ValueError`` for an unknown type name, missing or extra fields, non-numeric
-    values, or nesting deeper than ``MAX_NESTING``.
+    Parameters
+    ----------
+    data : dict
+        ``{"type": name, field: value, ...}``; the mechanism's own checks validate the values.
+    depth : int, optional
+        How deep ``data`` is nested in the dict being read (callers leave it at 0).
+
+    Returns
+    -------
+    Mechanism
+        The mechanism, equal to the one that was written.
+
+    Raises
+    ------
+    ValueError
+        For an unknown type name, missing or extra fields, non-numeric values, values the
+        mechanism refuses, or nesting deeper than :data:`MAX_NESTING`.
     """
     if depth > MAX_NESTING:
         raise ValueError(f"mechanisms may be nested at most {MAX_NESTING} deep")
@@ -137,7 +193,24 @@ def mechanism_from_dict(data, *, depth: int = 0) -> Mechanism:
 
 
 def pld_to_dict(pld: PrivacyLossDistribution) -> dict:
-    """JSON-safe recipe of a PLD: components, relation, accuracy and fixed grid step."""
+    """The JSON-safe recipe of a PLD: components, relation, accuracy and fixed grid step.
+
+    Parameters
+    ----------
+    pld : PrivacyLossDistribution
+        The distribution to describe (its recipe, not its grid).
+
+    Returns
+    -------
+    dict
+        ``{"format", "version", "relation", "accuracy", "step", "components"}``.
+
+    Raises
+    ------
+    TypeError
+        If ``pld`` is not a :class:`~plda.PrivacyLossDistribution`, or one of its mechanisms
+        cannot be serialized.
+    """
     if not isinstance(pld, PrivacyLossDistribution):
         raise TypeError(f"pld must be a PrivacyLossDistribution, got {type(pld).__name__}")
     return {
@@ -153,7 +226,23 @@ def pld_to_dict(pld: PrivacyLossDistribution) -> dict:
 
 
 def pld_from_dict(data) -> PrivacyLossDistribution:
-    """Inverse of :func:`pld_to_dict` (``ValueError`` on a corrupted or foreign dict)."""
+    """The PLD of a recipe written by :func:`pld_to_dict`.
+
+    Parameters
+    ----------
+    data : dict
+        The recipe.
+
+    Returns
+    -------
+    PrivacyLossDistribution
+        A distribution with the recipe's components, relation, accuracy and grid step.
+
+    Raises
+    ------
+    ValueError
+        If ``data`` is corrupted or not a plda PLD recipe of this version.
+    """
     check_header(
         data, format=PLD_FORMAT, version=PLD_VERSION,
         keys={"relation", "accuracy", "step", "components"}, what="plda PLD recipe",
@@ -179,8 +268,34 @@ def pld_from_dict(data) -> PrivacyLossDistribution:
 
 
 def save_pld(pld: PrivacyLossDistribution, path: str | os.PathLike) -> None:
-    """Write the recipe of ``pld`` as JSON to ``path``; :func:`load_pld` gives back a PLD with
-    the same bounds (the recipe is re-discretized on the same grid)."""
+    """Write the recipe of a PLD as JSON to a file.
+
+    :func:`load_pld` gives back a PLD with the same bounds: the recipe (mechanisms, counts,
+    relation, accuracy, grid step) is re-discretized on the same grid.
+
+    Parameters
+    ----------
+    pld : PrivacyLossDistribution
+        The distribution to save.
+    path : str or os.PathLike
+        The file to write (overwritten if it exists).
+
+    Raises
+    ------
+    TypeError
+        If ``pld`` is not a :class:`~plda.PrivacyLossDistribution`, or one of its mechanisms
+        cannot be serialized (e.g. a :class:`~plda.CustomMechanism`).
+    OSError
+        If the file cannot be written.
+
+    Examples
+    --------
+    >>> import plda
+    >>> pld = plda.PrivacyLossDistribution.from_mechanism(plda.Gaussian(sigma=2.0), count=10)
+    >>> plda.save_pld(pld, "run.json")
+    >>> plda.load_pld("run.json").epsilon_bounds(1e-5) == pld.epsilon_bounds(1e-5)
+    True
+    """
     data = pld_to_dict(pld)
     with open(path, "w", encoding="utf-8") as handle:
         json.dump(data, handle, indent=1)
@@ -188,7 +303,25 @@ def save_pld(pld: PrivacyLossDistribution, path: str | os.PathLike) -> None:
 
 
 def load_pld(path: str | os.PathLike) -> PrivacyLossDistribution:
-    """Read a PLD written by :func:`save_pld`."""
+    """Read a PLD written by :func:`save_pld`.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file to read.
+
+    Returns
+    -------
+    PrivacyLossDistribution
+        The saved recipe, with the bounds it had when it was saved.
+
+    Raises
+    ------
+    ValueError
+        If the file is not valid JSON or not a plda PLD recipe of this version.
+    OSError
+        If the file cannot be read.
+    """
     with open(path, encoding="utf-8") as handle:
         try:
             data = json.load(handle)

@@ -1,24 +1,8 @@
 """One calibration solver: a monotone certified objective, a target, a parameter to search.
 
-An *evaluator* maps a parameter value to certified ``(lower, upper)`` bounds on the objective
-(epsilon at a delta, the membership-inference true-positive rate at a false-positive rate, or the
-advantage); :func:`solve` finds the value whose *upper* bound meets the target and is tight:
-
-* continuous parameters (noise multiplier, sample rate): ``target (1 - rtol) <= upper <= target``
-  (``within_tolerance`` says whether the band was hit in the iteration budget; the value returned
-  always meets the target);
-* integer parameters (steps): the largest count whose upper bound meets the target (the next
-  count is checked to exceed it).
-
-Search (bounded work at any target), on coarse evaluations (``search=True``):
-
-* with a slope model (:attr:`Parameter.slope`, e.g. from Gaussian DP): Newton then secant steps
-  from the start until ``|log(upper / target)| <= SEARCH_TOLERANCE`` (a good model lands there
-  in two or three evaluations);
-* otherwise, or if that fails: bracketing in log space by growing factors, then Brent's method.
-
-:mod:`plda.calibration.finish` then lands the result at the requested accuracy (secant steps,
-or for integers a bisection between neighbouring counts).
+:func:`solve` searches on coarse evaluations (Newton steps on a slope model, else bracketing in
+log space and Brent's method), then :mod:`plda.calibration.finish` lands the result at the
+requested accuracy. The strategy and its guarantees: ``docs/accountant.md`` ("Calibration").
 """
 
 from __future__ import annotations
@@ -72,9 +56,39 @@ def solve(
     rtol: float = DEFAULT_RTOL,
     progress: Progress | None = None,
 ) -> CalibrationResult:
-    """Calibrate ``parameter`` so that the certified upper bound of the objective meets
-    ``target`` and is tight (see the module docstring). Raises :class:`CalibrationError` when
-    the target cannot be met anywhere in the parameter's range."""
+    """Calibrate a parameter so that the certified upper bound of the objective meets a target.
+
+    A continuous parameter lands with ``target (1 - rtol) <= upper <= target`` (the result says
+    whether that band was hit within the iteration budget; the value always meets the target);
+    an integer parameter is the largest count whose upper bound meets the target.
+
+    Parameters
+    ----------
+    evaluate : Evaluator
+        ``evaluate(value, accuracy, search) -> (lower, upper)``: certified bounds on the
+        objective at a parameter value (only the upper one is needed when ``search`` is True).
+    target : Target
+        What the upper bound must meet.
+    parameter : Parameter
+        The parameter searched: its range, direction, start and optional slope model.
+    accuracy : float
+        Relative gap ``(upper - lower) / upper`` asked of the bounds at the result.
+    rtol : float, optional
+        Relative tolerance of the upper bound below the target (continuous parameters).
+    progress : callable, optional
+        ``progress(fraction, message)``, called after each evaluation.
+
+    Returns
+    -------
+    CalibrationResult
+        The calibrated value with the certified bounds it achieves.
+
+    Raises
+    ------
+    CalibrationError
+        If the target is met nowhere in the parameter's range, or still met at a search limit
+        (:attr:`Parameter.cap_hint`) so that the answer lies beyond it.
+    """
     run = Run(evaluate, target, parameter, progress, budget=24 if parameter.integer else 8)
     lo_x, hi_x = math.log(parameter.low), math.log(parameter.high)
     inc = parameter.increasing

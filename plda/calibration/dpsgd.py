@@ -1,22 +1,6 @@
 """Calibration of DP-SGD: noise multiplier, sample rate or steps, for a privacy or risk target.
 
-Each public function validates its arguments, builds an evaluator (the parameter -> certified
-bounds of the objective for the DP-SGD composition) and hands it to :func:`plda.calibration.core.
-solve`. The target is exactly one of
-
-* ``target_epsilon`` with ``target_delta``: ``epsilon_upper(delta) <= target_epsilon``;
-* ``target_true_positive_rate`` with ``at_false_positive_rate``: no membership-inference attack
-  has a higher true-positive rate at that false-positive rate (``1 - f(alpha)``, both
-  neighbouring directions; :meth:`~plda.PrivacyLossDistribution.true_positive_rate_bounds`);
-* ``target_advantage``: no attack has a larger ``TPR - FPR`` (``delta(0)``, total variation;
-  :meth:`~plda.PrivacyLossDistribution.advantage_bounds`).
-
-Epsilon targets are evaluated as :class:`~plda.PLDAccountant` evaluates them (the final value
-checks out with a fresh accountant at the same accuracy); risk targets on the
-:class:`~plda.PrivacyLossDistribution` on grids of their own (one step per accuracy, predicted
-from the measured gap; see :class:`~plda.calibration.targets.DPSGDEvaluator`). During the
-coarse search the grid step is kept (the values searched are close, and a bound on any grid is
-certified); for risk targets the search starts with Newton steps on the Gaussian-DP model.
+Each function hands a :class:`~plda.calibration.evaluator.DPSGDEvaluator` to ``solve``.
 """
 
 from __future__ import annotations
@@ -75,8 +59,26 @@ def calibrate_noise_multiplier_detailed(
     rtol: float | None = None,
     progress: Progress | None = None,
 ) -> CalibrationResult:
-    """Smallest-within-``rtol`` noise multiplier whose ``steps`` Poisson-sampled Gaussian steps
-    meet the target, with its certified bounds; see :func:`calibrate_noise_multiplier`."""
+    """Like :func:`calibrate_noise_multiplier`, with the certified bounds of the result.
+
+    Parameters
+    ----------
+    target_epsilon, target_delta, sample_rate, target_true_positive_rate : float, optional
+    at_false_positive_rate, target_advantage, accuracy, rtol : float, optional
+    steps : int
+    relation : str, optional
+    sampler, progress : callable, optional
+
+    Returns
+    -------
+    CalibrationResult
+        ``value``, the bounds on the objective there and the number of evaluations.
+
+    Raises
+    ------
+    CalibrationError, ValueError, TypeError
+        As :func:`calibrate_noise_multiplier` does.
+    """
     target = make_target(
         target_epsilon,
         target_delta,
@@ -127,23 +129,39 @@ def calibrate_noise_multiplier(
 ) -> float:
     """Noise multiplier ``sigma`` of DP-SGD for a target privacy or attack risk.
 
-    Returns ``sigma`` with ``target (1 - rtol) <= upper(sigma) <= target``, where ``upper`` is
-    the certified upper bound of the objective for ``steps`` Gaussian steps (noise ``sigma``,
-    sensitivity 1) on Poisson samples of rate ``sample_rate``. The objective is one of:
-    ``epsilon(target_delta)``; the best membership-inference true-positive rate at
-    ``at_false_positive_rate``, ``1 - f(alpha)`` (Kulynych et al. 2024, "Attack-aware noise
-    calibration for differential privacy"; Dong, Roth & Su 2019); or the advantage
-    ``max(TPR - FPR) = delta(0)``. Both neighbouring directions are covered under
-    ``"add_remove"``. ``accuracy`` bounds the relative gap ``(upper - lower) / upper`` at
-    the result. Defaults: epsilon targets ``accuracy = rtol = 1e-3``; risk targets
-    ``accuracy = 1e-4`` and ``rtol = 5e-5``, so the true risk at the result is certified
-    within 1.5e-4 of the target (the least noise is the point). The search covers
-    ``sigma`` in [1e-2, 1e4]; the upper end failing, or the lower end still meeting the target
-    (the answer would lie below it), raises :class:`~plda.CalibrationError` (a
-    ``ValueError``). ``progress(fraction, message)`` is called after each evaluation.
-    ``sampler(noise_multiplier, sample_rate) -> Mechanism`` replaces Poisson sampling by
-    another sampler's step (e.g. :class:`~plda.SampledWithoutReplacement`); for a sampler
-    whose pair only dominates (``tight`` False) the lower bound is its realized pair's.
+    Parameters
+    ----------
+    target_epsilon, target_delta : float, optional
+        Epsilon target: the certified ``epsilon(target_delta) <= target_epsilon``.
+    sample_rate : float
+        Poisson sample rate ``q`` in (0, 1].
+    steps : int
+        Number of steps, at least 1.
+    target_true_positive_rate, at_false_positive_rate, target_advantage : float, optional
+        Risk targets: the best attack's true-positive rate at that false-positive rate, or its
+        ``TPR - FPR`` (the total variation), both neighbouring directions.
+    relation : {"add_remove", "replace_one"}, optional
+        The neighbouring relation the run is accounted under.
+    sampler : callable, optional
+        ``sampler(noise_multiplier, sample_rate) -> Mechanism`` in place of Poisson sampling.
+    accuracy : float, optional
+        Relative gap of the bounds at the result (default 1e-3; 1e-4 for risk targets).
+    rtol : float, optional
+        ``target (1 - rtol) <= upper <= target`` (default 1e-3; 5e-5 for risk targets).
+    progress : callable, optional
+        ``progress(fraction, message)``, called after each evaluation.
+
+    Returns
+    -------
+    float
+        ``sigma`` in [1e-2, 1e4], ``target (1 - rtol) <= upper <= target`` (Kulynych et al. 2024).
+
+    Raises
+    ------
+    CalibrationError
+        If the target is met nowhere in the searched range, or still met at its end.
+    ValueError, TypeError
+        If not exactly one target is given, completely, or an argument is invalid (named).
 
     Examples
     --------
@@ -189,8 +207,26 @@ def calibrate_sample_rate_detailed(
     rtol: float | None = None,
     progress: Progress | None = None,
 ) -> CalibrationResult:
-    """Largest-within-``rtol`` sample rate meeting the target; see
-    :func:`calibrate_sample_rate`."""
+    """Like :func:`calibrate_sample_rate`, with the certified bounds of the result.
+
+    Parameters
+    ----------
+    target_epsilon, target_delta, noise_multiplier, target_true_positive_rate : float, optional
+    at_false_positive_rate, target_advantage, accuracy, rtol : float, optional
+    steps : int
+    relation : str, optional
+    sampler, progress : callable, optional
+
+    Returns
+    -------
+    CalibrationResult
+        ``value``, the bounds on the objective there and the number of evaluations.
+
+    Raises
+    ------
+    CalibrationError, ValueError, TypeError
+        As :func:`calibrate_sample_rate` does.
+    """
     target = make_target(
         target_epsilon,
         target_delta,
@@ -235,8 +271,40 @@ def calibrate_sample_rate(
 ) -> float:
     """Poisson sample rate ``q`` of DP-SGD for a target privacy or attack risk.
 
-    Returns ``q`` in [1e-9, 1] with ``target (1 - rtol) <= upper(q) <= target`` (or ``q = 1``
-    when even full batches meet the target); targets as in :func:`calibrate_noise_multiplier`.
+    Parameters
+    ----------
+    target_epsilon, target_delta : float, optional
+        Epsilon target: the certified ``epsilon(target_delta) <= target_epsilon``.
+    noise_multiplier : float
+        Noise multiplier ``sigma > 0``.
+    steps : int
+        Number of steps, at least 1.
+    target_true_positive_rate, at_false_positive_rate, target_advantage : float, optional
+        Risk targets: the best attack's true-positive rate at that false-positive rate, or its
+        ``TPR - FPR`` (the total variation), both neighbouring directions.
+    relation : {"add_remove", "replace_one"}, optional
+        The neighbouring relation the run is accounted under.
+    sampler : callable, optional
+        ``sampler(noise_multiplier, sample_rate) -> Mechanism`` in place of Poisson sampling.
+    accuracy : float, optional
+        Relative gap of the bounds at the result (default 1e-3; 1e-4 for risk targets).
+    rtol : float, optional
+        ``target (1 - rtol) <= upper <= target`` (default 1e-3; 5e-5 for risk targets).
+    progress : callable, optional
+        ``progress(fraction, message)``, called after each evaluation.
+
+    Returns
+    -------
+    float
+        ``q`` in [1e-9, 1] with ``target (1 - rtol) <= upper(q) <= target``, verified at
+        ``accuracy``; or 1 when even full batches meet the target.
+
+    Raises
+    ------
+    CalibrationError
+        If the target is met nowhere in the searched range, or still met at its end.
+    ValueError, TypeError
+        If not exactly one target is given, completely, or an argument is invalid (named).
     """
     return calibrate_sample_rate_detailed(
         target_epsilon,
@@ -269,7 +337,26 @@ def calibrate_steps_detailed(
     accuracy: float | None = None,
     progress: Progress | None = None,
 ) -> CalibrationResult:
-    """Largest number of steps meeting the target; see :func:`calibrate_steps`."""
+    """Like :func:`calibrate_steps`, with the certified bounds of the result.
+
+    Parameters
+    ----------
+    target_epsilon, target_delta, noise_multiplier, sample_rate : float, optional
+    target_true_positive_rate, at_false_positive_rate, target_advantage, accuracy : float, optional
+    max_steps : int, optional
+    relation : str, optional
+    sampler, progress : callable, optional
+
+    Returns
+    -------
+    CalibrationResult
+        ``value``, the bounds on the objective there and the number of evaluations.
+
+    Raises
+    ------
+    CalibrationError, ValueError, TypeError
+        As :func:`calibrate_steps` does.
+    """
     target = make_target(
         target_epsilon,
         target_delta,
@@ -325,13 +412,42 @@ def calibrate_steps(
     accuracy: float | None = None,
     progress: Progress | None = None,
 ) -> int:
-    """Largest number of DP-SGD steps (at most ``max_steps``) whose certified upper bound meets
-    the target (targets as in :func:`calibrate_noise_multiplier`).
+    """Largest number of DP-SGD steps whose certified upper bound meets the target.
 
-    Raises :class:`~plda.CalibrationError` (a ``ValueError``) when a single step already exceeds
-    the target, and when ``max_steps`` steps still meet it (unless ``max_steps + 1`` exceed
-    it): the answer then lies beyond ``max_steps``, which is never returned in its place (the
-    message says to pass a larger ``max_steps``, up to 1e12).
+    Parameters
+    ----------
+    target_epsilon, target_delta : float, optional
+        Epsilon target: the certified ``epsilon(target_delta) <= target_epsilon``.
+    noise_multiplier : float
+        Noise multiplier ``sigma > 0``.
+    sample_rate : float
+        Poisson sample rate ``q`` in (0, 1].
+    target_true_positive_rate, at_false_positive_rate, target_advantage : float, optional
+        Risk targets: the best attack's true-positive rate at that false-positive rate, or its
+        ``TPR - FPR`` (the total variation), both neighbouring directions.
+    max_steps : int, optional
+        Largest count searched (default 10**7; up to 10**12).
+    relation : {"add_remove", "replace_one"}, optional
+        The neighbouring relation the run is accounted under.
+    sampler : callable, optional
+        ``sampler(noise_multiplier, sample_rate) -> Mechanism`` in place of Poisson sampling.
+    accuracy : float, optional
+        Relative gap of the bounds at the result (default 1e-3; 1e-4 for risk targets).
+    progress : callable, optional
+        ``progress(fraction, message)``, called after each evaluation.
+
+    Returns
+    -------
+    int
+        The number of steps, at most ``max_steps``; one more is checked to exceed the target.
+
+    Raises
+    ------
+    CalibrationError
+        If one step already exceeds the target, or ``max_steps`` steps still meet it (unless one
+        more exceeds it): the answer lies beyond ``max_steps`` and is never replaced by it.
+    ValueError, TypeError
+        If not exactly one target is given, completely, or an argument is invalid (named).
     """
     return int(
         calibrate_steps_detailed(
@@ -352,7 +468,18 @@ def calibrate_steps(
 
 
 def max_steps_hint(max_steps: int) -> str:
-    """What to change when a steps target is still met at ``max_steps``."""
+    """What to change when a steps target is still met at ``max_steps``.
+
+    Parameters
+    ----------
+    max_steps : int
+        The largest count searched.
+
+    Returns
+    -------
+    str
+        The advice that ends the :class:`~plda.CalibrationError`.
+    """
     most = f"{check.MAX_COUNT:.0e}".replace("e+", "e")
     if max_steps >= check.MAX_COUNT:
         return (
@@ -363,8 +490,7 @@ def max_steps_hint(max_steps: int) -> str:
 
 
 def _sampler(sampler):
-    """``sampler`` checked: None (Poisson sampling) or a callable ``(noise_multiplier,
-    sample_rate) -> Mechanism``."""
+    """``sampler`` checked: None (Poisson sampling) or a callable ``(sigma, rate) -> Mechanism``."""
     if sampler is not None and not callable(sampler):
         raise TypeError(
             "sampler must be None (Poisson sampling) or a callable (noise_multiplier, "

@@ -1,9 +1,8 @@
 """The evaluator of DP-SGD calibration: a parameter value -> certified bounds of the objective.
 
-:class:`DPSGDEvaluator` builds the step mechanism (Poisson-sampled Gaussian, or any sampler
-given as ``sampler(noise_multiplier, sample_rate) -> Mechanism``), composes it and reads the
-target's objective; :func:`epsilon_bounds_of` gives certified epsilon bounds of a composed step
-mechanism (the lower one from the sampler's realized pair when its own pair only dominates).
+:class:`DPSGDEvaluator` builds the step mechanism (Poisson-sampled Gaussian, or any sampler),
+composes it and reads the target's objective; :func:`epsilon_bounds_of` gives the certified
+epsilon bounds of a composed step mechanism.
 """
 
 from __future__ import annotations
@@ -29,9 +28,29 @@ _REFINEMENTS = 4
 def epsilon_bounds_of(
     mechanism: Mechanism, count: int, relation: str, accuracy: float, delta: float
 ) -> tuple[float, float]:
-    """Certified ``(lower, upper)`` on ``epsilon(delta)`` of ``count`` runs of ``mechanism``
-    (as :class:`~plda.PLDAccountant` computes them: for a sampler whose own pair only dominates,
-    ``mechanism.tight`` False, the lower bound comes from realized pairs)."""
+    """Certified bounds on ``epsilon(delta)`` of a mechanism run ``count`` times.
+
+    Computed as :class:`~plda.PLDAccountant` computes them: for a sampler whose own pair only
+    dominates (``mechanism.tight`` False), the lower bound comes from its realized pairs.
+
+    Parameters
+    ----------
+    mechanism : Mechanism
+        One step.
+    count : int
+        How many times it runs.
+    relation : str
+        ``"add_remove"`` or ``"replace_one"``.
+    accuracy : float
+        Target relative gap of the bounds.
+    delta : float
+        Where epsilon is read.
+
+    Returns
+    -------
+    tuple of float
+        ``(lower, upper)``.
+    """
     accountant = PLDAccountant(relation=relation, accuracy=accuracy)
     accountant.compose(mechanism, count)
     lower, upper = accountant.epsilon_bounds(delta)
@@ -41,13 +60,25 @@ def epsilon_bounds_of(
 class DPSGDEvaluator:
     """DP-SGD composition for a parameter value -> certified bounds of the target objective.
 
-    Epsilon targets: the search pins the grid step of its first evaluation, the final checks
-    run a fresh :class:`~plda.PLDAccountant` at the requested accuracy. Risk targets choose
-    their own grids (the engine's are driven by the *epsilon* gap, far finer than a risk needs:
-    R4 of ``benchmarks/run_risk.py`` got 360k points where 25k give a 1e-3 gap): one grid step
-    per requested gap, predicted from the measured gap (both discretizations are second
-    order, the gap falls like ``step^2``) and then kept, so that the objective is a smooth
-    function of the parameter at each accuracy (the solver's secant steps rely on it).
+    Called as ``evaluator(value, accuracy, search) -> (lower, upper)`` (an
+    :data:`~plda.calibration.problem.Evaluator`). Epsilon targets: the search pins the grid step
+    of its first evaluation, the final checks run a fresh :class:`~plda.PLDAccountant` at the
+    requested accuracy. Risk targets choose their own grids, coarser than the engine's (which
+    are sized for the *epsilon* gap): one grid step per requested gap, predicted from the
+    measured gap (it falls like ``step^2``) and then kept, so that the objective is a smooth
+    function of the parameter at each accuracy, as the solver's secant steps need.
+
+    Parameters
+    ----------
+    make : callable
+        ``make(value) -> (noise_multiplier, sample_rate, steps)``: the run of a parameter value.
+    target : Target
+        The calibration target (its objective).
+    relation : str
+        ``"add_remove"`` or ``"replace_one"``.
+    sampler : callable, optional
+        ``sampler(noise_multiplier, sample_rate) -> Mechanism``, one DP-SGD step; None: Poisson
+        sampling.
     """
 
     #: share of the gap ``upper - lower`` that is the upper bound's own discretization bias
@@ -68,6 +99,23 @@ class DPSGDEvaluator:
             self.upper_share = 1 / 3
 
     def __call__(self, value, accuracy: float, search: bool) -> tuple[float, float]:
+        """Certified bounds on the objective at a parameter value.
+
+        Parameters
+        ----------
+        value : float
+            The parameter value.
+        accuracy : float
+            The relative gap asked of the bounds.
+        search : bool
+            Whether this is a coarse search evaluation (only the upper bound is needed).
+
+        Returns
+        -------
+        tuple of float
+            ``(lower, upper)``; ``(inf, inf)`` for parameters the engine cannot discretize
+            (they count as missing every target).
+        """
         sigma, rate, steps = self.make(value)
         try:
             with quiet_accuracy():  # the solver reports the accuracy of its result once
@@ -81,7 +129,20 @@ class DPSGDEvaluator:
             return math.inf, math.inf
 
     def step_mechanism(self, sigma, rate) -> Mechanism:
-        """One DP-SGD step: the sampler's, or the Poisson-sampled Gaussian."""
+        """One DP-SGD step: the sampler's, or the Poisson-sampled Gaussian.
+
+        Parameters
+        ----------
+        sigma : float
+            The noise multiplier.
+        rate : float
+            The sample rate.
+
+        Returns
+        -------
+        Mechanism
+            The step mechanism.
+        """
         if self.sampler is not None:
             return self.sampler(sigma, rate)
         return PoissonSampled(Gaussian(sigma=sigma), sample_rate=rate)
@@ -115,11 +176,22 @@ class DPSGDEvaluator:
     def mechanism(self, sigma, rate):
         """The step's mechanism under ``add_remove``; for the advantage, one direction only.
 
-        The advantage is the total variation ``TV(P^T, Q^T)``, the same for the pair and its
-        reverse, so the remove direction alone bounds it (both directions give one number: a
-        symmetric :class:`~plda.CustomMechanism` of the remove law halves the compositions).
-        Only where the add law *is* the reversed remove law (Poisson sampling); a sampler's
-        dominating pairs of the two directions may differ."""
+        The advantage is the total variation ``TV(P^T, Q^T)``, the same for a pair and its
+        reverse, so for Poisson sampling (whose add law is the reversed remove law) a symmetric
+        :class:`~plda.CustomMechanism` of the remove law halves the compositions.
+
+        Parameters
+        ----------
+        sigma : float
+            The noise multiplier.
+        rate : float
+            The sample rate.
+
+        Returns
+        -------
+        Mechanism
+            The step mechanism read under ``add_remove``.
+        """
         mechanism = self.step_mechanism(sigma, rate)
         poisson = type(mechanism) is PoissonSampled
         if self.relation == "replace_one":

@@ -1,9 +1,8 @@
 """The last phase of a calibration: land the result at the requested accuracy.
 
-:func:`finish_continuous` (noise multiplier, sample rate) takes secant steps on the fine
-objective until its upper bound lies in ``[target (1 - rtol), target]``; :func:`finish_integer`
-(steps) finds the largest count meeting the target. Both start next to the root of the coarse
-search of :func:`plda.calibration.core.solve`.
+Both functions start next to the root of the coarse search of
+:func:`plda.calibration.core.solve`: secant steps for a continuous parameter, a safeguarded
+search between neighbouring verdicts for a count.
 """
 
 from __future__ import annotations
@@ -31,14 +30,38 @@ SHARE_GAP = 0.05
 
 
 def finish_continuous(run: Run, root: float, accuracy: float, rtol: float):
-    """Secant steps at the requested accuracy on ``g(x) = log(upper / target)`` toward the
-    middle of the band, ``log(1 - rtol / 2)``, keeping the best point that meets the target.
+    """Land a continuous parameter so that its upper bound lies in ``[target (1 - rtol), target]``.
 
-    The first point is the coarse root, moved by the predicted difference between the coarse
-    and the fine upper bounds when the evaluator states which share of the gap is the upper
-    bound's own discretization bias (``upper_share``): ``upper_fine ~ upper - share (upper -
-    lower)`` at the root (both discretizations are second order, so the biases keep their
-    ratio as the grid is refined). The first slope is the coarse search's last secant."""
+    Secant steps at the requested accuracy on ``g(x) = log(upper / target)`` toward the middle
+    of the band, ``log(1 - rtol / 2)``, keeping the best point that meets the target. The first
+    point is the coarse root moved by the predicted fine upper bound, ``upper - share (upper -
+    lower)``, when the evaluator states its ``upper_share`` (both discretizations are second
+    order, so the biases keep their ratio as the grid is refined).
+
+    Parameters
+    ----------
+    run : Run
+        The solve, with the memoized coarse evaluations.
+    root : float
+        The log of the coarse search's root.
+    accuracy : float
+        Relative gap asked of the bounds at the result.
+    rtol : float
+        Relative tolerance of the upper bound below the target.
+
+    Returns
+    -------
+    CalibrationResult
+        The best value that meets the target; ``within_tolerance`` says whether it landed in
+        the band.
+
+    Raises
+    ------
+    CalibrationError
+        If the value is pinned at a search limit beyond which the answer lies (see
+        :func:`~plda.calibration.problem.refuse_at_cap`), or the walk toward the safe end never
+        meets the target.
+    """
     target, parameter = run.target.value, run.parameter
     lo_x, hi_x = math.log(parameter.low), math.log(parameter.high)
     toward_unsafe = 1.0 if parameter.increasing else -1.0
@@ -106,12 +129,33 @@ def finish_continuous(run: Run, root: float, accuracy: float, rtol: float):
 def finish_integer(run: Run, root: float, bracket, accuracy: float):
     """The largest count meeting the target at the requested accuracy, near the coarse root.
 
-    Secant steps on the fine ``g(k) = log(upper / target)`` (safeguarded: each new count lies
-    strictly between the largest count known to meet the target and the smallest known to miss
-    it) land next to the boundary in a few evaluations; a gallop (shifts doubling) closes a
-    missing side, and a bisection between neighbouring verdicts finishes. Bounded work whatever
-    the counts. Assumes the objective increases with the count (more steps never reduce the
-    privacy loss)."""
+    Safeguarded secant steps on ``g(k) = log(upper / target)`` (each new count strictly between
+    the largest known to meet the target and the smallest known to miss it), a gallop to close a
+    missing side, then bisection between neighbouring verdicts: bounded work whatever the
+    counts. Assumes the objective increases with the count.
+
+    Parameters
+    ----------
+    run : Run
+        The solve, with the memoized coarse evaluations.
+    root : float
+        The log of the coarse search's root.
+    bracket : tuple of float
+        The coarse bracket ``(a, b)`` in log space (its slope starts the secant steps).
+    accuracy : float
+        Relative gap asked of the bounds at the result.
+
+    Returns
+    -------
+    CalibrationResult
+        The largest count whose certified upper bound meets the target.
+
+    Raises
+    ------
+    CalibrationError
+        If even the smallest count misses the target at ``accuracy``, or every count up to the
+        limit meets it and the limit is a search cap (the answer lies beyond it).
+    """
     parameter, target = run.parameter, run.target.value
     low, high = int(parameter.low), int(parameter.high)
     seen: dict = {}

@@ -1,9 +1,7 @@
 """The pieces of a calibration problem shared by the solver's phases.
 
 :class:`Target` (what the result must meet), :class:`Parameter` (what is searched),
-:class:`CalibrationResult` (what is returned) and :class:`Run` (the bookkeeping of one solve:
-evaluations, memo, progress). :mod:`plda.calibration.core` searches, and
-:mod:`plda.calibration.finish` lands the result at the requested accuracy.
+:class:`CalibrationResult` (what is returned) and :class:`Run` (the bookkeeping of one solve).
 """
 
 from __future__ import annotations
@@ -45,8 +43,20 @@ Progress = Callable[[float, str], None]
 class Target:
     """What the calibrated value must meet: ``upper bound of the objective <= value``.
 
-    ``objective`` is ``"epsilon"`` (at ``delta``), ``"true_positive_rate"`` (at
-    ``false_positive_rate``) or ``"advantage"``."""
+    Build it with :func:`plda.calibration.targets.make_target`, which checks the arguments.
+
+    Attributes
+    ----------
+    objective : str
+        ``"epsilon"`` (at ``delta``), ``"true_positive_rate"`` (at ``false_positive_rate``) or
+        ``"advantage"``.
+    value : float
+        The target the certified upper bound must not exceed.
+    delta : float or None
+        The delta of an epsilon target, else None.
+    false_positive_rate : float or None
+        The false-positive rate of a true-positive-rate target, else None.
+    """
 
     objective: str
     value: float
@@ -55,23 +65,37 @@ class Target:
 
     @property
     def bound_name(self) -> str:
+        """The name of the bound compared with the target in messages, e.g. ``"epsilon_upper"``."""
         return f"{self.objective}_upper"
 
 
 @dataclass(frozen=True)
 class Parameter:
-    """The searched parameter: its name, range ``[low, high]``, whether the objective increases
-    with it, the starting guess, and whether it is an integer.
+    """The searched parameter: its name, range, direction, start, and whether it is an integer.
 
-    ``slope``, when known, approximates ``d log(objective) / d log(parameter)`` at the start
-    (from a model such as Gaussian DP): the search then takes Newton/secant steps from the start
-    instead of bracketing by fixed factors. ``hint`` ends the message of an unreachable target.
-
-    ``cap_hint``, when set, says that the end of the range where the objective is largest is a
-    search limit (``max_steps``, the smallest noise multiplier searched), not the end of the
-    parameter's domain: a target still met there has its answer beyond the limit, and is a
-    :class:`~plda.CalibrationError` ending with this advice (which input to change) instead of a
-    result pinned at the limit.
+    Attributes
+    ----------
+    name : str
+        The parameter's name in messages (``"noise_multiplier"``, ``"sample_rate"``, ``"steps"``).
+    low, high : float
+        The range searched, ``0 < low < high``.
+    increasing : bool
+        Whether the objective increases with the parameter.
+    start : float
+        The first value evaluated.
+    integer : bool
+        Whether the parameter is a count.
+    hint : str
+        Ends the message of an unreachable target (which input to change).
+    slope : float or None
+        Approximate ``d log(objective) / d log(parameter)`` at the start (from a model such as
+        Gaussian DP): the search then takes Newton and secant steps from the start instead of
+        bracketing by fixed factors. None: no model.
+    cap_hint : str
+        When set, the end of the range where the objective is largest is a search limit
+        (``max_steps``, the smallest noise multiplier searched), not the end of the domain: a
+        target still met there is a :class:`~plda.CalibrationError` ending with this advice,
+        never a result pinned at the limit.
     """
 
     name: str
@@ -131,7 +155,21 @@ Evaluator = Callable[[float, float, bool], tuple]
 
 
 class Run:
-    """Bookkeeping of one solve: evaluations, memo of the search values, progress reports."""
+    """Bookkeeping of one solve: evaluations, memo of the search values, progress reports.
+
+    Parameters
+    ----------
+    evaluate : Evaluator
+        Parameter value -> certified ``(lower, upper)`` of the objective.
+    target : Target
+        What the result must meet.
+    parameter : Parameter
+        The parameter searched.
+    progress : callable or None
+        ``progress(fraction, message)``, called after each evaluation.
+    budget : int
+        A typical number of evaluations, to report progress (not a cap).
+    """
 
     def __init__(self, evaluate, target: Target, parameter: Parameter, progress, budget: int):
         self.evaluate, self.target, self.parameter = evaluate, target, parameter
@@ -144,6 +182,22 @@ class Run:
         self.slope: float | None = None
 
     def bounds(self, value: float, accuracy: float, search: bool = False) -> tuple[float, float]:
+        """Evaluate the objective at a parameter value, counting and reporting the evaluation.
+
+        Parameters
+        ----------
+        value : float
+            The parameter value.
+        accuracy : float
+            The relative gap asked of the bounds.
+        search : bool, optional
+            Whether this is a coarse search evaluation (only the upper bound is needed).
+
+        Returns
+        -------
+        tuple of float
+            Certified ``(lower, upper)`` on the objective.
+        """
         lower, upper = self.evaluate(value, accuracy, search)
         self.evaluations += 1
         if self.progress is not None:
@@ -158,7 +212,22 @@ class Run:
         return float(lower), float(upper)
 
     def g(self, x: float, accuracy: float = SEARCH_ACCURACY) -> float:
-        """``log(upper / target)`` at ``e^x`` on the search grid (memoized)."""
+        """``g(x) = log(upper / target)`` at the parameter value ``e^x``, on the search grid.
+
+        Memoized: the search revisits points for free.
+
+        Parameters
+        ----------
+        x : float
+            The log of the parameter value.
+        accuracy : float, optional
+            The accuracy of the evaluation (the coarse search accuracy by default).
+
+        Returns
+        -------
+        float
+            ``g(x)``, at most 0 where the target is met (see :func:`log_ratio`).
+        """
         if x not in self.memo:
             lower, upper = self.bounds(self.value(x), accuracy, search=True)
             self.memo[x] = log_ratio(upper, self.target.value)
@@ -166,6 +235,18 @@ class Run:
         return self.memo[x]
 
     def value(self, x: float):
+        """The parameter value ``e^x``, clipped to the range (and rounded for a count).
+
+        Parameters
+        ----------
+        x : float
+            The log of the parameter value.
+
+        Returns
+        -------
+        float or int
+            The value in ``[low, high]``; an int for an integer parameter.
+        """
         v = math.exp(x)
         if self.parameter.integer:
             return int(min(max(round(v), self.parameter.low), self.parameter.high))
@@ -173,16 +254,46 @@ class Run:
 
 
 def log_ratio(upper: float, target: float) -> float:
-    """``g = log(upper / target)`` (``<= 0``: the target is met); a large positive number for an
-    infinite upper bound (no finite bound: the target is missed)."""
+    """The search function ``g = log(upper / target)``: at most 0 where the target is met.
+
+    Parameters
+    ----------
+    upper : float
+        A certified upper bound on the objective.
+    target : float
+        The target, > 0.
+
+    Returns
+    -------
+    float
+        ``log(upper / target)``; 50 for an infinite upper bound (no finite bound: the target is
+        missed).
+    """
     return math.log(max(upper, 1e-300) / target) if np.isfinite(upper) else 50.0
 
 
 def refuse_at_cap(run: Run, value, upper: float, accuracy: float) -> None:
-    """Raise :class:`~plda.CalibrationError` when ``value``, the limit of the search on the
-    objective's increasing side (see :attr:`Parameter.cap_hint`), still meets the target with
-    certified upper bound ``upper``: the answer lies beyond the limit. For a count, the limit is
-    the answer if one more step already exceeds the target (checked here)."""
+    """Refuse a result pinned at a search limit when the answer lies beyond it.
+
+    For a count, the limit is the answer if one more step already exceeds the target (checked
+    here). Parameters without :attr:`Parameter.cap_hint` are never refused.
+
+    Parameters
+    ----------
+    run : Run
+        The solve.
+    value : float or int
+        The limit of the search on the objective's increasing side.
+    upper : float
+        The certified upper bound at ``value``, which meets the target.
+    accuracy : float
+        The accuracy of the evaluation of the next count.
+
+    Raises
+    ------
+    CalibrationError
+        If the target is still met at the limit, with the advice of ``cap_hint``.
+    """
     parameter, target = run.parameter, run.target
     if not parameter.cap_hint:
         return
@@ -199,8 +310,29 @@ def refuse_at_cap(run: Run, value, upper: float, accuracy: float) -> None:
 
 
 def make_result(run: Run, value, lower, upper, within: bool, accuracy) -> CalibrationResult:
-    """The :class:`CalibrationResult` of ``run`` at ``value`` (warns once, as
-    :class:`~plda.AccuracyWarning`, if the gap of its bounds misses ``accuracy``)."""
+    """The :class:`CalibrationResult` of a solve at its final value.
+
+    Warns once, as :class:`~plda.AccuracyWarning`, if the gap of the bounds misses ``accuracy``;
+    reports completion to ``run.progress``.
+
+    Parameters
+    ----------
+    run : Run
+        The solve.
+    value : float or int
+        The calibrated value.
+    lower, upper : float
+        Certified bounds on the objective at ``value``.
+    within : bool
+        Whether the upper bound landed within the tolerance band.
+    accuracy : float
+        The accuracy that was asked of the bounds.
+
+    Returns
+    -------
+    CalibrationResult
+        The result, with the target's fields and the number of evaluations.
+    """
     target = run.target
     gap = (upper - lower) / upper if upper > 0 and math.isfinite(lower) else 1.0
     warn_if_inaccurate(

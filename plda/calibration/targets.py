@@ -1,10 +1,8 @@
-"""Targets and evaluators of DP-SGD calibration (used by :mod:`plda.calibration.dpsgd`).
+"""The targets of DP-SGD calibration, and the Gaussian-DP model that starts every search.
 
 :func:`make_target` turns the keyword arguments of a calibration call into its one
-:class:`~plda.calibration.core.Target`; :func:`gdp_mu` gives the Gaussian-DP ``mu`` meeting it
-(the starting guess of every search) and :func:`gdp_slope` the slope of the objective there;
-:func:`check_options` validates the tolerances. :class:`~plda.calibration.evaluator.
-DPSGDEvaluator` maps a parameter value to certified bounds on the objective.
+:class:`~plda.calibration.core.Target`; :func:`gdp_mu` and :func:`gdp_slope` read it through
+Gaussian DP; :func:`check_options` validates the tolerances.
 """
 
 from __future__ import annotations
@@ -46,8 +44,32 @@ def make_target(
     at_false_positive_rate=None,
     target_advantage=None,
 ) -> Target:
-    """The one target of a calibration call; ``ValueError`` naming the arguments unless exactly
-    one kind is given, completely."""
+    """The one target of a calibration call, checked.
+
+    Parameters
+    ----------
+    target_epsilon, target_delta : float, optional
+        An epsilon target: ``epsilon_upper(target_delta) <= target_epsilon``, with
+        ``target_epsilon > 0`` and ``target_delta`` in (0, 1).
+    target_true_positive_rate, at_false_positive_rate : float, optional
+        A membership-inference target: no attack has a higher true-positive rate at that
+        false-positive rate; ``0 < at_false_positive_rate < target_true_positive_rate < 1``.
+    target_advantage : float, optional
+        An advantage target: no attack has a larger ``TPR - FPR``; in (0, 1).
+
+    Returns
+    -------
+    Target
+        The target, with its objective.
+
+    Raises
+    ------
+    ValueError
+        Naming the arguments, unless exactly one kind of target is given, completely, with
+        values in range.
+    TypeError
+        If a given value is not a real number.
+    """
     kinds = {
         "target_epsilon/target_delta": (target_epsilon, target_delta),
         "target_true_positive_rate/at_false_positive_rate": (
@@ -92,10 +114,22 @@ def make_target(
 
 
 def gdp_mu(target: Target) -> float:
-    """Gaussian-DP ``mu`` that just meets ``target`` (a starting point only).
+    """The Gaussian-DP ``mu`` that just meets a target (a starting point only).
 
     Epsilon: ``delta_mu(eps) = delta`` (Dong, Roth & Su 2022, Cor. 2.13); true-positive rate:
-    ``1 - G_mu(alpha) = Phi(Phi^-1(alpha) + mu)``; advantage: ``2 Phi(mu / 2) - 1``."""
+    ``Phi(Phi^-1(alpha) + mu)``; advantage: ``2 Phi(mu / 2) - 1``.
+
+    Parameters
+    ----------
+    target : Target
+        The calibration target.
+
+    Returns
+    -------
+    float
+        The ``mu`` at which mu-GDP meets the target exactly (1.0 if the epsilon equation has no
+        root in ``[1e-6, 1e3]``).
+    """
     if target.objective == "true_positive_rate":
         return float(ndtri(target.value) - ndtri(target.false_positive_rate))
     if target.objective == "advantage":
@@ -112,16 +146,51 @@ def gdp_mu(target: Target) -> float:
 
 
 def gdp_noise_multiplier(target_epsilon: float, delta: float, sample_rate: float, steps: int):
-    """Log of the central-limit (Gaussian DP) noise multiplier for an epsilon target:
-    ``mu = q sqrt(T (e^{1/sigma^2} - 1))`` (Bu, Dong, Long & Su 2020) solved for ``sigma``.
-    Only a guess (it can be off by tens of percent either way); the search brackets around it."""
+    """Log of the central-limit (Gaussian-DP) noise multiplier for an epsilon target.
+
+    ``mu = q sqrt(T (e^{1/sigma^2} - 1))`` (Bu, Dong, Long & Su 2020) solved for ``sigma``. Only a
+    guess (it can be off by tens of percent either way); the search brackets around it.
+
+    Parameters
+    ----------
+    target_epsilon : float
+        The epsilon target.
+    delta : float
+        Its delta.
+    sample_rate : float
+        The Poisson sample rate ``q``.
+    steps : int
+        The number of steps ``T``.
+
+    Returns
+    -------
+    float
+        ``log sigma`` of the guess.
+    """
     mu = gdp_mu(Target(objective="epsilon", value=target_epsilon, delta=delta))
     return log_sigma(mu, sample_rate, steps)
 
 
 def log_sigma(mu: float, sample_rate: float, steps: int) -> float:
-    """``log sigma`` with Gaussian-DP ``mu`` after ``steps`` steps at ``sample_rate``: exactly
-    ``sqrt(T) / mu`` without subsampling, else the central-limit form (a guess)."""
+    """``log sigma`` whose DP-SGD run is ``mu``-GDP: exact without subsampling, else a guess.
+
+    ``sigma = sqrt(T) / mu`` for ``q = 1``; else ``mu = q sqrt(T (e^{1/sigma^2} - 1))`` solved
+    for ``sigma`` (central limit, Bu, Dong, Long & Su 2020).
+
+    Parameters
+    ----------
+    mu : float
+        The Gaussian-DP parameter.
+    sample_rate : float
+        The Poisson sample rate ``q``.
+    steps : int
+        The number of steps ``T``.
+
+    Returns
+    -------
+    float
+        ``log sigma`` (0.0 where the formula is undefined).
+    """
     try:
         if sample_rate >= 1:
             return math.log(math.sqrt(steps) / mu)
@@ -131,9 +200,26 @@ def log_sigma(mu: float, sample_rate: float, steps: int) -> float:
 
 
 def gdp_slope(target: Target, make, value: float) -> float | None:
-    """``d log(objective) / d log(value)`` under the Gaussian-DP reading of DP-SGD (``mu = q
-    sqrt(T (e^{1/sigma^2} - 1))``, Bu, Dong, Long & Su 2020), ``make(value) -> (sigma, q, T)``;
-    None for epsilon targets or where the model is undefined. Only steers the search."""
+    """Slope ``d log(objective) / d log(value)`` of a risk target under Gaussian DP.
+
+    The model is ``mu = q sqrt(T (e^{1/sigma^2} - 1))`` (Bu, Dong, Long & Su 2020); the slope
+    only steers the search.
+
+    Parameters
+    ----------
+    target : Target
+        The calibration target.
+    make : callable
+        ``make(value) -> (sigma, q, T)``: the DP-SGD run of a parameter value.
+    value : float
+        Where the slope is taken.
+
+    Returns
+    -------
+    float or None
+        The slope by a central difference; None for epsilon targets or where the model is
+        undefined.
+    """
     if target.objective == "epsilon":
         return None
 
@@ -156,10 +242,33 @@ def gdp_slope(target: Target, make, value: float) -> float | None:
 
 
 def check_options(accuracy, rtol, progress, target: Target) -> tuple[float, float]:
-    """Validated ``(accuracy, rtol)``; None picks the defaults of the target: for epsilon
-    ``accuracy`` :data:`~plda.pld.DEFAULT_ACCURACY` (1e-3) and ``rtol``
-    :data:`~plda.calibration.core.DEFAULT_RTOL` (1e-3), for risk targets :data:`RISK_ACCURACY`
-    (1e-4) and :data:`RISK_RTOL` (5e-5)."""
+    """Validated ``(accuracy, rtol)`` of a calibration call, with the target's defaults.
+
+    Parameters
+    ----------
+    accuracy : float or None
+        Relative gap asked of the bounds at the result; None: 1e-3 for epsilon targets
+        (:data:`~plda.pld.DEFAULT_ACCURACY`), :data:`RISK_ACCURACY` (1e-4) for risk targets.
+    rtol : float or None
+        Relative tolerance below the target; None: :data:`~plda.calibration.core.DEFAULT_RTOL`
+        (1e-3) for epsilon targets, :data:`RISK_RTOL` (5e-5) for risk targets.
+    progress : callable or None
+        The progress callback, checked to be callable.
+    target : Target
+        The target, which chooses the defaults.
+
+    Returns
+    -------
+    tuple of float
+        ``(accuracy, rtol)``.
+
+    Raises
+    ------
+    ValueError
+        If ``accuracy`` or ``rtol`` is not in (0, 1).
+    TypeError
+        If ``accuracy`` or ``rtol`` is not a real number, or ``progress`` is not callable.
+    """
     epsilon = target.objective == "epsilon"
     if rtol is None:
         rtol = DEFAULT_RTOL if epsilon else RISK_RTOL

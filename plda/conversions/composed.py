@@ -15,9 +15,26 @@ DirectionLaws = Mapping[str, DiscreteLoss]
 
 
 def add_remove_steps(components, relation: str = "add_remove") -> tuple[tuple[Mechanism, int], ...]:
-    """``(mechanism, count)`` pairs of a composition under add/remove semantics: each mechanism
-    read under ``relation`` (``"replace_one"`` maps it through
-    :meth:`~plda.Mechanism.under_replace_one`), steps run zero times left out."""
+    """The ``(mechanism, count)`` pairs of a composition, read under add/remove semantics.
+
+    Parameters
+    ----------
+    components : iterable
+        ``(mechanism, count)`` pairs.
+    relation : {"add_remove", "replace_one"}, optional
+        The relation the components are accounted under; ``"replace_one"`` maps each mechanism
+        through :meth:`~plda.Mechanism.under_replace_one`.
+
+    Returns
+    -------
+    tuple
+        ``((mechanism, count), ...)``, steps run zero times left out.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``relation``.
+    """
     check_relation(relation)
     steps = []
     for mechanism, count in components:
@@ -41,9 +58,8 @@ class ComposedLaws:
     grid
         ``bound -> {direction: DiscreteLoss}`` for ``bound`` in ``("upper", "lower")``: the
         composed pessimistic and optimistic grid laws, asked for on first use (a Rényi query
-        never discretizes). ``None`` when only the steps are known.
-
-    Attributes ``upper`` and ``lower`` hold the two sets of grid laws by name.
+        never discretizes). ``None`` when only the steps are known. The two sets of grid laws
+        are then :attr:`upper` and :attr:`lower`.
     """
 
     steps: tuple = ()
@@ -51,7 +67,28 @@ class ComposedLaws:
 
     @classmethod
     def from_laws(cls, *, upper: DirectionLaws, lower: DirectionLaws, steps=()) -> ComposedLaws:
-        """From grid laws already composed (``{direction: DiscreteLoss}`` for each bound)."""
+        """A composition from grid laws already composed.
+
+        Parameters
+        ----------
+        upper : Mapping
+            ``{direction: DiscreteLoss}`` of pessimistic grid laws (``"remove"``, and ``"add"``
+            unless the composition is symmetric).
+        lower : Mapping
+            The optimistic grid laws, likewise.
+        steps : tuple, optional
+            ``((mechanism, count), ...)`` under add/remove semantics.
+
+        Returns
+        -------
+        ComposedLaws
+            The composition.
+
+        Raises
+        ------
+        ValueError
+            If a mapping lacks ``"remove"``, has other keys, or holds laws of the wrong bound.
+        """
         for name, laws in (("upper", upper), ("lower", lower)):
             if not laws or set(laws) - {"remove", "add"} or "remove" not in laws:
                 raise ValueError(f"{name} must map 'remove' (and optionally 'add') to grid laws")
@@ -60,19 +97,47 @@ class ComposedLaws:
         return cls(steps=tuple(steps), grid={"upper": upper, "lower": lower}.__getitem__)
 
     def laws(self, bound: str) -> DirectionLaws:
-        """The grid laws for ``bound`` in ``("upper", "lower")``."""
+        """The grid laws of one bound.
+
+        Parameters
+        ----------
+        bound : str
+            ``"upper"`` (pessimistic) or ``"lower"`` (optimistic).
+
+        Returns
+        -------
+        Mapping
+            ``{direction: DiscreteLoss}``.
+
+        Raises
+        ------
+        ValueError
+            For another ``bound``, or if the composition carries no grid laws.
+        """
         if bound not in ("upper", "lower"):
             raise ValueError(f"bound must be 'upper' or 'lower', got {bound!r}")
         return self.upper if bound == "upper" else self.lower
 
     @cached_property
     def upper(self) -> DirectionLaws:
-        """Pessimistic grid laws per direction: every query built on them is certified."""
+        """Pessimistic grid laws per direction: every query built on them is certified.
+
+        Raises
+        ------
+        ValueError
+            If the composition carries no grid laws (``grid=None``).
+        """
         return self._grid("upper")
 
     @cached_property
     def lower(self) -> DirectionLaws:
-        """Optimistic grid laws per direction: the other side of every bracket."""
+        """Optimistic grid laws per direction: the other side of every bracket.
+
+        Raises
+        ------
+        ValueError
+            If the composition carries no grid laws (``grid=None``).
+        """
         return self._grid("lower")
 
     def _grid(self, bound: str) -> DirectionLaws:
@@ -82,7 +147,23 @@ class ComposedLaws:
 
 
 def steps_of(composed: ComposedLaws) -> tuple[tuple[Mechanism, int], ...]:
-    """The steps of ``composed`` (a TypeError if it is not :class:`ComposedLaws`)."""
+    """The steps of a composition, checked to be one.
+
+    Parameters
+    ----------
+    composed : ComposedLaws
+        The composition.
+
+    Returns
+    -------
+    tuple
+        ``((mechanism, count), ...)``.
+
+    Raises
+    ------
+    TypeError
+        If ``composed`` is not :class:`ComposedLaws`.
+    """
     if not isinstance(composed, ComposedLaws):
         raise TypeError(f"composed must be ComposedLaws, got {type(composed).__name__}")
     return composed.steps

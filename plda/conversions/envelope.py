@@ -14,10 +14,16 @@ _PRUNING_PASSES = 8
 class LowerEnvelope:
     """Pointwise minimum ``min_j (intercepts[j] + slopes[j] * x)`` of a family of lines.
 
-    ``slopes`` ascend strictly. Queries take the exact minimum over all stored lines by the
-    monotone-minima recursion (the minimizing line's slope does not increase with ``x``), in
-    ``O((lines + queries) log queries)`` array work; building drops lines that are nowhere below
-    both neighbours, which shortens the queries but never changes their result.
+    Called as ``envelope(x)``. Queries take the exact minimum over all stored lines by the
+    monotone-minima recursion, in ``O((lines + queries) log queries)`` array work. Build it with
+    :meth:`from_lines`.
+
+    Attributes
+    ----------
+    slopes : numpy.ndarray
+        The lines' slopes, strictly ascending.
+    intercepts : numpy.ndarray
+        Their intercepts.
     """
 
     slopes: np.ndarray
@@ -25,7 +31,26 @@ class LowerEnvelope:
 
     @classmethod
     def from_lines(cls, slopes, intercepts) -> LowerEnvelope:
-        """Envelope of arbitrary lines (non-finite ones are ignored)."""
+        """The envelope of arbitrary lines.
+
+        Lines that are nowhere below both neighbours are dropped, which shortens the queries
+        but never changes their result.
+
+        Parameters
+        ----------
+        slopes, intercepts : array_like
+            The lines; non-finite ones are ignored, and of equal slopes the lowest is kept.
+
+        Returns
+        -------
+        LowerEnvelope
+            Their lower envelope.
+
+        Raises
+        ------
+        ValueError
+            If no line is finite.
+        """
         s = np.asarray(slopes, dtype=float)
         a = np.asarray(intercepts, dtype=float)
         keep = np.isfinite(s) & np.isfinite(a)
@@ -50,7 +75,18 @@ class LowerEnvelope:
         return cls(s, a)
 
     def __call__(self, x) -> np.ndarray:
-        """``min_j (intercepts[j] + slopes[j] * x)`` for every entry of ``x``."""
+        """The envelope at every entry of ``x``.
+
+        Parameters
+        ----------
+        x : float or array_like
+            Where to evaluate it.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``min_j (intercepts[j] + slopes[j] * x)``, of the shape of ``x``.
+        """
         x = np.asarray(x, dtype=float)
         flat = np.ravel(x)
         order = np.argsort(flat, kind="stable")

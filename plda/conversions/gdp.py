@@ -1,9 +1,8 @@
 """Gaussian differential privacy of a composition (Dong, Roth & Su 2019).
 
-``mu``-GDP means ``f >= G_mu``, ``G_mu(alpha) = Phi(Phi^-1(1 - alpha) - mu)``, which is
-``delta(eps) <= Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)`` for all ``eps >= 0``
-(ibid., Cor. 2.13): certified through the pessimistic profile, refuted through the optimistic
-one; exact for compositions of Gaussians (ibid., Cor. 3.3).
+``mu``-GDP means ``delta(eps) <= Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)`` for all
+``eps >= 0`` (ibid., Cor. 2.13): certified through the pessimistic profile, refuted through the
+optimistic one, exact for compositions of Gaussians (Cor. 3.3). See ``docs/tradeoff.md``.
 """
 
 from __future__ import annotations
@@ -34,7 +33,27 @@ from plda.mechanisms.gaussian import Gaussian
 
 
 def gaussian_tradeoff(alpha, mu: float):
-    """``G_mu(alpha) = Phi(Phi^-1(1 - alpha) - mu)``, the tradeoff function of ``mu``-GDP."""
+    """The tradeoff function of ``mu``-GDP: ``G_mu(alpha) = Phi(Phi^-1(1 - alpha) - mu)``.
+
+    Parameters
+    ----------
+    alpha : float or array_like
+        False-positive rates (type I errors), in [0, 1].
+    mu : float
+        The GDP parameter, ``>= 0``.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        ``G_mu(alpha)``, shaped like ``alpha``.
+
+    Raises
+    ------
+    ValueError
+        If ``mu`` is negative or NaN, or an ``alpha`` is outside [0, 1].
+    TypeError
+        If a value is not numeric.
+    """
     mu = check.nonnegative_float("mu", mu, upper=math.inf)
     a = unit_interval("alpha", alpha)
     with np.errstate(divide="ignore"):
@@ -43,11 +62,25 @@ def gaussian_tradeoff(alpha, mu: float):
 
 
 def log_gaussian_delta(epsilon, mu: float) -> np.ndarray:
-    """``log delta_mu(eps)`` for the privacy profile of ``mu``-GDP,
-    ``delta_mu(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)``, accurate far into the
-    tail: with ``a = -eps/mu + mu/2`` and ``e^eps phi(a - mu) = phi(a)``,
-    ``delta = phi(a) (m(-a) - m(mu - a))`` where ``m(x) = Phi(-x)/phi(x) =
-    sqrt(pi/2) erfcx(x/sqrt2)`` is the Mills ratio."""
+    """``log delta_mu(eps)`` of ``mu``-GDP, accurate far into the tail.
+
+    ``delta_mu(eps) = Phi(a) - e^eps Phi(a - mu)`` with ``a = -eps/mu + mu/2``; where the
+    difference cancels it is evaluated as ``phi(a) (m(-a) - m(mu - a))``, ``m(x) = Phi(-x) /
+    phi(x) = sqrt(pi/2) erfcx(x/sqrt2)`` the Mills ratio (since ``e^eps phi(a - mu) = phi(a)``).
+    Arguments are not checked.
+
+    Parameters
+    ----------
+    epsilon : float or array_like
+        Where the profile is read.
+    mu : float
+        The GDP parameter, ``>= 0``.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``log delta_mu(epsilon)``, shaped like ``epsilon``.
+    """
     eps = np.asarray(epsilon, dtype=float)
     if mu <= 0:
         return np.where(eps >= 0, -np.inf, np.log(-np.expm1(eps)))
@@ -62,7 +95,29 @@ def log_gaussian_delta(epsilon, mu: float) -> np.ndarray:
 
 
 def gaussian_delta(epsilon, mu: float):
-    """Privacy profile of ``mu``-GDP (Dong, Roth & Su 2019, Cor. 2.13)."""
+    """Privacy profile of ``mu``-GDP (Dong, Roth & Su 2019, Cor. 2.13).
+
+    ``delta_mu(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)``.
+
+    Parameters
+    ----------
+    epsilon : float or array_like
+        Where the profile is read, ``>= 0``.
+    mu : float
+        The GDP parameter, ``>= 0``.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        ``delta_mu(epsilon)``, shaped like ``epsilon``.
+
+    Raises
+    ------
+    ValueError
+        If ``mu`` or an ``epsilon`` is negative or NaN.
+    TypeError
+        If a value is not numeric.
+    """
     mu = check.nonnegative_float("mu", mu, upper=math.inf)
     e = check.array_in("epsilon", epsilon, 0.0, np.inf)
     return scalar_like(np.exp(log_gaussian_delta(e, mu)), epsilon)
@@ -70,7 +125,7 @@ def gaussian_delta(epsilon, mu: float):
 
 @dataclass(frozen=True)
 class GaussianDPSummary:
-    """Gaussian-DP reading of a composition.
+    """Gaussian-DP reading of a composition: the certified ``mu``, its refutation and a best fit.
 
     Attributes
     ----------
@@ -197,10 +252,31 @@ def _floor(delta_floor) -> float:
 
 
 def gdp_mu(composed: ComposedLaws, *, delta_floor: float = DELTA_FLOOR) -> float:
-    """Smallest certified ``mu``-GDP of the composition
-    (see :meth:`plda.PrivacyLossDistribution.gdp_mu`): exact for Gaussian steps, else certified
-    by the pessimistic profile down to ``delta_floor`` (:func:`_gdp_certificate`). ``inf`` comes
-    with a :class:`~plda.GaussianDPWarning` saying why, at the user's line."""
+    """Smallest certified ``mu`` such that the composition is ``mu``-GDP.
+
+    Exact for Gaussian steps (Dong, Roth & Su 2019, Cor. 3.3); else certified by the pessimistic
+    profile, segment by segment, down to ``delta_floor``.
+
+    Parameters
+    ----------
+    composed : ComposedLaws
+        The composition.
+    delta_floor : float, optional
+        The profile level below which the comparison stops, in [1e-250, 1).
+
+    Returns
+    -------
+    float
+        ``mu``; ``inf`` when none up to 1e12 is certified, with a ``GaussianDPWarning`` saying
+        why and which ``delta_floor`` to pass instead.
+
+    Raises
+    ------
+    ValueError
+        If ``delta_floor`` is out of range.
+    TypeError
+        If it is not a real number.
+    """
     floor = _floor(delta_floor)
     exact = gaussian_mu(composed.steps, upper=True)
     if exact is not None:
@@ -244,13 +320,26 @@ def _no_mu_reason(composed: ComposedLaws, floor: float) -> str:
 
 
 def gaussian_mu(steps, *, upper: bool) -> float | None:
-    """``sqrt(sum_f k_f mu_f^2)`` when every step is a plain Gaussian (exactly GDP, Dong, Roth &
-    Su 2019, Cor. 3.3), else ``None``; rounded up (``upper``) or down. ``steps``:
-    ``((mechanism, count), ...)`` under add/remove semantics.
+    """``sqrt(sum_f k_f mu_f^2)`` when every step is a plain Gaussian, else None.
 
-    ``mu_f = sensitivity / sigma`` and its square are correctly rounded (2u), the sum of ``N``
-    non-negative terms adds ``N u`` and the square root halves the relative error and adds
-    ``u``: the float is within ``(N + 4) u`` of the exact value, and is widened by twice that."""
+    A composition of Gaussians is exactly GDP with that ``mu`` (Dong, Roth & Su 2019,
+    Cor. 3.3).
+
+    Parameters
+    ----------
+    steps : tuple
+        ``((mechanism, count), ...)`` under add/remove semantics.
+    upper : bool
+        Round up (True) or down.
+
+    Returns
+    -------
+    float or None
+        The rounded ``mu``; None if a step is not a :class:`~plda.Gaussian`.
+    """
+    # mu_f = sensitivity / sigma and its square are correctly rounded (2u), the sum of N
+    # non-negative terms adds N u and the square root halves the relative error and adds u: the
+    # float is within (N + 4) u of the exact value, and is widened by twice that
     if not steps or any(type(mechanism) is not Gaussian for mechanism, _ in steps):
         return None
     total = 0.0
@@ -262,8 +351,28 @@ def gaussian_mu(steps, *, upper: bool) -> float | None:
 
 
 def gaussian_dp(composed: ComposedLaws, *, delta_floor: float = DELTA_FLOOR) -> GaussianDPSummary:
-    """Certified ``mu``, the ``mu`` below which GDP is refuted, and the best-fit ``mu`` (see
-    :class:`GaussianDPSummary` and :func:`gdp_mu`)."""
+    """Gaussian-DP reading of a composition: certified ``mu``, refuted ``mu`` and best fit.
+
+    Parameters
+    ----------
+    composed : ComposedLaws
+        The composition.
+    delta_floor : float, optional
+        The profile level below which the comparison stops, in [1e-250, 1).
+
+    Returns
+    -------
+    GaussianDPSummary
+        ``mu`` (:func:`gdp_mu`), ``mu_lower`` (no smaller ``mu`` holds), ``best_fit`` (an
+        approximation, not a guarantee) and its sup-norm deviation.
+
+    Raises
+    ------
+    ValueError
+        If ``delta_floor`` is out of range.
+    TypeError
+        If it is not a real number.
+    """
     floor = _floor(delta_floor)
     mu = gdp_mu(composed, delta_floor=floor)
     below = gaussian_mu(composed.steps, upper=False)
@@ -294,7 +403,19 @@ def gaussian_dp(composed: ComposedLaws, *, delta_floor: float = DELTA_FLOOR) -> 
 
 @dataclass(frozen=True)
 class GaussianComparison:
-    """A composition's tradeoff bounds next to ``G_mu`` on the same ``alpha``."""
+    """A composition's tradeoff bounds next to ``G_mu`` on the same ``alpha``.
+
+    Attributes
+    ----------
+    alpha : numpy.ndarray
+        The false-positive rates.
+    lower, upper : numpy.ndarray
+        Certified bounds on the composition's tradeoff curve there.
+    gaussian : numpy.ndarray
+        ``G_mu(alpha)`` (zeros if ``mu`` is infinite).
+    mu : float
+        The GDP parameter compared with.
+    """
 
     alpha: np.ndarray
     lower: np.ndarray
@@ -304,8 +425,27 @@ class GaussianComparison:
 
 
 def gdp_comparison(composed: ComposedLaws, alpha=None, mu: float | None = None):
-    """The composition's tradeoff bounds and ``G_mu`` at ``alpha`` (default: 400 points dense at
-    both ends); ``mu`` defaults to the certified :func:`gdp_mu`."""
+    """The composition's tradeoff bounds and ``G_mu`` on the same false-positive rates.
+
+    Parameters
+    ----------
+    composed : ComposedLaws
+        The composition.
+    alpha : array_like, optional
+        False-positive rates in [0, 1]; default: 400 points dense at both ends.
+    mu : float, optional
+        The GDP parameter; default: the certified :func:`gdp_mu`.
+
+    Returns
+    -------
+    GaussianComparison
+        Both curves.
+
+    Raises
+    ------
+    ValueError
+        If an ``alpha`` is outside [0, 1].
+    """
     a = ndtr(np.linspace(-8, 8, 400)) if alpha is None else unit_interval("alpha", alpha)
     a = np.atleast_1d(a)
     if mu is None:

@@ -1,10 +1,7 @@
 """Bounds on one step's Rényi cumulant ``K(alpha)``, whatever the mechanism.
 
-In order of preference: closed forms (:mod:`plda.conversions.cumulants`); the Poisson-sampled
-Gaussian by cells (:mod:`plda.conversions.sampled_gaussian`); any other law through its
-optimistic and pessimistic per-step grid laws (dominated and dominating pairs keep the order of
-every f-divergence); a pessimistic law that charged a tail to ``+inf`` falls back to joint
-convexity for a Poisson-sampled step, ``e^{K} <= 1 - q + q e^{K_base}``, else ``+inf``.
+Closed forms first, then the Poisson-sampled Gaussian by cells, then any law through its
+per-step grid laws, with joint convexity as the fallback (``docs/tradeoff.md``, "Rényi DP").
 """
 
 from __future__ import annotations
@@ -65,7 +62,28 @@ def _support(law) -> tuple[float, float]:
 
 
 def step_cumulant(mechanism: Mechanism, direction: str, alpha: np.ndarray) -> Cumulant:
-    """Bounds on one step's cumulant ``K(alpha)`` for ``direction``."""
+    """Bounds on one step's Rényi cumulant ``K(alpha) = log E_P[e^{(alpha-1) L}]``.
+
+    In order of preference: closed forms (:mod:`plda.conversions.cumulants`); the
+    Poisson-sampled Gaussian by cells (:mod:`plda.conversions.sampled_gaussian`); any other law
+    through its optimistic and pessimistic per-step grid laws (dominated and dominating pairs
+    keep the order of every f-divergence); joint convexity, ``e^K <= 1 - q + q e^{K_base}``,
+    where the pessimistic law charged a tail to ``+inf``; else ``+inf``.
+
+    Parameters
+    ----------
+    mechanism : Mechanism
+        The step, under add/remove semantics.
+    direction : str
+        Which of its privacy-loss laws: ``"remove"`` or ``"add"``.
+    alpha : numpy.ndarray
+        Rényi orders, each > 1.
+
+    Returns
+    -------
+    Cumulant
+        Bounds on ``K(alpha)``, one per order (``inf`` for a mass at infinite loss).
+    """
     if type(mechanism) is DiscreteGaussian:
         return discrete_gaussian_cumulant(mechanism.sigma, mechanism.sensitivity, alpha)
     if type(mechanism) is ApproximateDP and mechanism.delta > 0:

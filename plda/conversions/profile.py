@@ -1,11 +1,9 @@
 """Certified samples of a composition's privacy profile ``delta(eps) = max_d delta_d(eps)``.
 
-On a grid law ``delta`` is ``A_j - e^eps B_j`` between grid losses
-(:meth:`~plda.engine.discrete.DiscreteLoss.segments`), so conjugate suprema over ``eps`` are
-attained at the grid losses and, for two directions, where the two profiles cross. An upper
-(pessimistic) law gives certified upper bounds on ``delta`` with its error terms, improved by its
-Chernoff tail; a lower (optimistic) law gives certified lower bounds at every point where a
-supremum can be attained.
+On a grid law ``delta`` is ``A_j - e^eps B_j`` between grid losses, so conjugate suprema over
+``eps`` are attained at the grid losses and where two directions' profiles cross: a pessimistic
+law gives certified upper samples (improved by its Chernoff tail), an optimistic one certified
+lower samples at every such point.
 """
 
 from __future__ import annotations
@@ -38,11 +36,18 @@ _TAIL_POINTS = 1024
 class ProfileSamples:
     """Certified samples ``(eps_j, delta_j)`` of a privacy profile, ``eps`` ascending.
 
-    ``upper``: every ``delta_j`` bounds the true ``delta(eps_j)`` from above. Otherwise from
-    below, and the samples contain every point where the optimistic profile can attain a
-    conjugate supremum (grid losses and direction crossings), so suprema over them are exact
-    suprema over all ``eps`` in the sampled range.
-    ``exp_epsilon`` is the ``e^eps`` the sample was computed with (the lines use it as is).
+    Attributes
+    ----------
+    epsilon : numpy.ndarray
+        The sample points ``eps_j``, ascending.
+    exp_epsilon : numpy.ndarray
+        The ``e^eps_j`` each sample was computed with (the lines use it as is).
+    delta : numpy.ndarray
+        The samples ``delta_j``.
+    upper : bool
+        True: every ``delta_j`` bounds ``delta(eps_j)`` from above. False: from below, and the
+        samples contain every point where the optimistic profile can attain a conjugate
+        supremum, so suprema over them are exact suprema over the sampled range.
     """
 
     epsilon: np.ndarray
@@ -52,7 +57,22 @@ class ProfileSamples:
 
 
 def segment_values(law: DiscreteLoss, k: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """``A_k - x B_k`` of segment ``k`` with its rounding bound added (upper) or taken off."""
+    """The profile ``A_k - x B_k`` of a grid law on its segments ``k``, rounded outward.
+
+    Parameters
+    ----------
+    law : DiscreteLoss
+        The grid law (its ``upper`` flag says which way to round).
+    k : numpy.ndarray
+        Segment indices.
+    x : numpy.ndarray
+        ``e^eps`` at each point.
+
+    Returns
+    -------
+    numpy.ndarray
+        The values, with their rounding bound added (upper law) or taken off (lower law).
+    """
     a, b, _ = law.segments()
     value = a[k] - x * b[k]
     # rounding of the product and the difference, relative to the terms
@@ -87,8 +107,23 @@ def _chernoff_full(law: DiscreteLoss, eps: np.ndarray) -> np.ndarray:
 
 
 def chernoff_at(law: DiscreteLoss, eps: np.ndarray) -> np.ndarray:
-    """Chernoff bound at many points: the best order is found on a coarse sample, then each
-    point uses the best orders of the two samples around it (any order gives a valid bound)."""
+    """The Chernoff bound of a pessimistic grid law on ``delta`` at many points.
+
+    The best order is found on a coarse sample; each point then uses the best orders of the two
+    samples around it (any order gives a valid bound).
+
+    Parameters
+    ----------
+    law : DiscreteLoss
+        A pessimistic grid law with its ``log_mgf``.
+    eps : numpy.ndarray
+        Ascending points.
+
+    Returns
+    -------
+    numpy.ndarray
+        Upper bounds on ``delta(eps)``.
+    """
     t, base = _chernoff_terms(law)
     samples = np.linspace(eps[0], eps[-1], _CHERNOFF_SAMPLES)
     best = np.argmin(base[None, :] - np.multiply.outer(samples, t), axis=1)
@@ -130,10 +165,31 @@ def _crossings(laws: list[DiscreteLoss], m: np.ndarray):
 
 
 def samples(laws: list[DiscreteLoss], m_lo: int, m_hi: int, stride: int = 1) -> ProfileSamples:
-    """Profile ``max_d delta_d`` of the grid laws ``laws`` (one per direction, same step) at the
-    grid losses ``m * step``, ``m_lo <= m <= m_hi`` (every ``stride``-th, for an upper version
-    only: any subset of certified samples is certified); an upper version adds the Chernoff
-    tail (inside the grid and beyond it), a lower one the direction crossings."""
+    """Samples of the profile ``max_d delta_d`` of grid laws at the grid losses.
+
+    An upper version adds the Chernoff tail (inside the grid and beyond it), a lower one the
+    points where the directions' profiles cross.
+
+    Parameters
+    ----------
+    laws : list of DiscreteLoss
+        One grid law per direction, on the same step, all upper or all lower.
+    m_lo, m_hi : int
+        The grid losses ``m * step`` sampled, ``m_lo <= m <= m_hi``.
+    stride : int, optional
+        Take every ``stride``-th grid loss (upper laws only: any subset of certified upper
+        samples is certified).
+
+    Returns
+    -------
+    ProfileSamples
+        The samples.
+
+    Raises
+    ------
+    ValueError
+        If ``stride`` is not 1 for lower laws.
+    """
     if stride != 1 and not laws[0].upper:
         raise ValueError("only samples of an upper (pessimistic) law may skip grid losses")
     step = laws[0].step
@@ -193,7 +249,22 @@ register("plda.conversions.profile.cached_for", _clear_cache)
 
 
 def cached_for(laws: list[DiscreteLoss], key: str, build):
-    """Memoize per set of grid laws (they are immutable; the cache dies with them)."""
+    """A value built once per set of grid laws (immutable; the cache dies with them).
+
+    Parameters
+    ----------
+    laws : list of DiscreteLoss
+        The grid laws the value depends on.
+    key : str
+        What the value is.
+    build : callable
+        ``build()`` makes the value on a miss.
+
+    Returns
+    -------
+    object
+        The cached value.
+    """
     full_key = (key, tuple(id(law) for law in laws))
     with _CACHE_LOCK:
         hit = _CACHE.get(laws[0], {}).get(full_key)
@@ -205,10 +276,34 @@ def cached_for(laws: list[DiscreteLoss], key: str, build):
 
 
 def select_laws(composed: ComposedLaws, bound: str, direction: str | None) -> list[DiscreteLoss]:
-    """The ``bound`` grid laws of ``direction`` (``None``: every direction the composition has,
-    remove first). A composition with factors that are not ``tight`` has several realized
-    compositions on its optimistic side (keys ``"remove/1"``, ...): all of them are returned,
-    as a lower bound of each is a lower bound of the composition."""
+    """The grid laws of one bound and direction of a composition.
+
+    A composition with factors that are not ``tight`` has several realized compositions on its
+    optimistic side (keys ``"remove/1"``, ...): all of them are returned, as a lower bound of
+    each is a lower bound of the composition.
+
+    Parameters
+    ----------
+    composed : ComposedLaws
+        The composition.
+    bound : str
+        ``"upper"`` (pessimistic) or ``"lower"`` (optimistic) laws.
+    direction : str or None
+        ``"remove"`` or ``"add"`` (a symmetric composition's single law serves both), or None
+        for every direction the composition has, remove first.
+
+    Returns
+    -------
+    list of DiscreteLoss
+        The grid laws.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``direction``.
+    TypeError
+        If ``composed`` is not :class:`~plda.conversions.composed.ComposedLaws`.
+    """
     steps_of(composed)  # a TypeError for anything else
     if direction not in (None, "remove", "add"):
         raise ValueError(f"direction must be None, 'remove' or 'add', got {direction!r}")
@@ -222,9 +317,21 @@ def select_laws(composed: ComposedLaws, bound: str, direction: str | None) -> li
 
 
 def symmetric_profile(composed: ComposedLaws, bound: str = "upper") -> ProfileSamples:
-    """Samples of ``max(delta_remove, delta_add)`` on ``eps >= 0`` from the ``bound`` grid law
-    (``"upper"``: certified upper bounds with the Chernoff tail; ``"lower"``: certified lower
-    bounds at every grid loss and crossing)."""
+    """Samples of the privacy profile ``max(delta_remove, delta_add)`` on ``eps >= 0``.
+
+    Parameters
+    ----------
+    composed : ComposedLaws
+        The composition.
+    bound : {"upper", "lower"}, optional
+        ``"upper"``: certified upper bounds, with the Chernoff tail; ``"lower"``: certified
+        lower bounds at every grid loss and crossing.
+
+    Returns
+    -------
+    ProfileSamples
+        The samples (cached with the grid laws).
+    """
     laws = select_laws(composed, bound, None)
     top = max(law.offset + len(law.probs) for law in laws)
     return cached_for(laws, "profile", lambda: samples(laws, 0, max(top, 0)))

@@ -49,8 +49,10 @@ class CompositionQueries:
     @overload
     def tradeoff(self, alpha: ArrayLike, *, direction: str | None = None) -> FloatArray: ...
     def tradeoff(self, alpha: ArrayLike, *, direction: str | None = None) -> FloatOrArray:
-        """Certified lower bound on the f-DP tradeoff function ``f(alpha)``: the smallest
-        type-II error of any test at type-I error ``alpha`` (Dong, Roth & Su 2019, Def. 2.1).
+        """Certified lower bound on the f-DP tradeoff function ``f(alpha)``.
+
+        ``f(alpha)`` is the smallest type-II error of any test at type-I error ``alpha`` (Dong,
+        Roth & Su 2019, Def. 2.1).
 
         Parameters
         ----------
@@ -102,7 +104,8 @@ class CompositionQueries:
 
     # ------------------------------------------------------------ membership inference
     def true_positive_rate_bounds(self, false_positive_rate: ArrayLike) -> Bounds:
-        """Bounds on the best membership-inference true-positive rate at a false-positive rate:
+        """Bounds on the best membership-inference true-positive rate at a false-positive rate.
+
         ``TPR*(alpha) = 1 - f(alpha)``, both neighbouring directions covered (Kulynych et al.
         2024, Sec. 3).
 
@@ -228,9 +231,11 @@ class CompositionQueries:
         return gdp_conversion.gdp_mu(self.composed_laws(), delta_floor=delta_floor)
 
     def gdp_summary(self, *, delta_floor: float = DELTA_FLOOR) -> GaussianDPSummary:
-        """The Gaussian-DP reading of the composition: the certified ``mu`` (:meth:`gdp_mu`),
-        the ``mu`` below which Gaussian DP is refuted, and the best-fit ``mu`` (closest ``G_mu``
-        in the sup norm, an approximation, not a bound).
+        """The Gaussian-DP reading of the composition: certified, refuted and best-fit ``mu``.
+
+        The certified ``mu`` (:meth:`gdp_mu`), the ``mu`` below which Gaussian DP is refuted,
+        and the best-fit ``mu`` (closest ``G_mu`` in the sup norm, an approximation, not a
+        bound).
 
         Parameters
         ----------
@@ -255,9 +260,10 @@ class CompositionQueries:
     @overload
     def renyi(self, order: ArrayLike) -> FloatArray: ...
     def renyi(self, order: ArrayLike) -> FloatOrArray:
-        """Certified Rényi-DP curve: the composition is ``(alpha, eps_alpha)``-RDP with this
-        ``eps_alpha`` at each ``order = alpha > 1`` (Mironov 2017), summed step by step, never
-        read from the composed grid.
+        """Certified Rényi-DP curve ``eps_alpha`` of the composition at each order ``alpha > 1``.
+
+        The composition is ``(alpha, eps_alpha)``-RDP (Mironov 2017), summed step by step,
+        never read from the composed grid.
 
         Parameters
         ----------
@@ -303,9 +309,10 @@ class CompositionQueries:
         return renyi_conversion.renyi_bounds(self.composed_laws(), order)
 
     def renyi_epsilon(self, delta: ArrayLike, *, orders: ArrayLike | None = None) -> FloatOrArray:
-        """Certified ``epsilon(delta)`` by RDP accounting: the certified Rényi curve converted
-        to ``(epsilon, delta)`` (Canonne, Kamath & Steinke 2020, Prop. 12), what an RDP
-        accountant reports, for comparison with :meth:`epsilon` on the same composition.
+        """Certified ``epsilon(delta)`` by RDP accounting, for comparison with :meth:`epsilon`.
+
+        The certified Rényi curve converted to ``(epsilon, delta)`` (Canonne, Kamath & Steinke
+        2020, Prop. 12): what an RDP accountant reports for the same composition.
 
         Parameters
         ----------
@@ -350,8 +357,9 @@ class CompositionQueries:
         return renyi_conversion.renyi_delta(self.composed_laws(), epsilon, orders=orders)
 
     def zcdp(self) -> float:
-        """Certified zCDP ``rho``: ``eps_alpha <= rho alpha`` for every ``alpha > 1`` (Bun &
-        Steinke 2016).
+        """Certified zCDP ``rho``: ``eps_alpha <= rho alpha`` for every ``alpha > 1``.
+
+        Bun & Steinke 2016.
 
         Returns
         -------
@@ -362,8 +370,7 @@ class CompositionQueries:
         return zcdp_conversion.zcdp(self.composed_laws())
 
     def zcdp_bounds(self) -> Bounds:
-        """``(lower, upper)`` bounds on the smallest ``rho`` with ``eps_alpha <= rho alpha`` for
-        every ``alpha > 1``.
+        """Bounds on the smallest zCDP ``rho`` with ``eps_alpha <= rho alpha`` for all ``alpha``.
 
         Returns
         -------

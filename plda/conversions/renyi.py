@@ -2,10 +2,8 @@
 ``(epsilon, delta)``.
 
 The cumulant ``K(alpha) = (alpha - 1) D_alpha`` adds up under composition, so the curve is
-``eps_alpha = max_direction sum_f k_f K_f(alpha) / (alpha - 1)`` with per-step bounds on ``K_f``
-(:mod:`plda.conversions.per_step`), never read from the composed grid. Conversion: Canonne,
-Kamath & Steinke 2020, Prop. 12 (Asoodeh et al. 2021). The full account, with references, is
-in the docs (``docs/tradeoff.md``); the doors are the composition's methods.
+summed from per-step bounds (:mod:`plda.conversions.per_step`), never read from the composed
+grid. The mathematics: ``docs/tradeoff.md``, "Rényi DP and zCDP".
 """
 
 from __future__ import annotations
@@ -27,8 +25,27 @@ DEFAULT_ORDERS = np.concatenate([1 + np.geomspace(1e-3, 0.5, 30), np.geomspace(1
 
 
 def check_orders(name: str, value) -> np.ndarray:
-    """``value`` as an array of Rényi orders, each finite and above 1 (TypeError/ValueError
-    naming ``name`` otherwise)."""
+    """An argument checked to be Rényi orders: each finite and above 1.
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, for the error messages.
+    value : float or array_like
+        The orders.
+
+    Returns
+    -------
+    numpy.ndarray
+        The orders, as floats.
+
+    Raises
+    ------
+    ValueError
+        If an order is not finite and above 1.
+    TypeError
+        If ``value`` is not numeric.
+    """
     try:
         arr = np.asarray(value, dtype=float)
     except (TypeError, ValueError) as exc:
@@ -71,9 +88,32 @@ def _summed(steps, alpha: np.ndarray, bound: str) -> np.ndarray:
 
 
 def renyi_bounds(composed: ComposedLaws, order) -> Bounds:
-    """``(lower, upper)`` bounds on the Rényi-DP curve ``eps_alpha`` of the composition at
-    ``order`` (any real ``alpha > 1``, vectorized); ``inf`` where it is infinite (a mass at
-    infinite loss, e.g. an ``(epsilon, delta > 0)`` step)."""
+    """Certified bounds on the Rényi-DP curve ``eps_alpha`` of a composition.
+
+    ``eps_alpha = max_direction sum_f k_f K_f(alpha) / (alpha - 1)`` (Mironov 2017, Prop. 1),
+    with the per-step cumulants ``K_f`` bounded by :func:`~plda.conversions.per_step.step_cumulant`;
+    the lower bound of a step that only dominates comes from its realized pairs.
+
+    Parameters
+    ----------
+    composed : ComposedLaws
+        The composition.
+    order : float or array_like
+        Rényi orders ``alpha > 1`` (any real, vectorized).
+
+    Returns
+    -------
+    Bounds
+        ``(lower, upper)`` on ``eps_alpha``, shaped like ``order``; ``inf`` where the curve is
+        infinite (a mass at infinite loss, e.g. an ``(epsilon, delta > 0)`` step).
+
+    Raises
+    ------
+    ValueError
+        If an order is not finite and above 1.
+    TypeError
+        If ``order`` is not numeric.
+    """
     alpha = check_orders("order", order)
     flat = np.atleast_1d(alpha).ravel()
     k = _cumulant(composed, flat)
@@ -83,11 +123,30 @@ def renyi_bounds(composed: ComposedLaws, order) -> Bounds:
 
 
 def renyi(composed: ComposedLaws, order):
-    """Certified Rényi-DP curve: the composition is ``(alpha, eps_alpha)``-RDP with this
-    ``eps_alpha`` (an upper bound) at each ``order = alpha > 1``.
+    """Certified Rényi-DP curve: the composition is ``(alpha, eps_alpha)``-RDP at each order.
 
-    ``eps_alpha = max_direction sum_f k_f D_alpha(step_f)`` (Mironov 2017, Prop. 1), each step's
-    divergence bounded from its per-step law, never from the composed grid.
+    The upper side of :func:`renyi_bounds`: ``eps_alpha = max_direction sum_f k_f
+    D_alpha(step_f)`` (Mironov 2017, Prop. 1), each step's divergence bounded from its per-step
+    law, never from the composed grid.
+
+    Parameters
+    ----------
+    composed : ComposedLaws
+        The composition.
+    order : float or array_like
+        Rényi orders ``alpha > 1``.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        Upper bounds on ``eps_alpha``, shaped like ``order``.
+
+    Raises
+    ------
+    ValueError
+        If an order is not finite and above 1.
+    TypeError
+        If ``order`` is not numeric.
     """
     return renyi_bounds(composed, order).upper
 
@@ -98,9 +157,33 @@ def _check_orders(orders) -> np.ndarray:
 
 
 def epsilon_from_renyi(curve_orders, curve_epsilons, delta):
-    """Smallest ``epsilon`` the RDP curve ``(orders, eps_alpha)`` certifies at ``delta``:
+    """Smallest ``epsilon`` a Rényi-DP curve certifies at ``delta``.
+
     ``min_alpha eps_alpha + log(1 - 1/alpha) - (log delta + log alpha)/(alpha - 1)``, at least 0
-    (Canonne, Kamath & Steinke 2020, Prop. 12; Asoodeh et al. 2021)."""
+    (Canonne, Kamath & Steinke 2020, Prop. 12; Asoodeh et al. 2021).
+
+    Parameters
+    ----------
+    curve_orders : array_like
+        The orders ``alpha`` of the curve, each finite and above 1.
+    curve_epsilons : array_like
+        ``eps_alpha`` at those orders, one per order.
+    delta : float or array_like
+        Where epsilon is read, in [0, 1].
+
+    Returns
+    -------
+    float or numpy.ndarray
+        Epsilon, shaped like ``delta``.
+
+    Raises
+    ------
+    ValueError
+        If an order is not above 1, the curve has NaN or the wrong length, or a delta is
+        outside [0, 1].
+    TypeError
+        If an argument is not numeric.
+    """
     alpha = np.atleast_1d(check_orders("orders", curve_orders))
     eps_alpha = np.atleast_1d(np.asarray(curve_epsilons, dtype=float))
     if eps_alpha.shape != alpha.shape or np.any(np.isnan(eps_alpha)):
@@ -116,9 +199,33 @@ def epsilon_from_renyi(curve_orders, curve_epsilons, delta):
 
 
 def delta_from_renyi(curve_orders, curve_epsilons, epsilon):
-    """Smallest ``delta`` the RDP curve certifies at ``epsilon``:
-    ``min_alpha exp((alpha - 1)(eps_alpha - epsilon)) (1 - 1/alpha)^(alpha - 1) / alpha``,
-    at most 1."""
+    """Smallest ``delta`` a Rényi-DP curve certifies at ``epsilon``.
+
+    ``min_alpha exp((alpha - 1)(eps_alpha - epsilon)) (1 - 1/alpha)^(alpha - 1) / alpha``, at
+    most 1 (Canonne, Kamath & Steinke 2020, Prop. 12).
+
+    Parameters
+    ----------
+    curve_orders : array_like
+        The orders ``alpha`` of the curve, each finite and above 1.
+    curve_epsilons : array_like
+        ``eps_alpha`` at those orders, one per order.
+    epsilon : float or array_like
+        Where delta is read, ``>= 0``.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        Delta, shaped like ``epsilon``.
+
+    Raises
+    ------
+    ValueError
+        If an order is not above 1, the curve has NaN or the wrong length, or an epsilon is
+        negative.
+    TypeError
+        If an argument is not numeric.
+    """
     alpha = np.atleast_1d(check_orders("orders", curve_orders))
     eps_alpha = np.atleast_1d(np.asarray(curve_epsilons, dtype=float))
     if eps_alpha.shape != alpha.shape or np.any(np.isnan(eps_alpha)):
@@ -148,10 +255,32 @@ def _refined(composed, orders, score):
 
 
 def renyi_epsilon(composed: ComposedLaws, delta, *, orders=None):
-    """Certified ``epsilon(delta)`` by RDP accounting: the certified Rényi curve of the
-    composition converted with :func:`epsilon_from_renyi` at ``orders`` (default: a geometric
-    grid refined around its best order) — what an RDP accountant reports, for comparison with
-    ``pld.epsilon(delta)`` on the same composition."""
+    """Certified ``epsilon(delta)`` by RDP accounting, to compare with the PLD's.
+
+    The certified Rényi curve of the composition, converted with :func:`epsilon_from_renyi`:
+    what an RDP accountant reports for the same composition.
+
+    Parameters
+    ----------
+    composed : ComposedLaws
+        The composition.
+    delta : float or array_like
+        Where epsilon is read, in [0, 1].
+    orders : array_like, optional
+        The orders of the conversion; default: a geometric grid refined around its best order.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        Epsilon, shaped like ``delta``.
+
+    Raises
+    ------
+    ValueError
+        If a delta is outside [0, 1] or an order is not above 1.
+    TypeError
+        If an argument is not numeric.
+    """
     d = check.array_in("delta", delta, 0.0, 1.0)
     flat = np.atleast_1d(d).ravel()
 
@@ -165,7 +294,32 @@ def renyi_epsilon(composed: ComposedLaws, delta, *, orders=None):
 
 
 def renyi_delta(composed: ComposedLaws, epsilon, *, orders=None):
-    """Certified ``delta(epsilon)`` by RDP accounting (see :func:`renyi_epsilon`)."""
+    """Certified ``delta(epsilon)`` by RDP accounting, to compare with the PLD's.
+
+    The certified Rényi curve of the composition, converted with :func:`delta_from_renyi` (see
+    :func:`renyi_epsilon`).
+
+    Parameters
+    ----------
+    composed : ComposedLaws
+        The composition.
+    epsilon : float or array_like
+        Where delta is read, ``>= 0``.
+    orders : array_like, optional
+        The orders of the conversion; default: a geometric grid refined around its best order.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        Delta, shaped like ``epsilon``.
+
+    Raises
+    ------
+    ValueError
+        If an epsilon is negative or an order is not above 1.
+    TypeError
+        If an argument is not numeric.
+    """
     e = check.array_in("epsilon", epsilon, 0.0, np.inf)
     flat = np.atleast_1d(e).ravel()
 

@@ -1,9 +1,7 @@
 """Rényi cumulants of the Poisson-sampled Gaussian, bounded cell by cell over the base noise.
 
-``K(alpha) = log E_Q0[h(R)]`` over the base Gaussian pair, ``R = dP0/dQ0``, for the convex
-``h(y) = (1 - q + q y)^beta`` (``beta = alpha`` remove, ``1 - alpha`` add), bounded cell by cell
-below by Jensen and above by the chord (the per-cell versions of the optimistic merge and the
-pessimistic connect-the-dots), with closed-form Gaussian tails.
+Below by Jensen and above by the chord on each cell, with closed-form Gaussian tails; the
+derivation is in ``docs/tradeoff.md`` ("How the per-step bounds are computed").
 """
 
 from __future__ import annotations
@@ -141,19 +139,28 @@ def _x_high(mu: float, q: float, alpha_max: float) -> float:
 
 
 def sampled_gaussian_cumulant(mu: float, q: float, direction: str, alpha: np.ndarray) -> Cumulant:
-    """``K(alpha) = log E_Q0[(1 + t)^beta]``, ``t = q (R - 1)``, with ``beta = alpha`` (remove:
-    pair ``(q P0 + (1-q) Q0, Q0)``) or ``beta = 1 - alpha`` (add: the reversed pair).
+    """Certified bounds on the Rényi cumulant of one Poisson-sampled Gaussian step.
 
-    ``E[(1+t)^beta] - 1 = c E[(R-1)^2] + E[g(R)]`` with ``c = beta (beta-1) q^2 / 2``,
-    ``E_Q0[(R-1)^2] = e^{mu^2} - 1`` exactly (``E_Q0[R - 1] = 0``), and
-    ``g = (1+t)^beta - 1 - beta t - beta (beta-1) t^2 / 2``, whose second derivative has the sign
-    of ``(beta - 2) t``: ``g`` is convex or concave on each cell, so the cell's ``E[g(R)]`` lies
-    between ``m g(y)`` (Jensen at the cell's ``Q0``-mass ``m`` and mean ``R`` ``y``) and the
-    chord value ``m ((1-w) g(R_lo) + w g(R_hi))``. Subtracting the quadratic part makes the
-    cell error third order in ``q``. Below the cells the same holds on ``[0, R_0]``; above them
-    closed forms: remove, ``(qR)^alpha <= (1 - q + qR)^alpha <= (qR)^alpha (1 + (1-q)/(q
-    R_hi))^alpha`` with ``E_Q0[R^a; x > c] = e^{a(a-1) mu^2/2} Phi(a mu - c)``; add,
-    ``0 <= h <= (alpha - 1) q (R - 1)`` for ``h = (1+t)^beta - 1 - beta t``.
+    ``K(alpha) = log E_Q0[(1 + q (R - 1))^beta]`` over the base pair ``P0 = N(mu, 1)``,
+    ``Q0 = N(0, 1)``, ``R = dP0/dQ0``, with ``beta = alpha`` (remove: the pair ``(q P0 + (1-q)
+    Q0, Q0)``) or ``beta = 1 - alpha`` (add: the reversed pair); bounded cell by cell over the
+    base noise (derivation: ``docs/tradeoff.md``, "How the per-step bounds are computed").
+
+    Parameters
+    ----------
+    mu : float
+        The base Gaussian's ``sensitivity / sigma``.
+    q : float
+        The sample rate, in (0, 1].
+    direction : str
+        Which pair: ``"remove"`` or ``"add"``.
+    alpha : numpy.ndarray
+        Rényi orders, each > 1.
+
+    Returns
+    -------
+    Cumulant
+        Bounds on ``K(alpha)``, one per order.
     """
     if q == 1.0:
         return gaussian_cumulant(mu, alpha)

@@ -1,10 +1,9 @@
 """f-DP tradeoff curves of a composition and their membership-inference reading.
 
-The tradeoff curve is the convex conjugate of the privacy profile (Dong, Roth & Su 2019, Prop.
-2.12; the full account is in the docs, ``docs/tradeoff.md``). Every certified sample
-of the profile (:mod:`plda.conversions.profile`) gives a line below ``f``; the optimistic
-samples give an upper bound once every candidate ``eps`` is included. The envelope of these
-lines is built once per set of grid laws and evaluated by binary search.
+The tradeoff curve is the convex conjugate of the privacy profile (Dong, Roth & Su 2019,
+Prop. 2.12): every certified sample of the profile gives a line below ``f``, the optimistic
+samples one above it; the lines' envelope is built once per set of grid laws. See
+``docs/tradeoff.md``.
 """
 
 from __future__ import annotations
@@ -125,24 +124,89 @@ def _tradeoff_pair(composed: ComposedLaws, alpha: np.ndarray, direction: str | N
 
 
 def tradeoff(composed: ComposedLaws, alpha, *, direction: str | None = None):
-    """Certified lower bound on the tradeoff function ``f(alpha)`` of the composition (see
-    :meth:`plda.PrivacyLossDistribution.tradeoff`)."""
+    """Certified lower bound on the tradeoff function ``f(alpha)`` of a composition.
+
+    The lower side of :func:`tradeoff_bounds`.
+
+    Parameters
+    ----------
+    composed : ComposedLaws
+        The composition.
+    alpha : float or array_like
+        False-positive rates (type I errors), in [0, 1].
+    direction : str, optional
+        One direction's curve, ``"remove"`` or ``"add"``; None: the symmetric curve of both
+        directions.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        The lower bound on ``f(alpha)``, shaped like ``alpha``.
+
+    Raises
+    ------
+    ValueError
+        If an ``alpha`` is outside [0, 1] or ``direction`` is unknown.
+    """
     return tradeoff_bounds(composed, alpha, direction=direction).lower
 
 
 def tradeoff_bounds(composed: ComposedLaws, alpha, *, direction: str | None = None) -> Bounds:
-    """``(lower, upper)`` bounds on the tradeoff function at ``alpha``: the lower one from the
-    pessimistic grid laws, the upper one from the optimistic ones (see
-    :meth:`plda.PrivacyLossDistribution.tradeoff_bounds`)."""
+    """Certified bounds on the tradeoff function ``f(alpha)`` of a composition.
+
+    For the symmetric curve,
+    ``f(alpha) = sup_eps max(0, 1 - delta(eps) - e^eps alpha, e^-eps (1 - delta(eps) - alpha))``
+    (Dong, Roth & Su 2019, Prop. 2.12): the lower bound from the pessimistic grid laws, the
+    upper one from the optimistic ones.
+
+    Parameters
+    ----------
+    composed : ComposedLaws
+        The composition.
+    alpha : float or array_like
+        False-positive rates (type I errors), in [0, 1].
+    direction : str, optional
+        One direction's curve, ``"remove"`` or ``"add"``; None: the symmetric curve of both
+        directions.
+
+    Returns
+    -------
+    Bounds
+        ``(lower, upper)`` on ``f(alpha)``, shaped like ``alpha``, within ``[0, 1 - alpha]``.
+
+    Raises
+    ------
+    ValueError
+        If an ``alpha`` is outside [0, 1] or ``direction`` is unknown.
+    """
     a = unit_interval("alpha", alpha)
     lower, upper = _tradeoff_pair(composed, a, direction)
     return Bounds(lower=scalar_like(lower, alpha), upper=scalar_like(upper, alpha))
 
 
 def true_positive_rate_bounds(composed: ComposedLaws, false_positive_rate) -> Bounds:
-    """``(lower, upper)``: the best membership-inference test at ``false_positive_rate`` has a
-    true-positive rate between the two (see
-    :meth:`plda.PrivacyLossDistribution.true_positive_rate_bounds`)."""
+    """Certified bounds on the best membership-inference test's true-positive rate.
+
+    ``1 - f(alpha)`` at ``alpha = false_positive_rate``, both neighbouring directions.
+
+    Parameters
+    ----------
+    composed : ComposedLaws
+        The composition.
+    false_positive_rate : float or array_like
+        The test's false-positive rates, in [0, 1].
+
+    Returns
+    -------
+    Bounds
+        ``(lower, upper)``: the best test's true-positive rate lies between the two, within
+        ``[false_positive_rate, 1]``; shaped like ``false_positive_rate``.
+
+    Raises
+    ------
+    ValueError
+        If a rate is outside [0, 1].
+    """
     a = unit_interval("false_positive_rate", false_positive_rate)
     upper = np.nextafter(_one_minus_upper(select_laws(composed, "upper", None), a), np.inf)
     _, t_upper = _tradeoff_pair(composed, a, None)

@@ -1,5 +1,6 @@
 """Zero-concentrated DP of a composition (Bun & Steinke 2016): the smallest ``rho`` with
-``eps_alpha <= rho alpha`` for every ``alpha > 1``."""
+``eps_alpha <= rho alpha`` for every ``alpha > 1``.
+"""
 
 from __future__ import annotations
 
@@ -56,15 +57,28 @@ def _pure_rho(mechanism: Mechanism) -> float:
 
 
 def zcdp_bounds(composed: ComposedLaws) -> Bounds:
-    """``(lower, upper)`` bounds on the smallest ``rho`` with ``eps_alpha <= rho alpha`` for every
-    ``alpha > 1`` (Bun & Steinke 2016).
+    """Certified bounds on the zCDP parameter of a composition (Bun & Steinke 2016).
 
-    Upper: the smaller of ``sum_f k_f rho_f`` (closed forms per step: ``mu^2/2`` for Gaussians,
-    sampled or not; ``eps^2/2`` for ``eps``-DP steps) and a sandwich over a geometric grid of
-    orders, ``eps_alpha / alpha <= eps_{alpha_{i+1}} / alpha_i`` on ``[alpha_i, alpha_{i+1}]``
-    (``eps_alpha`` does not decrease in ``alpha``), past whose end ``D_alpha / alpha`` is at most
-    ``rho_f`` and, for an ``eps_f``-DP step, ``eps_f / alpha``.
-    Lower: ``max_i eps_{alpha_i} / alpha_i`` from the lower Rényi bounds.
+    The parameter is the smallest ``rho`` with ``eps_alpha <= rho alpha`` for all ``alpha > 1``.
+    Upper: the smaller of the per-step closed forms ``sum_f k_f rho_f`` (``mu^2/2`` for
+    Gaussians, sampled or not; ``eps^2/2`` for ``eps``-DP steps; Bun & Steinke 2016) and a
+    sandwich over a grid of orders; lower: ``max_i eps_{alpha_i} / alpha_i`` from the lower
+    Rényi bounds (``docs/tradeoff.md``, "How the per-step bounds are computed").
+
+    Parameters
+    ----------
+    composed : ComposedLaws
+        The composition.
+
+    Returns
+    -------
+    Bounds
+        ``(lower, upper)`` on ``rho``; ``inf`` when no finite ``rho`` is known.
+
+    Raises
+    ------
+    TypeError
+        If ``composed`` is not :class:`~plda.conversions.composed.ComposedLaws`.
     """
     factors = steps_of(composed)
     # each step's rho is a product of a few correctly rounded operations (3u relative, see
@@ -91,6 +105,24 @@ def zcdp_bounds(composed: ComposedLaws) -> Bounds:
 
 
 def zcdp(composed: ComposedLaws) -> float:
-    """Certified zCDP parameter: ``eps_alpha <= rho alpha`` for all ``alpha > 1`` (``inf`` when
-    no finite ``rho`` is known, e.g. an ``(epsilon, delta > 0)`` step)."""
+    """Certified zCDP parameter: ``eps_alpha <= rho alpha`` for all ``alpha > 1``.
+
+    The upper side of :func:`zcdp_bounds`.
+
+    Parameters
+    ----------
+    composed : ComposedLaws
+        The composition.
+
+    Returns
+    -------
+    float
+        ``rho``; ``inf`` when no finite ``rho`` is known (e.g. an ``(epsilon, delta > 0)``
+        step).
+
+    Raises
+    ------
+    TypeError
+        If ``composed`` is not :class:`~plda.conversions.composed.ComposedLaws`.
+    """
     return zcdp_bounds(composed).upper

@@ -1,8 +1,8 @@
 """Amounts of the filters: how step parameters are read and rounded (shared by the package).
 
-Amounts are read as the decimal numbers they print as (``Fraction(repr(x))``) and summed exactly;
-per-step costs that involve logarithms or square roots are rounded *up* before being kept exactly,
-so rounding can never admit a step the exact condition would refuse.
+Amounts are read as the decimal numbers they print as and summed exactly; irrational per-step
+costs are rounded *up* before being kept exactly, so rounding never admits a step the exact
+condition would refuse.
 """
 
 from __future__ import annotations
@@ -18,21 +18,79 @@ SAFETY = 1e-12
 
 
 def exact(value: float) -> Fraction:
-    # the decimal number the float prints as: 0.1 means 1/10, so 10 x 0.1 == 1 exactly
+    """The decimal number a float prints as, exactly: ``0.1`` means 1/10.
+
+    So ten steps of 0.1 fill a budget of 1 exactly.
+
+    Parameters
+    ----------
+    value : float
+        The amount.
+
+    Returns
+    -------
+    fractions.Fraction
+        ``Fraction(repr(float(value)))``.
+    """
     return Fraction(repr(float(value)))
 
 
 def round_up(value: float) -> float:
-    """``value`` nudged up by a few ulps (covers the rounding of one float operation)."""
+    """A positive value nudged up by a few ulps, to cover the rounding of one float operation.
+
+    Parameters
+    ----------
+    value : float
+        The value.
+
+    Returns
+    -------
+    float
+        ``value (1 + 8 * 2^-53)`` if ``value > 0``, else ``value``.
+    """
     return value * (1 + 8 * UNIT_ROUNDOFF) if value > 0 else value
 
 
 def exact_round_up(value: float) -> Fraction:
-    # an irrational per-step cost, rounded up then kept exactly (sums of these never round)
+    """An irrational per-step cost, rounded up, then kept exactly (its sums never round).
+
+    Parameters
+    ----------
+    value : float
+        The cost, computed in floating point.
+
+    Returns
+    -------
+    fractions.Fraction
+        The exact value of ``round_up(value) (1 + SAFETY)``.
+    """
     return Fraction(round_up(value) * (1 + SAFETY))
 
 
 def amount(name: str, value, *, optional: bool = False) -> float | None:
+    """A step amount (epsilon, delta, rho, mu): a finite float ``>= 0``.
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, for the error messages.
+    value
+        The argument.
+    optional : bool, optional
+        Whether None is accepted (and returned).
+
+    Returns
+    -------
+    float or None
+        The amount.
+
+    Raises
+    ------
+    TypeError
+        If ``value`` is not a real number (a ``bool`` is not), or is None when not optional.
+    ValueError
+        If it is negative, infinite or NaN.
+    """
     if value is None:
         if optional:
             return None
@@ -46,6 +104,31 @@ def amount(name: str, value, *, optional: bool = False) -> float | None:
 
 
 def delta_budget(name: str, value, *, low_open: bool, high: float = 1.0) -> float:
+    """A delta budget: a float in ``(0, high)`` or ``[0, high)``.
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, for the error messages.
+    value
+        The argument.
+    low_open : bool
+        Whether 0 is refused.
+    high : float, optional
+        The (excluded) upper end.
+
+    Returns
+    -------
+    float
+        The delta.
+
+    Raises
+    ------
+    TypeError
+        If ``value`` is not a real number.
+    ValueError
+        If it lies outside the interval.
+    """
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
     v = float(value)
@@ -62,10 +145,43 @@ UNPAYABLE = Fraction(2) ** 2100
 
 
 def add_states(a: tuple, b: tuple) -> tuple:
+    """Add two filter states (tuples of exact accumulators) elementwise.
+
+    Parameters
+    ----------
+    a, b : tuple
+        States of the same length.
+
+    Returns
+    -------
+    tuple
+        ``a + b``, elementwise.
+    """
     return tuple(x + y for x, y in zip(a, b, strict=True))
 
 
 def positive_int(name: str, value) -> int:
+    """A positive integer argument (integral floats such as ``3.0`` accepted).
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, for the error messages.
+    value
+        The argument.
+
+    Returns
+    -------
+    int
+        The integer, at least 1.
+
+    Raises
+    ------
+    TypeError
+        If ``value`` is not a real number.
+    ValueError
+        If it is not an integer ``>= 1``.
+    """
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a positive integer, got {type(value).__name__}")
     if not (float(value).is_integer() and value >= 1):

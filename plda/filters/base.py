@@ -14,18 +14,25 @@ from plda.filters.charges import BudgetExceededError, Charge, Usage, parse_charg
 
 
 class PrivacyFilter:
-    """Common interface of the privacy filters: an overall (ε, δ) budget that holds under fully
-    adaptive composition.
+    """Common interface of the privacy filters: an (ε, δ) budget under fully adaptive composition.
 
     Subclasses define the currency a step is charged in and the halting condition of their
     theorem. ``spend`` is all-or-nothing and thread-safe: the check and the record happen under
     one lock, and a refused request records nothing.
 
-    Attributes
+    Parameters
     ----------
-    epsilon, delta
-        The overall guarantee: every interaction that the filter lets through is
-        (``epsilon``, ``delta``)-DP, however the analyst chose the steps and their parameters.
+    epsilon : float
+        The overall epsilon, > 0.
+    delta : float
+        The overall delta (each subclass checks its range).
+
+    Raises
+    ------
+    TypeError
+        If ``epsilon`` is not a real number.
+    ValueError
+        If ``epsilon`` is not a finite number > 0.
     """
 
     measure = ""  # what ``spent.statistic`` is
@@ -68,10 +75,12 @@ class PrivacyFilter:
     # ---------------------------------------------------------------- public API
     @property
     def epsilon(self) -> float:
+        """The overall epsilon: whatever the filter lets through is (epsilon, delta)-DP."""
         return self._epsilon
 
     @property
     def delta(self) -> float:
+        """The overall delta: whatever the filter lets through is (epsilon, delta)-DP."""
         return self._delta
 
     @property
@@ -99,20 +108,32 @@ class PrivacyFilter:
 
         Parameters
         ----------
-        epsilon, delta
+        epsilon : float, optional
             The step is (``epsilon``, ``delta``)-DP given everything released before it.
-            ``delta`` must be 0 or below the filter's ``delta``.
-        rho
+        delta : float, optional
+            The step's δ: 0, or below the filter's ``delta``.
+        rho : float, optional
             The step is ``rho``-zCDP (e.g. a Gaussian mechanism: ``Δ² / (2σ²)``).
-        mu
+        mu : float, optional
             The step is ``mu``-GDP (e.g. a Gaussian mechanism: ``Δ / σ``).
-        label
+        label : str, optional
             Free text kept in :attr:`history`.
 
         Returns
         -------
         Charge
             The recorded step.
+
+        Raises
+        ------
+        BudgetExceededError
+            If the step does not fit; it says what was spent and what remains.
+        ValueError
+            If the step is described by nothing, an amount is negative or not finite, its
+            ``delta`` is not below the filter's, or the filter cannot price it (e.g. a step
+            known only by ``rho`` for :class:`~plda.filters.GaussianFilter`).
+        TypeError
+            If an amount is not a real number.
         """
         charge = self._charge(epsilon, delta, rho, mu, label)
         increment = self._increment(charge)
@@ -144,8 +165,33 @@ class PrivacyFilter:
         rho: float | None = None,
         mu: float | None = None,
     ) -> bool:
-        """Whether :meth:`spend` would accept this step now (nothing is recorded; bad input
-        still raises)."""
+        """Whether :meth:`spend` would accept this step now; nothing is recorded.
+
+        Parameters
+        ----------
+        epsilon : float, optional
+            The step is (``epsilon``, ``delta``)-DP given everything released before it.
+        delta : float, optional
+            The step's δ: 0, or below the filter's ``delta``.
+        rho : float, optional
+            The step is ``rho``-zCDP (e.g. a Gaussian mechanism: ``Δ² / (2σ²)``).
+        mu : float, optional
+            The step is ``mu``-GDP (e.g. a Gaussian mechanism: ``Δ / σ``).
+
+        Returns
+        -------
+        bool
+            True if the step fits the budget.
+
+        Raises
+        ------
+        ValueError
+            If the step is described by nothing, an amount is negative or not finite, its
+            ``delta`` is not below the filter's, or the filter cannot price it (e.g. a step
+            known only by ``rho`` for :class:`~plda.filters.GaussianFilter`).
+        TypeError
+            If an amount is not a real number.
+        """
         increment = self._increment(self._charge(epsilon, delta, rho, mu, ""))
         with self._lock:
             return self._fits(add_states(self._state, increment))
@@ -154,8 +200,12 @@ class PrivacyFilter:
         """Largest ε such that a pure (ε, 0)-DP step would be accepted now.
 
         The budget of the advanced filters is not a single number (it depends on the squares of
-        the steps), so this is the meaningful scalar: ``can_spend(epsilon=remaining())`` is
-        always true and any larger float is refused.
+        the steps), so this is the meaningful scalar.
+
+        Returns
+        -------
+        float
+            ``can_spend(epsilon=remaining())`` is true, and any larger float is refused.
         """
         with self._lock:
             state = self._state
@@ -169,7 +219,32 @@ class PrivacyFilter:
         rho: float | None = None,
         mu: float | None = None,
     ) -> int:
-        """How many more copies of this step the filter would accept (none recorded)."""
+        """How many more copies of a step the filter would accept; nothing is recorded.
+
+        Parameters
+        ----------
+        epsilon : float, optional
+            The step is (``epsilon``, ``delta``)-DP given everything released before it.
+        delta : float, optional
+            The step's δ: 0, or below the filter's ``delta``.
+        rho : float, optional
+            The step is ``rho``-zCDP (e.g. a Gaussian mechanism: ``Δ² / (2σ²)``).
+        mu : float, optional
+            The step is ``mu``-GDP (e.g. a Gaussian mechanism: ``Δ / σ``).
+
+        Returns
+        -------
+        int
+            The number of copies that fit, possibly 0.
+
+        Raises
+        ------
+        ValueError
+            If the step costs nothing (it could be repeated without end), or as for
+            :meth:`spend`.
+        TypeError
+            If an amount is not a real number.
+        """
         increment = self._increment(self._charge(epsilon, delta, rho, mu, ""))
         if all(v == 0 for v in increment):
             raise ValueError("a step that costs nothing can be repeated without end")

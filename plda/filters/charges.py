@@ -14,8 +14,16 @@ from plda.filters.amounts import amount, exact
 class BudgetExceededError(RuntimeError):
     """A filter refused a step; nothing was recorded.
 
-    Attributes ``spent`` (:class:`Usage` before the request), ``requested`` (:class:`Charge`) and
-    ``remaining`` (largest ε of a pure step that still fits) say why.
+    Parameters
+    ----------
+    message : str
+        What was refused and why.
+    spent : Usage
+        What the filter had recorded before the request (kept as ``spent``).
+    requested : Charge
+        The refused step (kept as ``requested``).
+    remaining : float
+        The largest ε of a pure step that still fits (kept as ``remaining``).
     """
 
     def __init__(self, message: str, spent: Usage, requested: Charge, remaining: float):
@@ -29,8 +37,18 @@ class BudgetExceededError(RuntimeError):
 class Charge:
     """One step as recorded by a filter or odometer: the guarantees the step satisfies.
 
-    ``epsilon``/``delta``: (ε, δ)-DP (``epsilon`` is ``None`` for a step described only by
-    ``rho``/``mu``); ``rho``: ρ-zCDP; ``mu``: μ-GDP; ``label``: free text for the history.
+    Attributes
+    ----------
+    epsilon : float or None
+        The step is (ε, δ)-DP; None for a step described only by ``rho`` or ``mu``.
+    delta : float
+        Its δ.
+    rho : float or None
+        The step is ρ-zCDP.
+    mu : float or None
+        The step is μ-GDP.
+    label : str
+        Free text for the history.
     """
 
     epsilon: float | None
@@ -54,8 +72,27 @@ class Charge:
 
 @dataclass(frozen=True)
 class Usage:
-    """What a filter has recorded: its condition reads ``statistic <= limit`` (and, for filters
-    that admit approximate steps, ``delta_sum <= delta_limit``)."""
+    """What a filter has recorded, and how close its condition is to the limit.
+
+    The condition reads ``statistic <= limit`` (and, for filters that admit approximate steps,
+    ``delta_sum <= delta_limit``).
+
+    Attributes
+    ----------
+    steps : int
+        The number of recorded steps.
+    epsilon_sum, delta_sum : float
+        The sums of the recorded steps' ε and δ.
+    statistic : float
+        The quantity the filter's condition bounds (e.g. ``K`` for
+        :class:`~plda.filters.AdvancedFilter`).
+    limit : float
+        Its limit.
+    measure : str
+        What ``statistic`` is, e.g. ``"sum of step rho (zCDP)"``.
+    delta_limit : float
+        The limit of ``delta_sum``.
+    """
 
     steps: int
     epsilon_sum: float
@@ -77,7 +114,32 @@ class Usage:
 
 
 def parse_charge(epsilon, delta, rho, mu, label) -> Charge:
-    """A step's description checked and normalized (filters and the odometer)."""
+    """A step's description, checked and normalized (filters and the odometer).
+
+    Parameters
+    ----------
+    epsilon, delta : float or None
+        The step is (ε, δ)-DP; ``epsilon`` None if it is described otherwise.
+    rho : float or None
+        The step is ρ-zCDP.
+    mu : float or None
+        The step is μ-GDP.
+    label : str
+        Free text for the history.
+
+    Returns
+    -------
+    Charge
+        The step.
+
+    Raises
+    ------
+    TypeError
+        If an amount is not a real number, or ``label`` is not a str.
+    ValueError
+        If an amount is negative or not finite, none of ``epsilon``, ``rho``, ``mu`` is given,
+        or ``delta`` is given without ``epsilon``.
+    """
     epsilon = amount("epsilon", epsilon, optional=True)
     delta = amount("delta", delta)
     rho = amount("rho", rho, optional=True)
@@ -92,9 +154,28 @@ def parse_charge(epsilon, delta, rho, mu, label) -> Charge:
 
 
 def zcdp_price(charge: Charge, who: str) -> Fraction:
-    """Exact zCDP cost of a step: ``rho`` if given, else ``mu^2/2`` (GDP implies zCDP by data
-    processing), else ``epsilon^2/2`` for a pure step (Bun & Steinke 2016, Prop. 3.3); the
-    smallest available. A step with ``delta > 0`` and no ``rho``/``mu`` has no zCDP price."""
+    """Exact zCDP cost of a step: the smallest of ``rho``, ``mu^2/2`` and ``epsilon^2/2``.
+
+    ``mu^2/2`` because GDP implies zCDP by data processing; ``epsilon^2/2`` for a pure step only
+    (Bun & Steinke 2016, Prop. 3.3).
+
+    Parameters
+    ----------
+    charge : Charge
+        The step.
+    who : str
+        Who charges it, for the error message.
+
+    Returns
+    -------
+    fractions.Fraction
+        The step's ρ.
+
+    Raises
+    ------
+    ValueError
+        If the step has ``delta > 0`` and no ``rho`` or ``mu``: it has no zCDP price.
+    """
     options = []
     if charge.rho is not None:
         options.append(exact(charge.rho))

@@ -23,9 +23,22 @@ DEFAULT_STEP_EPSILONS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5)
 
 @dataclass(frozen=True)
 class FilterComparison:
-    """How many pure ε₀-steps each filter allows for a budget (ε, δ), next to the most any
-    non-adaptive composition allows. ``counts[i][j]`` is column ``j`` at ``step_epsilons[i]``;
-    ``None`` where a column was not computed."""
+    """How many pure ε₀-steps each filter allows for a budget (ε, δ), next to the optimum.
+
+    ``print()`` it for a table.
+
+    Attributes
+    ----------
+    epsilon, delta : float
+        The budget.
+    step_epsilons : tuple of float
+        The ε₀ of the rows.
+    columns : tuple of str
+        The filters (and the optima) compared.
+    counts : tuple of tuple
+        ``counts[i][j]``: the steps column ``j`` allows at ``step_epsilons[i]``; None where a
+        column was not computed.
+    """
 
     epsilon: float
     delta: float
@@ -34,6 +47,23 @@ class FilterComparison:
     counts: tuple[tuple[int | None, ...], ...]
 
     def column(self, name: str) -> tuple[int | None, ...]:
+        """One column of the table.
+
+        Parameters
+        ----------
+        name : str
+            One of :attr:`columns`.
+
+        Returns
+        -------
+        tuple
+            The counts of that column, one per step epsilon.
+
+        Raises
+        ------
+        ValueError
+            If ``name`` is not a column.
+        """
         if name not in self.columns:
             raise ValueError(f"name must be one of {self.columns}, got {name!r}")
         j = self.columns.index(name)
@@ -98,12 +128,34 @@ def compare_filters(
     (``step_delta=0``: every step is pure), :class:`RenyiFilter`, :class:`GaussianFilter`
     (pure steps at :func:`gaussian_dp_of_pure_dp`).
 
-    ``optimal`` adds the largest k such that k *non-adaptive* runs of the worst ε₀-DP mechanism,
-    randomized response ``plda.ApproximateDP(ε₀)`` (Kairouz, Oh & Viswanath 2015: it dominates
-    every ε₀-DP mechanism, so its composition is the optimal composition theorem), have certified
-    ``epsilon(delta) <= epsilon`` — the ceiling for anything that only knows "ε₀-DP", which is
-    all a filter is told. ``laplace`` adds the same count for the Laplace mechanism itself
-    (``plda.Laplace(1/ε₀)``), which knows the noise shape and so may allow more.
+    Parameters
+    ----------
+    epsilon : float, optional
+        The budget's ε, > 0.
+    delta : float, optional
+        The budget's δ, in (0, 1/e) (the range of :class:`AdvancedFilter`).
+    step_epsilons : sequence of float, optional
+        The ε₀ of the rows, each > 0.
+    optimal : bool, optional
+        Add the largest k such that k *non-adaptive* runs of randomized response
+        ``plda.ApproximateDP(ε₀)``, the worst ε₀-DP mechanism (Kairouz, Oh & Viswanath 2015),
+        have certified ``epsilon(delta) <= epsilon``: the ceiling for anything that only knows
+        "ε₀-DP", which is all a filter is told.
+    laplace : bool, optional
+        Add the same count for the Laplace mechanism ``plda.Laplace(1/ε₀)``, which knows the
+        noise shape and so may allow more.
+
+    Returns
+    -------
+    FilterComparison
+        The counts, one row per ε₀.
+
+    Raises
+    ------
+    ValueError
+        If ``step_epsilons`` is empty or a value is out of range.
+    TypeError
+        If a value is not a real number.
     """
     epsilon = check.positive_float("epsilon", epsilon)
     delta = delta_budget("delta", delta, low_open=True, high=math.exp(-1))

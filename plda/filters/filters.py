@@ -1,5 +1,8 @@
-"""The privacy filters, each the halting rule of one fully-adaptive composition theorem:
-basic (RRUV16), advanced (RRUV16; WRRW23), Rényi/zCDP (FZ21) and Gaussian DP (ST22)."""
+"""The privacy filters, each the halting rule of one fully-adaptive composition theorem.
+
+Basic (RRUV16), advanced (RRUV16; WRRW23), Rényi/zCDP (FZ21) and Gaussian DP (ST22); the
+theorems are stated in ``docs/filters.md``.
+"""
 
 from __future__ import annotations
 
@@ -28,10 +31,26 @@ class BasicFilter(PrivacyFilter):
 
     Parameters
     ----------
-    epsilon
+    epsilon : float
         Overall ε > 0.
-    delta
+    delta : float, optional
         Overall δ in [0, 1); the steps' δᵢ add up against it.
+
+    Raises
+    ------
+    ValueError
+        If ``epsilon`` is not a finite number > 0 or ``delta`` is outside [0, 1).
+    TypeError
+        If a value is not a real number.
+
+    Examples
+    --------
+    >>> from plda import filters
+    >>> budget = filters.BasicFilter(epsilon=1.0)
+    >>> for _ in range(10):
+    ...     _ = budget.spend(epsilon=0.1)
+    >>> budget.can_spend(epsilon=1e-9)
+    False
     """
 
     measure = "sum of step epsilons"
@@ -61,19 +80,27 @@ class BasicFilter(PrivacyFilter):
 
 
 class AdvancedFilter(PrivacyFilter):
-    r"""The advanced-composition filter of Rogers, Roth, Ullman & Vadhan (2016).
+    """The advanced-composition filter of Rogers, Roth, Ullman & Vadhan (2016).
 
-    With ``H = ε² / (28.04 ln(1/δ))`` (the parameter fixed by the theorem) and
+    Halt if ``Σ δᵢ > δ/2`` or ``K > ε``, with ``K = Σ εⱼ (e^{εⱼ} - 1)/2 + sqrt((Σ εᵢ² + H)
+    (2 + ln(Σ εᵢ²/H + 1)) ln(2/δ))`` and ``H = ε² / (28.04 ln(1/δ))``: a valid filter for
+    ``δ ∈ (0, 1/e)`` (RRUV16; see ``docs/filters.md``). ``K`` is evaluated in floating point
+    and must clear ``ε`` by the relative margin :data:`SAFETY`.
 
-    .. math:: K = \sum_j ε_j \frac{e^{ε_j} - 1}{2}
-                  + \sqrt{\Big(\sum_i ε_i^2 + H\Big)\Big(2 + \ln\big(\tfrac{1}{H}\sum_i ε_i^2
-                  + 1\big)\Big)\ln(2/δ)},
+    Parameters
+    ----------
+    epsilon : float
+        Overall ε > 0.
+    delta : float
+        Overall δ in (0, 1/e); half of it pays for the steps' δᵢ, half for the concentration
+        bound.
 
-    the rule "halt if ``Σ δᵢ > δ/2`` or ``K > ε``" is a valid privacy filter for
-    ``δ ∈ (0, 1/e)`` and ``ε > 0`` (RRUV16, advanced composition for privacy filters; the form
-    in the privacy-filters tutorial). Half of δ pays for the steps' δᵢ, half for the
-    concentration bound. ``K`` is evaluated in floating point and must clear ``ε`` by the
-    relative margin :data:`SAFETY`.
+    Raises
+    ------
+    ValueError
+        If ``epsilon`` is not a finite number > 0 or ``delta`` is outside (0, 1/e).
+    TypeError
+        If a value is not a real number.
     """
 
     measure = "K (RRUV16)"
@@ -115,28 +142,31 @@ class AdvancedFilter(PrivacyFilter):
 
 
 class ImprovedAdvancedFilter(PrivacyFilter):
-    r"""The advanced-composition filter of Whitehouse, Ramdas, Rogers & Wu (2023), "Fully
-    adaptive composition in differential privacy" (ICML): advanced composition's constants
-    under fully adaptive parameters.
+    """The advanced-composition filter of Whitehouse, Ramdas, Rogers & Wu (2023).
 
-    With ``δ = δ' + δ''`` (``δ'' = step_delta`` pays for the steps' δᵢ), halt if
-
-    .. math:: \sqrt{2 \ln(1/δ') \sum_i ε_i^2} + \tfrac12 \sum_i ε_i^2 > ε
-              \quad\text{or}\quad \sum_i δ_i > δ''.
-
-    The first condition is ``Σ εᵢ² <= V`` with ``V = (sqrt(2L + 2ε) - sqrt(2L))²``,
-    ``L = ln(1/δ')`` (solve the quadratic in ``sqrt(Σ εᵢ²)``); ``V`` is computed once as
-    ``(2ε / (sqrt(2L + 2ε) + sqrt(2L)))²`` (no cancellation) and shaded down by
-    :data:`SAFETY`, then compared exactly. For pure steps this is the zCDP filter with
-    ``ρᵢ = εᵢ²/2`` and Bun–Steinke's conversion ``ρ + 2 sqrt(ρ ln(1/δ))``.
+    "Fully adaptive composition in differential privacy" (ICML) reaches advanced composition's
+    constants under fully adaptive parameters: with ``δ = δ' + δ''``, halt if
+    ``sqrt(2 ln(1/δ') Σ εᵢ²) + Σ εᵢ²/2 > ε`` or ``Σ δᵢ > δ''``. The first condition is
+    ``Σ εᵢ² <= V``, ``V = (sqrt(2L + 2ε) - sqrt(2L))²`` with ``L = ln(1/δ')``, computed without
+    cancellation, shaded down by :data:`SAFETY` and compared exactly (``docs/filters.md``).
 
     Parameters
     ----------
-    epsilon, delta
-        Overall guarantee; ``delta`` in (0, 1).
-    step_delta
+    epsilon : float
+        Overall ε > 0.
+    delta : float
+        Overall δ, in (0, 1).
+    step_delta : float, optional
         The part δ'' of ``delta`` reserved for the steps' δᵢ, in [0, delta); default
         ``delta / 2`` (as RRUV16). Use 0 when every step is pure.
+
+    Raises
+    ------
+    ValueError
+        If ``epsilon`` is not a finite number > 0 or ``delta`` is outside (0, 1), or
+        ``step_delta`` outside [0, delta).
+    TypeError
+        If a value is not a real number.
     """
 
     measure = "sum of squared step epsilons"
@@ -181,18 +211,27 @@ class ImprovedAdvancedFilter(PrivacyFilter):
 
 
 class RenyiFilter(PrivacyFilter):
-    """Rényi / zCDP filter of Feldman & Zrnic (2021), "Individual privacy accounting via a Rényi
-    filter" (NeurIPS), for Gaussian-type steps.
+    """Rényi / zCDP filter of Feldman & Zrnic (2021), for Gaussian-type steps.
 
-    Their theorem: if at a fixed order α the adaptively chosen RDP parameters satisfy
-    ``Σ εᵢ(α) <= B`` always, the composition is (α, B)-RDP. For ρᵢ-zCDP steps
-    (``εᵢ(α) = α ρᵢ``) the rule "halt if ``Σ ρᵢ > ρ``" is the same at every α, so the
-    interaction is ρ-zCDP, hence (ε, δ)-DP with ε from :func:`epsilon_of_zcdp`. ``ρ`` is the
-    largest budget whose conversion is at most the requested ε.
+    "Individual privacy accounting via a Rényi filter" (NeurIPS): halting when ``Σ ρᵢ > ρ``
+    keeps the interaction ρ-zCDP, hence (ε, δ)-DP with ε from :func:`epsilon_of_zcdp`; ``ρ``
+    is the largest budget whose conversion is at most the requested ε (``docs/filters.md``).
+    Steps are charged the smallest of ``rho``, ``mu²/2`` and, for a pure step, ``epsilon²/2``
+    (Bun & Steinke 2016, Prop. 3.3); steps with ``delta > 0`` and no ``rho``/``mu`` are refused.
 
-    Steps are charged ``rho`` if given, else ``mu²/2`` (μ-GDP implies μ²/2-zCDP by data
-    processing), else ``epsilon²/2`` for a pure step (Bun & Steinke 2016, Prop. 3.3); the
-    smallest available. Steps with ``delta > 0`` and no ``rho``/``mu`` are refused.
+    Parameters
+    ----------
+    epsilon : float
+        Overall ε > 0.
+    delta : float
+        Overall δ, in (0, 1).
+
+    Raises
+    ------
+    ValueError
+        If ``epsilon`` is not a finite number > 0 or ``delta`` is outside (0, 1).
+    TypeError
+        If a value is not a real number.
     """
 
     measure = "sum of step rho (zCDP)"
@@ -203,8 +242,27 @@ class RenyiFilter(PrivacyFilter):
 
     @classmethod
     def from_rho(cls, rho: float, delta: float) -> RenyiFilter:
-        """A filter whose budget is exactly ``Σ ρᵢ <= rho``; its ``epsilon`` is the certified
-        conversion of ``rho`` at ``delta``."""
+        """A filter whose budget is exactly ``Σ ρᵢ <= rho``.
+
+        Parameters
+        ----------
+        rho : float
+            The zCDP budget, > 0.
+        delta : float
+            The overall δ, in (0, 1).
+
+        Returns
+        -------
+        RenyiFilter
+            Its ``epsilon`` is the certified conversion of ``rho`` at ``delta``.
+
+        Raises
+        ------
+        ValueError
+            If a value is out of range.
+        TypeError
+            If a value is not a real number.
+        """
         rho = check.positive_float("rho", rho)
         delta = delta_budget("delta", delta, low_open=True)
         self = cls.__new__(cls)
@@ -258,17 +316,27 @@ class RenyiFilter(PrivacyFilter):
 
 
 class GaussianFilter(PrivacyFilter):
-    """Gaussian-DP filter: halt if ``Σ μᵢ² > μ²``.
+    """Gaussian-DP filter of Smith & Thakurta (2022): halt if ``Σ μᵢ² > μ²``.
 
-    Smith & Thakurta (2022), "Fully adaptive composition for Gaussian differential privacy":
     μᵢ-GDP steps with adaptively chosen μᵢ compose to μ-GDP when the filter stops at
-    ``Σ μᵢ² <= μ²``, exactly as in non-adaptive composition; Koskela, Tobaben & Honkela (2023)
-    prove it for Gaussian mechanisms with individual (adaptive) sensitivities. μ is the largest
-    value for which μ-GDP implies the requested (ε, δ) (Dong, Roth & Su 2022, Cor. 2.13).
+    ``Σ μᵢ² <= μ²``, as in non-adaptive composition; μ is the largest value for which μ-GDP
+    implies the requested (ε, δ) (Dong, Roth & Su 2022, Cor. 2.13; ``docs/filters.md``). Steps
+    are charged ``mu``, or a pure ε-step :func:`gaussian_dp_of_pure_dp`; a step known only by
+    ``rho`` or with ``delta > 0`` is refused: neither implies a GDP guarantee.
 
-    Steps are charged ``mu`` if given, else a pure ε-step costs
-    :func:`gaussian_dp_of_pure_dp` (exact worst case over ε-DP mechanisms). A step known only
-    by ``rho`` or with ``delta > 0`` is refused: neither implies a GDP guarantee.
+    Parameters
+    ----------
+    epsilon : float
+        Overall ε > 0.
+    delta : float
+        Overall δ, in (0, 1).
+
+    Raises
+    ------
+    ValueError
+        If ``epsilon`` is not a finite number > 0 or ``delta`` is outside (0, 1).
+    TypeError
+        If a value is not a real number.
     """
 
     measure = "sum of squared step mu (GDP)"
@@ -280,8 +348,27 @@ class GaussianFilter(PrivacyFilter):
 
     @classmethod
     def from_mu(cls, mu: float, delta: float) -> GaussianFilter:
-        """A filter whose budget is exactly ``Σ μᵢ² <= mu²``; its ``epsilon`` is the certified
-        conversion of μ-GDP at ``delta``."""
+        """A filter whose budget is exactly ``Σ μᵢ² <= mu²``.
+
+        Parameters
+        ----------
+        mu : float
+            The GDP budget, > 0.
+        delta : float
+            The overall δ, in (0, 1).
+
+        Returns
+        -------
+        GaussianFilter
+            Its ``epsilon`` is the certified conversion of μ-GDP at ``delta``.
+
+        Raises
+        ------
+        ValueError
+            If a value is out of range.
+        TypeError
+            If a value is not a real number.
+        """
         mu = check.positive_float("mu", mu)
         delta = delta_budget("delta", delta, low_open=True)
         self = cls.__new__(cls)

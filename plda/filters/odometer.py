@@ -14,30 +14,36 @@ from plda.filters.charges import Charge, parse_charge, zcdp_price
 
 
 class Odometer:
-    r"""A running bound on the privacy loss, valid at every step simultaneously.
+    """A running bound on the privacy loss, valid at every step simultaneously.
 
-    For ρᵢ-zCDP steps chosen adaptively, ``exp(λ(Lₙ - Rₙ) - λ² Rₙ)`` (``Lₙ`` the privacy loss,
-    ``Rₙ = Σ ρᵢ``) is a supermartingale for every λ > 0; mixing λ over a half-normal law of
-    precision ``c`` and applying Ville's inequality (the mixture method used for odometers by
-    Whitehouse, Ramdas, Rogers & Wu 2023) gives, with probability at least ``1 - delta``,
-    simultaneously for all n,
+    With probability at least ``1 - delta``, for all n at once, the privacy loss of the first n
+    steps is at most ``u(Rₙ)``, ``Rₙ = Σ ρᵢ`` (the mixture method of Whitehouse, Ramdas, Rogers
+    & Wu 2023; :meth:`bound`; derivation in ``docs/filters.md``, "Odometer"). So after any
+    number of steps, even one decided on the fly, the interaction is ex-post (``epsilon()``,
+    ``delta``)-private. Steps are charged like :class:`RenyiFilter`; the odometer never refuses
+    a step for its size: it only reports.
 
-    .. math:: L_n \le u(R_n) = R_n + x^*, \quad
-              2\sqrt{\tfrac{c}{s}}\, e^{x^{*2}/(2s)}\, \Phi\big(x^*/\sqrt{s}\big) = \frac{1}{δ},
-              \quad s = 2R_n + c,
+    Parameters
+    ----------
+    delta : float, optional
+        The probability, in (0, 1), with which the bound may fail.
+    target_epsilon : float, optional
+        Where the bound is made tightest (the mixture's precision ``c`` is fixed here, before
+        any data is seen); elsewhere it pays a small ``log`` factor.
 
-    the exact mixture (see :meth:`bound`); bounding ``Φ >= 1/2`` would give the closed form
-    ``sqrt(2 s ln(sqrt(s/c)/δ))``, which is the same bound at ``2δ``.
+    Attributes
+    ----------
+    target_epsilon : float
+        As given.
+    tuning : float
+        The mixture's precision ``c``.
 
-    So after any number of steps — including a number the analyst decided on the fly — the
-    interaction is ex-post (``epsilon()``, ``delta``)-private. ``c`` is fixed at construction
-    (it must not depend on the data) and chosen to make the bound tightest where it equals
-    ``target_epsilon``; elsewhere it pays a small ``log`` factor, the price of validity at all
-    times.
-
-    Steps are charged like :class:`RenyiFilter` (``rho``, ``mu²/2`` or ``epsilon²/2`` for pure
-    steps); steps with ``delta > 0`` and no ``rho``/``mu`` are refused. The odometer never
-    refuses a step for its size: it only reports.
+    Raises
+    ------
+    ValueError
+        If a value is out of range.
+    TypeError
+        If a value is not a real number.
     """
 
     def __init__(self, delta: float = 1e-6, *, target_epsilon: float = 1.0):
@@ -51,10 +57,12 @@ class Odometer:
 
     @property
     def delta(self) -> float:
+        """The probability with which the bound may fail."""
         return self._delta
 
     @property
     def history(self) -> tuple[Charge, ...]:
+        """The recorded steps, oldest first."""
         with self._lock:
             return tuple(self._history)
 
@@ -71,22 +79,39 @@ class Odometer:
             return float(self._rho)
 
     def epsilon(self) -> float:
-        """The current bound on the privacy loss (0 before any step)."""
+        """The current bound on the privacy loss.
+
+        Returns
+        -------
+        float
+            ``u(Σ ρᵢ)`` after the last recorded step; 0 before any step.
+        """
         with self._lock:
             return self._bounds[-1] if self._bounds else 0.0
 
     def bound(self, rho_total: float) -> float:
-        """``u(R)`` for a total ``R = Σ ρᵢ``: ``R + x*`` with ``x*`` the root of the mixture
-        condition below.
+        """The bound ``u(R) = R + x*`` on the privacy loss at a total ``R = Σ ρᵢ``.
 
-        Mixing ``exp(λx - λ²R)`` (``x = L - R``) over the half-normal density
-        ``2 sqrt(c/2π) e^{-cλ²/2}`` on ``λ > 0`` gives exactly
-        ``M = 2 sqrt(c/s) e^{x²/(2s)} Φ(x/√s)`` with ``s = 2R + c``, and Ville's inequality keeps
-        ``M < 1/δ`` at all times with probability ``1 - δ``. ``M`` increases in ``x``, so the
-        loss stays below the root ``x*`` of ``log M = log(1/δ)``. Bounding ``Φ >= 1/2`` instead
-        gives the closed form ``sqrt(2 s log(sqrt(s/c) / δ))`` of the class docstring, which is
-        ``x*`` at ``2δ`` (a factor 2 lost in δ); the root is found by bisection below it and
-        rounded up."""
+        ``x*`` is the root of ``2 sqrt(c/s) e^{x²/(2s)} Φ(x/√s) = 1/δ`` with ``s = 2R + c``,
+        found by bisection and rounded up (derivation: ``docs/filters.md``, "Odometer").
+
+        Parameters
+        ----------
+        rho_total : float
+            The total ``R``, ``>= 0``.
+
+        Returns
+        -------
+        float
+            ``u(R)``, rounded up.
+
+        Raises
+        ------
+        ValueError
+            If ``rho_total`` is negative or not finite.
+        TypeError
+            If it is not a real number.
+        """
         rho_total = amount("rho_total", rho_total)
         c = self.tuning
         spread = 2 * rho_total + c
@@ -121,7 +146,34 @@ class Odometer:
         mu: float | None = None,
         label: str = "",
     ) -> Charge:
-        """Record a step (see :meth:`PrivacyFilter.spend`); returns the recorded charge."""
+        """Record a step and move the bound; the odometer never refuses a step for its size.
+
+        Parameters
+        ----------
+        epsilon : float, optional
+            The step is (``epsilon``, ``delta``)-DP (a pure step is priced ``epsilon²/2``).
+        delta : float, optional
+            The step's δ (a step with ``delta > 0`` needs ``rho`` or ``mu``).
+        rho : float, optional
+            The step is ``rho``-zCDP.
+        mu : float, optional
+            The step is ``mu``-GDP (priced ``mu²/2``).
+        label : str, optional
+            Free text kept in :attr:`history`.
+
+        Returns
+        -------
+        Charge
+            The recorded step.
+
+        Raises
+        ------
+        ValueError
+            If the step has no zCDP price (``delta > 0`` without ``rho`` or ``mu``), an amount is
+            out of range, or the bound would overflow a float; nothing is recorded then.
+        TypeError
+            If an amount is not a real number.
+        """
         charge = parse_charge(epsilon, delta, rho, mu, label)
         price = zcdp_price(charge, "the Odometer")
         with self._lock:

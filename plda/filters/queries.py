@@ -45,12 +45,17 @@ class PrivateQueries:
 
     Parameters
     ----------
-    data
+    data : object
         Any object; only the query callables see it.
-    budget
-        A filter or an odometer.
-    rng
-        ``numpy.random.Generator``, a seed, or ``None`` (fresh entropy).
+    budget : PrivacyFilter or Odometer
+        What each answer is charged to.
+    rng : numpy.random.Generator or int, optional
+        The noise generator, a seed, or ``None`` (fresh entropy).
+
+    Raises
+    ------
+    TypeError
+        If ``budget`` is not a :class:`PrivacyFilter` or an :class:`Odometer`.
     """
 
     def __init__(self, data, budget: PrivacyFilter | Odometer, rng=None):
@@ -95,8 +100,33 @@ class PrivateQueries:
 
     # ---------------------------------------------------------------- mechanisms
     def laplace(self, query: Callable, sensitivity: float, epsilon: float, *, label: str = ""):
-        """``query(data) + Lap(sensitivity / epsilon)`` (each coordinate; ``sensitivity`` is the
-        L1 sensitivity). Charges a pure ``epsilon`` step."""
+        """Laplace mechanism: ``query(data) + Lap(sensitivity / epsilon)``, charged a pure ε step.
+
+        Parameters
+        ----------
+        query : callable
+            ``query(data)``: a number or an array of numbers.
+        sensitivity : float
+            The query's L1 sensitivity, > 0.
+        epsilon : float
+            The step's ε, > 0.
+        label : str, optional
+            Free text kept in the budget's history.
+
+        Returns
+        -------
+        float or numpy.ndarray
+            The noisy answer, of the query's shape.
+
+        Raises
+        ------
+        BudgetExceededError
+            If the budget is a filter and refuses the step (the query does not run).
+        ValueError
+            If an argument is out of range, or the query returns a non-finite value.
+        TypeError
+            If ``query`` is not callable or a number is not a real number.
+        """
         sensitivity = check.positive_float("sensitivity", sensitivity)
         epsilon = check.positive_float("epsilon", epsilon)
         scale = round_up(sensitivity / epsilon) * (1 + SAFETY)  # never less noise than calibrated
@@ -117,12 +147,42 @@ class PrivateQueries:
         mu: float | None = None,
         label: str = "",
     ):
-        """``query(data) + N(0, σ²)`` (``sensitivity`` is the L2 sensitivity Δ).
+        """Gaussian mechanism: ``query(data) + N(0, σ²)``, charged with every guarantee it has.
 
         Give exactly one of: ``epsilon`` and ``delta`` (σ is the analytic Gaussian mechanism's,
         Balle & Wang 2018: the smallest σ with (ε, δ)-DP), ``rho`` (σ = Δ / sqrt(2ρ)) or ``mu``
-        (σ = Δ / μ). The step is charged with every guarantee it has (ε, δ if given; ρ = μ²/2;
-        μ = Δ/σ), so any filter can price it.
+        (σ = Δ / μ). The step is charged (ε, δ) if given, ρ = μ²/2 and μ = Δ/σ, so any filter
+        can price it.
+
+        Parameters
+        ----------
+        query : callable
+            ``query(data)``: a number or an array of numbers.
+        sensitivity : float
+            The query's L2 sensitivity Δ, > 0.
+        epsilon, delta : float, optional
+            Calibrate σ to (ε, δ)-DP.
+        rho : float, optional
+            Calibrate σ to ρ-zCDP.
+        mu : float, optional
+            Calibrate σ to μ-GDP.
+        label : str, optional
+            Free text kept in the budget's history.
+
+        Returns
+        -------
+        float or numpy.ndarray
+            The noisy answer, of the query's shape.
+
+        Raises
+        ------
+        BudgetExceededError
+            If the budget is a filter and refuses the step (the query does not run).
+        ValueError
+            If an argument is out of range, not exactly one calibration is given, or the query
+            returns a non-finite value.
+        TypeError
+            If ``query`` is not callable or a number is not a real number.
         """
         sensitivity = check.positive_float("sensitivity", sensitivity)
         given = [epsilon is not None or delta is not None, rho is not None, mu is not None]
@@ -155,9 +215,36 @@ class PrivateQueries:
     def discrete_laplace(
         self, query: Callable, sensitivity: int, epsilon: float, *, label: str = ""
     ):
-        """Integer ``query(data) + Z`` with ``P(Z = z) ∝ exp(-epsilon |z| / sensitivity)``, sampled
-        exactly (no floating point; Canonne, Kamath & Steinke 2020). Pure ``epsilon``-DP for an
-        integer query of L1 ``sensitivity``."""
+        """Discrete Laplace mechanism, sampled exactly: pure ε-DP for an integer query.
+
+        ``query(data) + Z`` with ``P(Z = z) ∝ exp(-epsilon |z| / sensitivity)``, sampled with
+        rational arithmetic only (Canonne, Kamath & Steinke 2020).
+
+        Parameters
+        ----------
+        query : callable
+            ``query(data)``: an integer or an array of integers.
+        sensitivity : int
+            The query's L1 sensitivity, a positive integer.
+        epsilon : float
+            The step's ε, > 0.
+        label : str, optional
+            Free text kept in the budget's history.
+
+        Returns
+        -------
+        int or numpy.ndarray
+            The noisy answer (Python integers, no overflow), of the query's shape.
+
+        Raises
+        ------
+        BudgetExceededError
+            If the budget is a filter and refuses the step (the query does not run).
+        ValueError
+            If an argument is out of range, or the query is not integer-valued.
+        TypeError
+            If ``query`` is not callable or a number is not a real number.
+        """
         sensitivity = positive_int("sensitivity", sensitivity)
         epsilon = check.positive_float("epsilon", epsilon)
         rate = exact(epsilon) / sensitivity  # P ∝ exp(-rate |z|), rate = s / t
@@ -180,9 +267,40 @@ class PrivateQueries:
         sigma: float | None = None,
         label: str = "",
     ):
-        """Integer ``query(data) + Z`` with ``P(Z = z) ∝ exp(-z² / (2σ²))``, sampled exactly
-        (CKS20). Give ``rho`` (σ² = Δ²/(2ρ), exactly) or ``sigma``; the step is charged as
-        ``Δ²/(2σ²)``-zCDP (CKS20), which :class:`RenyiFilter` and :class:`Odometer` price."""
+        """Discrete Gaussian mechanism, sampled exactly, charged ``Δ²/(2σ²)``-zCDP.
+
+        ``query(data) + Z`` with ``P(Z = z) ∝ exp(-z² / (2σ²))`` (Canonne, Kamath & Steinke
+        2020); the zCDP charge is priced by :class:`RenyiFilter` and :class:`Odometer`.
+
+        Parameters
+        ----------
+        query : callable
+            ``query(data)``: an integer or an array of integers.
+        sensitivity : int
+            The query's L2 sensitivity Δ, a positive integer.
+        rho : float, optional
+            Calibrate σ² = Δ²/(2ρ), exactly.
+        sigma : float, optional
+            The noise scale σ.
+        label : str, optional
+            Free text kept in the budget's history.
+
+        Returns
+        -------
+        int or numpy.ndarray
+            The noisy answer (Python integers), of the query's shape.
+
+        Raises
+        ------
+        BudgetExceededError
+            If the budget is a filter and refuses the step (the query does not run).
+        ValueError
+            If an argument is out of range, not exactly one of ``rho`` and ``sigma`` is given,
+            the budget cannot price a zCDP step (e.g. a :class:`GaussianFilter`), or the query
+            is not integer-valued.
+        TypeError
+            If ``query`` is not callable or a number is not a real number.
+        """
         sensitivity = positive_int("sensitivity", sensitivity)
         if (rho is None) == (sigma is None):
             raise ValueError("give exactly one of rho and sigma")
@@ -201,8 +319,33 @@ class PrivateQueries:
         return self._shape(values, noisy)
 
     def count(self, predicate: Callable, epsilon: float, *, label: str = "") -> int:
-        """Noisy number of records satisfying ``predicate`` (sensitivity 1), with exact discrete
-        Laplace noise; ``data`` must be iterable over records."""
+        """Noisy number of records satisfying a predicate, with exact discrete Laplace noise.
+
+        The count has sensitivity 1; ``data`` must be iterable over records.
+
+        Parameters
+        ----------
+        predicate : callable
+            ``predicate(record) -> bool``.
+        epsilon : float
+            The step's ε, > 0.
+        label : str, optional
+            Free text kept in the budget's history.
+
+        Returns
+        -------
+        int
+            The noisy count.
+
+        Raises
+        ------
+        BudgetExceededError
+            If the budget is a filter and refuses the step (the query does not run).
+        ValueError
+            If an argument is out of range.
+        TypeError
+            If ``predicate`` is not callable or a number is not a real number.
+        """
         if not callable(predicate):
             raise TypeError(f"predicate must be callable, got {type(predicate).__name__}")
         return self.discrete_laplace(
@@ -218,8 +361,35 @@ class PrivateQueries:
         *,
         label: str = "",
     ) -> float:
-        """Noisy ``Σ clip(value(record), lower, upper)`` with Laplace noise; one record moves the
-        sum by at most ``max(|lower|, |upper|)``, the sensitivity used."""
+        """Noisy clipped sum ``Σ clip(value(record), lower, upper)``, with Laplace noise.
+
+        One record moves the sum by at most ``max(|lower|, |upper|)``, the sensitivity used.
+
+        Parameters
+        ----------
+        value : callable
+            ``value(record) -> float``.
+        lower, upper : float
+            The clipping range, finite, ``lower < upper``.
+        epsilon : float
+            The step's ε, > 0.
+        label : str, optional
+            Free text kept in the budget's history.
+
+        Returns
+        -------
+        float
+            The noisy sum.
+
+        Raises
+        ------
+        BudgetExceededError
+            If the budget is a filter and refuses the step (the query does not run).
+        ValueError
+            If an argument is out of range, or ``lower >= upper``.
+        TypeError
+            If ``value`` is not callable or a number is not a real number.
+        """
         if not callable(value):
             raise TypeError(f"value must be callable, got {type(value).__name__}")
         for name, bound in (("lower", lower), ("upper", upper)):

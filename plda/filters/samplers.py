@@ -1,5 +1,6 @@
 """Exact integer samplers (Canonne, Kamath & Steinke 2020): discrete Laplace and discrete
-Gaussian noise from integer and rational arithmetic only (no floating point)."""
+Gaussian noise from integer and rational arithmetic only (no floating point).
+"""
 
 from __future__ import annotations
 
@@ -10,7 +11,20 @@ import numpy as np
 
 
 def randbelow(rng: np.random.Generator, n: int) -> int:
-    """Uniform integer in [0, n), exact for any size."""
+    """Uniform integer in [0, n), exact for any size.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        The source of randomness.
+    n : int
+        The number of outcomes, ``>= 1``.
+
+    Returns
+    -------
+    int
+        The draw.
+    """
     if n <= 1 << 62:
         return int(rng.integers(n))
     bits = n.bit_length()
@@ -22,8 +36,22 @@ def randbelow(rng: np.random.Generator, n: int) -> int:
 
 
 def bernoulli_exp(rng, numerator: int, denominator: int) -> bool:
-    """Bernoulli(exp(-n/d)) for integers n >= 0, d >= 1, exactly (Canonne, Kamath & Steinke
-    2020, Algorithm 1): integer arithmetic only."""
+    """Bernoulli(exp(-n/d)), exactly, with integer arithmetic only (CKS20, Algorithm 1).
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        The source of randomness.
+    numerator : int
+        ``n >= 0``.
+    denominator : int
+        ``d >= 1``.
+
+    Returns
+    -------
+    bool
+        True with probability ``exp(-n/d)``.
+    """
     while numerator > denominator:  # exp(-γ) = exp(-1)^floor(γ) exp(-(γ - floor(γ)))
         if not bernoulli_exp(rng, 1, 1):
             return False
@@ -35,7 +63,20 @@ def bernoulli_exp(rng, numerator: int, denominator: int) -> bool:
 
 
 def discrete_laplace(rng, s: int, t: int) -> int:
-    """Sample with ``P(x) ∝ exp(-|x| s / t)`` on the integers (CKS20, Algorithm 2)."""
+    """Sample with ``P(x) ∝ exp(-|x| s / t)`` on the integers (CKS20, Algorithm 2).
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        The source of randomness.
+    s, t : int
+        Positive integers: the scale is ``t / s``.
+
+    Returns
+    -------
+    int
+        The draw.
+    """
     while True:
         u = randbelow(rng, t)
         if not bernoulli_exp(rng, u, t):
@@ -51,7 +92,20 @@ def discrete_laplace(rng, s: int, t: int) -> int:
 
 
 def discrete_gaussian(rng, sigma_squared: Fraction) -> int:
-    """Sample with ``P(x) ∝ exp(-x² / (2σ²))`` on the integers (CKS20, Algorithm 3)."""
+    """Sample with ``P(x) ∝ exp(-x² / (2σ²))`` on the integers (CKS20, Algorithm 3).
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        The source of randomness.
+    sigma_squared : fractions.Fraction
+        ``σ² > 0``, exactly.
+
+    Returns
+    -------
+    int
+        The draw.
+    """
     t = math.isqrt(math.floor(sigma_squared)) + 1  # floor(sigma) + 1
     while True:
         y = discrete_laplace(rng, 1, t)

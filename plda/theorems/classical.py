@@ -22,20 +22,58 @@ def basic(steps) -> Guarantee:
     """Basic composition: ``(sum epsilon_i, sum delta_i)``.
 
     Theorem (Dwork, McSherry, Nissim & Smith 2006 for pure DP; Dwork, Kenthapadi, McSherry,
-    Mironov & Naor 2006 for approximate DP); holds under adaptive and — with the same epsilon and
-    a larger delta — concurrent composition (see :func:`concurrent`).
+    Mironov & Naor 2006 for approximate DP); holds under adaptive and, with the same epsilon and
+    a larger delta, concurrent composition (see :func:`concurrent`).
+
+    Parameters
+    ----------
+    steps : sequence
+        The steps: ``(epsilon_i, delta_i)`` pairs, or objects with ``epsilon`` and ``delta``
+        attributes (e.g. :class:`~plda.ApproximateDP`); ``epsilon_i >= 0`` finite,
+        ``delta_i`` in [0, 1).
+
+    Returns
+    -------
+    Guarantee
+        ``(sum epsilon_i, min(1, sum delta_i))``, sums rounded up.
+
+    Raises
+    ------
+    TypeError
+        If ``steps`` is not a sequence of pairs, or a value is not a real number.
+    ValueError
+        If ``steps`` is empty or a value is out of range.
     """
     epsilons, deltas = parse_steps(steps)
     return Guarantee(sum_up(epsilons), min(1.0, sum_up(deltas)), "basic composition")
 
 
 def parallel(steps) -> Guarantee:
-    """Parallel composition: ``(max epsilon_i, max delta_i)`` when each step reads a *disjoint*
-    part of the data (each record can affect at most one step).
+    """Parallel composition: ``(max epsilon_i, max delta_i)`` for steps on disjoint data.
 
-    Theorem (McSherry 2009, PINQ). Under the add/remove relation the parts may be defined by any
-    fixed partition of the record domain; under replace-one a replaced record can move between two
-    parts, and then the answer is the basic composition of the two largest steps instead.
+    Each step reads a *disjoint* part of the data, so each record affects at most one step.
+    Theorem (McSherry 2009, PINQ) under the add/remove relation, the parts defined by any fixed
+    partition of the record domain; under replace-one a replaced record can move between two
+    parts, and the answer is then the basic composition of the two largest steps instead.
+
+    Parameters
+    ----------
+    steps : sequence
+        The steps: ``(epsilon_i, delta_i)`` pairs, or objects with ``epsilon`` and ``delta``
+        attributes (e.g. :class:`~plda.ApproximateDP`); ``epsilon_i >= 0`` finite,
+        ``delta_i`` in [0, 1).
+
+    Returns
+    -------
+    Guarantee
+        ``(max epsilon_i, max delta_i)``.
+
+    Raises
+    ------
+    TypeError
+        If ``steps`` is not a sequence of pairs, or a value is not a real number.
+    ValueError
+        If ``steps`` is empty or a value is out of range.
     """
     epsilons, deltas = parse_steps(steps)
     return Guarantee(float(np.max(epsilons)), float(np.max(deltas)), "parallel composition")
@@ -43,21 +81,34 @@ def parallel(steps) -> Guarantee:
 
 # ----------------------------------------------------------------------------- advanced
 def advanced(steps, delta_slack: float) -> Guarantee:
-    r"""Advanced composition (Dwork, Rothblum & Vadhan 2010, Thm. III.3; Dwork & Roth 2014,
-    Thm. 3.20): for ``k`` steps that are each ``(epsilon, delta)``-DP and any slack
-    ``delta' > 0``, the composition is ``(epsilon', k delta + delta')``-DP with
+    """Advanced composition of Dwork, Rothblum & Vadhan (2010): ``epsilon`` grows like ``sqrt(k)``.
 
-    .. math:: \varepsilon' = \sqrt{2k\ln(1/\delta')}\,\varepsilon + k\varepsilon(e^\varepsilon - 1).
-
+    ``epsilon' = sqrt(2 ln(1/delta') sum epsilon_i^2) + sum epsilon_i (e^epsilon_i - 1)`` at
+    ``delta = sum delta_i + delta'`` (DRV10, Thm. III.3; Dwork & Roth 2014, Thm. 3.20; the
+    heterogeneous form has the same proof). A theorem; :func:`advanced_kov` is sharper.
     The parameters (steps, their epsilons and deltas, the count) must be fixed before the
-    interaction starts: for adaptively chosen parameters this theorem does not hold, and only
-    the privacy filters and odometer of :mod:`plda.filters` give guarantees.
+    interaction starts; for adaptively chosen ones only :mod:`plda.filters` gives guarantees.
 
-    For heterogeneous steps the same proof (Azuma-Hoeffding on the privacy loss, each term in
-    ``[-epsilon_i, epsilon_i]`` with mean ``<= epsilon_i (e^epsilon_i - 1)``) gives
-    ``epsilon' = sqrt(2 ln(1/delta') sum epsilon_i^2) + sum epsilon_i (e^epsilon_i - 1)`` and
-    ``delta = sum delta_i + delta'``, which is the formula above when all steps are equal.
-    A theorem; see :func:`advanced_kov` for the sharper Kairouz-Oh-Viswanath bound.
+    Parameters
+    ----------
+    steps : sequence
+        The steps: ``(epsilon_i, delta_i)`` pairs, or objects with ``epsilon`` and ``delta``
+        attributes (e.g. :class:`~plda.ApproximateDP`); ``epsilon_i >= 0`` finite,
+        ``delta_i`` in [0, 1).
+    delta_slack : float
+        The slack ``delta'`` in (0, 1).
+
+    Returns
+    -------
+    Guarantee
+        ``(epsilon', min(1, sum delta_i + delta'))``, rounded up.
+
+    Raises
+    ------
+    TypeError
+        If ``steps`` is not a sequence of pairs, or a value is not a real number.
+    ValueError
+        If ``steps`` is empty or a value is out of range.
     """
     epsilons, deltas = parse_steps(steps)
     slack = delta_value("delta_slack", delta_slack, allow_zero=False)
@@ -70,24 +121,35 @@ def advanced(steps, delta_slack: float) -> Guarantee:
 
 
 def advanced_kov(steps, delta_slack: float) -> Guarantee:
-    r"""The sharper advanced-composition bound of Kairouz, Oh & Viswanath (ICML 2015;
-    arXiv:1311.0776 Thm. 3.4 homogeneous / Thm. 3.5 heterogeneous, "Composition Theorem I/II" of
-    their slides): the composition is ``(epsilon~, 1 - (1 - delta~) prod(1 - delta_i))``-DP for
+    """The sharper advanced-composition bound of Kairouz, Oh & Viswanath (2015).
 
-    .. math::
-        \tilde\varepsilon = \min\Big\{\sum_i \varepsilon_i,\;
-        \mu + \sqrt{2 S \log(e + \sqrt{S}/\tilde\delta)},\;
-        \mu + \sqrt{2 S \log(1/\tilde\delta)}\Big\},\quad
-        \mu = \sum_i \varepsilon_i \tanh(\varepsilon_i / 2),\; S = \sum_i \varepsilon_i^2,
+    ``min{sum epsilon_i, mu + sqrt(2 S log(e + sqrt(S) / delta~)), mu + sqrt(2 S log(1 /
+    delta~))}`` with ``mu = sum epsilon_i tanh(epsilon_i / 2)`` and ``S = sum epsilon_i^2``, at
+    ``delta = 1 - (1 - delta~) prod(1 - delta_i)`` (KOV15, arXiv:1311.0776, Thms. 3.4 and 3.5).
+    A theorem. The parameters (steps, their epsilons and deltas, the count) must be fixed
+    before the interaction starts; for adaptively chosen ones only :mod:`plda.filters` gives
+    guarantees.
 
-    (``tanh(e/2) = (e^e - 1)/(e^e + 1)``; ``mu`` is the mean privacy loss of the dominating
-    randomized responses). A theorem. The third term is Hoeffding's inequality on that loss, which
-    is why it can replace ``epsilon (e^epsilon - 1)`` of :func:`advanced` by the smaller
-    ``epsilon tanh(epsilon/2)``.
+    Parameters
+    ----------
+    steps : sequence
+        The steps: ``(epsilon_i, delta_i)`` pairs, or objects with ``epsilon`` and ``delta``
+        attributes (e.g. :class:`~plda.ApproximateDP`); ``epsilon_i >= 0`` finite,
+        ``delta_i`` in [0, 1).
+    delta_slack : float
+        The slack ``delta~`` in (0, 1).
 
-    The parameters (steps, their epsilons and deltas, the count) must be fixed before the
-    interaction starts: for adaptively chosen parameters this theorem does not hold, and only
-    the privacy filters and odometer of :mod:`plda.filters` give guarantees.
+    Returns
+    -------
+    Guarantee
+        ``(epsilon~, 1 - (1 - delta~) prod(1 - delta_i))``, both rounded up.
+
+    Raises
+    ------
+    TypeError
+        If ``steps`` is not a sequence of pairs, or a value is not a real number.
+    ValueError
+        If ``steps`` is empty or a value is out of range.
     """
     epsilons, deltas = parse_steps(steps)
     slack = delta_value("delta_slack", delta_slack, allow_zero=False)

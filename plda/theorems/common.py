@@ -1,5 +1,6 @@
 """What every composition theorem shares: the :class:`Guarantee` it returns, the checked
-reading of its arguments (a list of ``(epsilon, delta)`` steps, grouped), and outward rounding."""
+reading of its arguments (a list of ``(epsilon, delta)`` steps, grouped), and outward rounding.
+"""
 
 from __future__ import annotations
 
@@ -20,9 +21,28 @@ from plda._internal.floats import UNIT_ROUNDOFF
 class Guarantee:
     """An ``(epsilon, delta)``-DP guarantee produced by a composition theorem.
 
-    Unpacks like the tuple ``(epsilon, delta)``. ``epsilon_lower`` is set only by the numerical
-    optima (:func:`optimal`, :func:`kairouz_oh_viswanath`, :func:`group_privacy_mechanism`): the
-    true optimal epsilon lies in ``[epsilon_lower, epsilon]``.
+    Unpacks like the tuple ``(epsilon, delta)``.
+
+    Attributes
+    ----------
+    epsilon : float
+        The guaranteed epsilon, rounded up (``inf`` where the theorem does not apply).
+    delta : float
+        The guaranteed delta, rounded up.
+    name : str
+        The theorem, e.g. ``"advanced composition (DRV10)"``.
+    epsilon_lower : float or None
+        Set only by the numerical optima (:func:`~plda.theorems.optimal`,
+        :func:`~plda.theorems.kairouz_oh_viswanath`,
+        :func:`~plda.theorems.group_privacy_mechanism`): the true optimal epsilon lies in
+        ``[epsilon_lower, epsilon]``.
+
+    Examples
+    --------
+    >>> from plda import theorems
+    >>> epsilon, delta = theorems.basic([(0.5, 1e-6), (0.25, 0.0)])
+    >>> epsilon, delta
+    (0.75, 1e-06)
     """
 
     epsilon: float
@@ -42,12 +62,52 @@ class Guarantee:
 
 # ----------------------------------------------------------------------------- validation
 def real_number(name: str, value) -> float:
+    """A real number argument as a float.
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, for the error message.
+    value
+        The argument.
+
+    Returns
+    -------
+    float
+        ``float(value)``.
+
+    Raises
+    ------
+    TypeError
+        If ``value`` is not a real number (a ``bool`` is not).
+    """
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
     return float(value)
 
 
 def epsilon_value(name: str, value) -> float:
+    """An epsilon argument: a finite float ``>= 0``.
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, for the error messages.
+    value
+        The argument.
+
+    Returns
+    -------
+    float
+        The value.
+
+    Raises
+    ------
+    TypeError
+        If ``value`` is not a real number.
+    ValueError
+        If it is negative, infinite or NaN.
+    """
     v = real_number(name, value)
     if not (v >= 0 and math.isfinite(v)):
         raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
@@ -55,6 +115,29 @@ def epsilon_value(name: str, value) -> float:
 
 
 def delta_value(name: str, value, *, allow_zero: bool = True) -> float:
+    """A delta argument: a float in [0, 1), or (0, 1) without ``allow_zero``.
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, for the error messages.
+    value
+        The argument.
+    allow_zero : bool, optional
+        Whether 0 is accepted.
+
+    Returns
+    -------
+    float
+        The value.
+
+    Raises
+    ------
+    TypeError
+        If ``value`` is not a real number.
+    ValueError
+        If it lies outside the interval.
+    """
     v = real_number(name, value)
     ok = (0 <= v < 1) if allow_zero else (0 < v < 1)
     if not ok:
@@ -64,6 +147,27 @@ def delta_value(name: str, value, *, allow_zero: bool = True) -> float:
 
 
 def count_value(name: str, value) -> int:
+    """A count argument: an integer ``>= 1`` (integral floats such as ``3.0`` accepted).
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, for the error messages.
+    value
+        The argument.
+
+    Returns
+    -------
+    int
+        The count.
+
+    Raises
+    ------
+    TypeError
+        If ``value`` is not a real number.
+    ValueError
+        If it is not an integer ``>= 1``.
+    """
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be an integer >= 1, got {type(value).__name__}")
     if isinstance(value, numbers.Integral):
@@ -78,8 +182,28 @@ def count_value(name: str, value) -> int:
 
 
 def parse_steps(steps) -> tuple[np.ndarray, np.ndarray]:
-    """``steps`` -> arrays ``(epsilons, deltas)``; accepts ``(epsilon, delta)`` pairs or objects
-    with ``epsilon`` and ``delta`` attributes (e.g. ``plda.ApproximateDP``)."""
+    """The steps of a theorem as two arrays, checked.
+
+    Parameters
+    ----------
+    steps : sequence
+        ``(epsilon, delta)`` pairs, or objects with ``epsilon`` and ``delta`` attributes (e.g.
+        :class:`~plda.ApproximateDP`).
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(epsilons, deltas)``, one entry per step.
+
+    Raises
+    ------
+    TypeError
+        If ``steps`` is not a sequence of pairs, or a value is not a real number (the error
+        names the first bad entry).
+    ValueError
+        If ``steps`` is empty, an epsilon is negative or not finite, or a delta is outside
+        [0, 1).
+    """
     if isinstance(steps, str | bytes) or not isinstance(steps, Iterable):
         raise TypeError(
             "steps must be a sequence of (epsilon, delta) pairs, got " + type(steps).__name__
@@ -126,22 +250,59 @@ def _steps_fast(items: list) -> tuple[np.ndarray, np.ndarray] | None:
 
 
 def group_steps(epsilons: np.ndarray, deltas: np.ndarray) -> list[tuple[tuple[float, float], int]]:
-    """Identical steps grouped: ``[((epsilon, delta), count), ...]`` in first-seen order."""
+    """Identical steps grouped, in first-seen order.
+
+    Parameters
+    ----------
+    epsilons, deltas : numpy.ndarray
+        The steps, as :func:`parse_steps` returns them.
+
+    Returns
+    -------
+    list
+        ``[((epsilon, delta), count), ...]``.
+    """
     counts = Counter(zip(epsilons.tolist(), deltas.tolist(), strict=True))
     return list(counts.items())
 
 
 # ----------------------------------------------------------------------------- outward rounding
 def round_up(x: float, ulps: float = 8.0) -> float:
-    """``x`` nudged up by a relative ``ulps * u`` (covers the rounding of a short closed form)."""
+    """``x`` nudged up by a relative ``ulps * u``, to cover the rounding of a short closed form.
+
+    Parameters
+    ----------
+    x : float
+        The value.
+    ulps : float, optional
+        How many units of roundoff ``u = 2^-53`` to add, relative to ``|x|``.
+
+    Returns
+    -------
+    float
+        ``x + |x| ulps u`` plus the smallest subnormal; 0 and non-finite values unchanged.
+    """
     if x == 0 or not math.isfinite(x):
         return x
     return x + abs(x) * ulps * UNIT_ROUNDOFF + 5e-324
 
 
 def sum_up(values) -> float:
-    """The float just above-or-at the exact sum: ``fsum`` is correctly rounded, and the sign of
-    the (also correctly rounded) residual says on which side the exact sum lies."""
+    """The smallest float at or above the exact sum of ``values``.
+
+    ``fsum`` is correctly rounded, and the sign of the (also correctly rounded) residual says on
+    which side of it the exact sum lies.
+
+    Parameters
+    ----------
+    values : iterable of float
+        The terms.
+
+    Returns
+    -------
+    float
+        The sum, rounded up.
+    """
     values = [float(v) for v in values]
     s = math.fsum(values)
     if math.isfinite(s) and math.fsum([*values, -s]) > 0:
@@ -150,23 +311,45 @@ def sum_up(values) -> float:
 
 
 def one_minus_product_up(deltas: Iterable[float]) -> float:
-    """Upper bound on ``1 - prod(1 - delta_i)`` (in log space, so tiny deltas keep precision).
+    """Upper bound on ``1 - prod(1 - delta_i)``, in log space so that tiny deltas keep precision.
 
-    Each ``log1p`` is within 1 ulp and ``fsum`` is correctly rounded, so ``x = sum log(1 -
-    delta_i)`` is off by ``<= 2u |x|``; ``-expm1`` turns that into a relative error ``<= 2u |x|
-    e^x / (1 - e^x) <= 2u`` (plus its own ulp): 8 ulps cover it for any number of steps."""
+    Parameters
+    ----------
+    deltas : iterable of float
+        The deltas, each in [0, 1).
+
+    Returns
+    -------
+    float
+        ``-expm1(sum log1p(-delta_i))`` rounded up by 8 ulps, at most 1.
+    """
+    # Each log1p is within 1 ulp and fsum is correctly rounded, so x = sum log(1 - delta_i) is
+    # off by <= 2u |x|; -expm1 turns that into a relative error <= 2u |x| e^x / (1 - e^x) <= 2u
+    # (plus its own ulp): 8 ulps cover it for any number of steps.
     total = math.fsum([math.log1p(-d) for d in deltas])
     return min(1.0, round_up(-math.expm1(total), 8))
 
 
 def covers_delta_mass(target: float, groups) -> bool:
-    """Whether ``target >= 1 - prod_i (1 - delta_i)^{n_i}`` holds *exactly* (groups of
-    ``((epsilon, delta), n)``), so that basic composition's ``sum epsilon_i`` is valid there.
+    """Whether ``target >= 1 - prod_i (1 - delta_i)^{n_i}`` holds exactly.
 
-    A float comparison with the mass rounded up refuses the equality case (``delta = 1e-3`` for
-    one ``(0.5, 1e-3)`` step); within a few ulps of the edge it is decided in exact rational
-    arithmetic (Python integers: a few hundred thousand bits at most), and beyond 4096 steps,
-    where exact powers grow too long, the edge counts as not covered (conservative)."""
+    Then basic composition's ``sum epsilon_i`` is valid at ``target``. Near the edge the
+    comparison is exact (rational arithmetic), so the equality case (``delta = 1e-3`` for one
+    ``(0.5, 1e-3)`` step) is accepted; beyond 4096 steps the edge counts as not covered
+    (conservative).
+
+    Parameters
+    ----------
+    target : float
+        The total delta.
+    groups : list
+        ``[((epsilon, delta), n), ...]``, as :func:`group_steps` returns them.
+
+    Returns
+    -------
+    bool
+        Whether the mass at infinite loss of the composition is at most ``target``.
+    """
     deltas = [d for (_, d), _ in groups]
     counts = [n for _, n in groups]
     log_keep = math.fsum(n * math.log1p(-d) for d, n in zip(deltas, counts, strict=True))

@@ -17,7 +17,27 @@ from plda.theorems.optimum import optimal
 
 @dataclass(frozen=True)
 class ComparisonRow:
-    """One line of :func:`compare`: what ``theorem`` guarantees at total ``delta``."""
+    """One line of :func:`compare`: what a theorem guarantees at the total delta.
+
+    Attributes
+    ----------
+    theorem : str
+        The theorem's name, e.g. ``"advanced (DRV10)"``.
+    epsilon : float
+        Its epsilon at ``delta`` (``inf`` where it does not apply).
+    delta : float
+        The total delta.
+    status : str
+        ``"theorem"``, ``"optimal (exact)"`` or ``"optimal (certified)"``.
+    reference : str
+        Where it is proven, e.g. ``"DRV10 Thm III.3"``.
+    note : str
+        How the delta was split, or why the theorem does not apply.
+    epsilon_lower : float or None
+        For the optima: the true optimal epsilon lies in ``[epsilon_lower, epsilon]``.
+    applicable : bool
+        Whether the theorem applies at ``delta``.
+    """
 
     theorem: str
     epsilon: float
@@ -31,7 +51,17 @@ class ComparisonRow:
 
 @dataclass(frozen=True)
 class Comparison:
-    """Table of :func:`compare`; ``print()`` it, or use :meth:`to_records` / :meth:`to_dict`."""
+    """Table of :func:`compare`; ``print()`` it, or use :meth:`to_records` / :meth:`to_dict`.
+
+    Attributes
+    ----------
+    rows : tuple of ComparisonRow
+        One row per theorem.
+    delta : float
+        The total delta.
+    steps : tuple
+        The steps, grouped: ``(((epsilon, delta), count), ...)``.
+    """
 
     rows: tuple[ComparisonRow, ...]
     delta: float
@@ -39,15 +69,28 @@ class Comparison:
 
     @property
     def optimum(self) -> ComparisonRow:
-        """The optimum row with the smallest upper bound (the exact KOV row when all steps are
-        equal, else the PLD row); ratios in the printed table are taken against it."""
+        """The optimum row with the smallest upper bound; the printed ratios are taken against it.
+
+        The exact KOV row when all steps are equal, else the PLD row.
+
+        Raises
+        ------
+        LookupError
+            If the table has no optimum row (:func:`compare` always adds one).
+        """
         rows = [row for row in self.rows if row.status.startswith("optimal")]
         if not rows:  # pragma: no cover - compare() always adds one
             raise LookupError("no optimal row in this comparison")
         return min(rows, key=lambda row: row.epsilon)
 
     def to_records(self) -> list[dict]:
-        """One dict per row (keys: the :class:`ComparisonRow` fields)."""
+        """The rows as plain dicts, e.g. for a data frame.
+
+        Returns
+        -------
+        list of dict
+            One dict per row; keys: the :class:`ComparisonRow` fields.
+        """
         return [
             {
                 "theorem": r.theorem,
@@ -63,7 +106,13 @@ class Comparison:
         ]
 
     def to_dict(self) -> dict:
-        """``{"delta": ..., "steps": [...], "rows": [...]}`` of plain Python values."""
+        """The table as plain Python values, e.g. for JSON.
+
+        Returns
+        -------
+        dict
+            ``{"delta": ..., "steps": [{"epsilon", "delta", "count"}, ...], "rows": [...]}``.
+        """
         return {
             "delta": self.delta,
             "steps": [{"epsilon": e, "delta": d, "count": n} for (e, d), n in self.steps],
@@ -110,13 +159,43 @@ _REFERENCES = {
 
 
 def compare(steps, delta: float, *, accuracy: float | None = None) -> Comparison:
-    """Every applicable composition theorem's epsilon at total ``delta``, next to the optimum.
+    """Every composition theorem's epsilon at total ``delta``, next to the optimum.
 
     Rows: basic composition (needs ``delta >= sum delta_i``), advanced composition (DRV10, slack
     ``delta' = delta - sum delta_i``), the KOV bound (slack ``delta~ = 1 - (1 - delta) / prod(1 -
-    delta_i)``, its own delta accounting), the exact KOV optimum when all steps are equal, the
-    PLD optimum with its certified bounds, and Vadhan-Wang concurrent composition. A theorem that
-    does not apply at ``delta`` has ``epsilon = inf`` and says why in its note.
+    delta_i)``), the exact KOV optimum when all steps are equal, the PLD optimum with its
+    certified bounds, and Vadhan-Wang concurrent composition. A theorem that does not apply at
+    ``delta`` has ``epsilon = inf`` and says why in its note.
+
+    Parameters
+    ----------
+    steps : sequence
+        The steps: ``(epsilon_i, delta_i)`` pairs, or objects with ``epsilon`` and ``delta``
+        attributes (e.g. :class:`~plda.ApproximateDP`); ``epsilon_i >= 0`` finite,
+        ``delta_i`` in [0, 1).
+    delta : float
+        The total delta, in [0, 1).
+    accuracy : float, optional
+        Target relative gap of the engine's bounds (its default: 1e-3).
+
+    Returns
+    -------
+    Comparison
+        The table; ``print()`` shows each epsilon and its ratio to the optimum.
+
+    Raises
+    ------
+    TypeError
+        If ``steps`` is not a sequence of pairs, or a value is not a real number.
+    ValueError
+        If ``steps`` is empty or a value is out of range.
+
+    Examples
+    --------
+    >>> from plda import theorems
+    >>> table = theorems.compare([(0.1, 0.001)] * 30, delta=0.031)
+    >>> table.optimum.theorem
+    'optimal, exact (KOV)'
     """
     epsilons, deltas = parse_steps(steps)
     target = delta_value("delta", delta)

@@ -40,21 +40,38 @@ def _concurrent_delta_up(epsilons: np.ndarray, deltas: np.ndarray) -> float:
 
 
 def concurrent(steps, delta: float | None = None, *, accuracy: float | None = None) -> Guarantee:
-    """Concurrent composition of interactive ``(epsilon_i, delta_i)``-DP mechanisms (an adversary
-    may interleave its queries to them arbitrarily).
+    """Concurrent composition of interactive ``(epsilon_i, delta_i)``-DP mechanisms.
 
-    * ``delta=None``: Vadhan & Wang 2021, **Theorem 1** (a theorem): ``(eps_g, delta_g)`` with
-      ``eps_g = sum epsilon_i`` and ``delta_g = sum_i e^{sum_{j<i} epsilon_j} delta_i``, minimised
-      over the order of the mechanisms (sort by decreasing ``delta_i / (e^{epsilon_i} - 1)``, see
-      :func:`_concurrent_order`). Equal steps: ``(k eps, (e^{k eps} - 1)/(e^eps - 1) delta)``.
-    * ``delta`` given: the smallest epsilon at that total delta. If all ``delta_i = 0``, Vadhan &
-      Wang's **Corollary 3** (a theorem) says the optimal non-interactive composition holds, and
-      :func:`optimal` is returned; otherwise Theorem 1 gives ``sum epsilon_i`` if ``delta >=
-      delta_g`` and ``inf`` if not.
+    An adversary may interleave its queries to the mechanisms arbitrarily. Without ``delta``:
+    Vadhan & Wang 2021, Theorem 1, ``(sum epsilon_i, sum_i e^{sum_{j<i} epsilon_j} delta_i)``,
+    with the order of the steps chosen to minimise the delta. With ``delta``: pure-DP steps get
+    the optimal composition (VW21, Corollary 3); otherwise Theorem 1 gives ``sum epsilon_i`` if
+    ``delta`` covers its delta, else ``inf``. The optimal composition of concurrent
+    *approximate*-DP mechanisms (conjectured in VW21, later proved) is not used: conservative.
+    See ``docs/concepts/theorems-and-conjectures.md``.
 
-    That the optimal composition also holds for concurrent *approximate*-DP mechanisms was
-    conjectured by Vadhan & Wang (2021, Section 4) and later proved (Lyu 2022; Vadhan & Zhang
-    2023); it is deliberately not used here, so approximate-DP results are conservative.
+    Parameters
+    ----------
+    steps : sequence
+        The steps: ``(epsilon_i, delta_i)`` pairs, or objects with ``epsilon`` and ``delta``
+        attributes (e.g. :class:`~plda.ApproximateDP`); ``epsilon_i >= 0`` finite,
+        ``delta_i`` in [0, 1).
+    delta : float, optional
+        The total delta at which to give the smallest epsilon; None: Theorem 1's own pair.
+    accuracy : float, optional
+        Target relative gap of the engine's bounds for pure-DP steps (its default: 1e-3).
+
+    Returns
+    -------
+    Guarantee
+        The concurrent guarantee, rounded up.
+
+    Raises
+    ------
+    TypeError
+        If ``steps`` is not a sequence of pairs, or a value is not a real number.
+    ValueError
+        If ``steps`` is empty or a value is out of range.
     """
     epsilons, deltas = parse_steps(steps)
     delta_g = _concurrent_delta_up(epsilons, deltas)

@@ -13,14 +13,32 @@ from plda.theorems.common import Guarantee, count_value, delta_value, epsilon_va
 
 # ----------------------------------------------------------------------------- group privacy
 def group_privacy(epsilon: float, delta: float, group_size: int) -> Guarantee:
-    """Group privacy of an ``(epsilon, delta)``-DP mechanism for datasets that differ in
-    ``group_size = k`` records: ``(k epsilon, delta sum_{i<k} e^{i epsilon})``-DP.
+    """Group privacy of an ``(epsilon, delta)``-DP mechanism for datasets differing in k records.
 
-    Theorem, by the hybrid argument over ``x_0 ~ x_1 ~ ... ~ x_k``:
-    ``P[M(x_0) in T] <= e^eps P[M(x_1) in T] + delta <= ... <= e^{k eps} P[M(x_k) in T] +
-    delta (1 + e^eps + ... + e^{(k-1) eps})`` (see Vadhan & Wang 2021, Section 2). The sum is
-    ``(e^{k eps} - 1)/(e^eps - 1) delta``, never more than the textbook ``k e^{(k-1) eps}
-    delta`` (each of the k terms is at most ``e^{(k-1) eps}``).
+    ``(k epsilon, (e^{k epsilon} - 1) / (e^epsilon - 1) delta)``-DP, by the hybrid argument over
+    ``x_0 ~ x_1 ~ ... ~ x_k`` (see Vadhan & Wang 2021, Section 2): a theorem, never worse than
+    the textbook ``k e^{(k-1) epsilon} delta``.
+
+    Parameters
+    ----------
+    epsilon : float
+        The mechanism's epsilon, finite and ``>= 0``.
+    delta : float
+        Its delta, in [0, 1).
+    group_size : int
+        The number of records ``k`` in which the datasets differ, at least 1.
+
+    Returns
+    -------
+    Guarantee
+        The group guarantee, rounded up (delta at most 1).
+
+    Raises
+    ------
+    TypeError
+        If a value is not a real number.
+    ValueError
+        If a value is out of range.
     """
     epsilon = epsilon_value("epsilon", epsilon)
     delta = delta_value("delta", delta)
@@ -39,14 +57,39 @@ def group_privacy(epsilon: float, delta: float, group_size: int) -> Guarantee:
 def group_privacy_mechanism(
     mechanism, group_size: int, delta: float, *, count: int = 1, accuracy: float | None = None
 ) -> Guarantee:
-    """Group privacy of a *known* mechanism, from its PLD: datasets that differ in ``k`` records
-    change an L1/L2 sensitivity-``s`` query by at most ``k s`` (triangle inequality), so the
-    group guarantee is that of the same mechanism with ``sensitivity * k`` (composed ``count``
-    times), returned as certified bounds on epsilon at ``delta``.
+    """Group privacy of a known mechanism, as certified bounds from its PLD.
 
-    Supports mechanisms with a ``sensitivity`` field (``Gaussian``, ``Laplace``,
-    ``DiscreteLaplace``, ``DiscreteGaussian``). Subsampled mechanisms are refused: a group is
-    not sampled as a block, so scaling the sensitivity would not be a valid bound.
+    Datasets that differ in ``k`` records change a query of sensitivity ``s`` by at most ``k s``
+    (triangle inequality), so the group guarantee is that of the same mechanism with
+    ``sensitivity * k``. Subsampled mechanisms are refused: a group is not sampled as a block,
+    so scaling the sensitivity would not be a valid bound.
+
+    Parameters
+    ----------
+    mechanism : Mechanism
+        A mechanism with a ``sensitivity`` field (:class:`~plda.Gaussian`,
+        :class:`~plda.Laplace`, :class:`~plda.DiscreteLaplace`, :class:`~plda.DiscreteGaussian`).
+    group_size : int
+        The number of records ``k`` in which the datasets differ, at least 1.
+    delta : float
+        Where epsilon is read, in [0, 1).
+    count : int, optional
+        How many times the mechanism runs (composed).
+    accuracy : float, optional
+        Target relative gap of the engine's bounds (its default: 1e-3).
+
+    Returns
+    -------
+    Guarantee
+        Certified epsilon at ``delta`` (``epsilon_lower`` the lower bound).
+
+    Raises
+    ------
+    TypeError
+        If ``mechanism`` is not a plda mechanism with a ``sensitivity``, or a value is not a
+        real number.
+    ValueError
+        If a value is out of range.
     """
     if not isinstance(mechanism, Mechanism):
         raise TypeError(f"mechanism must be a plda mechanism, got {type(mechanism).__name__}")

@@ -325,26 +325,42 @@ def kairouz_oh_viswanath(
     delta_total: float | None = None,
     epsilon_total: float | None = None,
 ) -> Guarantee:
-    r"""Optimal (exact) k-fold composition of ``(epsilon, delta)``-DP steps.
+    """Optimal (exact) k-fold composition of ``(epsilon, delta)``-DP steps.
 
-    The parameters (steps, their epsilons and deltas, the count) must be fixed before the
-    interaction starts: for adaptively chosen parameters this theorem does not hold, and only
-    the privacy filters and odometer of :mod:`plda.filters` give guarantees.
+    ``delta_total = 1 - (1 - delta)^k (1 - delta_RR(eps_total))`` with ``delta_RR(e') = sum_{i:
+    (k - 2i) epsilon > e'} C(k, i) (e^{(k-i) epsilon} - e^{e' + i epsilon}) / (1 + e^epsilon)^k``
+    (Kairouz, Oh & Viswanath 2015, Thm. 3.3): a theorem, evaluated in log space with certified
+    error bounds, stable for ``k`` up to ``10^6`` and beyond (numerics: ``docs/theorems.md``).
+    The parameters must be fixed before the interaction starts; for adaptively chosen ones only
+    :mod:`plda.filters` gives guarantees.
 
-    Theorem (Kairouz, Oh & Viswanath 2015, Thm. 3.3): the k-fold adaptive composition of
-    ``(epsilon, delta)``-DP mechanisms is ``(eps_total, delta_total)``-DP if and only if (for the
-    worst such mechanisms, ``RR_(epsilon, delta)``) ``delta_total >= 1 - (1-delta)^k (1 -
-    delta_RR(eps_total))`` with
+    Parameters
+    ----------
+    epsilon : float
+        Each step's epsilon, finite and ``>= 0``.
+    delta : float
+        Each step's delta, in [0, 1).
+    k : int
+        The number of steps, at least 1.
+    delta_total : float, optional
+        Give the smallest total epsilon at this total delta, in [0, 1).
+    epsilon_total : float, optional
+        Give an upper bound on the optimal total delta at this total epsilon, ``>= 0``.
 
-    .. math:: \delta_{RR}(\varepsilon') = \sum_{i:\,(k-2i)\varepsilon > \varepsilon'}
-        \binom{k}{i}\frac{e^{(k-i)\varepsilon} - e^{\varepsilon' + i\varepsilon}}
-        {(1+e^{\varepsilon})^k}.
+    Returns
+    -------
+    Guarantee
+        With ``delta_total``: the smallest total epsilon, rounded up; the exact value lies in
+        ``[epsilon_lower, epsilon]`` (a relative width of about 1e-12 at ``k = 10^6``). With
+        ``epsilon_total``: ``(epsilon_total, upper bound on the optimal delta)``.
 
-    Computed in log space (``gammaln``/``logsumexp``), stable for ``k`` up to ``10^6`` and beyond.
-
-    Give exactly one of ``delta_total`` (returns the smallest total epsilon, rounded up; the
-    exact value lies in ``[epsilon_lower, epsilon]``, a relative width of about ``1e-12`` at
-    ``k = 10^6``) or ``epsilon_total`` (returns an upper bound on the optimal total delta).
+    Raises
+    ------
+    ValueError
+        Unless exactly one of ``delta_total`` and ``epsilon_total`` is given, or if a value is
+        out of range.
+    TypeError
+        If a value is not a real number.
     """
     epsilon = epsilon_value("epsilon", epsilon)
     delta = delta_value("delta", delta)

@@ -23,19 +23,38 @@ def optimal(
 ) -> Guarantee:
     """Optimal composition of black-box ``(epsilon_i, delta_i)``-DP steps at total ``delta``.
 
-    The parameters (steps, their epsilons and deltas, the count) must be fixed before the
-    interaction starts: for adaptively chosen parameters this theorem does not hold, and only
-    the privacy filters and odometer of :mod:`plda.filters` give guarantees.
+    The worst case is the composition of the randomized responses ``RR_(epsilon_i, delta_i)``
+    (Kairouz, Oh & Viswanath 2015; Murtagh & Vadhan 2016): a theorem. Computing it exactly is
+    #P-hard for different steps, so plda composes their privacy-loss distributions and returns
+    certified bounds. The parameters must be fixed before the interaction starts; for
+    adaptively chosen ones only :mod:`plda.filters` gives guarantees.
 
-    Theorem (Kairouz, Oh & Viswanath 2015; Murtagh & Vadhan 2016): the worst case is the
-    composition of the randomized responses ``RR_(epsilon_i, delta_i)`` (``plda.ApproximateDP``);
-    computing it exactly is #P-hard for heterogeneous steps (Murtagh & Vadhan), so plda composes
-    their privacy-loss distributions (identical steps grouped with ``self_compose``) and returns
-    certified bounds: the optimal epsilon lies in ``[epsilon_lower, epsilon]``.
+    Parameters
+    ----------
+    steps : sequence
+        The steps: ``(epsilon_i, delta_i)`` pairs, or objects with ``epsilon`` and ``delta``
+        attributes (e.g. :class:`~plda.ApproximateDP`); ``epsilon_i >= 0`` finite,
+        ``delta_i`` in [0, 1).
+    delta : float
+        The total delta, in [0, 1).
+    method : {"auto", "pld", "exact"}, optional
+        ``"exact"``: :func:`~plda.theorems.kairouz_oh_viswanath` (equal steps only); ``"pld"``:
+        the composed PLDs; ``"auto"``: exact when all steps are equal, else PLD.
+    accuracy : float, optional
+        Target relative gap of the engine's bounds (its default: 1e-3).
 
-    ``method``: ``"auto"`` (exact :func:`kairouz_oh_viswanath` when all steps are equal, else
-    ``"pld"``), ``"pld"`` or ``"exact"`` (homogeneous steps only). ``accuracy`` is passed to the
-    engine (target relative gap of the bounds).
+    Returns
+    -------
+    Guarantee
+        The optimal epsilon lies in ``[epsilon_lower, epsilon]``.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``method``, ``method="exact"`` with different steps, an empty ``steps``
+        or a value out of range.
+    TypeError
+        If ``steps`` is not a sequence of pairs, or a value is not a real number.
     """
     epsilons, deltas = parse_steps(steps)
     target = delta_value("delta", delta)
