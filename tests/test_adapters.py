@@ -583,7 +583,7 @@ def test_len_counts_training_steps_on_the_accountant_and_every_adapter():
     poisson.step(noise_multiplier=1.0, sample_rate=0.01)
     assert len(poisson) == len(poisson.accountant) == 1
     dp_accounting = pytest.importorskip("dp_accounting")
-    from plda.adapters.dp_accounting import PLDPrivacyAccountant
+    from plda.adapters import PLDPrivacyAccountant
 
     adapter = PLDPrivacyAccountant()
     assert len(adapter) == 0
@@ -601,7 +601,7 @@ def test_the_adapters_answer_plda_queries_under_plda_names_and_warn_on_the_old_o
     with pytest.warns(DeprecationWarning, match="0.2.0.*epsilon_bounds"):
         assert opacus_like.get_epsilon_bounds(DELTA) == bounds
     dp_accounting = pytest.importorskip("dp_accounting")
-    from plda.adapters.dp_accounting import PLDPrivacyAccountant
+    from plda.adapters import PLDPrivacyAccountant
 
     adapter = PLDPrivacyAccountant()
     step = dp_accounting.PoissonSampledDpEvent(0.01, dp_accounting.GaussianDpEvent(1.0))

@@ -288,7 +288,7 @@ def test_group_spectrum_bound_holds_against_errors_aligned_with_the_kernel(size,
     certified error still covers the exact spectrum at j* and everywhere else. Targets: at and
     near w = 0, between two short-transform frequencies next to a peak, and (size 100) more
     than NEAR short-transform frequencies away from every peak."""
-    from plda import fft
+    from plda._internal import fft
 
     rng = np.random.default_rng(5)
     law = DiscreteLoss(step=0.01, offset=0, probs=rng.random(size) / size)

@@ -526,7 +526,7 @@ def test_plots_accept_the_adapters_wherever_they_accept_an_accountant():
     try:
         import dp_accounting
 
-        from plda.adapters.dp_accounting import PLDPrivacyAccountant
+        from plda.adapters import PLDPrivacyAccountant
     except ImportError:
         pass
     else:
