@@ -5,10 +5,16 @@ datasets is known to realize (``tight`` False: :class:`~plda.Shuffled`, a trunca
 :class:`~plda.TruncatedPoisson`, fixed-size batches under replace-one) gives certified *upper*
 bounds only; its ``lower_bound_mechanisms()`` give realized pairs, whose *lower* bounds are
 certified for it. :func:`realized_recipes` are the recipes whose lower bounds a composition
-reports (the largest of them).
+reports (the largest of them). :func:`laws_by_direction` gives the privacy-loss laws a recipe
+multiplies, per direction of the relation.
 """
 
 from __future__ import annotations
+
+import math
+
+from plda.mechanisms.base import DIRECTIONS
+from plda.mechanisms.gaussian import Gaussian
 
 
 def merge(components) -> tuple:
@@ -44,3 +50,26 @@ def realized_recipes(steps) -> tuple[tuple, ...]:
     )
     # alternatives that coincide once the relation is applied are composed once
     return tuple(dict.fromkeys(recipes))
+
+
+def laws_by_direction(steps) -> dict[str, list]:
+    """``{direction: [(law, count), ...]}``: the privacy-loss laws a composition of ``steps``
+    multiplies, per direction of the relation, the leading direction (``"remove"``) first.
+
+    ``steps`` are ``(mechanism, count)`` pairs under add/remove semantics (a replace-one
+    composition mapped through :meth:`~plda.Mechanism.under_replace_one` first); steps run zero
+    times are left out, and plain Gaussians are merged exactly (``mu^2`` adds up under
+    composition). One direction when every factor is symmetric."""
+    factors = []
+    gaussian_mu2 = 0.0
+    for mechanism, count in steps:
+        if count == 0:
+            continue
+        if type(mechanism) is Gaussian:
+            gaussian_mu2 += count * mechanism.mu**2
+        else:
+            factors.append((mechanism, count))
+    if gaussian_mu2 > 0:
+        factors.append((Gaussian(sigma=1.0 / math.sqrt(gaussian_mu2)), 1))
+    directions = ("remove",) if all(m.symmetric for m, _ in factors) else DIRECTIONS
+    return {d: [(m.privacy_loss(d), k) for m, k in factors] for d in directions}
