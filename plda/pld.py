@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from functools import cached_property, partial
+from functools import cached_property
 from typing import overload
 
 import numpy as np
@@ -18,10 +18,9 @@ from plda.conversions import tradeoff as tradeoff_conversion
 from plda.conversions import zcdp as zcdp_conversion
 from plda.conversions.composed import ComposedLaws, add_remove_steps
 from plda.engine.discrete import DiscreteLoss
-from plda.engine.plan import MAX_GRID, MIN_STEP, Pilot, StepPredictor, pilot
-from plda.engine.query import PilotSteps, Query
+from plda.engine.plan import MAX_GRID, MIN_STEP, Pilot, pilot
+from plda.engine.query import Query, one_shot
 from plda.engine.recipe import laws_by_direction, merge, realized_recipes
-from plda.engine.versions import grid_versions
 from plda.mechanisms.base import Mechanism
 
 RELATIONS = ("add_remove", "replace_one")
@@ -199,19 +198,12 @@ class PrivacyLossDistribution:
         return pilot(self._laws, self.accuracy)
 
     def _query(self) -> Query:
-        """The driver of this composition's queries (:class:`plda.engine.query.Query`): the
-        pilot's steps (or the fixed one), composed once per plan into this PLD's cache."""
-        if self.step is None:
-            found = self._pilot
-            steps = PilotSteps(
-                accuracy=self.accuracy, pilot=found,
-                predictor=StepPredictor(accuracy=self.accuracy, unit=found.atom_unit),
-            )
-        else:
-            steps = PilotSteps(accuracy=self.accuracy, fixed=self.step)
-        return Query(
-            accuracy=self.accuracy, policy=steps, composer=partial(grid_versions, self._laws),
-            cache=self._cache, realized=tuple(r._query() for r in self._realized),
+        """The driver of this composition's queries (:func:`plda.engine.query.one_shot`): the
+        pilot's steps (or the fixed one), each plan composed once into this PLD's cache."""
+        return one_shot(
+            self._laws, self.accuracy, step=self.step,
+            found=self._pilot if self.step is None else None, cache=self._cache,
+            realized=tuple(r._query() for r in self._realized),
         )
 
     # ---------------------------------------------------------------- queries

@@ -21,8 +21,8 @@ import numpy as np
 from plda._internal.chernoff import CHERNOFF_ORDERS
 from plda._internal.errors import GridTooLarge, check_bracket, quiet_accuracy, warn_if_inaccurate
 from plda.bounds import Bounds
-from plda.engine.plan import MAX_GRID, MIN_STEP, Pilot, Plan, StepPredictor, refine
-from plda.engine.versions import bounds_over_directions
+from plda.engine.plan import MAX_GRID, MIN_STEP, Pilot, Plan, StepPredictor, pilot, refine
+from plda.engine.versions import bounds_over_directions, grid_versions
 
 __all__ = [
     "FFT_FLOOR",
@@ -30,8 +30,10 @@ __all__ = [
     "TILT_FLOOR",
     "PilotSteps",
     "Query",
+    "one_shot",
     "probes",
     "relative_gap",
+    "with_realized",
 ]
 
 #: an FFT composition resolves deltas down to about this fraction of its mass: smaller deltas
@@ -219,7 +221,7 @@ class Query:
             lower, upper = self.tilted(versions, step, small, flat, lower, upper, "epsilon")
         lower, upper = lower.reshape(d.shape), upper.reshape(d.shape)
         warn_if_inaccurate(lower, upper, self.accuracy, query="epsilon_bounds")
-        return self.with_realized("epsilon", d, lower, upper)
+        return with_realized(self.realized, "epsilon", d, lower, upper)
 
     def delta_bounds(self, e: np.ndarray) -> Bounds:
         """Certified ``(lower, upper)`` arrays of ``delta`` at epsilons ``e`` (any shape):
@@ -238,24 +240,8 @@ class Query:
         if small.any():
             step = self.policy.current(self.cache.get("plan"))
             lower, upper = self.tilted(versions, step, small, flat, lower, upper, "delta")
-        return self.with_realized("delta", e, lower.reshape(e.shape), upper.reshape(e.shape))
-
-    def with_realized(self, kind: str, targets: np.ndarray, lower, upper) -> Bounds:
-        """``(lower, upper)`` with, when a factor is not tight, the lower bound replaced by the
-        largest of the realized compositions' (``kind``: ``"epsilon"`` or ``"delta"``).
-
-        Raises
-        ------
-        InvertedBracketError
-            Where the lower bound exceeds the upper one (a defect, never hidden)."""
-        if self.realized:
-            with quiet_accuracy():  # the caller warns once, for its own answer
-                lower = np.max([
-                    (r.epsilon_bounds(targets) if kind == "epsilon" else r.delta_bounds(targets))
-                    .lower for r in self.realized
-                ], axis=0)
-        check_bracket(lower, upper, query=f"{kind}_bounds")
-        return Bounds(lower, upper)
+        lower, upper = lower.reshape(e.shape), upper.reshape(e.shape)
+        return with_realized(self.realized, "delta", e, lower, upper)
 
     # ------------------------------------------------------------ below the floor
     def tilted(self, versions: dict, step: float, small, targets, lower, upper, kind: str):
@@ -285,6 +271,53 @@ class Query:
                 if np.all(relative_gap(lower[pick], upper[pick]) <= self.accuracy):
                     break
         return lower, upper
+
+
+def with_realized(realized: tuple, kind: str, targets: np.ndarray, lower, upper) -> Bounds:
+    """``(lower, upper)`` with, when a factor is not tight, the lower bound replaced by the
+    largest of the ``realized`` compositions' (their :class:`Query`; ``kind``: ``"epsilon"``
+    or ``"delta"``, at ``targets``): each is realized by one pair of neighbouring datasets,
+    so its lower bound is certified, while the composition's own lower bound brackets a
+    dominating pair.
+
+    Raises
+    ------
+    InvertedBracketError
+        Where the lower bound exceeds the upper one (a defect, never hidden)."""
+    if realized:
+        with quiet_accuracy():  # the caller warns once, for its own answer
+            lower = np.max([
+                (r.epsilon_bounds(targets) if kind == "epsilon" else r.delta_bounds(targets)).lower
+                for r in realized
+            ], axis=0)
+    check_bracket(lower, upper, query=f"{kind}_bounds")
+    return Bounds(lower, upper)
+
+
+def one_shot(
+    laws: dict[str, list],
+    accuracy: float,
+    *,
+    step: float | None = None,
+    found: Pilot | None = None,
+    cache: dict | None = None,
+    realized: tuple = (),
+) -> Query:
+    """The driver of a one-shot composition of ``laws`` (``{direction: [(law, count), ...]}``,
+    :func:`plda.engine.recipe.laws_by_direction`): :class:`PilotSteps` from its pilot
+    (``found``, computed if not given) or the fixed ``step``, each plan composed afresh
+    (:func:`plda.engine.versions.grid_versions`) and kept in ``cache``, and the queries of its
+    ``realized`` compositions."""
+    if step is not None:
+        policy = PilotSteps(accuracy=accuracy, fixed=step)
+    else:
+        found = pilot(laws, accuracy) if found is None else found
+        predictor = StepPredictor(accuracy=accuracy, unit=found.atom_unit)
+        policy = PilotSteps(accuracy=accuracy, pilot=found, predictor=predictor)
+    return Query(
+        accuracy=accuracy, policy=policy, composer=partial(grid_versions, laws),
+        cache={} if cache is None else cache, realized=realized,
+    )
 
 
 def relative_gap(lower, upper) -> np.ndarray:
