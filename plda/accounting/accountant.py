@@ -17,12 +17,12 @@ import numpy as np
 
 from plda import risk
 from plda._internal import validation as check
-from plda._internal.errors import public_entries, warn_if_inaccurate
+from plda._internal.errors import check_bracket, public_entries, warn_if_inaccurate
 from plda._internal.typing import ArrayLike, FloatArray, FloatOrArray
 from plda.accounting.composition import HistoryComposition
 from plda.accounting.history import scalar
 from plda.accounting.state import FORMAT, VERSION, parse_state
-from plda.engine.query import with_realized
+from plda.engine.query import realized_lower
 from plda.engine.recipe import merge as merge_runs
 from plda.mechanisms import Gaussian, GaussianMixture, Mechanism
 from plda.mechanisms.base import DIRECTIONS
@@ -248,7 +248,10 @@ class PLDAccountant:
             return Bounds(scalar(zero, delta), scalar(zero, delta))
         lower, upper = self._epsilon_pair(d, need_lower=True)
         warn_if_inaccurate(lower, upper, self._accuracy, query="epsilon_bounds")
-        lower, upper = with_realized(self._realized(), "epsilon", d, lower, upper)
+        realized = self._realized()
+        if realized:
+            lower = realized_lower(realized, "epsilon", d)
+        check_bracket(lower, upper, query="epsilon_bounds")
         return Bounds(scalar(lower, delta), scalar(upper, delta))
 
     @overload
@@ -272,7 +275,10 @@ class PLDAccountant:
             zero = np.zeros(e.shape)
             return Bounds(scalar(zero, epsilon), scalar(zero, epsilon))
         lower, upper = self._delta_pair(e, need_lower=True)
-        lower, upper = with_realized(self._realized(), "delta", e, lower, upper)
+        realized = self._realized()
+        if realized:
+            lower = realized_lower(realized, "delta", e)
+        check_bracket(lower, upper, query="delta_bounds")
         return Bounds(scalar(lower, epsilon), scalar(upper, epsilon))
 
     @_locked

@@ -154,9 +154,11 @@ class HistoryComposition:
         if not small.any():
             return self._fast_epsilon_pair(components, d, need_lower)
         with quiet_accuracy():  # epsilon_bounds warns once, for the whole answer
-            tilted = self._one_shot(components, self._relation).epsilon_bounds(flat[small])
+            tilted_lower, tilted_upper = self._one_shot(components, self._relation).epsilon_bounds(
+                flat[small]
+            )
         lower, upper = np.empty(flat.shape), np.empty(flat.shape)
-        lower[small], upper[small] = np.ravel(tilted.lower), np.ravel(tilted.upper)
+        lower[small], upper[small] = np.ravel(tilted_lower), np.ravel(tilted_upper)
         if not small.all():
             rest_lower, rest_upper = self._fast_epsilon_pair(components, flat[~small], need_lower)
             upper[~small] = rest_upper
@@ -193,13 +195,15 @@ class HistoryComposition:
         lower, upper = found
         small = np.ravel((upper > 0) & (upper < FFT_FLOOR))
         if small.any():
-            tilted = self._one_shot(components, self._relation).delta_bounds(np.ravel(e)[small])
+            tilted_lower, tilted_upper = self._one_shot(components, self._relation).delta_bounds(
+                np.ravel(e)[small]
+            )
             upper = np.ravel(upper).copy()
-            upper[small] = np.ravel(tilted.upper)
+            upper[small] = np.ravel(tilted_upper)
             upper = upper.reshape(np.shape(e))
             if need_lower:
                 lower = np.ravel(lower).copy()
-                lower[small] = np.ravel(tilted.lower)
+                lower[small] = np.ravel(tilted_lower)
                 lower = lower.reshape(np.shape(e))
                 check_bracket(lower, upper, query="delta_bounds")
         return lower, upper

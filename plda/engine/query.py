@@ -20,7 +20,6 @@ import numpy as np
 
 from plda._internal.chernoff import CHERNOFF_ORDERS
 from plda._internal.errors import GridTooLarge, check_bracket, quiet_accuracy, warn_if_inaccurate
-from plda.bounds import Bounds
 from plda.engine.plan import MAX_GRID, MIN_STEP, Pilot, Plan, StepPredictor, pilot, refine
 from plda.engine.versions import bounds_over_directions, grid_versions
 
@@ -32,8 +31,8 @@ __all__ = [
     "Query",
     "one_shot",
     "probes",
+    "realized_lower",
     "relative_gap",
-    "with_realized",
 ]
 
 #: an FFT composition resolves deltas down to about this fraction of its mass: smaller deltas
@@ -206,7 +205,7 @@ class Query:
         return float(np.max(relative_gap(lower, upper), initial=0.0))
 
     # ----------------------------------------------------------------- the flows
-    def epsilon_bounds(self, d: np.ndarray) -> Bounds:
+    def epsilon_bounds(self, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Certified ``(lower, upper)`` arrays of ``epsilon`` at deltas ``d`` (any shape):
         refine for the deltas above the FFT's rounding floor (the largest at least), take the
         maximum over directions, tilt below the floor, then the realized lower bound."""
@@ -221,9 +220,12 @@ class Query:
             lower, upper = self.tilted(versions, step, small, flat, lower, upper, "epsilon")
         lower, upper = lower.reshape(d.shape), upper.reshape(d.shape)
         warn_if_inaccurate(lower, upper, self.accuracy, query="epsilon_bounds")
-        return with_realized(self.realized, "epsilon", d, lower, upper)
+        if self.realized:
+            lower = realized_lower(self.realized, "epsilon", d)
+        check_bracket(lower, upper, query="epsilon_bounds")
+        return lower, upper
 
-    def delta_bounds(self, e: np.ndarray) -> Bounds:
+    def delta_bounds(self, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Certified ``(lower, upper)`` arrays of ``delta`` at epsilons ``e`` (any shape):
         refine for the epsilon gap at the deltas reported (:func:`probes`), take the maximum
         over directions, tilt below the FFT's floor, then the realized lower bound."""
@@ -241,7 +243,10 @@ class Query:
             step = self.policy.current(self.cache.get("plan"))
             lower, upper = self.tilted(versions, step, small, flat, lower, upper, "delta")
         lower, upper = lower.reshape(e.shape), upper.reshape(e.shape)
-        return with_realized(self.realized, "delta", e, lower, upper)
+        if self.realized:
+            lower = realized_lower(self.realized, "delta", e)
+        check_bracket(lower, upper, query="delta_bounds")
+        return lower, upper
 
     # ------------------------------------------------------------ below the floor
     def tilted(self, versions: dict, step: float, small, targets, lower, upper, kind: str):
@@ -273,25 +278,18 @@ class Query:
         return lower, upper
 
 
-def with_realized(realized: tuple, kind: str, targets: np.ndarray, lower, upper) -> Bounds:
-    """``(lower, upper)`` with, when a factor is not tight, the lower bound replaced by the
-    largest of the ``realized`` compositions' (their :class:`Query`; ``kind``: ``"epsilon"``
-    or ``"delta"``, at ``targets``): each is realized by one pair of neighbouring datasets,
-    so its lower bound is certified, while the composition's own lower bound brackets a
-    dominating pair.
-
-    Raises
-    ------
-    InvertedBracketError
-        Where the lower bound exceeds the upper one (a defect, never hidden)."""
-    if realized:
-        with quiet_accuracy():  # the caller warns once, for its own answer
-            lower = np.max([
-                (r.epsilon_bounds(targets) if kind == "epsilon" else r.delta_bounds(targets)).lower
-                for r in realized
-            ], axis=0)
-    check_bracket(lower, upper, query=f"{kind}_bounds")
-    return Bounds(lower, upper)
+def realized_lower(realized: tuple, kind: str, targets: np.ndarray) -> np.ndarray:
+    """The certified lower bound of a composition whose factors are not all ``tight``: the
+    largest of the lower bounds of its ``realized`` compositions (their :class:`Query`;
+    ``kind``: ``"epsilon"`` or ``"delta"``, at ``targets``). Each is realized by one pair of
+    neighbouring datasets, so its lower bound is certified, while the composition's own lower
+    bound brackets a dominating pair that no datasets are known to realize."""
+    with quiet_accuracy():  # the caller warns once, for its own answer
+        found = [
+            r.epsilon_bounds(targets) if kind == "epsilon" else r.delta_bounds(targets)
+            for r in realized
+        ]
+    return np.max([lower for lower, _ in found], axis=0)
 
 
 def one_shot(
