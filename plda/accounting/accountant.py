@@ -309,7 +309,7 @@ class PLDAccountant:
 
     @property
     def _results(self):
-        return self._composition.results
+        return self._composition.store.results
 
     # ------------------------------------------------------------- checkpoints
     @_locked

@@ -1,14 +1,10 @@
-"""The composition path of an accountant's history: what a growing history adds to the driver.
+"""The accountant's query path: what a growing history adds to the driver's stages.
 
 A training loop asks for epsilon after many steps, and every answer is a new composition. Each
 answer takes the stages of :class:`plda.engine.query.Query`; a history adds
 
-- its caching composer: the per-step laws are discretized once per grid step
-  (:func:`plda.discretize.discretize`, cached) and composed by the accountant's own
-  :class:`~plda.engine.composer.Composer`, which keeps spectra, their binary powers ``X^(2^j)``
-  and running products: the spectrum of ``k`` steps is a product of ``popcount(k)`` cached
-  arrays, a history that appended factors multiplies in only the new ones, and a query costs
-  one inverse FFT per composed law (:meth:`HistoryComposition.versions`);
+- its caching composer (:class:`plda.accounting.composer.HistoryComposer`): laws discretized
+  once per grid step, spectra, binary powers and running products kept;
 - its step policy (:class:`LadderSteps`): steps on a power-of-two ladder, the one that met the
   accuracy for the *horizon* history (:func:`plda.accounting.history.horizon`), so that the
   grid, and for a noise schedule its FFT length, stay put while the history grows;
@@ -23,32 +19,27 @@ for bit like the original.
 
 from __future__ import annotations
 
-from collections import OrderedDict
-from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
 from operator import methodcaller
 
 import numpy as np
 
 from plda._internal.errors import GridTooLarge, check_bracket, quiet_accuracy
+from plda.accounting.composer import HistoryComposer
 from plda.accounting.history import (
     CACHE_BYTES,
     DOMINANCE,
-    MANY_MECHANISMS,
     ORDER_RANGE,
     PLANNING_BYTES,
     PREFIXES_KEPT,
-    RESULTS_KEPT,
     TAIL,
     checkpoint,
     coarsened,
 )
 from plda.accounting.history import horizon as horizon_of
 from plda.conversions.composed import add_remove_steps
-from plda.discretize import discretize
 from plda.engine.composer import Composer
-from plda.engine.plan import MAX_GRID, MIN_STEP, Plan, halved_step, ladder_step, pilot
+from plda.engine.plan import MIN_STEP, halved_step, ladder_step, pilot
 from plda.engine.query import FFT_FLOOR, Query, one_shot, probes
 from plda.engine.recipe import laws_by_direction, realized_recipes
 from plda.engine.recipe import merge as merge_runs
@@ -89,32 +80,6 @@ class LadderSteps:
         return finer if finer >= MIN_STEP else None
 
 
-class StoredPair:
-    """One direction's composed laws of a history, ``upper`` (pessimistic) and ``lower``
-    (optimistic), each composed when first read and kept in the accountant's results (the
-    two-slot list ``slots``, ``None`` until composed)."""
-
-    __slots__ = ("_slots", "_compose", "_both")
-
-    def __init__(self, slots: list, compose: Callable[[int, bool], object], both: bool):
-        self._slots, self._compose, self._both = slots, compose, both
-
-    @property
-    def upper(self):
-        """The pessimistic composed law (its laws discretized on both sides at once if the
-        optimistic one will be read too)."""
-        if self._slots[0] is None:
-            self._slots[0] = self._compose(0, self._both)
-        return self._slots[0]
-
-    @property
-    def lower(self):
-        """The optimistic composed law."""
-        if self._slots[1] is None:
-            self._slots[1] = self._compose(1, True)
-        return self._slots[1]
-
-
 class HistoryComposition:
     """Certified epsilon / delta bounds of a history, with everything reusable kept.
 
@@ -128,18 +93,16 @@ class HistoryComposition:
         # the horizon and checkpoint histories (they only plan and bound) on a small budget: a
         # schedule's horizon laws change as it grows, and would hold more than the history's
         self._planning = Composer(cache_bytes=PLANNING_BYTES, prefixes=1, **settings)
-        self.results: OrderedDict = OrderedDict()
-        self._steps, self._lengths, self._refined, self._checkpoints = {}, {}, {}, {}
+        self.store = HistoryComposer(relation, self._composer, self._planning)
+        self._steps, self._refined, self._checkpoints = {}, {}, {}
         self._coarse: list = []  # (components, coarsened, horizon) of the last few asked
-        self._held: list = []  # (components, laws) of the last few asked
 
     def clear(self) -> None:
         """Forget every kept result, plan and spectrum."""
-        self._coarse, self._held = [], []
-        for kept in (self.results, self._steps, self._lengths, self._refined, self._checkpoints):
+        self._coarse = []
+        for kept in (self._steps, self._refined, self._checkpoints, self.store, self._composer,
+                     self._planning):
             kept.clear()
-        self._composer.clear()
-        self._planning.clear()
 
     # ------------------------------------------------------------------- queries
     def epsilon_pair(self, history, d: np.ndarray, need_lower: bool):
@@ -308,17 +271,6 @@ class HistoryComposition:
         self._coarse = [(components, coarse, horizon_of(components, coarse)), *self._coarse[:3]]
         return self._coarse[0][1:]
 
-    def _laws(self, components) -> dict[str, list]:
-        """:func:`~plda.engine.recipe.laws_by_direction` of ``components`` under the relation,
-        kept for the last four tuples asked (by identity: a query asks for them at every
-        composition, and a noise schedule has a law per step)."""
-        for held, laws in self._held:
-            if held is components:
-                return laws
-        laws = laws_by_direction(add_remove_steps(components, self._relation))
-        self._held = [(components, laws), *self._held[:3]]
-        return laws
-
     def horizon_step(self, components, d: np.ndarray) -> float | None:
         """The grid step meeting the accuracy at ``d`` for the horizon history, cached; None if
         the horizon does not fit under the grid cap."""
@@ -375,7 +327,7 @@ class HistoryComposition:
         the atoms' common unit."""
         horizon = self._coarsened(components)[1]
         if horizon not in self._steps:
-            found = pilot(self._laws(horizon), self._accuracy)
+            found = pilot(self.store.laws(horizon), self._accuracy)
             # without atoms the rung nearest the pilot's step, not the one below (refinement
             # halves a step that misses, never coarsens one finer than needed)
             step = ladder_step(found.step * (1.0 if found.atom_unit else 1.5), found.atom_unit)
@@ -384,61 +336,9 @@ class HistoryComposition:
             self._steps[horizon] = (step, found.atom_unit)
         return self._steps[horizon]
 
-    def plan(self, components, step: float) -> Plan:
-        """The plan of a composition of ``components`` on grid ``step``: with many distinct
-        mechanisms (a noise schedule), the FFT length of the horizon's leading direction, so
-        that the length, and with it every factor's spectrum, stays put until the horizon
-        moves (each distinct law is then transformed about once per horizon, not once per
-        ladder length the history passes)."""
-        horizon = self._coarsened(components)[1]
-        many = len(components) > MANY_MECHANISMS  # (the horizon itself has few)
-        key = (horizon, step, many)
-        length = self._lengths.get(key)
-        if length is None:
-            length = 0
-            if many:
-                lead = next(iter(self._laws(horizon).values()))
-                factors = [(discretize(law, step, lower=False)[0], k) for law, k in lead]
-                found = self._composer.length(factors)
-                length = 1 << (found - 1).bit_length()  # powers of two: it moves rarely
-                length = length if length <= MAX_GRID else 0
-            if len(self._lengths) > 256:
-                self._lengths.clear()
-            self._lengths[key] = length
-        return Plan(step=step, length=length, tail=TAIL)
-
     def versions(self, components, step: float, *, both=(), kept: bool = True) -> dict:
-        """``{direction: StoredPair}``: the composition of ``components`` on grid ``step``,
-        each version composed when first read and kept in :attr:`results`; the laws of the
-        directions in ``both`` are discretized on both sides at once (their optimistic
-        version will be read). ``kept``: on the history's composer (False: on the planning
-        one, for the horizon and checkpoint histories)."""
-        key = (components, step) + (() if kept else ("planning",))
-        laws = self._laws(components)
-        plan = self.plan(components, step)
-        out = self.results.get(key)
-        if out is None:
-            out = {direction: [None, None] for direction in laws}
-            self.results[key] = out
-            while len(self.results) > RESULTS_KEPT:
-                self.results.popitem(last=False)
-        else:
-            self.results.move_to_end(key)
-        composer = self._composer if kept else self._planning
-        return {
-            direction: StoredPair(
-                slots, partial(_compose, composer, laws[direction], plan), direction in both
-            )
-            for direction, slots in out.items()
-        }
-
-
-def _compose(composer: Composer, laws: list, plan: Plan, index: int, both: bool):
-    """Version ``index`` (0: pessimistic, 1: optimistic) of the composition of ``laws`` to
-    ``plan`` by ``composer``, each law discretized on both sides at once if ``both``."""
-    factors = [(discretize(law, plan.step, both)[index], k) for law, k in laws]
-    # the distinct laws (count 1: a noise schedule changed at every step) first, the repeated
-    # ones last: a growing history then extends the composer's running product of the former
-    # (see plda.engine.composer)
-    factors.sort(key=lambda factor: factor[1] > 1)
-    return composer.compose(factors, MAX_GRID, plan.length)
+        """The composed laws of ``components`` on grid ``step``, read from the store
+        (:meth:`plda.accounting.composer.HistoryComposer.versions`, planned for the history's
+        horizon)."""
+        horizon = self._coarsened(components)[1]
+        return self.store.versions(components, horizon, step, both=both, kept=kept)
