@@ -40,8 +40,7 @@ from plda.accounting.history import horizon as horizon_of
 from plda.conversions.composed import add_remove_steps
 from plda.engine.composer import Composer
 from plda.engine.plan import MIN_STEP, halved_step, ladder_step, pilot
-from plda.engine.query import FFT_FLOOR, Query, one_shot, probes
-from plda.engine.recipe import laws_by_direction, realized_recipes
+from plda.engine.query import FFT_FLOOR, Query, probes, realized_queries, recipe_query
 from plda.engine.recipe import merge as merge_runs
 from plda.engine.versions import bounds_over_directions
 from plda.mechanisms.base import DIRECTIONS
@@ -117,7 +116,7 @@ class HistoryComposition:
         if not small.any():
             return self._fast_epsilon_pair(components, d, need_lower)
         with quiet_accuracy():  # epsilon_bounds warns once, for the whole answer
-            tilted_lower, tilted_upper = self._one_shot(components, self._relation).epsilon_bounds(
+            tilted_lower, tilted_upper = self._one_shot(components).epsilon_bounds(
                 flat[small]
             )
         lower, upper = np.empty(flat.shape), np.empty(flat.shape)
@@ -139,7 +138,7 @@ class HistoryComposition:
         try:
             probe = probes([v.upper.delta(e) for v in self.versions(components, first).values()])
         except GridTooLarge:  # beyond this path's grid cap: the driver's (capped) grid
-            return tuple(self._one_shot(components, self._relation).delta_bounds(e))
+            return tuple(self._one_shot(components).delta_bounds(e))
         found = None
         if probe.size:
             refined = self.horizon_step(components, probe)
@@ -154,11 +153,11 @@ class HistoryComposition:
             try:
                 found = self._bounds_at(components, first, "delta", e, need_lower)
             except GridTooLarge:
-                return tuple(self._one_shot(components, self._relation).delta_bounds(e))
+                return tuple(self._one_shot(components).delta_bounds(e))
         lower, upper = found
         small = np.ravel((upper > 0) & (upper < FFT_FLOOR))
         if small.any():
-            tilted_lower, tilted_upper = self._one_shot(components, self._relation).delta_bounds(
+            tilted_lower, tilted_upper = self._one_shot(components).delta_bounds(
                 np.ravel(e)[small]
             )
             upper = np.ravel(upper).copy()
@@ -172,19 +171,17 @@ class HistoryComposition:
         return lower, upper
 
     def realized(self, history) -> tuple[Query, ...]:
-        """One-shot queries of the realized compositions of ``history``
-        (:func:`plda.engine.recipe.realized_recipes`), whose largest lower bound is the
+        """The driver's queries of the realized compositions of ``history``
+        (:func:`plda.engine.query.realized_queries`), whose largest lower bound is the
         certified one of a history whose mechanisms are not all tight; empty when they are."""
-        steps = add_remove_steps(merge_runs(history), self._relation)
-        return tuple(self._one_shot(recipe, "add_remove") for recipe in realized_recipes(steps))
+        return realized_queries(add_remove_steps(merge_runs(history), self._relation),
+                                self._accuracy)
 
     # ---------------------------------------------------------------- internals
-    def _one_shot(self, components, relation: str) -> Query:
-        """The one-shot driver of ``components`` under ``relation``, as a
-        :class:`~plda.pld.PrivacyLossDistribution` of them runs it."""
-        steps = add_remove_steps(merge_runs(components), relation)
-        realized = tuple(self._one_shot(recipe, "add_remove") for recipe in realized_recipes(steps))
-        return one_shot(laws_by_direction(steps), self._accuracy, realized=realized)
+    def _one_shot(self, components) -> Query:
+        """The one-shot driver of ``components`` (:func:`plda.engine.query.recipe_query`), as
+        a :class:`~plda.pld.PrivacyLossDistribution` of them runs it."""
+        return recipe_query(add_remove_steps(components, self._relation), self._accuracy)
 
     def _fast_epsilon_pair(self, components, d: np.ndarray, need_lower: bool):
         """``(lower, upper)`` epsilon bounds at ``d`` by the cached-spectrum composition.
@@ -208,7 +205,7 @@ class HistoryComposition:
         if step is None:
             # beyond this path's grid cap: the driver picks its own (capped) grid
             with quiet_accuracy():  # epsilon_bounds warns once, for the whole answer
-                return tuple(self._one_shot(components, self._relation).epsilon_bounds(d))
+                return tuple(self._one_shot(components).epsilon_bounds(d))
         return lower.reshape(d.shape), upper.reshape(d.shape)
 
     def _directed_pair(self, components, step, d, need_lower, horizon_uppers, order):

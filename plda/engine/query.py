@@ -21,6 +21,7 @@ import numpy as np
 from plda._internal.chernoff import CHERNOFF_ORDERS
 from plda._internal.errors import GridTooLarge, check_bracket, quiet_accuracy, warn_if_inaccurate
 from plda.engine.plan import MAX_GRID, MIN_STEP, Pilot, Plan, StepPredictor, pilot, refine
+from plda.engine.recipe import laws_by_direction, realized_recipes
 from plda.engine.versions import bounds_over_directions, grid_versions
 
 __all__ = [
@@ -32,6 +33,8 @@ __all__ = [
     "one_shot",
     "probes",
     "realized_lower",
+    "realized_queries",
+    "recipe_query",
     "relative_gap",
 ]
 
@@ -316,6 +319,21 @@ def one_shot(
         accuracy=accuracy, policy=policy, composer=partial(grid_versions, laws),
         cache={} if cache is None else cache, realized=realized,
     )
+
+
+def recipe_query(steps, accuracy: float) -> Query:
+    """The one-shot driver of a composition of ``steps`` (``(mechanism, count)`` pairs under
+    add/remove semantics, merged), with the drivers of its realized compositions: what a
+    :class:`~plda.pld.PrivacyLossDistribution` of them runs, without its cache."""
+    steps = tuple((mechanism, count) for mechanism, count in steps if count)
+    realized = realized_queries(steps, accuracy)
+    return one_shot(laws_by_direction(steps), accuracy, realized=realized)
+
+
+def realized_queries(steps, accuracy: float) -> tuple[Query, ...]:
+    """The drivers of the realized compositions of ``steps``
+    (:func:`plda.engine.recipe.realized_recipes`), empty when every factor is tight."""
+    return tuple(recipe_query(recipe, accuracy) for recipe in realized_recipes(steps))
 
 
 def relative_gap(lower, upper) -> np.ndarray:
