@@ -197,13 +197,14 @@ class PrivacyLossDistribution:
         """The planner's pilot of this composition (first step, window width, atom unit)."""
         return pilot(self._laws, self.accuracy)
 
-    def _query(self) -> Query:
+    def _query(self, realized: bool = True) -> Query:
         """The driver of this composition's queries (:func:`plda.engine.query.one_shot`): the
-        pilot's steps (or the fixed one), each plan composed once into this PLD's cache."""
+        pilot's steps (or the fixed one), each plan composed once into this PLD's cache; with
+        the drivers of its realized compositions (for bounds) if ``realized``."""
         return one_shot(
             self._laws, self.accuracy, step=self.step,
             found=self._pilot if self.step is None else None, cache=self._cache,
-            realized=tuple(r._query() for r in self._realized),
+            realized=tuple(r._query() for r in self._realized) if realized else (),
         )
 
     # ---------------------------------------------------------------- queries
@@ -295,12 +296,12 @@ class PrivacyLossDistribution:
         ``("upper", "lower")`` — the raw material of the other conversions."""
         if bound not in ("upper", "lower"):
             raise ValueError(f"bound must be 'upper' or 'lower', got {bound!r}")
-        return {d: getattr(v, bound) for d, v in self._query().grid().items()}
+        return {d: getattr(v, bound) for d, v in self._query(realized=False).grid().items()}
 
     @property
     def grid_step(self) -> float:
         """The grid step of the current discretization."""
-        query = self._query()
+        query = self._query(realized=False)
         query.grid()
         return query.policy.current(self._cache.get("plan"))
 

@@ -209,9 +209,25 @@ class Query:
 
     # ----------------------------------------------------------------- the flows
     def epsilon_bounds(self, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Certified ``(lower, upper)`` arrays of ``epsilon`` at deltas ``d`` (any shape):
-        refine for the deltas above the FFT's rounding floor (the largest at least), take the
-        maximum over directions, tilt below the floor, then the realized lower bound."""
+        """Certified bounds on ``epsilon`` at deltas ``d``: refine for the deltas above the
+        refinement floor (the largest at least), take the maximum over directions, tilt below
+        the FFT's floor, then the realized lower bound.
+
+        Parameters
+        ----------
+        d
+            Deltas in ``[0, 1]``, any shape (validated by the caller).
+
+        Returns
+        -------
+        tuple of numpy.ndarray
+            ``(lower, upper)``, shaped like ``d``; warns (:class:`~plda.AccuracyWarning`)
+            where their relative gap misses the accuracy.
+
+        Raises
+        ------
+        InvertedBracketError
+            Where the lower bound exceeds the upper one (a defect, never hidden)."""
         flat = np.ravel(d)
         versions = self.grid(flat[(flat >= REFINE_FLOOR) | (flat == flat.max())])
         lower, upper = bounds_over_directions(versions, methodcaller("epsilon", d))
@@ -229,9 +245,24 @@ class Query:
         return lower, upper
 
     def delta_bounds(self, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Certified ``(lower, upper)`` arrays of ``delta`` at epsilons ``e`` (any shape):
-        refine for the epsilon gap at the deltas reported (:func:`probes`), take the maximum
-        over directions, tilt below the FFT's floor, then the realized lower bound."""
+        """Certified bounds on ``delta`` at epsilons ``e``: refine for the epsilon gap at the
+        deltas reported (:func:`probes`), take the maximum over directions, tilt below the
+        FFT's floor, then the realized lower bound.
+
+        Parameters
+        ----------
+        e
+            Epsilons in ``[0, inf]``, any shape (validated by the caller).
+
+        Returns
+        -------
+        tuple of numpy.ndarray
+            ``(lower, upper)``, shaped like ``e``.
+
+        Raises
+        ------
+        InvertedBracketError
+            Where the lower bound exceeds the upper one (a defect, never hidden)."""
         versions = self.grid()
         known = None
         if self.policy.fixed is None:
@@ -282,11 +313,25 @@ class Query:
 
 
 def realized_lower(realized: tuple, kind: str, targets: np.ndarray) -> np.ndarray:
-    """The certified lower bound of a composition whose factors are not all ``tight``: the
-    largest of the lower bounds of its ``realized`` compositions (their :class:`Query`;
-    ``kind``: ``"epsilon"`` or ``"delta"``, at ``targets``). Each is realized by one pair of
-    neighbouring datasets, so its lower bound is certified, while the composition's own lower
-    bound brackets a dominating pair that no datasets are known to realize."""
+    """The certified lower bound of a composition whose factors are not all ``tight``.
+
+    Each realized composition is realized by one pair of neighbouring datasets, so its lower
+    bound is certified, while the composition's own lower bound brackets a dominating pair
+    that no datasets are known to realize.
+
+    Parameters
+    ----------
+    realized
+        The :class:`Query` of each realized composition (:func:`realized_queries`).
+    kind
+        ``"epsilon"`` (``targets`` are deltas) or ``"delta"`` (``targets`` are epsilons).
+    targets
+        Where the bound is asked for.
+
+    Returns
+    -------
+    numpy.ndarray
+        The largest of their lower bounds, shaped like ``targets``."""
     with quiet_accuracy():  # the caller warns once, for its own answer
         found = [
             r.epsilon_bounds(targets) if kind == "epsilon" else r.delta_bounds(targets)
@@ -304,11 +349,27 @@ def one_shot(
     cache: dict | None = None,
     realized: tuple = (),
 ) -> Query:
-    """The driver of a one-shot composition of ``laws`` (``{direction: [(law, count), ...]}``,
-    :func:`plda.engine.recipe.laws_by_direction`): :class:`PilotSteps` from its pilot
-    (``found``, computed if not given) or the fixed ``step``, each plan composed afresh
-    (:func:`plda.engine.versions.grid_versions`) and kept in ``cache``, and the queries of its
-    ``realized`` compositions."""
+    """The driver of a one-shot composition (what a PrivacyLossDistribution runs).
+
+    Parameters
+    ----------
+    laws
+        ``{direction: [(law, count), ...]}`` (:func:`plda.engine.recipe.laws_by_direction`).
+    accuracy
+        Target relative gap of ``epsilon(delta)``.
+    step
+        A fixed grid step, or None to plan it from the pilot.
+    found
+        The composition's pilot if already computed (else computed here, unless ``step``).
+    cache
+        Where the versions per plan and the current plan are kept (a new dict if None).
+    realized
+        The queries of its realized compositions (:func:`realized_queries`).
+
+    Returns
+    -------
+    Query
+        With :class:`PilotSteps` and :func:`plda.engine.versions.grid_versions` of ``laws``."""
     if step is not None:
         policy = PilotSteps(accuracy=accuracy, fixed=step)
     else:
@@ -322,17 +383,41 @@ def one_shot(
 
 
 def recipe_query(steps, accuracy: float) -> Query:
-    """The one-shot driver of a composition of ``steps`` (``(mechanism, count)`` pairs under
-    add/remove semantics, merged), with the drivers of its realized compositions: what a
-    :class:`~plda.pld.PrivacyLossDistribution` of them runs, without its cache."""
+    """The one-shot driver of a recipe, with the drivers of its realized compositions.
+
+    Parameters
+    ----------
+    steps
+        ``((mechanism, count), ...)`` under add/remove semantics, merged (a replace-one recipe
+        mapped by :func:`plda.conversions.composed.add_remove_steps` first).
+    accuracy
+        Target relative gap of ``epsilon(delta)``.
+
+    Returns
+    -------
+    Query
+        What a :class:`~plda.pld.PrivacyLossDistribution` of ``steps`` runs, on a cache of
+        its own."""
     steps = tuple((mechanism, count) for mechanism, count in steps if count)
     realized = realized_queries(steps, accuracy)
     return one_shot(laws_by_direction(steps), accuracy, realized=realized)
 
 
 def realized_queries(steps, accuracy: float) -> tuple[Query, ...]:
-    """The drivers of the realized compositions of ``steps``
-    (:func:`plda.engine.recipe.realized_recipes`), empty when every factor is tight."""
+    """The drivers of the realized compositions of ``steps``.
+
+    Parameters
+    ----------
+    steps
+        ``((mechanism, count), ...)`` under add/remove semantics, merged.
+    accuracy
+        Target relative gap of ``epsilon(delta)``.
+
+    Returns
+    -------
+    tuple of Query
+        One :func:`recipe_query` per :func:`plda.engine.recipe.realized_recipes` recipe;
+        empty when every factor is tight."""
     return tuple(recipe_query(recipe, accuracy) for recipe in realized_recipes(steps))
 
 
@@ -347,8 +432,18 @@ def relative_gap(lower, upper) -> np.ndarray:
 
 
 def probes(uppers: list) -> np.ndarray:
-    """The deltas a delta query refines for: the largest of the directions' ``uppers`` at each
-    epsilon, those between the refinement floor and 1, at most about 16 of them."""
+    """The deltas a delta query refines its grid for.
+
+    Parameters
+    ----------
+    uppers
+        Each direction's upper bounds on delta at the epsilons asked.
+
+    Returns
+    -------
+    numpy.ndarray
+        Their maximum at each epsilon, those between :data:`REFINE_FLOOR` and 1, every
+        ``n // 16``-th of them (at most about 16)."""
     probe = np.ravel(np.max(uppers, axis=0))
     probe = probe[(probe > REFINE_FLOOR) & (probe < 1)]
     return probe[:: max(1, probe.size // 16)]

@@ -53,13 +53,20 @@ def realized_recipes(steps) -> tuple[tuple, ...]:
 
 
 def laws_by_direction(steps) -> dict[str, list]:
-    """``{direction: [(law, count), ...]}``: the privacy-loss laws a composition of ``steps``
-    multiplies, per direction of the relation, the leading direction (``"remove"``) first.
+    """The privacy-loss laws a composition multiplies, per direction of the relation.
 
-    ``steps`` are ``(mechanism, count)`` pairs under add/remove semantics (a replace-one
-    composition mapped through :meth:`~plda.Mechanism.under_replace_one` first); steps run zero
-    times are left out, and plain Gaussians are merged exactly (``mu^2`` adds up under
-    composition). One direction when every factor is symmetric."""
+    Parameters
+    ----------
+    steps
+        ``(mechanism, count)`` pairs under add/remove semantics (a replace-one composition
+        mapped through :meth:`~plda.Mechanism.under_replace_one` first).
+
+    Returns
+    -------
+    dict
+        ``{direction: [(law, count), ...]}``, the leading direction (``"remove"``) first; one
+        direction when every factor is symmetric. Steps run zero times are left out, and plain
+        Gaussians are merged exactly (``mu^2`` adds up under composition)."""
     factors = []
     gaussian_mu2 = 0.0
     for mechanism, count in steps:

@@ -84,10 +84,26 @@ def grid_pair(laws: list, plan: Plan, leading: bool) -> GridPair:
 
 
 def grid_versions(laws: dict[str, list], plan: Plan) -> dict[str, GridPair]:
-    """``{direction: GridPair}``: the composition of ``laws`` (``{direction: [(law, count),
-    ...]}``, the leading direction first) to ``plan``, every pessimistic version now (a grid too
-    large raises :class:`~plda._internal.errors.GridTooLarge` here, where the planner catches
-    it), the optimistic ones when first read."""
+    """The one-shot composer: each direction's composition to ``plan``.
+
+    Parameters
+    ----------
+    laws
+        ``{direction: [(law, count), ...]}``, the leading direction first.
+    plan
+        The grid step (and tilt) to compose to.
+
+    Returns
+    -------
+    dict
+        ``{direction: GridPair}``: every pessimistic version composed now, the optimistic ones
+        when first read (the leading direction's laws discretized on both sides at once).
+
+    Raises
+    ------
+    GridTooLarge
+        When a pessimistic version does not fit under the grid cap (here, where the planner
+        catches it, not in a later query)."""
     lead = next(iter(laws))
     return {d: grid_pair(factors, plan, d == lead) for d, factors in laws.items()}
 
@@ -100,9 +116,30 @@ def bounds_over_directions(
     margin: float | None = None,
     known: dict | None = None,
 ):
-    """``(lower, upper)``: ``query`` (a version's ``epsilon`` or ``delta`` at the targets)
-    maximized over the directions of ``versions`` (``{direction: pair}``, each pair with an
-    ``upper`` and a ``lower`` version), the lower one None unless ``lower``.
+    """The bounds of a query maximized over the directions of the relation.
+
+    Parameters
+    ----------
+    versions
+        ``{direction: pair}``, each pair with an ``upper`` and a ``lower`` composed law.
+    query
+        A version's ``epsilon`` or ``delta`` at the targets.
+    lower
+        Whether to compute the lower bound (None otherwise).
+    margin
+        See below; None for the default rule.
+    known
+        Upper bounds already computed, by direction.
+
+    Returns
+    -------
+    tuple
+        ``(lower, upper)`` arrays shaped like the targets (``lower`` None unless ``lower``).
+
+    Raises
+    ------
+    InvertedBracketError
+        Where the lower bound exceeds the upper one.
 
     Optimistic versions are read in decreasing order of their direction's upper bound, and not
     at all where that upper bound lies below the lower bound found so far everywhere: such a
@@ -110,8 +147,7 @@ def bounds_over_directions(
     lower bound above its own direction's certified upper bound could only be an error, and is
     left out). With ``margin``, a direction after the first is read only where its upper bound
     reaches ``(1 - margin)`` times the maximum's: the cheaper rule of a refinement's trial
-    grids, whose lower bound may then miss that direction's (it stays a lower bound).
-    ``known``: upper bounds already computed, by direction."""
+    grids, whose lower bound may then miss that direction's (it stays a lower bound)."""
     uppers = dict(known or {})
     for direction, pair in versions.items():
         if direction not in uppers:
