@@ -16,11 +16,11 @@ from plda.conversions import gdp as gdp_conversion
 from plda.conversions import renyi as renyi_conversion
 from plda.conversions import tradeoff as tradeoff_conversion
 from plda.conversions import zcdp as zcdp_conversion
-from plda.conversions.composed import ComposedLaws, add_remove_steps
+from plda.conversions.composed import ComposedLaws
 from plda.engine.discrete import DiscreteLoss
 from plda.engine.plan import MAX_GRID, MIN_STEP, Pilot, pilot
 from plda.engine.query import Query, one_shot
-from plda.engine.recipe import laws_by_direction, merge, realized_recipes
+from plda.engine.recipe import add_remove_steps, laws_by_direction, merge, realized_recipes
 from plda.mechanisms.base import Mechanism
 
 RELATIONS = ("add_remove", "replace_one")

@@ -16,7 +16,8 @@ from scipy.special import ndtr, ndtri
 import plda
 from plda import tradeoff as T
 from plda.conversions import gdp, tradeoff
-from plda.conversions.composed import ComposedLaws, add_remove_steps
+from plda.conversions.composed import ComposedLaws
+from plda.engine.recipe import add_remove_steps
 
 P = plda.PrivacyLossDistribution.from_mechanism
 ALPHA = np.concatenate(

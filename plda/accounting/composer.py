@@ -15,11 +15,10 @@ from collections.abc import Callable
 from functools import partial
 
 from plda.accounting.history import MANY_MECHANISMS, RESULTS_KEPT, TAIL
-from plda.conversions.composed import add_remove_steps
 from plda.discretize import discretize
 from plda.engine.composer import Composer
 from plda.engine.plan import MAX_GRID, Plan
-from plda.engine.recipe import laws_by_direction
+from plda.engine.recipe import add_remove_steps, laws_by_direction
 
 
 class StoredPair:

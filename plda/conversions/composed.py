@@ -13,22 +13,6 @@ from plda.mechanisms.base import Mechanism
 DirectionLaws = Mapping[str, DiscreteLoss]
 
 
-def add_remove_steps(components, relation: str = "add_remove") -> tuple[tuple[Mechanism, int], ...]:
-    """``(mechanism, count)`` pairs of a composition under add/remove semantics: each mechanism
-    read under ``relation`` (``"replace_one"`` maps it through
-    :meth:`~plda.Mechanism.under_replace_one`), steps run zero times left out."""
-    if relation not in ("add_remove", "replace_one"):
-        raise ValueError(f"relation must be 'add_remove' or 'replace_one', got {relation!r}")
-    steps = []
-    for mechanism, count in components:
-        if count == 0:
-            continue
-        if relation == "replace_one":
-            mechanism = mechanism.under_replace_one()
-        steps.append((mechanism, count))
-    return tuple(steps)
-
-
 @dataclass(frozen=True, eq=False)
 class ComposedLaws:
     """What the conversions read of a composition (build it by keyword).
@@ -36,7 +20,8 @@ class ComposedLaws:
     Parameters
     ----------
     steps
-        ``((mechanism, count), ...)`` under add/remove semantics (:func:`add_remove_steps`):
+        ``((mechanism, count), ...)`` under add/remove semantics
+        (:func:`plda.engine.recipe.add_remove_steps`):
         closed forms (Gaussian DP of Gaussians, zCDP) and per-step Rényi cumulants use them.
     grid
         ``bound -> {direction: DiscreteLoss}`` for ``bound`` in ``("upper", "lower")``: the

@@ -389,7 +389,7 @@ def recipe_query(steps, accuracy: float) -> Query:
     ----------
     steps
         ``((mechanism, count), ...)`` under add/remove semantics, merged (a replace-one recipe
-        mapped by :func:`plda.conversions.composed.add_remove_steps` first).
+        mapped by :func:`plda.engine.recipe.add_remove_steps` first).
     accuracy
         Target relative gap of ``epsilon(delta)``.
 

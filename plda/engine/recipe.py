@@ -5,15 +5,16 @@ datasets is known to realize (``tight`` False: :class:`~plda.Shuffled`, a trunca
 :class:`~plda.TruncatedPoisson`, fixed-size batches under replace-one) gives certified *upper*
 bounds only; its ``lower_bound_mechanisms()`` give realized pairs, whose *lower* bounds are
 certified for it. :func:`realized_recipes` are the recipes whose lower bounds a composition
-reports (the largest of them). :func:`laws_by_direction` gives the privacy-loss laws a recipe
-multiplies, per direction of the relation.
+reports (the largest of them). :func:`add_remove_steps` reads a recipe under add/remove
+semantics (the replace-one mapping), and :func:`laws_by_direction` gives the privacy-loss laws
+it multiplies, per direction of the relation.
 """
 
 from __future__ import annotations
 
 import math
 
-from plda.mechanisms.base import DIRECTIONS
+from plda.mechanisms.base import DIRECTIONS, Mechanism
 from plda.mechanisms.gaussian import Gaussian
 
 
@@ -23,6 +24,22 @@ def merge(components) -> tuple:
     for mechanism, count in components:
         counts[mechanism] = counts.get(mechanism, 0) + count
     return tuple(counts.items())
+
+
+def add_remove_steps(components, relation: str = "add_remove") -> tuple[tuple[Mechanism, int], ...]:
+    """``(mechanism, count)`` pairs of a composition under add/remove semantics: each mechanism
+    read under ``relation`` (``"replace_one"`` maps it through
+    :meth:`~plda.Mechanism.under_replace_one`), steps run zero times left out."""
+    if relation not in ("add_remove", "replace_one"):
+        raise ValueError(f"relation must be 'add_remove' or 'replace_one', got {relation!r}")
+    steps = []
+    for mechanism, count in components:
+        if count == 0:
+            continue
+        if relation == "replace_one":
+            mechanism = mechanism.under_replace_one()
+        steps.append((mechanism, count))
+    return tuple(steps)
 
 
 def realized_recipes(steps) -> tuple[tuple, ...]:
