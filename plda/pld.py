@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import overload
@@ -10,32 +9,16 @@ from typing import overload
 import numpy as np
 
 from plda._internal import validation as check
-from plda._internal.errors import (
-    GridTooLarge,
-    check_bracket,
-    public_entries,
-    quiet_accuracy,
-    warn_if_inaccurate,
-)
+from plda._internal.errors import public_entries
 from plda._internal.typing import ArrayLike, FloatArray, FloatOrArray
 from plda.bounds import RELATIONS, Bounds
-from plda.conversions.composed import ComposedLaws, add_remove_steps
+from plda.conversions.composed import ComposedLaws
 from plda.conversions.queries import CompositionQueries
-from plda.engine.plan import (
-    MAX_GRID,
-    MIN_STEP,
-    Pilot,
-    Plan,
-    StepPredictor,
-    pilot,
-    refine,
-)
-from plda.engine.recipe import merge, realized_recipes
-from plda.engine.sharpen import delta_pair, epsilon_pair, relative_gap, sharpen
-from plda.engine.versions import grid_pair
+from plda.engine.plan import MAX_GRID, MIN_STEP, Pilot, pilot
+from plda.engine.query import Query, one_shot
+from plda.engine.recipe import add_remove_steps, laws_by_direction, merge, realized_recipes
 from plda.grid.discrete import DiscreteLoss
-from plda.mechanisms.base import DIRECTIONS, Mechanism
-from plda.mechanisms.gaussian import Gaussian
+from plda.mechanisms.base import Mechanism
 
 #: default target for the relative gap (upper - lower) / upper of epsilon(delta)
 DEFAULT_ACCURACY = 1e-3
@@ -189,23 +172,10 @@ class PrivacyLossDistribution(CompositionQueries):
 
     # ------------------------------------------------------------- internals
     @cached_property
-    def _factors(self) -> tuple[tuple[Mechanism, int], ...]:
-        """Components under add/remove semantics, with plain Gaussians merged exactly
-        (``mu^2`` adds up under composition)."""
-        factors = []
-        gaussian_mu2 = 0.0
-        for mechanism, count in merge(self.components):
-            if count == 0:
-                continue
-            if self.relation == "replace_one":
-                mechanism = mechanism.under_replace_one()
-            if type(mechanism) is Gaussian:
-                gaussian_mu2 += count * mechanism.mu**2
-            else:
-                factors.append((mechanism, count))
-        if gaussian_mu2 > 0:
-            factors.append((Gaussian(sigma=1.0 / math.sqrt(gaussian_mu2)), 1))
-        return tuple(factors)
+    def _laws(self) -> dict[str, list]:
+        """``{direction: [(law, count), ...]}`` of the components under add/remove semantics
+        (:func:`plda.engine.recipe.laws_by_direction`)."""
+        return laws_by_direction(add_remove_steps(merge(self.components), self.relation))
 
     @cached_property
     def _realized(self) -> tuple[PrivacyLossDistribution, ...]:
@@ -221,80 +191,19 @@ class PrivacyLossDistribution(CompositionQueries):
         )
 
     @cached_property
-    def _directions(self) -> tuple[str, ...]:
-        if all(m.symmetric for m, _ in self._factors):
-            return ("remove",)
-        return DIRECTIONS
-
-    def _laws(self, direction: str):
-        return [(m.privacy_loss(direction), k) for m, k in self._factors]
-
-    def _materialize(self, plan: Plan) -> dict:
-        """``{direction: (upper, lower)}`` grid laws of the composition to ``plan``, composed
-        plainly or under its exponential tilt (cached per plan)."""
-        key = ("grid", plan)
-        if key not in self._cache:
-            # the optimistic versions are composed when first read (plda.engine.versions)
-            lead = self._directions[0]
-            self._cache[key] = {
-                d: grid_pair(self._laws(d), plan, d == lead) for d in self._directions
-            }
-        return self._cache[key]
-
-    @cached_property
     def _pilot(self) -> Pilot:
         """The planner's pilot of this composition (first step, window width, atom unit)."""
-        return pilot(direction_laws(self), self.accuracy)
+        return pilot(self._laws, self.accuracy)
 
-    def _initial_step(self, refined: bool = False) -> float:
-        return self.step if self.step is not None else self._pilot.first_step(refined)
-
-    def _current_step(self, refined: bool = False) -> float:
-        """The latest plan's step (the initial one until refined); unless ``refined``, never
-        coarser than the pilot's unrefined step, which delta and the conversions read as is."""
-        plan, first = self._cache.get("plan"), self._initial_step(refined)
-        return first if plan is None else plan.step if refined else min(plan.step, first)
-
-    def _versions(self, refine_for: np.ndarray | None = None, coarse_start: bool = True):
-        """Grid versions; with ``refine_for`` (deltas), refine until the epsilon gap meets
-        ``accuracy`` there (:func:`plda.engine.plan.refine`), from the pilot's coarse start if
-        ``coarse_start``."""
-        step = self._current_step(refined=refine_for is not None and coarse_start)
-        for _ in range(16):
-            try:
-                versions = self._materialize(Plan(step=step))
-                break
-            except GridTooLarge as exc:
-                if self.step is not None:
-                    raise ValueError(
-                        f"step={self.step!r} is too fine for this composition: it needs "
-                        f"{exc.points} grid points, more than the cap {exc.cap}"
-                    ) from None
-                # the window is wider than the pilot predicted (very long compositions, tiny
-                # sample rates): coarsen until it fits; bounds stay certified, only wider, and
-                # epsilon_bounds warns if the accuracy is missed
-                step = step * 1.25 * exc.points / exc.cap
-                self._cache["plan"] = Plan(step=step)
-        else:  # pragma: no cover - each retry shrinks the grid by at least 1.25x
-            raise GridTooLarge(0, MAX_GRID)
-        if refine_for is None or self.step is not None:
-            return versions
-
-        def gap_at(finer: float) -> float:
-            lower, upper = epsilon_pair(self._materialize(Plan(step=finer)), refine_for)
-            return float(np.max(relative_gap(lower, upper), initial=0.0))
-
-        predict = StepPredictor(accuracy=self.accuracy, unit=self._pilot.atom_unit)
-
-        def next_step(current: float, gap: float) -> float | None:
-            finer = predict(current, gap)
-            if self._pilot.grid_points(finer) > MAX_GRID or finer < MIN_STEP:
-                return None
-            return finer
-
-        step, _ = refine(step, gap_at(step), gap_at, self.accuracy, next_step)
-        self._cache["plan"] = Plan(step=step)
-        return self._materialize(Plan(step=step))
+    def _query(self, realized: bool = True) -> Query:
+        """The driver of this composition's queries (:func:`plda.engine.query.one_shot`): the
+        pilot's steps (or the fixed one), each plan composed once into this PLD's cache; with
+        the drivers of its realized compositions (for bounds) if ``realized``."""
+        return one_shot(
+            self._laws, self.accuracy, step=self.step,
+            found=self._pilot if self.step is None else None, cache=self._cache,
+            realized=tuple(r._query() for r in self._realized) if realized else (),
+        )
 
     # ---------------------------------------------------------------- queries
     @overload
@@ -309,20 +218,7 @@ class PrivacyLossDistribution(CompositionQueries):
     def epsilon_bounds(self, delta: ArrayLike) -> Bounds:
         """``(lower, upper)`` bounds on ``epsilon(delta)`` (vectorized)."""
         d = check.array_in("delta", delta, 0.0, 1.0)
-        # refining the grid helps only above the FFT's rounding floor; below it, tilting does
-        flat = np.ravel(d)
-        versions = self._versions(refine_for=flat[(flat >= 1e-10) | (flat == flat.max())])
-        lower, upper = epsilon_pair(versions, d)
-        lower, upper = sharpen(
-            self._materialize, self._current_step(True), versions, np.ravel(d), np.ravel(lower),
-            np.ravel(upper), "delta", self.accuracy,
-        )
-        lower, upper = lower.reshape(d.shape), upper.reshape(d.shape)
-        warn_if_inaccurate(lower, upper, self.accuracy, query="epsilon_bounds")
-        if self._realized:  # not tight: the largest lower bound of the realized pairs
-            with quiet_accuracy():
-                lower = np.max([r.epsilon_bounds(d).lower for r in self._realized], axis=0)
-        check_bracket(lower, upper, query="epsilon_bounds")
+        lower, upper = self._query().epsilon_bounds(d)
         return Bounds(_scalar(lower, delta), _scalar(upper, delta))
 
     @overload
@@ -336,23 +232,7 @@ class PrivacyLossDistribution(CompositionQueries):
     def delta_bounds(self, epsilon: ArrayLike) -> Bounds:
         """``(lower, upper)`` bounds on ``delta(epsilon)`` (vectorized)."""
         e = check.array_in("epsilon", epsilon, 0.0, np.inf)
-        versions = self._versions()
-        if self.step is None:
-            # refine for the epsilon gap at the deltas being reported
-            probe = np.max([v.upper.delta(e) for v in versions.values()], axis=0)
-            # deltas below ~1e-10 sit on the FFT's rounding floor, where refining cannot help
-            probe = np.ravel(probe)[(np.ravel(probe) > 1e-10) & (np.ravel(probe) < 1)]
-            if probe.size:
-                versions = self._versions(probe[:: max(1, probe.size // 16)], False)
-        lower, upper = delta_pair(versions, e)
-        lower, upper = sharpen(
-            self._materialize, self._current_step(), versions, np.ravel(e), np.ravel(lower),
-            np.ravel(upper), "epsilon", self.accuracy,
-        )
-        lower, upper = lower.reshape(e.shape), upper.reshape(e.shape)
-        if self._realized:  # not tight: the largest lower bound of the realized pairs
-            lower = np.max([r.delta_bounds(e).lower for r in self._realized], axis=0)
-        check_bracket(lower, upper, query="delta_bounds")
+        lower, upper = self._query().delta_bounds(e)
         return Bounds(_scalar(lower, epsilon), _scalar(upper, epsilon))
 
     # ----------------------------------------- other views (the rest: CompositionQueries)
@@ -380,13 +260,14 @@ class PrivacyLossDistribution(CompositionQueries):
         ``("upper", "lower")`` — the raw material of the other conversions."""
         if bound not in ("upper", "lower"):
             raise ValueError(f"bound must be 'upper' or 'lower', got {bound!r}")
-        return {d: getattr(v, bound) for d, v in self._versions().items()}
+        return {d: getattr(v, bound) for d, v in self._query(realized=False).grid().items()}
 
     @property
     def grid_step(self) -> float:
         """The grid step of the current discretization."""
-        self._versions()
-        return self._current_step()
+        query = self._query(realized=False)
+        query.grid()
+        return query.policy.current(self._cache.get("plan"))
 
 
 # ---------------------------------------------------------------- helpers
@@ -394,7 +275,7 @@ def direction_laws(pld: PrivacyLossDistribution) -> dict[str, list]:
     """``{direction: [(law, count), ...]}``: the privacy-loss laws the composition of ``pld``
     multiplies, per direction of its relation (the leading direction first; one direction
     when every factor is symmetric). What the planner and the composers consume."""
-    return {direction: pld._laws(direction) for direction in pld._directions}
+    return pld._laws
 
 
 def _scalar(value, like):

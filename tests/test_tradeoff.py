@@ -15,8 +15,9 @@ from scipy.special import ndtr, ndtri
 
 import plda
 from plda.conversions import gdp, tradeoff
-from plda.conversions.composed import ComposedLaws, add_remove_steps
+from plda.conversions.composed import ComposedLaws
 from plda.conversions.envelope import LowerEnvelope
+from plda.engine.recipe import add_remove_steps
 
 P = plda.PrivacyLossDistribution.from_mechanism
 ALPHA = np.concatenate(

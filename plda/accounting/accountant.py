@@ -16,22 +16,18 @@ from typing import overload
 import numpy as np
 
 from plda._internal import validation as check
-from plda._internal.errors import (
-    check_bracket,
-    public_entries,
-    quiet_accuracy,
-    warn_if_inaccurate,
-)
+from plda._internal.errors import check_bracket, public_entries, warn_if_inaccurate
 from plda._internal.typing import ArrayLike, FloatArray, FloatOrArray
 from plda.accounting.composition import HistoryComposition
 from plda.accounting.history import scalar
 from plda.accounting.state import FORMAT, VERSION, parse_state
 from plda.bounds import Bounds, check_relation
-from plda.conversions.composed import ComposedLaws, add_remove_steps
+from plda.conversions.composed import ComposedLaws
 from plda.conversions.queries import CompositionQueries
+from plda.engine.query import realized_lower
 from plda.engine.recipe import merge as merge_runs
-from plda.engine.recipe import realized_recipes
 from plda.mechanisms import Gaussian, Mechanism
+from plda.mechanisms.base import DIRECTIONS
 from plda.pld import DEFAULT_ACCURACY, PrivacyLossDistribution
 from plda.samplers import sampled_mechanism, sampler_spec, training_steps
 from plda.serialization import mechanism_to_dict
@@ -249,9 +245,8 @@ class PLDAccountant(CompositionQueries):
         lower, upper = self._epsilon_pair(d, need_lower=True)
         warn_if_inaccurate(lower, upper, self._accuracy, query="epsilon_bounds")
         realized = self._realized()
-        if realized:  # not tight: the largest lower bound of the realized pairs
-            with quiet_accuracy():
-                lower = np.max([r.epsilon_bounds(d).lower for r in realized], axis=0)
+        if realized:
+            lower = realized_lower(realized, "epsilon", d)
         check_bracket(lower, upper, query="epsilon_bounds")
         return Bounds(scalar(lower, delta), scalar(upper, delta))
 
@@ -267,7 +262,7 @@ class PLDAccountant(CompositionQueries):
         e = check.array_in("epsilon", epsilon, 0.0, np.inf)
         if not self._history:
             return scalar(np.zeros(e.shape), epsilon)
-        return scalar(self._delta_pair(e, epsilon, need_lower=False)[1], epsilon)
+        return scalar(self._delta_pair(e, need_lower=False)[1], epsilon)
 
     def delta_bounds(self, epsilon: ArrayLike) -> Bounds:
         """``(lower, upper)`` certified bounds on ``delta(epsilon)``."""
@@ -275,28 +270,22 @@ class PLDAccountant(CompositionQueries):
         if not self._history:
             zero = np.zeros(e.shape)
             return Bounds(scalar(zero, epsilon), scalar(zero, epsilon))
-        lower, upper = self._delta_pair(e, epsilon, need_lower=True)
+        lower, upper = self._delta_pair(e, need_lower=True)
         realized = self._realized()
-        if realized:  # not tight: the largest lower bound of the realized pairs
-            lower = np.max([r.delta_bounds(e).lower for r in realized], axis=0)
+        if realized:
+            lower = realized_lower(realized, "delta", e)
         check_bracket(lower, upper, query="delta_bounds")
         return Bounds(scalar(lower, epsilon), scalar(upper, epsilon))
 
     @_locked
-    def _realized(self) -> tuple[PrivacyLossDistribution, ...]:
-        """Compositions of realized pairs for the history (:func:`plda.engine.recipe.
-        realized_recipes`, read under add/remove once the relation is applied): the largest of
-        their lower bounds is the certified one of this history (the history's own lower
-        versions bracket the dominating pairs instead); empty when every mechanism is tight."""
-        steps = add_remove_steps(merge_runs(self._history), self._relation)
-        return tuple(
-            PrivacyLossDistribution(recipe, "add_remove", self._accuracy)
-            for recipe in realized_recipes(steps)
-        )
+    def _realized(self) -> tuple:
+        """The driver's queries of the history's realized compositions (empty when every
+        mechanism is tight: see :meth:`HistoryComposition.realized`)."""
+        return self._composition.realized(self._history)
 
     @_locked
-    def _delta_pair(self, e: np.ndarray, epsilon, need_lower: bool):
-        return self._composition.delta_pair(self._history, e, epsilon, need_lower)
+    def _delta_pair(self, e: np.ndarray, need_lower: bool):
+        return self._composition.delta_pair(self._history, e, need_lower)
 
     @_locked
     def _epsilon_pair(self, d: np.ndarray, need_lower: bool):
@@ -309,11 +298,14 @@ class PLDAccountant(CompositionQueries):
 
     @_locked
     def _versions(self, recipe: PrivacyLossDistribution, step: float, lower: bool = True):
-        return self._composition.versions(recipe, step, lower=lower)
+        versions = self._composition.versions(
+            recipe.components, step, both=DIRECTIONS if lower else ()
+        )
+        return {d: (pair.upper, pair.lower if lower else None) for d, pair in versions.items()}
 
     @property
     def _results(self):
-        return self._composition.results
+        return self._composition.store.results
 
     # ------------------------------------------------------------- checkpoints
     @_locked

@@ -1,20 +1,17 @@
-"""The composition path of an accountant's history: plan, compose, query, with reuse.
+"""The accountant's query path: what a growing history adds to the driver's stages.
 
-A training loop asks for epsilon after many steps, and every answer is a new composition. Here
+A training loop asks for epsilon after many steps, and every answer is a new composition. Each
+answer takes the stages of :class:`plda.engine.query.Query`; a history adds
 
-- the per-step laws are discretized once per grid step ``h``
-  (:func:`plda.discretization.discretize.discretize`, cached) and composed by the accountant's
-  own :class:`~plda.engine.composer.Composer`, which
-  keeps spectra, their binary powers ``X^(2^j)`` and running products: the spectrum of ``k``
-  steps is a product of ``popcount(k)`` cached arrays, a history that appended factors
-  multiplies in only the new ones, and a query costs one inverse FFT per composed law;
-- the plan (:class:`~plda.engine.plan.Plan`) is the one that met the accuracy for the *horizon*
-  history (:func:`plda.accounting.history.horizon`): its grid step, and for a noise schedule
-  its FFT length, stay put while the history grows;
-- :meth:`HistoryComposition.epsilon_pair` composes only the pessimistic version when asked,
-  and skips a direction that a cheap bound at a longer history shows to be dominated (for
-  DP-SGD the removal direction leads, so one law is composed per query);
-- deltas below ``1e-8`` go to :class:`~plda.pld.PrivacyLossDistribution` (tilted composition).
+- its caching composer (:class:`plda.accounting.composer.HistoryComposer`): laws discretized
+  once per grid step, spectra, binary powers and running products kept;
+- its step policy (:class:`LadderSteps`): steps on a power-of-two ladder, the one that met the
+  accuracy for the *horizon* history (:func:`plda.accounting.history.horizon`), so that the
+  grid, and for a noise schedule its FFT length, stay put while the history grows;
+- checkpoint dominance: a direction that a cheap bound at a longer history shows dominated is
+  not composed (for DP-SGD the removal direction leads, so one law is composed per query);
+- targets below :data:`~plda.engine.query.FFT_FLOOR`, handed to the one-shot driver
+  (:func:`plda.engine.query.one_shot`: tilted composition).
 
 Every choice depends on the history and the query alone, so a reloaded accountant answers bit
 for bit like the original.
@@ -22,31 +19,64 @@ for bit like the original.
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from dataclasses import dataclass
+from operator import methodcaller
 
 import numpy as np
 
 from plda._internal.errors import GridTooLarge, check_bracket, quiet_accuracy
+from plda.accounting.composer import HistoryComposer
 from plda.accounting.history import (
     CACHE_BYTES,
     DOMINANCE,
-    MANY_MECHANISMS,
     ORDER_RANGE,
     PLANNING_BYTES,
     PREFIXES_KEPT,
-    RESULTS_KEPT,
     TAIL,
-    TILTED_BELOW,
     checkpoint,
     coarsened,
-    max_gap,
 )
 from plda.accounting.history import horizon as horizon_of
-from plda.discretization.discretize import discretize
 from plda.engine.composer import Composer
-from plda.engine.plan import MAX_GRID, MIN_STEP, Plan, halved_step, ladder_step, pilot, refine
+from plda.engine.plan import MIN_STEP, halved_step, ladder_step, pilot
+from plda.engine.query import FFT_FLOOR, Query, probes, realized_queries, recipe_query
+from plda.engine.recipe import add_remove_steps
 from plda.engine.recipe import merge as merge_runs
-from plda.pld import PrivacyLossDistribution, direction_laws
+from plda.engine.versions import bounds_over_directions
+from plda.mechanisms.base import DIRECTIONS
+
+
+@dataclass(frozen=True)
+class LadderSteps:
+    """The accountant's step policy (what :meth:`plda.engine.query.Query.refined` and
+    :meth:`~plda.engine.query.Query.gap` read): each refinement halves the step on the ladder
+    of :func:`plda.engine.plan.ladder_step` (or quarters it when the gap is far off,
+    :func:`~plda.engine.plan.halved_step`), so the grid stays put while the history grows; a
+    trial grid is judged on its leading direction first, reading another direction's
+    optimistic version only within ``margin`` (the accuracy) of the upper bound.
+
+    Parameters
+    ----------
+    accuracy
+        Target relative gap of ``epsilon(delta)``; also the margin.
+    unit
+        The atoms' common spacing (the ladder's top rung), or None.
+    """
+
+    accuracy: float
+    unit: float | None = None
+    #: the accountant's steps are always refined (no step is fixed)
+    fixed = None
+
+    @property
+    def margin(self) -> float:
+        """The margin of a trial grid's non-leading directions: the accuracy."""
+        return self.accuracy
+
+    def next_step(self, step: float, gap: float) -> float | None:
+        """The next rung, or None below the finest step."""
+        finer = halved_step(step, gap, self.accuracy, self.unit)
+        return finer if finer >= MIN_STEP else None
 
 
 class HistoryComposition:
@@ -62,134 +92,139 @@ class HistoryComposition:
         # the horizon and checkpoint histories (they only plan and bound) on a small budget: a
         # schedule's horizon laws change as it grows, and would hold more than the history's
         self._planning = Composer(cache_bytes=PLANNING_BYTES, prefixes=1, **settings)
-        self.results: OrderedDict = OrderedDict()
-        self._steps, self._lengths, self._refined, self._checkpoints = {}, {}, {}, {}
+        self.store = HistoryComposer(relation, self._composer, self._planning)
+        self._steps, self._refined, self._checkpoints = {}, {}, {}
         self._coarse: list = []  # (components, coarsened, horizon) of the last few asked
 
     def clear(self) -> None:
         """Forget every kept result, plan and spectrum."""
         self._coarse = []
-        for kept in (self.results, self._steps, self._lengths, self._refined, self._checkpoints):
+        for kept in (self._steps, self._refined, self._checkpoints, self.store, self._composer,
+                     self._planning):
             kept.clear()
-        self._composer.clear()
-        self._planning.clear()
 
-    def delta_pair(self, history, e: np.ndarray, epsilon, need_lower: bool):
-        """``(lower, upper)`` delta bounds at ``e`` (lower None if not ``need_lower``)."""
-        components = merge_runs(history)
-        recipe = PrivacyLossDistribution(components, self._relation, self._accuracy)
-        first, unit = self._grid_step(components)
-        try:
-            versions = self.versions(recipe, first, lower=False)
-        except GridTooLarge:
-            return tuple(recipe.delta_bounds(epsilon))  # delta bounds never warn
-        # as the engine: refine for the epsilon gap at the deltas being reported (below ~1e-10
-        # the FFT's rounding floor is reached and refining cannot help)
-        step = first
-        probe = np.ravel(np.max([v[0].delta(e) for v in versions.values()], axis=0))
-        probe = probe[(probe > 1e-10) & (probe < 1)]
-        if probe.size:
-            probe = probe[:: max(1, probe.size // 16)]
-            refined = self.horizon_step(components, probe)
-            if refined is None:
-                refined = self._refine(recipe, first, probe, unit)[0]
-            if refined is not None:
-                try:
-                    versions = self.versions(recipe, refined, lower=need_lower)
-                    step = refined
-                except GridTooLarge:
-                    pass
-        try:
-            versions = self.versions(recipe, step, lower=need_lower)
-        except GridTooLarge:  # beyond the fast path's grid cap: the engine's (capped) grid
-            return tuple(recipe.delta_bounds(epsilon))
-        upper = np.max([v[0].delta(e) for v in versions.values()], axis=0)
-        lower = np.max([v[1].delta(e) for v in versions.values()], axis=0) if need_lower else None
-        # deltas below the FFT's floor: the engine's tilted composition (decided on the upper
-        # bound, which both delta and delta_bounds compute, so they stay equal)
-        small = np.ravel((upper > 0) & (upper < TILTED_BELOW))
-        if small.any():
-            tilted = recipe.delta_bounds(np.ravel(e)[small])
-            upper = np.ravel(upper).copy()
-            upper[small] = np.ravel(tilted.upper)
-            upper = upper.reshape(np.shape(e))
-            if need_lower:
-                lower = np.ravel(lower).copy()
-                lower[small] = np.ravel(tilted.lower)
-                lower = lower.reshape(np.shape(e))
-        if not need_lower:
-            return None, upper
-        check_bracket(lower, upper, query="delta_bounds")
-        return lower, upper
-
-    # ---------------------------------------------------------------- internals
+    # ------------------------------------------------------------------- queries
     def epsilon_pair(self, history, d: np.ndarray, need_lower: bool):
         """``(lower, upper)`` epsilon bounds at ``d`` (lower None if not ``need_lower``).
 
-        Deltas below ``TILTED_BELOW`` go to the engine, whose exponentially tilted
-        composition resolves them (the fast path's FFT floor would leave a gap of several
-        percent there); the others take :meth:`_fast_epsilon_pair`."""
+        Deltas below :data:`~plda.engine.query.FFT_FLOOR` go to the one-shot driver, whose
+        exponentially tilted composition resolves them (this path's FFT floor would leave a
+        gap of several percent there); the others take :meth:`_fast_epsilon_pair`."""
+        components = merge_runs(history)
         flat = np.ravel(d)
-        small = (flat > 0) & (flat < TILTED_BELOW)
+        small = (flat > 0) & (flat < FFT_FLOOR)
         if not small.any():
-            return self._fast_epsilon_pair(history, d, need_lower)
-        recipe = PrivacyLossDistribution(merge_runs(history), self._relation, self._accuracy)
+            return self._fast_epsilon_pair(components, d, need_lower)
         with quiet_accuracy():  # epsilon_bounds warns once, for the whole answer
-            tilted = recipe.epsilon_bounds(flat[small])
+            tilted_lower, tilted_upper = self._one_shot(components).epsilon_bounds(
+                flat[small]
+            )
         lower, upper = np.empty(flat.shape), np.empty(flat.shape)
-        lower[small], upper[small] = np.ravel(tilted.lower), np.ravel(tilted.upper)
+        lower[small], upper[small] = np.ravel(tilted_lower), np.ravel(tilted_upper)
         if not small.all():
-            rest_lower, rest_upper = self._fast_epsilon_pair(history, flat[~small], need_lower)
+            rest_lower, rest_upper = self._fast_epsilon_pair(components, flat[~small], need_lower)
             upper[~small] = rest_upper
             lower[~small] = rest_lower if need_lower else 0.0
         return (lower.reshape(d.shape) if need_lower else None), upper.reshape(d.shape)
 
-    def _fast_epsilon_pair(self, history, d: np.ndarray, need_lower: bool):
+    def delta_pair(self, history, e: np.ndarray, need_lower: bool):
+        """``(lower, upper)`` delta bounds at ``e`` (lower None if not ``need_lower``): on the
+        grid refined for the epsilon gap at the deltas reported (:func:`~plda.engine.query.
+        probes`), the horizon's if it fits; deltas below the FFT's floor from the one-shot
+        driver (decided on the upper bound, which both delta and delta_bounds compute, so they
+        stay equal)."""
+        components = merge_runs(history)
+        first, unit = self._grid_step(components)
+        try:
+            probe = probes([v.upper.delta(e) for v in self.versions(components, first).values()])
+        except GridTooLarge:  # beyond this path's grid cap: the driver's (capped) grid
+            return tuple(self._one_shot(components).delta_bounds(e))
+        found = None
+        if probe.size:
+            refined = self.horizon_step(components, probe)
+            if refined is None:
+                refined = self._refine(components, first, probe, unit)[0]
+            if refined is not None:
+                try:
+                    found = self._bounds_at(components, refined, "delta", e, need_lower)
+                except GridTooLarge:
+                    pass
+        if found is None:
+            try:
+                found = self._bounds_at(components, first, "delta", e, need_lower)
+            except GridTooLarge:
+                return tuple(self._one_shot(components).delta_bounds(e))
+        lower, upper = found
+        small = np.ravel((upper > 0) & (upper < FFT_FLOOR))
+        if small.any():
+            tilted_lower, tilted_upper = self._one_shot(components).delta_bounds(
+                np.ravel(e)[small]
+            )
+            upper = np.ravel(upper).copy()
+            upper[small] = np.ravel(tilted_upper)
+            upper = upper.reshape(np.shape(e))
+            if need_lower:
+                lower = np.ravel(lower).copy()
+                lower[small] = np.ravel(tilted_lower)
+                lower = lower.reshape(np.shape(e))
+                check_bracket(lower, upper, query="delta_bounds")
+        return lower, upper
+
+    def realized(self, history) -> tuple[Query, ...]:
+        """The driver's queries of the realized compositions of ``history``
+        (:func:`plda.engine.query.realized_queries`), whose largest lower bound is the
+        certified one of a history whose mechanisms are not all tight; empty when they are."""
+        return realized_queries(add_remove_steps(merge_runs(history), self._relation),
+                                self._accuracy)
+
+    # ---------------------------------------------------------------- internals
+    def _one_shot(self, components) -> Query:
+        """The one-shot driver of ``components`` (:func:`plda.engine.query.recipe_query`), as
+        a :class:`~plda.pld.PrivacyLossDistribution` of them runs it."""
+        return recipe_query(add_remove_steps(components, self._relation), self._accuracy)
+
+    def _fast_epsilon_pair(self, components, d: np.ndarray, need_lower: bool):
         """``(lower, upper)`` epsilon bounds at ``d`` by the cached-spectrum composition.
 
         The grid step is the one that met the accuracy for the *horizon* history (every count
-        rounded up to a power of two, see :meth:`_horizon_step`): the gap grows with the step
+        rounded up to a power of two, see :meth:`_horizon`): the gap grows with the step
         counts, so that step serves every history up to the horizon, and the step depends on
         the horizon and ``d`` only. Hence ``epsilon`` needs no optimistic version to choose its
         grid and equals ``epsilon_bounds(...).upper``. Where the horizon does not fit under the
-        grid cap, the step is refined on the history itself (and beyond that the engine takes
-        over)."""
-        components = merge_runs(history)
-        recipe = PrivacyLossDistribution(components, self._relation, self._accuracy)
+        grid cap, the step is refined on the history itself (and beyond that the one-shot
+        driver takes over)."""
         flat = np.ravel(d)
         step, horizon_uppers, order = self._horizon(components, flat)
         if step is not None:
             try:
-                return self._directed_pair(
-                    components, recipe, step, d, need_lower, horizon_uppers, order
-                )
+                return self._directed_pair(components, step, d, need_lower, horizon_uppers, order)
             except GridTooLarge:
                 pass
         first, unit = self._grid_step(components)
-        step, lower, upper, _ = self._refine(recipe, first, flat, unit)
+        step, lower, upper, _ = self._refine(components, first, flat, unit)
         if step is None:
-            # beyond the fast path's grid cap: the engine picks its own (capped) grid
+            # beyond this path's grid cap: the driver picks its own (capped) grid
             with quiet_accuracy():  # epsilon_bounds warns once, for the whole answer
-                return tuple(recipe.epsilon_bounds(d))
+                return tuple(self._one_shot(components).epsilon_bounds(d))
         return lower.reshape(d.shape), upper.reshape(d.shape)
 
-    def _directed_pair(self, components, recipe, step, d, need_lower, horizon_uppers, order):
+    def _directed_pair(self, components, step, d, need_lower, horizon_uppers, order):
         """Epsilon bounds at ``d`` on grid ``step``: the maximum over the relation's directions.
 
         A direction is skipped when it is dominated: composing more steps can only increase
         ``delta(eps)`` (the shorter run is a post-processing of the longer one), so a
         direction's upper bound at a longer history bounds it at this one. Two such histories
         are at hand: the horizon (its bounds come free with the grid choice) and the
-        *checkpoint* (counts rounded up by at most 1/8, see :func:`_checkpoint`, one per many
-        queries). If the bound is below the leading direction's upper bound here, with a
-        margin of ``DOMINANCE``, the skipped direction cannot raise the maximum, and the
-        leading direction's lower bound is a lower bound of the maximum. For DP-SGD the removal
-        direction leads by 20-40%, so queries compose one direction instead of two. Every
-        decision depends on the history and ``d`` only."""
+        *checkpoint* (counts rounded up by at most 1/8, see
+        :func:`~plda.accounting.history.checkpoint`, one per many queries). If the bound is
+        below the leading direction's upper bound here, with a margin of ``DOMINANCE``, the
+        skipped direction cannot raise the maximum, and the leading direction's lower bound is
+        a lower bound of the maximum. For DP-SGD the removal direction leads by 20-40%, so
+        queries compose one direction instead of two. Every decision depends on the history
+        and ``d`` only."""
         lead = order[0]
-        versions = self.versions(recipe, step, lower=need_lower, directions=(lead,))
-        upper = versions[lead][0].epsilon(d)
-        lower = versions[lead][1].epsilon(d) if need_lower else None
+        versions = self.versions(components, step, both=DIRECTIONS if need_lower else ())
+        upper = versions[lead].upper.epsilon(d)
 
         def dominated(bounds, direction):
             return np.all(bounds[direction] < upper * (1 - DOMINANCE))
@@ -205,24 +240,22 @@ class HistoryComposition:
                 # every non-leading direction (the lead is the same for all histories sharing
                 # this checkpoint, as they share its horizon), so that what is skipped does
                 # not depend on which of them asked first
-                check_recipe = PrivacyLossDistribution(check, self._relation, self._accuracy)
-                laws = self.versions(
-                    check_recipe, step, lower=False, directions=tuple(order[1:]), kept=False
-                )
-                bounds = {D: laws[D][0].epsilon(d) for D in order[1:]}
+                laws = self.versions(check, step, kept=False)
+                bounds = {D: laws[D].upper.epsilon(d) for D in order[1:]}
                 if len(self._checkpoints) > 64:
                     self._checkpoints.clear()
                 self._checkpoints[key] = bounds
             others = [D for D in others if not dominated(bounds, D)]
-        for direction in others:
-            pair = self.versions(recipe, step, need_lower, (direction,))[direction]
-            upper = np.maximum(upper, pair[0].epsilon(d))
-            if need_lower:
-                lower = np.maximum(lower, pair[1].epsilon(d))
-        if not need_lower:
-            return None, upper
-        check_bracket(lower, upper, query="epsilon_bounds")
-        return lower, upper
+        chosen = {D: versions[D] for D in (lead, *others)}
+        return bounds_over_directions(
+            chosen, methodcaller("epsilon", d), lower=need_lower, known={lead: upper}
+        )
+
+    def _bounds_at(self, components, step: float, kind: str, targets, need_lower: bool):
+        """``(lower, upper)`` of ``kind`` (``"epsilon"`` or ``"delta"``) at ``targets`` on grid
+        ``step``, the maximum over every direction (lower None if not ``need_lower``)."""
+        versions = self.versions(components, step, both=DIRECTIONS if need_lower else ())
+        return bounds_over_directions(versions, methodcaller(kind, targets), lower=need_lower)
 
     def _coarsened(self, components) -> tuple:
         """``(coarsened, horizon)`` of ``components``, kept for the last four tuples asked (by
@@ -252,8 +285,7 @@ class HistoryComposition:
             first, unit = self._grid_step(components)
             if len(self._refined) > 256:
                 self._refined.clear()
-            horizon_pld = PrivacyLossDistribution(horizon, self._relation, self._accuracy)
-            step, _, _, uppers = self._refine(horizon_pld, first, d, unit, kept=False)
+            step, _, _, uppers = self._refine(horizon, first, d, unit, kept=False)
             order = (
                 sorted(uppers, key=lambda D: -float(np.max(uppers[D])))
                 if uppers is not None
@@ -262,66 +294,28 @@ class HistoryComposition:
             hit = self._refined[key] = (step, uppers, order)
         return hit
 
-    def _refine(self, recipe, step: float, d: np.ndarray, unit, kept: bool = True):
-        """Refine ``step`` until the epsilon gap meets the accuracy (the planner's one loop,
-        :func:`plda.engine.plan.refine`) with every step on the power-of-two ladder of
-        :func:`plda.engine.plan.ladder_step` (``unit``: the atoms' common spacing), so the grid
-        stays put while the history grows. Returns ``(step, lower, upper, uppers)``
-        (``uppers``: each direction's upper bound); step None if even the first grid is too
-        large. ``kept``: see :meth:`versions`."""
-        try:
-            gap = self._trial_gap(recipe, step, d, kept)
-        except GridTooLarge:
-            return None, None, None, None
-
-        def next_step(current: float, gap: float) -> float | None:
-            finer = halved_step(current, gap, self._accuracy, unit)
-            return finer if finer >= MIN_STEP else None
-
-        step, _ = refine(
-            step, gap, lambda h: self._trial_gap(recipe, h, d, kept), self._accuracy, next_step
+    def _refine(self, components, step: float, d: np.ndarray, unit, kept: bool = True):
+        """Refine ``step`` until the epsilon gap at ``d`` meets the accuracy (the driver's
+        :meth:`~plda.engine.query.Query.refined` with :class:`LadderSteps`). Returns ``(step,
+        lower, upper, uppers)`` on the step reached (``uppers``: each direction's upper bound;
+        the lower bound reads a non-leading direction within the accuracy only); all None if
+        the grid does not fit. ``kept``: see :meth:`versions`."""
+        query = Query(
+            accuracy=self._accuracy,
+            policy=LadderSteps(accuracy=self._accuracy, unit=unit),
+            composer=lambda plan: self.versions(components, plan.step, both=("remove",),
+                                                kept=kept),
         )
         try:
-            lower, upper, uppers = self._bounds_at(recipe, step, d, kept)  # lead composed
-        except GridTooLarge:  # another direction does not fit: the engine takes over
+            step = query.refined(step, d)
+            versions = query.versions(step)
+            uppers = {D: pair.upper.epsilon(d) for D, pair in versions.items()}
+            lower, upper = bounds_over_directions(
+                versions, methodcaller("epsilon", d), margin=self._accuracy, known=uppers
+            )
+        except GridTooLarge:  # another direction does not fit: the one-shot driver takes over
             return None, None, None, None
         return step, lower, upper, uppers
-
-    def _trial_gap(self, recipe, step: float, d: np.ndarray, kept: bool) -> float:
-        """The relative epsilon gap on grid ``step``, for deciding whether to refine.
-
-        The first direction (removal, which leads for subsampled mechanisms) is composed
-        first; if its own gap misses the accuracy the grid is refined without composing the
-        others (a grid that fails need not be completed). Otherwise the gap of the maximum over
-        all directions decides."""
-        directions = tuple(direction_laws(recipe))
-        lead = directions[0]
-        pair = self.versions(recipe, step, directions=(lead,), kept=kept)[lead]
-        upper = pair[0].epsilon(d)
-        gap = max_gap(np.minimum(pair[1].epsilon(d), upper), upper)
-        if gap > self._accuracy and len(directions) > 1:
-            return gap
-        lower, upper, _ = self._bounds_at(recipe, step, d, kept)
-        return max_gap(lower, upper)
-
-    def _bounds_at(self, recipe, step: float, d: np.ndarray, kept: bool = True):
-        """Epsilon bounds (the maximum over directions) on grid ``step``, composing the
-        optimistic version only for the directions whose upper bound is within the accuracy of
-        the largest: another direction's lower bound is below ``upper * (1 - accuracy)``, so it
-        can raise the lower bound of the maximum only where the gap misses the accuracy anyway
-        (and leaving it out keeps a valid, if looser, lower bound)."""
-        versions = self.versions(recipe, step, lower=False, kept=kept)
-        uppers = {direction: pair[0].epsilon(d) for direction, pair in versions.items()}
-        upper = np.max(list(uppers.values()), axis=0)
-        lower = None
-        for direction in sorted(uppers, key=lambda name: -float(np.max(uppers[name]))):
-            if lower is not None and np.all(uppers[direction] < upper * (1 - self._accuracy)):
-                continue
-            pair = self.versions(recipe, step, directions=(direction,), kept=kept)[direction]
-            found = pair[1].epsilon(d)
-            lower = found if lower is None else np.maximum(lower, found)
-        check_bracket(lower, upper, query="epsilon_bounds")
-        return lower, upper, uppers
 
     def _grid_step(self, components) -> tuple[float, float | None]:
         """Initial grid step for a history: the planner's pilot step for the history with
@@ -330,8 +324,7 @@ class HistoryComposition:
         the atoms' common unit."""
         horizon = self._coarsened(components)[1]
         if horizon not in self._steps:
-            laws = direction_laws(PrivacyLossDistribution(horizon, self._relation, self._accuracy))
-            found = pilot(laws, self._accuracy)
+            found = pilot(self.store.laws(horizon), self._accuracy)
             # without atoms the rung nearest the pilot's step, not the one below (refinement
             # halves a step that misses, never coarsens one finer than needed)
             step = ladder_step(found.step * (1.0 if found.atom_unit else 1.5), found.atom_unit)
@@ -340,63 +333,9 @@ class HistoryComposition:
             self._steps[horizon] = (step, found.atom_unit)
         return self._steps[horizon]
 
-    def plan(self, components, step: float) -> Plan:
-        """The plan of a composition of ``components`` on grid ``step``: with many distinct
-        mechanisms (a noise schedule), the FFT length of the horizon's leading direction, so
-        that the length, and with it every factor's spectrum, stays put until the horizon
-        moves (each distinct law is then transformed about once per horizon, not once per
-        ladder length the history passes)."""
+    def versions(self, components, step: float, *, both=(), kept: bool = True) -> dict:
+        """The composed laws of ``components`` on grid ``step``, read from the store
+        (:meth:`plda.accounting.composer.HistoryComposer.versions`, planned for the history's
+        horizon)."""
         horizon = self._coarsened(components)[1]
-        many = len(components) > MANY_MECHANISMS  # (the horizon itself has few)
-        key = (horizon, step, many)
-        length = self._lengths.get(key)
-        if length is None:
-            length = 0
-            if many:
-                recipe = PrivacyLossDistribution(horizon, self._relation, self._accuracy)
-                lead = next(iter(direction_laws(recipe).values()))
-                factors = [(discretize(law, step, lower=False)[0], k) for law, k in lead]
-                found = self._composer.length(factors)
-                length = 1 << (found - 1).bit_length()  # powers of two: it moves rarely
-                length = length if length <= MAX_GRID else 0
-            if len(self._lengths) > 256:
-                self._lengths.clear()
-            self._lengths[key] = length
-        return Plan(step=step, length=length, tail=TAIL)
-
-    def versions(
-        self,
-        recipe: PrivacyLossDistribution,
-        step: float,
-        lower: bool = True,
-        directions: tuple | None = None,
-        kept: bool = True,
-    ) -> dict:
-        """``{direction: [upper, lower]}`` composed laws of ``recipe`` on grid ``step``; the
-        optimistic ones only if ``lower``, and only the ``directions`` given (default all);
-        the others are None until first needed. ``kept``: on the history's composer (False: on
-        the planning one, for the horizon and checkpoint histories)."""
-        key = (recipe.components, step) + (() if kept else ("planning",))
-        laws = direction_laws(recipe)
-        plan = self.plan(recipe.components, step)
-        out = self.results.get(key)
-        if out is None:
-            out = {direction: [None, None] for direction in laws}
-            self.results[key] = out
-            while len(self.results) > RESULTS_KEPT:
-                self.results.popitem(last=False)
-        else:
-            self.results.move_to_end(key)
-        for direction, pair in out.items():
-            if directions is not None and direction not in directions:
-                continue
-            for index in (0, 1) if lower else (0,):
-                if pair[index] is None:
-                    factors = [(discretize(f, step, lower)[index], k) for f, k in laws[direction]]
-                    # the distinct laws (count 1: a noise schedule changed at every step) first,
-                    # the repeated ones last: a growing history then extends the composer's
-                    # running product of the former (see plda.engine.composer)
-                    factors.sort(key=lambda factor: factor[1] > 1)
-                    composer = self._composer if kept else self._planning
-                    pair[index] = composer.compose(factors, MAX_GRID, plan.length)
-        return out
+        return self.store.versions(components, horizon, step, both=both, kept=kept)

@@ -12,9 +12,10 @@ from __future__ import annotations
 import numpy as np
 
 #: composed mass allowed outside the FFT window on each side (charged to +inf, or subtracted
-#: from the optimistic version). The fast path answers deltas >= 1e-8 only (smaller ones go to
-#: the engine's tilted composition), where 1e-14 moves delta by at most 2e-6 of itself; the
-#: engine's 1e-20 would make the window 40% wider for DP-SGD steps.
+#: from the optimistic version). The fast path answers deltas at or above
+#: plda.engine.query.FFT_FLOOR only (smaller ones go to the one-shot driver's tilted
+#: composition), where 1e-14 moves delta by at most 2e-6 of itself; the engine's 1e-20 would
+#: make the window 40% wider for DP-SGD steps.
 TAIL = 1e-14
 #: Chernoff orders (1/loss units) for the window are taken from the fixed grid 2^(j/2): any
 #: order gives a valid tail bound, and a fixed grid lets log E[e^{tL}] of a k-fold composition be
@@ -29,20 +30,9 @@ PLANNING_BYTES = 8 << 20
 RESULTS_KEPT = 4
 #: running products kept for histories that grow by appending factors (see plda.engine.composer)
 PREFIXES_KEPT = 8
-#: deltas below this are answered by the engine's tilted composition (as PrivacyLossDistribution
-#: does); above it the plain FFT composition meets the accuracy
-TILTED_BELOW = 1e-8
 #: relative margin by which a direction's checkpoint bound must stay below the leading
 #: direction's upper bound to be skipped (far above the 1e-12 rounding of the bounds)
 DOMINANCE = 1e-3
-
-
-def max_gap(lower: np.ndarray, upper: np.ndarray) -> float:
-    """Largest relative gap ``(upper - lower) / upper`` (0 where upper is 0 or infinite)."""
-    finite = np.isfinite(upper) & (upper > 0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        gap = np.where(finite, (upper - lower) / np.where(finite, upper, 1.0), 0.0)
-    return float(np.max(gap, initial=0.0))
 
 
 def scalar(value, like):

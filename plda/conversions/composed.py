@@ -6,44 +6,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from plda.bounds import check_relation
 from plda.grid.discrete import DiscreteLoss
 from plda.mechanisms.base import Mechanism
 
 #: the grid laws of a composition per direction ("remove", and "add" unless it is symmetric)
 DirectionLaws = Mapping[str, DiscreteLoss]
-
-
-def add_remove_steps(components, relation: str = "add_remove") -> tuple[tuple[Mechanism, int], ...]:
-    """The ``(mechanism, count)`` pairs of a composition, read under add/remove semantics.
-
-    Parameters
-    ----------
-    components : iterable
-        ``(mechanism, count)`` pairs.
-    relation : {"add_remove", "replace_one"}, optional
-        The relation the components are accounted under; ``"replace_one"`` maps each mechanism
-        through :meth:`~plda.Mechanism.under_replace_one`.
-
-    Returns
-    -------
-    tuple
-        ``((mechanism, count), ...)``, steps run zero times left out.
-
-    Raises
-    ------
-    ValueError
-        For an unknown ``relation``.
-    """
-    check_relation(relation)
-    steps = []
-    for mechanism, count in components:
-        if count == 0:
-            continue
-        if relation == "replace_one":
-            mechanism = mechanism.under_replace_one()
-        steps.append((mechanism, count))
-    return tuple(steps)
 
 
 @dataclass(frozen=True, eq=False)
@@ -53,7 +20,8 @@ class ComposedLaws:
     Parameters
     ----------
     steps
-        ``((mechanism, count), ...)`` under add/remove semantics (:func:`add_remove_steps`):
+        ``((mechanism, count), ...)`` under add/remove semantics
+        (:func:`plda.engine.recipe.add_remove_steps`):
         closed forms (Gaussian DP of Gaussians, zCDP) and per-step Rényi cumulants use them.
     grid
         ``bound -> {direction: DiscreteLoss}`` for ``bound`` in ``("upper", "lower")``: the

@@ -4,10 +4,11 @@ A composition is computed to a :class:`Plan` (grid step, FFT length, window tail
 frozen value built by keyword. The first step comes from a coarse :class:`Pilot`
 discretization of the composition (:func:`pilot`); :func:`refine` then refines it until the
 relative epsilon gap meets the accuracy. Both :class:`plda.pld.PrivacyLossDistribution` and
-:class:`plda.PLDAccountant` plan this way; they differ only in the step policy:
-the PLD predicts the step from the measured gaps (:class:`StepPredictor`), the accountant keeps
-its steps on a power-of-two ladder (:func:`ladder_step`) so that a growing history keeps its
-grid, and with it every discretization and spectrum already computed.
+:class:`plda.PLDAccountant` plan this way, through the driver
+(:class:`plda.engine.query.Query`); they differ only in the step policy: the PLD predicts the
+step from the measured gaps (:class:`StepPredictor`), the accountant keeps its steps on a
+power-of-two ladder (:func:`ladder_step`) so that a growing history keeps its grid, and with it
+every discretization and spectrum already computed.
 """
 
 from __future__ import annotations
@@ -174,12 +175,6 @@ def ladder_step(step: float, unit: float | None) -> float:
             return float(unit)
         return float(unit / 2.0 ** math.ceil(math.log2(unit / step) - 1e-12))
     return float(2.0 ** math.floor(math.log2(step) + 1e-12))
-
-
-def predicted_step(step: float, gap: float, accuracy: float, unit: float | None) -> float:
-    """The next step of a refinement that predicts it from the measured ``gap``, for gaps that
-    scale like ``step^2`` (see :class:`StepPredictor`, which measures how they scale)."""
-    return StepPredictor(accuracy=accuracy, unit=unit, order=2.0)(step, gap)
 
 
 @dataclass

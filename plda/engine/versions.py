@@ -83,23 +83,84 @@ def grid_pair(laws: list, plan: Plan, leading: bool) -> GridPair:
     return GridPair(side(0), lambda: side(1))
 
 
-def bounds_over_directions(versions: dict, query: Callable[[DiscreteLoss], np.ndarray]):
-    """``(lower, upper)``: ``query`` (a version's ``epsilon`` or ``delta`` at the targets)
-    maximized over the directions of ``versions`` (``{direction: GridPair}``), the lower
-    one capped by the upper.
+def grid_versions(laws: dict[str, list], plan: Plan) -> dict[str, GridPair]:
+    """The one-shot composer: each direction's composition to ``plan``.
+
+    Parameters
+    ----------
+    laws
+        ``{direction: [(law, count), ...]}``, the leading direction first.
+    plan
+        The grid step (and tilt) to compose to.
+
+    Returns
+    -------
+    dict
+        ``{direction: GridPair}``: every pessimistic version composed now, the optimistic ones
+        when first read (the leading direction's laws discretized on both sides at once).
+
+    Raises
+    ------
+    GridTooLarge
+        When a pessimistic version does not fit under the grid cap (here, where the planner
+        catches it, not in a later query)."""
+    lead = next(iter(laws))
+    return {d: grid_pair(factors, plan, d == lead) for d, factors in laws.items()}
+
+
+def bounds_over_directions(
+    versions: dict,
+    query: Callable[[DiscreteLoss], np.ndarray],
+    *,
+    lower: bool = True,
+    margin: float | None = None,
+    known: dict | None = None,
+):
+    """The bounds of a query maximized over the directions of the relation.
+
+    Parameters
+    ----------
+    versions
+        ``{direction: pair}``, each pair with an ``upper`` and a ``lower`` composed law.
+    query
+        A version's ``epsilon`` or ``delta`` at the targets.
+    lower
+        Whether to compute the lower bound (None otherwise).
+    margin
+        See below; None for the default rule.
+    known
+        Upper bounds already computed, by direction.
+
+    Returns
+    -------
+    tuple
+        ``(lower, upper)`` arrays shaped like the targets (``lower`` None unless ``lower``).
+
+    Raises
+    ------
+    InvertedBracketError
+        Where the lower bound exceeds the upper one.
 
     Optimistic versions are read in decreasing order of their direction's upper bound, and not
     at all where that upper bound lies below the lower bound found so far everywhere: such a
     direction's lower bound is at most its upper bound, so it cannot raise the maximum (a
     lower bound above its own direction's certified upper bound could only be an error, and is
-    left out)."""
-    uppers = {direction: query(pair.upper) for direction, pair in versions.items()}
-    upper = np.max(list(uppers.values()), axis=0)
-    lower = None
-    for direction in sorted(uppers, key=lambda name: -float(np.max(uppers[name]))):
-        if lower is not None and np.all(uppers[direction] < lower):
+    left out). With ``margin``, a direction after the first is read only where its upper bound
+    reaches ``(1 - margin)`` times the maximum's: the cheaper rule of a refinement's trial
+    grids, whose lower bound may then miss that direction's (it stays a lower bound)."""
+    uppers = dict(known or {})
+    for direction, pair in versions.items():
+        if direction not in uppers:
+            uppers[direction] = query(pair.upper)
+    upper = np.max([uppers[direction] for direction in versions], axis=0)
+    if not lower:
+        return None, upper
+    found = None
+    for direction in sorted(versions, key=lambda name: -float(np.max(uppers[name]))):
+        reach = found if margin is None else upper * (1 - margin)
+        if found is not None and np.all(uppers[direction] < reach):
             continue
-        found = query(versions[direction].lower)
-        lower = found if lower is None else np.maximum(lower, found)
-    check_bracket(lower, upper, query="bounds over directions")
-    return lower, upper
+        below = query(versions[direction].lower)
+        found = below if found is None else np.maximum(found, below)
+    check_bracket(found, upper, query="bounds over directions")
+    return found, upper

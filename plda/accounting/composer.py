@@ -1,0 +1,145 @@
+"""The accountant's caching composer: a history's composed laws, kept while the history grows.
+
+The per-step laws are discretized once per grid step (:func:`plda.discretize.discretize`,
+cached) and composed by the accountant's own :class:`~plda.engine.composer.Composer`, which
+keeps spectra, their binary powers ``X^(2^j)`` and running products: the spectrum of ``k`` steps
+is a product of ``popcount(k)`` cached arrays, a history that appended factors multiplies in only
+the new ones, and a query costs one inverse FFT per composed law. Each version is composed when
+first read (:class:`StoredPair`), so a query that never reads a direction never composes it.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable
+from functools import partial
+
+from plda.accounting.history import MANY_MECHANISMS, RESULTS_KEPT, TAIL
+from plda.discretization.discretize import discretize
+from plda.engine.composer import Composer
+from plda.engine.plan import MAX_GRID, Plan
+from plda.engine.recipe import add_remove_steps, laws_by_direction
+
+
+class StoredPair:
+    """One direction's composed laws of a history, ``upper`` (pessimistic) and ``lower``
+    (optimistic), each composed when first read and kept in the two-slot list ``slots`` of the
+    composer's results (``None`` until composed)."""
+
+    __slots__ = ("_slots", "_compose", "_both")
+
+    def __init__(self, slots: list, compose: Callable[[int, bool], object], both: bool):
+        self._slots, self._compose, self._both = slots, compose, both
+
+    @property
+    def upper(self):
+        """The pessimistic composed law (its laws discretized on both sides at once when the
+        optimistic one will be read too)."""
+        if self._slots[0] is None:
+            self._slots[0] = self._compose(0, self._both)
+        return self._slots[0]
+
+    @property
+    def lower(self):
+        """The optimistic composed law."""
+        if self._slots[1] is None:
+            self._slots[1] = self._compose(1, True)
+        return self._slots[1]
+
+
+class HistoryComposer:
+    """The composed laws of a history's compositions, on the history's composer or on the
+    planning one, the last :data:`~plda.accounting.history.RESULTS_KEPT` of them kept.
+
+    Parameters
+    ----------
+    relation
+        The neighbouring relation the laws are read under.
+    composer
+        The history's :class:`~plda.engine.composer.Composer` (spectra kept).
+    planning
+        The composer of the longer histories it plans and bounds with (horizon, checkpoint).
+    """
+
+    def __init__(self, relation: str, composer: Composer, planning: Composer):
+        self._relation, self._composer, self._planning = relation, composer, planning
+        self.results: OrderedDict = OrderedDict()
+        self._lengths: dict = {}
+        self._held: list = []  # (components, laws) of the last few asked
+
+    def clear(self) -> None:
+        """Forget every kept result and FFT length."""
+        self._held = []
+        self.results.clear()
+        self._lengths.clear()
+
+    def laws(self, components) -> dict[str, list]:
+        """:func:`~plda.engine.recipe.laws_by_direction` of ``components`` under the relation,
+        kept for the last four tuples asked (by identity: a query asks for them at every
+        composition, and a noise schedule has a law per step)."""
+        for held, laws in self._held:
+            if held is components:
+                return laws
+        laws = laws_by_direction(add_remove_steps(components, self._relation))
+        self._held = [(components, laws), *self._held[:3]]
+        return laws
+
+    def plan(self, components, horizon, step: float) -> Plan:
+        """The plan of a composition of ``components`` on grid ``step``: with many distinct
+        mechanisms (a noise schedule), the FFT length of its ``horizon``'s leading direction,
+        so that the length, and with it every factor's spectrum, stays put until the horizon
+        moves (each distinct law is then transformed about once per horizon, not once per
+        ladder length the history passes)."""
+        many = len(components) > MANY_MECHANISMS  # (the horizon itself has few)
+        key = (horizon, step, many)
+        length = self._lengths.get(key)
+        if length is None:
+            length = 0
+            if many:
+                lead = next(iter(self.laws(horizon).values()))
+                factors = [(discretize(law, step, lower=False)[0], k) for law, k in lead]
+                found = self._composer.length(factors)
+                length = 1 << (found - 1).bit_length()  # powers of two: it moves rarely
+                length = length if length <= MAX_GRID else 0
+            if len(self._lengths) > 256:
+                self._lengths.clear()
+            self._lengths[key] = length
+        return Plan(step=step, length=length, tail=TAIL)
+
+    def versions(
+        self, components, horizon, step: float, *, both=(), kept: bool = True
+    ) -> dict[str, StoredPair]:
+        """``{direction: StoredPair}``: the composition of ``components`` (whose horizon is
+        ``horizon``) on grid ``step``, each version composed when first read and kept in
+        :attr:`results`; the laws of the directions in ``both`` are discretized on both sides
+        at once (their optimistic version will be read). ``kept``: on the history's composer
+        (False: on the planning one, for the horizon and checkpoint histories)."""
+        key = (components, step) + (() if kept else ("planning",))
+        laws = self.laws(components)
+        plan = self.plan(components, horizon, step)
+        out = self.results.get(key)
+        if out is None:
+            out = {direction: [None, None] for direction in laws}
+            self.results[key] = out
+            while len(self.results) > RESULTS_KEPT:
+                self.results.popitem(last=False)
+        else:
+            self.results.move_to_end(key)
+        composer = self._composer if kept else self._planning
+        return {
+            direction: StoredPair(
+                slots, partial(_compose, composer, laws[direction], plan), direction in both
+            )
+            for direction, slots in out.items()
+        }
+
+
+def _compose(composer: Composer, laws: list, plan: Plan, index: int, both: bool):
+    """Version ``index`` (0: pessimistic, 1: optimistic) of the composition of ``laws`` to
+    ``plan`` by ``composer``, each law discretized on both sides at once if ``both``."""
+    factors = [(discretize(law, plan.step, both)[index], k) for law, k in laws]
+    # the distinct laws (count 1: a noise schedule changed at every step) first, the repeated
+    # ones last: a growing history then extends the composer's running product of the former
+    # (see plda.engine.composer)
+    factors.sort(key=lambda factor: factor[1] > 1)
+    return composer.compose(factors, MAX_GRID, plan.length)
