@@ -80,8 +80,10 @@ __all__ = [
 
 
 def clear_caches() -> None:
-    """Forget cached discretizations, privacy-loss laws, exp tables and FFT plans (for benchmarks
-    that must time cold runs; results never depend on the caches). Thread-safe."""
+    """Forget cached discretizations, privacy-loss laws, exp tables and FFT plans.
+
+    For benchmarks that must time cold runs: results never depend on the caches. Thread-safe.
+    """
     caches.clear_all()
 
 

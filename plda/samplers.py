@@ -1,9 +1,7 @@
 """The one sampler registry: how each batch sampler of DP-SGD becomes a plda mechanism.
 
-:data:`SAMPLERS` maps each sampler's name to its :class:`SamplerSpec` (sizes, mechanism, epoch
-or step, relations, gradient accumulation, command-line flags); the accountant, the adapters,
-the command line, the sweep and the calibration (:class:`SamplerStep`) read it.
-:func:`sampled_mechanism` builds the mechanism, refusing what has no sound analysis.
+:data:`SAMPLERS` (read by the accountant, the adapters, the command line, the sweep and the
+calibration) maps each name to its :class:`SamplerSpec`; :func:`sampled_mechanism` builds it.
 """
 
 from __future__ import annotations
@@ -41,8 +39,7 @@ __all__ = [
     "training_steps",
 ]
 
-#: ``sampler(noise_multiplier, sample_rate) -> Mechanism``: one DP-SGD step, what the
-#: calibration and the sweep call (a :class:`SamplerStep`, or any picklable callable)
+#: ``sampler(sigma, q) -> Mechanism``: one DP-SGD step, for the calibration and the sweep
 Sampler = Callable[[float, float], Mechanism]
 
 #: every size a sampler may take, in the order the command line lists them, with its help text
@@ -54,8 +51,7 @@ SIZES: Mapping[str, str] = MappingProxyType({
     "num_steps": "steps per epoch (shuffled, random-allocation)",
     "num_selected": "steps each record takes part in per epoch (random-allocation; default 1)",
 })
-#: relative slack allowed between ``sample_rate * dataset_size`` and an integer batch size (the
-#: product of a rate computed as ``b / n`` and ``n`` is within a few ulps of ``b``)
+#: relative slack of ``sample_rate * dataset_size`` from an integer batch (``(b / n) n``: ulps)
 BATCH_RTOL = 1e-9
 
 
@@ -125,7 +121,6 @@ def fixed_batch_size(sample_rate=None, batch_size=None, dataset_size=None) -> in
     return b
 
 
-# ---------------------------------------------------------------------------- the registry
 def _poisson(base: Mechanism, *, sample_rate) -> Mechanism:
     return PoissonSampled(base, sample_rate=sample_rate)
 
@@ -157,18 +152,15 @@ class SamplerSpec:
     name, mechanism
         Its name (``sampler=...``, ``--sampler``) and the mechanism class it builds.
     build
-        ``build(base, **sizes) -> Mechanism``, the sizes checked against ``needs``.
+        ``build(base, **sizes) -> Mechanism`` (the sizes checked against ``needs``).
     needs, optional
         The sizes it needs (each a group of which any one is enough), and those it may take.
     epoch
-        True when its one mechanism is a whole epoch of ``num_steps`` steps (compose it once
-        per epoch); False for one mechanism per step.
+        True when its one mechanism is a whole epoch of ``num_steps`` steps, False per step.
     relations
-        The relations it has an analysis under (with a Gaussian base; a base without one under
-        replace-one is refused by the mechanism, with ``advice``).
+        The relations it has an analysis under with a Gaussian base (other bases: ``advice``).
     accumulation
-        Whether a step may sum ``accumulation_steps`` micro-batches before the noise is added
-        (:meth:`plda.GaussianMixture.gradient_accumulation`).
+        Whether a step may sum ``accumulation_steps`` micro-batches before the noise is added.
     advice, summary
         What to do instead where plda has no replace-one analysis; ``--sampler``'s help line.
     """
@@ -192,8 +184,7 @@ class SamplerSpec:
 
     @property
     def flags(self) -> tuple[str, ...]:
-        """The command line's required size flags: the first size of each needed group (the
-        command line asks for the integers: ``--batch-size``, not a rate)."""
+        """Required size flags: the first size of each needed group (``--batch-size``, no rate)."""
         return tuple(flag(group[0]) for group in self.needs)
 
     @property
@@ -202,7 +193,18 @@ class SamplerSpec:
         return tuple(flag(size) for size in self.optional)
 
     def nominal_rate(self, sizes: Mapping) -> float:
-        """The chance that a record is in a given step's batch (a starting guess only)."""
+        """The chance that a record is in a given step's batch (a starting guess only).
+
+        Parameters
+        ----------
+        sizes : Mapping
+            The sampler's sizes, by name.
+
+        Returns
+        -------
+        float
+            ``num_selected / num_steps`` for an epoch, else ``sample_rate`` or ``b / n``.
+        """
         if self.epoch:
             return sizes.get("num_selected", 1) / sizes["num_steps"]
         if sizes.get("sample_rate") is not None:
@@ -250,11 +252,9 @@ SAMPLERS: Mapping[str, SamplerSpec] = MappingProxyType({
         ),
     )
 })
-#: samplers whose one mechanism is a whole epoch of ``num_steps`` steps (compose it once per
-#: epoch)
+#: samplers whose one mechanism is a whole epoch of ``num_steps`` steps (composed once each)
 EPOCH_SAMPLERS = tuple(name for name, spec in SAMPLERS.items() if spec.epoch)
-#: samplers with one mechanism per step, drawn at a sample rate (the calibration's and the
-#: sweep's :class:`SamplerStep`)
+#: samplers with one mechanism per step drawn at a rate (those of :class:`SamplerStep`)
 STEP_SAMPLERS = tuple(name for name, spec in SAMPLERS.items() if "sample_rate" in spec.takes)
 
 
@@ -282,7 +282,6 @@ def sampler_spec(sampler: str) -> SamplerSpec:
     return spec
 
 
-# ------------------------------------------------------------------------------ building
 def sampled_mechanism(
     mechanism: Mechanism,
     sampler: str = "poisson",
@@ -298,34 +297,27 @@ def sampled_mechanism(
 ) -> Mechanism:
     r"""The plda mechanism of ``mechanism`` run on batches drawn by ``sampler``.
 
-    ``"poisson"`` needs ``sample_rate`` q (:class:`~plda.PoissonSampled`);
-    ``"without-replacement"`` ``dataset_size`` n and ``batch_size`` b, or ``sample_rate`` with
-    ``q n`` an integer (:class:`~plda.SampledWithoutReplacement`); ``"truncated-poisson"``
-    ``sample_rate``, ``max_batch_size`` and ``dataset_size`` (:class:`~plda.TruncatedPoisson`);
-    ``"shuffled"`` ``num_steps`` T (:class:`~plda.Shuffled`); ``"random-allocation"``
-    ``num_steps`` T and optionally ``num_selected`` (:class:`~plda.RandomAllocation`): the
-    table :data:`SAMPLERS`. The samplers in :data:`EPOCH_SAMPLERS` give one mechanism per
-    *epoch* of ``num_steps`` steps: compose it once per epoch, not once per step.
+    The sizes each sampler needs and the mechanism it builds are in :data:`SAMPLERS`; the
+    samplers of :data:`EPOCH_SAMPLERS` give one mechanism per *epoch* of ``num_steps`` steps.
 
     Parameters
     ----------
     mechanism
-        The base mechanism with its add/remove sensitivity (for DP-SGD:
-        ``plda.Gaussian(sigma=noise_multiplier)``, clipping norm 1).
+        The base mechanism with its add/remove sensitivity (DP-SGD: ``plda.Gaussian(sigma)``).
     sampler
         One of :data:`SAMPLERS`.
     sample_rate, batch_size, dataset_size, max_batch_size, num_steps, num_selected
-        The sampler's sizes (table above); an argument the sampler does not use is an error,
-        so a fixed-size description is never silently read as Poisson sampling.
+        The sampler's sizes: ``"poisson"`` ``sample_rate``; ``"without-replacement"``
+        ``dataset_size`` and ``batch_size`` (or ``sample_rate``, an integer batch);
+        ``"truncated-poisson"`` ``sample_rate``, ``max_batch_size``, ``dataset_size``; the
+        epoch samplers ``num_steps`` (and ``num_selected``). An unused one is an error.
     accumulation_steps
         ``m``: each step sums the clipped gradients of ``m`` independently sampled
-        micro-batches and adds the noise once (gradient accumulation; ``"poisson"`` with a
-        :class:`~plda.Gaussian` base only): the step is
+        micro-batches and adds the noise once (``"poisson"`` with a Gaussian base only):
         :meth:`plda.GaussianMixture.gradient_accumulation`, not one step at rate ``m q``.
-        ``1`` (default): a plain step.
     relation
-        ``"add_remove"`` or ``"replace_one"``: the relation the mechanism will be accounted
-        under. Combinations without a sound analysis in plda are refused here.
+        ``"add_remove"`` or ``"replace_one"``, that of the accounting: combinations without a
+        sound analysis in plda are refused here.
 
     Returns
     -------
@@ -335,21 +327,19 @@ def sampled_mechanism(
     Raises
     ------
     ValueError
-        An unknown sampler or relation, a missing or extra argument, a value outside its range
-        (the message names the argument and its range), or a sampler/relation combination
-        without a sound analysis (the message says what to do instead).
+        An unknown sampler or relation, a missing or extra argument, a value out of its range,
+        or a sampler/relation pair without a sound analysis (each message says what to do).
     TypeError
         ``mechanism`` is not a plda mechanism, or an argument is not a number.
 
     Examples
     --------
     >>> import plda
-    >>> from plda.samplers import sampled_mechanism, sampler_name
     >>> g = plda.Gaussian(sigma=1.0)
-    >>> wor = sampled_mechanism(g, "without-replacement", batch_size=256, dataset_size=60000)
-    >>> type(wor).__name__, wor.batch_size, sampler_name(wor)
+    >>> wor = plda.sampled_mechanism(g, "without-replacement", batch_size=256, dataset_size=60000)
+    >>> type(wor).__name__, wor.batch_size, plda.samplers.sampler_name(wor)
     ('SampledWithoutReplacement', 256, 'without-replacement')
-    >>> sampled_mechanism(g, "poisson", batch_size=256)
+    >>> plda.sampled_mechanism(g, "poisson", batch_size=256)
     Traceback (most recent call last):
     ...
     ValueError: batch_size does not apply to sampler='poisson' (it takes sample_rate)
@@ -424,8 +414,7 @@ def sampler_name(mechanism: Mechanism) -> str | None:
     Returns
     -------
     str or None
-        Its :data:`SAMPLERS` name (``"poisson"`` for a :class:`~plda.PoissonSampled`, ...),
-        ``None`` for a mechanism that samples nothing.
+        Its :data:`SAMPLERS` name (``"poisson"`` for a ``PoissonSampled``, ...); None if none.
     """
     for name, spec in SAMPLERS.items():
         if isinstance(mechanism, spec.mechanism):
@@ -434,8 +423,7 @@ def sampler_name(mechanism: Mechanism) -> str | None:
 
 
 def training_steps(mechanism: Mechanism) -> int:
-    """The training steps one run of a mechanism stands for (what ``len()`` of an accountant
-    counts).
+    """The training steps one run of a mechanism stands for, as ``len()`` of an accountant counts.
 
     Parameters
     ----------
@@ -453,9 +441,10 @@ def training_steps(mechanism: Mechanism) -> int:
 
 @dataclass(frozen=True)
 class SamplerStep:
-    """One DP-SGD step on batches of a named sampler: a picklable :data:`Sampler` (process
-    pools and Dask workers can ship it), ``step(noise_multiplier, sample_rate)`` ->
-    ``sampled_mechanism(Gaussian(sigma=noise_multiplier), sampler, sample_rate=..., **sizes)``.
+    """One DP-SGD step on batches of a named sampler: a picklable :data:`Sampler`.
+
+    ``step(sigma, q)`` is ``sampled_mechanism(Gaussian(sigma), sampler, sample_rate=q,
+    **sizes)``; process pools and Dask workers can ship it.
 
     Parameters
     ----------
@@ -490,7 +479,18 @@ class SamplerStep:
 
     @staticmethod
     def needed(sampler: str) -> tuple[str, ...]:
-        """The sizes a step of ``sampler`` needs besides its sample rate."""
+        """The sizes a step of ``sampler`` needs besides its sample rate.
+
+        Parameters
+        ----------
+        sampler : str
+            One of :data:`STEP_SAMPLERS`.
+
+        Returns
+        -------
+        tuple of str
+            The first size of each needed group without a rate (``("dataset_size",)``, ...).
+        """
         return tuple(g[0] for g in sampler_spec(sampler).needs if "sample_rate" not in g)
 
     def __call__(self, noise_multiplier: float, sample_rate: float) -> Mechanism:

@@ -63,9 +63,22 @@ def _deprecated(name: str, sampler: str) -> None:
 
 @dataclass(frozen=True)
 class WithoutReplacementSampler:
-    """Deprecated (removed in 0.2.0): ``plda.samplers.SamplerStep("without-replacement",
-    {"dataset_size": n})``. DP-SGD step on a batch of ``round(sample_rate * dataset_size)``
-    records drawn without replacement (:class:`~plda.SampledWithoutReplacement`); picklable."""
+    """Deprecated (removed in 0.2.0): ``plda.samplers.SamplerStep("without-replacement", ...)``.
+
+    Use ``SamplerStep("without-replacement", {"dataset_size": n})``. A picklable DP-SGD step on
+    a batch of ``round(sample_rate * dataset_size)`` records drawn without replacement
+    (:class:`~plda.SampledWithoutReplacement`).
+
+    Attributes
+    ----------
+    dataset_size : int
+        Records in the dataset.
+
+    Warns
+    -----
+    DeprecationWarning
+        When built.
+    """
 
     dataset_size: int
 
@@ -81,9 +94,24 @@ class WithoutReplacementSampler:
 
 @dataclass(frozen=True)
 class TruncatedPoissonSampler:
-    """Deprecated (removed in 0.2.0): ``plda.samplers.SamplerStep("truncated-poisson",
-    {"dataset_size": n, "max_batch_size": b})``. DP-SGD step on a Poisson sample cut to
-    ``max_batch_size`` records (:class:`~plda.TruncatedPoisson`); picklable."""
+    """Deprecated (removed in 0.2.0): ``plda.samplers.SamplerStep("truncated-poisson", ...)``.
+
+    Use ``SamplerStep("truncated-poisson", {"dataset_size": n, "max_batch_size": b})``. A
+    picklable DP-SGD step on a Poisson sample cut to ``max_batch_size`` records
+    (:class:`~plda.TruncatedPoisson`).
+
+    Attributes
+    ----------
+    dataset_size : int
+        Records in the dataset.
+    max_batch_size : int
+        The cap of a batch.
+
+    Warns
+    -----
+    DeprecationWarning
+        When built.
+    """
 
     dataset_size: int
     max_batch_size: int
@@ -225,8 +253,25 @@ def _calibration_target(config: dict) -> dict:
 
 @one_warning_per_call
 def evaluate_config(config: dict) -> dict:
-    """One record of :func:`sweep` for one (validated) configuration; a module-level function so
-    that process pools and Dask workers can pickle it."""
+    """One record of :func:`sweep` for one (validated) configuration.
+
+    A module-level function, so that process pools and Dask workers can pickle it.
+
+    Parameters
+    ----------
+    config : dict
+        A configuration as :func:`sweep` checked it.
+
+    Returns
+    -------
+    dict
+        The configuration's keys and the results (see :func:`sweep`).
+
+    Raises
+    ------
+    CalibrationError
+        For a calibration target that cannot be met.
+    """
     record = dict(config)
     relation = config["relation"]
     sampler = _step_sampler(config)
@@ -323,7 +368,12 @@ def sweep(
     ------
     ValueError
         Before anything runs, naming the configuration index and key, for an invalid
-        configuration (and :class:`~plda.CalibrationError` for an unreachable target).
+        configuration.
+    TypeError
+        For a configuration that is not a dict, or an ``executor`` or ``progress`` of another
+        type.
+    CalibrationError
+        For an unreachable calibration target.
 
     Examples
     --------
@@ -358,8 +408,23 @@ def sweep(
 
 
 def sweep_to_dataframe(records: list[dict]):
-    """The records of :func:`sweep` as a ``pandas.DataFrame`` (one row per configuration);
-    ``ImportError`` when pandas is not installed (it is optional)."""
+    """The records of :func:`sweep` as a ``pandas.DataFrame``.
+
+    Parameters
+    ----------
+    records : list of dict
+        What :func:`sweep` returned.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per configuration.
+
+    Raises
+    ------
+    ImportError
+        When pandas is not installed (it is optional).
+    """
     try:
         pandas = importlib.import_module("pandas")
     except ImportError as error:

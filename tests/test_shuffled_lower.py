@@ -266,7 +266,7 @@ def _max_density(kind, shift, t):
 ])
 def test_max_shift_pair_law_against_mpmath(kind, shift_p, shift_q, steps):
     """cdfs at the loss of given points, densities, and delta by quadrature from the crossing
-    (the loss increases in y: module docstring of plda.epochs.max_shift_pair)."""
+    (the loss increases in y: docs/howto/samplers.md, "How the shuffled bracket is certified")."""
     if kind == "gauss":
         law = MaxShiftPairLaw(mu=shift_p, num_steps=steps, mu_q=shift_q)
     else:

@@ -2,9 +2,7 @@
 
 A :class:`PLDAccountant` keeps the run-length history of the mechanisms it was told about and
 answers with the certified bounds of their composition (Meiser & Mohammad 2018; Koskela et al.
-2020): ``delta(eps) = E_P[(1 - exp(eps - L))_+]`` of the composed privacy loss ``L``. The
-composition path, with everything it reuses from one query to the next, is
-:class:`plda.accounting.composition.HistoryComposition`.
+2020), by :class:`plda.accounting.composition.HistoryComposition`.
 """
 
 from __future__ import annotations
@@ -51,20 +49,24 @@ def _locked(method):
 class PLDAccountant(CompositionQueries):
     """Privacy accountant for a sequence of mechanisms (e.g. the steps of DP-SGD).
 
-    Records steps and answers certified bounds on the privacy of their composition:
-    ``epsilon(delta)`` is a proven upper bound (``epsilon_bounds`` adds a lower bound, and the
-    relative gap between the two is at most ``accuracy`` unless the grid cap is reached).
-    Deltas below 1e-8 are answered by the engine's tilted composition, as
-    :class:`~plda.pld.PrivacyLossDistribution` answers them. The other queries (tradeoff
-    curves, membership-inference risk, Gaussian DP, Rényi DP, zCDP) have the PLD's names and
-    are answered by the PLD of the history (:attr:`pld`).
+    Records steps and answers certified bounds on the privacy of their composition, as
+    :class:`~plda.pld.PrivacyLossDistribution` answers them (deltas below 1e-8 by the engine's
+    tilted composition). The other queries (tradeoff curves, membership-inference risk,
+    Gaussian DP, Rényi DP, zCDP) have the PLD's names and are answered by the PLD of the
+    history (:attr:`pld`).
 
     Parameters
     ----------
-    relation
+    relation : str, optional
         ``"add_remove"`` (default) or ``"replace_one"`` neighbouring datasets.
-    accuracy
-        Target relative gap ``(upper - lower) / upper`` of ``epsilon(delta)`` (default 1e-3).
+    accuracy : float, optional
+        Target relative gap ``(upper - lower) / upper`` of ``epsilon(delta)``, in ``(0, 1)``.
+
+    Raises
+    ------
+    ValueError
+        If ``relation`` is not one of those, or ``accuracy`` not in ``(0, 1)`` (``TypeError``
+        if not a real number).
 
     Examples
     --------
@@ -119,30 +121,35 @@ class PLDAccountant(CompositionQueries):
         num_selected: int | None = None,
         accumulation_steps: int = 1,
     ) -> None:
-        """Record ``count`` DP-SGD steps: a Gaussian of noise multiplier ``sigma`` (L2
-        sensitivity 1 after clipping) on batches drawn by ``sampler``.
+        """Record ``count`` DP-SGD steps: a Gaussian of noise ``sigma`` on sampled batches.
 
-        ``accumulation_steps=m`` (Poisson sampler only) records optimizer steps that each sum
-        the clipped gradients of ``m`` independently Poisson-sampled micro-batches of rate
-        ``sample_rate`` and add the noise once (gradient accumulation): a record can be in
-        several of them, and each step is the mixture pair of
-        :meth:`plda.GaussianMixture.gradient_accumulation` (certified under add/remove; refused
-        under replace-one, which has no proof for ``m > 1``). One step at rate
-        ``m * sample_rate`` would under-report it. ``m = 1`` is a plain step.
+        The Gaussian has L2 sensitivity 1 (after clipping); ``sampler`` and its sizes are those
+        of :func:`plda.sampled_mechanism`. An epoch sampler records one epoch per ``num_steps``.
 
-        ``sampler`` names the batch sampler that ran and takes its sizes, as
-        :func:`plda.sampled_mechanism` does: ``"poisson"`` (the default: ``sample_rate``),
-        ``"without-replacement"`` (fixed-size batches: ``batch_size`` and ``dataset_size``),
-        ``"truncated-poisson"`` (``sample_rate``, ``max_batch_size``, ``dataset_size``), and the
-        epoch samplers ``"shuffled"`` and ``"random-allocation"`` (``num_steps`` per epoch;
-        ``num_selected``). An epoch sampler's analysis covers whole epochs, so ``count`` must
-        then be a multiple of ``num_steps`` (one epoch mechanism is recorded per epoch).
+        Parameters
+        ----------
+        noise_multiplier : float
+            ``sigma``, in ``(0, inf)``.
+        sample_rate : float, optional
+            The Poisson rate (``"poisson"``, ``"truncated-poisson"``).
+        count : int, optional
+            Steps recorded; a multiple of ``num_steps`` for an epoch sampler.
+        sampler : str, optional
+            ``"poisson"``, ``"without-replacement"``, ``"truncated-poisson"``, ``"shuffled"``
+            or ``"random-allocation"``.
+        batch_size, dataset_size, max_batch_size, num_steps, num_selected : int, optional
+            The sampler's sizes (:func:`plda.sampled_mechanism`).
+        accumulation_steps : int, optional
+            ``m``: each step sums ``m`` Poisson-sampled micro-batches and adds the noise once
+            (``"poisson"`` under add/remove only): the mixture pair of
+            :meth:`plda.GaussianMixture.gradient_accumulation`.
 
-        Raises ``ValueError``/``TypeError`` naming the argument (and records nothing) on a noise
-        multiplier outside (0, inf), a size outside its range, an argument the sampler does not
-        take, a missing one, a count below 1, ``accumulation_steps`` not an integer in
-        ``[1, 10000]`` or above 1 with another sampler than ``"poisson"``, or a
-        sampler/relation pair without a sound analysis.
+        Raises
+        ------
+        ValueError
+            Naming the argument (nothing is recorded): a value out of range (of the wrong
+            type: ``TypeError``), an argument the sampler does not take or a missing one, a
+            count not a multiple of ``num_steps``, or a sampler/relation pair without analysis.
         """
         noise_multiplier = check.positive_float("noise_multiplier", noise_multiplier)
         count = check.count("count", count, minimum=1)
@@ -172,7 +179,24 @@ class PLDAccountant(CompositionQueries):
 
     @_locked
     def compose(self, mechanism: Mechanism, count: int = 1) -> None:
-        """Record ``count`` runs of any plda ``mechanism`` (``plda.Laplace(...)`` etc.)."""
+        """Record ``count`` runs of any plda ``mechanism`` (``plda.Laplace(...)`` etc.).
+
+        Parameters
+        ----------
+        mechanism : Mechanism
+            The mechanism run.
+        count : int, optional
+            How many times it ran, ``>= 1``.
+
+        Raises
+        ------
+        TypeError
+            If ``mechanism`` is not a plda mechanism.
+        ValueError
+            If ``count`` is not an integer ``>= 1``, the history would exceed ``2^53`` steps,
+            or the mechanism has no replace-one analysis under that relation (nothing is
+            recorded).
+        """
         if not isinstance(mechanism, Mechanism):
             raise TypeError(
                 f"mechanism must be a plda mechanism (e.g. plda.Gaussian), got "
@@ -201,10 +225,8 @@ class PLDAccountant(CompositionQueries):
 
     @_locked
     def __len__(self) -> int:
-        """Number of recorded training steps: one per mechanism run, and ``num_steps`` per epoch
-        of an epoch sampler (:class:`~plda.Shuffled`, :class:`~plda.RandomAllocation`), so that
-        ``step(count=k, ...)`` adds ``k`` whatever the sampler (``len()`` of the adapters counts
-        the same way)."""
+        """Number of recorded training steps: one per run, ``num_steps`` per epoch of an epoch
+        sampler (``step(count=k, ...)`` adds ``k`` whatever the sampler, as in the adapters)."""
         return self._training_steps
 
     def __repr__(self) -> str:
@@ -216,8 +238,13 @@ class PLDAccountant(CompositionQueries):
     @property
     @_locked
     def pld(self) -> PrivacyLossDistribution:
-        """The history as a :class:`~plda.pld.PrivacyLossDistribution` recipe (for saving,
-        composing with other PLDs, or cross-checking on the engine's own grid)."""
+        """The history as a :class:`~plda.pld.PrivacyLossDistribution` (to save, compose, check).
+
+        Raises
+        ------
+        ValueError
+            If no step was recorded.
+        """
         if not self._history:
             raise ValueError("the accountant has no recorded steps")
         return PrivacyLossDistribution(merge_runs(self._history), self._relation, self._accuracy)
@@ -228,16 +255,47 @@ class PLDAccountant(CompositionQueries):
     @overload
     def epsilon(self, delta: ArrayLike) -> FloatArray: ...
     def epsilon(self, delta: ArrayLike) -> FloatOrArray:
-        """Certified upper bound on ``epsilon(delta)`` of everything recorded (vectorized);
-        ``0`` before the first step. Equal to ``epsilon_bounds(delta).upper``, at about half its
-        cost (the optimistic version is not composed)."""
+        """Certified upper bound on ``epsilon(delta)``: ``epsilon_bounds(delta).upper``, faster.
+
+        Parameters
+        ----------
+        delta : float or array_like
+            Target delta(s) in ``[0, 1]``.
+
+        Returns
+        -------
+        float or numpy.ndarray
+            The composition is certified (epsilon, delta)-DP; 0 before the first step.
+
+        Raises
+        ------
+        ValueError
+            If ``delta`` is outside ``[0, 1]`` or NaN (not a number: ``TypeError``).
+        """
         d = check.array_in("delta", delta, 0.0, 1.0)
         if not self._history:
             return scalar(np.zeros(d.shape), delta)
         return scalar(self._epsilon_pair(d, need_lower=False)[1], delta)
 
     def epsilon_bounds(self, delta: ArrayLike) -> Bounds:
-        """``(lower, upper)`` certified bounds on ``epsilon(delta)``."""
+        """``(lower, upper)`` certified bounds on ``epsilon(delta)``.
+
+        Parameters
+        ----------
+        delta : float or array_like
+            Target delta(s) in ``[0, 1]``.
+
+        Returns
+        -------
+        Bounds
+            ``lower <= epsilon(delta) <= upper``, both certified, a relative gap of at most
+            ``accuracy`` (else an :class:`~plda.AccuracyWarning`); zeros before any step.
+
+        Raises
+        ------
+        ValueError
+            If ``delta`` is outside ``[0, 1]`` or NaN (not a number: ``TypeError``).
+        """
         d = check.array_in("delta", delta, 0.0, 1.0)
         if not self._history:
             zero = np.zeros(d.shape)
@@ -255,17 +313,47 @@ class PLDAccountant(CompositionQueries):
     @overload
     def delta(self, epsilon: ArrayLike) -> FloatArray: ...
     def delta(self, epsilon: ArrayLike) -> FloatOrArray:
-        """Certified upper bound on ``delta(epsilon)`` (vectorized); equal to
-        ``delta_bounds(epsilon).upper``, composing only the pessimistic versions. At
-        ``epsilon = inf`` it is the mass at infinite privacy loss (``1 - (1 - d)^k`` for ``k``
-        runs of ``ApproximateDP(e, d)``); NaN or a negative epsilon is a ``ValueError``."""
+        """Certified upper bound on ``delta(epsilon)``: ``delta_bounds(epsilon).upper``, faster.
+
+        Parameters
+        ----------
+        epsilon : float or array_like
+            Epsilon(s) in ``[0, inf]``. At ``inf`` the answer is the mass at infinite privacy
+            loss (``1 - (1 - d)^k`` for ``k`` runs of ``ApproximateDP(e, d)``).
+
+        Returns
+        -------
+        float or numpy.ndarray
+            ``delta(eps) = E_P[(1 - e^(eps - L))_+]`` of the composed loss ``L``, certified.
+
+        Raises
+        ------
+        ValueError
+            If ``epsilon`` is negative or NaN (not a number: ``TypeError``).
+        """
         e = check.array_in("epsilon", epsilon, 0.0, np.inf)
         if not self._history:
             return scalar(np.zeros(e.shape), epsilon)
         return scalar(self._delta_pair(e, need_lower=False)[1], epsilon)
 
     def delta_bounds(self, epsilon: ArrayLike) -> Bounds:
-        """``(lower, upper)`` certified bounds on ``delta(epsilon)``."""
+        """``(lower, upper)`` certified bounds on ``delta(epsilon)``.
+
+        Parameters
+        ----------
+        epsilon : float or array_like
+            Epsilon(s) in ``[0, inf]``.
+
+        Returns
+        -------
+        Bounds
+            ``lower <= delta(epsilon) <= upper``, both certified; zeros before the first step.
+
+        Raises
+        ------
+        ValueError
+            If ``epsilon`` is negative or NaN (not a number: ``TypeError``).
+        """
         e = check.array_in("epsilon", epsilon, 0.0, np.inf)
         if not self._history:
             zero = np.zeros(e.shape)
@@ -310,8 +398,14 @@ class PLDAccountant(CompositionQueries):
     # ------------------------------------------------------------- checkpoints
     @_locked
     def state_dict(self) -> dict:
-        """JSON-serializable state: ``{"format": "plda.accountant", "version": 1, "relation",
-        "accuracy", "history": [{"mechanism": {...}, "count": k}, ...]}``."""
+        """The accountant's state as a JSON-serializable dict, for a checkpoint.
+
+        Returns
+        -------
+        dict
+            ``{"format": "plda.accountant", "version": 1, "relation", "accuracy", "history":
+            [{"mechanism": {...}, "count": k}, ...]}``.
+        """
         return {
             "format": self.FORMAT,
             "version": self.VERSION,
@@ -326,8 +420,16 @@ class PLDAccountant(CompositionQueries):
     def load_state_dict(self, state: dict) -> None:
         """Replace this accountant's state by ``state`` (from :meth:`state_dict`).
 
-        The whole state is checked first: a corrupted or foreign dict raises ``ValueError`` and
-        leaves the accountant unchanged.
+        Parameters
+        ----------
+        state : dict
+            A saved state.
+
+        Raises
+        ------
+        ValueError
+            If ``state`` is corrupted or foreign; the whole state is checked first, so the
+            accountant is left unchanged.
         """
         relation, accuracy, history = parse_state(state)
         self._relation, self._accuracy = relation, accuracy
@@ -338,7 +440,23 @@ class PLDAccountant(CompositionQueries):
 
     @classmethod
     def from_state_dict(cls, state: dict) -> PLDAccountant:
-        """A new accountant with the state ``state`` (from :meth:`state_dict`)."""
+        """A new accountant with the state ``state`` (from :meth:`state_dict`).
+
+        Parameters
+        ----------
+        state : dict
+            A saved state.
+
+        Returns
+        -------
+        PLDAccountant
+            An accountant that answers bit for bit like the one saved.
+
+        Raises
+        ------
+        ValueError
+            If ``state`` is corrupted or foreign.
+        """
         relation, accuracy, _ = parse_state(state)
         accountant = cls(relation=relation, accuracy=accuracy)
         accountant.load_state_dict(state)
@@ -346,10 +464,9 @@ class PLDAccountant(CompositionQueries):
 
     # ------------------------------------------------------------- other views
     def composed_laws(self) -> ComposedLaws:
-        """The recorded history as the conversions read it: ``self.pld.composed_laws()``, from
-        which the accountant answers the queries of
-        :class:`~plda.conversions.queries.CompositionQueries` (tradeoff curves,
-        membership-inference risk, Gaussian DP, Rényi DP, zCDP) as its PLD does.
+        """The recorded history as the conversions read it: ``self.pld.composed_laws()``.
+
+        The queries of :class:`~plda.conversions.queries.CompositionQueries` read it.
 
         Returns
         -------
@@ -364,9 +481,9 @@ class PLDAccountant(CompositionQueries):
         return self.pld.composed_laws()
 
     def advantage_bounds(self) -> Bounds:
-        """Bounds on the membership-inference advantage ``max(TPR - FPR) = delta(0)``, clipped to
-        ``[0, 1]``: ``self.pld.advantage_bounds()`` (see
-        :meth:`plda.PrivacyLossDistribution.advantage_bounds`).
+        """Bounds on the membership-inference advantage ``max(TPR - FPR) = delta(0)``.
+
+        ``self.pld.advantage_bounds()`` (:meth:`plda.PrivacyLossDistribution.advantage_bounds`).
 
         Returns
         -------

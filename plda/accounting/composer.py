@@ -1,11 +1,9 @@
 """The accountant's caching composer: a history's composed laws, kept while the history grows.
 
-The per-step laws are discretized once per grid step (:func:`plda.discretize.discretize`,
-cached) and composed by the accountant's own :class:`~plda.engine.composer.Composer`, which
-keeps spectra, their binary powers ``X^(2^j)`` and running products: the spectrum of ``k`` steps
-is a product of ``popcount(k)`` cached arrays, a history that appended factors multiplies in only
-the new ones, and a query costs one inverse FFT per composed law. Each version is composed when
-first read (:class:`StoredPair`), so a query that never reads a direction never composes it.
+The per-step laws are discretized once per grid step and composed by the accountant's own
+:class:`~plda.engine.composer.Composer`, which keeps spectra, their binary powers and running
+products (a query costs one inverse FFT per composed law). Each version is composed when first
+read (:class:`StoredPair`), so a query that never reads a direction never composes it.
 """
 
 from __future__ import annotations
@@ -22,9 +20,20 @@ from plda.engine.recipe import add_remove_steps, laws_by_direction
 
 
 class StoredPair:
-    """One direction's composed laws of a history, ``upper`` (pessimistic) and ``lower``
-    (optimistic), each composed when first read and kept in the two-slot list ``slots`` of the
-    composer's results (``None`` until composed)."""
+    """One direction's composed laws of a history, each composed when first read.
+
+    Parameters
+    ----------
+    slots : list
+        The two-slot list of the composer's results that keeps ``upper`` (pessimistic) and
+        ``lower`` (optimistic); ``None`` until composed.
+    compose : callable
+        ``compose(index, both)``: version ``index`` (0: pessimistic, 1: optimistic), its laws
+        discretized on both sides at once if ``both``.
+    both : bool
+        Whether the optimistic version will be read too (then the pessimistic one is
+        discretized on both sides at once).
+    """
 
     __slots__ = ("_slots", "_compose", "_both")
 
@@ -33,8 +42,7 @@ class StoredPair:
 
     @property
     def upper(self):
-        """The pessimistic composed law (its laws discretized on both sides at once when the
-        optimistic one will be read too)."""
+        """The pessimistic composed law, composed on first read."""
         if self._slots[0] is None:
             self._slots[0] = self._compose(0, self._both)
         return self._slots[0]
@@ -48,16 +56,18 @@ class StoredPair:
 
 
 class HistoryComposer:
-    """The composed laws of a history's compositions, on the history's composer or on the
-    planning one, the last :data:`~plda.accounting.history.RESULTS_KEPT` of them kept.
+    """The composed laws of a history's compositions, the last few kept.
+
+    The last :data:`~plda.accounting.history.RESULTS_KEPT` results are kept, composed on the
+    history's composer or on the planning one.
 
     Parameters
     ----------
-    relation
+    relation : str
         The neighbouring relation the laws are read under.
-    composer
+    composer : Composer
         The history's :class:`~plda.engine.composer.Composer` (spectra kept).
-    planning
+    planning : Composer
         The composer of the longer histories it plans and bounds with (horizon, checkpoint).
     """
 
@@ -74,9 +84,22 @@ class HistoryComposer:
         self._lengths.clear()
 
     def laws(self, components) -> dict[str, list]:
-        """:func:`~plda.engine.recipe.laws_by_direction` of ``components`` under the relation,
-        kept for the last four tuples asked (by identity: a query asks for them at every
-        composition, and a noise schedule has a law per step)."""
+        """The laws of ``components`` per direction under the relation, kept for a few calls.
+
+        :func:`~plda.engine.recipe.laws_by_direction`, kept for the last four tuples asked (by
+        identity: a query asks for them at every composition, and a noise schedule has a law
+        per step).
+
+        Parameters
+        ----------
+        components : tuple of (Mechanism, int)
+            The run-length history.
+
+        Returns
+        -------
+        dict
+            ``{direction: [(law, count), ...]}``.
+        """
         for held, laws in self._held:
             if held is components:
                 return laws
@@ -85,11 +108,26 @@ class HistoryComposer:
         return laws
 
     def plan(self, components, horizon, step: float) -> Plan:
-        """The plan of a composition of ``components`` on grid ``step``: with many distinct
-        mechanisms (a noise schedule), the FFT length of its ``horizon``'s leading direction,
-        so that the length, and with it every factor's spectrum, stays put until the horizon
-        moves (each distinct law is then transformed about once per horizon, not once per
-        ladder length the history passes)."""
+        """The plan of a composition of ``components`` on grid ``step``.
+
+        With many distinct mechanisms (a noise schedule) the FFT length is that of the
+        ``horizon``'s leading direction, so that it, and with it every factor's spectrum, stays
+        put until the horizon moves.
+
+        Parameters
+        ----------
+        components : tuple of (Mechanism, int)
+            The run-length history.
+        horizon : tuple of (Mechanism, int)
+            Its horizon (:func:`~plda.accounting.history.horizon`).
+        step : float
+            The grid step.
+
+        Returns
+        -------
+        Plan
+            The step, the FFT length (0: the composer's own choice) and the tail mass.
+        """
         many = len(components) > MANY_MECHANISMS  # (the horizon itself has few)
         key = (horizon, step, many)
         length = self._lengths.get(key)
@@ -109,11 +147,28 @@ class HistoryComposer:
     def versions(
         self, components, horizon, step: float, *, both=(), kept: bool = True
     ) -> dict[str, StoredPair]:
-        """``{direction: StoredPair}``: the composition of ``components`` (whose horizon is
-        ``horizon``) on grid ``step``, each version composed when first read and kept in
-        :attr:`results`; the laws of the directions in ``both`` are discretized on both sides
-        at once (their optimistic version will be read). ``kept``: on the history's composer
-        (False: on the planning one, for the horizon and checkpoint histories)."""
+        """The composition of ``components`` on grid ``step``, each version composed when read.
+
+        Parameters
+        ----------
+        components : tuple of (Mechanism, int)
+            The run-length history.
+        horizon : tuple of (Mechanism, int)
+            Its horizon, which sets the plan.
+        step : float
+            The grid step.
+        both : tuple of str, optional
+            Directions whose laws are discretized on both sides at once (their optimistic
+            version will be read).
+        kept : bool, optional
+            On the history's composer; False: on the planning one (for the horizon and
+            checkpoint histories).
+
+        Returns
+        -------
+        dict of str to StoredPair
+            ``{direction: StoredPair}``, kept in :attr:`results`.
+        """
         key = (components, step) + (() if kept else ("planning",))
         laws = self.laws(components)
         plan = self.plan(components, horizon, step)

@@ -1,20 +1,11 @@
 """The accountant's query path: what a growing history adds to the driver's stages.
 
-A training loop asks for epsilon after many steps, and every answer is a new composition. Each
-answer takes the stages of :class:`plda.engine.query.Query`; a history adds
-
-- its caching composer (:class:`plda.accounting.composer.HistoryComposer`): laws discretized
-  once per grid step, spectra, binary powers and running products kept;
-- its step policy (:class:`LadderSteps`): steps on a power-of-two ladder, the one that met the
-  accuracy for the *horizon* history (:func:`plda.accounting.history.horizon`), so that the
-  grid, and for a noise schedule its FFT length, stay put while the history grows;
-- checkpoint dominance: a direction that a cheap bound at a longer history shows dominated is
-  not composed (for DP-SGD the removal direction leads, so one law is composed per query);
-- targets below :data:`~plda.engine.query.FFT_FLOOR`, handed to the one-shot driver
-  (:func:`plda.engine.query.one_shot`: tilted composition).
-
-Every choice depends on the history and the query alone, so a reloaded accountant answers bit
-for bit like the original.
+Each answer takes the stages of :class:`plda.engine.query.Query`; a history adds its caching
+composer (:class:`~plda.accounting.composer.HistoryComposer`), its step policy on a ladder set
+by the *horizon* (:class:`LadderSteps`), checkpoint dominance (a direction a longer history's
+bound shows dominated is not composed) and the hand-off of deltas below the FFT floor to the
+one-shot driver. Every choice depends on the history and the query alone, so a reloaded
+accountant answers bit for bit like the original. Why each holds: ``docs/accountant.md``.
 """
 
 from __future__ import annotations
@@ -48,18 +39,20 @@ from plda.mechanisms.base import DIRECTIONS
 
 @dataclass(frozen=True)
 class LadderSteps:
-    """The accountant's step policy (what :meth:`plda.engine.query.Query.refined` and
-    :meth:`~plda.engine.query.Query.gap` read): each refinement halves the step on the ladder
-    of :func:`plda.engine.plan.ladder_step` (or quarters it when the gap is far off,
-    :func:`~plda.engine.plan.halved_step`), so the grid stays put while the history grows; a
-    trial grid is judged on its leading direction first, reading another direction's
-    optimistic version only within ``margin`` (the accuracy) of the upper bound.
+    """The accountant's step policy: grid steps on a power-of-two ladder.
 
-    Parameters
+    What :meth:`plda.engine.query.Query.refined` and :meth:`~plda.engine.query.Query.gap`
+    read: each refinement halves the step on the ladder of :func:`plda.engine.plan.ladder_step`
+    (or quarters it when the gap is far off, :func:`~plda.engine.plan.halved_step`), so the
+    grid stays put while the history grows; a trial grid is judged on its leading direction
+    first, reading another direction's optimistic version only within ``margin`` (the
+    accuracy) of the upper bound.
+
+    Attributes
     ----------
-    accuracy
+    accuracy : float
         Target relative gap of ``epsilon(delta)``; also the margin.
-    unit
+    unit : float or None
         The atoms' common spacing (the ladder's top rung), or None.
     """
 
@@ -74,7 +67,21 @@ class LadderSteps:
         return self.accuracy
 
     def next_step(self, step: float, gap: float) -> float | None:
-        """The next rung, or None below the finest step."""
+        """The next rung of the ladder below ``step``.
+
+        Parameters
+        ----------
+        step : float
+            The current grid step.
+        gap : float
+            The relative gap reached on it.
+
+        Returns
+        -------
+        float or None
+            The step halved (or quartered when the gap is far off), None below the finest
+            step.
+        """
         finer = halved_step(step, gap, self.accuracy, self.unit)
         return finer if finer >= MIN_STEP else None
 
@@ -82,8 +89,15 @@ class LadderSteps:
 class HistoryComposition:
     """Certified epsilon / delta bounds of a history, with everything reusable kept.
 
-    Not thread-safe by itself: :class:`plda.PLDAccountant` calls it under its
-    lock."""
+    Not thread-safe by itself: :class:`plda.PLDAccountant` calls it under its lock.
+
+    Parameters
+    ----------
+    relation : str
+        The neighbouring relation.
+    accuracy : float
+        Target relative gap of ``epsilon(delta)``.
+    """
 
     def __init__(self, relation: str, accuracy: float):
         self._relation, self._accuracy = relation, accuracy
@@ -105,11 +119,26 @@ class HistoryComposition:
 
     # ------------------------------------------------------------------- queries
     def epsilon_pair(self, history, d: np.ndarray, need_lower: bool):
-        """``(lower, upper)`` epsilon bounds at ``d`` (lower None if not ``need_lower``).
+        """``(lower, upper)`` epsilon bounds of ``history`` at ``d``.
 
         Deltas below :data:`~plda.engine.query.FFT_FLOOR` go to the one-shot driver, whose
         exponentially tilted composition resolves them (this path's FFT floor would leave a
-        gap of several percent there); the others take :meth:`_fast_epsilon_pair`."""
+        gap of several percent there); the others take the cached-spectrum composition.
+
+        Parameters
+        ----------
+        history : list of [Mechanism, int]
+            The run-length history.
+        d : numpy.ndarray
+            Deltas, checked to lie in ``[0, 1]``.
+        need_lower : bool
+            Whether the lower bound is wanted.
+
+        Returns
+        -------
+        tuple of numpy.ndarray
+            ``(lower, upper)`` in the shape of ``d``; ``lower`` is None if not ``need_lower``.
+        """
         components = merge_runs(history)
         flat = np.ravel(d)
         small = (flat > 0) & (flat < FFT_FLOOR)
@@ -128,11 +157,27 @@ class HistoryComposition:
         return (lower.reshape(d.shape) if need_lower else None), upper.reshape(d.shape)
 
     def delta_pair(self, history, e: np.ndarray, need_lower: bool):
-        """``(lower, upper)`` delta bounds at ``e`` (lower None if not ``need_lower``): on the
-        grid refined for the epsilon gap at the deltas reported (:func:`~plda.engine.query.
-        probes`), the horizon's if it fits; deltas below the FFT's floor from the one-shot
-        driver (decided on the upper bound, which both delta and delta_bounds compute, so they
-        stay equal)."""
+        """``(lower, upper)`` delta bounds of ``history`` at ``e``.
+
+        On the grid refined for the epsilon gap at the deltas reported
+        (:func:`~plda.engine.query.probes`), the horizon's if it fits; deltas below the FFT's
+        floor from the one-shot driver (decided on the upper bound, which both ``delta`` and
+        ``delta_bounds`` compute, so they stay equal).
+
+        Parameters
+        ----------
+        history : list of [Mechanism, int]
+            The run-length history.
+        e : numpy.ndarray
+            Epsilons, checked to lie in ``[0, inf]``.
+        need_lower : bool
+            Whether the lower bound is wanted.
+
+        Returns
+        -------
+        tuple of numpy.ndarray
+            ``(lower, upper)`` in the shape of ``e``; ``lower`` is None if not ``need_lower``.
+        """
         components = merge_runs(history)
         first, unit = self._grid_step(components)
         try:
@@ -171,9 +216,21 @@ class HistoryComposition:
         return lower, upper
 
     def realized(self, history) -> tuple[Query, ...]:
-        """The driver's queries of the realized compositions of ``history``
-        (:func:`plda.engine.query.realized_queries`), whose largest lower bound is the
-        certified one of a history whose mechanisms are not all tight; empty when they are."""
+        """The driver's queries of the realized compositions of ``history``.
+
+        :func:`plda.engine.query.realized_queries`: their largest lower bound is the certified
+        one of a history whose mechanisms are not all tight.
+
+        Parameters
+        ----------
+        history : list of [Mechanism, int]
+            The run-length history.
+
+        Returns
+        -------
+        tuple of Query
+            One query per realized composition; empty when every mechanism is tight.
+        """
         return realized_queries(add_remove_steps(merge_runs(history), self._relation),
                                 self._accuracy)
 
@@ -269,8 +326,20 @@ class HistoryComposition:
         return self._coarse[0][1:]
 
     def horizon_step(self, components, d: np.ndarray) -> float | None:
-        """The grid step meeting the accuracy at ``d`` for the horizon history, cached; None if
-        the horizon does not fit under the grid cap."""
+        """The grid step meeting the accuracy at ``d`` for the horizon history, cached.
+
+        Parameters
+        ----------
+        components : tuple of (Mechanism, int)
+            The merged run-length history.
+        d : numpy.ndarray
+            Deltas.
+
+        Returns
+        -------
+        float or None
+            The step; None if the horizon does not fit under the grid cap.
+        """
         return self._horizon(components, d)[0]
 
     def _horizon(self, components, d: np.ndarray) -> tuple:
@@ -334,8 +403,26 @@ class HistoryComposition:
         return self._steps[horizon]
 
     def versions(self, components, step: float, *, both=(), kept: bool = True) -> dict:
-        """The composed laws of ``components`` on grid ``step``, read from the store
-        (:meth:`plda.accounting.composer.HistoryComposer.versions`, planned for the history's
-        horizon)."""
+        """The composed laws of ``components`` on grid ``step``, read from the store.
+
+        :meth:`plda.accounting.composer.HistoryComposer.versions`, planned for the history's
+        horizon.
+
+        Parameters
+        ----------
+        components : tuple of (Mechanism, int)
+            The merged run-length history.
+        step : float
+            The grid step.
+        both : tuple of str, optional
+            Directions whose optimistic version will be read too.
+        kept : bool, optional
+            On the history's composer; False: on the planning one.
+
+        Returns
+        -------
+        dict of str to StoredPair
+            ``{direction: StoredPair}``.
+        """
         horizon = self._coarsened(components)[1]
         return self.store.versions(components, horizon, step, both=both, kept=kept)

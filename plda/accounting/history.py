@@ -36,6 +36,20 @@ DOMINANCE = 1e-3
 
 
 def scalar(value, like):
+    """``value`` as a float when ``like`` is a scalar, else as is.
+
+    Parameters
+    ----------
+    value : float or ndarray
+        An answer.
+    like : float or array_like
+        The query it answers.
+
+    Returns
+    -------
+    float or ndarray
+        The answer in the query's shape.
+    """
     return float(value) if np.ndim(like) == 0 else value
 
 
@@ -44,19 +58,45 @@ MANY_MECHANISMS = 32
 
 
 def horizon(components, coarse: tuple | None = None) -> tuple:
-    """``components`` with every count rounded up to a power of two: a history that dominates
-    this one and stays put while it grows (with many distinct mechanisms, first
-    :func:`coarsened`; ``coarse``: that result, if the caller holds it)."""
+    """``components`` with every count rounded up to a power of two.
+
+    A history that dominates this one and stays put while it grows (with many distinct
+    mechanisms, first :func:`coarsened`).
+
+    Parameters
+    ----------
+    components : tuple of (Mechanism, int)
+        The run-length history.
+    coarse : tuple, optional
+        ``coarsened(components)``, if the caller holds it.
+
+    Returns
+    -------
+    tuple of (Mechanism, int)
+        The horizon history.
+    """
     coarse = coarsened(components) if coarse is None else coarse
     return tuple((m, 1 << max(int(k) - 1, 0).bit_length()) for m, k in coarse)
 
 
 def checkpoint(components, coarse: tuple | None = None) -> tuple:
-    """``components`` with every count ``k`` rounded up to a multiple of
-    ``2^(floor(log2 k) - 3)``: at most 1/8 more steps, a history that stays put for many
-    consecutive queries, and never past the power-of-two horizon (with many distinct
-    mechanisms, first :func:`coarsened`, as for the horizon: the history itself changes at every
-    step; ``coarse``: as for :func:`horizon`)."""
+    """``components`` with every count ``k`` rounded up to a multiple of ``2^(floor(log2 k) - 3)``.
+
+    At most 1/8 more steps: a history that stays put for many consecutive queries, never past
+    the power-of-two horizon (with many distinct mechanisms, first :func:`coarsened`).
+
+    Parameters
+    ----------
+    components : tuple of (Mechanism, int)
+        The run-length history.
+    coarse : tuple, optional
+        ``coarsened(components)``, if the caller holds it.
+
+    Returns
+    -------
+    tuple of (Mechanism, int)
+        The checkpoint history.
+    """
     out = []
     for mechanism, count in coarsened(components) if coarse is None else coarse:
         spacing = 1 << max(int(count).bit_length() - 4, 0)
@@ -65,12 +105,24 @@ def checkpoint(components, coarse: tuple | None = None) -> tuple:
 
 
 def coarsened(components) -> tuple:
-    """``components`` themselves, or, for a history with more than :data:`MANY_MECHANISMS`
-    distinct mechanisms (a noise schedule changed at every step), each replaced by a dominating
-    one on a coarse parameter grid (:meth:`Mechanism.coarsened`: for Poisson-sampled Gaussians
-    sigma rounded down and q up to powers of 2^(1/16)) and merged: a history that dominates
-    this one with a few mechanisms, so that the horizon and checkpoint built on it change only
-    every so often, and compose cheaply."""
+    """A history that dominates ``components`` with few distinct mechanisms.
+
+    For more than :data:`MANY_MECHANISMS` distinct mechanisms (a noise schedule changed at
+    every step), each is replaced by a dominating one on a coarse parameter grid
+    (:meth:`Mechanism.coarsened`: for Poisson-sampled Gaussians sigma rounded down and q up to
+    powers of ``2^(1/16)``) and the runs merged, so that the horizon and checkpoint built on it
+    change only every so often and compose cheaply.
+
+    Parameters
+    ----------
+    components : tuple of (Mechanism, int)
+        The run-length history.
+
+    Returns
+    -------
+    tuple of (Mechanism, int)
+        ``components`` themselves, or the coarsened history.
+    """
     if len(components) <= MANY_MECHANISMS:
         return components
     merged: dict = {}
@@ -81,5 +133,16 @@ def coarsened(components) -> tuple:
 
 
 def dominating(mechanism) -> object:
-    """:meth:`Mechanism.coarsened` (remembered on the mechanism)."""
+    """:meth:`Mechanism.coarsened` of ``mechanism`` (remembered on the mechanism).
+
+    Parameters
+    ----------
+    mechanism : Mechanism
+        A mechanism of the history.
+
+    Returns
+    -------
+    Mechanism
+        A mechanism on a coarse parameter grid that dominates it.
+    """
     return mechanism.coarsened()

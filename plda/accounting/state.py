@@ -12,8 +12,24 @@ VERSION = 1
 
 
 def parse_state(state) -> tuple[str, float, list]:
-    """``(relation, accuracy, history)`` of a saved state; ``ValueError`` naming the bad part
-    (nothing is loaded) if it is corrupted or foreign."""
+    """The relation, accuracy and history of a saved accountant state, checked.
+
+    Parameters
+    ----------
+    state : dict
+        A state from ``PLDAccountant.state_dict()``.
+
+    Returns
+    -------
+    tuple
+        ``(relation, accuracy, history)``, the history as run-length ``(mechanism, count)``
+        pairs.
+
+    Raises
+    ------
+    ValueError
+        Naming the bad part, if the state is corrupted or foreign (nothing is loaded).
+    """
     if not isinstance(state, dict):
         raise ValueError(
             f"state must be a dict from PLDAccountant.state_dict(), got {type(state).__name__}"

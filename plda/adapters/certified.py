@@ -1,12 +1,9 @@
-"""Certified two-sided bounds of an accountant whose history holds bracketed samplers.
+"""Certified two-sided bounds of an accountant's history as plain floats, for the adapters.
 
 For a sampler without a known tight pair (:class:`~plda.TruncatedPoisson`,
-:class:`~plda.Shuffled`) the discretized laws bracket the *dominating* pair, whose lower end
-may lie above the sampler's true epsilon. The accountant's lower bound therefore composes each
-step's ``lower_bound_mechanism()`` instead (a pair realized by actual datasets, or a
-post-processing of one): every realized pair's epsilon is at most the true one, and composing
-realized pairs of the same two datasets is realized too. This module gives the adapters one
-place to ask for both sides as plain floats.
+:class:`~plda.Shuffled`) the accountant's lower bound composes each step's
+``lower_bound_mechanism()`` (a pair realized by datasets); this module gives the adapters one
+place to ask for both sides.
 """
 
 from __future__ import annotations
@@ -21,8 +18,19 @@ __all__ = ["delta_bounds", "epsilon_bounds", "is_tight"]
 
 
 def is_tight(accountant: PLDAccountant) -> bool:
-    """Whether every recorded mechanism's own pair is realized (then the accountant's bounds
-    are certified on both sides as they stand)."""
+    """Whether every recorded mechanism's own pair is realized by datasets.
+
+    Parameters
+    ----------
+    accountant : PLDAccountant
+        The accountant asked.
+
+    Returns
+    -------
+    bool
+        True if every mechanism is ``tight`` (then the bounds of its own laws are certified
+        on both sides as they stand).
+    """
     return all(mechanism.tight for mechanism, _ in accountant.history)
 
 
@@ -37,13 +45,39 @@ def _query(accountant: PLDAccountant, method: str, value) -> Bounds:
 
 
 def epsilon_bounds(accountant: PLDAccountant, delta: float) -> Bounds:
-    """Certified ``Bounds(lower=..., upper=...)`` on epsilon at ``delta`` for the mechanisms
-    the accountant recorded, bracketed samplers included (lower bound from their
-    ``lower_bound_mechanism()``)."""
+    """Certified bounds on epsilon at ``delta`` of what ``accountant`` recorded, as floats.
+
+    Bracketed samplers included: their lower bound comes from ``lower_bound_mechanism()``
+    (no :class:`~plda.NotTightWarning` is shown).
+
+    Parameters
+    ----------
+    accountant : PLDAccountant
+        The accountant asked.
+    delta : float
+        The target delta, in ``[0, 1]``.
+
+    Returns
+    -------
+    Bounds
+        ``Bounds(lower=..., upper=...)`` of floats, both certified.
+    """
     return _query(accountant, "epsilon_bounds", delta)
 
 
 def delta_bounds(accountant: PLDAccountant, epsilon: float) -> Bounds:
-    """Certified ``Bounds(lower=..., upper=...)`` on delta at ``epsilon`` (as
-    :func:`epsilon_bounds`)."""
+    """Certified bounds on delta at ``epsilon`` of what ``accountant`` recorded, as floats.
+
+    Parameters
+    ----------
+    accountant : PLDAccountant
+        The accountant asked.
+    epsilon : float
+        The epsilon, in ``[0, inf]``.
+
+    Returns
+    -------
+    Bounds
+        ``Bounds(lower=..., upper=...)`` of floats, both certified (as :func:`epsilon_bounds`).
+    """
     return _query(accountant, "delta_bounds", epsilon)

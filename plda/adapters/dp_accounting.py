@@ -1,58 +1,11 @@
 """dp_accounting ``DpEvent`` trees to a :class:`~plda.PrivacyLossDistribution`.
 
-Duck-typed on class names and attributes: dp_accounting is never imported. Supported events
-(sensitivity 1 unless the event says otherwise):
-
-==============================  ==========================================================
-``GaussianDpEvent``              ``Gaussian(sigma=noise_multiplier)``
-``LaplaceDpEvent``               ``Laplace(scale=noise_multiplier)``
-``DiscreteLaplaceDpEvent``       ``DiscreteLaplace(parameter=noise_parameter, sensitivity)``
-``RandomizedResponseDpEvent``    ``ApproximateDP(log(1 + (1 - p) k / p))``: pure-DP bound of
-                                 k-ary randomized response that keeps the truth w.p. 1 - p
-``MixtureOfGaussiansDpEvent``     ``GaussianMixture(standard_deviation, sensitivities,
-                                 sampling_probs)`` (add/remove only, as in dp_accounting)
-``PoissonSampledDpEvent``        ``PoissonSampled(inner, sampling_probability)``
-``SampledWithoutReplacement-``   ``SampledWithoutReplacement(inner, sample_size,
-``DpEvent``                      source_dataset_size)``: fixed-size batches (inner Gaussian
-                                 or Laplace)
-``TruncatedSubsampled-``         ``TruncatedPoisson(Gaussian(sigma=noise_multiplier),
-``GaussianDpEvent``              sampling_probability, truncated_batch_size, dataset_size)``
-``SelfComposedDpEvent``          ``count`` runs of ``event``
-``ComposedDpEvent``              all of ``events``
-``NoOpDpEvent``                  nothing
-``NonPrivateDpEvent``            ``ApproximateDP(epsilon=0, delta=1)``: no guarantee (every
-                                 mechanism is (0, 1)-DP); also a Gaussian or Laplace event
-                                 with ``noise_multiplier=0``
-==============================  ==========================================================
-
-Anything else (tree aggregation, zCDP events, ...) raises ``ValueError`` naming the event type.
-
-**Sensitivity conventions.** A ``noise_multiplier`` is read relative to the *add/remove*
-sensitivity (for DP-SGD: the clipping norm), under either neighbouring relation: plda doubles it
-where replace-one requires. This is how dp_accounting's PLD accountant reads
-``GaussianDpEvent`` under ``REPLACE_ONE`` (``N(-1, s^2)`` vs ``N(1, s^2)``) and how it builds
-``TruncatedSubsampledGaussianDpEvent`` (sensitivity 1, doubled for a substituted record).
-dp_accounting's *RDP* accountant reads the ``GaussianDpEvent`` inside a
-``SampledWithoutReplacementDpEvent`` (which it supports under ``REPLACE_ONE`` only) relative to
-the replace-one distance instead (its RDP at rate 1 is ``alpha / (2 s^2)``): for a clipped
-sum, whose replace-one distance is twice the clipping norm, that is half the sensitivity.
-plda's reading is the larger sensitivity, so its bound holds under both readings; to compare
-with dp_accounting's RDP number, give dp_accounting ``GaussianDpEvent(noise_multiplier / 2)``.
-Fixed-size batches are certified under add/remove too (see
-:class:`~plda.SampledWithoutReplacement`).
-
-**Lower bounds of truncated Poisson steps.** :class:`~plda.TruncatedPoisson`'s pair dominates
-the sampler but is not known to be realized by datasets, so the lower end of
-:func:`from_dp_event`'s bounds brackets that pair, not the sampler (plda warns with
-``NotTightWarning``). :class:`PLDPrivacyAccountant`'s ``epsilon_bounds`` and
-``delta_bounds`` take the lower bound from each step's realized pair instead
-(:mod:`plda.adapters.certified`), so both of their ends are certified.
-
-``PLDPrivacyAccountant``, a ``dp_accounting.PrivacyAccountant`` built on this mapping, is
-available when dp_accounting is installed (``pip install "plda[dp-accounting]"``) as
-``plda.adapters.PLDPrivacyAccountant``; it lives in :mod:`plda.adapters.dp_privacy_accountant`,
-which imports this module (never the reverse), and is loaded on first use, so importing this
-module never imports dp_accounting.
+Duck-typed on class names and attributes: dp_accounting is never imported. The events
+supported and the mechanisms they become: :func:`from_dp_event`. ``PLDPrivacyAccountant``, a
+``dp_accounting.PrivacyAccountant`` built on this mapping, lives in
+:mod:`plda.adapters.dp_privacy_accountant` (which imports this module, never the reverse).
+Sensitivity conventions and the samplers beyond Poisson:
+``docs/howto/opacus-and-dp-accounting.md``.
 """
 
 from __future__ import annotations
@@ -226,17 +179,77 @@ def _walk(event, count: int, depth: int) -> list[tuple[Mechanism, int]]:
 
 
 def mechanisms_from_dp_event(event) -> tuple[tuple[Mechanism, int], ...]:
-    """``((mechanism, count), ...)`` equivalent to a dp_accounting event (empty for no-ops)."""
+    """The plda mechanisms, with their counts, that a dp_accounting event stands for.
+
+    Parameters
+    ----------
+    event : dp_accounting.DpEvent
+        An event tree, mapped as :func:`from_dp_event` says.
+
+    Returns
+    -------
+    tuple of (Mechanism, int)
+        ``((mechanism, count), ...)`` in the order of the tree; empty for no-ops.
+
+    Raises
+    ------
+    ValueError
+        Naming the event type, for an event this adapter does not support, one with fields
+        out of range, or nesting deeper than 64.
+    """
     return tuple(_walk(event, 1, 0))
 
 
 def from_dp_event(
     event, *, relation: str = "add_remove", accuracy: float = DEFAULT_ACCURACY
 ) -> PrivacyLossDistribution:
-    """The PLD of a dp_accounting ``DpEvent`` (see the module docstring for the mapping).
+    """The PLD of a dp_accounting ``DpEvent``.
 
-    Events with no privacy cost (``NoOpDpEvent``, empty compositions) give the PLD of
-    ``ApproximateDP(0)``, whose epsilon and delta are 0.
+    Sensitivity 1 unless the event says otherwise; a ``noise_multiplier`` is read relative to
+    the *add/remove* sensitivity (the clipping norm) under either relation, plda doubling it
+    where replace-one requires (as dp_accounting's PLD accountant reads ``GaussianDpEvent``
+    under ``REPLACE_ONE``). The events and the mechanisms they become:
+
+    - ``GaussianDpEvent``: ``Gaussian(sigma=noise_multiplier)``;
+    - ``LaplaceDpEvent``: ``Laplace(scale=noise_multiplier)``;
+    - ``DiscreteLaplaceDpEvent``: ``DiscreteLaplace(noise_parameter, sensitivity)``;
+    - ``RandomizedResponseDpEvent``: ``ApproximateDP(log(1 + (1 - p) k / p))``, the pure-DP
+      bound of k-ary randomized response that keeps the truth with probability ``1 - p``;
+    - ``MixtureOfGaussiansDpEvent``: ``GaussianMixture(standard_deviation, sensitivities,
+      sampling_probs)`` (add/remove only, as in dp_accounting);
+    - ``PoissonSampledDpEvent``: ``PoissonSampled(inner, sampling_probability)``;
+    - ``SampledWithoutReplacementDpEvent``: ``SampledWithoutReplacement(inner, sample_size,
+      source_dataset_size)`` (inner Gaussian or Laplace);
+    - ``TruncatedSubsampledGaussianDpEvent``: ``TruncatedPoisson(Gaussian(noise_multiplier),
+      sampling_probability, truncated_batch_size, dataset_size)``;
+    - ``SelfComposedDpEvent``: ``count`` runs of ``event``; ``ComposedDpEvent``: all of
+      ``events``; ``NoOpDpEvent``: nothing;
+    - ``NonPrivateDpEvent``, or a Gaussian or Laplace event with ``noise_multiplier=0``:
+      ``ApproximateDP(epsilon=0, delta=1)`` (no guarantee).
+
+    Parameters
+    ----------
+    event : dp_accounting.DpEvent
+        The event tree.
+    relation : str, optional
+        ``"add_remove"`` or ``"replace_one"``.
+    accuracy : float, optional
+        Target relative gap of the epsilon bounds, as for :class:`~plda.PrivacyLossDistribution`.
+
+    Returns
+    -------
+    PrivacyLossDistribution
+        The composition of the event's mechanisms; events with no privacy cost (no-ops, empty
+        compositions) give the PLD of ``ApproximateDP(0)``, whose epsilon and delta are 0.
+        With a ``TruncatedPoisson`` step its lower bounds bracket the dominating pair, not the
+        sampler (plda warns with ``NotTightWarning``); ``PLDPrivacyAccountant.epsilon_bounds``
+        takes them from the realized pair.
+
+    Raises
+    ------
+    ValueError
+        Naming the event type, for anything else (tree aggregation, zCDP events, ...), an
+        event with fields out of range, or an unknown ``relation``.
     """
     components = mechanisms_from_dp_event(event)
     if not components:

@@ -1,21 +1,10 @@
 """``PLDPrivacyAccountant``: plda's certified PLD accounting behind dp_accounting's interface.
 
 A subclass of ``dp_accounting.PrivacyAccountant``, so it drops into code written for
-dp_accounting: ``compose(event, count)``, ``supports(event)``, ``get_epsilon(target_delta)``,
-``get_delta(target_epsilon)``, ``ledger``, and ``dp_accounting.calibrate_dp_mechanism``; what
-dp_accounting does not name has plda's spelling (``epsilon_bounds(delta)``,
-``delta_bounds(epsilon)``, ``len()``, ``accountant``)::
-
-    from plda.adapters import PLDPrivacyAccountant
-    sigma = dp_accounting.calibrate_dp_mechanism(
-        PLDPrivacyAccountant,
-        lambda s: dp_accounting.SelfComposedDpEvent(
-            dp_accounting.PoissonSampledDpEvent(0.01, dp_accounting.GaussianDpEvent(s)), 1000),
-        target_epsilon=1.0, target_delta=1e-5)
-
-Events map to plda mechanisms as in :mod:`plda.adapters.dp_accounting`; any other event raises
-``dp_accounting.UnsupportedEventError`` (from ``compose``) and nothing is recorded. Needs
-dp_accounting: ``pip install "plda[dp-accounting]"`` (or ``pip install dp-accounting``).
+dp_accounting (``compose``, ``supports``, ``get_epsilon``, ``get_delta``, ``ledger``,
+``dp_accounting.calibrate_dp_mechanism``). Events map to plda mechanisms as in
+:func:`plda.adapters.dp_accounting.from_dp_event`. Needs dp_accounting:
+``pip install "plda[dp-accounting]"``; an example: ``docs/howto/opacus-and-dp-accounting.md``.
 """
 
 from __future__ import annotations
@@ -82,16 +71,23 @@ else:
         ``get_epsilon`` and ``get_delta`` return certified upper bounds (the numbers to report);
         ``epsilon_bounds`` and ``delta_bounds`` (plda's names, as on
         :class:`~plda.PLDAccountant`; dp_accounting has no such queries) add certified lower
-        bounds, and ``len()`` is the number of recorded steps.
+        bounds, and ``len()`` is the number of recorded steps. ``compose`` raises
+        ``dp_accounting.UnsupportedEventError`` for an event plda cannot account, and records
+        nothing.
 
         Parameters
         ----------
-        neighboring_relation
-            ``NeighboringRelation.ADD_OR_REMOVE_ONE`` (default) or ``REPLACE_ONE``
-            (``REPLACE_SPECIAL`` is not supported: ``ValueError``).
-        accuracy
+        neighboring_relation : dp_accounting.NeighboringRelation, optional
+            ``NeighboringRelation.ADD_OR_REMOVE_ONE`` (default) or ``REPLACE_ONE``.
+        accuracy : float, optional
             Target relative gap ``(upper - lower) / upper`` of the epsilon bounds, as for
             :class:`~plda.PLDAccountant`.
+
+        Raises
+        ------
+        ValueError
+            If ``neighboring_relation`` is ``REPLACE_SPECIAL`` (not supported), or
+            ``accuracy`` is not in ``(0, 1)``.
         """
 
         def __init__(
@@ -109,8 +105,10 @@ else:
 
         @property
         def accountant(self) -> PLDAccountant:
-            """The underlying :class:`~plda.PLDAccountant` (read it; compose through this class so
-            the ledger stays in step)."""
+            """The underlying :class:`~plda.PLDAccountant`: read it, compose through this class.
+
+            Composing through this class keeps dp_accounting's ledger in step.
+            """
             return self._plda
 
         def _recorded_with(self, event, count: int) -> PLDAccountant:
@@ -146,21 +144,70 @@ else:
             return any(mechanism == NON_PRIVATE for mechanism, _ in self._plda.history)
 
         def get_epsilon(self, target_delta: float) -> float:
-            """Certified upper bound on epsilon at ``target_delta`` (0 with nothing composed, inf
-            when no finite epsilon holds, e.g. after a ``NonPrivateDpEvent``)."""
+            """Certified upper bound on epsilon at ``target_delta``.
+
+            Parameters
+            ----------
+            target_delta : float
+                The delta, in ``[0, 1]``.
+
+            Returns
+            -------
+            float
+                0 with nothing composed; inf when no finite epsilon holds (e.g. after a
+                ``NonPrivateDpEvent``).
+
+            Raises
+            ------
+            ValueError
+                If ``target_delta`` is outside ``[0, 1]`` or NaN.
+            """
             if self._non_private():
                 return self.epsilon_bounds(target_delta).upper
             return float(self._plda.epsilon(target_delta))  # composes the upper version only
 
         def get_delta(self, target_epsilon: float) -> float:
-            """Certified upper bound on delta at ``target_epsilon``."""
+            """Certified upper bound on delta at ``target_epsilon``.
+
+            Parameters
+            ----------
+            target_epsilon : float
+                The epsilon, in ``[0, inf]``.
+
+            Returns
+            -------
+            float
+                The delta; 0 with nothing composed.
+
+            Raises
+            ------
+            ValueError
+                If ``target_epsilon`` is negative or NaN.
+            """
             if self._non_private():
                 return self.delta_bounds(target_epsilon).upper
             return float(self._plda.delta(target_epsilon))
 
         def epsilon_bounds(self, delta: float) -> Bounds:
-            """Certified ``Bounds(lower=..., upper=...)`` on epsilon at ``delta`` (as
-            :meth:`plda.PLDAccountant.epsilon_bounds`)."""
+            """Certified lower and upper bounds on epsilon at ``delta``.
+
+            Parameters
+            ----------
+            delta : float
+                The delta, in ``[0, 1]``.
+
+            Returns
+            -------
+            Bounds
+                ``Bounds(lower=..., upper=...)``, both certified, as
+                :meth:`plda.PLDAccountant.epsilon_bounds` (the lower one of a truncated Poisson
+                step from its realized pair).
+
+            Raises
+            ------
+            ValueError
+                If ``delta`` is outside ``[0, 1]`` or NaN.
+            """
             if self._non_private() and 0 <= delta < 1:
                 return Bounds(lower=math.inf, upper=math.inf)
             if self._non_private() and delta == 1:
@@ -169,19 +216,67 @@ else:
             return certified.epsilon_bounds(self._plda, delta)
 
         def delta_bounds(self, epsilon: float) -> Bounds:
-            """Certified ``Bounds(lower=..., upper=...)`` on delta at ``epsilon`` (as
-            :meth:`plda.PLDAccountant.delta_bounds`)."""
+            """Certified lower and upper bounds on delta at ``epsilon``.
+
+            Parameters
+            ----------
+            epsilon : float
+                The epsilon, in ``[0, inf]``.
+
+            Returns
+            -------
+            Bounds
+                ``Bounds(lower=..., upper=...)``, both certified, as
+                :meth:`plda.PLDAccountant.delta_bounds`.
+
+            Raises
+            ------
+            ValueError
+                If ``epsilon`` is negative or NaN.
+            """
             if self._non_private() and epsilon >= 0:
                 return Bounds(lower=1.0, upper=1.0)
             return certified.delta_bounds(self._plda, epsilon)
 
         def get_epsilon_bounds(self, target_delta: float) -> Bounds:
-            """Deprecated, removed in 0.2.0: :meth:`epsilon_bounds`."""
+            """Deprecated, removed in 0.2.0: :meth:`epsilon_bounds`.
+
+            Parameters
+            ----------
+            target_delta : float
+                The delta, in ``[0, 1]``.
+
+            Returns
+            -------
+            Bounds
+                ``epsilon_bounds(target_delta)``.
+
+            Warns
+            -----
+            DeprecationWarning
+                Always.
+            """
             _deprecated("get_epsilon_bounds", "epsilon_bounds")
             return self.epsilon_bounds(target_delta)
 
         def get_delta_bounds(self, target_epsilon: float) -> Bounds:
-            """Deprecated, removed in 0.2.0: :meth:`delta_bounds`."""
+            """Deprecated, removed in 0.2.0: :meth:`delta_bounds`.
+
+            Parameters
+            ----------
+            target_epsilon : float
+                The epsilon, in ``[0, inf]``.
+
+            Returns
+            -------
+            Bounds
+                ``delta_bounds(target_epsilon)``.
+
+            Warns
+            -----
+            DeprecationWarning
+                Always.
+            """
             _deprecated("get_delta_bounds", "delta_bounds")
             return self.delta_bounds(target_epsilon)
 

@@ -1,19 +1,10 @@
 """DP-SGD steps on one-pass loaders (shuffled or in order), accounted epoch by epoch.
 
-A loader that puts every record in exactly one batch per pass (``DataLoader(shuffle=True)`` or
-``shuffle=False``, without dropping a partial batch) runs a :class:`~plda.Shuffled` epoch per
-pass, not Poisson subsampling. :class:`OnePassEpochs` collects the steps of each pass and
-records it, under the replace-one relation (the only one under which a chunked permutation has
-a sound analysis: a removed record shifts every later batch):
-
-- **upper bound**: the epoch's ``Shuffled(Gaussian(min sigma), m)`` (``m`` steps): each record
-  is used in at most one step, with at least the smallest noise of the epoch. An unfinished
-  epoch counts as a whole one (it uses each record at most once too);
-- **lower bound**: ``Shuffled(Gaussian(max sigma), m).lower_bound_mechanism()`` of the finished
-  epochs: a post-processing of the realized worst case (adding noise to bring every step to the
-  largest sigma, then the maximum coordinate, whose law does not depend on which step holds the
-  record, so unequal batch sizes and gradient accumulation do not matter). An unfinished epoch
-  is left out (leaving out a mechanism only lowers the privacy loss).
+A loader that puts every record in exactly one batch per pass runs a :class:`~plda.Shuffled`
+epoch per pass, not Poisson subsampling. :class:`OnePassEpochs` records each pass under
+replace-one (the only relation under which a chunked permutation has a sound analysis), with
+the smallest noise of the epoch above and the largest below. Why both hold:
+``docs/howto/opacus-and-dp-accounting.md`` ("Why one-pass epochs are certified").
 """
 
 from __future__ import annotations
@@ -35,12 +26,21 @@ RELATION = "replace_one"
 class OnePassEpochs:
     """Steps of DP-SGD on a one-pass loader of ``num_batches`` batches per epoch.
 
+    Upper bound: each epoch as ``Shuffled(Gaussian(min sigma), m)`` (``m`` steps; an
+    unfinished epoch counts as a whole one). Lower bound: the finished epochs'
+    ``Shuffled(Gaussian(max sigma), m).lower_bound_mechanism()``.
+
     Parameters
     ----------
-    num_batches
+    num_batches : int
         Batches per pass over the data (``len(loader)``), an integer ``>= 1``.
-    accuracy
+    accuracy : float
         As for :class:`~plda.PLDAccountant`.
+
+    Raises
+    ------
+    ValueError
+        If ``num_batches`` is not an integer ``>= 1``.
     """
 
     def __init__(self, num_batches: int, accuracy: float):
@@ -54,8 +54,19 @@ class OnePassEpochs:
     def step(self, noise_multiplier: float, batches: int = 1) -> None:
         """Record one optimizer step that used ``batches`` batches (gradient accumulation).
 
-        Raises ``ValueError`` (and records nothing) when the step would run past the end of the
-        epoch: its batches would then come from two passes, which the analysis does not cover.
+        Parameters
+        ----------
+        noise_multiplier : float
+            The step's noise ``sigma``, in ``(0, inf)``.
+        batches : int, optional
+            Batches whose clipped gradients the step summed.
+
+        Raises
+        ------
+        ValueError
+            If the step would run past the end of the epoch (its batches would come from two
+            passes, which the analysis does not cover), or an argument is out of range;
+            nothing is recorded.
         """
         sigma = check.positive_float("noise_multiplier", noise_multiplier)
         batches = check.count("batches", batches, minimum=1)
@@ -93,7 +104,18 @@ class OnePassEpochs:
         return self.steps
 
     def epsilon(self, delta: float) -> float:
-        """Certified upper bound on epsilon at ``delta``."""
+        """Certified upper bound on epsilon at ``delta``.
+
+        Parameters
+        ----------
+        delta : float
+            The delta, in ``[0, 1]``.
+
+        Returns
+        -------
+        float
+            The epsilon, the unfinished epoch counted as a whole one; 0 before the first step.
+        """
         if not self.steps:
             return 0.0
         with warnings.catch_warnings():
@@ -102,15 +124,32 @@ class OnePassEpochs:
             return float(self._upper_accountant().epsilon(delta))
 
     def epsilon_bounds(self, delta: float) -> Bounds:
-        """Certified ``Bounds(lower=..., upper=...)`` on epsilon at ``delta``."""
+        """Certified lower and upper bounds on epsilon at ``delta``.
+
+        Parameters
+        ----------
+        delta : float
+            The delta, in ``[0, 1]``.
+
+        Returns
+        -------
+        Bounds
+            ``Bounds(lower=..., upper=...)``; the lower bound leaves the unfinished epoch out.
+        """
         upper = self.epsilon(delta)
         lower = float(self.lower.epsilon_bounds(delta).lower) if len(self.lower) else 0.0
         check_bracket(lower, upper, query="epsilon_bounds")
         return Bounds(lower=lower, upper=upper)
 
     def history(self) -> list[tuple[float, float, int]]:
-        """Opacus-style ``[(noise_multiplier, sample_rate, steps), ...]`` with ``sample_rate``
-        the fraction of an epoch's batches per step."""
+        """The steps as Opacus-style triples.
+
+        Returns
+        -------
+        list of (float, float, int)
+            ``[(noise_multiplier, sample_rate, steps), ...]``, ``sample_rate`` the fraction of
+            an epoch's batches per step.
+        """
         out = []
         for mechanism, count in self.upper.history:
             steps = mechanism.num_steps
@@ -119,7 +158,14 @@ class OnePassEpochs:
         return out
 
     def state_dict(self) -> dict:
-        """JSON-serializable state (for :meth:`from_state_dict`)."""
+        """The state as a JSON-serializable dict (for :meth:`from_state_dict`).
+
+        Returns
+        -------
+        dict
+            ``num_batches``, the unfinished epoch (``pending``, ``batches``), ``steps`` and
+            both accountants' states.
+        """
         return {
             "num_batches": self.num_batches,
             "pending": list(self.pending),
@@ -131,7 +177,23 @@ class OnePassEpochs:
 
     @classmethod
     def from_state_dict(cls, state) -> OnePassEpochs:
-        """Inverse of :meth:`state_dict` (``ValueError`` on a corrupted dict)."""
+        """The epochs saved by :meth:`state_dict`.
+
+        Parameters
+        ----------
+        state : dict
+            A saved state.
+
+        Returns
+        -------
+        OnePassEpochs
+            The epochs as saved.
+
+        Raises
+        ------
+        ValueError
+            If ``state`` is corrupted, or not accounted under replace-one.
+        """
         keys = {"num_batches", "pending", "batches", "steps", "upper", "lower"}
         if not isinstance(state, dict) or set(state) != keys:
             raise ValueError(f"one-pass epoch state must be a dict with keys {sorted(keys)}")

@@ -61,8 +61,20 @@ def _length(obj) -> int | None:
 
 
 def describe_loader(data_loader) -> LoaderSampler:
-    """The sampler a ``torch.utils.data.DataLoader`` runs (read through ``batch_sampler``, its
-    ``sampler``, ``drop_last`` and ``batch_size``; anything else gives ``"unknown"``)."""
+    """The sampler a ``torch.utils.data.DataLoader`` runs.
+
+    Parameters
+    ----------
+    data_loader : torch.utils.data.DataLoader
+        The loader, read duck-typed through ``batch_sampler``, its ``sampler``, ``drop_last``
+        and ``batch_size``.
+
+    Returns
+    -------
+    LoaderSampler
+        Its kind (``"unknown"`` for anything else), description, batches per pass and whether
+        every record is in exactly one batch of each pass.
+    """
     batch_sampler = getattr(data_loader, "batch_sampler", None)
     name = type(batch_sampler).__name__
     if name in POISSON_SAMPLERS and type(batch_sampler).__module__.startswith("opacus"):
@@ -97,7 +109,20 @@ def describe_loader(data_loader) -> LoaderSampler:
 
 
 def mismatch_message(found: LoaderSampler, relation: str) -> str:
-    """What is wrong with accounting ``found`` as Poisson subsampling, and what to do."""
+    """What is wrong with accounting ``found`` as Poisson subsampling, and what to do.
+
+    Parameters
+    ----------
+    found : LoaderSampler
+        What the loader draws.
+    relation : str
+        The relation accounted under (the advice depends on it).
+
+    Returns
+    -------
+    str
+        The message of the :class:`~plda.SamplerMismatchWarning`.
+    """
     head = (
         f"the data loader draws {found.kind} batches ({found.description}), but the accountant "
         "assumes Poisson subsampling: its epsilon is not a bound for this training (it can be "
@@ -141,7 +166,20 @@ def mismatch_message(found: LoaderSampler, relation: str) -> str:
 
 
 def refusal_message(found: LoaderSampler, relation: str) -> str:
-    """Why a strict Opacus accountant refuses ``found`` under ``relation``, and what to do."""
+    """Why a strict Opacus accountant refuses ``found`` under ``relation``, and what to do.
+
+    Parameters
+    ----------
+    found : LoaderSampler
+        What the loader draws.
+    relation : str
+        The relation accounted under.
+
+    Returns
+    -------
+    str
+        The message of the ``ValueError``.
+    """
     return (
         "PLDOpacusAccountant(strict=True) refuses this loader before training: "
         f"{mismatch_message(found, relation)} PLDOpacusAccountant(strict=False) would account "
@@ -150,7 +188,20 @@ def refusal_message(found: LoaderSampler, relation: str) -> str:
 
 
 def not_certified_message(found: LoaderSampler, relation: str) -> str:
-    """The warning of a non-strict Opacus accountant that accounts ``found`` as Poisson."""
+    """The warning of a non-strict Opacus accountant that accounts ``found`` as Poisson.
+
+    Parameters
+    ----------
+    found : LoaderSampler
+        What the loader draws.
+    relation : str
+        The relation accounted under.
+
+    Returns
+    -------
+    str
+        The message of the :class:`~plda.SamplerMismatchWarning`.
+    """
     return (
         f"{mismatch_message(found, relation)} Accounted as Poisson anyway (strict=False): the "
         "reported epsilon is NOT certified for this training."
@@ -168,10 +219,9 @@ def check_sampler(data_loader, relation: str = "add_remove") -> str:
 
     Parameters
     ----------
-    data_loader
-        A ``torch.utils.data.DataLoader`` (read duck-typed: ``batch_sampler`` and its
-        ``sampler``).
-    relation
+    data_loader : torch.utils.data.DataLoader
+        The loader (read duck-typed: ``batch_sampler`` and its ``sampler``).
+    relation : str, optional
         The relation you account under: the warning's advice depends on it.
 
     Returns

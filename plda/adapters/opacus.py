@@ -1,45 +1,11 @@
 """An Opacus accountant backed by :class:`~plda.PLDAccountant`, registered as ``"plda"``.
 
-``PLDOpacusAccountant`` has the interface of Opacus's accountants (``step(*, noise_multiplier,
-sample_rate)``, ``get_epsilon(delta)``, ``__len__``, ``mechanism()``, ``history``,
-``state_dict``/``load_state_dict``, ``get_optimizer_hook_fn(sample_rate)``), and plda's
-spelling for what Opacus does not name (``epsilon_bounds(delta)``, ``accountant``). Importing this
-module registers it in Opacus's accountant registry under ``"plda"`` when Opacus is installed
-(``pip install torch opacus``; without them the class still works on its own)::
-
-    import plda.adapters.opacus  # registers "plda"
-    engine = opacus.PrivacyEngine(accountant="plda")
-    model, optimizer, loader = engine.make_private_with_epsilon(
-        module=..., optimizer=..., data_loader=..., target_epsilon=1.0, target_delta=1e-5,
-        epochs=5, max_grad_norm=1.0)
-    ...
-    engine.get_epsilon(1e-5)                          # certified upper bound
-    engine.accountant.epsilon_bounds(1e-5)            # Bounds(lower=..., upper=...)
-
-When Opacus's ``make_private`` attaches the accountant to an optimizer, it inspects the data
-loader actually used (:func:`plda.adapters.loaders.describe_loader`) and accounts for it:
-
-- Poisson batches (``poisson_sampling=True``, Opacus's ``DPDataLoader``): Poisson-subsampled
-  Gaussian steps, under either relation;
-- fixed-size batches that use every record once per epoch (``poisson_sampling=False`` with
-  ``shuffle=True`` or ``False``), under ``relation="replace_one"``: each epoch is one
-  :class:`~plda.Shuffled` epoch (:class:`plda.adapters.epochs.OnePassEpochs`);
-- any other loader has no sound analysis: the same one-pass loader under add/remove (removing
-  a record shifts every later batch of a chunked permutation), sampling with replacement,
-  ``WeightedRandomSampler``, a ``drop_last`` that drops records, an unknown sampler. With
-  ``strict=True`` (the default) ``make_private`` raises a ``ValueError`` before training,
-  saying what to do (``relation="replace_one"`` or ``poisson_sampling=True``); with
-  ``strict=False`` the steps are accounted as Poisson anyway, with a
-  :class:`~plda.SamplerMismatchWarning` saying that the epsilon is not certified for the run.
-
-``make_private_with_epsilon`` calibrates the noise for the relation and the loader of the
-accountant that will report the run: ``mechanism()`` (:meth:`PLDOpacusAccountant.registry_name`)
-names a registry entry with the accountant's relation (so Opacus's ``get_noise_multiplier``
-calibrates under it), and the optimizer hook checks the calibrated noise on the run as it will
-be accounted (Poisson steps, or shuffled epochs) and raises ``optimizer.noise_multiplier`` where
-it misses the target (:func:`plda.adapters.opacus_calibration.meet_target`).
-
-Call :func:`check_sampler` yourself on any other loader.
+:class:`PLDOpacusAccountant` has the interface of Opacus's accountants, and plda's spelling for
+what Opacus does not name (``epsilon_bounds``, ``accountant``). Importing this module registers
+it in Opacus's registry (when Opacus is installed), so ``PrivacyEngine(accountant="plda")``
+uses it; ``make_private`` then accounts for the loader it prepared, and
+``make_private_with_epsilon`` calibrates for that accounting. Which loaders are certified, and
+how: ``docs/howto/opacus-and-dp-accounting.md``.
 """
 
 from __future__ import annotations
@@ -109,9 +75,11 @@ class PLDOpacusAccountant:
 
     Parameters
     ----------
-    relation, accuracy
+    relation : str, optional
+        ``"add_remove"`` or ``"replace_one"``, as for :class:`~plda.PLDAccountant`.
+    accuracy : float, optional
         As for :class:`~plda.PLDAccountant`.
-    strict
+    strict : bool, optional
         ``True`` (default): ``make_private`` raises ``ValueError`` for a loader that plda has no
         sound analysis of under ``relation`` (before training starts). ``False``: such a
         loader's steps are accounted as Poisson anyway, with a
@@ -120,9 +88,10 @@ class PLDOpacusAccountant:
 
     Raises
     ------
-    ValueError, TypeError
-        A ``relation`` or ``accuracy`` out of range (as :class:`~plda.PLDAccountant`), a
-        ``strict`` that is not a bool.
+    ValueError
+        If ``relation`` or ``accuracy`` is out of range (as :class:`~plda.PLDAccountant`).
+    TypeError
+        If ``strict`` is not a bool.
 
     Examples
     --------
@@ -149,13 +118,22 @@ class PLDOpacusAccountant:
         self.epochs: OnePassEpochs | None = None
 
     def registry_name(self) -> str:
-        """Accounting mechanism name: the key in Opacus's registry of an accountant with this
-        one's relation (``"plda"`` under add/remove, ``"plda-replace_one"``); what Opacus's
-        ``mechanism()`` returns on an instance.
+        """The accounting mechanism's name: what Opacus's ``mechanism()`` returns on an instance.
 
         ``make_private_with_epsilon`` asks for it before it calibrates and prepares anything:
         a loader that this accountant would refuse (see ``strict``) is refused here, so that
         nothing is calibrated or wrapped for it.
+
+        Returns
+        -------
+        str
+            The key in Opacus's registry of an accountant with this one's relation
+            (``"plda"`` under add/remove, ``"plda-replace_one"``).
+
+        Raises
+        ------
+        ValueError
+            From ``make_private_with_epsilon``, for a loader refused under ``strict``.
         """
         request = calibration_loader(sys._getframe(1))
         if request is not None:
@@ -170,13 +148,23 @@ class PLDOpacusAccountant:
         return "poisson" if self.epochs is None else "shuffled"
 
     def account_one_pass(self, num_batches: int) -> None:
-        """Account the coming steps as epochs of a loader that puts every record in exactly one
-        of its ``num_batches`` batches per pass (``DataLoader(shuffle=True)`` or
-        ``shuffle=False``, without a dropped partial batch): one :class:`~plda.Shuffled` epoch
-        per ``num_batches`` batches (:class:`plda.adapters.epochs.OnePassEpochs`).
+        """Account the coming steps as one :class:`~plda.Shuffled` epoch per ``num_batches``.
 
-        ``make_private`` calls it when it finds such a loader. Needs ``relation="replace_one"``
-        and no step recorded yet (``ValueError`` otherwise, nothing changed).
+        For a loader that puts every record in exactly one of its batches per pass
+        (``DataLoader(shuffle=True)`` or ``shuffle=False``, without a dropped partial batch;
+        :class:`plda.adapters.epochs.OnePassEpochs`). ``make_private`` calls it when it finds
+        such a loader.
+
+        Parameters
+        ----------
+        num_batches : int
+            Batches per pass (``len(loader)``).
+
+        Raises
+        ------
+        ValueError
+            If the relation is not ``"replace_one"``, or steps were recorded already
+            (nothing changes).
         """
         if self.accountant.relation != "replace_one":
             raise ValueError(
@@ -195,10 +183,26 @@ class PLDOpacusAccountant:
     def step(
         self, *, noise_multiplier: float, sample_rate: float, accumulation_steps: int = 1
     ) -> None:
-        """Record one DP-SGD step (noise multiplier sigma, Poisson sample rate q; for one-pass
-        epochs, ``sample_rate`` is the fraction of the epoch's batches the step used).
-        ``accumulation_steps=m``: the step summed ``m`` Poisson micro-batches of rate q before
-        adding the noise (:meth:`plda.PLDAccountant.step`); Poisson steps only."""
+        """Record one DP-SGD step.
+
+        Parameters
+        ----------
+        noise_multiplier : float
+            The step's noise ``sigma``.
+        sample_rate : float
+            The Poisson rate ``q``; for one-pass epochs, the fraction of the epoch's batches
+            the step used.
+        accumulation_steps : int, optional
+            ``m``: the step summed ``m`` Poisson micro-batches of rate ``q`` before adding the
+            noise (:meth:`plda.PLDAccountant.step`); Poisson steps only.
+
+        Raises
+        ------
+        ValueError
+            If an argument is out of range (as :meth:`plda.PLDAccountant.step`), or, for
+            one-pass epochs, ``accumulation_steps`` is not 1 or ``sample_rate`` is not a whole
+            number of batches.
+        """
         if self.epochs is None:
             self.accountant.step(noise_multiplier=noise_multiplier, sample_rate=sample_rate,
                                  accumulation_steps=accumulation_steps)
@@ -216,7 +220,28 @@ class PLDOpacusAccountant:
         self.epochs.step(noise_multiplier, batches=round(batches))
 
     def get_epsilon(self, delta: float, **kwargs) -> float:
-        """Certified upper bound on epsilon at ``delta``; 0 before the first step."""
+        """Certified upper bound on epsilon at ``delta``: Opacus's query.
+
+        Parameters
+        ----------
+        delta : float
+            The delta, in ``[0, 1]``.
+        **kwargs
+            Opacus's other arguments (``eps_error``, ...) are refused: plda takes only
+            ``delta``.
+
+        Returns
+        -------
+        float
+            The epsilon; 0 before the first step.
+
+        Raises
+        ------
+        TypeError
+            If other arguments are passed.
+        ValueError
+            If ``delta`` is outside ``[0, 1]`` or NaN.
+        """
         if kwargs:
             raise TypeError(f"unexpected arguments {sorted(kwargs)} (plda takes only delta)")
         if self.epochs is not None:
@@ -224,14 +249,42 @@ class PLDOpacusAccountant:
         return float(self.accountant.epsilon(delta))
 
     def epsilon_bounds(self, delta: float) -> Bounds:
-        """Certified ``Bounds(lower=..., upper=...)`` on epsilon at ``delta`` (plda's spelling,
-        as :meth:`plda.PLDAccountant.epsilon_bounds`; Opacus has no such query)."""
+        """Certified lower and upper bounds on epsilon at ``delta`` (plda's name for the query).
+
+        As :meth:`plda.PLDAccountant.epsilon_bounds`; Opacus has no such query.
+
+        Parameters
+        ----------
+        delta : float
+            The delta, in ``[0, 1]``.
+
+        Returns
+        -------
+        Bounds
+            ``Bounds(lower=..., upper=...)`` of floats, both certified.
+        """
         if self.epochs is not None:
             return self.epochs.epsilon_bounds(delta)
         return certified.epsilon_bounds(self.accountant, delta)
 
     def get_epsilon_bounds(self, delta: float) -> Bounds:
-        """Deprecated, removed in 0.2.0: :meth:`epsilon_bounds`."""
+        """Deprecated, removed in 0.2.0: :meth:`epsilon_bounds`.
+
+        Parameters
+        ----------
+        delta : float
+            The delta, in ``[0, 1]``.
+
+        Returns
+        -------
+        Bounds
+            ``epsilon_bounds(delta)``.
+
+        Warns
+        -----
+        DeprecationWarning
+            Always.
+        """
         warn("PLDOpacusAccountant.get_epsilon_bounds is deprecated and will be removed in plda "
              "0.2.0: use PLDOpacusAccountant.epsilon_bounds (plda's name for the query)",
              DeprecationWarning)
@@ -250,14 +303,13 @@ class PLDOpacusAccountant:
 
     @property
     def history(self) -> list[tuple[float, float, int]]:
-        """Opacus-style history ``[(noise_multiplier, sample_rate, steps), ...]`` of the DP-SGD
-        steps (other mechanisms composed on :attr:`accountant`, and steps with gradient
-        accumulation, which no such triple describes, are not listed: see
-        ``accountant.history``; for one-pass epochs ``sample_rate`` is ``1 / steps per
-        epoch``).
+        """Opacus-style history ``[(noise_multiplier, sample_rate, steps), ...]`` of the steps.
 
-        Assigning a list of such triples replaces everything recorded by Poisson steps
-        (Opacus's ``get_noise_multiplier`` does this); on a bad entry nothing changes.
+        Other mechanisms composed on :attr:`accountant`, and steps with gradient accumulation
+        (which no such triple describes), are not listed: see ``accountant.history``. For
+        one-pass epochs ``sample_rate`` is ``1 / steps per epoch``. Assigning a list of such
+        triples replaces everything recorded by Poisson steps (Opacus's
+        ``get_noise_multiplier`` does this); on a bad entry (``ValueError``) nothing changes.
         """
         if self.epochs is not None:
             return self.epochs.history()
@@ -339,29 +391,33 @@ class PLDOpacusAccountant:
             raise
 
     def get_optimizer_hook_fn(self, sample_rate: float):
-        """Callback for Opacus's ``DPOptimizer.attach_step_hook``: records a step with the
-        optimizer's noise multiplier.
+        """The callback for Opacus's ``DPOptimizer.attach_step_hook``: it records each step.
 
-        Opacus passes the rate of one batch, and the optimizer's ``accumulated_iterations``
-        says how many batches' clipped gradients the step summed (``m > 1``: gradient
-        accumulation, ``optimizer.step()`` called every ``m`` batches). Each Poisson batch is
-        sampled anew, so a record can be in several of them: the step is recorded as
-        ``accumulation_steps=m`` at the batch's rate (:meth:`plda.PLDAccountant.step`), not as
-        one step at rate ``m q`` (which Opacus's own accountants do, and which under-reports).
-        Opacus's ``BatchMemoryManager`` is not affected: its physical batches split one
-        sampled logical batch, each skipped step clears the per-sample gradients, and the
-        recorded step sees ``accumulated_iterations = 1``. For one-pass epochs the step used
-        ``m`` of the epoch's batches (rate ``m q``).
+        The optimizer's ``accumulated_iterations`` says how many batches' clipped gradients a
+        step summed (``m``): the step is recorded as ``accumulation_steps=m`` at the batch's
+        rate, not as one step at rate ``m q`` (which Opacus's own accountants do, and which
+        under-reports); for one-pass epochs it used ``m`` of the epoch's batches. Called from
+        ``make_private``, it first accounts for the loader ``make_private`` prepared and, from
+        ``make_private_with_epsilon``, raises the calibrated noise where that accounting
+        misses the target (``docs/howto/opacus-and-dp-accounting.md``).
 
-        Called from Opacus's ``make_private``, it first reads the data loader that
-        ``make_private`` prepared and accounts for it, and from ``make_private_with_epsilon``
-        checks the calibrated noise on that accounting (see the module docstring).
+        Parameters
+        ----------
+        sample_rate : float
+            The rate of one batch, as Opacus passes it.
+
+        Returns
+        -------
+        callable
+            ``hook_fn(optimizer)``, recording a step with ``optimizer.noise_multiplier``.
 
         Raises
         ------
         ValueError
             From ``make_private``: a loader without a sound analysis (``strict``), or one that
-            the steps already recorded cannot be composed with (see :meth:`_judge`).
+            the steps already recorded cannot be composed with.
+        CalibrationError
+            From ``make_private_with_epsilon``, if no noise meets the target.
         """
         call = make_private_call(sys._getframe(1))
         if call is not None:
@@ -379,9 +435,19 @@ class PLDOpacusAccountant:
         return hook_fn
 
     def state_dict(self, destination: dict | None = None) -> dict:
-        """Opacus-style state: ``history`` and ``mechanism`` plus the full plda state under
-        ``"plda"`` (and ``"one_pass"`` for one-pass epochs); JSON-serializable, saved by
-        Opacus's ``PrivacyEngine.save_checkpoint``."""
+        """The state as Opacus saves it (``PrivacyEngine.save_checkpoint``), JSON-serializable.
+
+        Parameters
+        ----------
+        destination : dict, optional
+            A dict to fill (a new ``OrderedDict`` if None).
+
+        Returns
+        -------
+        dict
+            ``history`` and ``mechanism``, plus the full plda state under ``"plda"`` (and
+            ``"one_pass"`` for one-pass epochs).
+        """
         if destination is None:
             destination = OrderedDict()
         destination["history"] = self.history
@@ -392,7 +458,18 @@ class PLDOpacusAccountant:
         return destination
 
     def load_state_dict(self, state_dict: dict) -> None:
-        """Restore from :meth:`state_dict` (``ValueError`` and no change on a bad state)."""
+        """Restore the state saved by :meth:`state_dict`.
+
+        Parameters
+        ----------
+        state_dict : dict
+            A saved state (of this accountant or of an earlier version's ``"plda-pld"``).
+
+        Raises
+        ------
+        ValueError
+            If the state is empty, another accountant's or corrupted; nothing changes.
+        """
         if not isinstance(state_dict, dict) or not state_dict:
             raise ValueError("state_dict must be a non-empty dict from state_dict()")
         name = state_dict.get("mechanism")

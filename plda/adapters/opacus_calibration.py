@@ -53,8 +53,24 @@ class PlannedRun:
 
 
 def run_epsilon(run: PlannedRun, noise_multiplier: float, delta: float) -> float:
-    """The certified upper bound on epsilon at ``delta`` that the adapter will report after
-    ``run`` with noise ``noise_multiplier`` (the same accountants it records the steps in)."""
+    """The certified epsilon the adapter will report after ``run`` with ``noise_multiplier``.
+
+    Computed with the same accountants it records the steps in.
+
+    Parameters
+    ----------
+    run : PlannedRun
+        The steps as the adapter will account them.
+    noise_multiplier : float
+        The noise of every step.
+    delta : float
+        The target delta.
+
+    Returns
+    -------
+    float
+        The certified upper bound on epsilon at ``delta``.
+    """
     if run.one_pass:
         epochs = OnePassEpochs(run.num_batches, run.accuracy)
         for _ in range(math.ceil(run.steps / run.num_batches)):
@@ -67,14 +83,27 @@ def run_epsilon(run: PlannedRun, noise_multiplier: float, delta: float) -> float
 
 
 def noise_for_target(run: PlannedRun, target_epsilon: float, target_delta: float) -> float:
-    """The noise multiplier whose :func:`run_epsilon` meets ``target_epsilon``, within the
-    calibration's tolerance below it (:func:`plda.calibrate_noise_multiplier` at the run's
-    relation, accuracy and sampler).
+    """The noise multiplier whose :func:`run_epsilon` meets ``target_epsilon``.
+
+    :func:`plda.calibrate_noise_multiplier` at the run's relation, accuracy and sampler, then
+    raised by steps of 0.1% (at most 8) until the run's own accountant meets the target.
+
+    Parameters
+    ----------
+    run : PlannedRun
+        The steps as the adapter will account them.
+    target_epsilon, target_delta : float
+        The budget.
+
+    Returns
+    -------
+    float
+        The noise multiplier, within the calibration's tolerance below the target.
 
     Raises
     ------
     CalibrationError
-        The target cannot be met in the calibration's range of noise.
+        If the target cannot be met in the calibration's range of noise.
     """
     sampler, steps = None, run.steps
     if run.one_pass:
@@ -103,8 +132,31 @@ def noise_for_target(run: PlannedRun, target_epsilon: float, target_delta: float
 
 def planned_run(relation: str, accuracy: float, epochs, num_batches: int, *,
                 one_pass: bool) -> PlannedRun:
-    """The :class:`PlannedRun` of ``epochs`` passes over ``num_batches`` batches (``ValueError``
-    when ``epochs`` is not a positive number: Opacus's caller could not be read)."""
+    """The :class:`PlannedRun` of ``epochs`` passes over ``num_batches`` batches.
+
+    Parameters
+    ----------
+    relation : str
+        The relation of the accountant that will report the run.
+    accuracy : float
+        Its accuracy.
+    epochs : float
+        Passes over the data, as read from Opacus's call.
+    num_batches : int
+        Batches per pass.
+    one_pass : bool
+        Whether the loader is accounted as one-pass (shuffled) epochs.
+
+    Returns
+    -------
+    PlannedRun
+        With ``ceil(epochs * num_batches)`` steps.
+
+    Raises
+    ------
+    ValueError
+        If ``epochs`` is not a positive number (Opacus's caller could not be read).
+    """
     if isinstance(epochs, bool) or not isinstance(epochs, (int, float)) or not epochs > 0:
         raise ValueError(
             f"cannot read the epochs of make_private_with_epsilon (got {epochs!r}; an Opacus "
@@ -116,16 +168,27 @@ def planned_run(relation: str, accuracy: float, epochs, num_batches: int, *,
 
 
 def meet_target(optimizer, run: PlannedRun, request) -> None:
-    """Raise ``optimizer.noise_multiplier`` (Opacus's ``DPOptimizer``) to what
-    ``request.target_epsilon`` at ``request.target_delta`` needs on ``run`` where Opacus's
-    calibration (Poisson batches, the registry accountant's accuracy) fell short; leave it
-    where it meets the target.
+    """Raise the optimizer's noise to what the target needs on ``run``, if Opacus's fell short.
+
+    Opacus calibrated for Poisson batches at its registry accountant's accuracy; where that
+    noise misses ``request.target_epsilon`` at ``request.target_delta`` on ``run``,
+    ``optimizer.noise_multiplier`` is raised to :func:`noise_for_target`, else left as is.
+
+    Parameters
+    ----------
+    optimizer : opacus.optimizers.DPOptimizer
+        The optimizer whose ``noise_multiplier`` every step adds.
+    run : PlannedRun
+        The steps as the adapter will account them.
+    request : CalibrationRequest
+        The target of ``make_private_with_epsilon``.
 
     Raises
     ------
     ValueError
-        The target or the optimizer could not be read from Opacus's call;
-        :class:`~plda.CalibrationError` when no noise meets the target.
+        If the target or the optimizer could not be read from Opacus's call.
+    CalibrationError
+        If no noise meets the target.
     """
     target, delta = request.target_epsilon, request.target_delta
     if not all(isinstance(v, (int, float)) for v in (target, delta)) or optimizer is None:

@@ -1,15 +1,11 @@
 """What Opacus's ``PrivacyEngine`` is doing when it calls the plda accountant.
 
-Opacus hands its accountant neither the data loader nor the calibration target: the Opacus
-adapter (:mod:`plda.adapters.opacus`) reads them from the frames of the ``PrivacyEngine`` call
-that asks (best effort; the names are Opacus 1.6's):
-
-- ``make_private_with_epsilon`` calls ``accountant.mechanism()`` first, before it calibrates and
-  before it prepares anything: :func:`calibration_loader` gives its ``data_loader`` and
-  ``poisson_sampling``, so that a loader without a sound analysis is refused at once;
-- ``make_private`` calls ``accountant.get_optimizer_hook_fn(sample_rate)`` after it prepared
-  the module, the loader and the optimizer: :func:`make_private_call` gives them, and the
-  calibration target when ``make_private_with_epsilon`` is the caller.
+Opacus hands its accountant neither the data loader nor the calibration target, so the Opacus
+adapter reads them from the frames of the ``PrivacyEngine`` call that asks (best effort; the
+names are Opacus 1.6's): ``make_private_with_epsilon`` asks ``accountant.mechanism()`` before it
+prepares anything (:func:`calibration_loader`), ``make_private`` asks
+``accountant.get_optimizer_hook_fn(sample_rate)`` once it prepared the module, the loader and
+the optimizer (:func:`make_private_call`).
 """
 
 from __future__ import annotations
@@ -79,8 +75,18 @@ def _opacus_frame(frame, name: str):
 
 
 def calibration_loader(frame) -> tuple[object, bool] | None:
-    """``(data_loader, poisson_sampling)`` of the ``make_private_with_epsilon`` call above
-    ``frame`` (the accountant's ``mechanism()`` being asked), else ``None``."""
+    """The loader of the ``make_private_with_epsilon`` call above ``frame``, if any.
+
+    Parameters
+    ----------
+    frame : frame
+        The frame that called the accountant's ``mechanism()``.
+
+    Returns
+    -------
+    tuple of (object, bool) or None
+        ``(data_loader, poisson_sampling)`` of that call; None if Opacus is not the caller.
+    """
     found = _opacus_frame(frame, WITH_EPSILON)
     if found is None:
         return None
@@ -89,8 +95,19 @@ def calibration_loader(frame) -> tuple[object, bool] | None:
 
 
 def make_private_call(frame) -> MakePrivateCall | None:
-    """The ``make_private`` call above ``frame`` (``get_optimizer_hook_fn`` being asked), else
-    ``None``."""
+    """What the ``make_private`` call above ``frame`` prepared, if any.
+
+    Parameters
+    ----------
+    frame : frame
+        The frame that called the accountant's ``get_optimizer_hook_fn``.
+
+    Returns
+    -------
+    MakePrivateCall or None
+        The loader, optimizer and module it prepared, and the calibration target when
+        ``make_private_with_epsilon`` called it; None if Opacus is not the caller.
+    """
     found = _opacus_frame(frame, MAKE_PRIVATE)
     if found is None:
         return None

@@ -26,10 +26,21 @@ REFERENCE = {"noise_multiplier": 1.1, "sample_rate": 256 / 60000, "steps": 14062
 
 @one_warning_per_call
 def main(argv: list[str] | None = None) -> int:
-    """Run the command line; returns the exit code (0, or 2 on a usage error or an input the
-    library refuses); an :class:`plda.AccuracyWarning` or a
-    :class:`plda.SamplerAssumptionWarning` (an assumption about the data loader that the
-    bounds rest on) is one line on stderr."""
+    """Run the command line: parse, dispatch, print the answer.
+
+    An :class:`plda.AccuracyWarning` or a :class:`plda.SamplerAssumptionWarning` (an assumption
+    about the data loader that the bounds rest on) is one line on stderr; so is every error.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        The exit code: 0, or 2 on a usage error or an input the library refuses.
+    """
     with warnings.catch_warnings(record=True) as caught:
         for category in ONE_LINE_WARNINGS:
             warnings.simplefilter("always", category)

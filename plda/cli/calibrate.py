@@ -54,7 +54,26 @@ def _calibrated(args) -> str:
 
 
 def calibrate_command(args) -> str:
-    """``plda calibrate``: one target, and all but one DP-SGD parameter."""
+    """``plda calibrate``: the one DP-SGD parameter left out, for one target.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line.
+
+    Returns
+    -------
+    str
+        The calibrated value and the certified bounds it achieves, as text or strict JSON.
+
+    Raises
+    ------
+    UsageError
+        For not exactly one target, not exactly one parameter left out, or a flag out of
+        range.
+    CalibrationError
+        If the target cannot be met (the message names the command line's flags).
+    """
     keywords = calibration_target(args)
     accuracy = check_accuracy(args.accuracy)
     flag = _calibrated(args)

@@ -22,7 +22,23 @@ class UsageError(Exception):
 
 
 def integer(text: str) -> int:
-    """``--steps 1e6`` is accepted (an integer value); ``1.5`` is refused with a clear message."""
+    """The ``argparse`` type of a count: ``--steps 1e6`` is accepted, ``1.5`` refused.
+
+    Parameters
+    ----------
+    text : str
+        The flag's value.
+
+    Returns
+    -------
+    int
+        The integer it denotes.
+
+    Raises
+    ------
+    argparse.ArgumentTypeError
+        If it is not a finite integer value.
+    """
     try:
         value = float(text)
     except ValueError:
@@ -33,36 +49,140 @@ def integer(text: str) -> int:
 
 
 def check_positive(flag: str, value) -> float:
+    """``value`` if it is a finite number > 0.
+
+    Parameters
+    ----------
+    flag : str
+        The flag, for the message.
+    value : float or None
+        Its value (None: not given).
+
+    Returns
+    -------
+    float
+        ``value``.
+
+    Raises
+    ------
+    UsageError
+        Naming ``flag``, otherwise.
+    """
     if value is None or not (value > 0) or not math.isfinite(value):
         raise UsageError(f"argument {flag}: must be a finite number > 0, got {value!r}")
     return value
 
 
 def check_rate(flag: str, value) -> float:
+    """``value`` if it is in ``(0, 1]``.
+
+    Parameters
+    ----------
+    flag : str
+        The flag, for the message.
+    value : float or None
+        Its value (None: not given).
+
+    Returns
+    -------
+    float
+        ``value``.
+
+    Raises
+    ------
+    UsageError
+        Naming ``flag``, otherwise.
+    """
     if value is None or not (0 < value <= 1):
         raise UsageError(f"argument {flag}: must be in (0, 1], got {value!r}")
     return value
 
 
 def check_steps(flag: str, value) -> int:
+    """``value`` if it is a count ``>= 1``.
+
+    Parameters
+    ----------
+    flag : str
+        The flag, for the message.
+    value : int or None
+        Its value (None: not given).
+
+    Returns
+    -------
+    int
+        ``value``.
+
+    Raises
+    ------
+    UsageError
+        Naming ``flag``, otherwise.
+    """
     if value is None or value < 1:
         raise UsageError(f"argument {flag}: must be an integer >= 1, got {value!r}")
     return value
 
 
 def check_delta(flag: str, value) -> float:
+    """``value`` if it is in ``[0, 1]``.
+
+    Parameters
+    ----------
+    flag : str
+        The flag, for the message.
+    value : float or None
+        Its value (None: not given).
+
+    Returns
+    -------
+    float
+        ``value``.
+
+    Raises
+    ------
+    UsageError
+        Naming ``flag``, otherwise.
+    """
     if value is None or not (0 <= value <= 1):
         raise UsageError(f"argument {flag}: must be in [0, 1], got {value!r}")
     return value
 
 
 def require(missing: list[str]) -> None:
-    """One line naming every missing required flag (no silent defaults)."""
+    """Refuse a command line with required flags missing, naming them all in one line.
+
+    Parameters
+    ----------
+    missing : list of str
+        The missing flags (empty: nothing to refuse).
+
+    Raises
+    ------
+    UsageError
+        If ``missing`` is not empty (no silent defaults).
+    """
     if missing:
         raise UsageError(f"the following arguments are required: {', '.join(missing)}")
 
 
 def check_accuracy(value) -> float:
+    """``--accuracy`` if it is in ``(0, 1)``.
+
+    Parameters
+    ----------
+    value : float
+        Its value.
+
+    Returns
+    -------
+    float
+        ``value``.
+
+    Raises
+    ------
+    UsageError
+        Naming ``--accuracy``, otherwise.
+    """
     if not (0 < value < 1):
         raise UsageError(f"argument --accuracy: must be in (0, 1), got {value!r}")
     return value

@@ -24,6 +24,26 @@ __all__ = [
 
 
 def build_pld(components, args) -> PrivacyLossDistribution:
+    """The PLD of ``components`` under the command line's relation and accuracy.
+
+    Parameters
+    ----------
+    components : tuple of (Mechanism, int)
+        What is accounted.
+    args : argparse.Namespace
+        Gives ``relation`` and ``accuracy``.
+
+    Returns
+    -------
+    PrivacyLossDistribution
+        The composition.
+
+    Raises
+    ------
+    UsageError
+        If a mechanism has no replace-one analysis under ``--relation replace_one``, or
+        ``--accuracy`` is out of range.
+    """
     if args.relation == "replace_one":
         for mechanism, _ in components:
             try:
@@ -34,15 +54,45 @@ def build_pld(components, args) -> PrivacyLossDistribution:
 
 
 def certified_bounds(components, args, query) -> Bounds:
-    """``query(pld)`` (a :class:`~plda.Bounds`-valued query) of the composition's PLD, certified
-    on both sides: for samplers whose dominating pair is not realized by datasets (``tight``
-    False) the PLD takes its lower bound from realized pairs itself. ``args`` gives
-    ``relation`` and ``accuracy``."""
+    """A query of the composition's PLD, certified on both sides.
+
+    For samplers whose dominating pair is not realized by datasets (``tight`` False) the PLD
+    takes its lower bound from realized pairs itself (no ``NotTightWarning`` is shown).
+
+    Parameters
+    ----------
+    components : tuple of (Mechanism, int)
+        What is accounted.
+    args : argparse.Namespace
+        Gives ``relation`` and ``accuracy``.
+    query : callable
+        ``query(pld) -> Bounds``.
+
+    Returns
+    -------
+    Bounds
+        ``query(pld)``.
+    """
     return certified_bounds_many(components, args, [query])[0]
 
 
 def certified_bounds_many(components, args, queries) -> list[Bounds]:
-    """:func:`certified_bounds` of several queries on the same PLD (built once)."""
+    """:func:`certified_bounds` of several queries on the same PLD (built once).
+
+    Parameters
+    ----------
+    components : tuple of (Mechanism, int)
+        What is accounted.
+    args : argparse.Namespace
+        Gives ``relation`` and ``accuracy``.
+    queries : list of callable
+        ``query(pld) -> Bounds`` each.
+
+    Returns
+    -------
+    list of Bounds
+        One per query.
+    """
     with warnings.catch_warnings():
         # the PLD takes the lower bound from the realized pairs: the warning's advice is followed
         warnings.simplefilter("ignore", NotTightWarning)
@@ -51,9 +101,19 @@ def certified_bounds_many(components, args, queries) -> list[Bounds]:
 
 
 def strict_json(record: dict) -> str:
-    """Strict JSON (RFC 8259 has no Infinity or NaN): a non-finite number is written as
-    ``null``, which means "no finite bound" (an infinite epsilon, e.g. delta below the mass at
-    infinite loss)."""
+    """``record`` as strict JSON (RFC 8259 has no Infinity or NaN).
+
+    Parameters
+    ----------
+    record : dict
+        The answer.
+
+    Returns
+    -------
+    str
+        One line of JSON; a non-finite number is written as ``null``, which means "no finite
+        bound" (an infinite epsilon, e.g. delta below the mass at infinite loss).
+    """
     clean = {
         key: (None if isinstance(value, float) and not math.isfinite(value) else value)
         for key, value in record.items()
@@ -62,7 +122,31 @@ def strict_json(record: dict) -> str:
 
 
 def epsilon_command(noise_multiplier, sample_rate, steps, delta, as_json=False) -> str:
-    """Certified epsilon bounds of a DP-SGD run, formatted (human or JSON)."""
+    """Certified epsilon bounds of a Poisson-sampled DP-SGD run, formatted.
+
+    Parameters
+    ----------
+    noise_multiplier : float
+        ``sigma``.
+    sample_rate : float
+        The Poisson rate ``q``.
+    steps : int
+        The number of steps.
+    delta : float
+        The delta at which epsilon is bounded.
+    as_json : bool, optional
+        Strict JSON instead of text.
+
+    Returns
+    -------
+    str
+        What ``plda epsilon`` prints.
+
+    Raises
+    ------
+    UsageError
+        Naming the argument out of range.
+    """
     args = argparse.Namespace(
         noise_multiplier=noise_multiplier,
         sample_rate=sample_rate,
@@ -77,7 +161,23 @@ def epsilon_command(noise_multiplier, sample_rate, steps, delta, as_json=False) 
 
 
 def epsilon_text(args) -> str:
-    """``plda epsilon``: certified epsilon bounds at ``--delta``."""
+    """``plda epsilon``: certified epsilon bounds at ``--delta``.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line.
+
+    Returns
+    -------
+    str
+        The bounds, as text or strict JSON (``--json``).
+
+    Raises
+    ------
+    UsageError
+        Naming a flag out of range, or every missing one.
+    """
     check_accuracy(args.accuracy)  # given values are checked before missing ones are reported
     if args.delta is not None:
         check_delta("--delta", args.delta)
@@ -105,7 +205,23 @@ def epsilon_text(args) -> str:
 
 
 def delta_command(args) -> str:
-    """``plda delta``: certified delta bounds at ``--epsilon``."""
+    """``plda delta``: certified delta bounds at ``--epsilon``.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line.
+
+    Returns
+    -------
+    str
+        The bounds, as text or strict JSON (``--json``).
+
+    Raises
+    ------
+    UsageError
+        Naming a flag out of range, or every missing one.
+    """
     epsilon = args.epsilon
     if epsilon is None or not (epsilon >= 0) or math.isnan(epsilon):
         raise UsageError(f"argument --epsilon: must be a number >= 0, got {epsilon!r}")

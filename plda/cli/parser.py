@@ -21,7 +21,24 @@ DESCRIPTION = (
 
 
 class Parser(argparse.ArgumentParser):
+    """An ``argparse`` parser whose errors are :class:`UsageError` (one line, exit code 2).
+
+    Built like ``argparse.ArgumentParser``.
+    """
+
     def error(self, message):  # one line, exit code 2 (handled in main)
+        """Raise the parse error as a :class:`UsageError` (``argparse`` would exit).
+
+        Parameters
+        ----------
+        message : str
+            The parser's message.
+
+        Raises
+        ------
+        UsageError
+            Always.
+        """
         raise UsageError(message)
 
 
@@ -81,6 +98,14 @@ def _common(p, quantity: str) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``plda`` and its subcommands.
+
+    Returns
+    -------
+    argparse.ArgumentParser
+        A :class:`Parser` with the subcommands ``epsilon``, ``delta``, ``risk``,
+        ``calibrate`` and ``plot``.
+    """
     parser = Parser(prog="plda", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"plda {__version__}")
     sub = parser.add_subparsers(dest="command", parser_class=Parser)

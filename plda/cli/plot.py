@@ -1,15 +1,9 @@
 """``plda plot ...``: write a PNG, PDF or SVG of a DP-SGD run's privacy.
 
-Registered on the ``plda`` command line by :func:`plda.cli.parser.build_parser`; ``plda.cli.main``
-prints :func:`plot_command`'s message, and reports its ``ValueError`` (and the ``ImportError``
-of a missing matplotlib) as one line with exit code 2.
-
-No silent defaults: ``--noise-multiplier``, ``--sample-rate`` and ``--steps`` are required, and
-so is ``--delta`` for the plots that need one (``steps``, ``comparison``); the other plots refuse
-a ``--delta`` they would ignore. ``--sampler`` (see :mod:`plda.cli.samplers`) replaces
-``--sample-rate`` by the sampler's size flags in the ``tradeoff``, ``mia`` and ``profile`` plots,
-for the samplers whose PLD band is certified on both sides (not ``shuffled`` or a truncating
-``truncated-poisson``).
+No silent defaults: ``--noise-multiplier``, ``--sample-rate`` (or the ``--sampler``'s size
+flags) and ``--steps`` are required, and so is ``--delta`` for the plots that need one; the
+other plots refuse a ``--delta`` they would ignore. ``plda.cli.main`` reports a ``ValueError``
+(and the ``ImportError`` of a missing matplotlib) as one line with exit code 2.
 """
 
 from __future__ import annotations
@@ -40,7 +34,18 @@ FORMATS = (".png", ".pdf", ".svg")
 
 
 def add_plot_parser(subparsers) -> argparse.ArgumentParser:
-    """Register the ``plot`` subcommand on an ``argparse`` subparsers object."""
+    """Register the ``plot`` subcommand on an ``argparse`` subparsers object.
+
+    Parameters
+    ----------
+    subparsers : argparse._SubParsersAction
+        What ``parser.add_subparsers()`` returned.
+
+    Returns
+    -------
+    argparse.ArgumentParser
+        The ``plot`` subcommand's parser.
+    """
     plot = subparsers.add_parser(
         "plot",
         help="write a PNG, PDF or SVG: tradeoff curve, membership-inference view, privacy profile, "
@@ -73,12 +78,28 @@ def _count(name: str, value, minimum: int = 1) -> int:
 
 
 def plot_command(args: argparse.Namespace) -> str:
-    """Draw the plot ``args.kind`` for the DP-SGD run of ``args`` (Poisson-sampled Gaussian
-    steps) and save it as a PNG, PDF or SVG (by the extension of ``--output``); returns a
-    one-line message naming the file.
+    """Draw the plot ``args.kind`` of the DP-SGD run of ``args`` and save it.
 
-    Raises ``ValueError`` on bad or missing arguments (before any computation) and
-    ``ImportError`` when matplotlib is not installed.
+    As a PNG, PDF or SVG, by the extension of ``--output``; ``--sampler`` replaces
+    ``--sample-rate`` by its size flags in the ``tradeoff``, ``mia`` and ``profile`` plots, for
+    the samplers whose PLD band is certified on both sides.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line.
+
+    Returns
+    -------
+    str
+        A one-line message naming the file written.
+
+    Raises
+    ------
+    ValueError
+        On bad or missing arguments, before any computation.
+    ImportError
+        When matplotlib is not installed.
     """
     if args.kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {args.kind!r}")

@@ -13,6 +13,11 @@ class StderrProgress:
 
     Meant for the calibration functions' ``progress=`` argument; :func:`progress_printer`
     returns one only when stderr is a terminal, so pipes and logs stay clean.
+
+    Parameters
+    ----------
+    stream : file-like, optional
+        Where to write (default: ``sys.stderr``).
     """
 
     def __init__(self, stream=None) -> None:
@@ -36,7 +41,18 @@ class StderrProgress:
 
 
 def progress_printer(stream=None) -> StderrProgress | None:
-    """A :class:`StderrProgress` when ``stream`` (default stderr) is a terminal, else ``None``."""
+    """A :class:`StderrProgress` when ``stream`` is a terminal, else ``None``.
+
+    Parameters
+    ----------
+    stream : file-like, optional
+        Where to write (default: ``sys.stderr``).
+
+    Returns
+    -------
+    StderrProgress or None
+        None when ``stream`` is not a terminal (pipes and logs stay clean).
+    """
     stream = stream if stream is not None else sys.stderr
     isatty = getattr(stream, "isatty", None)
     return StderrProgress(stream) if isatty is not None and isatty() else None

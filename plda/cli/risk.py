@@ -1,13 +1,9 @@
 """``plda risk``: certified membership-inference risk of a run (issue 15).
 
-For the composition of the command line (DP-SGD flags with their ``--sampler``, or a
-``--mechanism`` list) it reports
-
-- the certified bounds on the best attack's true-positive rate at each ``--false-positive-rate``
-  (:meth:`plda.PrivacyLossDistribution.true_positive_rate_bounds`: ``1 - f(alpha)``, both
-  neighbouring directions), and
-- the certified bounds on the attack advantage ``max(TPR - FPR)``
-  (:meth:`plda.PrivacyLossDistribution.advantage_bounds`, the total variation ``delta(0)``).
+For the composition of the command line, the certified bounds on the best attack's true-positive
+rate at each ``--false-positive-rate``
+(:meth:`plda.PrivacyLossDistribution.true_positive_rate_bounds`) and on the attack advantage
+``max(TPR - FPR) = delta(0)`` (:meth:`plda.PrivacyLossDistribution.advantage_bounds`).
 """
 
 from __future__ import annotations
@@ -20,6 +16,13 @@ __all__ = ["add_risk_flags", "risk_command"]
 
 
 def add_risk_flags(parser) -> None:
+    """Add ``--false-positive-rate ALPHA [ALPHA ...]`` to a subcommand's parser.
+
+    Parameters
+    ----------
+    parser : argparse.ArgumentParser
+        The ``risk`` subcommand's parser.
+    """
     parser.add_argument(
         "--false-positive-rate",
         type=float,
@@ -31,8 +34,26 @@ def add_risk_flags(parser) -> None:
 
 
 def risk_command(args) -> str:
-    """``plda risk``: true-positive-rate bounds at each false-positive rate, and the
-    advantage bounds."""
+    """``plda risk``: true-positive-rate bounds at each false-positive rate, and the advantage's.
+
+    ``TPR*(alpha) = 1 - f(alpha)`` over both neighbouring directions, and
+    ``max(TPR - FPR) = delta(0)``, the total variation.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line.
+
+    Returns
+    -------
+    str
+        The bounds, as text or strict JSON (``--json``).
+
+    Raises
+    ------
+    UsageError
+        For a false-positive rate outside ``(0, 1)`` or another flag out of range or missing.
+    """
     check_accuracy(args.accuracy)
     rates = list(args.false_positive_rate or ())
     for alpha in rates:

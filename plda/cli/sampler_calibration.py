@@ -1,11 +1,9 @@
 """``plda calibrate`` for the samplers other than Poisson: noise multiplier or steps.
 
-:mod:`plda.calibration` calibrates Poisson-sampled DP-SGD. For the other samplers the command
-line runs the same solver (:func:`plda.calibration.solve`) on an evaluator built from the
-sampler's mechanism: the searched value's *upper* bound is the PLD upper bound of the sampler
-(a dominating pair), so the result meets the target exactly as the Poisson calibration's does;
-the reported lower bound comes from the sampler's realized pair
-(:func:`plda.cli.commands.certified_bounds`).
+The same solver as :mod:`plda.calibration` (:func:`plda.calibration.solve`) on an evaluator
+built from the sampler's mechanism: the searched value's upper bound is the sampler's PLD upper
+bound, so the result meets the target as the Poisson calibration's does; the reported lower
+bound comes from the sampler's realized pair.
 """
 
 from __future__ import annotations
@@ -32,18 +30,64 @@ SIGMA_RANGE = (1e-2, 1e4)
 
 
 class SamplerEvaluator:
-    """Parameter value -> certified ``(lower, upper)`` of the target's objective for the run."""
+    """Parameter value -> certified ``(lower, upper)`` of the target's objective for the run.
+
+    Called by :func:`plda.calibration.solve` as ``evaluate(value, accuracy, search)``.
+
+    Parameters
+    ----------
+    run : SamplerRun
+        The run, its sampler and sizes.
+    target : Target
+        What is calibrated for.
+    parameter : str
+        ``"noise_multiplier"`` or ``"steps"``: what the value sets.
+    fixed : float or None
+        The other parameter's value (the noise multiplier when the steps are searched).
+    relation : str
+        The neighbouring relation.
+    """
 
     def __init__(self, run: SamplerRun, target, parameter: str, fixed, relation: str):
         self.run, self.target, self.parameter = run, target, parameter
         self.fixed, self.relation = fixed, relation  # the other parameter's value
 
     def components(self, value) -> tuple:
+        """The composition at a searched value.
+
+        Parameters
+        ----------
+        value : float or int
+            A noise multiplier, or a number of steps (epochs for epoch samplers).
+
+        Returns
+        -------
+        tuple of (Mechanism, int)
+            ``((step mechanism, count),)``.
+
+        Raises
+        ------
+        UsageError
+            For a noise multiplier the sampler's analysis does not cover.
+        """
         if self.parameter == "noise_multiplier":
             return ((self.run.step(value), self.run.count()),)
         return ((self.run.step(self.fixed), int(value)),)  # value counts steps or epochs
 
     def objective(self, pld):
+        """The target's objective of ``pld``.
+
+        Parameters
+        ----------
+        pld : PrivacyLossDistribution
+            The composition at a searched value.
+
+        Returns
+        -------
+        Bounds
+            Its epsilon at the target's delta, true-positive rate at its false-positive rate,
+            or advantage.
+        """
         target = self.target
         if target.objective == "epsilon":
             return pld.epsilon_bounds(target.delta)
@@ -73,8 +117,24 @@ class SamplerEvaluator:
         return float(bounds.lower), float(bounds.upper)
 
     def realized_bounds(self, result: CalibrationResult, accuracy: float) -> CalibrationResult:
-        """``result`` with its lower bound from the sampler's realized pair (for samplers whose
-        dominating pair is not realized; the PLD's own lower bound brackets that pair only)."""
+        """``result`` with its lower bound from the sampler's realized pair.
+
+        For samplers whose dominating pair is not realized; the PLD's own lower bound brackets
+        that pair only.
+
+        Parameters
+        ----------
+        result : CalibrationResult
+            What the solver returned.
+        accuracy : float
+            Target relative gap of the bounds.
+
+        Returns
+        -------
+        CalibrationResult
+            ``result`` itself when every mechanism is tight, else with the realized lower
+            bound.
+        """
         components = self.components(result.value)
         if all(mechanism.tight for mechanism, _ in components):
             return result
@@ -88,9 +148,34 @@ class SamplerEvaluator:
 
 
 def calibrate_sampler(run: SamplerRun, keywords: dict, calibrated: str, sigma, options: dict):
-    """Calibrate ``calibrated`` (``"noise_multiplier"`` or ``"steps"``) for ``run`` and the
-    target ``keywords`` (those of :mod:`plda.calibration`); returns ``(value, result)`` with
-    ``value`` in the command line's units (steps, not epochs)."""
+    """Calibrate the noise multiplier or the steps of a run on another sampler than Poisson.
+
+    Parameters
+    ----------
+    run : SamplerRun
+        The run, its sampler and sizes.
+    keywords : dict
+        The target, as the :mod:`plda.calibration` functions take it.
+    calibrated : str
+        ``"noise_multiplier"`` or ``"steps"``.
+    sigma : float or None
+        The noise multiplier when the steps are calibrated.
+    options : dict
+        ``relation``, ``accuracy``, ``progress`` and ``max_steps``.
+
+    Returns
+    -------
+    tuple
+        ``(value, result)``: the value in the command line's units (steps, not epochs) and the
+        :class:`~plda.calibration.CalibrationResult`, its lower bound from the realized pair.
+
+    Raises
+    ------
+    UsageError
+        For what the sampler refuses.
+    CalibrationError
+        If the target cannot be met in the searched range.
+    """
     target = make_target(**keywords)
     relation, accuracy, progress = options["relation"], options["accuracy"], options["progress"]
     rtol = 1e-3 if target.objective == "epsilon" else 1e-5

@@ -1,12 +1,9 @@
 """``--sampler``: which batch sampler a DP-SGD run used, and the size flags each one needs.
 
-Every sampler, its size flags and its mechanism around ``Gaussian(sigma=--noise-multiplier)``
-come from the sampler registry, :data:`plda.samplers.SAMPLERS` (the default is ``poisson``,
-Opacus's DPDataLoader: ``--sample-rate``).
-
-``--steps`` always counts training steps; for the two epoch samplers it must be a whole number
-of epochs (a multiple of ``--num-steps``). A flag the chosen sampler does not use is an error
-(it would otherwise be ignored silently), and so is a missing one.
+Every sampler, its size flags and its mechanism come from the sampler registry,
+:data:`plda.samplers.SAMPLERS` (default ``poisson``). ``--steps`` counts training steps, a whole
+number of epochs for the epoch samplers; a flag the sampler does not use is an error, and so is
+a missing one.
 """
 
 from __future__ import annotations
@@ -44,8 +41,17 @@ SIZE_FLAGS = {size_flag(size): size for size in SIZES}
 
 
 def add_sampler_flags(parser, integer) -> None:
-    """The ``--sampler`` flag and the size flags (``integer`` parses ``1e6``-style counts);
-    ``--sample-rate`` is one of the DP-SGD flags, added with them."""
+    """Add the ``--sampler`` flag and the size flags to a subcommand's parser.
+
+    ``--sample-rate`` is one of the DP-SGD flags, added with them.
+
+    Parameters
+    ----------
+    parser : argparse.ArgumentParser
+        The subcommand's parser.
+    integer : callable
+        The ``argparse`` type of the counts (parses ``1e6``-style counts).
+    """
     samplers = "; ".join(
         f"{spec.summary}: {' '.join(spec.flags)}"
         + "".join(f" [{option}]" for option in spec.optional_flags)
@@ -66,7 +72,17 @@ def add_sampler_flags(parser, integer) -> None:
 
 @dataclass(frozen=True)
 class SamplerRun:
-    """A DP-SGD run's sampler and sizes; ``steps`` is None while it is being calibrated."""
+    """A DP-SGD run's sampler and sizes, as the command line gave them.
+
+    Attributes
+    ----------
+    sampler : str
+        The registry name of the sampler.
+    sizes : dict
+        Its size flags' values, by namespace attribute (``sample_rate``, ``batch_size``, ...).
+    steps : int or None
+        Training steps; None while they are being calibrated.
+    """
 
     sampler: str
     sizes: dict
@@ -78,7 +94,18 @@ class SamplerRun:
         return self.sizes["num_steps"] if REGISTRY[self.sampler].epoch else 1
 
     def count(self, steps: int | None = None) -> int:
-        """Composed mechanisms for ``steps`` training steps (epochs for epoch samplers)."""
+        """Composed mechanisms for ``steps`` training steps (epochs for epoch samplers).
+
+        Parameters
+        ----------
+        steps : int, optional
+            Training steps (default: :attr:`steps`).
+
+        Returns
+        -------
+        int
+            ``steps // epoch_length``.
+        """
         steps = self.steps if steps is None else steps
         return steps // self.epoch_length
 
@@ -88,17 +115,44 @@ class SamplerRun:
         return REGISTRY[self.sampler].nominal_rate(self.sizes)
 
     def step(self, sigma: float) -> Mechanism:
-        """The mechanism of one step (one epoch for epoch samplers) at noise ``sigma``;
-        the library's refusals become a one-line error naming the sampler."""
+        """The mechanism of one step (one epoch for epoch samplers) at noise ``sigma``.
+
+        Parameters
+        ----------
+        sigma : float
+            The noise multiplier.
+
+        Returns
+        -------
+        Mechanism
+            :func:`plda.sampled_mechanism` of ``Gaussian(sigma)`` with the run's sizes.
+
+        Raises
+        ------
+        UsageError
+            Naming the sampler, for what the library refuses.
+        """
         try:
             return sampled_mechanism(Gaussian(sigma=sigma), self.sampler, **self.sizes)
         except (TypeError, ValueError) as exc:
             raise UsageError(f"argument --sampler {self.sampler}: {exc}") from None
 
     def described(self, sigma: float, **calibrated) -> dict:
-        """The run as a JSON-ready dict (the keys of the flags, in the order of
-        :data:`SIZE_FLAGS`); ``calibrated`` gives a calibrated parameter's value
-        (``steps=...``, ``sample_rate=...``)."""
+        """The run as a JSON-ready dict, keyed by the flags in the order of :data:`SIZE_FLAGS`.
+
+        Parameters
+        ----------
+        sigma : float or None
+            The noise multiplier.
+        **calibrated
+            A calibrated parameter's value (``steps=...``, ``sample_rate=...``).
+
+        Returns
+        -------
+        dict
+            ``noise_multiplier``, the sizes, ``steps``, ``sampler`` and, for an epoch sampler,
+            ``epochs``.
+        """
         values = {"noise_multiplier": sigma, **self.sizes, "steps": self.steps, **calibrated}
         order = ("noise_multiplier", *SIZE_FLAGS.values(), "steps")
         record = {key: values[key] for key in order if key in values}
@@ -109,8 +163,23 @@ class SamplerRun:
 
 
 def check_unused(args) -> str:
-    """The sampler of ``args``; a size flag it does not use is a :class:`UsageError` (it would
-    otherwise be ignored silently)."""
+    """The sampler of ``args``, refusing a size flag it does not use.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line.
+
+    Returns
+    -------
+    str
+        The sampler (``poisson`` without ``--sampler``).
+
+    Raises
+    ------
+    UsageError
+        For a size flag the sampler does not use (it would otherwise be ignored silently).
+    """
     sampler = getattr(args, "sampler", None) or DEFAULT_SAMPLER
     takes = SAMPLERS[sampler] + OPTIONAL_FLAGS.get(sampler, ())
     for flag, attr in SIZE_FLAGS.items():
@@ -123,10 +192,28 @@ def check_unused(args) -> str:
 
 
 def sampler_run(args, missing: tuple[str, ...] = (), calibrated: str | None = None) -> SamplerRun:
-    """The sampler of a DP-SGD command line, checked: a flag the sampler does not use, a bad
-    value, a missing size flag (reported with the other ``missing`` flags), or ``--steps`` not a
-    whole number of epochs is a :class:`UsageError`. ``calibrated`` names a flag left out on
-    purpose (calibration)."""
+    """The sampler and sizes of a DP-SGD command line, checked.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line.
+    missing : tuple of str, optional
+        Other required flags not given, reported with the missing size flags.
+    calibrated : str, optional
+        A flag left out on purpose (it is calibrated).
+
+    Returns
+    -------
+    SamplerRun
+        The run.
+
+    Raises
+    ------
+    UsageError
+        For a flag the sampler does not use, a bad value, missing flags, or ``--steps`` not a
+        whole number of epochs.
+    """
     sampler = check_unused(args)
     takes = SAMPLERS[sampler] + OPTIONAL_FLAGS.get(sampler, ())
     sizes = {}

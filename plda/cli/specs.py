@@ -27,8 +27,26 @@ MECHANISM_SPECS = {
 
 
 def parse_mechanism(spec: str) -> Mechanism:
-    """``"gaussian:sigma=2"``, ``"laplace:scale=3,sensitivity=2"``, ... ; a ``sample_rate=q``
-    key wraps the mechanism in :class:`~plda.PoissonSampled`."""
+    """The mechanism of a ``--mechanism`` spec.
+
+    Parameters
+    ----------
+    spec : str
+        ``"gaussian:sigma=2"``, ``"laplace:scale=3,sensitivity=2"``, ... (the names and keys of
+        :data:`MECHANISM_SPECS`); a ``sample_rate=q`` key wraps the mechanism in
+        :class:`~plda.PoissonSampled`.
+
+    Returns
+    -------
+    Mechanism
+        The mechanism.
+
+    Raises
+    ------
+    UsageError
+        Naming ``--mechanism``, for an unknown name or key, a value that is not a number, or
+        one the mechanism refuses.
+    """
     name, _, rest = spec.partition(":")
     name = name.strip().lower().replace("-", "_")
     if name not in MECHANISM_SPECS:
@@ -69,9 +87,28 @@ def parse_mechanism(spec: str) -> Mechanism:
 
 
 def composition(args, missing: tuple[str, ...] = ()) -> tuple[tuple, dict]:
-    """``(components, description)`` from DP-SGD flags (with their ``--sampler``) or a
-    --mechanism list; ``missing`` names other required flags that were not given (reported
-    together with missing DP-SGD flags)."""
+    """What the command line accounts: DP-SGD flags (with their ``--sampler``) or a mechanism list.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line.
+    missing : tuple of str, optional
+        Other required flags that were not given (reported together with missing DP-SGD
+        flags).
+
+    Returns
+    -------
+    tuple
+        ``(components, description)``: run-length ``((mechanism, count), ...)`` and a
+        JSON-ready description of the run.
+
+    Raises
+    ------
+    UsageError
+        For DP-SGD flags mixed with ``--mechanism``, a bad count, spec or value, or missing
+        flags (all named in one line).
+    """
     mechanisms = getattr(args, "mechanisms", None)
     if mechanisms:
         dpsgd = ["--noise-multiplier", "--steps", "--sampler", *SIZE_FLAGS]
@@ -108,6 +145,18 @@ SAMPLER_NAMES = {
 
 
 def describe(described: dict) -> str:
+    """The run in words, for the human-readable output.
+
+    Parameters
+    ----------
+    described : dict
+        The description of :func:`composition`.
+
+    Returns
+    -------
+    str
+        ``"DP-SGD: noise multiplier 1.1, sample rate 0.00427, 14062 steps"`` and the like.
+    """
     if "mechanisms" in described:
         return "; ".join(f"{m['count']} x {m['mechanism']}" for m in described["mechanisms"])
     sampler = described.get("sampler", DEFAULT_SAMPLER)

@@ -1,16 +1,8 @@
 """Calibration targets on the command line: a privacy target or a membership-inference risk.
 
-Exactly one of
-
-- ``--epsilon E --delta D``: the certified epsilon at ``D`` is at most ``E``;
-- ``--target-true-positive-rate X --at-false-positive-rate Y``: no membership-inference attack
-  has a true-positive rate above ``X`` at false-positive rate ``Y`` (both neighbouring
-  directions; :meth:`~plda.PrivacyLossDistribution.true_positive_rate_bounds`);
-- ``--target-advantage A``: no attack has ``TPR - FPR`` above ``A``
-  (:meth:`~plda.PrivacyLossDistribution.advantage_bounds`).
-
-A flag of another target (``--delta`` with a risk target, ``--at-false-positive-rate`` without a
-true-positive-rate target) is an error rather than silently ignored.
+Exactly one of ``--epsilon E --delta D``, ``--target-true-positive-rate X
+--at-false-positive-rate Y`` or ``--target-advantage A`` (:func:`calibration_target`); a flag of
+another target is an error rather than silently ignored.
 """
 
 from __future__ import annotations
@@ -38,8 +30,16 @@ ATTRIBUTES = {
 
 
 def add_target_flags(parser) -> None:
-    """The target flags of ``plda calibrate`` (none required by argparse: exactly one target is
-    checked by :func:`calibration_target`, with a one-line error)."""
+    """Add the target flags of ``plda calibrate`` to its parser.
+
+    None is required by ``argparse``: exactly one target is checked by
+    :func:`calibration_target`, with a one-line error.
+
+    Parameters
+    ----------
+    parser : argparse.ArgumentParser
+        The ``calibrate`` subcommand's parser.
+    """
     parser.add_argument("--epsilon", type=float, help="target epsilon (with --delta)")
     parser.add_argument("--delta", type=float, help="delta of the epsilon target")
     parser.add_argument(
@@ -66,8 +66,31 @@ def _open_unit(flag: str, value, low: float = 0.0) -> float:
 
 
 def calibration_target(args) -> dict:
-    """The keyword arguments of the :mod:`plda.calibration` functions for the one target of the
-    command line; a :class:`UsageError` naming the flag otherwise."""
+    """The keyword arguments of the :mod:`plda.calibration` functions for the one target.
+
+    ``--epsilon E --delta D``: the certified epsilon at ``D`` is at most ``E``;
+    ``--target-true-positive-rate X --at-false-positive-rate Y``: no membership-inference
+    attack has a true-positive rate above ``X`` at false-positive rate ``Y`` (both neighbouring
+    directions); ``--target-advantage A``: no attack has ``TPR - FPR`` above ``A``.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line.
+
+    Returns
+    -------
+    dict
+        ``target_epsilon`` and ``target_delta``, ``target_true_positive_rate`` and
+        ``at_false_positive_rate``, or ``target_advantage``.
+
+    Raises
+    ------
+    UsageError
+        Naming the flag: not exactly one target, a flag of another target, a missing partner
+        flag or a value out of range (a true-positive rate at or below its false-positive
+        rate is unreachable).
+    """
     given = [flag for flag in TARGET_FLAGS if getattr(args, ATTRIBUTES[flag], None) is not None]
     if len(given) != 1:
         raise UsageError(
@@ -101,8 +124,19 @@ def calibration_target(args) -> dict:
 
 
 def describe_target(keywords: dict) -> str:
-    """``"epsilon 1, delta 1e-05"``, ``"true-positive rate 0.02 at false-positive rate 0.001"``
-    or ``"advantage 0.1"``: the target in words."""
+    """The target in words.
+
+    Parameters
+    ----------
+    keywords : dict
+        What :func:`calibration_target` returned.
+
+    Returns
+    -------
+    str
+        ``"epsilon 1, delta 1e-05"``, ``"true-positive rate 0.02 at false-positive rate
+        0.001"`` or ``"advantage 0.1"``.
+    """
     if "target_epsilon" in keywords:
         return f"epsilon {keywords['target_epsilon']:g}, delta {keywords['target_delta']:g}"
     if "target_advantage" in keywords:

@@ -1,4 +1,9 @@
-"""Random allocation (balls-in-bins): each record takes part in one step of an epoch."""
+"""Random allocation (balls-in-bins): each record takes part in ``num_selected`` steps of an epoch.
+
+:class:`RandomAllocation` is one epoch; its laws come from the lattice laws of
+:mod:`plda.epochs.sums` (``num_selected = 1``) or the decomposition of :mod:`plda.epochs.many`.
+How the bounds are certified: ``docs/howto/random-allocation.md``.
+"""
 
 from __future__ import annotations
 
@@ -47,14 +52,25 @@ def _integer(name: str, value, low: int, high: int, what: str) -> int:
 
 @dataclass(frozen=True, eq=False)
 class BracketLaw(AtomLaw):
-    """A law known through a dominating law (its own atoms, used for every upper bound) and a
-    dominated (possibly sub-normalized) law ``lower`` for the optimistic side; the
-    discretizer reads ``bracket``."""
+    """A law known through a dominating law and a dominated one, read by the discretizer.
+
+    Its own atoms are the dominating law, used for every upper bound; ``lower`` is a dominated
+    (possibly sub-normalized) law for the optimistic side. The discretizer reads
+    :attr:`bracket`.
+
+    Attributes
+    ----------
+    atom_losses, atom_probs, infinity_mass, neg_infinity_mass
+        The dominating law, as in :class:`~plda.mechanisms.law.AtomLaw`.
+    lower : PrivacyLossLaw or None
+        The dominated law (None: the dominating law serves both sides).
+    """
 
     lower: PrivacyLossLaw | None = None
 
     @property
     def bracket(self) -> tuple[PrivacyLossLaw, PrivacyLossLaw]:
+        """``(dominating, dominated)``: the atoms as a plain :class:`AtomLaw`, and ``lower``."""
         return AtomLaw(atom_losses=self.atom_losses, atom_probs=self.atom_probs,
                        infinity_mass=self.infinity_mass,
                        neg_infinity_mass=self.neg_infinity_mass), self.lower
@@ -89,64 +105,61 @@ def _plan(mu: float, t: int) -> tuple[float, float]:
 
 
 def allocation_supported(mu: float, num_steps: int) -> bool:
-    """Whether :class:`RandomAllocation` supports a Gaussian with ``mu = sensitivity / sigma``
-    over ``num_steps`` steps (``mu <= MAX_MU`` and a lattice within the point budget)."""
+    """Whether :class:`RandomAllocation` supports a Gaussian base over ``num_steps`` steps.
+
+    Supported: ``num_steps <= MAX_STEPS``, and one step or ``mu <= MAX_MU`` with a lattice of
+    step at most :data:`MAX_STEP` within :data:`MAX_POINTS` points.
+
+    Parameters
+    ----------
+    mu : float
+        ``sensitivity / sigma`` of the Gaussian.
+    num_steps : int
+        Steps per epoch.
+
+    Returns
+    -------
+    bool
+        True if the epoch's laws can be computed.
+    """
     return num_steps <= MAX_STEPS and (
         num_steps == 1 or (mu <= MAX_MU and _plan(mu, num_steps)[0] <= MAX_STEP))
 
 
 @dataclass(frozen=True)
 class RandomAllocation(BracketedMechanism):
-    """One epoch of ``num_steps`` runs of ``mechanism`` in which each record takes part in
-    exactly ``num_selected`` steps, chosen uniformly at random (balls-in-bins for 1).
+    """One epoch in which each record takes part in ``num_selected`` of ``num_steps`` steps.
 
-    Compose epochs with ``PrivacyLossDistribution.from_mechanism(epoch, count)``.
-
-    Supported: Gaussian and Laplace base mechanisms. For ``num_selected = 1`` and the
-    Gaussian the remove pair is
-    ``P = (1/t) sum_i N(mu e_i, I_t)`` vs ``Q = N(0, I_t)`` (Feldman & Shenfeld 2025), whose
-    likelihood ratio is ``S/t`` with ``S = sum_i W_i``, ``W_i = exp(mu Z_i - mu^2/2)`` i.i.d.
-    lognormal under ``Q``; the add pair is the reverse. Both hockey-stick curves are ``Q``-
-    expectations of convex functions of ``S``. The upper bound replaces each ``W_i`` by a
-    mean-preserving spread onto a lattice (conditional Jensen: a dominating pair, for both
-    directions and all ``eps``); the lower bounds replace ``W_i`` by its conditional mean on
-    its cell (Jensen the other way) moved down (remove) or up (add) onto an offset lattice, a
-    bound that survives composition. Both are second order in the lattice step. The law of
-    ``S`` on the lattice comes from FFT convolutions (binary powering). Details:
-    :mod:`plda.epochs.sums`.
-
-    ``num_selected = k > 1`` (``t = k m + r``): the **upper** bound is that of ``k - r`` epochs
-    of 1 out of ``m`` steps composed with ``r`` epochs of 1 out of ``m + 1`` (Feldman &
-    Shenfeld 2025, arXiv 2502.08202; floor/ceil split as in their arXiv 2602.17284), proved
-    for plda's pair by a random partition of the steps and joint convexity of the hockey-stick
-    divergence; the **lower** bound is a post-processing of the epoch (mainly the sum of the
-    cell indices of the per-step likelihood ratios, whose laws are exact convolutions), a
-    certified bound that brackets ten epochs at ``sigma = 1`` to 0.15-0.3% of epsilon for
-    ``t = 1000`` and 1-4% for ``t = 100`` (``k = 2, 4``). Such an epoch is not ``tight``: its
-    own laws are the decomposition's, and ``lower_bound_mechanism()`` gives the post-processed
-    pair (plda warns with :class:`~plda.NotTightWarning`). Details:
-    :mod:`plda.epochs.many`.
+    The steps a record joins are chosen uniformly at random (balls-in-bins for
+    ``num_selected = 1``; Feldman & Shenfeld 2025). Compose epochs with
+    ``PrivacyLossDistribution.from_mechanism(epoch, count)``. For ``num_selected = 1`` the
+    laws are a certified bracket of the epoch's own pair: the likelihood ratio is ``S / t`` with
+    ``S`` a sum of ``t`` i.i.d. per-step ratios, put on a lattice by a mean-preserving spread
+    (upper) and by conditional means moved onto an offset lattice (lower), both second order in
+    the lattice step. For ``k = num_selected > 1`` the upper bound is the composition of
+    one-step allocations of ``floor(t/k)`` and ``ceil(t/k)`` steps (Feldman & Shenfeld 2025,
+    arXiv 2502.08202 and 2602.17284) and the lower bound a post-processing of the epoch
+    (:meth:`lower_bound_mechanism`); such an epoch is not :attr:`tight`. The derivations:
+    ``docs/howto/random-allocation.md``.
 
     Parameters
     ----------
-    mechanism
+    mechanism : Mechanism
         The base mechanism: a :class:`~plda.Gaussian` with ``sensitivity / sigma <= 1.45``,
-        or a :class:`~plda.Laplace` with ``sensitivity / scale`` up to about 12 (then ``W_i``
-        is the bounded likelihood ratio of one Laplace step, with atoms at ``e^{+-eps0}``).
-        Others raise ``ValueError``.
-    num_steps
+        or a :class:`~plda.Laplace` with ``sensitivity / scale`` up to about 12.
+    num_steps : int
         Steps per epoch ``t``, an integer in ``[1, 1e5]``.
-    num_selected
+    num_selected : int, optional
         Steps each record takes part in, an integer in ``[1, num_steps]``; for ``k > 1`` the
         Gaussian and Laplace ranges above apply to ``ceil(num_steps / k)`` steps.
 
     Raises
     ------
     TypeError
-        ``mechanism`` is not a plda mechanism, or a size is not a number.
+        If ``mechanism`` is not a plda mechanism, or a size is not a number.
     ValueError
-        A size is out of range or not an integer, or the combination is not supported (see
-        above).
+        If a size is out of range or not an integer, if the base is neither a Gaussian nor a
+        Laplace mechanism, or if its noise is too small for the lattice (see above).
     """
 
     mechanism: Mechanism
@@ -194,18 +207,26 @@ class RandomAllocation(BracketedMechanism):
 
     @property
     def symmetric(self) -> bool:  # type: ignore[override]
+        """Whether both directions have one law: only for one step of a symmetric base."""
         return self.num_steps == 1 and self.mechanism.symmetric
 
     @property
     def tight(self) -> bool:  # type: ignore[override]
-        """True for ``num_selected = 1``: its laws bracket the epoch's own pair. For ``k > 1``
-        they are the decomposition's dominating law (an upper bound only)."""
+        """Whether the laws bracket the epoch's own pair: True for ``num_selected = 1``.
+
+        For ``k > 1`` they are the decomposition's dominating law (an upper bound only).
+        """
         return self.num_selected == 1
 
     def lower_bound_mechanism(self) -> Mechanism:
-        """This epoch for ``num_selected = 1``; for ``k > 1`` a post-processing of it whose
-        PLD lower bound is certified for it
-        (:class:`~plda.epochs.many.AllocationLowerBound`)."""
+        """A mechanism whose PLD lower bound is certified for this epoch.
+
+        Returns
+        -------
+        Mechanism
+            This epoch for ``num_selected = 1``; for ``k > 1`` a post-processing of it
+            (:class:`~plda.epochs.many.AllocationLowerBound`).
+        """
         if self.tight:
             return self
         return AllocationLowerBound(self.mechanism, self.num_steps, self.num_selected)

@@ -1,36 +1,11 @@
-r"""A certified lower pair for random allocation with ``num_selected = k > 1``: the law of the
-sum of the cell indices of the per-step likelihood ratios.
+"""Certified lower laws from the sum of the cell indices of per-step likelihood ratios.
 
-For a Gaussian (or Laplace) base, each step's output ``Y_i`` has the one-step likelihood ratio
-``W_i = dP_1/dQ_1 (Y_i)`` (``exp(mu Y_i - mu^2/2)`` for a Gaussian). The statistic
-
-.. math::
-
-    T = \sum_{i=1}^t J_i, \qquad J_i = \min(\lfloor (W_i - o)/w \rfloor, N)
-
-(the cell of ``W_i`` on a lattice of step ``w`` from ``o``, the cells above ``N`` lumped) is a
-deterministic function of the epoch's output, so its pair of laws is dominated by the
-epoch's pair in both directions (data processing), and post-processings of independent epochs
-compose. Under ``Q`` the ``J_i`` are i.i.d. with cell masses ``q_j = Q(W in cell j)``; under
-``P`` the ``k`` selected steps have ``p_j = P_1(W in cell j) = E_Q[W; W in cell j]`` (``W`` is
-the likelihood ratio) and the others ``q``, whichever ``k`` they are. So
-
-.. math::
-
-    P_T = p^{*k} * q^{*(t-k)}, \qquad Q_T = q^{*t},
-
-exact discrete laws (for ``k = 1`` ``T`` is a discretized sufficient statistic, so the pair is
-nearly the epoch's own). They are computed by FFT convolutions (binary powering, split so that
-the far tail keeps its accuracy: :func:`plda._internal.convolve.split_convolve`) as
-*sub*-measures (the certified entry error subtracted at every product, negatives clipped) and
-*super*-measures (added): every product of sub-measures stays below the exact one and of
-super-measures above. The remove law has atoms ``log(P_T^- / Q_T^+)`` with ``P``-masses
-``P_T^-``; the add law ``log(Q_T^- / P_T^+)`` with ``Q_T^-``. Lower masses and lower losses only
-lower every composed ``delta`` (it is linear in the masses with non-negative integrands,
-non-decreasing in every loss), so these laws are certified lower laws of the epoch.
-
-The same statistic, with the cells of ``W^2``, gives a certified lower pair of a shuffled epoch
-whose other records sit at ``-C`` (:func:`shifted_pair_cell_sum_laws`).
+A post-processing of an epoch with exact discrete laws (convolutions of cell masses, computed
+as certified sub- and super-measures): the lower side of a ``k``-out-of-``t`` random
+allocation (:func:`cell_sum_laws`) and of a shuffled epoch whose other records sit at ``-C``
+(:func:`shifted_pair_cell_sum_laws`). The derivation: ``docs/howto/random-allocation.md``
+("Several steps per record") and ``docs/howto/samplers.md`` ("How the shuffled bracket is
+certified").
 """
 
 from __future__ import annotations
@@ -130,9 +105,32 @@ def _law(top, bottom) -> AtomLaw:
 
 
 def cell_sum_laws(kind: str, parameter: float, t: int, k: int) -> tuple[AtomLaw, AtomLaw]:
-    """``(remove, add)`` certified lower laws of a ``k``-out-of-``t`` epoch from the statistic
-    ``T`` (module docstring); ``parameter`` is ``mu`` of a Gaussian or ``epsilon0`` of a
-    Laplace base."""
+    """Certified lower laws of a ``k``-out-of-``t`` allocation epoch from its cell sum.
+
+    The statistic is ``T = sum_i J_i``, ``J_i`` the lattice cell of step ``i``'s likelihood
+    ratio ``W_i``; its laws are ``P_T = p^{*k} * q^{*(t-k)}`` and ``Q_T = q^{*t}`` with
+    ``q_j = Q(W in cell j)`` and ``p_j = E_Q[W; W in cell j]``, computed as sub-measures
+    (lower masses) and super-measures (upper masses); the remove law has atoms
+    ``log(P_T^- / Q_T^+)`` with masses ``P_T^-``, the add law ``log(Q_T^- / P_T^+)`` with
+    masses ``Q_T^-`` (``docs/howto/random-allocation.md``, "Several steps per record").
+
+    Parameters
+    ----------
+    kind : str
+        ``"gaussian"`` or ``"laplace"``: the base mechanism.
+    parameter : float
+        ``mu = sensitivity / sigma`` of a Gaussian, or ``epsilon0 = sensitivity / scale`` of a
+        Laplace base.
+    t : int
+        Steps per epoch.
+    k : int
+        Steps each record takes part in.
+
+    Returns
+    -------
+    tuple of AtomLaw
+        ``(remove, add)``: laws dominated by the epoch's in each direction.
+    """
     q, dq, p, dp, _, cap = _cells(kind, parameter, t, k)
     n = fft.good_size(2 * (cap + 2))
     p_low, q_low = _side(np.maximum(q - dq, 0.0), np.maximum(p - dp, 0.0), t, k, n, cap, -1)
@@ -141,10 +139,25 @@ def cell_sum_laws(kind: str, parameter: float, t: int, k: int) -> tuple[AtomLaw,
 
 
 def shifted_pair_plan(mu: float, t: int) -> tuple[float, int, float] | None:
-    """Cell width ``w``, cell count and span of the sum for :func:`shifted_pair_cell_sum_laws`,
-    or ``None`` where the cells would be coarser than :data:`MAX_SHIFTED_WIDTH` of one term's
+    """The lattice of :func:`shifted_pair_cell_sum_laws`, or None where it declines.
+
+    It declines where the cells would be coarser than :data:`MAX_SHIFTED_WIDTH` of one term's
     spread or more than :data:`MAX_SHIFTED_CELLS` (``2 mu`` above about 1.2: the lognormal
-    tail of ``V`` needs ever more cells, and the largest coordinate does well there)."""
+    tail of ``V`` needs ever more cells, and the largest coordinate does well there).
+
+    Parameters
+    ----------
+    mu : float
+        ``sensitivity / sigma`` of the Gaussian base.
+    t : int
+        Steps (batches) per epoch.
+
+    Returns
+    -------
+    tuple of (float, int, float) or None
+        ``(w, cells, span)``: the cell width, the number of cells of one term and the span of
+        the sum; None if unsupported (also for ``t < 2``).
+    """
     m2 = 2 * mu
     # beyond 2 the lognormal tail alone needs more than MAX_SHIFTED_CELLS cells of width at
     # most MAX_SHIFTED_WIDTH (top = e^(6.362 m2 + m2^2 / 2) > 2^18 / 4); e^top would overflow
@@ -163,10 +176,23 @@ def shifted_pair_plan(mu: float, t: int) -> tuple[float, int, float] | None:
 
 
 def shifted_pair_cells(mu: float, t: int):
-    """Cells of the statistic of :func:`shifted_pair_cell_sum_laws`: ``(q0, dq0, p1, dp1, p2,
-    dp2, cap)``, the masses of the cells of ``V = e^(2 mu Y - 2 mu^2)`` under ``Y ~ N(0, 1)``,
-    ``N(mu, 1)`` and ``N(2 mu, 1)`` (the cells above the last lumped), bounds on their
-    absolute errors, and the index cap of the sum (:func:`shifted_pair_plan`)."""
+    """Cell masses of the statistic of :func:`shifted_pair_cell_sum_laws`.
+
+    Parameters
+    ----------
+    mu : float
+        ``sensitivity / sigma`` of the Gaussian base.
+    t : int
+        Steps (batches) per epoch.
+
+    Returns
+    -------
+    tuple or None
+        ``(q0, dq0, p1, dp1, p2, dp2, cap)``: the masses of the cells of
+        ``V = e^(2 mu Y - 2 mu^2)`` under ``Y ~ N(0, 1)``, ``N(mu, 1)`` and ``N(2 mu, 1)`` (the
+        cells above the last lumped), bounds on their absolute errors, and the index cap of the
+        sum; None where :func:`shifted_pair_plan` declines.
+    """
     plan = shifted_pair_plan(mu, t)
     if plan is None:
         return None
@@ -188,24 +214,28 @@ def shifted_pair_cells(mu: float, t: int):
 
 @cached(maxsize=16)
 def shifted_pair_cell_sum_laws(mu: float, t: int) -> tuple[AtomLaw, AtomLaw] | None:
-    r"""``(remove, add)`` certified lower laws of the pair ``(1/t) sum_i N(2 mu e_i, I)``
-    against ``(1/t) sum_i N(mu e_i, I)`` (one shuffled epoch with the other records at ``-C``,
-    :class:`~plda.epochs.shuffled.ShuffledOppositeLowerBound`), from the statistic
-    ``T = sum_i J_i``, ``J_i`` the cell of ``V_i = e^(2 mu Y_i - 2 mu^2)`` (cells of width
-    ``w``, those above ``top`` lumped). ``T`` is a function of the output, so its pair is
-    dominated by the epoch's in both directions. Given the shifted coordinate the ``J_i`` are
-    independent and ``T`` does not depend on which coordinate is shifted, so
+    """Certified lower laws of the shuffled epoch's pair with the other records at ``-C``.
 
-    .. math::
+    The pair is ``(1/t) sum_i N(2 mu e_i, I)`` against ``(1/t) sum_i N(mu e_i, I)``
+    (:class:`~plda.epochs.shuffled.ShuffledOppositeLowerBound`), post-processed to
+    ``T = sum_i J_i``, ``J_i`` the cell of ``V_i = e^(2 mu Y_i - 2 mu^2)``; its laws are
+    ``P_T = p_2 * q_0^{*(t-1)}`` and ``Q_T = p_1 * q_0^{*(t-1)}`` with ``q_0, p_1, p_2`` the cell
+    masses under ``N(0), N(mu), N(2 mu)``, computed like :func:`cell_sum_laws`
+    (``docs/howto/samplers.md``, "How the shuffled bracket is certified").
 
-        P_T = p_2 * q_0^{*(t-1)}, \qquad Q_T = p_1 * q_0^{*(t-1)},
+    Parameters
+    ----------
+    mu : float
+        ``sensitivity / sigma`` of the Gaussian base.
+    t : int
+        Steps (batches) per epoch.
 
-    with ``q_0, p_1, p_2`` the cell masses under ``N(0), N(mu), N(2 mu)``: exact discrete laws,
-    computed as sub- and super-measures like :func:`cell_sum_laws`. For small ``mu`` the
-    likelihood ratio ``e^{-mu^2} sum W_i^2 / sum W_i`` (``W_i = e^{mu Y_i - mu^2/2}``) moves with
-    ``sum V_i`` to first order, so this statistic is nearly sufficient where the largest
-    coordinate is a poor one (much noise, many epochs). ``None`` where
-    :func:`shifted_pair_plan` declines."""
+    Returns
+    -------
+    tuple of AtomLaw or None
+        ``(remove, add)`` laws dominated by the pair's; None where :func:`shifted_pair_plan`
+        declines.
+    """
     cells = shifted_pair_cells(mu, t)
     if cells is None:
         return None

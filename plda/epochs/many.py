@@ -1,47 +1,9 @@
-r"""Random allocation with ``num_selected = k > 1``: a certified upper law by decomposition and a
-certified lower law by post-processing (used by :class:`~plda.RandomAllocation`).
+"""Random allocation with ``num_selected = k > 1``: the laws of :class:`~plda.RandomAllocation`.
 
-**Upper bound: decomposition into ``k`` one-step allocations.** Write ``t = k m + r`` with
-``0 <= r < k``. The ``k``-out-of-``t`` epoch is at least as private as the composition of
-``k - r`` epochs allocating 1 of ``m`` steps and ``r`` epochs allocating 1 of ``m + 1`` steps
-(Feldman & Shenfeld, "Privacy amplification by random allocation", 2025, arXiv 2502.08202,
-reduction of ``k``-out-of-``t`` to ``k = 1``; the floor/ceil split for ``k`` not dividing ``t``
-is the one of their ICML 2026 paper, arXiv 2602.17284, and of their ``PLD_accounting``
-package). For the pair plda analyses the proof is short. Draw a uniformly random permutation
-of the steps, cut it into ``k`` blocks of sizes ``m`` or ``m + 1`` and pick one step uniformly
-in each block: the law of the chosen set is invariant under every permutation of the steps, so
-it is the uniform law on ``k``-subsets. Hence the remove pair is a mixture over the partition
-``pi``, ``P = E_pi P_pi`` against the same ``Q``, where given ``pi`` the output is a product over
-blocks of one-step allocation pairs. The hockey-stick divergence is jointly convex (an
-``f``-divergence), so ``H(P || Q) <= E_pi H(P_pi || Q)``, and ``H(Q || P) <= E_pi H(Q || P_pi)``
-for the add direction; each term is the composition above, whatever ``pi``.
-
-plda composes the block laws (each a certified dominating law of
-:mod:`plda.epochs.allocation`) on a fine loss grid with the FFT engine
-(:func:`plda.engine.composer.compose`) and reads the pessimistic grid law back as atoms, every
-entry raised by the composition's certified entry error and every loss by its certified loss
-error: a dominating law of the epoch in both directions.
-
-**Lower bound: a post-processing of the epoch.** Any function of the epoch's output gives a pair
-whose hockey-stick divergence is at most the epoch's, in both directions (data processing), and
-post-processings of independent epochs compose. The main one is the sum of the cell indices of
-the per-step likelihood ratios, whose laws are exact convolutions of cell masses
-(:mod:`plda.epochs.cells`): nearly sufficient, it brackets ten epochs at
-``sigma = 1`` to 0.15-0.3% of epsilon for ``t = 1000`` and 1-4% for ``t = 100`` (``k = 2, 4``),
-the decomposition's own slack included. Per direction, plda keeps the candidate of largest
-total variation among it and three one-dimensional statistics with closed-form laws:
-
-- the maximum coordinate, ``P(Y <= y) = Phi(y-mu)^k Phi(y)^(t-k)`` against ``Phi(y)^t``
-  (:class:`~plda.epochs.max_shift.MaxShiftManyLaw`);
-- the sum of the coordinates, ``N(k mu, t)`` against ``N(0, t)``: a Gaussian with
-  ``mu_eff = k mu / sqrt(t)``; exact for ``k = t``;
-- one coordinate, ``(1 - k/t) N(0, 1) + (k/t) N(mu, 1)`` against ``N(0, 1)``: one
-  Poisson-sampled step at rate ``k/t``.
-
-For a Laplace base (``epsilon0 = C / b``) the candidates are the cell sum, the largest
-coordinate (:class:`~plda.epochs.max_shift.LaplaceMaxShiftManyLaw`) and one
-coordinate. The gap that remains is mostly the decomposition's: it is exact for ``k = t`` and
-loosest for small ``t / k``.
+The upper law composes ``k`` one-step allocations of ``floor(t/k)`` and ``ceil(t/k)`` steps
+(Feldman & Shenfeld 2025); the lower one is, per direction, the best of a few post-processings
+of the epoch with exact laws. Proofs: ``docs/howto/random-allocation.md`` ("Several steps per
+record").
 """
 
 from __future__ import annotations
@@ -70,24 +32,47 @@ INNER_TAIL = 1e-20
 
 
 def decomposition(num_steps: int, num_selected: int) -> tuple[tuple[int, int], ...]:
-    """``((m, k - r), (m + 1, r))`` with ``t = k m + r``: the one-step allocations (steps per
-    epoch, number of epochs) whose composition dominates a ``k``-out-of-``t`` epoch; entries
-    with no epochs are left out."""
+    """The one-step allocations whose composition dominates a ``k``-out-of-``t`` epoch.
+
+    With ``t = k m + r``, ``0 <= r < k``: ``k - r`` epochs of 1 out of ``m`` steps and ``r`` of 1
+    out of ``m + 1`` (Feldman & Shenfeld 2025, arXiv 2502.08202; the split as in arXiv
+    2602.17284).
+
+    Parameters
+    ----------
+    num_steps : int
+        Steps per epoch ``t``.
+    num_selected : int
+        Steps each record takes part in ``k``.
+
+    Returns
+    -------
+    tuple of (int, int)
+        ``((m, k - r), (m + 1, r))`` as (steps per epoch, number of epochs); entries with no
+        epochs are left out.
+    """
     m, r = divmod(num_steps, num_selected)
     return tuple((size, n) for size, n in ((m, num_selected - r), (m + 1, r)) if n > 0)
 
 
 def composed_upper(block_laws) -> AtomLaw:
-    """A dominating atom law of the composition ``[(law, count), ...]`` (one direction).
+    """A dominating atom law of the composition of ``block_laws`` (one direction).
 
     Each law is discretized pessimistically on the grid of step :data:`INNER_STEP` and the
-    powers are multiplied by one FFT (:func:`plda.engine.composer.compose`). The composed
-    pessimistic grid law bounds every ``delta`` from above up to its certified floating-point
-    errors; reading it back as atoms, each mass is raised by ``entry_error`` (a bound on every
-    entry's error, the wrapped tail mass kept) and each loss by ``loss_error``. More ``P``-mass
-    at a loss, or a larger loss, only increases ``delta`` of this law and of any composition
-    with it (the composed ``delta`` is linear in the masses with non-negative, non-decreasing
-    integrands), so the atoms are a dominating law.
+    powers are multiplied by one FFT (:func:`plda.engine.composer.compose`). Read back as
+    atoms, each mass is raised by the composition's certified ``entry_error`` and each loss by
+    its ``loss_error``: more ``P``-mass at a loss, or a larger loss, only increases ``delta`` of
+    this law and of any composition with it, so the atoms dominate.
+
+    Parameters
+    ----------
+    block_laws : iterable of (PrivacyLossLaw, int)
+        ``[(law, count), ...]``: the laws composed and how many times each.
+
+    Returns
+    -------
+    AtomLaw
+        A law whose ``delta`` is at least the composition's at every ``epsilon``.
     """
     factors = [(discretize(law, INNER_STEP, lower=False)[0], count) for law, count in block_laws]
     grid = compose(factors, tail=INNER_TAIL)
@@ -106,11 +91,31 @@ def _laws_of(candidate, direction: str):
 
 @cached(maxsize=16)
 def lower_laws(kind: str, parameter: float, num_steps: int, num_selected: int):
-    """``(remove, add)`` laws of post-processed pairs used as the certified lower side of a
-    ``k``-out-of-``t`` epoch (see the module docstring); ``parameter`` is ``mu`` of a Gaussian
-    or ``epsilon0`` of a Laplace base. Each direction is a separate hockey-stick curve, so each
-    takes its own candidate: the one with the largest total variation (``delta(0)``). Any
-    choice is certified; this one is a heuristic for the tightest (in practice the cell sum)."""
+    """Laws of post-processed pairs: the certified lower side of a ``k``-out-of-``t`` epoch.
+
+    The candidates are the cell sum (:func:`~plda.epochs.cells.cell_sum_laws`), the largest
+    coordinate (:class:`~plda.epochs.max_shift.MaxShiftManyLaw` or its Laplace analogue), for
+    a Gaussian the sum of the coordinates (a Gaussian of ``mu_eff = k mu / sqrt(t)``) and one
+    coordinate (a Poisson-sampled step at rate ``k / t``). Each direction takes the candidate
+    with the largest total variation ``delta(0)``: any choice is certified, this one is a
+    heuristic for the tightest (in practice the cell sum).
+
+    Parameters
+    ----------
+    kind : str
+        ``"gaussian"`` or ``"laplace"``: the base mechanism.
+    parameter : float
+        ``mu = sensitivity / sigma`` of a Gaussian, or ``epsilon0`` of a Laplace base.
+    num_steps : int
+        Steps per epoch ``t``.
+    num_selected : int
+        Steps each record takes part in ``k``.
+
+    Returns
+    -------
+    tuple of PrivacyLossLaw
+        ``(remove, add)``: laws dominated by the epoch's in each direction.
+    """
     t, k = num_steps, num_selected
     candidates = [cell_sum_laws(kind, parameter, t, k)]
     if kind == "laplace":
@@ -127,10 +132,21 @@ def lower_laws(kind: str, parameter: float, num_steps: int, num_selected: int):
 
 @dataclass(frozen=True)
 class AllocationLowerBound(Mechanism):
-    """The post-processed pair of a ``k``-out-of-``t`` random allocation epoch (``k > 1``) of a
-    Gaussian or Laplace base (:func:`lower_laws`): dominated by the epoch's pair in both
-    directions, so the lower bound of its PLD is certified for the epoch
-    (:meth:`plda.RandomAllocation.lower_bound_mechanism`)."""
+    """The post-processed pair of a ``k``-out-of-``t`` random allocation epoch, ``k > 1``.
+
+    Its laws are those of :func:`lower_laws`, dominated by the epoch's pair in both directions,
+    so the lower bound of its PLD is certified for the epoch
+    (:meth:`plda.RandomAllocation.lower_bound_mechanism` returns it).
+
+    Attributes
+    ----------
+    mechanism : Mechanism
+        The Gaussian or Laplace base of the epoch.
+    num_steps : int
+        Steps per epoch ``t``.
+    num_selected : int
+        Steps each record takes part in ``k``.
+    """
 
     mechanism: Mechanism
     num_steps: int

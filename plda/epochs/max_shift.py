@@ -1,12 +1,11 @@
-"""Laws of the largest coordinate of an epoch whose record shifts ``k`` of its ``t`` coordinates,
-against no shift: Gaussian (:class:`MaxShiftLaw` for ``k = 1``, the lower pair of
-:class:`~plda.Shuffled`; :class:`MaxShiftManyLaw` for ``k`` of ``t``) and Laplace coordinates
-(:class:`LaplaceMaxShiftLaw`, :class:`LaplaceMaxShiftManyLaw`).
+"""Laws of the largest coordinate of an epoch whose record shifts ``k`` of its ``t`` coordinates.
 
-A certified *lower* pair for :class:`~plda.Shuffled` and for :class:`~plda.RandomAllocation`:
-the maximum coordinate is a post-processing of the epoch's output, so its pair is dominated by
-the epoch's own pair in both directions (data processing inequality for the hockey-stick
-divergence), and per-epoch post-processings compose.
+Gaussian (:class:`MaxShiftLaw`, :class:`MaxShiftManyLaw`) and Laplace coordinates
+(:class:`LaplaceMaxShiftLaw`, :class:`LaplaceMaxShiftManyLaw`), against no shift. The largest
+coordinate is a post-processing of the epoch's output, so its pair is dominated by the epoch's
+in both directions: a certified *lower* pair for :class:`~plda.Shuffled` and
+:class:`~plda.RandomAllocation` (``docs/howto/samplers.md``, "How the shuffled bracket is
+certified").
 """
 
 from __future__ import annotations
@@ -24,25 +23,57 @@ _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 
 
 def normal_log_pdf(z):
-    """``log phi(z)`` of the standard normal law."""
+    """``log phi(z)``: the log density of the standard normal law.
+
+    Parameters
+    ----------
+    z : float or ndarray
+        Points.
+
+    Returns
+    -------
+    float or ndarray
+        ``-z^2 / 2 - log(sqrt(2 pi))``.
+    """
     return -0.5 * z * z - _LOG_SQRT_2PI
 
 
 def normal_reversed_hazard(z):
-    """``phi(z) / Phi(z)`` from logs (no ``1 - Phi``)."""
+    """``phi(z) / Phi(z)``: the reversed hazard rate of the standard normal law.
+
+    Computed from logs (``log_ndtr``, no ``1 - Phi``), so it stays accurate far in both tails.
+
+    Parameters
+    ----------
+    z : float or ndarray
+        Points.
+
+    Returns
+    -------
+    ndarray
+        ``phi(z) / Phi(z)``, the derivative of ``log Phi`` at ``z``.
+    """
     return np.exp(normal_log_pdf(z) - log_ndtr(z))
 
 
 @dataclass(frozen=True, eq=False)
 class MaxShiftLaw(PrivacyLossLaw):
-    r"""Loss law of ``Y = max_t X_t`` with ``X ~ N(mu e_J, I)``, ``J`` uniform on ``T`` coordinates
-    (``P``), against ``X ~ N(0, I)`` (``Q``).
+    """Loss law of the largest of ``T`` Gaussian coordinates, one of them shifted by ``mu``.
 
-    ``P(Y <= y) = Phi(y - mu) Phi(y)^(T-1)``, ``Q(Y <= y) = Phi(y)^T``, and the loss
+    ``Y = max_t X_t`` with ``X ~ N(mu e_J, I)``, ``J`` uniform on the ``T`` coordinates
+    (``P``), against ``X ~ N(0, I)`` (``Q``): ``P(Y <= y) = Phi(y - mu) Phi(y)^(T-1)``,
+    ``Q(Y <= y) = Phi(y)^T``. The loss
     ``l(y) = log((e^(mu y - mu^2/2) + (T-1) Phi(y-mu)/Phi(y)) / T)`` is increasing in ``y``
-    (both terms are: the Gaussian likelihood ratio and, by log-concavity of ``Phi``, the ratio
-    of cdfs), so the law of the loss is that of ``Y`` through ``l``; ``l`` is inverted by a
-    safeguarded Newton iteration. Everything is evaluated from ``log_ndtr`` (no ``1 - Phi``).
+    (the ratio of cdfs is, by log-concavity of ``Phi``), so the law of the loss is that of
+    ``Y`` through ``l``, inverted by safeguarded Newton; everything is evaluated from
+    ``log_ndtr`` (no ``1 - Phi``).
+
+    Attributes
+    ----------
+    mu : float
+        The shift, ``sensitivity / sigma``.
+    num_steps : int
+        The number of coordinates ``T``, at least 2.
     """
 
     mu: float = 1.0
@@ -51,6 +82,7 @@ class MaxShiftLaw(PrivacyLossLaw):
 
     @property
     def continuous_support(self):
+        """Support of the continuous part: the whole real line."""
         return (-np.inf, np.inf)
 
     def _loss(self, y):
@@ -111,26 +143,22 @@ class MaxShiftLaw(PrivacyLossLaw):
 
 @dataclass(frozen=True, eq=False)
 class MaxShiftManyLaw(MaxShiftLaw):
-    r"""Loss law of ``Y = max_i X_i`` with ``X ~ N(mu 1_S, I_t)``, ``S`` a uniform ``k``-subset
-    of the ``t`` coordinates (``P``), against ``X ~ N(0, I_t)`` (``Q``).
+    """Loss law of the largest of ``t`` Gaussian coordinates, ``k`` of them shifted by ``mu``.
 
-    Given ``S`` the coordinates are independent, and the cdf of their maximum does not depend
-    on which ``k`` are shifted:
+    ``Y = max_i X_i`` with ``X ~ N(mu 1_S, I_t)``, ``S`` a uniform ``k``-subset (``P``), against
+    ``X ~ N(0, I_t)`` (``Q``): ``P(Y <= y) = Phi(y-mu)^k Phi(y)^(t-k)``,
+    ``Q(Y <= y) = Phi(y)^t``. With ``R = Phi(y - mu) / Phi(y)`` and ``a = mu y - mu^2/2`` the
+    loss ``l(y) = (k-1) log R + log((k/t) e^a + (1 - k/t) R)`` is increasing in ``y``, so the
+    law of the loss is that of ``Y`` through ``l``. ``k = 1`` is :class:`MaxShiftLaw`.
 
-    .. math::
-
-        P(Y \le y) = \Phi(y-\mu)^k \Phi(y)^{t-k}, \qquad Q(Y \le y) = \Phi(y)^t .
-
-    With ``R(y) = Phi(y - mu) / Phi(y)`` and ``a(y) = mu y - mu^2/2`` the density ratio is
-
-    .. math::
-
-        \ell(y) = (k-1) \log R + \log\Big(\tfrac{k}{t} e^{a} + (1 - \tfrac{k}{t}) R\Big),
-
-    increasing in ``y`` (``R`` is, by log-concavity of ``Phi``; so is ``e^a``), so the law of
-    the loss is that of ``Y`` through ``l``, inverted by safeguarded Newton. ``k = 1`` is the
-    law of :class:`MaxShiftLaw`, whose loss map it replaces (the cdf, sf and tail points are
-    its, through ``_log_cdf_y``).
+    Attributes
+    ----------
+    mu : float
+        The shift, ``sensitivity / sigma``.
+    num_steps : int
+        The number of coordinates ``t``.
+    num_selected : int
+        The number of shifted coordinates ``k``, in ``[1, t]``.
     """
 
     mu: float = 1.0
@@ -188,18 +216,54 @@ LOG2 = math.log(2.0)
 
 
 def laplace_log_cdf(z):
-    """``log F(z)`` of the standard Laplace law, without cancellation on either side."""
+    """``log F(z)``: the log cdf of the standard Laplace law.
+
+    ``z - log 2`` below 0 and ``log1p(-e^-z / 2)`` above: no cancellation on either side.
+
+    Parameters
+    ----------
+    z : float or ndarray
+        Points.
+
+    Returns
+    -------
+    ndarray
+        ``log F(z)``.
+    """
     z = np.asarray(z, dtype=float)
     with np.errstate(over="ignore"):
         return np.where(z < 0, z - LOG2, np.log1p(-0.5 * np.exp(-np.abs(z))))
 
 
 def laplace_log_pdf(z):
+    """``log f(z) = -|z| - log 2``: the log density of the standard Laplace law.
+
+    Parameters
+    ----------
+    z : float or ndarray
+        Points.
+
+    Returns
+    -------
+    ndarray
+        ``log f(z)``.
+    """
     return -np.abs(np.asarray(z, dtype=float)) - LOG2
 
 
 def laplace_reversed_hazard(z):
-    """``f(z) / F(z)``: 1 below 0, ``1 / (2 e^z - 1)`` above."""
+    """``f(z) / F(z)``: the reversed hazard rate of the standard Laplace law.
+
+    Parameters
+    ----------
+    z : float or ndarray
+        Points.
+
+    Returns
+    -------
+    ndarray
+        1 below 0, ``1 / (2 e^z - 1)`` above.
+    """
     z = np.asarray(z, dtype=float)
     with np.errstate(over="ignore"):
         return np.where(z < 0, 1.0, 1.0 / (2.0 * np.exp(np.maximum(z, 0.0)) - 1.0))
@@ -207,15 +271,21 @@ def laplace_reversed_hazard(z):
 
 @dataclass(frozen=True, eq=False)
 class LaplaceMaxShiftLaw(PrivacyLossLaw):
-    r"""Loss law of ``Y = max_t X_t`` with ``X_t`` i.i.d. standard Laplace plus ``m`` on one
-    uniformly random coordinate (``P``), against no shift (``Q``).
+    """Loss law of the largest of ``T`` Laplace coordinates, one of them shifted by ``m``.
 
-    With ``a(y) = log f(y-m) - log f(y)`` and ``r(y) = log F(y-m) - log F(y)`` the loss is
-    ``l(y) = log((e^a + (T-1) e^r) / T)``: constant ``-m`` for ``y <= 0`` (an atom, of masses
-    ``F(-m) F(0)^(T-1)`` under P and ``F(0)^T = 2^-T`` under Q), then strictly increasing
-    towards ``log((e^m + T - 1) / T)`` as ``y -> inf`` (``a`` and ``r`` are nondecreasing and
-    ``r`` increases strictly on ``y > 0``). The continuous part is read through the inverse of
-    ``l`` on ``(0, inf)``, found by safeguarded Newton iteration.
+    ``Y = max_t X_t``, ``X_t`` i.i.d. standard Laplace plus ``m`` on one uniformly random
+    coordinate (``P``), against no shift (``Q``). With ``a = log f(y-m) - log f(y)`` and
+    ``r = log F(y-m) - log F(y)`` the loss is ``l(y) = log((e^a + (T-1) e^r) / T)``: constant
+    ``-m`` for ``y <= 0`` (an atom, of masses ``F(-m) F(0)^(T-1)`` under P and ``2^-T`` under
+    Q), then strictly increasing towards ``log((e^m + T - 1) / T)``; the continuous part is
+    read through the inverse of ``l`` on ``(0, inf)`` (safeguarded Newton).
+
+    Attributes
+    ----------
+    m : float
+        The shift in units of the scale, ``sensitivity / scale``.
+    num_steps : int
+        The number of coordinates ``T``, at least 2.
     """
 
     m: float = 1.0
@@ -231,12 +301,15 @@ class LaplaceMaxShiftLaw(PrivacyLossLaw):
 
     @property
     def flat_end(self) -> float:
-        """The loss is constant (the atom) for ``y <= flat_end`` and strictly increasing
-        above: 0 here (subclasses with a shifted ``Q`` move it)."""
+        """The point up to which the loss is constant (the atom): 0 here.
+
+        Above it the loss is strictly increasing; subclasses with a shifted ``Q`` move it.
+        """
         return 0.0
 
     @property
     def continuous_support(self):
+        """Support of the continuous part: ``(-m, log((e^m + T - 1) / T))``."""
         m, t = self.m, self.num_steps
         return (-m, math.log((math.exp(m) + t - 1) / t))
 
@@ -341,21 +414,22 @@ class LaplaceMaxShiftLaw(PrivacyLossLaw):
 
 @dataclass(frozen=True, eq=False)
 class LaplaceMaxShiftManyLaw(LaplaceMaxShiftLaw):
-    r"""Loss law of ``Y = max_i X_i``, ``X_i`` i.i.d. standard Laplace plus ``m`` on a uniform
-    ``k``-subset of the ``t`` coordinates (``P``), against no shift (``Q``); ``k = 1`` is
-    :class:`LaplaceMaxShiftLaw`.
+    """Loss law of the largest of ``t`` Laplace coordinates, ``k`` of them shifted by ``m``.
 
-    ``P(Y <= y) = F(y-m)^k F(y)^(t-k)``, ``Q(Y <= y) = F(y)^t``. For ``y <= 0`` the ratio of
-    the two is ``e^(-k m)``: an atom at loss ``-k m`` of masses ``2^-t e^(-k m)`` (P) and
-    ``2^-t`` (Q). Above, with ``a = log f(y-m) - log f(y)`` and ``r = log F(y-m) - log F(y)``
-    (both nondecreasing, ``r`` strictly for ``y > 0``: ``F`` is log-concave),
+    ``P(Y <= y) = F(y-m)^k F(y)^(t-k)``, ``Q(Y <= y) = F(y)^t``: an atom at loss ``-k m`` for
+    ``y <= 0`` (masses ``2^-t e^(-k m)`` under P and ``2^-t`` under Q), then
+    ``l(y) = (k-1) r + log((k/t) e^a + (1 - k/t) e^r)`` (``a``, ``r`` as in
+    :class:`LaplaceMaxShiftLaw`), strictly increasing towards ``log((k/t) e^m + 1 - k/t)``.
+    ``k = 1`` is :class:`LaplaceMaxShiftLaw`.
 
-    .. math::
-
-        \ell(y) = (k-1) r + \log\Big(\tfrac{k}{t} e^{a} + (1 - \tfrac{k}{t}) e^{r}\Big),
-
-    strictly increasing from ``-k m`` towards ``log((k/t) e^m + 1 - k/t)``. The inverse, cdfs
-    and sfs are the parent's, read through these functions.
+    Attributes
+    ----------
+    m : float
+        The shift in units of the scale, ``sensitivity / scale``.
+    num_steps : int
+        The number of coordinates ``t``.
+    num_selected : int
+        The number of shifted coordinates ``k``, in ``[1, t]``.
     """
 
     num_selected: int = 1
@@ -368,6 +442,7 @@ class LaplaceMaxShiftManyLaw(LaplaceMaxShiftLaw):
 
     @property
     def continuous_support(self):
+        """Support of the continuous part: ``(-k m, log((k/t) e^m + 1 - k/t))``."""
         m, t, k = self.m, self.num_steps, self.num_selected
         return (-k * m, math.log((k / t) * math.exp(m) + 1 - k / t))
 

@@ -1,46 +1,11 @@
-r"""Laws of the largest of ``T`` coordinates when one uniformly random coordinate is shifted by
-``mu`` under ``P`` and by a smaller ``mu_q >= 0`` under ``Q``: the lower pair of a shuffled
-epoch whose other records sit at ``-C`` (:class:`~plda.epochs.shuffled.Shuffled`).
+"""Laws of the largest of ``T`` coordinates, one shifted by ``mu`` under P and ``mu_q`` under Q.
 
-**The pair.** With ``T`` batches of ``b`` records, the other records contributing ``-C`` and x
-``+C``, subtract the known constant ``-bC`` from every batch sum: with x the batch holding it
-is shifted by ``2C``; with x removed (its slot left empty, the coupling the upper bound
-assumes) the same batch is shifted by ``C``. In units of the noise: ``(1/T) sum_t
-N(mu e_t, I)`` against ``(1/T) sum_t N(mu_q e_t, I)`` on ``R^T`` with ``mu = 2C/sigma``,
-``mu_q = C/sigma``. Its likelihood ratio is ``e^{-mu_q^2} sum W_t^2 / sum W_t`` (``W_t =
-e^{mu_q Y_t - mu_q^2 / 2}``): a ratio of two sums, so the reduction
-:class:`~plda.RandomAllocation` uses (a ratio linear in one sum of i.i.d. terms) does not
-apply. The largest coordinate ``Y`` is a post-processing of the output, so its pair is
-dominated by the epoch's in both directions, and its law is explicit (the sum over
-coordinates of discretized ``W_t^2`` is another post-processing with exact laws, better with
-much noise: :func:`~plda.epochs.cells.shifted_pair_cell_sum_laws`):
-
-.. math::
-
-    P(Y \le y) = F(y - \mu) F(y)^{T-1}, \qquad Q(Y \le y) = F(y - \mu_q) F(y)^{T-1}.
-
-For the CIFAR-sized epoch (``T = 195``, ``sigma = 1``) it gives ``epsilon(1e-5) = 3.839``
-where the full pair gives ``3.842`` (a per-``epsilon`` sufficient statistic, computed outside
-plda), and ``delta(0) = 0.108`` against ``0.117``.
-
-**The loss increases in y** (so the law of the loss is that of ``Y`` through it). Dividing
-both densities by ``f(y) F(y)^{T-1}``,
-
-.. math::
-
-    \frac{p_Y(y)}{q_Y(y)} = \frac{E_{\nu_y}[a_\mu(X)]}{E_{\nu_y}[a_{\mu_q}(X)]}, \qquad
-    \nu_y = \delta_y + \frac{T-1}{F(y)}\, f(x) 1\{x \le y\}\,dx,
-
-with ``a_m(x) = f(x - m) / f(x)`` (``F(y - m) = int_{x <= y} a_m f``). Tilting ``nu_y`` by
-``a_{mu_q}`` gives ``nu'_y`` proportional to ``a_{mu_q}(y) delta_y + (T-1) F(y)^{-1}
-f(x - mu_q) 1{x <= y} dx``, and the ratio is ``E_{nu'_y}[a_mu / a_{mu_q}]``. The function
-``a_mu / a_{mu_q} = f(x - mu) / f(x - mu_q)`` is nondecreasing for a log-concave ``f``
-(Gaussian, Laplace), and ``nu'_y`` is stochastically nondecreasing in ``y``: below ``y`` its
-cdf is ``(T-1) F(z - mu_q)`` over ``a_{mu_q}(y) F(y) + (T-1) F(y - mu_q)``, whose
-denominator is nondecreasing in ``y`` (``a_{mu_q}`` is nonnegative and nondecreasing when
-``mu_q >= 0``), and above ``y`` it is 1. So the ratio is nondecreasing; for the Gaussian
-strictly increasing, for the Laplace law constant (``e^{-(mu - mu_q)}``) for
-``y <= mu_q`` and strictly increasing above.
+The lower pair of a shuffled epoch whose other records sit at ``-C``
+(:class:`~plda.epochs.shuffled.ShuffledOppositeLowerBound`): ``(1/T) sum_t N(mu e_t, I)``
+against ``(1/T) sum_t N(mu_q e_t, I)`` with ``mu = 2C/sigma``, ``mu_q = C/sigma``, read through
+its largest coordinate (a post-processing, so dominated in both directions), whose loss is
+increasing in it. The pair and the proof: ``docs/howto/samplers.md`` ("How the shuffled bracket
+is certified").
 """
 
 from __future__ import annotations
@@ -75,19 +40,28 @@ def _check_shifts(name_p: str, shift_p: float, name_q: str, shift_q: float, num_
 
 @dataclass(frozen=True, eq=False)
 class MaxShiftPairLaw(MaxShiftLaw):
-    r"""Loss law of ``Y = max_t X_t``, ``X ~ N(mu e_J, I)`` (``P``) against
-    ``X ~ N(mu_q e_J, I)`` (``Q``), ``J`` uniform on ``T = num_steps`` coordinates,
-    ``0 <= mu_q < mu``.
+    """Loss law of the largest of ``T`` Gaussian coordinates, one shifted by ``mu`` or ``mu_q``.
 
-    .. math::
+    ``Y = max_t X_t``, ``X ~ N(mu e_J, I)`` (``P``) against ``X ~ N(mu_q e_J, I)`` (``Q``),
+    ``J`` uniform on the ``T`` coordinates. The loss
+    ``l(y) = log(e^{a_mu} + (T-1) R_mu) - log(e^{a_mu_q} + (T-1) R_mu_q)`` with
+    ``a_m(y) = m y - m^2/2`` and ``R_m(y) = Phi(y - m) / Phi(y)`` is increasing in ``y``, so the
+    law of the loss is that of ``Y`` through ``l`` (inverted by Newton from a table).
+    ``mu_q = 0`` is :class:`~plda.epochs.max_shift.MaxShiftLaw`.
 
-        \ell(y) = \log\big(e^{a_\mu(y)} + (T-1) R_\mu(y)\big)
-                - \log\big(e^{a_{\mu_q}(y)} + (T-1) R_{\mu_q}(y)\big),
+    Attributes
+    ----------
+    mu : float
+        The shift under ``P`` (``2C / sigma`` for the shuffled pair).
+    num_steps : int
+        The number of coordinates ``T``, at least 2.
+    mu_q : float
+        The shift under ``Q``, with ``0 <= mu_q < mu`` (``C / sigma``).
 
-    ``a_m(y) = m y - m^2/2``, ``R_m(y) = Phi(y - m) / Phi(y)``, increasing in ``y`` (module
-    docstring), inverted by safeguarded Newton; everything from ``log_ndtr`` (no ``1 - Phi``).
-    ``mu_q = 0`` is :class:`~plda.epochs.max_shift.MaxShiftLaw`. The tail points
-    are the parent's (``Phi(y - m) <= Phi(y)`` and the union bound hold for both shifts).
+    Raises
+    ------
+    ValueError
+        If the shifts are not finite with ``0 <= mu_q < mu``, or ``num_steps < 2``.
     """
 
     mu: float = 2.0
@@ -149,16 +123,29 @@ class MaxShiftPairLaw(MaxShiftLaw):
 
 @dataclass(frozen=True, eq=False)
 class LaplaceMaxShiftPairLaw(LaplaceMaxShiftLaw):
-    r"""Loss law of ``Y = max_t X_t``, ``X_t`` i.i.d. standard Laplace plus ``m`` (``P``) or
-    ``m_q`` (``Q``) on one uniformly random coordinate, ``0 <= m_q < m`` (shifts in units of
-    the scale).
+    """Loss law of the largest of ``T`` Laplace coordinates, one shifted by ``m`` or ``m_q``.
 
-    With ``A_s(y) = f(y - s) / f(y)`` and ``R_s(y) = F(y - s) / F(y)`` the loss is
-    ``log(A_m + (T-1) R_m) - log(A_{m_q} + (T-1) R_{m_q})``: constant ``-(m - m_q)`` for
+    ``X_t`` i.i.d. standard Laplace plus ``m`` (``P``) or ``m_q`` (``Q``) on one uniformly
+    random coordinate. With ``A_s = f(y - s) / f(y)`` and ``R_s = F(y - s) / F(y)`` the loss
+    ``log(A_m + (T-1) R_m) - log(A_{m_q} + (T-1) R_{m_q})`` is constant ``-(m - m_q)`` for
     ``y <= m_q`` (an atom, of masses ``F(m_q - m) F(m_q)^(T-1)`` under P and
-    ``F(m_q)^(T-1) / 2`` under Q), then strictly increasing (module docstring) towards
+    ``F(m_q)^(T-1) / 2`` under Q), then strictly increasing towards
     ``log((e^m + T - 1) / (e^{m_q} + T - 1))``. ``m_q = 0`` is
     :class:`~plda.epochs.max_shift.LaplaceMaxShiftLaw`.
+
+    Attributes
+    ----------
+    m : float
+        The shift under ``P``, in units of the scale.
+    num_steps : int
+        The number of coordinates ``T``, at least 2.
+    m_q : float
+        The shift under ``Q``, with ``0 <= m_q < m``.
+
+    Raises
+    ------
+    ValueError
+        If the shifts are not finite with ``0 <= m_q < m``, or ``num_steps < 2``.
     """
 
     m: float = 2.0
@@ -175,10 +162,12 @@ class LaplaceMaxShiftPairLaw(LaplaceMaxShiftLaw):
 
     @property
     def flat_end(self) -> float:
+        """The point up to which the loss is constant (the atom): ``m_q``."""
         return self.m_q
 
     @property
     def continuous_support(self):
+        """Support of the continuous part: ``(m_q - m, log((e^m + T - 1) / (e^m_q + T - 1)))``."""
         m, mq, t = self.m, self.m_q, self.num_steps
         # log((e^m + T - 1) / (e^{m_q} + T - 1)) without overflow for large shifts
         top = np.logaddexp(m, math.log(t - 1))

@@ -1,42 +1,11 @@
-"""Certified bracketing laws of ``S = W_1 + ... + W_t`` for random allocation of a Gaussian.
+"""Certified lattice laws of ``S = W_1 + ... + W_t``: random allocation's likelihood ratio ``S/t``.
 
-Random allocation of a record to one of ``t`` steps of a Gaussian with ``mu = sensitivity/sigma``
-has the remove pair ``P = (1/t) sum_i N(mu e_i, I)`` vs ``Q = N(0, I)``; its likelihood ratio is
-``dP/dQ = S / t`` with ``W_i = exp(mu Z_i - mu^2/2)`` i.i.d. under ``Q`` (lognormal, mean 1).
-Both hockey-stick curves are expectations under ``Q`` of *convex* functions of ``S``:
-
-* remove: ``delta(eps) = E_Q[(S/t - e^eps)_+]`` (increasing in ``S``),
-* add (the reversed pair): ``delta(eps) = E_Q[(1 - e^eps S/t)_+]`` (decreasing in ``S``).
-
-Upper version (a dominating pair): each ``W_i`` is replaced by a *mean-preserving spread* onto
-the lattice ``k w`` (the mass of cell ``[k w, (k+1) w)`` is split between its two ends so that
-its mean is kept), and the part above a cap ``B`` is spread to ``B`` and ``+inf`` (in the limit
-this is Q-mass at ``B`` and P-mass ``E[(W - B)_+]/t`` at loss ``+inf``). Partial sums above a
-cap are treated alike. By conditional Jensen, ``E f(S+) >= E f(S)`` for every convex ``f`` --
-so for both directions and every ``eps`` -- and ``E[S+] = E[S]`` keeps it a normalized pair:
-a pair whose hockey-stick curve dominates everywhere dominates in the Blackwell order, so
-compositions stay upper bounds.
-
-Lower versions (one per direction): each ``W_i`` is replaced by its conditional mean on its
-cell (conditional Jensen: ``E f(E[S|G]) <= E f(S)`` for convex ``f``), then moved onto a
-lattice ``j w + s`` with a shared offset ``s`` -- down for the remove direction (``f``
-increasing), up for the add direction (``f`` decreasing); see :func:`offset_lattices`. Mass
-above the caps is dropped (a sub-measure only lowers ``delta``). Both steps survive
-composition: the composed ``delta`` is ``E[(prod_j S_j/t - e^eps)_+]`` (remove) or
-``E[(R - e^eps prod_j S_j/t)_+]`` (add, ``R >= 0`` from the other factors) over the product of
-the ``Q``'s, convex and monotone in each epoch's ``S_j`` separately, so Jensen and the
-monotone moves apply one independent epoch at a time. The error is second order in ``w``.
-These are sub-normalized: plda's delta formulas ``sum_{l > eps} q_l (e^l - e^eps)`` never use
-the total mass, so they stay lower bounds.
-
-Floating point: each FFT convolution's error is bounded in L2 norm and entrywise (Higham's
-componentwise FFT bound and Parseval), part by part: the convolutions are split so that the
-far tail's error scales with the tail's mass (:mod:`plda._internal.convolve`). On the
-upper side it is charged as a Q-atom at ``S = 0``
-plus mean sent to ``S = +inf`` (which dominates any signed error for both convex functions,
-see :func:`sum_cells`); on the lower side the entrywise bound is subtracted from every entry.
-Adding a non-negative measure only raises every composed ``delta`` (the composed ``delta`` is
-a multilinear, non-negative integral), so these charges stay valid under composition.
+For random allocation to one of ``t`` steps the remove pair's likelihood ratio is ``S / t``, ``W_i``
+the i.i.d. per-step ratios under ``Q``, and both hockey-stick curves are ``Q``-expectations of
+convex functions of ``S``. The upper law spreads each ``W_i`` onto a lattice preserving its mean
+(conditional Jensen: a dominating pair); the lower laws move conditional means onto offset
+lattices (:func:`offset_lattices`). FFT errors are charged so that both stay certified under
+composition. The proofs: ``docs/howto/random-allocation.md`` ("How the bounds are certified").
 """
 
 from __future__ import annotations
@@ -52,13 +21,24 @@ from plda._internal.floats import UNIT_ROUNDOFF
 
 
 def normal_cell_masses(z: np.ndarray):
-    """``N(0, 1)`` masses of the cells ``[z_k, z_{k+1})`` (``z`` increasing, ``-inf`` allowed
-    first), the mass above the last edge, and a bound on each cell's absolute error.
+    """Standard normal masses of the cells ``[z_k, z_{k+1})``, with bounds on their errors.
+
     Differences are taken of the cdf below the median and of the sf above it (no cancellation
-    of numbers near 1). Error: a few ulps of each ``ndtr`` value, and each edge ``z`` is off by
-    a few ulps of ``|z|`` (a log, a constant added, a division), which moves the value by
-    ``phi(z)|dz| <= (1 + z^2) value * 4u`` (Mills ratio); ``16u(1 + z^2)`` per value covers
-    both."""
+    of numbers near 1). Error: a few ulps of each ``ndtr`` value, and each edge off by a few
+    ulps of ``|z|``, which moves the value by ``phi(z)|dz| <= (1 + z^2) value * 4u`` (Mills
+    ratio); ``16u(1 + z^2)`` per value covers both.
+
+    Parameters
+    ----------
+    z : ndarray
+        Increasing cell edges; ``-inf`` is allowed first.
+
+    Returns
+    -------
+    tuple
+        ``(masses, mass_above, errors)``: the cells' masses, the mass above the last edge, and
+        a bound on the absolute error of each cell's mass.
+    """
     lo = ndtr(z)
     hi = ndtr(-z)
     use_hi = hi[:-1] < lo[:-1]
@@ -70,10 +50,27 @@ def normal_cell_masses(z: np.ndarray):
 
 
 def lognormal_cells(mu: float, w: float, cells: int):
-    """Q-mass and first moment of ``W`` in the cells ``[k w, (k+1) w)``, ``k < cells``, the
-    mass and first moment above ``cells * w``, and bounds on the absolute error of each cell's
-    mass and moment. Uses ``P(W <= x) = Phi((log x + mu^2/2)/mu)`` and
-    ``E[W; W <= x] = Phi((log x - mu^2/2)/mu)`` (:func:`normal_cell_masses`)."""
+    """Cell masses and first moments of the lognormal ``W = exp(mu Z - mu^2/2)`` under ``Q``.
+
+    Uses ``Q(W <= x) = Phi((log x + mu^2/2)/mu)`` and
+    ``E_Q[W; W <= x] = Phi((log x - mu^2/2)/mu)`` (:func:`normal_cell_masses`).
+
+    Parameters
+    ----------
+    mu : float
+        ``sensitivity / sigma`` of the Gaussian step.
+    w : float
+        The cell width.
+    cells : int
+        The number of cells ``[k w, (k+1) w)``, ``k < cells``.
+
+    Returns
+    -------
+    tuple
+        ``(mass, moment, mass_above, moment_above, mass_err, moment_err)``: the Q-mass and
+        first moment of ``W`` in each cell, the mass and first moment above ``cells * w``, and
+        bounds on the absolute error of each cell's mass and moment.
+    """
     edges = np.arange(cells + 1) * w
     with np.errstate(divide="ignore"):
         logx = np.log(edges)
@@ -83,12 +80,30 @@ def lognormal_cells(mu: float, w: float, cells: int):
 
 
 def laplace_cells(epsilon0: float, w: float, origin: float, cells: int):
-    """:func:`lognormal_cells` for the Laplace base: ``W = e^L`` with ``L = |X| - |X - eps0|``
-    (unit scale), ``X ~ Lap(0, 1)`` under ``Q`` and ``Lap(eps0, 1)`` under ``P``, on the cells
-    ``[origin + k w, origin + (k+1) w)``. ``W`` lies in ``[a, b] = [e^-eps0, e^eps0]``, with
-    Q-atoms ``1/2`` at ``a`` and ``e^-eps0 / 2`` at ``b``; in between
-    ``Q(W >= x) = 1 / (2 sqrt(x e^eps0))`` and ``E_Q[W; W < x] = P(W < x) = sqrt(x e^-eps0) / 2``
-    (so ``E_Q[W; W >= x] = 1 - sqrt(x e^-eps0) / 2``, at least 1/2: no cancellation)."""
+    """:func:`lognormal_cells` for a Laplace step's likelihood ratio ``W = e^L``.
+
+    ``L = |X| - |X - eps0|`` (unit scale), ``X ~ Lap(0, 1)`` under ``Q``: ``W`` lies in
+    ``[a, b] = [e^-eps0, e^eps0]``, with Q-atoms ``1/2`` at ``a`` and ``e^-eps0 / 2`` at ``b``;
+    in between ``Q(W >= x) = 1 / (2 sqrt(x e^eps0))`` and
+    ``E_Q[W; W >= x] = 1 - sqrt(x e^-eps0) / 2`` (at least 1/2: no cancellation).
+
+    Parameters
+    ----------
+    epsilon0 : float
+        ``sensitivity / scale`` of the Laplace step.
+    w : float
+        The cell width.
+    origin : float
+        The left edge of the first cell.
+    cells : int
+        The number of cells ``[origin + k w, origin + (k+1) w)``.
+
+    Returns
+    -------
+    tuple
+        As :func:`lognormal_cells`: ``(mass, moment, mass_above, moment_above, mass_err,
+        moment_err)``.
+    """
     lo, hi = math.exp(-epsilon0), math.exp(epsilon0)
     edges = origin + np.arange(cells + 1) * w
     inside = (edges > lo) & (edges <= hi)
@@ -107,10 +122,23 @@ def laplace_cells(epsilon0: float, w: float, origin: float, cells: int):
 def offset_positions(mass, moment, mass_err, moment_err, w):
     """Where each cell of ``W`` goes in the lower lattices (see :func:`offset_lattices`).
 
-    Returns ``(q, remove_index, remove_offset, add_index, add_offset)``: the kept (rounded-down)
-    mass of each cell ``k`` and its per-term lattice index in each direction, at position
-    ``index * w + offset``; the remove position is at most the cell's conditional mean
-    ``E[W | cell k]``, the add position at least."""
+    Parameters
+    ----------
+    mass, moment : ndarray
+        The Q-mass and first moment (about the first cell's left edge) of each cell.
+    mass_err, moment_err : ndarray
+        Bounds on their absolute errors.
+    w : float
+        The cell width (the lattice step).
+
+    Returns
+    -------
+    tuple
+        ``(q, remove_index, remove_offset, add_index, add_offset)``: the kept (rounded-down)
+        mass of each cell ``k`` and its per-term lattice index in each direction, at position
+        ``index * w + offset``; the remove position is at most the cell's conditional mean
+        ``E[W | cell k]``, the add position at least.
+    """
     k = np.arange(len(mass))
     with np.errstate(divide="ignore", invalid="ignore"):
         m = (moment - k * w * mass) / mass
@@ -139,18 +167,30 @@ def offset_positions(mass, moment, mass_err, moment_err, w):
 
 
 def offset_lattices(mass, moment, mass_err, moment_err, w):
-    """Per-term lower lattices: ``W`` is replaced by its conditional mean ``mu_k`` on its cell
-    ``k`` (conditional Jensen: ``E f(E[S|G]) <= E f(S)`` for convex ``f``; applied to one epoch's
-    variable at a time, it survives composition), then moved to the lattice ``j w + s`` -- down
-    for the remove direction (``f`` increasing), up for the add direction (``f`` decreasing).
-    The offset ``s`` is shared by all cells (so the sum of ``t`` terms stays on a lattice, at
-    offset ``t s``); a cell whose mean lies on the wrong side of ``k w + s`` moves one more
-    step; ``s`` is chosen to lose the least mean. The error is second order in ``w`` where the
-    density of ``W`` is smooth (its conditional mean then sits ``w/2 + O(w^2)`` into a cell).
-    Returns ``(remove_masses, remove_offset, add_masses, add_offset)``.
+    """Per-term lower lattices: conditional means moved down (remove) or up (add) to ``j w + s``.
 
-    Cells whose conditional mean is not known to ``w/4`` (tiny mass) are dropped (a sub-measure
-    only lowers every ``delta``)."""
+    ``W`` is replaced by its conditional mean on its cell (conditional Jensen:
+    ``E f(E[S|G]) <= E f(S)`` for convex ``f``), then moved to the lattice ``j w + s``, down for
+    the remove direction (``f`` increasing), up for the add direction. The offset ``s`` is
+    shared by all cells (a sum of ``t`` terms stays on a lattice) and chosen to lose the least
+    mean. Cells whose conditional mean is not known to ``w/4`` (tiny mass) are dropped (a
+    sub-measure only lowers every ``delta``).
+
+    Parameters
+    ----------
+    mass, moment : ndarray
+        The Q-mass and first moment (about the first cell's left edge) of each cell.
+    mass_err, moment_err : ndarray
+        Bounds on their absolute errors.
+    w : float
+        The cell width (the lattice step).
+
+    Returns
+    -------
+    tuple
+        ``(remove_masses, remove_offset, add_masses, add_offset)``: lattice masses at
+        positions ``j w + offset``.
+    """
     q, j_rem, off_rem, j_add, off_add = offset_positions(mass, moment, mass_err, moment_err, w)
     remove = np.zeros(len(mass) + 1)
     np.add.at(remove, j_rem, q)
@@ -183,24 +223,67 @@ def _cap_upper(dist, cap, w):
 
 
 def sum_laws(mu: float, t: int, w: float, w_cap: float):
-    """:func:`sum_cells` for the Gaussian base (``W`` lognormal, lattice from 0)."""
+    """:func:`sum_cells` for the Gaussian base (``W`` lognormal, lattice from 0).
+
+    Parameters
+    ----------
+    mu : float
+        ``sensitivity / sigma`` of the Gaussian step.
+    t : int
+        The number of terms (steps per epoch).
+    w : float
+        The lattice step.
+    w_cap : float
+        The cap of one term: cells cover ``[0, w_cap]``, the rest is lumped above.
+
+    Returns
+    -------
+    tuple
+        As :func:`sum_cells`.
+    """
     cells = int(math.ceil(w_cap / w))
     return sum_cells(lognormal_cells(mu, w, cells), t, w, math.sqrt(math.expm1(mu * mu)))
 
 
 def sum_cells(cell_data, t: int, w: float, sd: float, origin: float = 0.0,
               lower_cells=None, lower_origin: float | None = None, s_cap_sd: float = 12.0):
-    """Lattice laws (step ``w``) of ``S = W_1 + ... + W_t`` under ``Q``, from the cells
-    ``[origin + k w, origin + (k+1) w)`` of ``W`` (``cell_data`` as returned by
-    :func:`lognormal_cells`; ``sd`` at least the standard deviation of ``W``). Returns
-    ``(upper, upper_offset, inf_mean, lower_remove, lower_add)``: ``upper`` (positions
-    ``k w + upper_offset``) is a mean-preserving spread of ``S`` except for the mean
-    ``inf_mean`` sent to ``+inf``, and each lower side is a pair ``(masses, offset)``
-    (positions ``k w + offset``) below ``S`` in the order that matters for its direction (see
-    :func:`offset_lattices`), on the mass it keeps. The lower sides may use their own cells
-    (``lower_cells`` from ``lower_origin``, same step and count): atoms of ``W`` belong on
-    lattice points for the upper side (a spread would move them) and at cell centres for the
-    lower ones (where the shared offset lands)."""
+    """Certified lattice laws (step ``w``) of ``S = W_1 + ... + W_t`` under ``Q``.
+
+    The per-term lattices (a mean-preserving spread above, :func:`offset_lattices` below) are
+    convolved by binary powering with split FFTs; each product's certified error is charged
+    as a Q-atom at ``S = 0`` plus mean sent to ``+inf`` (upper) or subtracted from every entry
+    (lower), which keeps both sides certified under composition
+    (``docs/howto/random-allocation.md``, "How the bounds are certified").
+
+    Parameters
+    ----------
+    cell_data : tuple
+        The cells ``[origin + k w, origin + (k+1) w)`` of ``W``, as returned by
+        :func:`lognormal_cells`.
+    t : int
+        The number of terms.
+    w : float
+        The lattice step (the cell width).
+    sd : float
+        At least the standard deviation of ``W`` (sets the caps of the partial sums).
+    origin : float, optional
+        The left edge of the first cell.
+    lower_cells : tuple, optional
+        Cells for the lower sides (same step and count): atoms of ``W`` belong on lattice
+        points for the upper side and at cell centres for the lower ones. None: ``cell_data``.
+    lower_origin : float, optional
+        The left edge of the first of ``lower_cells``.
+    s_cap_sd : float, optional
+        Standard deviations of a partial sum kept above its mean before it is capped.
+
+    Returns
+    -------
+    tuple
+        ``(upper, upper_offset, inf_mean, lower_remove, lower_add)``: ``upper`` (positions
+        ``k w + upper_offset``) is a mean-preserving spread of ``S`` except for the mean
+        ``inf_mean`` sent to ``+inf``; each lower side is a pair ``(masses, offset)``
+        (positions ``k w + offset``) below ``S`` in the order that matters for its direction.
+    """
     mass, moment, mass_above, moment_above, mass_err, moment_err = _about(cell_data, origin)
     cells = len(mass)
     upper = _spread(mass, moment, w)
@@ -286,8 +369,29 @@ def _about(cell_data, origin: float):
 
 
 def delta_bracket(mu: float, t: int, epsilon: float, w: float, w_cap: float):
-    """``(lower, upper)`` on ``delta(epsilon)`` of one allocation epoch, remove direction, read
-    directly off the lattice laws of :func:`sum_laws` (``delta = E_Q[(S/t - e^eps)_+]``)."""
+    """Bounds on ``delta(epsilon)`` of one allocation epoch (remove), read off the lattice laws.
+
+    ``delta = E_Q[(S/t - e^eps)_+]`` evaluated on the laws of :func:`sum_laws`, without the
+    engine (a cross-check of it).
+
+    Parameters
+    ----------
+    mu : float
+        ``sensitivity / sigma`` of the Gaussian step.
+    t : int
+        Steps per epoch.
+    epsilon : float
+        The ``epsilon`` at which ``delta`` is bounded.
+    w : float
+        The lattice step.
+    w_cap : float
+        The cap of one term (as in :func:`sum_laws`).
+
+    Returns
+    -------
+    tuple of float
+        ``(lower, upper)`` on ``delta(epsilon)``.
+    """
     upper, _, inf_mean, (low_r, off_r), _ = sum_laws(mu, t, w, w_cap)
     ratio_u = np.arange(len(upper)) * (w / t)
     ratio_l = np.maximum(np.arange(len(low_r)) * w + off_r, 0.0) / t

@@ -1,17 +1,11 @@
 """Plots of privacy guarantees (matplotlib is an optional extra: ``pip install plda[plot]``).
 
-Importing :mod:`plda` or this package never imports matplotlib; each function imports it when
-called, takes an optional ``ax`` and returns the Axes it drew on. The functions that plot a
-composition accept a :class:`~plda.pld.PrivacyLossDistribution`, a
-:class:`~plda.PLDAccountant` or an adapter holding one (Opacus's
-``PLDOpacusAccountant``, dp_accounting's ``PLDPrivacyAccountant``). Every function takes
-``color``, ``linestyle`` and ``label`` and draws a compact legend, so that several calls
-overlay on one axes (a paper figure); ``dir(plda.plot)`` lists them.
-
-What is drawn as data is certified: the band between the bounds has both edges drawn and the
-legend entry "certified bounds [lower, upper]" (with its width where it is thinner than the
-line); on log axes, stretches the bounds do not resolve are marked as numerical floors instead
-of being drawn as curves (see :mod:`plda.plot.common`).
+Each function imports matplotlib when called, takes an optional ``ax`` and returns the Axes it
+drew on; those that plot a composition accept a :class:`~plda.pld.PrivacyLossDistribution`, a
+:class:`~plda.PLDAccountant` or an adapter holding one. Every function takes ``color``,
+``linestyle`` and ``label`` and draws a compact legend, so that several calls overlay on one
+axes (a paper figure); ``dir(plda.plot)`` lists them. What is drawn as data is certified: the
+rules are in ``docs/tradeoff.md`` ("Plots").
 """
 
 from importlib import import_module as _import_module

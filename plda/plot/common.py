@@ -1,21 +1,10 @@
-"""Shared drawing rules of :mod:`plda.plot`: what a plot may show as data, and how it shows a
-certified band.
+"""Shared drawing rules of :mod:`plda.plot`: what a plot may show as data, and how.
 
-Rules (what a reader of a published figure can rely on):
-
-* every curve drawn as data is a certified bound; the band between the certified lower and
-  upper bounds is filled, its two edges drawn, and its legend entry says what it is
-  (:data:`BAND_LABEL`); where the band is thinner than the line, the legend states its width;
-* on a logarithmic axis a point is drawn only where it is *resolved*: the lower bound is
-  positive and the bounds are less than :data:`RESOLVED_RATIO` apart. Elsewhere the upper bound
-  is set by the numerics (FFT rounding, truncated tails, underflow), not by the mechanism, and
-  a plot marks that level as a floor instead of drawing it as a curve (a lower bound of 0 is
-  never drawn on a log axis);
-* several calls overlay on one axes (a paper figure): each curve takes its ``color``,
-  ``linestyle`` and ``label``, shared reference lines are drawn once, and
-  :func:`compact_legend` lists each entry once (one band entry for all bands).
-
-matplotlib is imported only when a plot is drawn.
+Every curve drawn as data is a certified bound, the band between the bounds filled with both
+edges drawn (:func:`draw_band`); on a log axis a point is drawn only where it is
+:func:`resolved`, the rest marked as numerical floors (:func:`draw_floors`); several calls
+overlay on one axes with one :func:`compact_legend`. The rules as a reader of a figure sees
+them: ``docs/tradeoff.md`` ("Plots"). matplotlib is imported only when a plot is drawn.
 """
 
 from __future__ import annotations
@@ -62,7 +51,20 @@ CURVE_GID = "plda-curve"
 
 
 def new_axes(ax, figsize=(6, 4.5)):
-    """``ax``, or the axes of a new figure when ``ax`` is ``None``."""
+    """``ax``, or the axes of a new figure when ``ax`` is ``None``.
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes or None
+        The axes to draw on.
+    figsize : tuple of float, optional
+        Size of a new figure, in inches.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        ``ax`` or the new axes.
+    """
     if ax is not None:
         return ax
     import matplotlib.pyplot as plt  # optional dependency: imported only when plotting
@@ -72,8 +74,18 @@ def new_axes(ax, figsize=(6, 4.5)):
 
 
 def record_of(value) -> PLDAccountant | None:
-    """The :class:`~plda.PLDAccountant` behind ``value``: itself, or the ``accountant`` of an
-    adapter (the Opacus and dp_accounting adapters); ``None`` for anything else.
+    """The :class:`~plda.PLDAccountant` behind ``value``, if any.
+
+    Parameters
+    ----------
+    value : object
+        What a plot was given.
+
+    Returns
+    -------
+    PLDAccountant or None
+        ``value`` itself, or the ``accountant`` of an adapter (the Opacus and dp_accounting
+        adapters); None for anything else.
 
     Raises
     ------
@@ -96,11 +108,27 @@ def record_of(value) -> PLDAccountant | None:
 
 
 def as_pld(value, name: str = "pld") -> PrivacyLossDistribution:
-    """The :class:`~plda.pld.PrivacyLossDistribution` of ``value``: a PLD itself, or the history
-    of a :class:`~plda.PLDAccountant` or of an adapter holding one (its ``pld``, at
-    the accountant's accuracy; see :func:`record_of`).
+    """The :class:`~plda.pld.PrivacyLossDistribution` of what a plot was given.
 
-    Raises ``TypeError`` for anything else and ``ValueError`` for an accountant with no steps.
+    Parameters
+    ----------
+    value : PrivacyLossDistribution or PLDAccountant or adapter
+        A PLD, or a :class:`~plda.PLDAccountant` or an adapter holding one (see
+        :func:`record_of`).
+    name : str, optional
+        The argument's name, for the message.
+
+    Returns
+    -------
+    PrivacyLossDistribution
+        ``value`` itself, or the accountant's ``pld`` (at its accuracy).
+
+    Raises
+    ------
+    TypeError
+        For anything else.
+    ValueError
+        For an accountant with no steps, or an adapter that accounts one-pass epochs.
     """
     if isinstance(value, PrivacyLossDistribution):
         return value
@@ -114,8 +142,20 @@ def as_pld(value, name: str = "pld") -> PrivacyLossDistribution:
 
 
 def curve_color(ax, color=None):
-    """``color``, or the next colour of the cycle (``"C0"``, ``"C1"``, ...) after the certified
-    curves already on ``ax``: several calls on one axes get distinct colours."""
+    """``color``, or the next colour of the cycle after the certified curves already on ``ax``.
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+        The axes drawn on.
+    color : str, optional
+        The colour asked for.
+
+    Returns
+    -------
+    str
+        ``color``, or ``"C0"``, ``"C1"``, ...: several calls on one axes get distinct colours.
+    """
     if color is not None:
         return color
     drawn = sum(1 for line in ax.get_lines() if line.get_gid() == CURVE_GID)
@@ -123,9 +163,24 @@ def curve_color(ax, color=None):
 
 
 def style_of(value, key: str, default):
-    """The style of curve ``key`` in a plot of several curves: ``default`` when ``value`` is
-    ``None``, ``value[key]`` (or ``default``) when it is a mapping, else ``value`` (one style
-    for every curve of the call)."""
+    """The style of curve ``key`` in a plot of several curves.
+
+    Parameters
+    ----------
+    value : object
+        What the caller gave: None, one style for every curve of the call, or a mapping from
+        a curve to its style.
+    key : str
+        The curve.
+    default : object
+        Its own style.
+
+    Returns
+    -------
+    object
+        ``default`` when ``value`` is None, ``value[key]`` (or ``default``) when it is a
+        mapping, else ``value``.
+    """
     if value is None:
         return default
     if isinstance(value, Mapping):
@@ -134,20 +189,58 @@ def style_of(value, key: str, default):
 
 
 def drawn_once(ax, label: str) -> bool:
-    """Whether a line labelled ``label`` is on ``ax`` already (a reference line that an
-    overlaid call must not draw, and list, twice)."""
+    """Whether a line labelled ``label`` is on ``ax`` already.
+
+    A reference line that an overlaid call must not draw, and list, twice.
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+        The axes drawn on.
+    label : str
+        The line's legend entry.
+
+    Returns
+    -------
+    bool
+        True if such a line is drawn.
+    """
     return any(line.get_label() == label for line in ax.get_lines())
 
 
 def resolved(lower: np.ndarray, upper: np.ndarray, ratio: float = RESOLVED_RATIO) -> np.ndarray:
-    """Points drawable on a log axis: ``0 < lower`` and ``upper <= ratio * lower``."""
+    """Points drawable on a log axis: ``0 < lower`` and ``upper <= ratio * lower``.
+
+    Parameters
+    ----------
+    lower, upper : array_like
+        The certified bounds at each point.
+    ratio : float, optional
+        The largest ``upper / lower`` drawn as a curve.
+
+    Returns
+    -------
+    numpy.ndarray of bool
+        The mask of resolved points.
+    """
     lower = np.asarray(lower, dtype=float)
     upper = np.asarray(upper, dtype=float)
     return (lower > 0) & (upper <= ratio * lower)
 
 
 def runs(mask: np.ndarray) -> list[tuple[int, int]]:
-    """Maximal runs ``(first, last)`` (inclusive indices) of ``True`` in ``mask``."""
+    """Maximal runs of ``True`` in ``mask``.
+
+    Parameters
+    ----------
+    mask : array_like of bool
+        The points.
+
+    Returns
+    -------
+    list of (int, int)
+        ``(first, last)`` of each run (inclusive indices).
+    """
     padded = np.concatenate([[False], np.asarray(mask, dtype=bool), [False]])
     edges = np.flatnonzero(np.diff(padded.astype(np.int8)))
     return [(int(a), int(b) - 1) for a, b in zip(edges[::2], edges[1::2], strict=True)]
@@ -155,10 +248,33 @@ def runs(mask: np.ndarray) -> list[tuple[int, int]]:
 
 def draw_band(ax, x, lower, upper, *, primary: str, label: str, color: str, show=None,
               marker: str | None = None, linestyle: str = "-"):
-    """Draw a certified band: the ``primary`` bound (``"upper"`` or ``"lower"``) as a labelled
-    line (``gid`` :data:`CURVE_GID`), the other edge as a thin line, both in ``linestyle``,
-    and the fill between them labelled :data:`BAND_LABEL`. ``show`` (a mask) limits all three
-    to those points (the others become gaps). Returns ``(primary line, band)``."""
+    """Draw a certified band: the primary bound as a line, the other edge thin, the fill between.
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+        The axes drawn on.
+    x, lower, upper : array_like
+        The points and the certified bounds at each.
+    primary : str
+        ``"upper"`` or ``"lower"``: the bound drawn as a labelled line (``gid``
+        :data:`CURVE_GID`).
+    label : str
+        Its legend entry (the fill's is :data:`BAND_LABEL`).
+    color : str
+        The colour of all three.
+    show : array_like of bool, optional
+        Limits all three to those points (the others become gaps); None: every point.
+    marker : str, optional
+        A marker on the primary line.
+    linestyle : str, optional
+        The style of both lines.
+
+    Returns
+    -------
+    tuple
+        ``(primary line, band)``: the ``Line2D`` and the fill.
+    """
     x = np.asarray(x, dtype=float)
     lower = np.asarray(lower, dtype=float)
     upper = np.asarray(upper, dtype=float)
@@ -177,11 +293,24 @@ def draw_band(ax, x, lower, upper, *, primary: str, label: str, color: str, show
 
 
 def describe_band(ax, band, x, lower, upper, *, linewidth: float, relative: bool = True) -> None:
-    """Where the band between ``lower`` and ``upper`` (finite points) is thinner than
-    ``linewidth`` points at the axes' current size and limits, state its largest width there in
-    its legend entry: ``(upper - lower) / upper`` if ``relative``, else ``upper - lower``.
+    """State a band's largest width in its legend entry where it is thinner than the line.
 
-    Call after the limits and scales are set (a later change of either is not tracked)."""
+    Thinner than ``linewidth`` points at the axes' current size and limits (finite points
+    only). Call after the limits and scales are set (a later change is not tracked).
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+        The axes drawn on.
+    band : matplotlib.collections.PolyCollection
+        The fill of :func:`draw_band`, whose label is changed.
+    x, lower, upper : array_like
+        The points and the certified bounds at each.
+    linewidth : float
+        The line's width, in points.
+    relative : bool, optional
+        State ``(upper - lower) / upper``; False: ``upper - lower``.
+    """
     x = np.asarray(x, dtype=float)
     lower = np.asarray(lower, dtype=float)
     upper = np.asarray(upper, dtype=float)
@@ -210,9 +339,30 @@ def describe_band(ax, band, x, lower, upper, *, linewidth: float, relative: bool
 
 
 def draw_floors(ax, x, upper, unresolved, *, quantity: str, label: str | None = None) -> list:
-    """Mark each run of ``unresolved`` points by a dashed level: the largest certified upper
-    bound in the run (a valid bound on the whole run, the curve being monotone), drawn over the
-    run's points. Returns the drawn levels."""
+    """Mark each run of ``unresolved`` points by a dashed level, the numerical floor there.
+
+    The level is the largest certified upper bound in the run (a valid bound on the whole run,
+    the curve being monotone), drawn over the run's points only.
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+        The axes drawn on.
+    x, upper : array_like
+        The points and the certified upper bound at each.
+    unresolved : array_like of bool
+        The points not drawn as a curve.
+    quantity : str
+        What is bounded, for the legend (``"δ"``).
+    label : str, optional
+        The legend entry of the first level (default: "numerical floor: only ... certified
+        here").
+
+    Returns
+    -------
+    list of float
+        The levels drawn.
+    """
     x = np.asarray(x, dtype=float)
     upper = np.asarray(upper, dtype=float)
     levels = []
@@ -233,10 +383,23 @@ _THIN = re.compile(r"\(thinner than the line: (?P<what>.+) ≤ (?P<width>[^)]+)\
 
 
 def compact_legend(ax, **kwargs):
-    """A compact legend (small type, tight spacing) listing each entry once: repeated labels
-    (reference lines of overlaid calls) once, every certified band as one entry (its largest
-    width where thinner than the line; a grey patch when the bands differ in colour), every
-    numerical floor as one. ``kwargs`` go to ``ax.legend`` (``loc``, ...). Returns the legend.
+    """A compact legend (small type, tight spacing) listing each entry once.
+
+    Repeated labels (reference lines of overlaid calls) once, every certified band as one
+    entry (its largest width where thinner than the line; a grey patch when the bands differ
+    in colour), every numerical floor as one.
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+        The axes drawn on.
+    **kwargs
+        Passed to ``ax.legend`` (``loc``, ...).
+
+    Returns
+    -------
+    matplotlib.legend.Legend
+        The legend.
     """
     from matplotlib.patches import Patch  # optional dependency: imported only when plotting
 

@@ -34,9 +34,10 @@ def composition_comparison(
     color=None,
     linestyle=None,
 ):
-    """Plot total epsilon against the number ``k`` of ``(epsilon, delta)``-DP steps, for each
-    composition theorem, at total delta ``k delta + delta_slack`` (the accounting of advanced
-    composition), in the manner of the figures of Kairouz, Oh & Viswanath (2015).
+    """Plot total epsilon against the number ``k`` of ``(epsilon, delta)``-DP steps, per theorem.
+
+    At total delta ``k delta + delta_slack`` (the accounting of advanced composition), in the
+    manner of the figures of Kairouz, Oh & Viswanath (2015).
 
     Curves: basic composition ``k epsilon``; advanced composition (DRV10,
     :func:`plda.theorems.advanced`); the KOV bound (:func:`plda.theorems.advanced_kov`, whose own
@@ -46,18 +47,20 @@ def composition_comparison(
 
     Parameters
     ----------
-    epsilon, delta
-        The per-step guarantee.
-    max_steps
+    epsilon : float, optional
+        The per-step epsilon.
+    delta : float, optional
+        The per-step delta.
+    max_steps : int, optional
         Largest ``k`` on the horizontal axis.
-    delta_slack
+    delta_slack : float, optional
         ``delta'`` in ``delta_total = k delta + delta'``; must be in (0, 1 - max_steps delta).
-    pld_steps
+    pld_steps : sequence of int, optional
         Values of ``k`` at which to mark the PLD optimum (``None``: no markers).
-    ax
+    ax : matplotlib.axes.Axes, optional
         A matplotlib axes to draw on (default: a new figure); calls on one axes overlay (e.g.
         two per-step guarantees, told apart by ``linestyle`` and ``label``).
-    label
+    label : str, optional
         Names this call's curves in the legend: each entry reads ``"label: ..."`` (default: no
         name).
     color, linestyle
@@ -68,7 +71,8 @@ def composition_comparison(
 
     Returns
     -------
-    The matplotlib axes.
+    matplotlib.axes.Axes
+        The axes drawn on.
 
     Raises
     ------

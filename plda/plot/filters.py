@@ -27,18 +27,20 @@ def filter_comparison(
     comparison: FilterComparison | None = None, *, ax=None, label: str | None = None,
     color=None, linestyle=None, **kwargs,
 ):
-    """Plot the number of pure ε₀-steps (e.g. Laplace queries) each privacy filter allows before
-    its budget is spent, against ε₀, next to the non-adaptive optimum — the privacy-filters
-    tutorial's "number of runs before the budget is spent" figure, for every filter.
+    """Plot the number of pure ε₀-steps each privacy filter allows before its budget is spent.
+
+    Against ε₀ (e.g. of Laplace queries), next to the non-adaptive optimum: the
+    privacy-filters tutorial's "number of runs before the budget is spent" figure, for every
+    filter.
 
     Parameters
     ----------
-    comparison
+    comparison : FilterComparison, optional
         A :class:`plda.filters.FilterComparison`; by default ``compare_filters(**kwargs)``.
-    ax
+    ax : matplotlib.axes.Axes, optional
         A matplotlib axes to draw on (default: a new figure); calls on one axes overlay (e.g.
         two budgets, told apart by ``linestyle`` and ``label``).
-    label
+    label : str, optional
         Names this call's columns in the legend: each entry reads ``"label: column"``
         (default: the column's name alone).
     color, linestyle
@@ -49,9 +51,17 @@ def filter_comparison(
 
     Returns
     -------
-    The matplotlib axes. Zero counts (a filter that refuses even one step) have no place on the
-    logarithmic axis: each is marked by a cross below 1 (one row per column, in its colour)
-    (``None``, a column not computed, is not drawn).
+    matplotlib.axes.Axes
+        The axes drawn on. Zero counts (a filter that refuses even one step) have no place on
+        the logarithmic axis: each is marked by a cross below 1 (one row per column, in its
+        colour); ``None`` (a column not computed) is not drawn.
+
+    Raises
+    ------
+    TypeError
+        If ``comparison`` is not a ``FilterComparison``, or is given with ``kwargs``.
+    ValueError
+        From :func:`plda.filters.compare_filters`, for arguments out of range.
     """
     import matplotlib.pyplot as plt  # optional dependency: imported only when plotting
 

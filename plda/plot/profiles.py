@@ -1,9 +1,7 @@
-"""Plots of a composition's privacy: tradeoff curve and privacy profile (epsilon against
-training steps is :mod:`plda.plot.steps`).
+"""Plots of a composition's privacy: its tradeoff curve and its privacy profile.
 
-matplotlib is optional: it is imported inside each function. Every function draws on ``ax`` (a
-new figure when ``None``) and returns the axes; calls on one axes overlay (``color``,
-``linestyle``, ``label`` per curve, one compact legend).
+Epsilon against training steps is :mod:`plda.plot.steps`. Every function draws on ``ax`` (a
+new figure when ``None``) and returns the axes; calls on one axes overlay.
 """
 
 from __future__ import annotations
@@ -49,8 +47,9 @@ def tradeoff(
     color: str | None = None,
     linestyle: str = "-",
 ):
-    """Tradeoff curve ``beta = f(alpha)`` of the composition (Dong, Roth & Su 2019): the
-    certified lower bound as a line, the certified upper bound as a thin line and the band
+    """Plot the tradeoff curve ``beta = f(alpha)`` of the composition (Dong, Roth & Su 2019).
+
+    The certified lower bound as a line, the certified upper bound as a thin line and the band
     between them shaded (legend ``"certified bounds [lower, upper]"``, with its width when it is
     thinner than the line), the ideal ``beta = 1 - alpha`` (perfect privacy) dotted and, with
     ``reference_mu``, the ``mu``-GDP curve ``G_mu(alpha) = Phi(Phi^-1(1 - alpha) - mu)`` dashed.
@@ -94,13 +93,16 @@ def tradeoff(
 
     Returns
     -------
-    The matplotlib axes.
+    matplotlib.axes.Axes
+        The axes drawn on.
 
     Raises
     ------
-    TypeError, ValueError
-        ``pld`` of another type or an empty accountant, a ``reference_mu`` that is negative or
-        infinite, an ``alpha`` outside [0, 1] (or without a positive value for ``log_scale``).
+    TypeError
+        If ``pld`` is of another type.
+    ValueError
+        For an empty accountant, a ``reference_mu`` that is negative or infinite, or an
+        ``alpha`` outside [0, 1] (or without a positive value for ``log_scale``).
     """
     pld = as_pld(pld)
     if reference_mu is not None:
@@ -178,8 +180,10 @@ def privacy_profile(
     color: str | None = None,
     linestyle: str = "-",
 ):
-    """Privacy profile ``delta(epsilon)`` (the hockey-stick divergence) on a logarithmic
-    ``delta`` axis, drawn only where the certified bounds resolve it.
+    """Plot the privacy profile ``delta(epsilon)`` on a log axis, where the bounds resolve it.
+
+    ``delta(epsilon)`` is the hockey-stick divergence; it is drawn only where the certified
+    bounds resolve it.
 
     The bounds are those of the composition's current grid (the one
     :meth:`~plda.PrivacyLossDistribution.discrete` returns) and, where these are not resolved,
@@ -230,13 +234,15 @@ def privacy_profile(
 
     Returns
     -------
-    The matplotlib axes.
+    matplotlib.axes.Axes
+        The axes drawn on.
 
     Raises
     ------
-    TypeError, ValueError
-        ``pld`` of another type or an empty accountant, a ``resolved_ratio`` not above 1, a
-        ``refine`` that is not a bool, a negative ``epsilon``.
+    TypeError
+        If ``pld`` is of another type, or ``refine`` is not a bool.
+    ValueError
+        For an empty accountant, a ``resolved_ratio`` not above 1, or a negative ``epsilon``.
     """
     pld = as_pld(pld)
     resolved_ratio = check.positive_float("resolved_ratio", resolved_ratio)

@@ -1,14 +1,9 @@
-"""Epsilon against the number of training steps: the certified PLD band alone, or beside RDP
-accounting and the Gaussian-DP central limit.
+"""Epsilon against training steps: the certified PLD band, alone or beside RDP and the GDP limit.
 
-The first argument is either *one step* (a mechanism, repeated ``k`` times for each ``k`` on
-the axis) or a *record of steps* (an accountant or an adapter holding one, or a PLD of one
-mechanism): then the point at ``k`` is the privacy of the first ``k`` recorded steps, never of
-the record repeated. Steps are training steps, counted as ``len(accountant)`` counts them: an
-epoch of an epoch sampler (:class:`~plda.Shuffled`, :class:`~plda.RandomAllocation`) is its
-``num_steps`` steps, so its points fall on whole epochs. Calls on one axes overlay
-(``color``, ``linestyle``, ``label``, one compact legend). matplotlib is optional: it is
-imported when a plot is drawn.
+The first argument is either *one step* (a mechanism, repeated ``k`` times) or a *record of
+steps* (an accountant or an adapter holding one, or a PLD of one mechanism), read at its first
+``k`` steps (:func:`step_source`). Steps are training steps, as ``len(accountant)`` counts
+them: an epoch of an epoch sampler is its ``num_steps`` steps.
 """
 
 from __future__ import annotations
@@ -58,12 +53,12 @@ class StepSource:
 
     Attributes
     ----------
-    history
+    history : tuple of (Mechanism, int)
         Run-length ``((mechanism, count), ...)`` in the order recorded; for one step repeated,
         ``((mechanism, 1),)``.
-    relation
+    relation : str
         Neighbouring relation of the record.
-    repeated
+    repeated : bool
         True when ``history`` is one step to repeat (any ``k``), False when it is a record whose
         first ``k`` steps are read (``k`` at most :attr:`recorded`).
 
@@ -81,8 +76,24 @@ class StepSource:
         return sum(count * training_steps(mechanism) for mechanism, count in self.history)
 
     def first(self, steps: int) -> tuple:
-        """Run-length components of the first ``steps`` training steps (the one step repeated
-        when :attr:`repeated`); ``ValueError`` beyond the record or inside an epoch."""
+        """Run-length components of the first ``steps`` training steps.
+
+        Parameters
+        ----------
+        steps : int
+            Training steps.
+
+        Returns
+        -------
+        tuple of (Mechanism, int)
+            The first ``steps`` steps of the record (the one step repeated when
+            :attr:`repeated`).
+
+        Raises
+        ------
+        ValueError
+            If ``steps`` is beyond the record or ends inside an epoch.
+        """
         if self.repeated:
             ((mechanism, _),) = self.history
             return ((mechanism, _runs(mechanism, steps, steps)),)
@@ -101,8 +112,25 @@ class StepSource:
         return tuple(out)
 
     def pld(self, steps: int, accuracy: float) -> PrivacyLossDistribution:
-        """The PLD of the first ``steps`` steps at ``accuracy`` (its lower bound comes from the
-        realized pairs, as the accountant's does)."""
+        """The PLD of the first ``steps`` steps at ``accuracy``.
+
+        Parameters
+        ----------
+        steps : int
+            Training steps.
+        accuracy : float
+            Target relative gap of its epsilon bounds.
+
+        Returns
+        -------
+        PrivacyLossDistribution
+            Its lower bound comes from the realized pairs, as the accountant's does.
+
+        Raises
+        ------
+        ValueError
+            As :meth:`first`.
+        """
         return PrivacyLossDistribution(self.first(steps), self.relation, accuracy)
 
 
@@ -126,6 +154,16 @@ def step_source(value) -> StepSource:
     adapters), and a PLD of a single mechanism (``count`` runs of it). A PLD of several
     mechanisms has no order among its runs and is refused, as is an Opacus adapter that
     accounts one-pass epochs (its guarantee is per epoch, not per step).
+
+    Parameters
+    ----------
+    value : Mechanism or PLDAccountant or adapter or PrivacyLossDistribution
+        The plot's first argument.
+
+    Returns
+    -------
+    StepSource
+        What the plot reads.
 
     Raises
     ------
@@ -186,12 +224,13 @@ def epsilon_vs_steps(
     color: str | None = None,
     linestyle: str = "-",
 ):
-    """Certified ``epsilon(delta)`` against the number of training steps: the upper bound as a
-    line with markers, the lower bound as a thin line and the band between them (legend
-    ``"certified bounds [lower, upper]"``, with its relative width when it is thinner than the
-    line). One engine call per ``steps`` value (``accuracy`` defaults to a moderate 1e-2: the
-    band shows what it costs). Calls on one axes overlay (several runs in one figure: each its
-    ``color``, ``linestyle`` and ``label``, one compact legend).
+    """Plot the certified ``epsilon(delta)`` against the number of training steps.
+
+    The upper bound as a line with markers, the lower bound as a thin line and the band
+    between them (legend ``"certified bounds [lower, upper]"``, with its relative width when it
+    is thinner than the line). One engine call per ``steps`` value (``accuracy`` defaults to a
+    moderate 1e-2: the band shows what it costs). Calls on one axes overlay (several runs in
+    one figure: each its ``color``, ``linestyle`` and ``label``, one compact legend).
 
     Parameters
     ----------
@@ -223,7 +262,8 @@ def epsilon_vs_steps(
 
     Returns
     -------
-    The matplotlib axes.
+    matplotlib.axes.Axes
+        The axes drawn on.
 
     Raises
     ------
@@ -314,20 +354,30 @@ def accounting_comparison(
     color=None,
     linestyle=None,
 ):
-    """``epsilon(delta)`` against training steps by several accountings of the same steps:
-    the PLD (certified band, round markers), RDP accounting (certified Rényi curve converted
+    """Plot ``epsilon(delta)`` against training steps by several accountings of the same steps.
+
+    The PLD (certified band, round markers), RDP accounting (certified Rényi curve converted
     with the Canonne–Kamath–Steinke bound,
     :meth:`~plda.PrivacyLossDistribution.renyi_epsilon`; square markers, dashed) and, for
-    (Poisson-sampled) Gaussian steps, the Gaussian-DP central-limit approximation (not a bound:
-    it can under-report; triangles, dotted).
-
-    ``accountant_or_mechanism``, ``steps``, ``delta``, ``ax`` and ``accuracy`` are those of
-    :func:`epsilon_vs_steps`: one step repeated, or a record of steps read at its prefixes.
-    Calls on one axes overlay (several runs in one figure).
+    (Poisson-sampled) Gaussian steps under add/remove, the Gaussian-DP central-limit
+    approximation ``mu^2 = k q^2 (e^{mu0^2} - 1)`` (Bu, Dong, Long & Su 2020; not a bound: it
+    can under-report; triangles, dotted). Calls on one axes overlay (several runs in one
+    figure).
 
     Parameters
     ----------
-    label
+    accountant_or_mechanism : Mechanism or PLDAccountant or adapter or PrivacyLossDistribution
+        One step repeated, or a record of steps read at its prefixes, as for
+        :func:`epsilon_vs_steps`.
+    steps : sequence of int
+        Step counts ``k >= 1``, as for :func:`epsilon_vs_steps`.
+    delta : float, optional
+        The ``delta`` in ``(0, 1)`` at which epsilon is bounded.
+    ax : matplotlib.axes.Axes, optional
+        Axes to draw on (default: a new figure).
+    accuracy : float, optional
+        Target relative gap of each point's PLD epsilon bounds.
+    label : str, optional
         Names this run in the legend: each entry reads ``"label: ..."`` (default: no name).
     color, linestyle
         One value for the three curves of this run (the markers still tell them apart), or a
@@ -336,12 +386,16 @@ def accounting_comparison(
 
     Returns
     -------
-    The matplotlib axes.
+    matplotlib.axes.Axes
+        The axes drawn on.
 
     Raises
     ------
-    ValueError, TypeError
-        As :func:`epsilon_vs_steps`.
+    ValueError
+        As :func:`epsilon_vs_steps`: a step count beyond the record or inside an epoch, a
+        ``delta`` outside (0, 1), a record without an order.
+    TypeError
+        For an ``accountant_or_mechanism`` of another type.
     """
     source = step_source(accountant_or_mechanism)
     k = _steps(steps, source)

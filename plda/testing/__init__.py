@@ -1,26 +1,10 @@
 """Exact references and assertions for numeric accuracy tests of privacy accountants.
 
-References (closed forms and exact sums, no discretization), each in float64 or, with
-``precise=True``, in mpmath at ``dps`` digits (mpmath is imported only then):
-
-* :func:`gaussian_delta`, :func:`gaussian_epsilon` — ``mu``-GDP / composed Gaussian.
-* :func:`poisson_gaussian_delta`, :func:`poisson_gaussian_epsilon` — one Poisson-sampled
-  Gaussian step (remove, add or the worse of the two).
-* :func:`laplace_delta`, :func:`laplace_epsilon` — one Laplace run.
-* :func:`approximate_dp_composition_delta`, :func:`approximate_dp_composition_epsilon` —
-  optimal composition of ``(epsilon0, delta0)`` steps (Kairouz, Oh & Viswanath 2015).
-* :func:`discrete_laplace_composition_delta`, :func:`discrete_gaussian_composition_delta` and
-  their ``*_epsilon`` — composed discrete mechanisms by exact enumeration.
-* :func:`gaussian_renyi`, :func:`laplace_renyi`, :func:`poisson_gaussian_renyi` — Rényi
-  divergences; :func:`gaussian_tradeoff`, :func:`approximate_dp_tradeoff` — tradeoff curves.
-
-Every ``*_epsilon`` is an upper bound, rounded outward: the exact ``delta`` at the returned
-epsilon is at most the requested one.
-
-Assertions — :func:`assert_epsilon_within`, :func:`assert_delta_within`,
-:func:`assert_delta_curve_within`, :func:`assert_tradeoff_within` — compare an accountant's
-numbers with plda's certified bounds or a reference; :func:`audit` grades an accountant over a
-suite of standard cases (:class:`AuditCase`, :class:`AuditReport`).
+References are closed forms and exact sums (no discretization), in float64 or, with
+``precise=True``, in mpmath at ``dps`` digits; every ``*_epsilon`` is rounded outward (the exact
+``delta`` at it is at most the requested one). The ``assert_*_within`` functions compare an
+accountant's numbers with plda's certified bounds or a reference, and :func:`audit` grades an
+accountant over a suite of standard cases. The formulas and the precision: ``docs/testing.md``.
 """
 
 from plda.testing.assertions import (

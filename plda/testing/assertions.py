@@ -1,18 +1,8 @@
 """Assertions that compare an accountant's numbers with certified bounds or exact references.
 
-Every ``assert_*_within(observed, reference, at, ...)`` accepts as ``reference``:
-
-* a :class:`plda.PrivacyLossDistribution` — its certified ``(lower, upper)`` bounds are used;
-* a plda mechanism (``count`` runs of it are accounted by plda);
-* a ``(lower, upper)`` tuple (e.g. a :class:`plda.Bounds`) or exact values (a number, a list
-  or an array broadcasting with ``at``);
-* a callable ``reference(at)`` returning the exact value (e.g.
-  ``lambda d: testing.gaussian_epsilon(d, mu)``).
-
-The observed value passes when it lies in ``[lower - tol(lower), upper + tol(upper)]`` with
-``tol(x) = rtol |x| + atol``; ``allow_over_report=True`` drops the upper limit (for accountants
-that only promise an upper bound). Failures raise ``AssertionError`` naming the expected
-interval, the observed value and the miss, absolute and relative.
+An observed value passes when it lies in ``[lower - tol(lower), upper + tol(upper)]``,
+``tol(x) = rtol |x| + atol``, around the reference's bounds; a failure raises ``AssertionError``
+naming the expected interval, the observed value and the miss (``docs/testing.md``).
 """
 
 from __future__ import annotations
@@ -148,22 +138,33 @@ def assert_epsilon_within(
 
     Parameters
     ----------
-    observed
+    observed : float or array_like
         The accountant's epsilon (scalar or array matching ``delta``).
-    reference
-        PLD, mechanism (with ``count``), ``(lower, upper)``, exact value or callable; see the
-        module docstring.
-    delta
+    reference : PrivacyLossDistribution, Mechanism, tuple, float, array_like or callable
+        A PLD (its certified ``(lower, upper)`` bounds), a plda mechanism (``count`` runs of
+        it), a ``(lower, upper)`` pair (e.g. a :class:`plda.Bounds`), exact values, or a
+        callable ``reference(delta)`` returning the exact value (e.g.
+        ``lambda d: testing.gaussian_epsilon(d, mu)``).
+    delta : float or array_like
         The delta(s) at which ``observed`` was computed.
-    rtol, atol
-        Band ``[lower - rtol |lower| - atol, upper + rtol |upper| + atol]``.
-    allow_over_report
+    count : int, optional
+        Runs of a mechanism reference.
+    rtol : float, optional
+        Relative tolerance: the band is ``[lower - rtol |lower| - atol, upper + rtol |upper| +
+        atol]``.
+    atol : float, optional
+        Absolute tolerance.
+    allow_over_report : bool, optional
         Accept any value above the lower end (the accountant need only be an upper bound).
 
     Raises
     ------
     AssertionError
         With the expected interval, the observed value and the miss (absolute and relative).
+    ValueError
+        If ``rtol`` or ``atol`` is negative, or ``count`` is given with a PLD reference.
+    TypeError
+        If ``reference`` is none of those.
     """
     rtol, atol = _tolerances(rtol, atol)
     lower, upper, source = _bounds(reference, "epsilon", delta, count)
@@ -175,8 +176,34 @@ def assert_delta_within(
     observed, reference, epsilon, *, count: int = 1, rtol: float = 1e-3, atol: float = 0.0,
     allow_over_report: bool = False,
 ) -> None:
-    """Assert that ``observed`` delta(s) at ``epsilon`` lie within the reference bounds (see
-    :func:`assert_epsilon_within` for the arguments)."""
+    """Assert that ``observed`` delta(s) at ``epsilon`` lie within the reference bounds.
+
+    Parameters
+    ----------
+    observed : float or array_like
+        The accountant's delta (scalar or array matching ``epsilon``).
+    reference : PrivacyLossDistribution, Mechanism, tuple, float, array_like or callable
+        As for :func:`assert_epsilon_within` (a callable is ``reference(epsilon)``).
+    epsilon : float or array_like
+        The epsilon(s) at which ``observed`` was computed.
+    count : int, optional
+        Runs of a mechanism reference.
+    rtol : float, optional
+        Relative tolerance, as for :func:`assert_epsilon_within`.
+    atol : float, optional
+        Absolute tolerance.
+    allow_over_report : bool, optional
+        Accept any value above the lower end.
+
+    Raises
+    ------
+    AssertionError
+        With the expected interval, the observed value and the miss (absolute and relative).
+    ValueError
+        If ``rtol`` or ``atol`` is negative, or ``count`` is given with a PLD reference.
+    TypeError
+        If ``reference`` is none of those.
+    """
     rtol, atol = _tolerances(rtol, atol)
     lower, upper, source = _bounds(reference, "delta", epsilon, count)
     _check("delta", observed, lower, upper, "epsilon", epsilon, rtol=rtol, atol=atol,
@@ -192,6 +219,33 @@ def assert_delta_curve_within(
     A point passes if it is within tolerance *vertically* (``delta`` at ``epsilon``) or — for a
     PLD or mechanism reference — *horizontally* (``epsilon`` at ``delta``): on steep parts of
     the curve a tiny shift in epsilon moves delta by a large factor, so either reading counts.
+
+    Parameters
+    ----------
+    epsilons : array_like
+        The curve's epsilons.
+    observed_deltas : array_like
+        The accountant's delta at each, of the same shape.
+    reference : PrivacyLossDistribution, Mechanism, tuple, float, array_like or callable
+        As for :func:`assert_delta_within`.
+    count : int, optional
+        Runs of a mechanism reference.
+    rtol : float, optional
+        Relative tolerance, as for :func:`assert_epsilon_within`.
+    atol : float, optional
+        Absolute tolerance.
+    allow_over_report : bool, optional
+        Accept any value above the lower end.
+
+    Raises
+    ------
+    AssertionError
+        Listing the points outside the tolerance both ways.
+    ValueError
+        If the shapes differ, ``rtol`` or ``atol`` is negative, or ``count`` is given with a
+        PLD reference.
+    TypeError
+        If ``reference`` is none of those.
     """
     rtol, atol = _tolerances(rtol, atol)
     eps = np.asarray(epsilons, dtype=float)
@@ -223,10 +277,42 @@ def assert_tradeoff_within(
     observed_beta, reference, alpha, *, count: int = 1, rtol: float = 1e-3, atol: float = 0.0,
     allow_over_report: bool = False,
 ) -> None:
-    """Assert that ``observed_beta`` (type-II error at type-I error ``alpha``) lies within the
-    reference tradeoff bounds. A PLD reference needs ``pld.tradeoff_bounds(alpha)``; exact
-    references: :func:`~plda.testing.gaussian_tradeoff`,
-    :func:`~plda.testing.approximate_dp_tradeoff`. A *larger* beta under-reports privacy loss."""
+    """Assert that ``observed_beta`` lies within the reference tradeoff bounds at ``alpha``.
+
+    ``observed_beta`` is the type-II error at type-I error ``alpha``; a *larger* beta
+    under-reports privacy loss.
+
+    Parameters
+    ----------
+    observed_beta : float or array_like
+        The accountant's beta (scalar or array matching ``alpha``).
+    reference : PrivacyLossDistribution, Mechanism, tuple, float, array_like or callable
+        As for :func:`assert_epsilon_within`: a PLD reference needs
+        ``pld.tradeoff_bounds(alpha)``; exact references are
+        :func:`~plda.testing.gaussian_tradeoff` and
+        :func:`~plda.testing.approximate_dp_tradeoff`.
+    alpha : float or array_like
+        The type-I error(s).
+    count : int, optional
+        Runs of a mechanism reference.
+    rtol : float, optional
+        Relative tolerance, as for :func:`assert_epsilon_within`.
+    atol : float, optional
+        Absolute tolerance.
+    allow_over_report : bool, optional
+        Accept any value below the upper end (the safe side of a tradeoff curve).
+
+    Raises
+    ------
+    AssertionError
+        With the expected interval, the observed value and the miss (absolute and relative).
+    ValueError
+        If ``rtol`` or ``atol`` is negative, or ``count`` is given with a PLD reference.
+    TypeError
+        If ``reference`` is none of those.
+    NotImplementedError
+        If the installed plda's PLD has no ``tradeoff_bounds``.
+    """
     rtol, atol = _tolerances(rtol, atol)
     lower, upper, source = _bounds(reference, "tradeoff", alpha, count)
     _check("beta", observed_beta, lower, upper, "alpha", alpha, rtol=rtol, atol=atol,

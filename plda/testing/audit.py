@@ -1,12 +1,7 @@
 """Audit an accountant against plda's certified bounds over a suite of standard cases.
 
-``audit(fn)`` calls ``fn(case)`` for every :class:`AuditCase` (one mechanism, a number of
-runs and a delta; the relation is add/remove) and compares the returned epsilon with plda's
-certified ``(lower, upper)`` bounds on ``epsilon(delta)``. Each row gets a verdict: ``inside``
-(within ``rtol`` of the bounds), ``under-reports by x%`` (below the lower bound: the accountant
-claims more privacy than the mechanism has), ``over-reports by x%`` (above the upper bound:
-valid but loose), ``skipped`` (``fn`` raised ``NotImplementedError``) or ``invalid``
-(NaN, negative or not a number).
+``audit(fn)`` calls ``fn(case)`` for every :class:`AuditCase` and grades the returned epsilon
+against plda's certified bounds on ``epsilon(delta)`` (``docs/testing.md``, "Audit").
 """
 
 from __future__ import annotations
@@ -31,8 +26,9 @@ from plda.pld import PrivacyLossDistribution
 
 @dataclass(frozen=True)
 class AuditCase:
-    """One accounting question: epsilon at ``delta`` of ``count`` runs of ``mechanism``
-    (add/remove neighbouring relation).
+    """One accounting question: epsilon at ``delta`` of ``count`` runs of ``mechanism``.
+
+    Under the add/remove neighbouring relation.
 
     Attributes
     ----------
@@ -46,6 +42,14 @@ class AuditCase:
         Number of runs composed (``>= 1``).
     delta
         Target delta in ``(0, 1)``.
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is empty, ``count`` is not an integer ``>= 1`` or ``delta`` is not in
+        ``(0, 1)``.
+    TypeError
+        If ``mechanism`` is not a plda mechanism.
     """
 
     name: str
@@ -93,7 +97,18 @@ SUITES: dict[str, tuple[AuditCase, ...]] = {"standard": STANDARD_CASES}
 
 @cached(maxsize=64)
 def plda_bounds(case: AuditCase) -> tuple[float, float]:
-    """plda's certified ``(lower, upper)`` bounds on the case's ``epsilon(delta)`` (cached)."""
+    """plda's certified ``(lower, upper)`` bounds on the case's ``epsilon(delta)`` (cached).
+
+    Parameters
+    ----------
+    case : AuditCase
+        The accounting question.
+
+    Returns
+    -------
+    tuple of float
+        ``(lower, upper)``.
+    """
     pld = PrivacyLossDistribution.from_mechanism(case.mechanism, case.count)
     lower, upper = pld.epsilon_bounds(case.delta)
     return float(lower), float(upper)
@@ -101,8 +116,32 @@ def plda_bounds(case: AuditCase) -> tuple[float, float]:
 
 @dataclass(frozen=True)
 class AuditRow:
-    """One line of an :class:`AuditReport`; ``deviation`` is the signed relative miss
-    (``(observed - upper) / upper`` above, ``(observed - lower) / lower`` below, 0 inside)."""
+    """One line of an :class:`AuditReport`: a case, plda's bounds, the answer and its verdict.
+
+    Attributes
+    ----------
+    case : str
+        The case's name.
+    mechanism : str
+        The ``repr`` of its mechanism.
+    count : int
+        Runs composed.
+    delta : float
+        The target delta.
+    lower, upper : float
+        plda's certified bounds on ``epsilon(delta)`` (NaN when skipped).
+    observed : float
+        The accountant's epsilon (NaN when skipped or invalid).
+    verdict : str
+        ``"inside"`` (within ``rtol`` of the bounds), ``"under-reports by x%"`` (below the
+        lower bound: the accountant claims more privacy than the mechanism has),
+        ``"over-reports by x%"`` (above the upper bound: valid but loose), ``"skipped"`` (the
+        accountant raised ``NotImplementedError``) or ``"invalid ..."`` (NaN, negative or not
+        a number).
+    deviation : float
+        The signed relative miss: ``(observed - upper) / upper`` above,
+        ``(observed - lower) / lower`` below, 0 inside.
+    """
 
     case: str
     mechanism: str
@@ -117,8 +156,15 @@ class AuditRow:
 
 @dataclass(frozen=True)
 class AuditReport:
-    """The result of :func:`audit`: ``rows`` in suite order; ``str(report)`` is an aligned
-    table, :meth:`to_records` a list of dicts (e.g. for ``pandas.DataFrame``)."""
+    """The result of :func:`audit`; ``str(report)`` is an aligned table.
+
+    Attributes
+    ----------
+    rows : tuple of AuditRow
+        One per case, in suite order.
+    rtol : float
+        The relative slack the verdicts allowed.
+    """
 
     rows: tuple[AuditRow, ...]
     rtol: float
@@ -134,6 +180,13 @@ class AuditReport:
         return not any(r.verdict.startswith(("under-reports", "invalid")) for r in self.rows)
 
     def to_records(self) -> list[dict]:
+        """The rows as dicts, e.g. for ``pandas.DataFrame``.
+
+        Returns
+        -------
+        list of dict
+            One per row, keyed by the :class:`AuditRow` fields.
+        """
         return [asdict(r) for r in self.rows]
 
     def __str__(self) -> str:
@@ -177,8 +230,9 @@ def audit(
     *,
     rtol: float = 1e-3,
 ) -> AuditReport:
-    """Run ``accountant(case) -> epsilon`` over a suite of cases and grade each answer against
-    plda's certified bounds.
+    """Run ``accountant(case) -> epsilon`` over a suite of cases and grade each answer.
+
+    Each answer is compared with plda's certified bounds on the case's ``epsilon(delta)``.
 
     Parameters
     ----------
@@ -193,6 +247,17 @@ def audit(
     Returns
     -------
     AuditReport
+        One row per case, with its verdict.
+
+    Raises
+    ------
+    ValueError
+        For an unknown suite name or an ``rtol`` outside ``[0, 1)``.
+    TypeError
+        If ``cases`` holds something other than :class:`AuditCase`.
+    Exception
+        What the accountant raises (other than ``NotImplementedError``), with a note naming
+        the case.
     """
     if isinstance(cases, str):
         if cases not in SUITES:

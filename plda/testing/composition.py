@@ -1,15 +1,9 @@
 """Exact reference for the optimal composition of ``(epsilon0, delta0)``-DP steps.
 
-Every ``(epsilon0, delta0)``-DP step is dominated by the randomized response ``RR_(eps0, delta0)``
-and ``k`` of them compose exactly as ``k`` independent copies (Kairouz, Oh & Viswanath 2015,
-Thm. 3.3; Murtagh & Vadhan 2016). Its privacy loss is ``+inf`` with probability
-``1 - (1 - delta0)^k`` and otherwise ``(k - 2i) eps0`` where ``i ~ Binomial(k, 1/(1+e^eps0))``:
-
-``delta(eps) = 1 - (1-delta0)^k + (1-delta0)^k sum_{i: (k-2i) eps0 > eps} C(k,i)
-(e^((k-i) eps0) - e^(eps + i eps0)) / (1 + e^eps0)^k``
-
-The float path sums the terms in log space with Loader's saddle-point binomial masses (accurate
-to a few ulps for any ``k``; ``k = 10^6`` takes well under a second).
+Every such step is dominated by the randomized response ``RR_(eps0, delta0)``, and ``k`` of them
+compose as ``k`` independent copies (Kairouz, Oh & Viswanath 2015, Thm. 3.3; Murtagh & Vadhan
+2016): a loss ``+inf`` with probability ``1 - (1 - delta0)^k``, else ``(k - 2i) eps0`` with
+``i ~ Binomial(k, 1/(1+e^eps0))``, summed in log space with Loader's binomial masses.
 """
 
 from __future__ import annotations
@@ -131,14 +125,39 @@ def approximate_dp_composition_delta(
     precise: bool = False,
     dps: int = DEFAULT_DPS,
 ):
-    """Exact ``delta(epsilon)`` of the optimal ``count``-fold composition of
-    ``(step_epsilon, step_delta)``-DP steps (Kairouz, Oh & Viswanath 2015, Thm. 3.3).
+    """Exact ``delta(epsilon)`` of the optimal composition of ``(epsilon0, delta0)``-DP steps.
 
     ``delta = 1 - (1-d0)^k + (1-d0)^k sum_{i: (k-2i) e0 > eps} C(k,i) (e^((k-i) e0) -
-    e^(eps + i e0)) / (1+e^e0)^k`` with ``e0 = step_epsilon``, ``d0 = step_delta``, ``k = count``.
-    Float results are accurate to about ``1e-13`` relative for any ``count`` up to ``10^7``;
-    ``precise=True`` returns an ``mpmath.mpf`` at ``dps`` digits. The query value comes first,
-    as in every reference of :mod:`plda.testing`; the steps are described by keyword.
+    e^(eps + i e0)) / (1+e^e0)^k`` with ``e0 = step_epsilon``, ``d0 = step_delta``, ``k = count``
+    (Kairouz, Oh & Viswanath 2015, Thm. 3.3). Float results are accurate to about ``1e-13``
+    relative for any ``count`` up to ``10^7``.
+
+    Parameters
+    ----------
+    epsilon : float or array_like
+        ``epsilon >= 0``.
+    step_epsilon : float
+        Each step's epsilon ``e0 >= 0``.
+    step_delta : float
+        Each step's delta ``d0`` in ``[0, 1]``.
+    count : int
+        The number of steps ``k >= 1``.
+    precise : bool, optional
+        Evaluate with mpmath at ``dps`` digits and return ``mpmath.mpf``.
+    dps : int, optional
+        Decimal digits of the precise evaluation, in ``[15, 10000]``.
+
+    Returns
+    -------
+    float, numpy.ndarray or mpmath.mpf
+        ``delta(epsilon)``, rounded to nearest (an array for an array ``epsilon``).
+
+    Raises
+    ------
+    ValueError
+        If an argument is out of range (``TypeError``: not a number).
+    ImportError
+        With ``precise=True``, if mpmath is not installed.
     """
     return profile_delta(_profile(step_epsilon, step_delta, count), epsilon, precise, dps)
 
@@ -152,16 +171,66 @@ def approximate_dp_composition_epsilon(
     precise: bool = False,
     dps: int = DEFAULT_DPS,
 ):
-    """Exact ``epsilon(delta)`` of the optimal composition, rounded up (certified: the exact
-    ``delta`` at the returned epsilon is at most ``delta``); ``inf`` when ``delta`` is at most
-    ``1 - (1 - step_delta)^count``."""
+    """Exact ``epsilon(delta)`` of the optimal composition, rounded up (certified).
+
+    The inverse of :func:`approximate_dp_composition_delta`.
+
+    Parameters
+    ----------
+    delta : float or array_like
+        ``delta`` in ``[0, 1]``.
+    step_epsilon : float
+        Each step's epsilon ``e0 >= 0``.
+    step_delta : float
+        Each step's delta ``d0`` in ``[0, 1]``.
+    count : int
+        The number of steps ``k >= 1``.
+    precise : bool, optional
+        Evaluate with mpmath at ``dps`` digits and return ``mpmath.mpf``.
+    dps : int, optional
+        Decimal digits of the precise evaluation, in ``[15, 10000]``.
+
+    Returns
+    -------
+    float, numpy.ndarray or mpmath.mpf
+        ``epsilon(delta)``, rounded up: the exact ``delta`` at it is at most ``delta``.
+        ``inf`` when ``delta`` is at most ``1 - (1 - step_delta)^count``.
+
+    Raises
+    ------
+    ValueError
+        If an argument is out of range (``TypeError``: not a number).
+    ImportError
+        With ``precise=True``, if mpmath is not installed.
+    """
     return profile_epsilon(_profile(step_epsilon, step_delta, count), delta, precise, dps)
 
 
 def approximate_dp_tradeoff(alpha, epsilon: float, delta: float = 0.0):
-    """Tradeoff function of one ``(epsilon, delta)``-DP step (Kairouz, Oh & Viswanath 2015;
-    Dong, Roth & Su 2019, Prop. 2.5):
-    ``beta(alpha) = max(0, 1 - delta - e^eps alpha, e^-eps (1 - delta - alpha))``."""
+    """Tradeoff function of one ``(epsilon, delta)``-DP step.
+
+    ``beta(alpha) = max(0, 1 - delta - e^eps alpha, e^-eps (1 - delta - alpha))`` (Kairouz, Oh &
+    Viswanath 2015; Dong, Roth & Su 2019, Prop. 2.5).
+
+    Parameters
+    ----------
+    alpha : float or array_like
+        Type-I error(s) in ``[0, 1]``.
+    epsilon : float
+        The step's epsilon ``>= 0``.
+    delta : float, optional
+        The step's delta in ``[0, 1]``.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        ``beta(alpha)``.
+
+    Raises
+    ------
+    ValueError
+        If an argument is out of range (``TypeError``: not a number).
+    """
     epsilon = check.nonnegative_float("epsilon", epsilon, upper=math.inf)
     delta = check.probability("delta", delta)
     a = check.array_in("alpha", alpha, 0.0, 1.0)

@@ -1,21 +1,9 @@
 """Exact references for composed discrete Laplace and discrete Gaussian mechanisms.
 
-Both losses live on a lattice: with noise ``X`` on the integers, ``P = law(X)`` and
-``Q = law(X + D)``, one run has loss ``c (D - 2x)`` for the discrete Laplace
-(``c = parameter``, ``x`` clipped to ``0..D``) and ``(D^2 - 2 x D) / (2 sigma^2)`` for the discrete
-Gaussian, so ``k`` runs depend only on ``S = x_1 + ... + x_k`` and the ``k``-fold law is a power of
-a polynomial: computed by *direct* convolution (sums of non-negative products keep their
-relative accuracy; an FFT would not) and summed term by term,
-``delta(eps) = sum_{l > eps} P(l) (1 - e^(eps - l))``. Both mechanisms are symmetric (the add
-pair has the same loss law), so one direction is computed.
-
-Discrete Laplace, ``P(x) ∝ e^{-t|x|}``, ``r = e^{-t}``: ``P(X <= 0) = 1/(1+r)``,
-``P(X = x) = (1-r) r^x / (1+r)`` for ``0 < x < D`` and ``P(X >= D) = r^D / (1+r)`` (geometric sums).
-
-Discrete Gaussian, ``P(x) ∝ e^{-x^2/(2 sigma^2)}``: the support is cut to ``|x| <= R`` with
-per-run dropped mass ``tau <= 2 e^{-(R+1)^2/(2 sigma^2)} (1 + sigma^2/(R+1))``; as ``delta`` is a
-sum over ``P``-masses, the runs conditioned on ``|x| <= R`` give it to within ``2 k tau``, and
-``R`` makes ``k tau <= e^-200`` (float) or ``<= 10^-(2 dps + 10)`` (precise).
+Both losses live on a lattice, so ``k`` runs depend only on the sum of the noises and their law
+is a power of a polynomial: computed by *direct* convolution (sums of non-negative products keep
+their relative accuracy; an FFT would not) and summed term by term,
+``delta(eps) = sum_{l > eps} P(l) (1 - e^(eps - l))``. Both mechanisms are symmetric.
 """
 
 from __future__ import annotations
@@ -103,13 +91,40 @@ def discrete_laplace_composition_delta(
     epsilon, *, parameter: float, count: int, sensitivity: int = 1, precise: bool = False,
     dps: int = DEFAULT_DPS,
 ):
-    """Exact ``delta(epsilon)`` of ``count`` runs of the discrete Laplace mechanism
-    ``P(x) ∝ exp(-parameter |x|)`` on a query of integer ``sensitivity`` D, by exact enumeration.
+    """Exact ``delta(epsilon)`` of ``count`` runs of the discrete Laplace mechanism, by enumeration.
 
-    One run has loss atoms ``parameter (D - 2x)``, ``x = 0..D``, with masses ``1/(1+r)``,
+    The noise is ``P(x) ∝ exp(-parameter |x|)`` on a query of integer ``sensitivity`` D. One run
+    has loss atoms ``parameter (D - 2x)``, ``x = 0..D``, with masses ``1/(1+r)``,
     ``(1-r) r^x/(1+r)``, ``r^D/(1+r)`` (``r = e^-parameter``); ``count`` runs are a polynomial
     power (``count * D + 1`` atoms, cost ``O((count D)^2)``: meant for ``count * D`` up to a
     few thousand; ``precise=True`` for a few hundred).
+
+    Parameters
+    ----------
+    epsilon : float or array_like
+        ``epsilon >= 0``.
+    parameter : float
+        ``t > 0`` in ``P(x) ∝ exp(-t |x|)``.
+    count : int
+        Runs ``k >= 1``.
+    sensitivity : int, optional
+        The query's integer sensitivity ``D >= 1``.
+    precise : bool, optional
+        Evaluate with mpmath at ``dps`` digits and return ``mpmath.mpf``.
+    dps : int, optional
+        Decimal digits of the precise evaluation, in ``[15, 10000]``.
+
+    Returns
+    -------
+    float, numpy.ndarray or mpmath.mpf
+        ``delta(epsilon)``, rounded to nearest (an array for an array ``epsilon``).
+
+    Raises
+    ------
+    ValueError
+        If an argument is out of range (``TypeError``: not a number).
+    ImportError
+        With ``precise=True``, if mpmath is not installed.
     """
     return profile_delta(_laplace_profile(parameter, count, sensitivity), epsilon, precise, dps)
 
@@ -118,7 +133,35 @@ def discrete_laplace_composition_epsilon(
     delta, *, parameter: float, count: int, sensitivity: int = 1, precise: bool = False,
     dps: int = DEFAULT_DPS,
 ):
-    """Exact ``epsilon(delta)`` of ``count`` discrete Laplace runs, rounded up (certified)."""
+    """Exact ``epsilon(delta)`` of ``count`` discrete Laplace runs, rounded up (certified).
+
+    Parameters
+    ----------
+    delta : float or array_like
+        ``delta`` in ``[0, 1]``.
+    parameter : float
+        ``t > 0`` in ``P(x) ∝ exp(-t |x|)``.
+    count : int
+        Runs ``k >= 1``.
+    sensitivity : int, optional
+        The query's integer sensitivity ``D >= 1``.
+    precise : bool, optional
+        Evaluate with mpmath at ``dps`` digits and return ``mpmath.mpf``.
+    dps : int, optional
+        Decimal digits of the precise evaluation, in ``[15, 10000]``.
+
+    Returns
+    -------
+    float, numpy.ndarray or mpmath.mpf
+        ``epsilon(delta)``, rounded up: the exact ``delta`` at it is at most ``delta``.
+
+    Raises
+    ------
+    ValueError
+        If an argument is out of range (``TypeError``: not a number).
+    ImportError
+        With ``precise=True``, if mpmath is not installed.
+    """
     return profile_epsilon(_laplace_profile(parameter, count, sensitivity), delta, precise, dps)
 
 
@@ -178,13 +221,41 @@ def discrete_gaussian_composition_delta(
     epsilon, *, sigma: float, count: int, sensitivity: int = 1, precise: bool = False,
     dps: int = DEFAULT_DPS,
 ):
-    """Exact ``delta(epsilon)`` of ``count`` runs of the discrete Gaussian mechanism
-    ``P(x) ∝ exp(-x^2 / (2 sigma^2))`` (Canonne, Kamath & Steinke 2020) on a query of integer
-    ``sensitivity`` D, by enumeration of ``S = x_1 + ... + x_k`` (loss
+    """Exact ``delta(epsilon)`` of ``count`` runs of the discrete Gaussian mechanism.
+
+    The noise is ``P(x) ∝ exp(-x^2 / (2 sigma^2))`` (Canonne, Kamath & Steinke 2020) on a query
+    of integer ``sensitivity`` D; by enumeration of ``S = x_1 + ... + x_k`` (loss
     ``(k D^2 - 2 D S) / (2 sigma^2)``) with the support cut at ``|x| <= R``: the dropped mass
     changes ``delta`` by at most ``2 e^-200`` (float; included in the certified error used by
     the epsilon solver) or ``2 10^-(2 dps + 10)`` (precise). Cost ``O((count R)^2)`` with
     ``R ~ 20 sigma``.
+
+    Parameters
+    ----------
+    epsilon : float or array_like
+        ``epsilon >= 0``.
+    sigma : float
+        ``sigma > 0`` in ``P(x) ∝ exp(-x^2 / (2 sigma^2))``.
+    count : int
+        Runs ``k >= 1``.
+    sensitivity : int, optional
+        The query's integer sensitivity ``D >= 1``.
+    precise : bool, optional
+        Evaluate with mpmath at ``dps`` digits and return ``mpmath.mpf``.
+    dps : int, optional
+        Decimal digits of the precise evaluation, in ``[15, 10000]``.
+
+    Returns
+    -------
+    float, numpy.ndarray or mpmath.mpf
+        ``delta(epsilon)``, rounded to nearest (an array for an array ``epsilon``).
+
+    Raises
+    ------
+    ValueError
+        If an argument is out of range (``TypeError``: not a number).
+    ImportError
+        With ``precise=True``, if mpmath is not installed.
     """
     return profile_delta(_gaussian_profile(sigma, count, sensitivity), epsilon, precise, dps)
 
@@ -193,6 +264,35 @@ def discrete_gaussian_composition_epsilon(
     delta, *, sigma: float, count: int, sensitivity: int = 1, precise: bool = False,
     dps: int = DEFAULT_DPS,
 ):
-    """Exact ``epsilon(delta)`` of ``count`` discrete Gaussian runs, rounded up (certified up to
-    the truncation bound of :func:`discrete_gaussian_composition_delta`)."""
+    """Exact ``epsilon(delta)`` of ``count`` discrete Gaussian runs, rounded up (certified).
+
+    Certified up to the truncation bound of :func:`discrete_gaussian_composition_delta`.
+
+    Parameters
+    ----------
+    delta : float or array_like
+        ``delta`` in ``[0, 1]``.
+    sigma : float
+        ``sigma > 0`` in ``P(x) ∝ exp(-x^2 / (2 sigma^2))``.
+    count : int
+        Runs ``k >= 1``.
+    sensitivity : int, optional
+        The query's integer sensitivity ``D >= 1``.
+    precise : bool, optional
+        Evaluate with mpmath at ``dps`` digits and return ``mpmath.mpf``.
+    dps : int, optional
+        Decimal digits of the precise evaluation, in ``[15, 10000]``.
+
+    Returns
+    -------
+    float, numpy.ndarray or mpmath.mpf
+        ``epsilon(delta)``, rounded up: the exact ``delta`` at it is at most ``delta``.
+
+    Raises
+    ------
+    ValueError
+        If an argument is out of range (``TypeError``: not a number).
+    ImportError
+        With ``precise=True``, if mpmath is not installed.
+    """
     return profile_epsilon(_gaussian_profile(sigma, count, sensitivity), delta, precise, dps)

@@ -1,18 +1,8 @@
 """Exact references for the Gaussian mechanism: ``k``-fold composition and one Poisson-sampled step.
 
 Every profile reduces to one kernel, the hockey-stick divergence of two unit Gaussians at a
-shift ``s`` evaluated at the point ``a`` where the likelihood ratio crosses ``e^epsilon``:
-
-``H(a, s) = Phi(-a) - e^(s a + s^2/2) Phi(-(a + s))``
-
-* ``k``-fold Gaussian (``mu = sqrt(k) sensitivity / sigma``): ``delta(eps) = H(eps/mu - mu/2, mu)``
-  (Balle & Wang 2018, Thm. 8; Dong, Roth & Su 2019).
-* Poisson-sampled Gaussian, remove pair ``P = (1-q) N(0, s^2) + q N(D, s^2)`` vs ``Q = N(0, s^2)``:
-  ``delta = q H(log(1 + (e^eps - 1)/q)/s - s/2, s)``; add pair (reversed):
-  ``delta = e^eps (q + e^-eps - 1) H(-log(1 + (e^-eps - 1)/q)/s - s/2, s)`` for
-  ``eps < -log(1 - q)``, else 0 (Zhu, Dong & Wang 2022, Thm. 11).
-
-Float evaluation uses ``erfcx`` so that nothing underflows before ``delta`` itself does.
+shift ``s``, ``H(a, s) = Phi(-a) - e^(s a + s^2/2) Phi(-(a + s))``, evaluated with ``erfcx`` so
+that nothing underflows before ``delta`` itself does.
 """
 
 from __future__ import annotations
@@ -117,27 +107,62 @@ def gaussian_delta(epsilon, mu: float, *, precise: bool = False, dps: int = DEFA
 
     Parameters
     ----------
-    epsilon
-        ``epsilon >= 0`` (scalar or array).
-    mu
+    epsilon : float or array_like
+        ``epsilon >= 0``.
+    mu : float
         Gaussian-DP parameter ``> 0``.
-    precise
+    precise : bool, optional
         Evaluate with mpmath at ``dps`` digits and return ``mpmath.mpf``.
+    dps : int, optional
+        Decimal digits of the precise evaluation, in ``[15, 10000]``.
 
     Returns
     -------
-    float, ndarray or mpmath.mpf
+    float, numpy.ndarray or mpmath.mpf
         Rounded to nearest; float results have relative error far below ``1e-10`` (bounded
         internally and checked against mpmath in the tests).
+
+    Raises
+    ------
+    ValueError
+        If an argument is out of range (``TypeError``: not a number).
+    ImportError
+        With ``precise=True``, if mpmath is not installed.
     """
     mu = check.positive_float("mu", mu)
     return profile_delta(_gaussian_profile(mu), epsilon, precise, dps)
 
 
 def gaussian_epsilon(delta, mu: float, *, precise: bool = False, dps: int = DEFAULT_DPS):
-    """Exact ``epsilon(delta)`` of ``mu``-GDP, rounded *up*: the smallest ``eps >= 0`` with
-    ``delta(eps) <= delta``, solved to float (or ``dps``-digit) precision and certified, so the
-    returned value is never below the exact one (``inf`` for ``delta = 0``)."""
+    """Exact ``epsilon(delta)`` of ``mu``-GDP, rounded *up*.
+
+    The smallest ``eps >= 0`` with ``delta(eps) <= delta``, solved to float (or ``dps``-digit)
+    precision and certified, so the returned value is never below the exact one.
+
+    Parameters
+    ----------
+    delta : float or array_like
+        ``delta`` in ``[0, 1]``.
+    mu : float
+        Gaussian-DP parameter ``> 0``.
+    precise : bool, optional
+        Evaluate with mpmath at ``dps`` digits and return ``mpmath.mpf``.
+    dps : int, optional
+        Decimal digits of the precise evaluation, in ``[15, 10000]``.
+
+    Returns
+    -------
+    float, numpy.ndarray or mpmath.mpf
+        ``epsilon(delta)``, rounded up: the exact ``delta`` at it is at most ``delta``.
+        ``inf`` for ``delta = 0``.
+
+    Raises
+    ------
+    ValueError
+        If an argument is out of range (``TypeError``: not a number).
+    ImportError
+        With ``precise=True``, if mpmath is not installed.
+    """
     mu = check.positive_float("mu", mu)
     return profile_epsilon(_gaussian_profile(mu), delta, precise, dps)
 
@@ -248,7 +273,36 @@ def poisson_gaussian_delta(
     pair is ``(Q, P)``. With ``s = D / sigma`` and ``H(a, s) = Phi(-a) - e^(s a + s^2/2)
     Phi(-a-s)``: remove ``q H(log(1 + (e^eps - 1)/q)/s - s/2, s)``; add
     ``e^eps (q + e^-eps - 1) H(-log(1 + (e^-eps - 1)/q)/s - s/2, s)`` for ``eps < -log(1-q)``
-    and 0 beyond. ``direction`` is ``"remove"``, ``"add"`` or ``"max"`` (default: the worse).
+    and 0 beyond (Zhu, Dong & Wang 2022, Thm. 11).
+
+    Parameters
+    ----------
+    epsilon : float or array_like
+        ``epsilon >= 0``.
+    sigma : float
+        The noise's standard deviation ``> 0``.
+    sample_rate : float
+        The Poisson rate ``q`` in ``(0, 1]``.
+    sensitivity : float, optional
+        The query's L2 sensitivity ``D > 0``.
+    direction : str, optional
+        ``"remove"``, ``"add"`` or ``"max"`` (the worse of the two).
+    precise : bool, optional
+        Evaluate with mpmath at ``dps`` digits and return ``mpmath.mpf``.
+    dps : int, optional
+        Decimal digits of the precise evaluation, in ``[15, 10000]``.
+
+    Returns
+    -------
+    float, numpy.ndarray or mpmath.mpf
+        ``delta(epsilon)``, rounded to nearest (an array for an array ``epsilon``).
+
+    Raises
+    ------
+    ValueError
+        If an argument is out of range (``TypeError``: not a number).
+    ImportError
+        With ``precise=True``, if mpmath is not installed.
     """
     profile = _poisson_args(sigma, sample_rate, sensitivity, direction)
     return profile_delta(profile, epsilon, precise, dps)
@@ -264,16 +318,74 @@ def poisson_gaussian_epsilon(
     precise: bool = False,
     dps: int = DEFAULT_DPS,
 ):
-    """Exact ``epsilon(delta)`` of one Poisson-sampled Gaussian step, rounded up (see
-    :func:`poisson_gaussian_delta` for the pair and :func:`gaussian_epsilon` for the rounding)."""
+    """Exact ``epsilon(delta)`` of one Poisson-sampled Gaussian step, rounded up.
+
+    The pair is that of :func:`poisson_gaussian_delta`, the rounding that of
+    :func:`gaussian_epsilon`.
+
+    Parameters
+    ----------
+    delta : float or array_like
+        ``delta`` in ``[0, 1]``.
+    sigma : float
+        The noise's standard deviation ``> 0``.
+    sample_rate : float
+        The Poisson rate ``q`` in ``(0, 1]``.
+    sensitivity : float, optional
+        The query's L2 sensitivity ``D > 0``.
+    direction : str, optional
+        ``"remove"``, ``"add"`` or ``"max"`` (the worse of the two).
+    precise : bool, optional
+        Evaluate with mpmath at ``dps`` digits and return ``mpmath.mpf``.
+    dps : int, optional
+        Decimal digits of the precise evaluation, in ``[15, 10000]``.
+
+    Returns
+    -------
+    float, numpy.ndarray or mpmath.mpf
+        ``epsilon(delta)``, rounded up: the exact ``delta`` at it is at most ``delta``.
+
+    Raises
+    ------
+    ValueError
+        If an argument is out of range (``TypeError``: not a number).
+    ImportError
+        With ``precise=True``, if mpmath is not installed.
+    """
     profile = _poisson_args(sigma, sample_rate, sensitivity, direction)
     return profile_epsilon(profile, delta, precise, dps)
 
 
 # ---------------------------------------------------------------- tradeoff
 def gaussian_tradeoff(alpha, mu: float, *, precise: bool = False, dps: int = DEFAULT_DPS):
-    """Tradeoff function of ``mu``-GDP: ``beta(alpha) = Phi(Phi^-1(1 - alpha) - mu)`` (Dong, Roth
-    & Su 2019, Def. 2.7): the smallest type-II error of a test with type-I error ``alpha``."""
+    """Tradeoff function of ``mu``-GDP: ``beta(alpha) = Phi(Phi^-1(1 - alpha) - mu)``.
+
+    The smallest type-II error of a test with type-I error ``alpha`` (Dong, Roth & Su 2019,
+    Def. 2.7).
+
+    Parameters
+    ----------
+    alpha : float or array_like
+        Type-I error(s) in ``[0, 1]``.
+    mu : float
+        Gaussian-DP parameter ``> 0``.
+    precise : bool, optional
+        Evaluate with mpmath at ``dps`` digits and return ``mpmath.mpf``.
+    dps : int, optional
+        Decimal digits of the precise evaluation, in ``[15, 10000]``.
+
+    Returns
+    -------
+    float, numpy.ndarray or mpmath.mpf
+        ``beta(alpha)``, rounded to nearest.
+
+    Raises
+    ------
+    ValueError
+        If an argument is out of range (``TypeError``: not a number).
+    ImportError
+        With ``precise=True``, if mpmath is not installed.
+    """
     mu = check.positive_float("mu", mu)
     dps = check_dps(dps)
 

@@ -47,8 +47,36 @@ def laplace_delta(
     epsilon, scale: float, sensitivity: float = 1.0, *, precise: bool = False,
     dps: int = DEFAULT_DPS,
 ):
-    """Exact ``delta(epsilon)`` of one Laplace run: ``1 - e^((eps - eps0)/2)`` for
-    ``eps < eps0 = sensitivity / scale``, else 0. The mechanism is symmetric (add = remove)."""
+    """Exact ``delta(epsilon)`` of one Laplace run.
+
+    ``1 - e^((eps - eps0)/2)`` for ``eps < eps0 = sensitivity / scale``, else 0 (e.g. Koskela
+    et al. 2021, Sec. 5). The mechanism is symmetric (add = remove).
+
+    Parameters
+    ----------
+    epsilon : float or array_like
+        ``epsilon >= 0``.
+    scale : float
+        The Laplace scale ``b > 0``.
+    sensitivity : float, optional
+        The query's L1 sensitivity ``> 0``.
+    precise : bool, optional
+        Evaluate with mpmath at ``dps`` digits and return ``mpmath.mpf``.
+    dps : int, optional
+        Decimal digits of the precise evaluation, in ``[15, 10000]``.
+
+    Returns
+    -------
+    float, numpy.ndarray or mpmath.mpf
+        ``delta(epsilon)``, rounded to nearest (an array for an array ``epsilon``).
+
+    Raises
+    ------
+    ValueError
+        If an argument is out of range (``TypeError``: not a number).
+    ImportError
+        With ``precise=True``, if mpmath is not installed.
+    """
     return profile_delta(_profile(scale, sensitivity), epsilon, precise, dps)
 
 
@@ -56,6 +84,31 @@ def laplace_epsilon(
     delta, scale: float, sensitivity: float = 1.0, *, precise: bool = False,
     dps: int = DEFAULT_DPS,
 ):
-    """Exact ``epsilon(delta) = max(0, eps0 + 2 log(1 - delta))`` of one Laplace run, rounded
-    up (certified)."""
+    """Exact ``epsilon(delta) = max(0, eps0 + 2 log(1 - delta))`` of one Laplace run, rounded up.
+
+    Parameters
+    ----------
+    delta : float or array_like
+        ``delta`` in ``[0, 1]``.
+    scale : float
+        The Laplace scale ``b > 0``.
+    sensitivity : float, optional
+        The query's L1 sensitivity ``> 0``.
+    precise : bool, optional
+        Evaluate with mpmath at ``dps`` digits and return ``mpmath.mpf``.
+    dps : int, optional
+        Decimal digits of the precise evaluation, in ``[15, 10000]``.
+
+    Returns
+    -------
+    float, numpy.ndarray or mpmath.mpf
+        ``epsilon(delta)``, rounded up: the exact ``delta`` at it is at most ``delta``.
+
+    Raises
+    ------
+    ValueError
+        If an argument is out of range (``TypeError``: not a number).
+    ImportError
+        With ``precise=True``, if mpmath is not installed.
+    """
     return profile_epsilon(_profile(scale, sensitivity), delta, precise, dps)

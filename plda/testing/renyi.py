@@ -1,13 +1,7 @@
 """Closed-form Rényi divergences ``D_alpha(P || Q) = log E_Q[(dP/dQ)^alpha] / (alpha - 1)``.
 
-* Gaussian, ``N(D, s^2)`` vs ``N(0, s^2)``: ``alpha D^2 / (2 s^2)`` (Mironov 2017, Prop. 7).
-* Laplace, ``t = D / b``: ``log(alpha/(2 alpha-1) e^{(alpha-1) t} + (alpha-1)/(2 alpha-1)
-  e^{-alpha t}) / (alpha - 1)`` for ``alpha > 1`` and ``t + e^-t - 1`` at ``alpha = 1``
-  (Mironov 2017, Table II).
-* Poisson-sampled Gaussian at integer ``alpha >= 2``, remove pair ``(1-q) N(0) + q N(D)`` vs
-  ``N(0)``: ``log sum_j C(alpha, j) (1-q)^(alpha-j) q^j e^{j(j-1) D^2/(2 s^2)} / (alpha - 1)``
-  (Mironov, Talwar & Zhang 2019, Sec. 3.3); this direction dominates the add direction at
-  every integer order (ibid., Thm. 5), so it is the mechanism's RDP.
+Of the Gaussian, the Laplace and the Poisson-sampled Gaussian mechanisms (Mironov 2017; Mironov,
+Talwar & Zhang 2019), each in float64 or, with ``precise=True``, in mpmath.
 """
 
 from __future__ import annotations
@@ -59,8 +53,36 @@ def gaussian_renyi(
     order, sigma: float, sensitivity: float = 1.0, *, precise: bool = False,
     dps: int = DEFAULT_DPS,
 ):
-    """``D_alpha`` of the Gaussian mechanism: ``alpha sensitivity^2 / (2 sigma^2)`` for any
-    ``order = alpha > 0`` (Mironov 2017, Prop. 7)."""
+    """``D_alpha`` of the Gaussian mechanism: ``alpha sensitivity^2 / (2 sigma^2)``.
+
+    ``N(D, sigma^2)`` against ``N(0, sigma^2)``, for any ``order = alpha > 0`` (Mironov 2017,
+    Prop. 7).
+
+    Parameters
+    ----------
+    order : float or array_like
+        ``alpha > 0``.
+    sigma : float
+        The noise's standard deviation ``> 0``.
+    sensitivity : float, optional
+        The query's L2 sensitivity ``> 0``.
+    precise : bool, optional
+        Evaluate with mpmath at ``dps`` digits and return ``mpmath.mpf``.
+    dps : int, optional
+        Decimal digits of the precise evaluation, in ``[15, 10000]``.
+
+    Returns
+    -------
+    float, numpy.ndarray or mpmath.mpf
+        ``D_alpha``, rounded to nearest (an array for an array ``order``).
+
+    Raises
+    ------
+    ValueError
+        If an argument is out of range (``TypeError``: not a number).
+    ImportError
+        With ``precise=True``, if mpmath is not installed.
+    """
     sigma = check.positive_float("sigma", sigma)
     sensitivity = check.positive_float("sensitivity", sensitivity)
     return _evaluate(
@@ -74,9 +96,36 @@ def laplace_renyi(
     order, scale: float, sensitivity: float = 1.0, *, precise: bool = False,
     dps: int = DEFAULT_DPS,
 ):
-    """``D_alpha`` of the Laplace mechanism for ``order = alpha >= 1`` (Mironov 2017, Table II):
-    ``log(a/(2a-1) e^{(a-1)t} + (a-1)/(2a-1) e^{-a t}) / (a-1)`` with ``t = sensitivity/scale``;
-    the KL divergence ``t + e^-t - 1`` at ``alpha = 1``."""
+    """``D_alpha`` of the Laplace mechanism for ``order = alpha >= 1``.
+
+    ``log(a/(2a-1) e^{(a-1)t} + (a-1)/(2a-1) e^{-a t}) / (a-1)`` with ``t = sensitivity/scale``,
+    the KL divergence ``t + e^-t - 1`` at ``alpha = 1`` (Mironov 2017, Table II).
+
+    Parameters
+    ----------
+    order : float or array_like
+        ``alpha >= 1``.
+    scale : float
+        The Laplace scale ``b > 0``.
+    sensitivity : float, optional
+        The query's L1 sensitivity ``> 0``.
+    precise : bool, optional
+        Evaluate with mpmath at ``dps`` digits and return ``mpmath.mpf``.
+    dps : int, optional
+        Decimal digits of the precise evaluation, in ``[15, 10000]``.
+
+    Returns
+    -------
+    float, numpy.ndarray or mpmath.mpf
+        ``D_alpha``, rounded to nearest (an array for an array ``order``).
+
+    Raises
+    ------
+    ValueError
+        If an argument is out of range (``TypeError``: not a number).
+    ImportError
+        With ``precise=True``, if mpmath is not installed.
+    """
     scale = check.positive_float("scale", scale)
     sensitivity = check.positive_float("sensitivity", sensitivity)
     t = sensitivity / scale
@@ -105,11 +154,40 @@ def poisson_gaussian_renyi(
     order, sigma: float, sample_rate: float, sensitivity: float = 1.0, *,
     precise: bool = False, dps: int = DEFAULT_DPS,
 ):
-    """``D_alpha`` of one Poisson-sampled Gaussian step at integer ``order = alpha >= 2`` by the
-    exact binomial expansion (Mironov, Talwar & Zhang 2019):
-    ``log(1 + sum_{j>=2} C(a,j) (1-q)^(a-j) q^j (e^{j(j-1) c} - 1)) / (a - 1)``,
-    ``c = sensitivity^2 / (2 sigma^2)`` (the ``j = 0, 1`` terms of the plain expansion sum with
-    the rest to 1 + that, which keeps small results accurate)."""
+    """``D_alpha`` of one Poisson-sampled Gaussian step at integer ``order = alpha >= 2``.
+
+    By the exact binomial expansion for the remove pair ``(1-q) N(0) + q N(D)`` against
+    ``N(0)``, ``log(1 + sum_{j>=2} C(a,j) (1-q)^(a-j) q^j (e^{j(j-1) c} - 1)) / (a - 1)`` with
+    ``c = sensitivity^2 / (2 sigma^2)`` (Mironov, Talwar & Zhang 2019, Sec. 3.3); it dominates
+    the add direction at every integer order (ibid., Thm. 5), so it is the step's RDP.
+
+    Parameters
+    ----------
+    order : int or array_like
+        Integer ``alpha >= 2``.
+    sigma : float
+        The noise's standard deviation ``> 0``.
+    sample_rate : float
+        The Poisson rate ``q`` in ``(0, 1]``.
+    sensitivity : float, optional
+        The query's L2 sensitivity ``> 0``.
+    precise : bool, optional
+        Evaluate with mpmath at ``dps`` digits and return ``mpmath.mpf``.
+    dps : int, optional
+        Decimal digits of the precise evaluation, in ``[15, 10000]``.
+
+    Returns
+    -------
+    float, numpy.ndarray or mpmath.mpf
+        ``D_alpha``, rounded to nearest (an array for an array ``order``).
+
+    Raises
+    ------
+    ValueError
+        If an argument is out of range (``TypeError``: not a number).
+    ImportError
+        With ``precise=True``, if mpmath is not installed.
+    """
     sigma = check.positive_float("sigma", sigma)
     q = check.probability("sample_rate", sample_rate, open_low=True)
     sensitivity = check.positive_float("sensitivity", sensitivity)
