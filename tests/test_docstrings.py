@@ -64,6 +64,13 @@ COVERED = (
     "plda.serialization",
     "plda.bounds",
     "plda.epochs",
+    "plda.accounting",
+    "plda.adapters",
+    "plda.cli",
+    "plda.plot",
+    "plda.samplers",
+    "plda.sweep",
+    "plda.testing",
 )
 
 _SECTION = re.compile(r"^\s*(?P<name>[A-Z][A-Za-z ]+)\n\s*-{3,}\s*$", re.MULTILINE)
@@ -111,6 +118,16 @@ def _public_members(cls) -> list[tuple[str, str, object]]:
     return found
 
 
+def _exported(module, name: str) -> object:
+    """``module.name``, or None when it needs an optional dependency that is not installed (its
+    door raises ``ImportError`` naming the extra: ``plda.adapters.PLDPrivacyAccountant`` without
+    dp_accounting); its docstrings are then checked where the extra is installed."""
+    try:
+        return getattr(module, name, None)
+    except ImportError:
+        return None
+
+
 @functools.cache
 def public_callables() -> dict[str, Entry]:
     """Every public callable of plda, by ``"module:qualname"`` of its definition."""
@@ -118,7 +135,7 @@ def public_callables() -> dict[str, Entry]:
     for module_name in _modules():
         module = importlib.import_module(module_name)
         if hasattr(module, "__all__"):
-            objects = [getattr(module, name) for name in module.__all__ if hasattr(module, name)]
+            objects = [_exported(module, name) for name in module.__all__]
         else:
             objects = [
                 value
