@@ -122,7 +122,7 @@ def plda_truncated(sigma, rate, cap, n, steps):
 
 def plda_accumulation(sigma, rate, micro, steps):
     plda.clear_caches()
-    mech = plda.GaussianMixture.gradient_accumulation(sigma, rate, micro)
+    mech = plda.PoissonSampled(plda.Gaussian(sigma), rate, group_size=micro)
     return timed(lambda: PLD.from_mechanism(mech, steps).epsilon_bounds(DELTA))
 
 
@@ -244,8 +244,9 @@ def main() -> None:
         "",
         "A record can be in several of the m independently sampled micro-batches, so the pair is "
         "the mixture sum_k Bin(k; m, q) N(k, sigma^2) against N(0, sigma^2) "
-        "(`plda.GaussianMixture.gradient_accumulation`); the last column is what recording one "
-        "Poisson step at rate m q (Opacus's accounting of `accumulated_iterations`) reports, "
+        "(`plda.PoissonSampled(plda.Gaussian(sigma), q, group_size=m)`); the last column is "
+        "what recording one Poisson step at rate m q (Opacus's accounting of "
+        "`accumulated_iterations`) reports, "
         "below plda's certified lower bound. dp_accounting computes the same mixture "
         "(`from_mixture_gaussian_mechanism`, add/remove, pessimistic estimate only).",
         "",

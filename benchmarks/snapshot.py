@@ -55,7 +55,7 @@ def cases():
         yield f"Shuffled-{relation}", PLD.from_mechanism(shuffled, 3, relation=relation), 1e-5
     yield "Allocation", PLD.from_mechanism(plda.RandomAllocation(g(1.0), 20), 3), 1e-5
     yield "Laplace-Poisson", PLD.from_mechanism(plda.PoissonSampled(lap(2.0), 0.05), 200), 1e-5
-    accumulation = plda.GaussianMixture.gradient_accumulation(1.0, 0.005, 4)
+    accumulation = plda.PoissonSampled(plda.Gaussian(1.0), 0.005, group_size=4)
     yield "Accumulation", PLD.from_mechanism(accumulation, 500), 1e-5
 
 

@@ -18,7 +18,7 @@ from plda.epochs.allocation import RandomAllocation
 from plda.epochs.shuffled import Shuffled
 from plda.mechanisms.base import Mechanism
 from plda.mechanisms.gaussian import Gaussian
-from plda.mechanisms.gaussian_mixture import MAX_ACCUMULATION_STEPS, GaussianMixture
+from plda.mechanisms.gaussian_mixture import MAX_GROUP_SIZE
 from plda.mechanisms.subsampled import PoissonSampled
 from plda.mechanisms.truncated_poisson import TruncatedPoisson
 from plda.mechanisms.without_replacement import SampledWithoutReplacement
@@ -160,7 +160,8 @@ class SamplerSpec:
     relations
         The relations it has an analysis under with a Gaussian base (other bases: ``advice``).
     accumulation
-        Whether a step may sum ``accumulation_steps`` micro-batches before the noise is added.
+        Whether a step may sum ``accumulation_steps`` micro-batches before the noise is added,
+        and protect a ``group_size`` of records sampled one by one.
     advice, summary
         What to do instead where plda has no replace-one analysis; ``--sampler``'s help line.
     """
@@ -293,6 +294,7 @@ def sampled_mechanism(
     num_steps: int | None = None,
     num_selected: int | None = None,
     accumulation_steps: int = 1,
+    group_size: int = 1,
     relation: str = "add_remove",
 ) -> Mechanism:
     r"""The plda mechanism of ``mechanism`` run on batches drawn by ``sampler``.
@@ -311,10 +313,10 @@ def sampled_mechanism(
         ``dataset_size`` and ``batch_size`` (or ``sample_rate``, an integer batch);
         ``"truncated-poisson"`` ``sample_rate``, ``max_batch_size``, ``dataset_size``; the
         epoch samplers ``num_steps`` (and ``num_selected``). An unused one is an error.
-    accumulation_steps
-        ``m``: each step sums the clipped gradients of ``m`` independently sampled
-        micro-batches and adds the noise once (``"poisson"`` with a Gaussian base only):
-        :meth:`plda.GaussianMixture.gradient_accumulation`, not one step at rate ``m q``.
+    accumulation_steps, group_size
+        ``m`` micro-batches summed per step, noise added once; a protected unit of ``K``
+        records each sampled on its own (``"poisson"``, Gaussian base): the unit enters
+        ``K m`` draws, ``PoissonSampled(mechanism, q, group_size=K m)``, a mixture.
     relation
         ``"add_remove"`` or ``"replace_one"``, that of the accounting: combinations without a
         sound analysis in plda are refused here.
@@ -348,14 +350,18 @@ def sampled_mechanism(
         raise TypeError(f"mechanism must be a plda mechanism, got {type(mechanism).__name__}")
     spec = sampler_spec(sampler)
     check_relation(relation)
-    accumulation_steps = check.count("accumulation_steps", accumulation_steps, minimum=1,
-                                     maximum=MAX_ACCUMULATION_STEPS)
-    if accumulation_steps > 1 and not spec.accumulation:
-        raise ValueError(
-            f"accumulation_steps={accumulation_steps} applies to sampler='poisson' only "
-            "(independently Poisson-sampled micro-batches), got sampler="
-            f"{sampler!r}; plda has no analysis of accumulating {sampler} batches"
-        )
+    draws = 1
+    for name, value in (("accumulation_steps", accumulation_steps), ("group_size", group_size)):
+        value = check.count(name, value, minimum=1, maximum=MAX_GROUP_SIZE)
+        if value > 1 and not spec.accumulation:
+            raise ValueError(
+                f"{name}={value} applies to sampler='poisson' only (records sampled one by "
+                f"one), got sampler={sampler!r}; plda has no analysis of it for {sampler}"
+            )
+        draws *= value
+    if draws > MAX_GROUP_SIZE:
+        raise ValueError(f"accumulation_steps * group_size must be at most {MAX_GROUP_SIZE}, "
+                         f"got {draws}")
     given = {
         name: value
         for name, value in (
@@ -375,17 +381,11 @@ def sampled_mechanism(
         if not any(option in given for option in group):
             raise ValueError(f"sampler={sampler!r} needs {' or '.join(group)}")
     out = spec.build(mechanism, **given)
-    if accumulation_steps > 1:
+    if draws > 1:
         if type(mechanism) is not Gaussian:
-            raise ValueError(
-                f"accumulation_steps applies to a plda.Gaussian base (DP-SGD's noise), got "
-                f"{type(mechanism).__name__}"
-            )
-        out = GaussianMixture.gradient_accumulation(
-            mechanism.sigma / mechanism.sensitivity, sample_rate, accumulation_steps
-        )
-        if relation == "replace_one":
-            out.under_replace_one()  # refused, with the mixture's own reason
+            raise ValueError("accumulation_steps and group_size apply to a plda.Gaussian base "
+                             f"(DP-SGD's noise), got {type(mechanism).__name__}")
+        out = PoissonSampled(mechanism, out.sample_rate, group_size=draws)
     if relation not in spec.relations:
         raise ValueError(
             f"sampler={sampler!r} with base {type(mechanism).__name__} has no sound "

@@ -541,7 +541,7 @@ def test_mixture_of_gaussians_event_against_dp_accounting_pld():
     if event_type is None:
         pytest.skip("this dp_accounting has no MixtureOfGaussiansDpEvent")
     # gradient accumulation over 4 micro-batches at q = 0.05 (issue 24), composed 20 times
-    mixture = plda.GaussianMixture.gradient_accumulation(0.8, 0.05, 4)
+    mixture = plda.PoissonSampled(plda.Gaussian(0.8), 0.05, group_size=4).group_mixture()
     event = dpa.SelfComposedDpEvent(
         event_type(0.8, list(mixture.sensitivities), list(mixture.probabilities)), 20)
     assert mechanisms_from_dp_event(event) == ((mixture, 20),)

@@ -30,7 +30,9 @@ ISSUE = (0.8, 0.05, 4)  # noise multiplier, per-micro-batch rate, micro-batches
 
 
 def _accumulation(sigma, q, m):
-    return plda.GaussianMixture.gradient_accumulation(sigma, q, m)
+    """One step over ``m`` micro-batches, as the accountant builds it (``group_size=m``)."""
+    return plda.sampled_mechanism(plda.Gaussian(sigma), "poisson", sample_rate=q,
+                                  accumulation_steps=m)
 
 
 def _worst_delta(mechanism, eps):
@@ -136,7 +138,8 @@ def _convolved_delta(mechanism, steps, eps, cells=40_000, bin_width=2e-4):
     """``delta(eps)`` of ``steps`` runs, by convolving the one-step loss distribution: the
     output axis cut into ``cells`` cells (each merged: a post-processing), the cells' losses
     binned to ``bin_width`` and the histogram convolved by FFT. Both directions, the larger."""
-    shifts, weights = (np.array(v) for v in mechanism.components())
+    mixture = mechanism.group_mixture() if type(mechanism) is plda.PoissonSampled else mechanism
+    shifts, weights = (np.array(v) for v in mixture.components())
     y = np.linspace(-12.0, 12.0 + shifts.max(), cells + 1)
     p = np.diff(ndtr(np.subtract.outer(y, shifts)) @ weights)
     q = np.diff(ndtr(y))
@@ -243,7 +246,7 @@ def test_bad_mixtures_name_the_argument(kwargs, error, match):
     ((1.0, 0.01, 2.5), ValueError, "accumulation_steps"),
     ((1.0, 0.0, 2), ValueError, "sample_rate"),
     ((1.0, 1e-13, 2), ValueError, "sample_rate"),
-    ((-1.0, 0.01, 2), ValueError, "noise_multiplier"),
+    ((-1.0, 0.01, 2), ValueError, "sigma"),
 ])
 def test_bad_accumulations_name_the_argument(args, error, match):
     with pytest.raises(error, match=match):
@@ -265,18 +268,25 @@ def test_state_dict_and_saved_pld_round_trip_the_mixture(tmp_path):
     accountant = plda.PLDAccountant()
     accountant.step(0.8, 0.05, count=3, accumulation_steps=4)
     accountant.step(1.0, 0.01, count=2)
+    accountant.compose(plda.GaussianMixture(1.0, (0.0, 1.0, 2.0), (0.5, 0.3, 0.2)), 2)
     state = json.loads(json.dumps(accountant.state_dict()))
     loaded = plda.PLDAccountant.from_state_dict(state)
     assert loaded.history == accountant.history
     assert loaded.epsilon(DELTA) == accountant.epsilon(DELTA)
     plda.save_pld(accountant.pld, tmp_path / "pld.json")
     assert plda.load_pld(tmp_path / "pld.json").components == accountant.pld.components
-    entry = state["history"][0]["mechanism"]
-    assert entry["type"] == "GaussianMixture" and entry["sensitivities"] == [0, 1, 2, 3, 4]
+    grouped = state["history"][0]["mechanism"]
+    assert grouped["type"] == "PoissonSampled" and grouped["group_size"] == 4
+    grouped["group_size"] = 2.5
+    with pytest.raises(ValueError, match="group_size"):
+        plda.PLDAccountant.from_state_dict(state)
+    grouped["group_size"] = 4
+    entry = state["history"][2]["mechanism"]
+    assert entry["type"] == "GaussianMixture" and entry["sensitivities"] == [0, 1, 2]
     entry["probabilities"] = ["a", "b"]
     with pytest.raises(ValueError, match="list of numbers"):
         plda.PLDAccountant.from_state_dict(state)
-    entry["probabilities"] = [0.5, 0.5, 0.5, 0.5, 0.5]
+    entry["probabilities"] = [0.5, 0.5, 0.5]
     with pytest.raises(ValueError, match="sum to 1"):
         plda.PLDAccountant.from_state_dict(state)
 
@@ -307,7 +317,7 @@ def test_renyi_bounds_are_finite_and_bracket_the_exact_divergence():
     # upper bound is joint convexity over the components (before: +inf, the grid's charged tail)
     mechanism = _accumulation(1.0, 0.05, 3)
     bounds = plda.PrivacyLossDistribution.from_mechanism(mechanism).renyi_bounds(2.0)
-    shifts, weights = mechanism.components()
+    shifts, weights = mechanism.group_mixture().components()
     with mpmath.workdps(30):
         remove = mpmath.log(mpmath.fsum(
             wj * wk * mpmath.exp(mj * mk)

@@ -276,7 +276,7 @@ def test_howto_page_examples_run(tmp_path, monkeypatch):
     for block in blocks:
         exec(compile(block, str(page), "exec"), namespace)  # noqa: S102 - the docs are the test
     assert namespace["engine"].get_epsilon(1e-5) <= 2.0
-    accumulation = plda.GaussianMixture.gradient_accumulation(0.8, 1 / 8, 2)
+    accumulation = plda.PoissonSampled(plda.Gaussian(0.8), 1 / 8, group_size=2)
     assert namespace["accumulating"].accountant.accountant.history == ((accumulation, 4),)
     assert namespace["sigma"] == pytest.approx(
         plda.calibrate_noise_multiplier(1.0, 1e-5, 0.01, 1000), rel=1e-3
@@ -430,7 +430,7 @@ def test_gradient_accumulation_is_accounted_as_the_mixture_not_one_step_at_m_tim
     assert rate == BATCH / N
     for _ in range(2):
         _train_accumulating(model, optimizer, loader, 2)  # 4 batches: 2 optimizer steps
-    mixture = plda.GaussianMixture.gradient_accumulation(0.8, rate, 2)
+    mixture = plda.PoissonSampled(plda.Gaussian(0.8), rate, group_size=2)
     assert engine.accountant.accountant.history == ((mixture, 4),)
     assert len(engine.accountant) == 4
     assert engine.accountant.history == []  # no (sigma, q, steps) triple describes them

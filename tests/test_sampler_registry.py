@@ -273,7 +273,7 @@ def test_the_relations_of_the_registry_are_those_the_mechanisms_accept():
 
 def test_gradient_accumulation_is_described_to_the_registry():
     mixture = sampled_mechanism(G, "poisson", sample_rate=0.05, accumulation_steps=4)
-    assert mixture == plda.GaussianMixture.gradient_accumulation(1.0, 0.05, 4)
+    assert mixture == plda.PoissonSampled(plda.Gaussian(1.0), 0.05, group_size=4)
     assert sampled_mechanism(G, "poisson", sample_rate=0.05, accumulation_steps=1) == (
         plda.PoissonSampled(G, 0.05))
     with pytest.raises(ValueError, match="accumulation_steps=2 applies to sampler='poisson'"):

@@ -1,7 +1,7 @@
 """Binomial probabilities to within half an ulp each, without ``scipy.stats``.
 
 ``scipy.stats`` stays out of plda's import and query paths (it costs ~27 MB of memory); the
-mixture of :meth:`plda.GaussianMixture.gradient_accumulation` needs
+group mixture of :class:`plda.PoissonSampled` (``group_size``) needs
 ``P(K = k)`` for ``K ~ Binomial(m, q)``, accurately enough that the law's probabilities keep
 the few-ulp accuracy the discretization assumes of them.
 """

@@ -120,6 +120,7 @@ class PLDAccountant(CompositionQueries):
         num_steps: int | None = None,
         num_selected: int | None = None,
         accumulation_steps: int = 1,
+        group_size: int = 1,
     ) -> None:
         """Record ``count`` DP-SGD steps: a Gaussian of noise ``sigma`` on sampled batches.
 
@@ -139,10 +140,10 @@ class PLDAccountant(CompositionQueries):
             or ``"random-allocation"``.
         batch_size, dataset_size, max_batch_size, num_steps, num_selected : int, optional
             The sampler's sizes (:func:`plda.sampled_mechanism`).
-        accumulation_steps : int, optional
-            ``m``: each step sums ``m`` Poisson-sampled micro-batches and adds the noise once
-            (``"poisson"`` under add/remove only): the mixture pair of
-            :meth:`plda.GaussianMixture.gradient_accumulation`.
+        accumulation_steps, group_size : int, optional
+            ``m`` Poisson micro-batches summed per step, noise added once; a protected unit of
+            ``K`` records each sampled on its own (``"poisson"``, add/remove): the unit enters
+            ``K m`` draws, the mixture of ``plda.PoissonSampled(..., group_size=K m)``.
 
         Raises
         ------
@@ -165,6 +166,7 @@ class PLDAccountant(CompositionQueries):
             num_steps=num_steps,
             num_selected=num_selected,
             accumulation_steps=accumulation_steps,
+            group_size=group_size,
             relation=self._relation,
         )
         if sampler_spec(sampler).epoch:

@@ -315,7 +315,8 @@ class PLDOpacusAccountant:
             return self.epochs.history()
         out = []
         for mechanism, count in self.accountant.history:
-            if isinstance(mechanism, PoissonSampled) and type(mechanism.mechanism) is Gaussian:
+            if (isinstance(mechanism, PoissonSampled) and type(mechanism.mechanism) is Gaussian
+                    and mechanism.group_size == 1):
                 inner = mechanism.mechanism
                 if inner.sensitivity == 1.0:
                     out.append((inner.sigma, mechanism.sample_rate, count))

@@ -89,6 +89,8 @@ def step_cumulant(mechanism: Mechanism, direction: str, alpha: np.ndarray) -> Cu
     if type(mechanism) is ApproximateDP and mechanism.delta > 0:
         inf = np.full(alpha.shape, np.inf)
         return Cumulant(lower=inf, upper=inf)
+    if type(mechanism) is PoissonSampled and mechanism.group_size > 1:
+        mechanism = mechanism.group_mixture()  # the same pair: its closed forms below
     if type(mechanism) is PoissonSampled and mechanism.sample_rate < 1:
         base = mechanism.mechanism
         if type(base) is Gaussian:

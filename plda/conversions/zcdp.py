@@ -16,6 +16,7 @@ from plda.conversions.renyi import renyi_bounds
 from plda.mechanisms.base import DIRECTIONS, Mechanism
 from plda.mechanisms.discrete import DiscreteGaussian
 from plda.mechanisms.gaussian import GaussianLaw
+from plda.mechanisms.gaussian_mixture import GaussianMixture
 from plda.mechanisms.subsampled import PoissonSampled
 
 
@@ -28,9 +29,14 @@ def _step_rho(mechanism: Mechanism) -> float:
     if type(mechanism) is DiscreteGaussian:
         # D_alpha <= alpha D^2 / (2 s^2) with equality at integer alpha D (CKS20)
         return mechanism.sensitivity**2 / (2 * mechanism.sigma**2)
+    if type(mechanism) is GaussianMixture:
+        # joint convexity over the components: D_alpha <= max_k alpha mu_k^2 / 2, both ways
+        return max(mechanism.components()[0]) ** 2 / 2
     if type(mechanism) is PoissonSampled:
-        # D_alpha(sampled) <= D_alpha(base) by joint convexity, in both directions
-        rho = _step_rho(mechanism.mechanism)
+        # D_alpha(sampled) <= D_alpha(base) by joint convexity, in both directions; a group's
+        # mixture: <= max over k <= K of the base's D_alpha at k times its shift (K^2 rho, all
+        # its bases being Gaussian)
+        rho = _step_rho(mechanism.mechanism) * mechanism.group_size**2
         return min(rho, _pure_rho(mechanism))
     return _pure_rho(mechanism)
 

@@ -1,4 +1,5 @@
-r"""Gaussian noise on a randomly scaled shift (a mixture of Gaussians), and gradient accumulation.
+r"""Gaussian noise on a randomly scaled shift (a mixture of Gaussians): groups and gradient
+accumulation under Poisson sampling.
 
 :class:`GaussianMixture` is the pair ``sum_i p_i N(c_i, s^2)`` against ``N(0, s^2)``
 (Choquette-Choo, Ganesh, Steinke & Thakurta 2023; dp_accounting's
@@ -8,15 +9,17 @@ the output ``y`` (in units of ``s``), so :class:`GaussianMixtureLaw` inverts it 
 from the right, which never overshoot a convex map) and reads every probability as a positive
 sum of normal cdfs or survival functions there.
 
-**Gradient accumulation** (:meth:`GaussianMixture.gradient_accumulation`): an optimizer step
-sums the clipped gradients of ``m`` independently Poisson-sampled micro-batches (rate ``q``)
-and adds ``N(0, sigma^2 C^2 I)`` once. A record is in ``K ~ Binomial(m, q)`` of them, and the
-add/remove pair is the mixture with ``c_k = k C``, ``p_k = P(K = k)``:
+**Groups and gradient accumulation** (``PoissonSampled(Gaussian(sigma), q, group_size=K)``): a
+protected unit (a user with ``K`` records, or one record over ``K`` independently
+Poisson-sampled micro-batches of one optimizer step) enters ``K`` independent draws of rate
+``q``, each clipped to ``C``, and ``N(0, sigma^2 C^2 I)`` is added once. It contributes
+``k ~ Binomial(K, q)`` terms, and the add/remove pair is the mixture with ``c_k = k C``,
+``p_k = P(k)``:
 
-- *realized*: every other record's clipped gradient 0 and ``x``'s equal to ``C`` along one
+- *realized*: every other record's clipped gradient 0 and the unit's equal to ``C`` along one
   direction give exactly this pair;
-- *dominating*: condition on everything but the noise and the set ``S`` of micro-batches that
-  hold ``x`` (Poisson sampling makes ``S`` independent of it): the pair is
+- *dominating*: condition on everything but the noise and the set ``S`` of the unit's draws
+  that were sampled (Poisson sampling makes ``S`` independent of the data): the pair is
   ``(E_S N(b + v_S, s^2 I), N(b, s^2 I))`` with ``|v_S| <= |S| C`` (triangle inequality: the
   contributions may differ in norm and direction). By Neyman-Pearson a test of level ``alpha``
   under ``N(b, s^2 I)`` has power at most ``Phi(|v| / s - z_alpha)`` under ``N(b + v, s^2 I)``,
@@ -27,7 +30,7 @@ add/remove pair is the mixture with ``c_k = k C``, ``p_k = P(K = k)``:
   hockey-stick curves are functions of that tradeoff curve).
 
 Under replace-one the realized pair (others 0, ``x = +C`` against ``x' = -C``) is the double
-mixture ``sum_k p_k N(kC)`` against ``sum_k p_k N(-kC)``; for ``m > 1`` no proof that it
+mixture ``sum_k p_k N(kC)`` against ``sum_k p_k N(-kC)``; for ``K > 1`` no proof that it
 dominates every substitution is known to plda, so replace-one is refused
 (:meth:`GaussianMixture.under_replace_one`).
 """
@@ -40,30 +43,22 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import ndtr, ndtri
 
-from plda._internal.binomial import binomial_probabilities
 from plda._internal.linalg import dot
 from plda._internal.roots import convex_increasing_inverse
-from plda._internal.validation import (
-    MIN_SAMPLE_RATE,
-    count,
-    in_range,
-    positive_float,
-    probability,
-    real_sequence,
-)
+from plda._internal.validation import in_range, positive_float, real_sequence
 from plda.mechanisms.base import Mechanism
-from plda.mechanisms.gaussian import MU_RANGE, Gaussian, GaussianLaw
+from plda.mechanisms.gaussian import MU_RANGE, GaussianLaw
 from plda.mechanisms.law import AtomLaw, PrivacyLossLaw
-from plda.mechanisms.subsampled import PoissonSampled
 
 __all__ = ["GaussianMixture", "GaussianMixtureLaw"]
 
-#: most micro-batches :meth:`GaussianMixture.gradient_accumulation` takes (and most components
-#: a mixture may have, plus one): every point of a discretization evaluates every component
-MAX_ACCUMULATION_STEPS = 10_000
+#: largest group (records of a protected unit times micro-batches per step) of
+#: :class:`~plda.PoissonSampled`, and most components a mixture may have, minus one: every point
+#: of a discretization evaluates every component
+MAX_GROUP_SIZE = 10_000
 #: the probabilities must sum to 1 within this (they are then divided by their sum)
 PROBABILITY_TOLERANCE = 1e-12
-_COMPONENTS = MAX_ACCUMULATION_STEPS + 1
+_COMPONENTS = MAX_GROUP_SIZE + 1
 #: entries of one (points x components) block: bounds the memory of an evaluation
 _BLOCK = 1 << 18
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
@@ -255,8 +250,8 @@ class GaussianMixture(Mechanism):
     >>> m = plda.GaussianMixture(sigma=0.8, sensitivities=(0, 1), probabilities=(0.95, 0.05))
     >>> round(plda.PrivacyLossDistribution.from_mechanism(m).epsilon(1e-5), 2)
     1.89
-    >>> step = plda.GaussianMixture.gradient_accumulation(0.8, 0.05, 4)  # 4 micro-batches
-    >>> step.sensitivities, round(float(step.privacy_loss("remove").delta(3.0)), 7)
+    >>> step = plda.PoissonSampled(plda.Gaussian(0.8), 0.05, group_size=4)  # 4 micro-batches
+    >>> step.group_mixture().sensitivities, round(float(step.privacy_loss("remove").delta(3.0)), 7)
     ((0.0, 1.0, 2.0, 3.0, 4.0), 0.0010835)
     """
 
@@ -327,51 +322,3 @@ class GaussianMixture(Mechanism):
             "no replace-one pair is known to dominate every substitution of a record when it "
             "can be in several micro-batches; use relation='add_remove'"
         )
-
-    @classmethod
-    def gradient_accumulation(
-        cls, noise_multiplier: float, sample_rate: float, accumulation_steps: int
-    ) -> Mechanism:
-        r"""The mechanism of one optimizer step over ``m`` independently Poisson-sampled
-        micro-batches, noise added once (the module docstring proves that its pair is both
-        realized and dominating under add/remove):
-
-        .. math:: \sum_{k=0}^{m} \binom{m}{k} q^k (1-q)^{m-k}\, N(k, \sigma^2)
-                  \quad\text{against}\quad N(0, \sigma^2)
-
-        (in units of the clipping norm; weights from
-        :func:`plda._internal.binomial.binomial_probabilities`). One
-        Poisson step at rate ``m q`` does not dominate it: at ``sigma = 0.8, q = 0.05, m = 4``,
-        ``delta(3)`` is 1.08e-3, against 6.4e-5. With ``m = 1`` this is
-        ``PoissonSampled(Gaussian(sigma=noise_multiplier), sample_rate)``, a plain step's.
-
-        Parameters
-        ----------
-        noise_multiplier : float
-            ``sigma`` (noise standard deviation over the clipping norm), in ``(0, inf)``.
-        sample_rate : float
-            Poisson rate ``q`` of each micro-batch, in ``[1e-12, 1]``.
-        accumulation_steps : int
-            Number ``m`` of micro-batches per optimizer step, in ``[1, 10000]``.
-
-        Returns
-        -------
-        Mechanism
-            A :class:`GaussianMixture` (``m > 1``) or a :class:`~plda.PoissonSampled`.
-
-        Raises
-        ------
-        TypeError, ValueError
-            An argument outside its range (the message names it).
-        """
-        sigma = positive_float("noise_multiplier", noise_multiplier)
-        q = probability("sample_rate", sample_rate, open_low=True)
-        in_range("sample_rate", q, MIN_SAMPLE_RATE, 1.0,
-                 "tighter rates give only loose bounds on the grid")
-        m = count("accumulation_steps", accumulation_steps, minimum=1,
-                  maximum=MAX_ACCUMULATION_STEPS)
-        if m == 1:
-            return PoissonSampled(Gaussian(sigma=sigma), sample_rate=q)
-        counts, probabilities = binomial_probabilities(m, q)
-        return cls(sigma=sigma, sensitivities=tuple(float(k) for k in counts),
-                   probabilities=probabilities)

@@ -1,5 +1,5 @@
 """Poisson subsampling of any mechanism, and its privacy-loss laws (add/remove; a sampled
-Gaussian under replace-one)."""
+Gaussian under replace-one); a group of records sampled independently (a Gaussian mixture)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,12 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import ndtr, ndtri
 
+from plda._internal.binomial import binomial_probabilities
 from plda._internal.floats import UNIT_ROUNDOFF
-from plda._internal.validation import MIN_SAMPLE_RATE, in_range, probability
+from plda._internal.validation import MIN_SAMPLE_RATE, count, in_range, probability
 from plda.mechanisms.base import Mechanism
 from plda.mechanisms.gaussian import Gaussian
+from plda.mechanisms.gaussian_mixture import MAX_GROUP_SIZE, GaussianMixture
 from plda.mechanisms.law import PrivacyLossLaw
 
 
@@ -23,10 +25,36 @@ class PoissonSampled(Mechanism):
     Under add/remove its dominating pairs are ``(q P + (1-q) Q, Q)`` (remove) and the reversed
     pair (add), where ``(P, Q)`` dominates the base mechanism (Zhu, Dong & Wang 2022, Thm. 11).
     The two directions differ; plda reports the worse of the two.
+
+    With ``group_size=K`` the protected unit is a group of ``K`` records, each sampled on its
+    own (a user's examples; or one record over ``K`` independently sampled micro-batches whose
+    clipped gradients are summed before the noise): ``k ~ Binomial(K, q)`` of them are in the
+    step, and the pair is the mixture ``sum_k Bin(k; K, q) N(k Δ, σ^2)`` against
+    ``N(0, σ^2)`` (:meth:`group_mixture`; realized and dominating, proof in
+    :mod:`plda.mechanisms.gaussian_mixture`). Gaussian bases and add/remove only.
+
+    Parameters
+    ----------
+    mechanism : Mechanism
+        The base mechanism, with its add/remove sensitivity.
+    sample_rate : float
+        Poisson rate ``q`` in ``[1e-12, 1]``.
+    group_size : int, optional
+        Records ``K`` of the protected unit, each sampled independently, in ``[1, 10000]``
+        (1: one record; ``K > 1`` needs a :class:`~plda.Gaussian` base).
+
+    Raises
+    ------
+    TypeError
+        ``mechanism`` is not a plda mechanism, or a value is not a number.
+    ValueError
+        A value outside its range, or ``group_size > 1`` with a base that is not a Gaussian
+        (the message names the argument).
     """
 
     mechanism: Mechanism
     sample_rate: float
+    group_size: int = 1
 
     def __post_init__(self):
         if not isinstance(self.mechanism, Mechanism):
@@ -38,18 +66,56 @@ class PoissonSampled(Mechanism):
         )
         in_range("sample_rate", self.sample_rate, MIN_SAMPLE_RATE, 1.0,
                  "tighter rates give only loose bounds on the grid")
+        group = count("group_size", self.group_size, minimum=1, maximum=MAX_GROUP_SIZE)
+        object.__setattr__(self, "group_size", group)
+        if group > 1:
+            if type(self.mechanism) is not Gaussian:
+                raise ValueError(
+                    f"group_size={group} needs a plda.Gaussian base (its group law is a "
+                    f"Gaussian mixture), got {type(self.mechanism).__name__}; for another "
+                    "base bound the group with plda.theorems.group_privacy"
+                )
+            self.group_mixture()  # validates K sensitivity / sigma
+
+    def group_mixture(self) -> GaussianMixture:
+        """The group's add/remove pair as a mixture (``group_size > 1``, Gaussian base).
+
+        Returns
+        -------
+        GaussianMixture
+            ``sum_k Bin(k; K, q) N(k Δ, σ^2)`` against ``N(0, σ^2)``, ``k = 0..K``
+            (binomial weights to within half an ulp).
+
+        Raises
+        ------
+        ValueError
+            If the base is not a :class:`~plda.Gaussian`.
+        """
+        base = self.mechanism
+        if type(base) is not Gaussian:
+            raise ValueError(
+                f"group_mixture needs a plda.Gaussian base, got {type(base).__name__}"
+            )
+        counts, weights = binomial_probabilities(self.group_size, self.sample_rate)
+        return GaussianMixture(sigma=base.sigma,
+                               sensitivities=tuple(float(k) * base.sensitivity for k in counts),
+                               probabilities=weights)
 
     @property
     def symmetric(self) -> bool:  # type: ignore[override]
         return self.sample_rate == 1.0 and self.mechanism.symmetric
 
     def _remove_law(self):
+        if self.group_size > 1:
+            return self.group_mixture().privacy_loss("remove")
         base = self.mechanism.privacy_loss("remove")
         if self.sample_rate == 1.0:
             return base
         return SubsampledLaw(base=base, sample_rate=self.sample_rate)
 
     def _add_law(self):
+        if self.group_size > 1:
+            return self.group_mixture().privacy_loss("add")
         if self.sample_rate == 1.0:
             return self.mechanism.privacy_loss("add")
         return self.privacy_loss("remove").reversed()
@@ -59,13 +125,15 @@ class PoissonSampled(Mechanism):
         both directions grows with ``q`` (joint convexity of the hockey-stick divergence)."""
         q = self.sample_rate
         q = min(1.0, max(q, 2.0 ** (math.ceil(16 * math.log2(q)) / 16)))
-        return PoissonSampled(self.mechanism._coarsened(), q)
+        return PoissonSampled(self.mechanism._coarsened(), q, self.group_size)
 
     def under_replace_one(self) -> Mechanism:
         """Replace-one: the replaced record's contribution moves between ``±sensitivity``
         around the rest of the sum, sampled with probability q: the symmetric pair
         ``((1-q) N(0) + q N(Δ), (1-q) N(0) + q N(-Δ))`` (Zhu, Dong & Wang 2022) — tighter than
-        doubling the sensitivity. Supported for Gaussian base mechanisms."""
+        doubling the sensitivity. Supported for Gaussian base mechanisms and one record."""
+        if self.group_size > 1:
+            self.group_mixture().under_replace_one()  # refused, with the mixture's reason
         if type(self.mechanism) is not Gaussian:
             raise ValueError(
                 "relation='replace_one' with PoissonSampled is supported for Gaussian base "

@@ -310,10 +310,22 @@ def _clt_mu_squared(mechanism: Mechanism) -> float | None:
     for other mechanisms. An approximation, not a bound."""
     if type(mechanism) is PoissonSampled and type(mechanism.mechanism) is Gaussian:
         mu0 = mechanism.mechanism.mu
+        if mechanism.group_size > 1:  # chi^2 of sum_k w_k N(k mu0) against N(0): see below
+            return _mixture_chi2(mechanism.group_mixture())
         return mechanism.sample_rate**2 * math.expm1(mu0 * mu0)
     if type(mechanism) is Gaussian:
         return mechanism.mu**2
     return None
+
+
+def _mixture_chi2(mixture) -> float | None:
+    """``chi^2(P || Q) = sum_jk w_j w_k e^{mu_j mu_k} - 1`` of ``P = sum_k w_k N(mu_k)``
+    against ``Q = N(0)``: the central limit's ``mu^2`` per step of a group (for one record,
+    ``q^2 (e^{mu0^2} - 1)``)."""
+    shifts, weights = (np.asarray(v) for v in mixture.components())
+    with np.errstate(over="ignore"):
+        total = float(weights @ np.exp(np.multiply.outer(shifts, shifts)) @ weights)
+    return max(0.0, total - 1.0) if math.isfinite(total) else None
 
 
 def _clt_mu(components) -> float | None:
