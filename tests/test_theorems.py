@@ -494,8 +494,8 @@ def test_group_privacy_mechanism_refuses_unsupported_mechanisms():
 
     with pytest.raises(TypeError, match="sensitivity"):
         theorems.group_privacy_mechanism(plda.ApproximateDP(1.0, 1e-6), 2, 1e-5)
-    with pytest.raises(TypeError, match="sensitivity"):
-        theorems.group_privacy_mechanism(plda.PoissonSampled(plda.Gaussian(1.0), 0.1), 2, 1e-5)
+    with pytest.raises(TypeError, match="Gaussian base only"):
+        theorems.group_privacy_mechanism(plda.PoissonSampled(plda.Laplace(1.0), 0.1), 2, 1e-5)
     with pytest.raises(TypeError, match="mechanism"):
         theorems.group_privacy_mechanism((1.0, 1e-6), 2, 1e-5)
     with pytest.raises(ValueError, match="group_size"):

@@ -85,7 +85,7 @@ def calibrate_command(args) -> str:
     max_steps = _max_steps(args, parameter)
     sigma, sizes = args.noise_multiplier, run.sizes
     try:
-        if run.sampler != DEFAULT_SAMPLER:
+        if run.sampler != DEFAULT_SAMPLER or run.draws:
             value, result = calibrate_sampler(
                 run, keywords, parameter, sigma, {**options, "max_steps": max_steps}
             )

@@ -8,7 +8,7 @@ a missing one.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from plda.cli.checks import UsageError, check_positive, check_rate, check_steps, require
 from plda.mechanisms import Gaussian, Mechanism
@@ -18,6 +18,7 @@ from plda.samplers import flag as size_flag
 
 __all__ = [
     "DEFAULT_SAMPLER",
+    "DRAW_FLAGS",
     "SAMPLERS",
     "SIZE_FLAGS",
     "SamplerRun",
@@ -38,6 +39,13 @@ OPTIONAL_FLAGS: dict[str, tuple[str, ...]] = {
 }
 #: every size flag -> its namespace attribute
 SIZE_FLAGS = {size_flag(size): size for size in SIZES}
+#: the flags of a protected unit that enters several Poisson draws per step (poisson only)
+DRAW_FLAGS = {
+    "--group-size": "records of the protected unit (a user's examples), each sampled on its "
+    "own: a Gaussian mixture per step (default 1; poisson, add_remove)",
+    "--accumulation-steps": "Poisson micro-batches summed per optimizer step before the noise "
+    "(default 1; poisson, add_remove)",
+}
 
 
 def add_sampler_flags(parser, integer) -> None:
@@ -68,6 +76,8 @@ def add_sampler_flags(parser, integer) -> None:
     for size, text in SIZES.items():
         if size != "sample_rate":
             parser.add_argument(size_flag(size), type=integer, help=text)
+    for flag, text in DRAW_FLAGS.items():
+        parser.add_argument(flag, type=integer, help=text)
 
 
 @dataclass(frozen=True)
@@ -82,11 +92,14 @@ class SamplerRun:
         Its size flags' values, by namespace attribute (``sample_rate``, ``batch_size``, ...).
     steps : int or None
         Training steps; None while they are being calibrated.
+    draws : dict
+        ``group_size`` and ``accumulation_steps`` where given (:data:`DRAW_FLAGS`).
     """
 
     sampler: str
     sizes: dict
     steps: int | None
+    draws: dict = field(default_factory=dict)
 
     @property
     def epoch_length(self) -> int:
@@ -133,7 +146,8 @@ class SamplerRun:
             Naming the sampler, for what the library refuses.
         """
         try:
-            return sampled_mechanism(Gaussian(sigma=sigma), self.sampler, **self.sizes)
+            return sampled_mechanism(Gaussian(sigma=sigma), self.sampler, **self.sizes,
+                                     **self.draws)
         except (TypeError, ValueError) as exc:
             raise UsageError(f"argument --sampler {self.sampler}: {exc}") from None
 
@@ -153,8 +167,10 @@ class SamplerRun:
             ``noise_multiplier``, the sizes, ``steps``, ``sampler`` and, for an epoch sampler,
             ``epochs``.
         """
-        values = {"noise_multiplier": sigma, **self.sizes, "steps": self.steps, **calibrated}
-        order = ("noise_multiplier", *SIZE_FLAGS.values(), "steps")
+        values = {"noise_multiplier": sigma, **self.sizes, **self.draws, "steps": self.steps,
+                  **calibrated}
+        order = ("noise_multiplier", *SIZE_FLAGS.values(), "group_size", "accumulation_steps",
+                 "steps")
         record = {key: values[key] for key in order if key in values}
         record["sampler"] = self.sampler
         if REGISTRY[self.sampler].epoch and record["steps"] is not None:
@@ -230,7 +246,12 @@ def sampler_run(args, missing: tuple[str, ...] = (), calibrated: str | None = No
     absent = [f for f, v in given.items() if v is None and f != calibrated]
     absent += [f for f in SAMPLERS[sampler] if SIZE_FLAGS[f] not in sizes and f != calibrated]
     require(absent + list(missing))
-    run = SamplerRun(sampler=sampler, sizes=sizes, steps=args.steps)
+    draws = {}
+    for flag in DRAW_FLAGS:
+        value = getattr(args, flag[2:].replace("-", "_"), None)
+        if value is not None:
+            draws[flag[2:].replace("-", "_")] = check_steps(flag, value)
+    run = SamplerRun(sampler=sampler, sizes=sizes, steps=args.steps, draws=draws)
     if REGISTRY[sampler].epoch and args.steps is not None:
         epoch = sizes["num_steps"]
         if args.steps % epoch:

@@ -161,9 +161,15 @@ def describe(described: dict) -> str:
         return "; ".join(f"{m['count']} x {m['mechanism']}" for m in described["mechanisms"])
     sampler = described.get("sampler", DEFAULT_SAMPLER)
     if sampler == DEFAULT_SAMPLER:
+        draws = "".join(
+            f", {described[key]} {words}"
+            for key, words in (("group_size", "records per protected unit"),
+                               ("accumulation_steps", "micro-batches per step"))
+            if described.get(key, 1) != 1
+        )
         return (
             f"DP-SGD: noise multiplier {described['noise_multiplier']}, sample rate "
-            f"{described['sample_rate']:.6g}, {described['steps']} steps"
+            f"{described['sample_rate']:.6g}{draws}, {described['steps']} steps"
         )
     how = SAMPLER_NAMES[sampler].format(**{"num_selected": 1, **described})
     return (

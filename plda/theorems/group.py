@@ -7,6 +7,8 @@ import math
 from dataclasses import replace
 
 from plda.mechanisms.base import Mechanism
+from plda.mechanisms.gaussian import Gaussian
+from plda.mechanisms.subsampled import PoissonSampled
 from plda.pld import PrivacyLossDistribution
 from plda.theorems.common import Guarantee, count_value, delta_value, epsilon_value, round_up
 
@@ -61,14 +63,18 @@ def group_privacy_mechanism(
 
     Datasets that differ in ``k`` records change a query of sensitivity ``s`` by at most ``k s``
     (triangle inequality), so the group guarantee is that of the same mechanism with
-    ``sensitivity * k``. Subsampled mechanisms are refused: a group is not sampled as a block,
-    so scaling the sensitivity would not be a valid bound.
+    ``sensitivity * k``. A Poisson-sampled Gaussian's group is not sampled as a block: each of
+    its ``k`` records is sampled on its own, and the group's pair is the mixture of
+    ``PoissonSampled(..., group_size=k)`` (exact, far below the post-hoc theorem
+    :func:`group_privacy` applied to the one-record guarantee). Other sampled mechanisms are
+    refused.
 
     Parameters
     ----------
     mechanism : Mechanism
         A mechanism with a ``sensitivity`` field (:class:`~plda.Gaussian`,
-        :class:`~plda.Laplace`, :class:`~plda.DiscreteLaplace`, :class:`~plda.DiscreteGaussian`).
+        :class:`~plda.Laplace`, :class:`~plda.DiscreteLaplace`, :class:`~plda.DiscreteGaussian`)
+        or a :class:`~plda.PoissonSampled` Gaussian (its ``group_size`` multiplied by ``k``).
     group_size : int
         The number of records ``k`` in which the datasets differ, at least 1.
     delta : float
@@ -93,7 +99,14 @@ def group_privacy_mechanism(
     """
     if not isinstance(mechanism, Mechanism):
         raise TypeError(f"mechanism must be a plda mechanism, got {type(mechanism).__name__}")
-    if not hasattr(mechanism, "sensitivity"):
+    poisson = type(mechanism) is PoissonSampled
+    if poisson and type(mechanism.mechanism) is not Gaussian:
+        raise TypeError(
+            "a Poisson-sampled group has a certified law for a Gaussian base only, got "
+            f"PoissonSampled({type(mechanism.mechanism).__name__}); apply group_privacy to "
+            "its (epsilon, delta) instead"
+        )
+    if not poisson and not hasattr(mechanism, "sensitivity"):
         raise TypeError(
             "mechanism must have a sensitivity (Gaussian, Laplace, DiscreteLaplace, "
             f"DiscreteGaussian), got {type(mechanism).__name__}; for an (epsilon, delta) "
@@ -102,7 +115,10 @@ def group_privacy_mechanism(
     k = count_value("group_size", group_size)
     target = delta_value("delta", delta)
     count = count_value("count", count)
-    group = replace(mechanism, sensitivity=mechanism.sensitivity * k)
+    if poisson:
+        group = replace(mechanism, group_size=mechanism.group_size * k)
+    else:
+        group = replace(mechanism, sensitivity=mechanism.sensitivity * k)
     options = {} if accuracy is None else {"accuracy": accuracy}
     pld = PrivacyLossDistribution.from_mechanism(group, count, **options)
     lower, upper = pld.epsilon_bounds(target)
