@@ -192,3 +192,54 @@ def test_a_group_under_replace_one_is_refused_and_nothing_is_recorded():
     assert len(accountant) == 0
     with pytest.raises(ValueError, match="at most 10000"):
         plda.PLDAccountant().step(1.0, 0.01, group_size=200, accumulation_steps=100)
+
+
+# ------------------------------------------------------------------ multi-attribution
+def _exact_poisson_binomial(rates):
+    p = [mpmath.mpf(1)]
+    for q in rates:
+        q = mpmath.mpf(q)
+        p = [(p[k] if k < len(p) else 0) * (1 - q) + (p[k - 1] * q if k else 0)
+             for k in range(len(p) + 1)]
+    return p
+
+
+@pytest.mark.parametrize("rates", [
+    [0.01, 0.02, 0.005, 0.03], [0.3, 0.7, 0.5], [1e-6] * 20 + [0.2], [0.05] * 6,
+])
+def test_independent_records_weights_only_grow_stochastically(rates):
+    mixture = plda.GaussianMixture.independent_records(1.0, rates)
+    with mpmath.workdps(50):
+        exact = _exact_poisson_binomial(rates)
+        ours = dict(zip(mixture.sensitivities, mixture.probabilities, strict=True))
+        for t in range(1, len(rates) + 1):  # every tail P(K >= t) at least the true one
+            tail = math.fsum(p for k, p in ours.items() if k >= t)
+            assert tail >= float(mpmath.fsum(exact[t:])) * (1 - 1e-15)
+            # by no more than the rounding slack moved onto the largest count (~ m u)
+            assert tail == pytest.approx(float(mpmath.fsum(exact[t:])), rel=1e-6, abs=1e-13)
+
+
+def test_a_user_with_records_of_several_rates_is_bracketed_exactly():
+    rates = [0.01, 0.02, 0.005, 0.03]
+    pld = PLD.from_mechanism(plda.GaussianMixture.independent_records(1.2, rates))
+    with mpmath.workdps(40):
+        weights = _exact_poisson_binomial(rates)
+        for eps in (0.0, 1.0, 3.0):
+            exact = mixture_delta(1.2, range(5), weights, eps, "max")
+            lower, upper = pld.delta_bounds(eps)
+            assert lower <= float(exact) <= upper
+    equal = PLD.from_mechanism(plda.GaussianMixture.independent_records(1.0, [0.01] * 4), 1000)
+    assert max(equal.epsilon_bounds(DELTA).lower, 8.8957) <= min(
+        equal.epsilon_bounds(DELTA).upper, 8.9010)
+
+
+@pytest.mark.parametrize(("rates", "error", "match"), [
+    ([], ValueError, "sample_rates"),
+    ([0.0], ValueError, "sample_rates"),
+    ([1.5], ValueError, "sample_rates"),
+    ("ab", TypeError, "sample_rates"),
+    ([0.1] * 10_001, ValueError, "sample_rates"),
+])
+def test_bad_record_rates_name_the_argument(rates, error, match):
+    with pytest.raises(error, match=match):
+        plda.GaussianMixture.independent_records(1.0, rates)

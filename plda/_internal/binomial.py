@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-__all__ = ["MERGED_TAIL", "binomial_probabilities"]
+__all__ = ["MERGED_TAIL", "binomial_probabilities", "poisson_binomial_probabilities"]
 
 #: the smallest masses, up to this much in all, are moved onto the largest count instead of kept
 #: (those that underflow, and a little more)
@@ -72,3 +72,44 @@ def binomial_probabilities(trials: int, sample_rate: float) -> tuple[tuple, tupl
             counts.append(trials)
             probabilities.append(extra)
     return tuple(counts), tuple(probabilities)
+
+
+def poisson_binomial_probabilities(sample_rates) -> tuple[tuple, tuple]:
+    """``(counts, probabilities)`` of ``K = sum_i B_i``, ``B_i ~ Bernoulli(q_i)`` independent,
+    rounded so that ``K`` only grows stochastically (what keeps a group's mixture dominating).
+
+    The recurrence ``p'_k = p_k (1 - q_i) + p_{k-1} q_i`` adds positive terms only, so after
+    ``m`` records each float ``p_k`` is within a relative ``3 (m + 1) u`` of its true value
+    (``u = 2^-53``: the ``1 - q_i``, the two products and the sum, per record); ``gamma =
+    4 (m + 1) u`` is charged. Each count below the largest keeps ``p_k (1 - gamma)``, at most
+    its true mass, and the largest takes the rest: every tail ``P(K >= t)`` is then at least
+    the true one. Masses below 1e-300 are dropped onto the largest count the same way.
+
+    Parameters
+    ----------
+    sample_rates : sequence of float
+        The ``q_i``, each in ``(0, 1]``.
+
+    Returns
+    -------
+    tuple
+        The kept counts, increasing (the largest is ``m``), and their probabilities (summing
+        to 1 within a few ulps).
+    """
+    p = [1.0]
+    for q in sample_rates:
+        nxt = [0.0] * (len(p) + 1)
+        keep = 1.0 - q  # exact for q >= 1/2; else within half an ulp (in gamma)
+        for k, value in enumerate(p):
+            nxt[k] += value * keep
+            nxt[k + 1] += value * q
+        p = nxt
+    m = len(p) - 1
+    gamma = 4 * (m + 1) * 2.0**-53
+    counts = [k for k in range(m) if p[k] * (1 - gamma) > 1e-300]
+    probabilities = [p[k] * (1 - gamma) for k in counts]
+    # the largest count takes the rest, rounded up: 1 - sum of what was kept (fsum is correctly
+    # rounded; the kept masses are each at most their true value, so the rest is at least the
+    # true P(K = m) plus what was dropped)
+    rest = math.nextafter(1.0 - math.fsum(probabilities), math.inf)
+    return (*counts, m), (*probabilities, rest)

@@ -43,9 +43,15 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import ndtr, ndtri
 
+from plda._internal.binomial import poisson_binomial_probabilities
 from plda._internal.linalg import dot
 from plda._internal.roots import convex_increasing_inverse
-from plda._internal.validation import in_range, positive_float, real_sequence
+from plda._internal.validation import (
+    MIN_SAMPLE_RATE,
+    in_range,
+    positive_float,
+    real_sequence,
+)
 from plda.mechanisms.base import Mechanism
 from plda.mechanisms.gaussian import MU_RANGE, GaussianLaw
 from plda.mechanisms.law import AtomLaw, PrivacyLossLaw
@@ -322,3 +328,51 @@ class GaussianMixture(Mechanism):
             "no replace-one pair is known to dominate every substitution of a record when it "
             "can be in several micro-batches; use relation='add_remove'"
         )
+
+    @classmethod
+    def independent_records(
+        cls, sigma: float, sample_rates, sensitivity: float = 1.0
+    ) -> GaussianMixture:
+        r"""The pair of a unit whose records are each sampled on their own, at their own rates:
+        ``sum_k P(K = k) N(k sensitivity, sigma^2)`` against ``N(0, sigma^2)``, ``K`` the
+        number of its records in the batch (Poisson-binomial).
+
+        Multi-attribution (a record owned by several users; Ganesh et al. 2025): the unit is a
+        user, and each record the user owns is sampled with its own rate ``q_i``. Realized and
+        dominating under add/remove by the argument of the module docstring, which depends on
+        ``K``'s law only. The weights are rounded so that ``K`` only grows stochastically (see
+        :func:`plda._internal.binomial.poisson_binomial_probabilities`). With equal rates use
+        ``PoissonSampled(Gaussian(sigma), q, group_size=m)`` (exact binomial weights).
+
+        Parameters
+        ----------
+        sigma : float
+            Noise standard deviation, in ``(0, inf)``.
+        sample_rates : sequence of float
+            The rate ``q_i`` of each record of the unit, each in ``[1e-12, 1]``; at most
+            10000 records.
+        sensitivity : float, optional
+            Each record's contribution bound (the clipping norm), in ``(0, inf)``.
+
+        Returns
+        -------
+        GaussianMixture
+            The unit's pair.
+
+        Raises
+        ------
+        TypeError
+            A value that is not a real number, or ``sample_rates`` not a sequence.
+        ValueError
+            A value outside its range (the message names the argument).
+        """
+        sigma = positive_float("sigma", sigma)
+        sensitivity = positive_float("sensitivity", sensitivity)
+        rates = real_sequence("sample_rates", sample_rates, max_length=MAX_GROUP_SIZE)
+        for q in rates:
+            in_range("sample_rates", q, MIN_SAMPLE_RATE, 1.0,
+                     "each record's sample rate")
+        counts, weights = poisson_binomial_probabilities(rates)
+        return cls(sigma=sigma, sensitivities=tuple(float(k) * sensitivity for k in counts),
+                   probabilities=weights)
+
