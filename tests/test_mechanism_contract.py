@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import mpmath
 import numpy as np
 import pytest
-from mixture_reference import mixture_delta
+from mixture_reference import binomial_weights, mixture_delta
 
 import plda
 from plda import testing
@@ -153,6 +153,23 @@ def gaussian_mixture_reference(params, count, eps):
     return mixture_delta(*params, eps)
 
 
+def poisson_group_reference(params, count, eps):
+    sigma, q, k = params
+    assert count == 1
+    return mixture_delta(sigma, range(k + 1), binomial_weights(k, q), eps)
+
+
+def independent_records_reference(params, count, eps):
+    sigma, rates = params
+    assert count == 1
+    weights = [mpmath.mpf(1)]
+    for q in rates:
+        q = mpmath.mpf(q)
+        weights = [(weights[k] if k < len(weights) else 0) * (1 - q)
+                   + (weights[k - 1] * q if k else 0) for k in range(len(weights) + 1)]
+    return mixture_delta(sigma, range(len(rates) + 1), weights, eps)
+
+
 def _largest_coordinate(pdf, cdf, shift, steps):
     """Density of the largest of ``steps`` coordinates, one of them shifted by ``shift``."""
 
@@ -224,6 +241,17 @@ FAMILIES = [
             ((0.05, (0, 1), (0.98, 0.02)), 1), ((0.5, (0.3, 1.7), (0.5, 0.5)), 1),
             ((4.0, (0, 1, 2, 8), (0.5, 0.3, 0.19, 0.01)), 1)),
            (0.0, 0.5, 2.0, 8.0, 40.0)),
+    # a group of K records each Poisson-sampled (issue 26): sum_k Bin(k; K, q) N(k) vs N(0)
+    Family("poisson_group",
+           lambda p: plda.PoissonSampled(plda.Gaussian(p[0]), p[1], group_size=p[2]),
+           poisson_group_reference,
+           (((1.0, 0.01, 4), 1), ((0.5, 0.3, 3), 1), ((3.0, 0.9, 16), 1), ((0.8, 1e-4, 64), 1)),
+           (0.0, 0.5, 2.0, 8.0, 40.0)),
+    Family("independent_records",
+           lambda p: plda.GaussianMixture.independent_records(p[0], p[1]),
+           independent_records_reference,
+           (((1.0, (0.01, 0.05, 0.2)), 1), ((0.7, (0.5,) * 5 + (0.01,)), 1)),
+           (0.0, 0.5, 2.0, 8.0)),
     Family("poisson_laplace", lambda p: plda.PoissonSampled(plda.Laplace(scale=p[0]), p[1]),
            sampled_laplace_reference, (((1.0, 0.1), 1), ((0.1, 0.01), 1))),
     # one step of the symmetrized pair has the profile of the worse direction (issue 24)
