@@ -132,7 +132,8 @@ class TruncatedPoisson(BracketedMechanism):
         return PoissonSampled(self.mechanism.under_replace_one(), rate)
 
     def _components(self) -> tuple[tuple[Mechanism, ...], tuple[float, ...]]:
-        """Dominating components and their weights (see the class docstring)."""
+        """Dominating components and their weights (``docs/howto/samplers.md``, "How the
+        truncated bracket is certified")."""
         q, b, sizes = self.sample_rate, self.max_batch_size, self._others()
         # P(K <= B-1), rounded down, the smaller over the sizes
         mechanisms = [self._untruncated()]
