@@ -14,12 +14,27 @@ from plda.mechanisms.law import AtomLaw
 
 @dataclass(frozen=True)
 class ApproximateDP(Mechanism):
-    """Any ``(epsilon, delta)``-DP step, through the randomized response ``RR_(eps, delta)`` that
-    dominates all of them (Kairouz, Oh & Viswanath 2015, Thm. 2.1; Murtagh & Vadhan 2016).
+    """Any ``(epsilon, delta)``-DP step, through the randomized response that dominates it.
 
-    Privacy loss: ``+eps`` w.p. ``(1-delta) e^eps / (1+e^eps)``, ``-eps`` w.p.
-    ``(1-delta) / (1+e^eps)`` and ``+inf`` w.p. ``delta``. The guarantee is taken as stated for
-    whichever neighbouring relation the user analysed, so the relation does not change it.
+    The pair ``RR_(eps, delta)`` dominates every ``(epsilon, delta)``-DP mechanism (Kairouz, Oh &
+    Viswanath 2015, Thm. 2.1; Murtagh & Vadhan 2016). Its privacy loss is ``+eps`` w.p.
+    ``(1-delta) e^eps / (1+e^eps)``, ``-eps`` w.p. ``(1-delta) / (1+e^eps)`` and ``+inf`` w.p.
+    ``delta``; composed, it gives the optimal composition of black-box DP steps
+    (``docs/concepts/privacy-loss-distributions.md``, "Pure and approximate DP steps").
+
+    Parameters
+    ----------
+    epsilon : float
+        The step's ``epsilon``, finite and ``>= 0``.
+    delta : float, optional
+        The step's ``delta``, in ``[0, 1]``.
+
+    Raises
+    ------
+    TypeError
+        If ``epsilon`` or ``delta`` is not a real number.
+    ValueError
+        If ``epsilon`` is negative or not finite, or ``delta`` is outside ``[0, 1]``.
     """
 
     epsilon: float
@@ -39,4 +54,14 @@ class ApproximateDP(Mechanism):
         return AtomLaw(atom_losses=losses, atom_probs=probs, infinity_mass=d, neg_infinity_mass=d)
 
     def under_replace_one(self):
+        """The same step under replace-one: the guarantee is taken as stated.
+
+        The user analysed the step under some neighbouring relation, and plda keeps that
+        relation: ``ApproximateDP(eps, delta)`` is ``(eps, delta)``-DP under either reading.
+
+        Returns
+        -------
+        ApproximateDP
+            This mechanism.
+        """
         return self

@@ -1,4 +1,7 @@
-"""Plug in any mechanism through the law of its privacy loss."""
+"""Plug in any mechanism through the law of its privacy loss.
+
+How to write one and check it against a known case: ``docs/howto/custom-mechanisms.md``.
+"""
 
 from __future__ import annotations
 
@@ -19,19 +22,29 @@ class LossLaw(PrivacyLossLaw):
 
     Parameters
     ----------
-    cdf_p, sf_p, cdf_q, sf_q
+    cdf_p, sf_p, cdf_q, sf_q : callable, optional
         ``P(L <= x)``, ``P(L > x)``, ``Q(L <= x)``, ``Q(L > x)`` of the *continuous part* of the
         loss, vectorized over ``x``. Both tails are asked for so no probability near 1 has to be
         subtracted from 1. They must be accurate to a few ulps (their error is not bounded by
         plda; a rough cdf gives rough bounds).
-    support
-        ``(lo, hi)`` of the continuous part; infinite ends allowed.
-    pdf_p
-        Optional density of the loss under ``P`` (under ``Q`` it is ``exp(-x)`` times it). With a
+    support : tuple of float, optional
+        ``(lo, hi)`` of the continuous part, ``lo < hi``; infinite ends allowed.
+    pdf_p : callable, optional
+        Density of the loss under ``P`` (under ``Q`` it is ``exp(-x)`` times it). With a
         density, cell masses come from Gauss–Legendre quadrature (no cancellation in the bulk);
         without, from cdf/sf differences.
     atom_losses, atom_probs, infinity_mass, neg_infinity_mass
-        Point masses, as for every law.
+        Point masses, as for every law (:class:`~plda.mechanisms.law.PrivacyLossLaw`).
+
+    Raises
+    ------
+    TypeError
+        If one of ``cdf_p``, ``sf_p``, ``cdf_q``, ``sf_q`` and ``pdf_p`` is given and is not
+        callable.
+    ValueError
+        If only some of ``cdf_p``, ``sf_p``, ``cdf_q`` and ``sf_q`` are given, if they are given
+        with a ``support`` whose ``lo >= hi``, or if ``atom_probs`` has a negative entry or not
+        one entry per atom loss.
 
     Examples
     --------
@@ -72,14 +85,17 @@ class LossLaw(PrivacyLossLaw):
 
     @property
     def has_continuous_part(self):  # type: ignore[override]
+        """Whether the law has a continuous part: the four functions were given."""
         return self._continuous
 
     @property
     def has_density(self) -> bool:
+        """Whether ``pdf_p`` was given: cell masses by quadrature, else by cdf/sf differences."""
         return self.pdf_p is not None
 
     @property
     def continuous_support(self):
+        """``support`` as a pair of floats: ``(lo, hi)`` of the continuous part."""
         return tuple(float(v) for v in self.support)
 
     def _call(self, f, x):
@@ -112,14 +128,20 @@ class CustomMechanism(Mechanism):
 
     Parameters
     ----------
-    remove
+    remove : PrivacyLossLaw
         Law of the pair ``(M(D), M(D'))`` with one record removed from ``D`` (a
         :class:`LossLaw` or any :class:`~plda.mechanisms.law.PrivacyLossLaw`).
-    add
+    add : PrivacyLossLaw or None, optional
         Law of the reversed direction; ``None`` declares the mechanism symmetric (both
         directions have the law ``remove``).
-    name
+    name : str, optional
         Shown in reprs and reports.
+
+    Raises
+    ------
+    TypeError
+        If ``remove`` or ``add`` is given and is not a
+        :class:`~plda.mechanisms.law.PrivacyLossLaw`.
     """
 
     remove: PrivacyLossLaw
@@ -133,6 +155,7 @@ class CustomMechanism(Mechanism):
 
     @property
     def symmetric(self) -> bool:  # type: ignore[override]
+        """Whether ``add`` is None: both directions have the law ``remove``."""
         return self.add is None
 
     def _remove_law(self):

@@ -21,7 +21,26 @@ MAX_RELATIVE_SIGMA = 3e4
 
 
 def integer_sensitivity(value) -> int:
-    """``value`` as an integer sensitivity in ``[1, MAX_SENSITIVITY]``."""
+    """``value`` as an integer sensitivity in ``[1, MAX_SENSITIVITY]``.
+
+    Parameters
+    ----------
+    value : int or float
+        The sensitivity; an integral float such as ``2.0`` is accepted.
+
+    Returns
+    -------
+    int
+        ``value`` as an ``int``.
+
+    Raises
+    ------
+    TypeError
+        If ``value`` is not a real number (a bool included).
+    ValueError
+        If ``value`` is not an integer in ``[1, MAX_SENSITIVITY]`` (the loss law holds one
+        atom per integer).
+    """
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError("sensitivity must be a positive integer")
     if not float(value).is_integer() or not 1 <= value <= MAX_SENSITIVITY:
@@ -34,9 +53,27 @@ def integer_sensitivity(value) -> int:
 
 @dataclass(frozen=True)
 class DiscreteLaplace(Mechanism):
-    """Adds noise with ``P(x) ∝ exp(-parameter |x|)`` on the integers (Ghosh et al. 2009) to an
-    integer query of ``sensitivity`` Δ. Loss atoms ``parameter (Δ - 2x)`` for ``x = 0..Δ``;
-    pure ``parameter * Δ``-DP."""
+    """Adds discrete Laplace noise ``P(x) ∝ exp(-parameter |x|)`` to an integer query.
+
+    The noise lives on the integers (Ghosh et al. 2009); for a query of ``sensitivity`` Δ the
+    privacy loss has atoms ``parameter (Δ - 2x)`` for ``x = 0..Δ`` (the tails beyond ``0`` and
+    ``Δ`` gathered on the end atoms), and the step is pure ``parameter * Δ``-DP.
+
+    Parameters
+    ----------
+    parameter : float
+        The decay ``t`` of the noise, in ``(0, inf)``.
+    sensitivity : int, optional
+        The query's add/remove sensitivity Δ, an integer in ``[1, MAX_SENSITIVITY]``.
+
+    Raises
+    ------
+    TypeError
+        If ``parameter`` or ``sensitivity`` is not a real number.
+    ValueError
+        If ``parameter`` is not a finite positive number, or ``sensitivity`` is not an integer
+        in ``[1, MAX_SENSITIVITY]``.
+    """
 
     parameter: float
     sensitivity: int = 1
@@ -59,13 +96,47 @@ class DiscreteLaplace(Mechanism):
         return AtomLaw(atom_losses=losses[order].astype(float), atom_probs=np.exp(logp[order]))
 
     def under_replace_one(self):
+        """The step under replace-one: the same noise at twice the sensitivity.
+
+        A replaced record moves the query by up to twice its add/remove sensitivity.
+
+        Returns
+        -------
+        DiscreteLaplace
+            ``DiscreteLaplace(parameter, 2 * sensitivity)``.
+
+        Raises
+        ------
+        ValueError
+            If ``2 * sensitivity`` exceeds ``MAX_SENSITIVITY``.
+        """
         return replace(self, sensitivity=2 * self.sensitivity)
 
 
 @dataclass(frozen=True)
 class DiscreteGaussian(Mechanism):
-    """Adds noise with ``P(x) ∝ exp(-x^2 / (2 sigma^2))`` on the integers (Canonne, Kamath &
-    Steinke 2020) to an integer query of ``sensitivity`` Δ; loss atoms ``(Δ^2 - 2xΔ)/(2σ^2)``."""
+    """Adds discrete Gaussian noise ``P(x) ∝ exp(-x^2 / (2 sigma^2))`` to an integer query.
+
+    The noise lives on the integers (Canonne, Kamath & Steinke 2020); for a query of
+    ``sensitivity`` Δ the privacy loss has atoms ``(Δ^2 - 2xΔ) / (2 sigma^2)``, kept for
+    ``|x|`` up to about ``38.5 sigma``; the mass beyond is bounded and charged to
+    ``truncated_mass``.
+
+    Parameters
+    ----------
+    sigma : float
+        The noise scale, in ``[1e-3, MAX_RELATIVE_SIGMA * sensitivity]``.
+    sensitivity : int, optional
+        The query's add/remove sensitivity Δ, an integer in ``[1, MAX_SENSITIVITY]``.
+
+    Raises
+    ------
+    TypeError
+        If ``sigma`` or ``sensitivity`` is not a real number.
+    ValueError
+        If ``sigma`` is not a finite positive number or is outside its range, or
+        ``sensitivity`` is not an integer in ``[1, MAX_SENSITIVITY]``.
+    """
 
     sigma: float
     sensitivity: int = 1
@@ -95,4 +166,18 @@ class DiscreteGaussian(Mechanism):
         )
 
     def under_replace_one(self):
+        """The step under replace-one: the same noise at twice the sensitivity.
+
+        A replaced record moves the query by up to twice its add/remove sensitivity.
+
+        Returns
+        -------
+        DiscreteGaussian
+            ``DiscreteGaussian(sigma, 2 * sensitivity)``.
+
+        Raises
+        ------
+        ValueError
+            If ``2 * sensitivity`` exceeds ``MAX_SENSITIVITY``.
+        """
         return replace(self, sensitivity=2 * self.sensitivity)

@@ -1,38 +1,11 @@
-r"""Gaussian noise on a randomly scaled shift (a mixture of Gaussians): groups and gradient
-accumulation under Poisson sampling.
+r"""Gaussian noise on a randomly scaled shift (a mixture of Gaussians): groups, gradient
+accumulation and multi-attribution under Poisson sampling.
 
 :class:`GaussianMixture` is the pair ``sum_i p_i N(c_i, s^2)`` against ``N(0, s^2)``
-(Choquette-Choo, Ganesh, Steinke & Thakurta 2023; dp_accounting's
-``MixtureOfGaussiansDpEvent``). Its loss ``ell(y) = log sum_i p_i e^{mu_i y - mu_i^2/2}``,
-``mu_i = c_i / s``, is a log-sum-exp of lines of slopes ``mu_i >= 0``: increasing and convex in
-the output ``y`` (in units of ``s``), so :class:`GaussianMixtureLaw` inverts it (Newton steps
-from the right, which never overshoot a convex map) and reads every probability as a positive
-sum of normal cdfs or survival functions there.
-
-**Groups and gradient accumulation** (``PoissonSampled(Gaussian(sigma), q, group_size=K)``): a
-protected unit (a user with ``K`` records, or one record over ``K`` independently
-Poisson-sampled micro-batches of one optimizer step) enters ``K`` independent draws of rate
-``q``, each clipped to ``C``, and ``N(0, sigma^2 C^2 I)`` is added once. It contributes
-``k ~ Binomial(K, q)`` terms, and the add/remove pair is the mixture with ``c_k = k C``,
-``p_k = P(k)``:
-
-- *realized*: every other record's clipped gradient 0 and the unit's equal to ``C`` along one
-  direction give exactly this pair;
-- *dominating*: condition on everything but the noise and the set ``S`` of the unit's draws
-  that were sampled (Poisson sampling makes ``S`` independent of the data): the pair is
-  ``(E_S N(b + v_S, s^2 I), N(b, s^2 I))`` with ``|v_S| <= |S| C`` (triangle inequality: the
-  contributions may differ in norm and direction). By Neyman-Pearson a test of level ``alpha``
-  under ``N(b, s^2 I)`` has power at most ``Phi(|v| / s - z_alpha)`` under ``N(b + v, s^2 I)``,
-  so at most ``E[Phi(K C / s - z_alpha)]`` under the mixture: the power of the half-space test
-  of the one-dimensional pair above, its most powerful test (the likelihood ratio is monotone).
-  That power is concave in ``alpha``, so averaging over ``b`` keeps the bound. The pair's
-  tradeoff curve is thus below every realized one: it dominates in both directions (its two
-  hockey-stick curves are functions of that tradeoff curve).
-
-Under replace-one the realized pair (others 0, ``x = +C`` against ``x' = -C``) is the double
-mixture ``sum_k p_k N(kC)`` against ``sum_k p_k N(-kC)``; for ``K > 1`` no proof that it
-dominates every substitution is known to plda, so replace-one is refused
-(:meth:`GaussianMixture.under_replace_one`).
+(Choquette-Choo, Ganesh, Steinke & Thakurta 2023; dp_accounting's ``MixtureOfGaussiansDpEvent``),
+:class:`GaussianMixtureLaw` its privacy-loss law. Why a group's mixture (a user's records, or one
+record over accumulated micro-batches, each sampled on its own) is realized and dominating under
+add/remove: ``docs/accountant.md`` ("Why the accumulated pair is certified").
 """
 
 from __future__ import annotations
@@ -78,9 +51,11 @@ def _rows(n: int, k: int):
 
 @dataclass(frozen=True, eq=False)
 class GaussianMixtureLaw(PrivacyLossLaw):
-    r"""Loss law of ``P = sum_k w_k N(mu_k, 1)`` against ``Q = N(0, 1)`` (remove direction).
+    """Loss law of ``P = sum_k w_k N(mu_k, 1)`` against ``Q = N(0, 1)`` (remove direction).
 
-    With ``y = ell^{-1}(l)`` (``ell`` in the module docstring):
+    The loss ``ell(y) = log sum_k w_k e^{mu_k y - mu_k^2/2}`` of the output ``y`` is a
+    log-sum-exp of lines of slopes ``mu_k >= 0``: increasing and convex, so it is inverted by
+    Newton steps from the right (which never overshoot). With ``y = ell^{-1}(l)``:
     ``P(L <= l) = sum_k w_k Phi(y - mu_k)``, ``P(L > l) = sum_k w_k Phi(mu_k - y)``,
     ``Q(L <= l) = Phi(y)``, ``Q(L > l) = Phi(-y)``; the densities are ``phi(y) / ell'(y)``
     (under ``Q``) and ``e^l`` times that (under ``P``). The loss is bounded below by
@@ -88,9 +63,10 @@ class GaussianMixtureLaw(PrivacyLossLaw):
 
     Parameters
     ----------
-    shifts
-        Distinct ``mu_k >= 0``, at least one positive.
-    weights
+    shifts : tuple of float
+        Distinct ``mu_k >= 0``, at least one positive (:meth:`GaussianMixture.components`
+        gives them, checked).
+    weights : tuple of float
         Their probabilities, positive, summing to 1.
     """
 
@@ -111,6 +87,7 @@ class GaussianMixtureLaw(PrivacyLossLaw):
 
     @property
     def continuous_support(self):
+        """``(log w_0, inf)``: the loss is bounded below by ``log w_0`` when a shift is 0."""
         return (self._floor, np.inf)
 
     # ------------------------------------------------------------------ the loss map
@@ -221,15 +198,14 @@ class GaussianMixtureLaw(PrivacyLossLaw):
 
 @dataclass(frozen=True)
 class GaussianMixture(Mechanism):
-    r"""Gaussian noise of standard deviation ``sigma`` on a shift that is ``c_i`` with
-    probability ``p_i``: the pair ``sum_i p_i N(c_i, sigma^2)`` (with the record) against
-    ``N(0, sigma^2)`` (without it), in both add/remove directions.
+    """Gaussian noise of standard deviation ``sigma`` on a shift ``c_i`` of probability ``p_i``.
 
-    This is dp_accounting's ``MixtureOfGaussiansDpEvent`` (Choquette-Choo, Ganesh, Steinke &
-    Thakurta 2023). A zero sensitivity is allowed (the record not sampled); one shift of
-    probability 1 is :class:`~plda.Gaussian`. The loss is increasing in the output (all shifts
-    are ``>= 0``): see :class:`GaussianMixtureLaw`. Under replace-one it has no analysis in
-    plda (:meth:`under_replace_one` says why).
+    The pair ``sum_i p_i N(c_i, sigma^2)`` (with the record) against ``N(0, sigma^2)``
+    (without it), in both add/remove directions: dp_accounting's ``MixtureOfGaussiansDpEvent``
+    (Choquette-Choo, Ganesh, Steinke & Thakurta 2023). A zero sensitivity is allowed (the
+    record not sampled); one shift of probability 1 is :class:`~plda.Gaussian`. The loss is
+    increasing in the output (all shifts are ``>= 0``): see :class:`GaussianMixtureLaw`.
+    Under replace-one it has no analysis in plda (:meth:`under_replace_one` says why).
 
     Parameters
     ----------
@@ -245,10 +221,13 @@ class GaussianMixture(Mechanism):
     Raises
     ------
     TypeError
-        A value that is not a real number, or a sequence that is not one.
+        If ``sigma`` is not a real number, or ``sensitivities`` or ``probabilities`` is not a
+        sequence of real numbers.
     ValueError
-        A value outside its range, or sequences of different lengths (the message names the
-        argument and its range).
+        If ``sigma`` is not a finite positive number; if ``sensitivities`` or
+        ``probabilities`` is empty, longer than 10001 or holds a NaN or an infinity; if they
+        differ in length; if a shift is negative, a probability outside ``[0, 1]`` or their
+        sum off 1 by more than 1e-12; or if ``max c_i / sigma`` is outside its range.
 
     Examples
     --------
@@ -293,8 +272,15 @@ class GaussianMixture(Mechanism):
         object.__setattr__(self, "probabilities", probabilities)
 
     def components(self) -> tuple[tuple[float, ...], tuple[float, ...]]:
-        """``(shifts, weights)``: the distinct ``c_i / sigma`` of positive probability, in
-        increasing order, and their probabilities (equal shifts added, divided by the sum)."""
+        """The distinct shifts in units of ``sigma`` and their probabilities.
+
+        Returns
+        -------
+        tuple of (tuple of float, tuple of float)
+            ``(shifts, weights)``: the distinct ``c_i / sigma`` of positive probability, in
+            increasing order, and their probabilities (those of equal shifts added, all divided
+            by the sum of ``probabilities``).
+        """
         grouped: dict[float, list[float]] = {}
         for c, p in zip(self.sensitivities, self.probabilities, strict=True):
             if p > 0:
@@ -308,6 +294,7 @@ class GaussianMixture(Mechanism):
 
     @property
     def symmetric(self) -> bool:  # type: ignore[override]
+        """Whether both directions have one law: only with a single shift (a Gaussian)."""
         return len(self.components()[0]) == 1
 
     def _remove_law(self):
@@ -319,9 +306,23 @@ class GaussianMixture(Mechanism):
         return GaussianMixtureLaw(shifts=shifts, weights=weights)
 
     def under_replace_one(self) -> Mechanism:
-        """Refused: a mixture is defined by its add/remove pair, and for accumulation over
-        ``m > 1`` micro-batches the realized replace-one pair is not known to dominate (see
-        the module docstring; ``m = 1`` is :class:`~plda.PoissonSampled`'s Zhu-Dong-Wang pair)."""
+        """Refused: a mixture has no replace-one analysis in plda.
+
+        A mixture is defined by its add/remove pair, and for accumulation over ``m > 1``
+        micro-batches the realized replace-one pair is not known to dominate
+        (``docs/accountant.md``, "Gradient accumulation"; ``m = 1`` is
+        :class:`~plda.PoissonSampled`'s Zhu-Dong-Wang pair).
+
+        Returns
+        -------
+        Mechanism
+            Never: the call always raises.
+
+        Raises
+        ------
+        ValueError
+            Always, saying to account under ``relation='add_remove'``.
+        """
         raise ValueError(
             "GaussianMixture (and gradient accumulation over more than one micro-batch) has "
             "no replace-one analysis in plda: its add/remove pair is proven to dominate, but "
@@ -333,14 +334,15 @@ class GaussianMixture(Mechanism):
     def independent_records(
         cls, sigma: float, sample_rates, sensitivity: float = 1.0
     ) -> GaussianMixture:
-        r"""The pair of a unit whose records are each sampled on their own, at their own rates:
+        r"""The pair of a unit whose records are each sampled on their own, at their own rates.
+
         ``sum_k P(K = k) N(k sensitivity, sigma^2)`` against ``N(0, sigma^2)``, ``K`` the
         number of its records in the batch (Poisson-binomial).
 
         Multi-attribution (a record owned by several users; Ganesh et al. 2025): the unit is a
         user, and each record the user owns is sampled with its own rate ``q_i``. Realized and
-        dominating under add/remove by the argument of the module docstring, which depends on
-        ``K``'s law only. The weights are rounded so that ``K`` only grows stochastically (see
+        dominating under add/remove by the argument of ``docs/accountant.md`` ("Why the
+        accumulated pair is certified"), which depends on ``K``'s law only. The weights are rounded so that ``K`` only grows stochastically (see
         :func:`plda._internal.binomial.poisson_binomial_probabilities`). With equal rates use
         ``PoissonSampled(Gaussian(sigma), q, group_size=m)`` (exact binomial weights).
 

@@ -16,8 +16,27 @@ MAX_EPSILON = 700.0
 
 @dataclass(frozen=True)
 class Laplace(Mechanism):
-    """Adds ``Lap(0, scale)`` noise to a query of L1 ``sensitivity``: pure
-    ``sensitivity / scale``-DP, with privacy-loss atoms at ``±sensitivity/scale``."""
+    """Adds ``Lap(0, scale)`` noise to a query of L1 ``sensitivity``.
+
+    The step is pure ``eps0``-DP with ``eps0 = sensitivity / scale``; its privacy loss has atoms
+    at ``±eps0`` and a continuous part between them (:class:`LaplaceLaw`).
+
+    Parameters
+    ----------
+    scale : float
+        The noise scale ``b``, in ``(0, inf)``.
+    sensitivity : float, optional
+        The query's add/remove L1 sensitivity, in ``(0, inf)``.
+
+    Raises
+    ------
+    TypeError
+        If ``scale`` or ``sensitivity`` is not a real number.
+    ValueError
+        If ``scale`` or ``sensitivity`` is not a finite positive number, or
+        ``sensitivity / scale`` is outside ``[1e-300, 700]`` (past 700 the atom at ``-eps0``
+        has a mass below the smallest double).
+    """
 
     scale: float
     sensitivity: float = 1.0
@@ -38,14 +57,37 @@ class Laplace(Mechanism):
         return LaplaceLaw(epsilon0=self.epsilon)
 
     def under_replace_one(self):
+        """The step under replace-one: the same noise at twice the sensitivity.
+
+        A replaced record moves the query by up to twice its add/remove sensitivity (its old
+        contribution out, the new one in).
+
+        Returns
+        -------
+        Laplace
+            ``Laplace(scale, 2 * sensitivity)``.
+
+        Raises
+        ------
+        ValueError
+            If ``2 * sensitivity / scale`` exceeds 700 (see the class).
+        """
         return replace(self, sensitivity=2 * self.sensitivity)
 
 
 @dataclass(frozen=True, eq=False)
 class LaplaceLaw(PrivacyLossLaw):
-    """Laplace pair ``Lap(0, b)`` vs ``Lap(Δ, b)`` with ``eps0 = Δ/b``: atoms ``+eps0`` (mass 1/2)
-    and ``-eps0`` (mass ``e^-eps0 / 2``), continuous in between with
-    ``P(L <= l) = e^-eps0 (e^((eps0+l)/2) - 1) / 2`` (Koskela et al. 2021)."""
+    """Privacy-loss law of the Laplace pair ``Lap(0, b)`` vs ``Lap(Δ, b)``, ``eps0 = Δ/b``.
+
+    Atoms ``+eps0`` (mass 1/2) and ``-eps0`` (mass ``e^-eps0 / 2``) under ``P``, continuous in
+    between with ``P(L <= l) = e^-eps0 (e^((eps0+l)/2) - 1) / 2`` (Koskela et al. 2021). The
+    atoms are set from ``epsilon0``.
+
+    Parameters
+    ----------
+    epsilon0 : float, optional
+        ``eps0 = Δ/b``, the step's pure-DP ``epsilon`` (:class:`Laplace` validates it).
+    """
 
     epsilon0: float = 1.0
     has_continuous_part = True
@@ -57,6 +99,7 @@ class LaplaceLaw(PrivacyLossLaw):
 
     @property
     def continuous_support(self):
+        """``(-eps0, eps0)``: the support of the continuous part."""
         return (-self.epsilon0, self.epsilon0)
 
     def _cont_cdf(self, x, hypothesis):

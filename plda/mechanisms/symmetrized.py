@@ -1,13 +1,8 @@
-"""The symmetrized pair of a Poisson-subsampled symmetric mechanism: the least symmetric pair that
-dominates both directions, for steps whose orientation can flip from one step to the next.
-
-Under replace-one a fixed-size batch (or a truncated Poisson batch) turns the differing record
-into a *substitution*, whose pair ``(q P + (1-q) Q, Q)`` and its reverse can both occur within one
-run: with the other records at ``-C``, ``x = +C`` against ``x' = -C`` realizes the first, a query
-that negates the records the second, and an adaptive run may choose per step. Composing the worse
-of the two directions only is then unsound (Lebeda, Regehr, Kamath & Steinke 2024); composing a
-single symmetric pair that dominates both at every step is sound. The mathematics and its tests
-are in ``docs/concepts/neighbouring-relations.md``.
+"""The symmetrized pair of a Poisson-subsampled symmetric mechanism: the least symmetric pair
+dominating both directions, for steps whose orientation can flip from one step to the next
+(substitutions under replace-one: fixed-size and truncated Poisson batches). Why composing the
+worse direction alone is unsound there, and the derivation of this pair:
+``docs/concepts/neighbouring-relations.md`` ("When the orientation can flip").
 """
 
 from __future__ import annotations
@@ -29,10 +24,10 @@ _CDF_RTOL = 64 * UNIT_ROUNDOFF
 
 @dataclass(frozen=True)
 class SymmetrizedPoissonSampled(Mechanism):
-    """The least symmetric pair dominating both directions of ``PoissonSampled(mechanism, q)``,
-    for a symmetric base ``mechanism``: a step whose orientation may flip within a run.
+    """The least symmetric pair dominating both directions of ``PoissonSampled(mechanism, q)``.
 
-    Where one run can realize both ``(q P + (1-q) Q, Q)`` and its reverse (a substitution under
+    For a symmetric base ``mechanism``: a step whose orientation may flip within a run. Where
+    one run can realize both ``(q P + (1-q) Q, Q)`` and its reverse (a substitution under
     replace-one: fixed-size batches, truncated Poisson batches), composing the worse direction
     alone under-reports; this pair dominates every step of either orientation, so its
     composition is certified (:class:`~plda.mechanisms.symmetrized.SymmetrizedSubsampledLaw`).
@@ -40,18 +35,18 @@ class SymmetrizedPoissonSampled(Mechanism):
 
     Parameters
     ----------
-    mechanism
+    mechanism : Mechanism
         A symmetric base mechanism (``mechanism.symmetric``: Gaussian, Laplace, discrete ones,
         ``ApproximateDP``).
-    sample_rate
-        The probability ``q`` in (0, 1].
+    sample_rate : float
+        The probability ``q``, in ``[1e-12, 1]``.
 
     Raises
     ------
     TypeError
-        If ``mechanism`` is not a plda mechanism.
+        If ``mechanism`` is not a plda mechanism, or ``sample_rate`` is not a real number.
     ValueError
-        If it is not symmetric, or ``sample_rate`` is outside (0, 1].
+        If ``mechanism`` is not symmetric, or ``sample_rate`` is outside ``[1e-12, 1]``.
     """
 
     mechanism: Mechanism
@@ -81,34 +76,34 @@ class SymmetrizedPoissonSampled(Mechanism):
 
 @dataclass(frozen=True, eq=False)
 class SymmetrizedSubsampledLaw(PrivacyLossLaw):
-    r"""The symmetric pair whose privacy profile is ``max(delta_remove, delta_add)`` of the
-    Poisson-subsampled pair ``R = (q P + (1-q) Q, Q)`` of a *symmetric* base pair ``(P, Q)``.
+    """Loss law of the least symmetric pair dominating a Poisson-subsampled symmetric pair.
 
-    For ``eps >= 0`` the removal direction dominates: with ``u = e^eps``,
-    ``delta_R(eps) = q H_a(P||Q)`` and ``delta_A(eps) = (1 - (1-q) u)_+ H_b(Q||P)`` for
-    ``a = 1 + (u - 1)/q <= b = q u / (1 - (1-q) u)``, and ``H_b(Q||P) = H_b(P||Q)`` for a
-    symmetric base, so ``delta_A <= delta_R`` (``H`` decreases in its index). The symmetric
-    pair with profile ``delta_R`` on ``eps >= 0`` has, under ``P``, the loss law of ``R`` on
-    ``(0, inf]``, its mirror image ``P_S(L < -t) = Q_R(L > t)`` on the negative losses and the
-    rest at loss ``0``: mass ``q Q_B(Y = 0) + (1-q)(Q_B(Y <= 0) - Q_B(Y > 0)) >= 0`` (``Y`` the
-    base loss). Its tradeoff curve is the convex hull of ``min(f_R, f_R^{-1})`` (Dong, Roth &
-    Su 2022, Sec. 4.2).
-
-    Every probability is formed from the base's tails without cancellation: for ``t >= 0`` and
-    ``y`` the base loss of ``t`` (:meth:`SubsampledLaw.base_loss`), with ``s_0 = S_Q(0)``,
+    For the subsampled pair ``R = (q P + (1-q) Q, Q)`` of a *symmetric* base pair ``(P, Q)``,
+    its privacy profile is ``max(delta_remove, delta_add) = delta_R`` on ``eps >= 0`` and its
+    tradeoff curve the convex hull of ``min(f_R, f_R^{-1})`` (Dong, Roth & Su 2022, Sec. 4.2;
+    derivation in ``docs/concepts/neighbouring-relations.md``). Under ``P`` it has ``R``'s loss
+    law on ``(0, inf]``, its mirror image ``P_S(L < -t) = Q_R(L > t)`` on the negative losses
+    and the rest at loss ``0``, mass ``q Q_B(Y = 0) + (1-q)(Q_B(Y <= 0) - Q_B(Y > 0))`` (``Y``
+    the base loss), rounded up. Every probability is formed from the base's tails
+    without cancellation: for ``t >= 0``, ``y`` the base loss of ``t``
+    (:meth:`SubsampledLaw.base_loss`) and ``s_0 = S_Q(0)``,
 
     * ``P(L <= t) = q F_P(y) + (1-q) (2 s_0 - S_Q(y))``, ``P(L > t) = q S_P(y) + (1-q) S_Q(y)``;
     * ``P(L < -t) = S_Q(y)``, ``P(L >= -t) = (s_0 - S_Q(y)) + q S_P(0) + (1-q) s_0``;
 
-    (continuous parts; the symmetric base gives ``F_P(0) = s_0``), and under ``Q`` the mirror
-    image: ``Q(L <= x) = P(L >= -x)``.
+    and under ``Q`` the mirror image, ``Q(L <= x) = P(L >= -x)``.
 
     Parameters
     ----------
-    subsampled
+    subsampled : SubsampledLaw
         The removal law ``R`` of a Poisson-subsampled symmetric base (its ``base`` must be
         symmetric: its law under ``Q`` is that of ``-Y`` under ``P``; the mechanism building
         this law checks it).
+
+    Raises
+    ------
+    TypeError
+        If ``subsampled`` is not a :class:`~plda.mechanisms.subsampled.SubsampledLaw`.
     """
 
     subsampled: SubsampledLaw | None = None
@@ -150,15 +145,18 @@ class SymmetrizedSubsampledLaw(PrivacyLossLaw):
 
     @property
     def has_continuous_part(self):  # type: ignore[override]
+        """Whether the law has a continuous part: the subsampled law's, above loss 0."""
         r = self.subsampled
         return r.has_continuous_part and r.continuous_support[1] > 0
 
     @property
     def has_density(self):  # type: ignore[override]
+        """Whether the continuous part has a density: when the subsampled law's has one."""
         return self.subsampled.has_density
 
     @property
     def continuous_support(self):
+        """``(-hi, hi)``, ``hi`` the upper end of the subsampled law's continuous part."""
         hi = self.subsampled.continuous_support[1]
         return (-hi, hi) if hi > 0 else (0.0, 0.0)
 

@@ -35,58 +35,48 @@ def _binom():
 
 @dataclass(frozen=True)
 class TruncatedPoisson(BracketedMechanism):
-    r"""Runs ``mechanism`` on a Poisson sample (each record kept with ``sample_rate`` q) that is
-    cut down to a uniformly random subset of ``max_batch_size`` B records when it is larger (the
-    "truncated subsampled Gaussian" of dp_accounting 0.6; Chua et al. 2024/2025).
+    """Runs ``mechanism`` on a Poisson sample cut down to at most ``max_batch_size`` records.
 
-    Pass the base with its add/remove sensitivity ``C`` and the number of records ``n`` of your
-    dataset as ``dataset_size``. Under add/remove the guarantee covers both of its neighbours:
-    the pairs whose larger dataset (the one holding the differing record x) has ``N = n`` or
-    ``N = n + 1`` records.
+    Each record is kept with probability ``sample_rate`` q; a sample larger than B =
+    ``max_batch_size`` is cut down to a uniformly random subset of B records (the "truncated
+    subsampled Gaussian" of dp_accounting 0.6; Chua et al. 2024/2025). Pass the base with its
+    add/remove sensitivity and the number of records n of your dataset; under add/remove the
+    guarantee covers both neighbours (the larger dataset holding ``n`` or ``n + 1`` records).
 
-    **Upper bound** (a dominating pair). Let ``K ~ Binomial(N-1, q)`` be the number of other
-    records drawn, which both datasets share under the natural coupling. If ``K < B`` nothing is
-    truncated and the step is a Poisson-sampled step: pair ``PoissonSampled(base, q)``. If
-    ``K >= B``, x survives truncation with probability ``B/(K+1)`` and then *replaces* one of the
-    other records (the batch size is capped): pair ``PoissonSampled(base_sub, q B/(K+1))`` with
-    ``base_sub`` the base at doubled sensitivity (as for :class:`SampledWithoutReplacement`).
-    Revealing ``K`` to the adversary gives the dominating pair ``sum_k P(K=k) (k, pair_k)``
-    (joint convexity); plda groups ``K >= B`` into doubling buckets, each at its largest rate,
-    weighs each component by the smaller of its probabilities for ``N = n`` and ``N = n + 1``
-    (rounded down), and gives the remaining weight to ``PoissonSampled(base_sub, q)``, which
-    dominates every component: the mixture dominates the pairs of both sizes, and every
-    rounding errs on the safe side.
-
-    **Lower bound** (:meth:`lower_bound_mechanism`). Let every other record contribute 0 and x
-    contribute ``C``: x reaches the batch with probability ``q_eff = q E[min(1, B/(K+1))]``
-    (``N = n``) and the outputs are exactly ``PoissonSampled(base, q_eff)``'s pair. ``q_eff`` is
-    summed and rounded down.
-
-    **Replace-one** (Gaussian base only; both datasets hold n records): the same mixture, with
-    the untruncated component read as :meth:`PoissonSampled.under_replace_one` (the mixture
-    pair) and every truncated component symmetrized
-    (:class:`~plda.mechanisms.subsampled.SymmetrizedPoissonSampled`): a substitution can occur
-    in either orientation, and an adaptive run can realize both within one run, so only a pair
-    dominating both directions at every step composes soundly (Lebeda, Regehr, Kamath & Steinke
-    2024). The lower pair (others 0, x = C vs x' = -C) is ``PoissonSampled(base, q_eff)`` read
-    under replace-one.
-
-    With ``B > n`` nothing is ever truncated and both equal :class:`PoissonSampled` exactly;
-    with ``B = n`` only the add-neighbour's batch can be truncated (when all its ``n + 1``
-    records are drawn), and under replace-one ``B >= n`` is exactly Poisson.
-    When truncation is rare (``B`` a few standard deviations above ``q n``), the two bounds are
-    close; when it is frequent the upper bound pays for revealing ``K``.
+    No pair is known to be both dominating and realized, so plda brackets the sampler: its own
+    laws are a dominating mixture that reveals the number ``K`` of other records drawn (a
+    certified upper bound; truncated components are substitutions, symmetrized under
+    replace-one), and :meth:`lower_bound_mechanism` is ``PoissonSampled(mechanism, q_eff)`` at
+    the rate ``q_eff = q E[min(1, B/(K+1))]`` realized by datasets. With ``B > n`` nothing is
+    truncated and both equal :class:`~plda.PoissonSampled`. The two bounds are close when ``B``
+    sits a few standard deviations above ``q n``. How both are certified:
+    ``docs/howto/samplers.md`` ("Truncated Poisson sampling").
 
     Parameters
     ----------
-    mechanism
+    mechanism : Gaussian or Laplace
         ``plda.Gaussian`` or ``plda.Laplace`` with its add/remove sensitivity.
-    sample_rate
-        Poisson sampling probability q in (0, 1].
-    max_batch_size
-        The cap B, an integer ``>= 1``.
-    dataset_size
-        n, an integer ``>= 1``.
+    sample_rate : float
+        Poisson sampling probability q, in ``[1e-12, 1]``.
+    max_batch_size : int
+        The cap B, an integer in ``[1, 1e12]``.
+    dataset_size : int
+        n, an integer in ``[1, 1e12]``.
+
+    Raises
+    ------
+    TypeError
+        If ``mechanism`` is not a ``plda.Gaussian`` or ``plda.Laplace``, ``sample_rate`` is not
+        a real number, or ``max_batch_size`` or ``dataset_size`` is a bool.
+    ValueError
+        If ``sample_rate`` is outside ``[1e-12, 1]``, or ``max_batch_size`` or
+        ``dataset_size`` is not an integer in ``[1, 1e12]``.
+
+    Warns
+    -----
+    NotTightWarning
+        When its laws are requested (``privacy_loss``) and a batch can be truncated: they are
+        a dominating pair, and the lower bound comes from :meth:`lower_bound_mechanisms`.
 
     Examples
     --------
@@ -142,7 +132,8 @@ class TruncatedPoisson(BracketedMechanism):
         return PoissonSampled(self.mechanism.under_replace_one(), rate)
 
     def _components(self) -> tuple[tuple[Mechanism, ...], tuple[float, ...]]:
-        """Dominating components and their weights (see the class docstring)."""
+        """Dominating components and their weights (``docs/howto/samplers.md``, "How the
+        truncated bracket is certified")."""
         q, b, sizes = self.sample_rate, self.max_batch_size, self._others()
         # P(K <= B-1), rounded down, the smaller over the sizes
         mechanisms = [self._untruncated()]
@@ -184,6 +175,7 @@ class TruncatedPoisson(BracketedMechanism):
 
     @property
     def symmetric(self) -> bool:  # type: ignore[override]
+        """Whether both directions have one law: untruncated, of a symmetric Poisson step."""
         return not self.truncates and self._poisson().symmetric
 
     def _add_law(self):
@@ -193,8 +185,16 @@ class TruncatedPoisson(BracketedMechanism):
         return self.privacy_loss("remove").reversed()
 
     def effective_sample_rate(self) -> float:
-        """``q E[min(1, B/(K+1))]``, ``K ~ Binomial(n-1, q)``: the probability that a given
-        record of the dataset is in the truncated batch, rounded down (a lower bound)."""
+        """The probability that a given record of the dataset is in the truncated batch.
+
+        ``q_eff = q E[min(1, B/(K+1))]`` with ``K ~ Binomial(n-1, q)``, the sum cut after
+        ``MAX_TERMS`` batch sizes (which only lowers it).
+
+        Returns
+        -------
+        float
+            ``q_eff``, rounded down (a lower bound); ``q`` when ``B > n - 1``.
+        """
         q, b, others = self.sample_rate, self.max_batch_size, self.dataset_size - 1
         if b > others:
             return q
@@ -205,8 +205,18 @@ class TruncatedPoisson(BracketedMechanism):
         return q * (inside + beyond) * (1 - BINOM_RTOL - 1e-15)
 
     def lower_bound_mechanism(self) -> Mechanism:
-        """``PoissonSampled(mechanism, effective_sample_rate())``: realized by the dataset pair
-        in the class docstring, so its PLD lower bound is certified for this sampler."""
+        """The realized pair whose PLD lower bound is certified for this sampler.
+
+        Every other record contributes 0 and the differing one ``C``: the record reaches the
+        batch with probability :meth:`effective_sample_rate` and the outputs are exactly that
+        Poisson step's pair.
+
+        Returns
+        -------
+        Mechanism
+            ``PoissonSampled(mechanism, effective_sample_rate())``; the Poisson step itself
+            when nothing is truncated.
+        """
         if not self.truncates:
             return self._poisson()
         return PoissonSampled(self.mechanism, self.effective_sample_rate())
@@ -215,11 +225,24 @@ class TruncatedPoisson(BracketedMechanism):
         return self if self.truncates else self._poisson()._coarsened()
 
     def under_replace_one(self) -> Mechanism:
-        """Replace-one (Gaussian base): the same mixture with the untruncated component read
-        under replace-one (:meth:`PoissonSampled.under_replace_one`, the mixture pair); the
-        truncated ones are substitutions already, symmetrized as their orientation can flip.
-        The lower pair (others 0, x = C vs x' = -C) is ``PoissonSampled(mechanism, q_eff)``
-        read under replace-one."""
+        """The sampler under replace-one (Gaussian base only).
+
+        The same mixture with the untruncated component read under replace-one
+        (:meth:`PoissonSampled.under_replace_one`, the mixture pair); the truncated ones are
+        substitutions already, symmetrized as their orientation can flip. The lower pair
+        (others 0, ``x = C`` vs ``x' = -C``) is ``PoissonSampled(mechanism, q_eff)`` read under
+        replace-one.
+
+        Returns
+        -------
+        Mechanism
+            The replace-one reading, with the same parameters.
+
+        Raises
+        ------
+        ValueError
+            If ``mechanism`` is not a ``plda.Gaussian``.
+        """
         if type(self.mechanism) is not Gaussian:
             raise ValueError(
                 "relation='replace_one' with TruncatedPoisson is supported for Gaussian base "

@@ -16,7 +16,26 @@ SUPPORTED_BASES = (Gaussian, Laplace)
 
 
 def check_base(name: str, mechanism) -> Mechanism:
-    """``mechanism`` if it is a Gaussian or Laplace mechanism, else a TypeError saying so."""
+    """``mechanism`` if it is a Gaussian or Laplace mechanism, else a TypeError saying so.
+
+    Parameters
+    ----------
+    name : str
+        The sampler's class name, for the message.
+    mechanism : Mechanism
+        The base mechanism to check.
+
+    Returns
+    -------
+    Mechanism
+        ``mechanism``, unchanged.
+
+    Raises
+    ------
+    TypeError
+        If ``mechanism`` is not exactly a ``plda.Gaussian`` or ``plda.Laplace`` (the bases
+        whose worst case plda certifies on both sides).
+    """
     if type(mechanism) not in SUPPORTED_BASES:
         raise TypeError(
             f"mechanism must be plda.Gaussian or plda.Laplace for {name} (the bases whose "
@@ -27,68 +46,40 @@ def check_base(name: str, mechanism) -> Mechanism:
 
 @dataclass(frozen=True)
 class SampledWithoutReplacement(Mechanism):
-    r"""Runs ``mechanism`` on a batch of exactly ``batch_size`` records drawn uniformly without
-    replacement from a dataset of ``dataset_size`` records (``torch``'s ``RandomSampler`` with a
-    fixed batch size, ``tf.data`` ``shuffle().batch()`` re-drawn every step).
+    """Runs ``mechanism`` on a batch of ``batch_size`` records drawn without replacement.
 
-    Pass the base mechanism with its *add/remove* sensitivity (for DP-SGD: the clipping norm
-    ``C``); plda doubles it where the analysis requires, never the caller.
+    The batch is drawn uniformly from a dataset of ``dataset_size`` records, afresh at every
+    step (``torch``'s ``RandomSampler`` with a fixed batch size, ``tf.data``
+    ``shuffle().batch()`` re-drawn every step). Pass the base with its *add/remove* sensitivity
+    (for DP-SGD: the clipping norm ``C``); plda doubles it where the analysis requires.
 
-    **The analysis.** With ``q = batch_size / dataset_size``, let ``(P, Q)`` be the base's
-    dominating pair under *replace-one* (for ``Gaussian(sigma, C)``: ``N(2C, sigma^2)`` vs
-    ``N(0, sigma^2)``; for ``Laplace(b, C)``: ``Lap(2C, b)`` vs ``Lap(0, b)``). The step's
-    privacy loss is that of ``(q P + (1-q) Q, Q)`` and of the reversed pair, the worse of the two
-    reported — the law of :class:`PoissonSampled` of the base with *doubled* sensitivity:
-
-    - *upper bound*, both relations: couple the batches of the two neighbouring datasets so that
-      they are equal except, with probability ``q``, one record of the batch is *substituted* (a
-      removed record's slot is taken by another record, since the batch size is fixed); advanced
-      joint convexity then gives ``delta'(log(1 + q(e^eps - 1))) <= q delta_sub(eps)``
-      (Balle, Barthe & Gaboardi 2018, sampling without replacement under substitution; Zhu,
-      Dong & Wang 2022 for the dominating pair and its reversed direction);
-    - *lower bound* (tightness, add/remove): the pair is realized by actual datasets. For a sum
-      query, let every record contribute ``-C`` except the differing one, ``+C`` (absent from the
-      neighbour). Then one dataset's batch sum is always ``-bC`` and the other's is
-      ``-bC + 2C`` exactly when the differing record is drawn (probability ``q``): the output
-      pair *is* ``((1-q) N(0) + q N(2C), N(0))`` shifted. Under add/remove the larger dataset
-      is the same in every step, so every step is dominated by this pair *in this order*, and
-      composing it ``T`` times is realized by keeping the datasets fixed: the composed bounds
-      are tight.
-
-    **Replace-one: the orientation can flip.** With ``x = +C`` against ``x' = -C`` the same
-    pair occurs, and with ``x = -C`` against ``x' = +C`` its reverse; an adaptive run (DP-SGD's
-    gradients change sign from step to step) can realize either at any step, and a symmetric
-    input (other records at 0) realizes ``((1-q) N(0) + q N(C), (1-q) N(0) + q N(-C))``. The
-    worst composition is then *not* the worse direction composed (Lebeda, Regehr, Kamath &
-    Steinke 2024): two steps at ``q = 0.9``, ``sigma = 1`` have ``delta(0) >= 0.7763`` from the
-    symmetric input against ``0.7709`` for either direction composed. plda composes the
-    symmetric pair dominating both directions at every step
-    (:class:`~plda.mechanisms.subsampled.SymmetrizedPoissonSampled`; its profile is the removal
-    direction's for ``eps >= 0``), a certified upper bound, and reports as lower bound the
-    largest of the realized compositions: the substitution pair in either fixed orientation, in
-    alternating orientations, and (Gaussian base) the symmetric input's pair.
-
-    So under add/remove plda's ``[lower, upper]`` is the tight bracket of the sampler, and
-    under replace-one a certified bracket that contains the truth. Fixed-size batches are *not*
-    Poisson sampling: under replace-one the Poisson-sampled Gaussian has the narrower mixture
-    pair ``((1-q) N(0) + q N(C), (1-q) N(0) + q N(-C))`` (:meth:`PoissonSampled.under_replace_one`),
-    whose ``epsilon`` is smaller, and under add/remove Poisson sampling has sensitivity ``C``,
-    not ``2C``. Reporting either for a fixed-size sampler under-reports the privacy loss.
-
-    **Dataset size under add/remove.** A neighbour has one record more or one fewer, so its
-    sampling rate is ``b/(n+1)`` or ``b/n``; the analysis uses ``q = b / dataset_size``, the
-    larger, which covers every neighbouring pair whose larger dataset holds at least
-    ``dataset_size`` records (``delta`` grows with ``q``), in particular both neighbours of the
-    dataset you trained on. Under replace-one both datasets hold ``dataset_size`` records.
+    A fixed batch size turns a removal into a substitution: under add/remove the step's laws
+    are those of ``PoissonSampled`` of the base at doubled sensitivity and rate
+    ``q = batch_size / dataset_size`` (:meth:`equivalent_poisson`), a tight bracket (Balle,
+    Barthe & Gaboardi 2018; Zhu, Dong & Wang 2022). Under replace-one the substitution's
+    orientation can flip within a run (Lebeda, Regehr, Kamath & Steinke 2024): plda composes
+    the symmetrized pair above and realized compositions below (:meth:`under_replace_one`).
+    ``q`` is the larger of the two neighbours' rates, so both neighbours of your dataset are
+    covered. Fixed-size batches are *not* Poisson sampling, and how the bracket is certified:
+    ``docs/howto/samplers.md`` ("Fixed-size batches are not Poisson sampling").
 
     Parameters
     ----------
-    mechanism
+    mechanism : Gaussian or Laplace
         ``plda.Gaussian`` or ``plda.Laplace`` with its add/remove sensitivity.
-    batch_size
+    batch_size : int
         Records per batch, an integer in ``[1, dataset_size]``.
-    dataset_size
-        Records in the dataset, an integer ``>= 1``.
+    dataset_size : int
+        Records in the dataset, an integer in ``[1, 1e12]``.
+
+    Raises
+    ------
+    TypeError
+        If ``mechanism`` is not a ``plda.Gaussian`` or ``plda.Laplace``, or ``batch_size`` or
+        ``dataset_size`` is a bool.
+    ValueError
+        If ``dataset_size`` is not an integer in ``[1, 1e12]``, ``batch_size`` not an integer
+        in ``[1, dataset_size]``, or ``batch_size / dataset_size`` is below ``1e-12``.
 
     Examples
     --------
@@ -97,7 +88,7 @@ class SampledWithoutReplacement(Mechanism):
     >>> wor.sample_rate
     0.004266666666666667
     >>> wor.equivalent_poisson()
-    PoissonSampled(mechanism=Gaussian(sigma=1.0, sensitivity=2.0), sample_rate=0.004266666666666667)
+    PoissonSampled(mechanism=Gaussian(sigma=1.0, sensitivity=2.0), sample_rate=0.004266666666666667, group_size=1)
     """
 
     mechanism: Mechanism
@@ -124,12 +115,19 @@ class SampledWithoutReplacement(Mechanism):
         return self.batch_size / self.dataset_size
 
     def equivalent_poisson(self) -> PoissonSampled:
-        """The :class:`PoissonSampled` mechanism with the same privacy-loss laws (under
-        add/remove): the base with its replace-one (doubled) sensitivity, at rate ``q``."""
+        """The :class:`PoissonSampled` mechanism with the same privacy-loss laws (add/remove).
+
+        Returns
+        -------
+        PoissonSampled
+            ``PoissonSampled(mechanism.under_replace_one(), sample_rate)``: the base with its
+            replace-one (doubled) sensitivity, at rate ``q``.
+        """
         return PoissonSampled(self.mechanism.under_replace_one(), self.sample_rate)
 
     @property
     def symmetric(self) -> bool:  # type: ignore[override]
+        """Whether both directions have one law: as for :meth:`equivalent_poisson`."""
         return self.equivalent_poisson().symmetric
 
     def _remove_law(self):
@@ -142,9 +140,22 @@ class SampledWithoutReplacement(Mechanism):
         return self.equivalent_poisson()._coarsened()
 
     def under_replace_one(self) -> Mechanism:
-        """The replace-one reading: the symmetrized substitution pair (upper bound) with the
-        realized compositions as lower bound (see the class docstring). Nothing is doubled a
-        second time: a fixed batch size already turns a removal into a substitution."""
+        """The sampler under replace-one: a symmetrized upper pair, realized pairs below.
+
+        The upper bound composes the symmetrized substitution pair
+        (:class:`~plda.mechanisms.symmetrized.SymmetrizedPoissonSampled`); the lower bound is
+        the largest of the realized compositions (the substitution pair in either fixed or in
+        alternating orientations and, for a Gaussian base, the symmetric input's pair). Nothing
+        is doubled a second time: a fixed batch size already turns a removal into a
+        substitution.
+
+        Returns
+        -------
+        Mechanism
+            The replace-one reading, whose laws warn with ``NotTightWarning``; with
+            ``batch_size == dataset_size`` the base at doubled sensitivity
+            (:meth:`equivalent_poisson`, exact).
+        """
         if self.sample_rate == 1.0:  # the whole dataset in every batch: the base, doubled
             return self.equivalent_poisson()
         return _ReplaceOneWithoutReplacement(self.mechanism, self.batch_size, self.dataset_size)
