@@ -342,8 +342,9 @@ class GaussianMixture(Mechanism):
         Multi-attribution (a record owned by several users; Ganesh et al. 2025): the unit is a
         user, and each record the user owns is sampled with its own rate ``q_i``. Realized and
         dominating under add/remove by the argument of ``docs/accountant.md`` ("Why the
-        accumulated pair is certified"), which depends on ``K``'s law only. The weights are rounded so that ``K`` only grows stochastically (see
-        :func:`plda._internal.binomial.poisson_binomial_probabilities`). With equal rates use
+        accumulated pair is certified"), which depends on ``K``'s law only. The weights are
+        rounded so that ``K`` only grows stochastically
+        (:func:`plda._internal.binomial.poisson_binomial_probabilities`). With equal rates use
         ``PoissonSampled(Gaussian(sigma), q, group_size=m)`` (exact binomial weights).
 
         Parameters

@@ -87,8 +87,9 @@ class SampledWithoutReplacement(Mechanism):
     >>> wor = plda.SampledWithoutReplacement(plda.Gaussian(sigma=1.0), 256, 60000)
     >>> wor.sample_rate
     0.004266666666666667
-    >>> wor.equivalent_poisson()
-    PoissonSampled(mechanism=Gaussian(sigma=1.0, sensitivity=2.0), sample_rate=0.004266666666666667, group_size=1)
+    >>> poisson = wor.equivalent_poisson()
+    >>> poisson.mechanism, poisson.sample_rate
+    (Gaussian(sigma=1.0, sensitivity=2.0), 0.004266666666666667)
     """
 
     mechanism: Mechanism
