@@ -59,10 +59,7 @@ class GaussianLaw(PrivacyLossLaw):
 
     mu: float = 1.0
     has_continuous_part = True
-
-    @property
-    def continuous_support(self):
-        return (-np.inf, np.inf)
+    continuous_support = (-np.inf, np.inf)
 
     def _mean(self, hypothesis):
         return self.mu**2 / 2 if hypothesis == "P" else -(self.mu**2) / 2

@@ -25,9 +25,10 @@ from plda._internal.linalg import dot
 HYPOTHESES = ("P", "Q")
 
 
-def _check_hypothesis(hypothesis: str) -> None:
-    if hypothesis not in HYPOTHESES:
-        raise ValueError(f"hypothesis must be 'P' or 'Q', got {hypothesis!r}")
+def _bad_hypothesis(hypothesis) -> ValueError:
+    """The error of a public method given a ``hypothesis`` not in :data:`HYPOTHESES` (each
+    checks it by one comparison, on the discretizer's innermost path)."""
+    return ValueError(f"hypothesis must be 'P' or 'Q', got {hypothesis!r}")
 
 
 @dataclass(frozen=True, eq=False)
@@ -54,14 +55,13 @@ class PrivacyLossLaw:
     truncated_mass: float = 0.0
 
     # ---------------------------------------------------------- continuous part
+    #: whether the law has a continuous part (a family sets it, or computes it as a property)
     has_continuous_part = False
     #: whether ``_cont_pdf`` is available (quadrature) or only cdf/sf (differences)
     has_density = True
-
-    @property
-    def continuous_support(self) -> tuple[float, float]:
-        """Support ``(lo, hi)`` of the continuous part; infinite ends allowed."""
-        return (0.0, 0.0)
+    #: support ``(lo, hi)`` of the continuous part, infinite ends allowed (a family sets it, in
+    #: its class body or at construction, or computes it as a property)
+    continuous_support = (0.0, 0.0)
 
     def _cont_cdf(self, x: np.ndarray, hypothesis: str) -> np.ndarray:
         return np.zeros_like(x)
@@ -126,7 +126,8 @@ class PrivacyLossLaw:
         ValueError
             If ``hypothesis`` is not ``"P"`` or ``"Q"``.
         """
-        _check_hypothesis(hypothesis)
+        if hypothesis not in HYPOTHESES:
+            raise _bad_hypothesis(hypothesis)
         return self._cont_cdf(np.asarray(x, dtype=float), hypothesis)
 
     def continuous_sf(self, x, hypothesis: str = "P") -> np.ndarray:
@@ -135,7 +136,8 @@ class PrivacyLossLaw:
         Computed directly (not as ``total - F_c(x)``) so that small tails keep their
         relative accuracy. Same parameters and exceptions as :meth:`continuous_cdf`.
         """
-        _check_hypothesis(hypothesis)
+        if hypothesis not in HYPOTHESES:
+            raise _bad_hypothesis(hypothesis)
         return self._cont_sf(np.asarray(x, dtype=float), hypothesis)
 
     def continuous_pdf(self, x, hypothesis: str = "P") -> np.ndarray:
@@ -144,7 +146,8 @@ class PrivacyLossLaw:
         Only meaningful when ``has_density`` is true (laws without one return zeros).
         Same parameters and exceptions as :meth:`continuous_cdf`.
         """
-        _check_hypothesis(hypothesis)
+        if hypothesis not in HYPOTHESES:
+            raise _bad_hypothesis(hypothesis)
         return self._cont_pdf(np.asarray(x, dtype=float), hypothesis)
 
     def continuous_cdf_sf(self, x) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -178,7 +181,8 @@ class PrivacyLossLaw:
         ValueError
             If ``mass`` is outside ``[0, 1]`` or ``hypothesis`` is not ``"P"``/``"Q"``.
         """
-        _check_hypothesis(hypothesis)
+        if hypothesis not in HYPOTHESES:
+            raise _bad_hypothesis(hypothesis)
         m = float(mass)
         if not 0.0 <= m <= 1.0:
             raise ValueError(f"mass must be in [0, 1], got {mass!r}")
@@ -194,7 +198,8 @@ class PrivacyLossLaw:
 
     def cdf(self, loss, hypothesis: str = "P"):
         """``P(L <= loss)`` (or under ``Q``), vectorized."""
-        _check_hypothesis(hypothesis)
+        if hypothesis not in HYPOTHESES:
+            raise _bad_hypothesis(hypothesis)
         x = np.asarray(loss, dtype=float)
         atoms = self._atom_masses(hypothesis)
         below = dot(self.atom_losses[None, :] <= x.reshape(-1, 1), atoms) if len(atoms) else 0.0
@@ -206,7 +211,8 @@ class PrivacyLossLaw:
 
     def sf(self, loss, hypothesis: str = "P"):
         """``P(L > loss)`` (or under ``Q``), vectorized; includes the mass at ``+inf``."""
-        _check_hypothesis(hypothesis)
+        if hypothesis not in HYPOTHESES:
+            raise _bad_hypothesis(hypothesis)
         x = np.asarray(loss, dtype=float)
         atoms = self._atom_masses(hypothesis)
         above = dot(self.atom_losses[None, :] > x.reshape(-1, 1), atoms) if len(atoms) else 0.0
@@ -218,14 +224,16 @@ class PrivacyLossLaw:
 
     def ppf(self, quantile, hypothesis: str = "P"):
         """Generalized inverse of :meth:`cdf`: smallest loss with ``cdf >= quantile``."""
-        _check_hypothesis(hypothesis)
+        if hypothesis not in HYPOTHESES:
+            raise _bad_hypothesis(hypothesis)
         qs = np.atleast_1d(np.asarray(quantile, dtype=float))
         out = np.array([self._search(lambda x: self.cdf(x, hypothesis), q) for q in qs])
         return out.reshape(np.shape(quantile))
 
     def isf(self, quantile, hypothesis: str = "P"):
         """Inverse of :meth:`sf`."""
-        _check_hypothesis(hypothesis)
+        if hypothesis not in HYPOTHESES:
+            raise _bad_hypothesis(hypothesis)
         qs = np.atleast_1d(np.asarray(quantile, dtype=float))
         out = np.array([self._search(lambda x: -self.sf(x, hypothesis), -q) for q in qs])
         return out.reshape(np.shape(quantile))
@@ -262,15 +270,10 @@ class ReversedLaw(PrivacyLossLaw):
         object.__setattr__(self, "atom_probs", (b.atom_probs * np.exp(-b.atom_losses))[::-1])
         object.__setattr__(self, "infinity_mass", b.neg_infinity_mass)
         object.__setattr__(self, "neg_infinity_mass", b.infinity_mass)
-
-    @property
-    def has_continuous_part(self):  # type: ignore[override]
-        return self.base.has_continuous_part
-
-    @property
-    def continuous_support(self):  # type: ignore[override]
-        lo, hi = self.base.continuous_support
-        return (-hi, -lo)
+        # read by every discretization step: derived once, here
+        object.__setattr__(self, "has_continuous_part", b.has_continuous_part)
+        lo, hi = b.continuous_support
+        object.__setattr__(self, "continuous_support", (-hi, -lo))
 
     def _cont_cdf(self, x, hypothesis):
         other = "Q" if hypothesis == "P" else "P"

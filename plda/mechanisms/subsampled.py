@@ -13,7 +13,7 @@ from plda._internal.floats import UNIT_ROUNDOFF
 from plda._internal.validation import MIN_SAMPLE_RATE, in_range, probability
 from plda.mechanisms.base import Mechanism
 from plda.mechanisms.gaussian import Gaussian
-from plda.mechanisms.law import PrivacyLossLaw
+from plda.mechanisms.law import PrivacyLossLaw, ReversedLaw
 
 
 @dataclass(frozen=True)
@@ -38,10 +38,10 @@ class PoissonSampled(Mechanism):
         )
         in_range("sample_rate", self.sample_rate, MIN_SAMPLE_RATE, 1.0,
                  "tighter rates give only loose bounds on the grid")
-
-    @property
-    def symmetric(self) -> bool:  # type: ignore[override]
-        return self.sample_rate == 1.0 and self.mechanism.symmetric
+        # the two directions differ unless every record is kept (derived once, as data)
+        object.__setattr__(
+            self, "symmetric", self.sample_rate == 1.0 and self.mechanism.symmetric
+        )
 
     def _remove_law(self):
         base = self.mechanism.privacy_loss("remove")
@@ -52,7 +52,7 @@ class PoissonSampled(Mechanism):
     def _add_law(self):
         if self.sample_rate == 1.0:
             return self.mechanism.privacy_loss("add")
-        return self.privacy_loss("remove").reversed()
+        return ReversedLaw(base=self.privacy_loss("remove"))
 
     def _coarsened(self) -> Mechanism:
         """The base coarsened and ``q`` rounded up to a power of ``2^(1/16)``: ``delta(eps)`` of
@@ -106,6 +106,14 @@ class SubsampledLaw(PrivacyLossLaw):
         object.__setattr__(self, "infinity_mass", q * b.infinity_mass)
         object.__setattr__(self, "neg_infinity_mass", 0.0)
         object.__setattr__(self, "truncated_mass", q * b.truncated_mass)
+        # read by every discretization step: derived once, here
+        object.__setattr__(self, "has_continuous_part", b.has_continuous_part)
+        lo, hi = b.continuous_support
+        object.__setattr__(
+            self,
+            "continuous_support",
+            (float(self.subsampled_loss(lo)), float(self.subsampled_loss(hi))),
+        )
 
     def subsampled_loss(self, loss):
         """The loss ``log(1 + q (e^y - 1))`` of an output whose base loss is ``y`` (increasing,
@@ -131,15 +139,6 @@ class SubsampledLaw(PrivacyLossLaw):
                 (self.sample_rate - 1) * np.exp(-np.maximum(loss, 30.0))
             )
             return np.where(loss > 30, large, small)
-
-    @property
-    def has_continuous_part(self):  # type: ignore[override]
-        return self.base.has_continuous_part
-
-    @property
-    def continuous_support(self):
-        lo, hi = self.base.continuous_support
-        return (float(self.subsampled_loss(lo)), float(self.subsampled_loss(hi)))
 
     def _cont_cdf(self, x, hypothesis):
         y = self.base_loss(x)
@@ -210,10 +209,7 @@ class ReplaceOneSampledGaussianLaw(PrivacyLossLaw):
     mu: float = 1.0
     sample_rate: float = 1.0
     has_continuous_part = True
-
-    @property
-    def continuous_support(self):
-        return (-np.inf, np.inf)
+    continuous_support = (-np.inf, np.inf)
 
     def _loss(self, x):
         a, b = self._loss_terms(x)
