@@ -47,4 +47,6 @@ def union_probability(masses: Iterable[tuple[float, int]], *, upper: bool) -> fl
         return 1.0
     value = -math.expm1(log_keep)
     error = 2.0 * (2 * terms + 6) * UNIT_ROUNDOFF
-    return min(1.0, round_up(value, error)) if upper else round_down(value, error)
+    if upper:  # round_up, written out: this runs in every composition
+        return min(1.0, math.nextafter(value * (1.0 + error), math.inf))
+    return round_down(value, error)
