@@ -92,13 +92,11 @@ class Composer:
         self._bytes = 0
 
     def _spectrum(self, law: DiscreteLoss, n: int, count: int) -> Spectrum:
-        """The spectrum of ``law`` at length ``n``; kept if this composer keeps spectra and
+        """The spectrum of ``law`` at length ``n`` for a composer that keeps spectra; kept if
         ``count > 1``. A law of count 1 (one step of a noise schedule) is carried forward by
         the running product it enters; keeping its spectrum too would double the memory of a
         long schedule for nothing (it is needed again only at another length, where it is
         recomputed anyway)."""
-        if not self.keep:
-            return spectrum_of(law, n)
         key = (id(law), n)
         hit = self._spectra.get(key)
         if hit is not None and hit[0] is law:
@@ -161,7 +159,8 @@ class Composer:
         # the window, the infinite mass and every other field of the result come from the
         # factors themselves; only the product may run over a group of them (composed exactly
         # on its own support, its rounding carried into its spectrum's error)
-        product = self._grouped(factors, n) if self.group else factors
+        # (two factors or one: grouping them all is the composition itself, see plan_group)
+        product = self._grouped(factors, n) if self.group and len(factors) > 2 else factors
         spectrum, log_bound, relative = self._product(product, n)
         bound = np.full(len(log_bound), math.exp(_BOUND_FLOOR))
         with np.errstate(over="ignore"):  # an error bound past 1e308 is inf: nothing certified
@@ -251,7 +250,10 @@ class Composer:
         singles = max((i + 1 for i, (_, k) in enumerate(factors) if k == 1), default=0)
         for i, (f, k) in enumerate(factors[start:], start=start):
             # a group enters as its spectrum (plda.engine.grouping), a law as itself
-            s = f if isinstance(f, Spectrum) else self._spectrum(f, n, k)
+            if isinstance(f, Spectrum):
+                s = f
+            else:
+                s = self._spectrum(f, n, k) if self.keep else spectrum_of(f, n)
             term = k * s.amplitude_log
             log_bound = term if log_bound is None else log_bound + term
             if self.keep:
@@ -277,20 +279,6 @@ class Composer:
         self._prefixes[key] = (list(factors), spectrum, log_bound, relative)
         while len(self._prefixes) > self.prefixes_kept:
             self._prefixes.popitem(last=False)
-
-
-def _carried_spurious(factors) -> float:
-    """Spurious mass of the composition that its factors bring in.
-
-    A factor ``f`` holding ``exact_f + spurious_f`` (``spurious_f >= 0`` of mass at most
-    ``s_f``) composes to at most ``conv(exact) + (prod_f (m_f + s_f)^{k_f} - prod_f m_f^{k_f})``
-    of mass where the exact law has it, ``m_f <= 1`` the exact finite masses; the excess is at
-    most ``prod (1 + s_f)^{k_f} - 1 <= e^S - 1 <= S (1 + S)`` for ``S = sum_f k_f s_f <= 1``
-    (rounded up by a few ulps). Discretized laws carry none: 0 then, exactly."""
-    total = sum(k * f.spurious_mass for f, k in factors)
-    if total <= 0:
-        return 0.0
-    return min(1.0, total * (1 + total) * (1 + 8 * UNIT_ROUNDOFF)) if total <= 1 else 1.0
 
 
 def compose(factors, tail: float = 1e-20, max_size: int = 1 << 23) -> DiscreteLoss:
@@ -356,6 +344,19 @@ def from_spectrum(factors, spectrum, bound, relative, n, window, infinity) -> Di
             l2_error=l2_error,
             loss_error=loss_error,
         )
+    # spurious mass the factors bring in: a factor ``f`` holding ``exact_f + spurious_f``
+    # (``spurious_f >= 0`` of mass at most ``s_f``) composes to at most ``conv(exact) +
+    # (prod_f (m_f + s_f)^{k_f} - prod_f m_f^{k_f})`` where the exact law has mass, ``m_f <= 1``
+    # the exact finite masses; the excess is at most ``prod (1 + s_f)^{k_f} - 1 <= e^S - 1 <=
+    # S (1 + S)`` for ``S = sum_f k_f s_f <= 1`` (rounded up by a few ulps). Discretized laws
+    # carry none: 0 then, exactly.
+    carried = sum(k * f.spurious_mass for f, k in factors)
+    if carried <= 0:
+        carried = 0.0
+    elif carried <= 1:
+        carried = min(1.0, carried * (1 + carried) * (1 + 8 * UNIT_ROUNDOFF))
+    else:
+        carried = 1.0
     return DiscreteLoss(
         step=first.step,
         offset=lo,
@@ -363,7 +364,7 @@ def from_spectrum(factors, spectrum, bound, relative, n, window, infinity) -> Di
         infinity_mass=infinity,
         upper=False,
         entry_error=entry_error,
-        spurious_mass=below + above + _carried_spurious(factors),
+        spurious_mass=below + above + carried,
         l2_error=l2_error,
         loss_error=loss_error,
     )
