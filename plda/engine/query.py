@@ -178,9 +178,11 @@ class Query:
         ------
         GridTooLarge
             When the composition on ``step`` itself does not fit."""
+        gap = self.gap(step, targets)
+        if gap <= self.accuracy:  # refine's own first test: the grid as it is meets it
+            return step
         step, _ = refine(
-            step, self.gap(step, targets), partial(self.gap, targets=targets), self.accuracy,
-            self.policy.next_step,
+            step, gap, partial(self.gap, targets=targets), self.accuracy, self.policy.next_step
         )
         return step
 
