@@ -39,12 +39,6 @@ def masses_from(cdf: np.ndarray, sf: np.ndarray):
     return np.maximum(mass, 0.0), err, cdf[0], sf[-1]
 
 
-def fine_end(law: PrivacyLossLaw, step: float, lo: int, hi: int) -> int:
-    """Last grid index of the finely discretized bulk."""
-    _, b = law.tail_points(FINE_TAIL, "P")
-    return int(np.clip(np.ceil(b / step), lo + 1, hi))
-
-
 def coarse_tail(law, step, start: int, hi: int, upper: bool):
     """Masses of coarse cells ``[start, hi]`` (width ``COARSE`` steps) from sf differences
     (upper tail: no cancellation), put at the cell's upper end (pessimistic) or lower end."""
@@ -142,8 +136,8 @@ def cell_moments(law: PrivacyLossLaw, step: float, lo: int, mid: int):
 def continuous_upper(law, step, lo, hi, moments):
     """Connect-the-dots: the share of cell ``[l_j, l_j + h]`` sent to ``l_{j+1}`` is
     ``u_j / (1 - e^{-h})``, which keeps both the P- and the Q-mass of the cell."""
-    mid = fine_end(law, step, lo, hi)
     p, ep, u, eu, _, _ = moments
+    mid = lo + len(p)  # the cells' moments reach the end of the fine part
     denom = -np.expm1(-step)
     up = np.minimum(u / denom, p)
     err = eu / denom + ep

@@ -27,12 +27,7 @@ import numpy as np
 from plda._internal.caches import ByteBoundedCache, cached, register
 from plda._internal.chernoff import CHERNOFF_ORDERS
 from plda._internal.floats import UNIT_ROUNDOFF
-from plda.discretization.cells import (
-    FINE_TAIL,
-    cell_moments,
-    continuous_upper,
-    fine_end,
-)
+from plda.discretization.cells import FINE_TAIL, cell_moments, continuous_upper
 from plda.discretization.pairing import continuous_lower
 from plda.grid.discrete import DiscreteLoss
 from plda.mechanisms.law import PrivacyLossLaw
@@ -175,15 +170,6 @@ def loss_support(law: PrivacyLossLaw, upper_tail: float) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
-def _continuous_range(law, step, upper_tail):
-    a, _ = law.tail_points(LOWER_TAIL, "P")
-    _, b = law.tail_points(upper_tail, "P")
-    if not (np.isfinite(a / step) and np.isfinite(b / step) and (b - a) / step < 2**40):
-        raise MemoryError(f"a grid of step {step:g} over [{a:g}, {b:g}] is too large")
-    lo, hi = int(np.floor(a / step)), int(np.ceil(b / step))
-    return lo, max(hi, lo + 1)
-
-
 def _discretize(
     law: PrivacyLossLaw,
     step: float,
@@ -207,8 +193,16 @@ def _discretize(
             lower_parts.append(_atoms_lower(law, step))
     inf_upper = law.infinity_mass + law.truncated_mass
     if law.has_continuous_part:
-        lo, hi = _continuous_range(law, step, upper_tail)
-        moments = cell_moments(law, step, lo, fine_end(law, step, lo, hi))
+        a, _ = law.tail_points(LOWER_TAIL, "P")
+        _, b = law.tail_points(upper_tail, "P")
+        if not (np.isfinite(a / step) and np.isfinite(b / step) and (b - a) / step < 2**40):
+            raise MemoryError(f"a grid of step {step:g} over [{a:g}, {b:g}] is too large")
+        lo, hi = int(np.floor(a / step)), int(np.ceil(b / step))
+        hi = max(hi, lo + 1)
+        # the bulk, in cells of one step; above the point with FINE_TAIL of the mass above it,
+        # coarse cells (cells.coarse_tail)
+        _, fine = law.tail_points(FINE_TAIL, "P")
+        moments = cell_moments(law, step, lo, int(np.clip(np.ceil(fine / step), lo + 1, hi)))
         cont, above = continuous_upper(law, step, lo, hi, moments)
         grid = np.arange(lo, hi + 1)
         upper_parts.append((grid, cont))

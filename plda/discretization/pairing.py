@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from plda._internal.linalg import dot
-from plda.discretization.cells import CDF_RTOL, NODES, WEIGHTS, coarse_tail, fine_end
+from plda.discretization.cells import CDF_RTOL, NODES, WEIGHTS, coarse_tail
 from plda.discretization.sweep import MARGIN, SPAN, sweep_down, sweep_up
 
 
@@ -256,8 +256,8 @@ def continuous_lower(law, step, lo, hi, moments):
     to ``l_j``. Where they meet the mismatch of the whole law is rounded down: first order where
     the bulk spans a few cells, which the sweep (:mod:`~plda.discretization.sweep`) avoids.
     """
-    mid = fine_end(law, step, lo, hi)
     p, ep, u, eu, v, ev = moments
+    mid = lo + len(p)  # the cells' moments reach the end of the fine part
     # conservative versions: the balance must hold for the true p, u, v
     p_low = np.maximum(p - ep, 0.0)
     p_high = np.minimum(p + ep, np.finfo(float).max)
