@@ -219,7 +219,9 @@ class PrivacyLossDistribution(CompositionQueries):
         """``(lower, upper)`` bounds on ``epsilon(delta)`` (vectorized)."""
         d = check.array_in("delta", delta, 0.0, 1.0)
         lower, upper = self._query().epsilon_bounds(d)
-        return Bounds(_scalar(lower, delta), _scalar(upper, delta))
+        if np.ndim(delta) == 0:  # a number in, numbers out
+            return Bounds(float(lower), float(upper))
+        return Bounds(lower, upper)
 
     @overload
     def delta(self, epsilon: float) -> float: ...
@@ -233,7 +235,9 @@ class PrivacyLossDistribution(CompositionQueries):
         """``(lower, upper)`` bounds on ``delta(epsilon)`` (vectorized)."""
         e = check.array_in("epsilon", epsilon, 0.0, np.inf)
         lower, upper = self._query().delta_bounds(e)
-        return Bounds(_scalar(lower, epsilon), _scalar(upper, epsilon))
+        if np.ndim(epsilon) == 0:  # a number in, numbers out
+            return Bounds(float(lower), float(upper))
+        return Bounds(lower, upper)
 
     # ----------------------------------------- other views (the rest: CompositionQueries)
     def composed_laws(self) -> ComposedLaws:
@@ -276,7 +280,3 @@ def direction_laws(pld: PrivacyLossDistribution) -> dict[str, list]:
     multiplies, per direction of its relation (the leading direction first; one direction
     when every factor is symmetric). What the planner and the composers consume."""
     return pld._laws
-
-
-def _scalar(value, like):
-    return float(value) if np.ndim(like) == 0 else value

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 
-from plda.bounds import check_relation
+from plda.bounds import RELATIONS
 from plda.mechanisms.base import DIRECTIONS, Mechanism
 from plda.mechanisms.gaussian import Gaussian
 
@@ -48,7 +48,8 @@ def add_remove_steps(components, relation: str = "add_remove") -> tuple[tuple[Me
     ValueError
         For an unknown ``relation``.
     """
-    check_relation(relation)
+    if relation not in RELATIONS:  # (one comparison: every caller passes a checked relation)
+        raise ValueError(f"relation must be one of {RELATIONS}, got {relation!r}")
     steps = []
     for mechanism, count in components:
         if count == 0:
