@@ -1,23 +1,11 @@
-"""From a privacy-loss law to a pessimistic and an optimistic grid law
-(:class:`~plda.engine.discrete.DiscreteLoss`).
+"""From a privacy-loss law to its pessimistic and optimistic laws on the grid
+(:class:`~plda.grid.discrete.DiscreteLoss`), cached per law and step (:data:`discretize`).
 
-Pessimistic (upper) — *connect the dots* (Doroshenko et al. 2022): the mass of the law in each grid
-cell ``[l_i, l_{i+1}]`` is split between the two grid points so that both its ``P``-mass and its
-``Q``-mass are kept. The split pair dominates the true pair in the Blackwell sense (the true
-hockey-stick curve is convex in ``e^eps`` and the split gives its chord), so every composition of
-split pairs bounds the true composition from above. The error is second order in the grid step.
-
-Optimistic (lower) — an exact post-processing of the true pair: each cell is merged into one
-outcome, and fractions of cells are grouped so that every group's merged loss sits at (or just
-above) its grid point: *pairing* of neighbouring cells, or, where the bulk spans only a few
-cells, the *martingale sweep* (:mod:`~plda.discretization.sweep`), whose groups may reach a few
-cells and whose one unbalanced group sits in a tail. Rounding down then costs almost nothing, so
-the lower bound is as tight as the upper one. Atoms are rounded down directly (unless the grid is
-aligned to them).
-
-Tails: the pessimistic side moves the lower tail up to the first grid point and charges the upper
-tail to ``+inf``; the optimistic side drops the lower tail and rounds the upper tail down. Float
-rounding of every computed mass is bounded and added (upper) or subtracted (lower).
+The continuous part is cut into cells (:mod:`~plda.discretization.cells`: their moments and the
+pessimistic connect-the-dots split) and grouped into the optimistic version
+(:mod:`~plda.discretization.optimistic`); atoms are split here (pessimistic) or rounded down
+(optimistic), tails and float rounding charged in the safe direction. Why each version bounds
+the true law: the docs page *Certified discretization* (docs/concepts/discretization.md).
 """
 
 from __future__ import annotations
@@ -28,7 +16,7 @@ from plda._internal.caches import ByteBoundedCache, cached, register
 from plda._internal.chernoff import CHERNOFF_ORDERS
 from plda._internal.floats import UNIT_ROUNDOFF
 from plda.discretization.cells import FINE_TAIL, cell_moments, continuous_upper
-from plda.discretization.pairing import continuous_lower
+from plda.discretization.optimistic import continuous_lower
 from plda.grid.discrete import DiscreteLoss
 from plda.mechanisms.law import PrivacyLossLaw
 
