@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from plda._internal.floats import UNIT_ROUNDOFF
-from plda._internal.linalg import dot
+from plda._internal.floats import UNIT_ROUNDOFF, dot
 from plda.mechanisms.law import PrivacyLossLaw
 
 #: relative error allowed for a law's cdf/sf evaluations (special functions, loss maps)

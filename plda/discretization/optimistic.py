@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from plda._internal.linalg import dot
+from plda._internal.floats import dot
 from plda.discretization.cells import CDF_RTOL, NODES, WEIGHTS, coarse_tail
 
 

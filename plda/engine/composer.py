@@ -21,8 +21,7 @@ import numpy as np
 
 from plda._internal import fft
 from plda._internal.errors import GridTooLarge
-from plda._internal.floats import UNIT_ROUNDOFF, union_probability
-from plda._internal.linalg import dot
+from plda._internal.floats import UNIT_ROUNDOFF, dot, union_probability
 from plda.engine.grouping import group_spectrum, plan_group
 from plda.engine.spectra import Spectrum, ladder_length, spectrum_of
 from plda.grid.discrete import DiscreteLoss

@@ -13,8 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from plda._internal.chernoff import CHERNOFF_LOG_C, CHERNOFF_ORDERS
-from plda._internal.floats import UNIT_ROUNDOFF
-from plda._internal.linalg import discounted_tails, dot
+from plda._internal.floats import UNIT_ROUNDOFF, discounted_tails, dot
 from plda.grid.moments import exp_neg_grid, log_mgf_ladder
 
 #: block length of the crossing search of :meth:`DiscreteLoss.epsilon` for a few deltas
@@ -216,7 +215,7 @@ class DiscreteLoss:
             return cached
         a, cuts = self._tail_mass_terms()
         discount = math.exp(-self.step)
-        # S_j for j = n-1 .. 0: a first-order recurrence, in blocks (plda._internal.linalg)
+        # S_j for j = n-1 .. 0: a first-order recurrence, in blocks (plda._internal.floats)
         s = np.zeros(len(self.probs) + 1)
         s[:-1] = discounted_tails(self.probs, discount)
         at_cuts = a - s  # delta at each cut (e^0 = 1); past the last entry only A remains

@@ -15,8 +15,7 @@ import threading
 import numpy as np
 
 from plda._internal.caches import register
-from plda._internal.floats import UNIT_ROUNDOFF
-from plda._internal.linalg import dot
+from plda._internal.floats import UNIT_ROUNDOFF, dot
 
 # tables are never written after they are built, so a thread may keep using one that another
 # thread has just evicted; the dict itself is only changed under the lock

@@ -20,7 +20,7 @@ import numpy as np
 from scipy.optimize import brentq
 
 from plda._internal.caches import remembered
-from plda._internal.linalg import dot
+from plda._internal.floats import dot
 
 HYPOTHESES = ("P", "Q")
 
