@@ -40,9 +40,8 @@ from plda.accounting.history import horizon as horizon_of
 from plda.engine.composer import Composer
 from plda.engine.plan import MIN_STEP, halved_step, ladder_step, pilot
 from plda.engine.query import FFT_FLOOR, Query, probes, realized_queries, recipe_query
-from plda.engine.recipe import add_remove_steps
+from plda.engine.recipe import add_remove_steps, bounds_over_directions
 from plda.engine.recipe import merge as merge_runs
-from plda.engine.versions import bounds_over_directions
 from plda.mechanisms.base import DIRECTIONS
 
 

@@ -21,8 +21,12 @@ import numpy as np
 from plda._internal.chernoff import CHERNOFF_ORDERS
 from plda._internal.errors import GridTooLarge, check_bracket, quiet_accuracy, warn_if_inaccurate
 from plda.engine.plan import MAX_GRID, MIN_STEP, Pilot, Plan, StepPredictor, pilot, refine
-from plda.engine.recipe import laws_by_direction, realized_recipes
-from plda.engine.versions import bounds_over_directions, grid_versions
+from plda.engine.recipe import (
+    bounds_over_directions,
+    grid_versions,
+    laws_by_direction,
+    realized_recipes,
+)
 
 __all__ = [
     "FFT_FLOOR",
@@ -120,7 +124,7 @@ class Query:
         a non-leading direction's optimistic version).
     composer
         ``plan -> {direction: pair}``, each pair with an ``upper`` and a ``lower`` composed
-        grid law, the leading direction first (:func:`plda.engine.versions.grid_versions`, or
+        grid law, the leading direction first (:func:`plda.engine.recipe.grid_versions`, or
         the accountant's caching composer).
     cache
         The versions per plan and the current plan (key ``"plan"``), kept across queries (a
@@ -371,7 +375,7 @@ def one_shot(
     Returns
     -------
     Query
-        With :class:`PilotSteps` and :func:`plda.engine.versions.grid_versions` of ``laws``."""
+        With :class:`PilotSteps` and :func:`plda.engine.recipe.grid_versions` of ``laws``."""
     if step is not None:
         policy = PilotSteps(accuracy=accuracy, fixed=step)
     else:
