@@ -382,7 +382,6 @@ KNOWN_MISSING: frozenset[str] = frozenset(
         "plda.engine.grouping:plan_group",
         "plda.engine.grouping:transform_cost",
         "plda.engine.plan:Pilot",
-        "plda.engine.plan:Pilot.first_step",
         "plda.engine.plan:Pilot.grid_points",
         "plda.engine.plan:StepPredictor",
         "plda.engine.plan:common_unit",

@@ -69,12 +69,6 @@ class Pilot:
     atom_unit: float | None = None
     start: float | None = None
 
-    def first_step(self, refined: bool) -> float:
-        """The first grid step: ``start`` (at least ``step``) where a refinement measures the
-        gap and goes on from there, ``step`` where the grid is used as it is (the conversions
-        read the composition on it without refining)."""
-        return self.start if refined and self.start is not None else self.step
-
     def grid_points(self, step: float) -> float:
         """Estimated FFT length of the composition on grid ``step``."""
         return self.window_width / step

@@ -79,8 +79,14 @@ class PilotSteps:
     def current(self, plan: Plan | None, refined: bool = False) -> float:
         """The step of the latest ``plan`` (the first one until there is a plan); unless
         ``refined``, never coarser than the pilot's unrefined step, which delta and the
-        conversions read as is."""
-        first = self.fixed if self.fixed is not None else self.pilot.first_step(refined)
+        conversions read as is. The first step is the fixed one, else the pilot's ``start``
+        (at least its ``step``) where a refinement measures the gap and goes on from there,
+        its ``step`` where the grid is used as it is."""
+        if self.fixed is not None:
+            first = self.fixed
+        else:
+            found = self.pilot
+            first = found.start if refined and found.start is not None else found.step
         return first if plan is None else plan.step if refined else min(plan.step, first)
 
     def coarser(self, step: float, exc: GridTooLarge) -> float:
