@@ -472,7 +472,6 @@ KNOWN_MISSING: frozenset[str] = frozenset(
         "plda.grid.moments:ladder_chernoff",
         "plda.grid.moments:log_mgf_ladder",
         "plda.grid.moments:power_support",
-        "plda.grid.moments:window_losses",
         "plda.mechanisms.approximate:ApproximateDP",
         "plda.mechanisms.approximate:ApproximateDP.under_replace_one",
         "plda.mechanisms.base:BracketedMechanism.lower_bound_mechanism",

@@ -21,7 +21,7 @@ import numpy as np
 
 from plda._internal.caches import cached
 from plda.discretization.discretize import UPPER_TAIL, discretize, loss_support
-from plda.grid.moments import window_losses
+from plda.grid.moments import ladder_chernoff
 
 #: largest FFT length used (2^22 doubles = 32 MiB per array)
 MAX_GRID = 1 << 22
@@ -91,8 +91,17 @@ def pilot(laws: dict[str, list], accuracy: float) -> Pilot:
         # so no common grid (and no rediscretization when a finer law joins) is needed
         pilots = [(discretize(law, pilot_step(law), lower=False)[0], k) for law, k in factors]
         lead_pilots = pilots if lead_pilots is None else lead_pilots
-        lo, hi = window_losses(pilots, 1e-20)
-        direction_widths.append(hi - lo)
+        # the loss interval holding all but about 1e-20 of the composed mass on each side (an
+        # estimate, not a certified window): Chernoff cuts at orders in [0.5, 32] / spread, cut
+        # by the exact support (the factors sit on different grids)
+        lo_loss, hi_loss, *_ = ladder_chernoff(
+            pilots, 1e-20, (0.5, 32.0), max(f.step for f, _ in pilots)
+        )
+        hi = sum(k * (f.offset + len(f.probs) - 1) * f.step for f, k in pilots)
+        hi = hi if not math.isfinite(hi_loss) else min(hi, hi_loss)
+        lo = sum(k * f.offset * f.step for f, k in pilots)
+        lo = lo if not math.isfinite(lo_loss) else max(lo, lo_loss)
+        direction_widths.append(hi - min(lo, hi))
         spreads.append(max(p.step for p, _ in pilots))
     width = max(direction_widths) + 10 * max(spreads)
     lead = next(iter(laws.values()))

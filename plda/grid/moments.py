@@ -195,20 +195,6 @@ def ladder_chernoff(factors, tail: float, order_range: tuple[float, float], min_
     return lo_loss, hi_loss, orders, log_up, log_down
 
 
-def window_losses(factors: list, tail: float) -> tuple[float, float]:
-    """Loss interval holding all but about ``tail`` of the composed mass on each side, for
-    factors that may sit on different grids (a pilot estimate, not a certified window):
-    :func:`ladder_chernoff` at orders in ``[0.5, 32] / spread``, cut by the exact support."""
-    lo_exact = sum(k * f.offset * f.step for f, k in factors)
-    hi_exact = sum(k * (f.offset + len(f.probs) - 1) * f.step for f, k in factors)
-    lo_loss, hi_loss, *_ = ladder_chernoff(
-        factors, tail, (0.5, 32.0), max(f.step for f, _ in factors)
-    )
-    hi = hi_exact if not math.isfinite(hi_loss) else min(hi_exact, hi_loss)
-    lo = lo_exact if not math.isfinite(lo_loss) else max(lo_exact, lo_loss)
-    return min(lo, hi), hi
-
-
 def power_support(factors: list) -> tuple[int, int]:
     """Index range ``[lo, hi]`` of the exact composition of ``factors`` (each ``(law, count)``)."""
     lo = sum(k * f.offset for f, k in factors)
