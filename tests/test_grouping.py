@@ -16,20 +16,15 @@ from hypothesis_settings import examples
 import plda
 from plda.discretization.discretize import discretize
 from plda.engine import composer as composer_module
-from plda.engine.composer import Composer, Spectrum, compose, spectrum_of
+from plda.engine.composer import Composer, compose
 from plda.engine.grouping import group_spectrum, group_support, plan_group
+from plda.engine.spectra import spectrum_of
 from plda.grid.discrete import DiscreteLoss
 from plda.pld import direction_laws
 
 STEP = 2.0**-9
 WIDE_SIGMA = 0.8
 NARROW_SIGMAS = np.linspace(3.0, 8.0, 24)
-
-
-def _grouped_spectrum(members, n, multiply):
-    """The group's :class:`Spectrum` as the composer enters it into the long product."""
-    x, eta = group_spectrum(members, n, multiply)
-    return Spectrum(powers=[x], eta=eta)
 
 
 def _gaussian_laws(step=STEP):
@@ -135,7 +130,7 @@ def test_group_spectrum_bounds_its_error_against_the_exact_spectrum(n):
         for _ in range(count):
             exact = list(np.convolve(np.array(exact, dtype=object), weights.astype(object)))
             scale *= 1 << 25
-    spectrum = _grouped_spectrum(members, n, Composer()._product)
+    spectrum = group_spectrum(members, n, Composer()._product)
     x = spectrum.powers[0]
     eta = spectrum.relative * np.exp(spectrum.amplitude_log)
     mpmath.mp.dps = 40
@@ -246,7 +241,7 @@ def test_group_spectrum_error_bound_holds_at_every_frequency(sizes, counts, fact
     )
     width = len(exact)
     n = 2 * max(width, 16) * factor + (factor % 2)
-    spectrum = _grouped_spectrum(members, n, Composer()._product)
+    spectrum = group_spectrum(members, n, Composer()._product)
     x, eta = spectrum.powers[0], spectrum.relative * np.exp(spectrum.amplitude_log)
     mpmath.mp.dps = 40
     step = max(1, (n // 2) // 60)
@@ -278,7 +273,7 @@ def test_group_spectrum_carries_injected_spectrum_errors_to_every_frequency(phas
         bound = np.abs(y_exact) + b
         return noisy, np.log(bound), b / bound
 
-    spectrum = _grouped_spectrum(members, n, multiply)
+    spectrum = group_spectrum(members, n, multiply)
     x, eta = spectrum.powers[0], spectrum.relative * np.exp(spectrum.amplitude_log)
     truth = np.fft.rfft(exact, n)
     assert np.all(np.abs(x - truth) <= eta + 1e-13)
@@ -315,7 +310,7 @@ def test_group_spectrum_bound_holds_against_errors_aligned_with_the_kernel(size,
             bound = np.abs(y_exact) + b
             return noisy, np.log(bound), b / bound
 
-        spectrum = _grouped_spectrum(members, n, multiply)
+        spectrum = group_spectrum(members, n, multiply)
         x, eta = spectrum.powers[0], spectrum.relative * np.exp(spectrum.amplitude_log)
         truth = np.fft.rfft(exact, n)
         error = np.abs(x - truth)

@@ -1,22 +1,12 @@
-"""The one composer: ``*_f law_f^{*k_f}`` by one FFT product, with certified error terms.
-
-Each factor's transform is kept as a :class:`Spectrum` with its componentwise error bound
-(:func:`spectrum_of`); powers are taken from binary powers (a history whose counts grow) or as
-``exp(k log X)`` (one-shot compositions). :class:`Composer` multiplies them: one-shot
-(:func:`compose`, what a :class:`~plda.pld.PrivacyLossDistribution` runs) or keeping spectra,
-powers and running products (:class:`~plda.PLDAccountant`'s, so that a history that grows by
-appending factors multiplies in only the new ones). Every rounding is charged: the transforms,
-the folding onto ``n`` points, the powers and products, the inverse transform
-(:func:`from_spectrum`), and the mass outside the Chernoff window, which wraps around and is
-charged to ``+inf`` (pessimistic version) or subtracted (optimistic version). The error
-analysis: docs/concepts/fft-composition.md.
+"""The one composer: ``*_f law_f^{*k_f}`` by one FFT product of the factors' :class:`Spectrum`
+powers, every rounding and the mass outside the window charged (:class:`Composer`; one-shot:
+:func:`compose`). The error analysis: docs/concepts/fft-composition.md.
 """
 
 from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from dataclasses import InitVar, dataclass, field
 
 import numpy as np
 
@@ -24,115 +14,11 @@ from plda._internal import fft
 from plda._internal.errors import GridTooLarge
 from plda._internal.floats import UNIT_ROUNDOFF, dot, union_probability
 from plda.engine.grouping import group_spectrum, plan_group
+from plda.engine.plan import ladder_length
+from plda.engine.spectra import Spectrum, spectrum_of
 from plda.grid.discrete import DiscreteLoss
 from plda.grid.moments import ladder_chernoff
 
-#: powers whose bound falls below e^LOG_FLOOR are set to 0 and charged in full (their values
-#: are below the smallest normal double; computing them costs many times an ordinary exp)
-LOG_FLOOR = -740.0
-
-
-@dataclass(eq=False)
-class Spectrum:
-    """rfft of one discretized law folded onto ``n`` points, its error terms and the binary
-    powers ``X^(2^j)`` computed so far (``powers[0]`` is ``X``), built from ``X`` and ``eta``,
-    a componentwise bound of its rounding."""
-
-    powers: list
-    eta: InitVar[np.ndarray]
-    amplitude_log: np.ndarray = field(init=False)  # log(|X| + eta): |true X|, |computed X| below
-    relative: np.ndarray = field(init=False)  # eta / (|X| + eta)
-    nbytes: int = field(init=False)  # kept up to date as powers are added (caches read it)
-
-    def __post_init__(self, eta):
-        amplitude = np.abs(self.powers[0]) + eta
-        with np.errstate(divide="ignore"):  # an all-zero law has amplitude 0 where eta is 0
-            self.amplitude_log = np.log(amplitude)
-            positive = amplitude > 0
-            self.relative = np.where(positive, eta / np.where(positive, amplitude, 1.0), 0.0)
-        self.nbytes = sum(p.nbytes for p in self.powers) + 2 * self.amplitude_log.nbytes
-
-    def binary_power(self, k: int) -> tuple[np.ndarray, float]:
-        """``X^k`` as the product of the binary powers of ``X`` (ascending order: the result
-        depends on ``k`` only, not on which powers were cached before), and the relative
-        rounding it adds: ~``k + 2 log2 k`` products (relative errors double under squaring,
-        so the squarings add up to ``k`` roundings)."""
-        out = None
-        j, rest = 0, k
-        while rest:
-            while len(self.powers) <= j:
-                last = self.powers[-1]
-                self.powers.append(last * last)
-                self.nbytes += last.nbytes
-            if rest & 1:
-                if out is None:
-                    out = self.powers[j].copy()
-                else:
-                    out *= self.powers[j]
-            rest >>= 1
-            j += 1
-        return out, 8 * UNIT_ROUNDOFF * (k + 2 * k.bit_length())
-
-    def log_power(self, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """``X^k = exp(k log X)`` and its relative rounding ``8u (1 + |k log X|)`` (small where
-        ``|X| ~ 1`` with a small phase, the frequencies that carry the mass); where
-        ``k log(|X| + eta)`` is below :data:`LOG_FLOOR` the power is set to 0 and its whole
-        value (at most the bound) is charged as error."""
-        x = self.powers[0]
-        if k == 1:
-            return x.copy(), np.full(len(x), 4 * UNIT_ROUNDOFF)
-        band = k * self.amplitude_log > LOG_FLOOR
-        out = np.zeros(len(x), dtype=complex)
-        relative = np.ones(len(x))  # outside the band: all of the (tiny) value is error
-        with np.errstate(divide="ignore", under="ignore", over="ignore", invalid="ignore"):
-            log_x = k * np.log(x[band])
-            out[band] = np.exp(log_x)
-            relative[band] = 8 * UNIT_ROUNDOFF * (1 + np.abs(np.nan_to_num(log_x, neginf=0.0)))
-        return out, relative
-
-
-def spectrum_of(law, n: int) -> Spectrum:
-    """The :class:`Spectrum` of ``law.probs`` at FFT length ``n``.
-
-    A law longer than ``n`` is folded modulo ``n`` first: cyclic convolution of inputs folded
-    modulo ``n`` is the exact convolution folded modulo ``n``, so folding only adds to the
-    wrap-around that the composition window charges; its rounding (``layers`` additions per
-    entry) is added to ``eta``."""
-    probs = law.probs
-    layers = -(-len(probs) // n)
-    if layers > 1:
-        padded = np.zeros(layers * n)
-        padded[: len(probs)] = probs
-        probs = padded.reshape(layers, n).sum(axis=0)
-    x = fft.rfft(probs, n)
-    l1 = float(np.sum(law.probs))
-    eta = fft.transform_error(n, l1) + 2 * layers * UNIT_ROUNDOFF * l1
-    if law.entry_error > 0 or law.l2_error > 0:
-        # a composed law entering another composition is the exact one up to an error vector e
-        # with |e_i| <= entry_error and ||e||_2 <= l2_error (clipping at 0 and folding only
-        # shrink it); its exact transform is then off the computed one by at most
-        # ||e||_1 <= min(len * entry_error, sqrt(len) * l2_error) at every frequency, on top
-        # of the transform's own rounding. (A discretized law has both at 0: nothing added.)
-        size = len(law.probs)
-        eta += min(law.entry_error * size, law.l2_error * math.sqrt(size))
-    return Spectrum(powers=[x], eta=eta)
-
-
-def ladder_length(width: int) -> int:
-    """Smallest FFT length ``>= width`` of the form ``2^a``, ``5 * 2^a`` or ``3 * 2^a`` with
-    ratio at most 3/2 between neighbours (all fast for pyFFTW and scipy.fft); at least 16.
-    Lengths on this ladder change rarely as a composition grows, so a history's spectra and
-    their powers are reused across many queries, and waste at most a quarter of the
-    transform on padding."""
-    width = max(int(width), 16)
-    power = 1 << (width - 1).bit_length()  # smallest power of two >= width
-    for candidate in (power * 5 // 8, power * 3 // 4):
-        if candidate >= width:
-            return candidate
-    return power
-
-
-# -------------------------------------------------------------------------- the composer
 #: bounds below e^-700 are replaced by e^-700 (still a bound, and exp of deeply underflowing
 #: arguments is many times slower than of ordinary ones)
 _BOUND_FLOOR = -700.0
@@ -237,17 +123,48 @@ class Composer:
         return fft.good_size(max(width, 16))
 
     def length(self, factors) -> int:
-        """The FFT length :meth:`compose` would choose for ``factors`` (a planner reads it to
-        fix the length of a whole stretch of a growing history)."""
+        """The FFT length :meth:`compose` would choose for these factors.
+
+        A planner reads it to fix the length of a whole stretch of a growing history.
+
+        Parameters
+        ----------
+        factors
+            ``[(law, count), ...]`` on a common grid.
+
+        Returns
+        -------
+        int
+            The FFT length.
+        """
         factors = [(f, int(k)) for f, k in factors if k > 0]
         lo, hi, *_ = self._window(factors, factors[0][0].step)
         return self._length(hi - lo + 1, factors)
 
     def compose(self, factors, max_size: int, length: int = 0) -> DiscreteLoss:
-        """``*_f law_f^{*k_f}`` for ``factors = [(law, count), ...]`` on a common grid, with
-        certified error terms, on an FFT of at least ``length`` points; raises
-        :class:`~plda._internal.errors.GridTooLarge` when the FFT would be longer than
-        ``max_size``."""
+        """The composition ``*_f law_f^{*k_f}``, with certified error terms.
+
+        Parameters
+        ----------
+        factors
+            ``[(law, count), ...]`` on a common grid (factors of count 0 are left out).
+        max_size
+            The longest FFT allowed.
+        length
+            The shortest FFT to use (0: the shortest that holds the window).
+
+        Returns
+        -------
+        DiscreteLoss
+            The composed law, of the factors' version (pessimistic or optimistic).
+
+        Raises
+        ------
+        GridTooLarge
+            When the FFT would be longer than ``max_size``.
+        ValueError
+            When no factor has a positive count.
+        """
         factors = [(f, int(k)) for f, k in factors if k > 0]
         if not factors:
             raise ValueError("compose needs at least one factor with a positive count")
@@ -286,9 +203,8 @@ class Composer:
             return factors
         chosen = set(members)
         # the group's own product: a one-shot composer's (exp(k log X) powers, nothing kept)
-        x, eta = group_spectrum([factors[i] for i in members], n, Composer()._product)
-        rest = [pair for i, pair in enumerate(factors) if i not in chosen]
-        return [(Spectrum(powers=[x], eta=eta), 1), *rest]
+        group = group_spectrum([factors[i] for i in members], n, Composer()._product)
+        return [(group, 1)] + [pair for i, pair in enumerate(factors) if i not in chosen]
 
     def _window(self, factors, step: float) -> tuple[int, int, int, float, float]:
         """Grid index window ``[lo, hi]`` holding all but ``tail`` of the composed mass on each
@@ -388,20 +304,27 @@ class Composer:
 
 
 def compose(factors, tail: float = 1e-20, max_size: int = 1 << 23) -> DiscreteLoss:
-    """Exact-up-to-certified-error composition ``*_f law_f^{*k_f}`` by one FFT product (a
-    one-shot :class:`Composer`).
+    """The composition ``*_f law_f^{*k_f}`` by a one-shot :class:`Composer`.
 
-    The result lives on a window holding all but ``tail`` of the composed mass on each side; the
-    mass outside it wraps around (cyclic convolution) and is bounded by the Chernoff tails: an
-    upper version moves the upper tail bound to ``+inf`` and keeps wrapped mass (it only
-    increases delta); a lower version records both tails as ``spurious_mass`` to subtract.
-    Floating-point error of the transforms and powers is bounded per entry (``entry_error``) and
-    in L2 (``l2_error``): the componentwise transform bound of
-    :func:`plda._internal.fft.transform_error` carried through the powers frequency by frequency.
+    The mass outside the window wraps around and is bounded by the Chernoff tails: an upper
+    version moves the upper tail bound to ``+inf``; a lower version records both tails as
+    ``spurious_mass`` to subtract. Rounding is bounded per entry (``entry_error``) and in L2
+    (``l2_error``). Narrow factors are composed first as one group when that saves transforms
+    (:mod:`plda.engine.grouping`).
 
-    Narrow factors are composed first as one group when that saves transforms
-    (:mod:`plda.engine.grouping`); the bounds stay certified, the group's rounding carried into
-    the error terms.
+    Parameters
+    ----------
+    factors
+        ``[(law, count), ...]`` on a common grid.
+    tail
+        Composed mass allowed outside the window on each side.
+    max_size
+        The longest FFT allowed.
+
+    Returns
+    -------
+    DiscreteLoss
+        The composed law, with certified error terms.
     """
     return Composer(tail=tail, group=True).compose(factors, max_size)
 
@@ -409,10 +332,28 @@ def compose(factors, tail: float = 1e-20, max_size: int = 1 << 23) -> DiscreteLo
 def from_spectrum(factors, spectrum, bound, relative, n, window, infinity) -> DiscreteLoss:
     """The composed grid law from its spectrum and the certified error terms.
 
-    ``bound[j] >= |Y_j|`` and ``relative[j] * bound[j] >= |computed Y_j - Y_j|`` (the caller's
-    forward transforms and powers); ``window = (lo, width, base, below, above)`` places the
-    cyclic result (``base`` is the grid index of spectrum position 0) and gives the Chernoff
-    tail bounds outside it.
+    Parameters
+    ----------
+    factors
+        ``[(law, count), ...]``, what was composed.
+    spectrum
+        The computed spectrum ``Y`` of the composition.
+    bound
+        ``bound[j] >= |Y_j|``.
+    relative
+        ``relative[j] * bound[j] >= |computed Y_j - Y_j|`` (forward transforms and powers).
+    n
+        The FFT length.
+    window
+        ``(lo, width, base, below, above)``: the window's first grid index and width, the
+        grid index of spectrum position 0, and the Chernoff bounds of the mass outside.
+    infinity
+        The composed mass at ``+inf``.
+
+    Returns
+    -------
+    DiscreteLoss
+        The composed law on the window.
     """
     lo, width, base, below, above = window
     first = factors[0][0]

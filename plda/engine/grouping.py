@@ -24,6 +24,7 @@ import numpy as np
 
 from plda._internal import fft
 from plda._internal.floats import UNIT_ROUNDOFF
+from plda.engine.spectra import Spectrum
 from plda.grid.moments import power_support
 
 #: elementwise passes per transformed point, in units of one butterfly stage (the spectrum's
@@ -93,10 +94,9 @@ PEAKS = 4
 NEAR = 64
 
 
-def group_spectrum(members, n: int, multiply) -> tuple[np.ndarray, np.ndarray]:
-    """The spectrum ``x`` at length ``n`` of the exact composition of ``members`` (``[(law,
-    count), ...]``) and ``eta``, a componentwise bound of its error (the composer makes them a
-    :class:`~plda.engine.composer.Spectrum`), computed on a short FFT of length ``n_g <= n / 2``
+def group_spectrum(members, n: int, multiply) -> Spectrum:
+    """The :class:`~plda.engine.spectra.Spectrum` at length ``n`` of the exact composition of
+    ``members`` (``[(law, count), ...]``), computed on a short FFT of length ``n_g <= n / 2``
     that holds the whole exact support (nothing wraps); ``multiply(members, n_g)`` returns
     the product's spectrum ``Y``, ``log`` of its bound and its relative error (as
     :meth:`plda.engine.composer.Composer._product` does): ``|Y_k - Y*_k| <= b_k`` (bound
@@ -161,7 +161,7 @@ def group_spectrum(members, n: int, multiply) -> tuple[np.ndarray, np.ndarray]:
     if len(j):
         eta[j] = _near_peaks(j, n, n_g, b, pairs, rest_l2) + floor
     eta *= 1 + 8 * UNIT_ROUNDOFF * PEAKS  # the sums, rounded up
-    return fft.rfft(y, n), eta
+    return Spectrum(powers=[fft.rfft(y, n)], eta=eta)
 
 
 def _near_peaks(j, n: int, n_g: int, b, pairs, rest_l2: float) -> np.ndarray:

@@ -1,14 +1,6 @@
-"""The one planner: grid steps, FFT lengths and the one refinement loop.
-
-A composition is computed to a :class:`Plan` (grid step, FFT length, window tail, tilt), a
-frozen value built by keyword. The first step comes from a coarse :class:`Pilot`
-discretization of the composition (:func:`pilot`); :func:`refine` then refines it until the
-relative epsilon gap meets the accuracy. Both :class:`plda.pld.PrivacyLossDistribution` and
-:class:`plda.PLDAccountant` plan this way, through the driver
-(:class:`plda.engine.query.Query`); they differ only in the step policy: the PLD predicts the
-step from the measured gaps (:class:`StepPredictor`), the accountant keeps its steps on a
-power-of-two ladder (:func:`ladder_step`) so that a growing history keeps its grid, and with it
-every discretization and spectrum already computed.
+"""The one planner: the :class:`Plan` value, the first step from a coarse :class:`Pilot`, the
+step policies (predicted for a PLD, on a ladder for an accountant), FFT lengths and the one
+refinement loop (:func:`refine`). See docs/concepts/fft-composition.md.
 """
 
 from __future__ import annotations
@@ -59,10 +51,20 @@ class Plan:
 
 @dataclass(frozen=True)
 class Pilot:
-    """What a coarse pilot discretization tells about a composition: a first grid ``step``
-    (deliberately coarse), the composed window's width in loss units, the atoms' common
-    spacing (``None`` if they share none usable), and the ``start`` of a refinement (coarser
-    still where the second-order gap model allows it)."""
+    """What a coarse pilot discretization tells about a composition.
+
+    Attributes
+    ----------
+    step
+        A first grid step, deliberately coarse (where the grid is used without refining).
+    window_width
+        The composed window's width, in loss units.
+    atom_unit
+        The atoms' common spacing, or None if they share none usable.
+    start
+        The first step of a refinement (at least ``step``; coarser where the second-order gap
+        model allows it), or None.
+    """
 
     step: float
     window_width: float
@@ -70,19 +72,42 @@ class Pilot:
     start: float | None = None
 
     def grid_points(self, step: float) -> float:
-        """Estimated FFT length of the composition on grid ``step``."""
+        """Estimated FFT length of the composition on a grid.
+
+        Parameters
+        ----------
+        step
+            The grid step.
+
+        Returns
+        -------
+        float
+            The window width over ``step``.
+        """
         return self.window_width / step
 
 
 def pilot(laws: dict[str, list], accuracy: float) -> Pilot:
-    """A grid step from a coarse pilot discretization of ``laws`` (``{direction: [(law,
-    count), ...]}``, the first direction the leading one).
+    """A first grid step from a coarse pilot discretization of a composition.
 
     The composed window (Chernoff tails) sets the size of the FFT; the discretization error of
     the connect-the-dots (upper) and pairing (lower) schemes is second order, about ``k h^2``
     per factor in loss units, so ``h ~ sqrt(accuracy * eps_scale / k_total)``, capped by the
     grid size. The estimate starts 4x coarse: refinement then predicts the step from the
-    measured gap."""
+    measured gap.
+
+    Parameters
+    ----------
+    laws
+        ``{direction: [(law, count), ...]}``, the leading direction first.
+    accuracy
+        Target relative gap of ``epsilon(delta)``.
+
+    Returns
+    -------
+    Pilot
+        The first step, the window width, the atoms' unit and the refinement's start.
+    """
     direction_widths = []
     spreads = []
     lead_pilots = None
@@ -133,9 +158,7 @@ _GAP_QUANTILE = 4.5
 
 
 def second_order_step(pilots: list, accuracy: float) -> float:
-    """The step at which the certified gap of ``pilots`` (``[(law, count), ...]``, each law on
-    its own pilot grid) is expected to meet ``accuracy``, from the second-order error of the
-    grid versions (0 if the model does not apply).
+    """The step at which the certified gap is expected to meet the accuracy.
 
     Connect-the-dots moves each cell's mass to its ends keeping its P- and Q-mass, so a step's
     mean loss rises by about ``E[(L - l_j)(l_{j+1} - L)] / 2 ~ h^2 / 12`` and its variance by
@@ -145,7 +168,20 @@ def second_order_step(pilots: list, accuracy: float) -> float:
     ``K h^2 (1 + z / s) / 12`` per version, so the relative gap is about
     ``K h^2 (1 + z / s) / (4 (m + z s))``; measured gaps (B3 at 1e-3 and 6e-3) are 1.5-2.4 times
     that, so the model takes ``g(h) ~ K h^2 (1 + z / s) / (1.6 (m + z s))``. It is only a start:
-    the refinement measures the gap and goes on from there."""
+    the refinement measures the gap and goes on from there.
+
+    Parameters
+    ----------
+    pilots
+        ``[(law, count), ...]``, each law on its own pilot grid.
+    accuracy
+        Target relative gap of ``epsilon(delta)``.
+
+    Returns
+    -------
+    float
+        The step, or 0 where the model does not apply (no spread, no steps).
+    """
     count = sum(k for _, k in pilots)
     mean = sum(k * float(np.dot(law.probs, law.losses)) / max(float(law.probs.sum()), 1e-300)
                for law, k in pilots)
@@ -162,17 +198,46 @@ def second_order_step(pilots: list, accuracy: float) -> float:
 
 
 def snap(step: float, unit: float | None, finer: float = 4.0) -> float:
-    """Shrink ``step`` to a divisor of the atoms' common ``unit``, so that atoms sit on grid
-    points, unless that would make the grid more than ``finer`` times finer."""
+    """Shrink a step to a divisor of the atoms' common unit, so that atoms sit on grid points.
+
+    Parameters
+    ----------
+    step
+        The grid step.
+    unit
+        The atoms' common spacing, or None.
+    finer
+        The most the grid may be refined by snapping.
+
+    Returns
+    -------
+    float
+        ``unit / ceil(unit / step)``, or ``step`` itself without a unit or where the snapped
+        grid would be more than ``finer`` times finer.
+    """
     if not unit or unit < step / finer:
         return step
     return unit / math.ceil(unit / step)
 
 
 def ladder_step(step: float, unit: float | None) -> float:
-    """Largest step ``<= step`` on the ladder ``unit * 2^-j`` (``unit`` the atoms' common
-    spacing, or 1): the ladder keeps the grid put while a history grows, so discretizations and
-    spectra are reused."""
+    """Largest step at most ``step`` on the ladder ``unit * 2^-j``.
+
+    The ladder keeps the grid put while a history grows, so discretizations and spectra are
+    reused.
+
+    Parameters
+    ----------
+    step
+        The step asked for.
+    unit
+        The atoms' common spacing, or None (the ladder of powers of two then).
+
+    Returns
+    -------
+    float
+        The ladder step.
+    """
     if unit and unit >= step / 4:
         if unit <= step:
             return float(unit)
@@ -182,8 +247,7 @@ def ladder_step(step: float, unit: float | None) -> float:
 
 @dataclass
 class StepPredictor:
-    """The step policy of a one-shot composition: the next grid step from the measured gap,
-    learning how fast the gap falls.
+    """The next grid step of a one-shot composition from the measured gap.
 
     Both discretizations are second order where a law has a density (the gap falls like
     ``h^2``), but an atom off the grid costs up to one step of loss (``h``): Laplace's atoms at
@@ -192,7 +256,20 @@ class StepPredictor:
     ``order`` when given); later ones measure the order from the last two grids (clamped to
     ``[1, 4]``). It aims at 0.8 of the accuracy, refines by 2x to 20x per round, and snaps to
     the atoms' unit when that costs at most a 2x finer grid (atoms on grid points are exact).
-    A wrong prediction costs one more round, never a bound: every grid is certified."""
+    A wrong prediction costs one more round, never a bound: every grid is certified. Called
+    as ``predictor(step, gap)``, it returns the next step.
+
+    Attributes
+    ----------
+    accuracy
+        Target relative gap of ``epsilon(delta)``.
+    unit
+        The atoms' common spacing, or None.
+    order
+        The order at which the gap falls, if known (else inferred).
+    previous
+        The last ``(step, gap)`` seen (learned from).
+    """
 
     accuracy: float
     unit: float | None = None
@@ -219,12 +296,55 @@ def _divides(step: float, unit: float) -> bool:
     return abs(ratio - round(ratio)) <= 1e-9 * ratio
 
 
+def ladder_length(width: int) -> int:
+    """Smallest FFT length at least ``width`` of the form ``2^a``, ``5 * 2^a`` or ``3 * 2^a``.
+
+    Neighbours on this ladder differ by at most 3/2 and all are fast for pyFFTW and scipy.fft.
+    Lengths on it change rarely as a composition grows, so a history's spectra and their powers
+    are reused across many queries, and waste at most a quarter of the transform on padding.
+
+    Parameters
+    ----------
+    width
+        The window's width in grid points.
+
+    Returns
+    -------
+    int
+        The length, at least 16.
+    """
+    width = max(int(width), 16)
+    power = 1 << (width - 1).bit_length()  # smallest power of two >= width
+    for candidate in (power * 5 // 8, power * 3 // 4):
+        if candidate >= width:
+            return candidate
+    return power
+
+
 def halved_step(step: float, gap: float, accuracy: float, unit: float | None) -> float:
-    """The next step of a refinement on the ladder of :func:`ladder_step`: half the step, or a
-    quarter when the gap is so far off (16x) that halving cannot close it even where it falls
-    like ``h^4`` (on coarse grids the gap falls faster than ``h^2``, so a step predicted from
-    ``h^2`` would often be finer than needed, which every later query of a history pays for;
-    the coarse trials are cheap)."""
+    """The next step of a refinement on the ladder of :func:`ladder_step`.
+
+    Half the step, or a quarter when the gap is so far off (16x) that halving cannot close it
+    even where it falls like ``h^4`` (on coarse grids the gap falls faster than ``h^2``, so a
+    step predicted from ``h^2`` would often be finer than needed, which every later query of a
+    history pays for; the coarse trials are cheap).
+
+    Parameters
+    ----------
+    step
+        The current step.
+    gap
+        Its measured relative gap.
+    accuracy
+        The target gap.
+    unit
+        The atoms' common spacing, or None.
+
+    Returns
+    -------
+    float
+        The next ladder step.
+    """
     far = not np.isfinite(gap) or gap > 16 * accuracy
     return ladder_step(step * (0.25 if far else 0.5), unit)
 
@@ -237,14 +357,33 @@ def refine(
     next_step: Callable[[float, float], float | None],
     rounds: int = REFINEMENTS,
 ) -> tuple[float, float]:
-    """The one refinement loop: from ``step`` with measured ``gap``, try
-    ``next_step(step, gap)`` while the gap misses ``accuracy``, for at most ``rounds`` grids.
+    """The one refinement loop: finer steps while the gap misses the accuracy.
 
     Stops when the gap meets the accuracy, when it stops shrinking (``> 0.7`` of the previous
     one: the floating-point floor is reached), when ``next_step`` returns None (finer than
     allowed), or when the finer composition does not fit (``gap_at`` raises
-    ``MemoryError``, which :class:`~plda._internal.errors.GridTooLarge` is). Returns the last
-    step tried successfully and its gap."""
+    ``MemoryError``, which :class:`~plda._internal.errors.GridTooLarge` is).
+
+    Parameters
+    ----------
+    step
+        The step the gap was measured on.
+    gap
+        Its relative gap.
+    gap_at
+        The gap on another step.
+    accuracy
+        The target gap.
+    next_step
+        The policy's next step from ``(step, gap)``, or None.
+    rounds
+        The most grids tried.
+
+    Returns
+    -------
+    tuple of float
+        The last step tried successfully and its gap.
+    """
     previous = math.inf
     for _ in range(rounds):
         if gap <= accuracy or gap > 0.7 * previous:
@@ -261,8 +400,20 @@ def refine(
 
 
 def common_unit(values: np.ndarray, smallest: float) -> float | None:
-    """Largest ``u >= smallest`` with every value an integer multiple of ``u`` (to 1e-9
-    relative), by a Euclid-style float gcd; ``None`` if there is none."""
+    """Largest unit of which every value is an integer multiple, by a Euclid-style float gcd.
+
+    Parameters
+    ----------
+    values
+        The values (atom losses); zeros and non-finite ones are ignored.
+    smallest
+        The smallest unit accepted.
+
+    Returns
+    -------
+    float or None
+        The unit ``u >= smallest`` (multiples to 1e-9 relative), or None if there is none.
+    """
     values = np.unique(np.abs(values[np.isfinite(values) & (values != 0)]))
     if not len(values):
         return None

@@ -1,0 +1,155 @@
+"""The spectrum of a grid law at an FFT length, with its certified error terms and powers.
+
+The composer (:mod:`plda.engine.composer`) multiplies the factors' spectra raised to their counts:
+binary powers kept for a history whose counts grow, ``exp(k log X)`` for one-shot compositions.
+The error analysis: docs/concepts/fft-composition.md.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import InitVar, dataclass, field
+
+import numpy as np
+
+from plda._internal import fft
+from plda._internal.floats import UNIT_ROUNDOFF
+
+#: powers whose bound falls below e^LOG_FLOOR are set to 0 and charged in full (their values
+#: are below the smallest normal double; computing them costs many times an ordinary exp)
+LOG_FLOOR = -740.0
+
+
+@dataclass(eq=False)
+class Spectrum:
+    """The transform of one grid law at an FFT length, with its error terms and powers.
+
+    Attributes
+    ----------
+    powers
+        The binary powers ``X^(2^j)`` computed so far; ``powers[0]`` is the rfft ``X`` of the
+        law folded onto the FFT length.
+    eta
+        Init only: a componentwise bound of the error of ``X``.
+    amplitude_log
+        ``log(|X| + eta)``, above both the true and the computed ``|X|``.
+    relative
+        ``eta / (|X| + eta)``.
+    nbytes
+        The bytes held, kept up to date as powers are added (caches read it).
+    """
+
+    powers: list
+    eta: InitVar[np.ndarray]
+    amplitude_log: np.ndarray = field(init=False)  # log(|X| + eta): |true X|, |computed X| below
+    relative: np.ndarray = field(init=False)  # eta / (|X| + eta)
+    nbytes: int = field(init=False)  # kept up to date as powers are added (caches read it)
+
+    def __post_init__(self, eta):
+        amplitude = np.abs(self.powers[0]) + eta
+        with np.errstate(divide="ignore"):  # an all-zero law has amplitude 0 where eta is 0
+            self.amplitude_log = np.log(amplitude)
+            positive = amplitude > 0
+            self.relative = np.where(positive, eta / np.where(positive, amplitude, 1.0), 0.0)
+        self.nbytes = sum(p.nbytes for p in self.powers) + 2 * self.amplitude_log.nbytes
+
+    def binary_power(self, k: int) -> tuple[np.ndarray, float]:
+        """``X^k`` as the product of the binary powers of ``X``, caching new ones.
+
+        Multiplied in ascending order, so the result depends on ``k`` only, not on which
+        powers were cached before.
+
+        Parameters
+        ----------
+        k
+            The power, at least 1.
+
+        Returns
+        -------
+        tuple
+            ``X^k`` and the relative rounding it adds, ~``k + 2 log2 k`` products (relative
+            errors double under squaring, so the squarings add up to ``k`` roundings).
+        """
+        out = None
+        j, rest = 0, k
+        while rest:
+            while len(self.powers) <= j:
+                last = self.powers[-1]
+                self.powers.append(last * last)
+                self.nbytes += last.nbytes
+            if rest & 1:
+                if out is None:
+                    out = self.powers[j].copy()
+                else:
+                    out *= self.powers[j]
+            rest >>= 1
+            j += 1
+        return out, 8 * UNIT_ROUNDOFF * (k + 2 * k.bit_length())
+
+    def log_power(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """``X^k`` as ``exp(k log X)``, nothing cached.
+
+        Parameters
+        ----------
+        k
+            The power, at least 1.
+
+        Returns
+        -------
+        tuple of numpy.ndarray
+            ``X^k`` and its relative rounding ``8u (1 + |k log X|)`` (small where ``|X| ~ 1``
+            with a small phase, the frequencies that carry the mass); where
+            ``k log(|X| + eta)`` is below :data:`LOG_FLOOR` the power is 0 and the relative
+            error 1 (its whole value, at most the bound, is charged).
+        """
+        x = self.powers[0]
+        if k == 1:
+            return x.copy(), np.full(len(x), 4 * UNIT_ROUNDOFF)
+        band = k * self.amplitude_log > LOG_FLOOR
+        out = np.zeros(len(x), dtype=complex)
+        relative = np.ones(len(x))  # outside the band: all of the (tiny) value is error
+        with np.errstate(divide="ignore", under="ignore", over="ignore", invalid="ignore"):
+            log_x = k * np.log(x[band])
+            out[band] = np.exp(log_x)
+            relative[band] = 8 * UNIT_ROUNDOFF * (1 + np.abs(np.nan_to_num(log_x, neginf=0.0)))
+        return out, relative
+
+
+def spectrum_of(law, n: int) -> Spectrum:
+    """The :class:`Spectrum` of a grid law at an FFT length.
+
+    A law longer than ``n`` is folded modulo ``n`` first: cyclic convolution of inputs folded
+    modulo ``n`` is the exact convolution folded modulo ``n``, so folding only adds to the
+    wrap-around that the composition window charges; its rounding is added to ``eta``, and so
+    is the error a composed law carries.
+
+    Parameters
+    ----------
+    law
+        A :class:`~plda.grid.discrete.DiscreteLoss`.
+    n
+        The FFT length.
+
+    Returns
+    -------
+    Spectrum
+        Its transform and error terms.
+    """
+    probs = law.probs
+    layers = -(-len(probs) // n)
+    if layers > 1:
+        padded = np.zeros(layers * n)
+        padded[: len(probs)] = probs
+        probs = padded.reshape(layers, n).sum(axis=0)
+    x = fft.rfft(probs, n)
+    l1 = float(np.sum(law.probs))
+    eta = fft.transform_error(n, l1) + 2 * layers * UNIT_ROUNDOFF * l1
+    if law.entry_error > 0 or law.l2_error > 0:
+        # a composed law entering another composition is the exact one up to an error vector e
+        # with |e_i| <= entry_error and ||e||_2 <= l2_error (clipping at 0 and folding only
+        # shrink it); its exact transform is then off the computed one by at most
+        # ||e||_1 <= min(len * entry_error, sqrt(len) * l2_error) at every frequency, on top
+        # of the transform's own rounding. (A discretized law has both at 0: nothing added.)
+        size = len(law.probs)
+        eta += min(law.entry_error * size, law.l2_error * math.sqrt(size))
+    return Spectrum(powers=[x], eta=eta)
