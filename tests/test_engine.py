@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 import plda
+from plda.accounting.composition import halved_step, ladder_step
 from plda.discretization.discretize import discretize
 from plda.engine import composer as composer_module
 from plda.engine.composer import Composer, compose
-from plda.engine.plan import Plan, StepPredictor, halved_step, ladder_step, refine
-from plda.engine.query import PilotSteps
+from plda.engine.plan import PilotSteps, Plan, StepPredictor, refine
 
 PLD = plda.PrivacyLossDistribution
 

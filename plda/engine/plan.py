@@ -1,7 +1,5 @@
-"""The one planner: the :class:`Plan` value, the first step from a coarse :class:`Pilot`, the
-step policies (predicted for a PLD, on a ladder for an accountant), FFT lengths and the one
-refinement loop (:func:`refine`). See docs/concepts/fft-composition.md.
-"""
+"""The one planner: the :class:`Plan` value, the first step from a coarse :class:`Pilot`, a
+PLD's step policy (:class:`PilotSteps`), FFT lengths and the one refinement loop."""
 
 from __future__ import annotations
 
@@ -12,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from plda._internal.caches import cached
+from plda._internal.errors import GridTooLarge
 from plda.discretization.discretize import UPPER_TAIL, discretize, loss_support
 from plda.grid.moments import ladder_chernoff
 
@@ -62,8 +61,7 @@ class Pilot:
     atom_unit
         The atoms' common spacing, or None if they share none usable.
     start
-        The first step of a refinement (at least ``step``; coarser where the second-order gap
-        model allows it), or None.
+        The first step of a refinement (at least ``step``), or None.
     """
 
     step: float
@@ -212,37 +210,11 @@ def snap(step: float, unit: float | None, finer: float = 4.0) -> float:
     Returns
     -------
     float
-        ``unit / ceil(unit / step)``, or ``step`` itself without a unit or where the snapped
-        grid would be more than ``finer`` times finer.
+        ``unit / ceil(unit / step)``, or ``step`` where that is over ``finer`` times finer.
     """
     if not unit or unit < step / finer:
         return step
     return unit / math.ceil(unit / step)
-
-
-def ladder_step(step: float, unit: float | None) -> float:
-    """Largest step at most ``step`` on the ladder ``unit * 2^-j``.
-
-    The ladder keeps the grid put while a history grows, so discretizations and spectra are
-    reused.
-
-    Parameters
-    ----------
-    step
-        The step asked for.
-    unit
-        The atoms' common spacing, or None (the ladder of powers of two then).
-
-    Returns
-    -------
-    float
-        The ladder step.
-    """
-    if unit and unit >= step / 4:
-        if unit <= step:
-            return float(unit)
-        return float(unit / 2.0 ** math.ceil(math.log2(unit / step) - 1e-12))
-    return float(2.0 ** math.floor(math.log2(step) + 1e-12))
 
 
 @dataclass
@@ -296,6 +268,106 @@ def _divides(step: float, unit: float) -> bool:
     return abs(ratio - round(ratio)) <= 1e-9 * ratio
 
 
+@dataclass(frozen=True)
+class PilotSteps:
+    """The step policy of a one-shot composition: a pilot's steps, or a fixed one.
+
+    The pilot's first step is refined by predicting the next step from the measured gap
+    (:class:`~plda.engine.plan.StepPredictor`) and coarsened when the window outgrows the grid
+    cap.
+
+    Parameters
+    ----------
+    accuracy
+        Target relative gap of ``epsilon(delta)``.
+    pilot
+        The composition's pilot (:func:`~plda.engine.plan.pilot`); None with a fixed step.
+    fixed
+        The step the user fixed (never refined nor coarsened), or None.
+    predictor
+        The refinement's step predictor (one per query: it learns from the grids it saw).
+    """
+
+    accuracy: float
+    pilot: Pilot | None = None
+    fixed: float | None = None
+    predictor: StepPredictor | None = None
+    #: trial grids are judged by the gap of the maximum over every direction
+    margin = None
+
+    def current(self, plan: Plan | None, refined: bool = False) -> float:
+        """The current grid step.
+
+        Parameters
+        ----------
+        plan
+            The latest plan, or None (the first step then).
+        refined
+            Whether a refinement follows: it starts from the pilot's ``start``; otherwise the
+            step is never coarser than the pilot's ``step`` (delta and the conversions read it).
+
+        Returns
+        -------
+        float
+            The fixed step if there is one, else the step of ``plan`` or the first step.
+        """
+        if self.fixed is not None:
+            first = self.fixed
+        else:
+            found = self.pilot
+            first = found.start if refined and found.start is not None else found.step
+        return first if plan is None else plan.step if refined else min(plan.step, first)
+
+    def coarser(self, step: float, exc: GridTooLarge) -> float:
+        """A step whose composition fits under the grid cap.
+
+        Parameters
+        ----------
+        step
+            The step that did not fit.
+        exc
+            What its composition raised (the points it needed and the cap).
+
+        Returns
+        -------
+        float
+            A coarser step, by the ratio of the two and a margin.
+
+        Raises
+        ------
+        ValueError
+            With a fixed step (the user's step is never changed)."""
+        if self.fixed is not None:
+            raise ValueError(
+                f"step={self.fixed!r} is too fine for this composition: it needs "
+                f"{exc.points} grid points, more than the cap {exc.cap}"
+            ) from None
+        # the window is wider than the pilot predicted (very long compositions, tiny sample
+        # rates): coarsen until it fits; bounds stay certified, only wider, and epsilon_bounds
+        # warns if the accuracy is missed
+        return step * 1.25 * exc.points / exc.cap
+
+    def next_step(self, step: float, gap: float) -> float | None:
+        """The predicted finer step.
+
+        Parameters
+        ----------
+        step
+            The step whose gap was measured.
+        gap
+            Its relative gap.
+
+        Returns
+        -------
+        float or None
+            The prediction, or None past the grid cap or the finest step.
+        """
+        finer = self.predictor(step, gap)
+        if self.pilot.grid_points(finer) > MAX_GRID or finer < MIN_STEP:
+            return None
+        return finer
+
+
 def ladder_length(width: int) -> int:
     """Smallest FFT length at least ``width`` of the form ``2^a``, ``5 * 2^a`` or ``3 * 2^a``.
 
@@ -319,34 +391,6 @@ def ladder_length(width: int) -> int:
         if candidate >= width:
             return candidate
     return power
-
-
-def halved_step(step: float, gap: float, accuracy: float, unit: float | None) -> float:
-    """The next step of a refinement on the ladder of :func:`ladder_step`.
-
-    Half the step, or a quarter when the gap is so far off (16x) that halving cannot close it
-    even where it falls like ``h^4`` (on coarse grids the gap falls faster than ``h^2``, so a
-    step predicted from ``h^2`` would often be finer than needed, which every later query of a
-    history pays for; the coarse trials are cheap).
-
-    Parameters
-    ----------
-    step
-        The current step.
-    gap
-        Its measured relative gap.
-    accuracy
-        The target gap.
-    unit
-        The atoms' common spacing, or None.
-
-    Returns
-    -------
-    float
-        The next ladder step.
-    """
-    far = not np.isfinite(gap) or gap > 16 * accuracy
-    return ladder_step(step * (0.25 if far else 0.5), unit)
 
 
 def refine(

@@ -1,15 +1,7 @@
 """A composition's recipe, ``((mechanism, count), ...)``, and what it gives per direction of
-the neighbouring relation.
-
-The recipe is merged (:func:`merge`), read under add/remove semantics (:func:`add_remove_steps`)
-and, where a factor is not ``tight``, replaced by recipes of realized pairs whose lower bounds
-are certified for it (:func:`realized_recipes`). Per direction it gives the privacy-loss laws it
-multiplies (:func:`laws_by_direction`), their two composed grid versions (:class:`GridPair`,
-the optimistic one composed when first read: :func:`grid_versions`, the one-shot composer), and
-a query's bounds as the maximum over the directions (:func:`bounds_over_directions`, which reads
-a direction's optimistic version only where its upper bound reaches the lower bound found so
-far: for DP-SGD the removal direction leads by 20-40 %, so the addition direction's optimistic
-version is never composed for such queries).
+the relation: merged, read under add/remove, its realized recipes where a factor is not
+``tight``, its laws, their two composed grid versions (:class:`GridPair`) and a query's maximum
+over the directions (:func:`bounds_over_directions`).
 """
 
 from __future__ import annotations
@@ -31,7 +23,18 @@ from plda.mechanisms.gaussian import Gaussian
 
 
 def merge(components) -> tuple:
-    """Group equal mechanisms, adding their counts (keeps first-seen order)."""
+    """Group equal mechanisms, adding their counts.
+
+    Parameters
+    ----------
+    components
+        ``(mechanism, count)`` pairs.
+
+    Returns
+    -------
+    tuple
+        ``((mechanism, count), ...)``, one per distinct mechanism, in first-seen order.
+    """
     counts: dict = {}
     for mechanism, count in components:
         counts[mechanism] = counts.get(mechanism, 0) + count
@@ -80,8 +83,19 @@ def realized_recipes(steps) -> tuple[tuple, ...]:
     replaced by one of its ``lower_bound_recipes(count)``: recipe ``i`` takes each factor's
     ``i``-th (its last one if it has fewer). Each recipe is realized by one pair of neighbouring
     datasets (the queries of different steps may differ, so the realized pairs of different
-    factors combine), so the largest of their lower bounds is certified. Empty when every factor
-    is tight (the composition's own lower bound is then certified)."""
+    factors combine), so the largest of their lower bounds is certified.
+
+    Parameters
+    ----------
+    steps
+        ``(mechanism, count)`` pairs under add/remove semantics.
+
+    Returns
+    -------
+    tuple of tuple
+        The distinct recipes; empty when every factor is tight (the composition's own lower
+        bound is then certified).
+    """
     steps = tuple(steps)
     if all(mechanism.tight for mechanism, _ in steps):
         return ()
@@ -136,11 +150,20 @@ EAGER_LENGTH = MAX_GRID // 4
 
 
 class GridPair:
-    """The composed grid laws ``upper`` (pessimistic) and ``lower`` (optimistic) of one
-    direction; ``lower`` is composed when first read. Indexable as ``(upper, lower)``.
+    """The composed grid laws of one direction, the optimistic one composed when first read.
 
-    Composition is deterministic, so two threads that read ``lower`` at once compose the same
-    law twice and either result is kept; a pickle carries both laws."""
+    Indexable as ``(upper, lower)``. Composition is deterministic, so two threads that read
+    ``lower`` at once compose the same law twice and either result is kept; a pickle carries
+    both laws.
+
+    Parameters
+    ----------
+    upper
+        The pessimistic version.
+    compose_lower
+        Composes the optimistic version (called at once for a long ``upper``, see
+        :data:`EAGER_LENGTH`).
+    """
 
     __slots__ = ("upper", "_lower", "_compose_lower")
 
@@ -151,6 +174,7 @@ class GridPair:
 
     @property
     def lower(self) -> DiscreteLoss:
+        """The optimistic version, composed on first read."""
         found = self._lower
         if found is None:
             found = self._lower = self._compose_lower()
@@ -174,12 +198,24 @@ class GridPair:
 
 
 def grid_pair(laws: list, plan: Plan, leading: bool) -> GridPair:
-    """The composition of ``laws`` (``[(law, count), ...]``) to ``plan``, plainly or under its
-    exponential tilt: the pessimistic version now, the optimistic one when first read.
+    """The composition of one direction's laws to a plan, plainly or under its tilt.
 
-    ``leading``: the direction whose optimistic version every bounds query reads; its laws'
-    optimistic versions are discretized with the pessimistic ones (one pass over the cells:
-    discretized apart, the cells' moments would be computed twice)."""
+    Parameters
+    ----------
+    laws
+        ``[(law, count), ...]``.
+    plan
+        The grid step, tail and tilt.
+    leading
+        Whether this is the direction whose optimistic version every bounds query reads: its
+        laws' optimistic versions are then discretized with the pessimistic ones (one pass over
+        the cells).
+
+    Returns
+    -------
+    GridPair
+        The pessimistic version composed now, the optimistic one when first read.
+    """
 
     def side(index: int) -> DiscreteLoss:
         both = leading or index == 1
