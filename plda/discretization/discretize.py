@@ -1,11 +1,6 @@
-"""From a privacy-loss law to its pessimistic and optimistic laws on the grid
-(:class:`~plda.grid.discrete.DiscreteLoss`), cached per law and step (:data:`discretize`).
-
-The continuous part is cut into cells (:mod:`~plda.discretization.cells`: their moments and the
-pessimistic connect-the-dots split) and grouped into the optimistic version
-(:mod:`~plda.discretization.optimistic`); atoms are split here (pessimistic) or rounded down
-(optimistic), tails and float rounding charged in the safe direction. Why each version bounds
-the true law: the docs page *Certified discretization* (docs/concepts/discretization.md).
+"""From a privacy-loss law to its pessimistic and optimistic laws on the grid, cached per law
+and step (:data:`discretize`): atoms split or rounded down here, the continuous part by cells.
+Why each version bounds the true law: docs/concepts/discretization.md.
 """
 
 from __future__ import annotations
@@ -146,7 +141,20 @@ def far_tail_moments(law: PrivacyLossLaw) -> tuple[np.ndarray, float]:
 
 
 def loss_support(law: PrivacyLossLaw, upper_tail: float) -> tuple[float, float]:
-    """Range the discretizer keeps: continuous tail points and every atom."""
+    """The loss range the discretizer keeps: the continuous part's tail points and every atom.
+
+    Parameters
+    ----------
+    law
+        The privacy-loss law.
+    upper_tail
+        The continuous mass left out above the range.
+
+    Returns
+    -------
+    tuple of float
+        ``(lo, hi)``, with ``hi > lo`` (``(0, 1)`` for a law with nothing finite).
+    """
     lo, hi = np.inf, -np.inf
     if law.has_continuous_part:
         lo, _ = law.tail_points(LOWER_TAIL, "P")

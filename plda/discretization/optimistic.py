@@ -1,12 +1,7 @@
-"""The optimistic (lower) version of a continuous law on the grid: an exact post-processing of
-the true pair whose groups' merged losses sit at, or just above, their grid points, rounded down.
-
-Two strategies build it: *pairing* of neighbouring cells (the cell where its two recursions meet
-is split at its best threshold), and, where pairing wastes much of ``E_P[L]`` (a bulk only a
-few cells wide), the *martingale sweep* through the bulk, whose one unbalanced group sits in a
-tail. :func:`continuous_lower` keeps the one with the larger ``E_P[L]`` (both are dominated by
-the true pair). The derivations: `Certified discretization`, sections "Optimistic side" and
-"The martingale sweep" (docs/concepts/discretization.md).
+"""The optimistic version of a continuous law on the grid: an exact post-processing of the true
+pair, by *pairing* of neighbouring cells or the *martingale sweep* through the bulk, whichever
+keeps more of ``E_P[L]`` (:func:`continuous_lower`). The derivations: docs/concepts/
+discretization.md, sections "Optimistic side" and "The martingale sweep".
 """
 
 from __future__ import annotations
@@ -175,9 +170,32 @@ MARGIN = 1e-9
 
 
 def sweep_up(p_low, u_low, v_high, step, k, rho, stop, out):
-    """Upward sweep from state ``(k, rho)`` (fraction ``rho`` of cell ``k`` to go up) until the
-    pending cell index reaches ``stop``; adds the grouped P-masses to ``out`` (indexed by cell,
-    ``len(p_low) + 1`` grid points) and returns the final state ``(k, rho)``."""
+    """The martingale sweep upward, from a state until the pending cell reaches ``stop``.
+
+    Parameters
+    ----------
+    p_low
+        The cells' P-masses, rounded down (a list).
+    u_low
+        Their ``u`` moments, rounded down.
+    v_high
+        Their ``v`` moments, rounded up.
+    step
+        The grid step.
+    k
+        The pending cell.
+    rho
+        The fraction of cell ``k`` still to go up.
+    stop
+        The cell index at which the sweep stops.
+    out
+        The grouped P-masses, by grid point (``len(p_low) + 1`` of them), added to in place.
+
+    Returns
+    -------
+    tuple
+        The final state ``(k, rho)``.
+    """
     n = len(p_low)
     decay = [math.exp(-d * step) for d in range(SPAN + 1)]
     gain = [-math.expm1(-d * step) for d in range(SPAN + 1)]  # 1 - decay, without cancellation
@@ -214,10 +232,35 @@ def sweep_up(p_low, u_low, v_high, step, k, rho, stop, out):
 
 
 def sweep_down(p_low, p_high, u_low, v_high, step, k, sigma, stop, out):
-    """Downward sweep from state ``(k, sigma)`` (fraction ``sigma`` of cell ``k`` stays at
-    ``l_k`` and pays for lifting cells below) until ``k <= stop``; adds the grouped P-masses to
-    ``out`` and returns the final state ``(k, sigma)`` (its group not yet formed; ``k = -1``
-    when the sweep reached the bottom cell)."""
+    """The martingale sweep downward, from a state until ``k <= stop``.
+
+    Parameters
+    ----------
+    p_low
+        The cells' P-masses, rounded down (a list).
+    p_high
+        The same, rounded up.
+    u_low
+        Their ``u`` moments, rounded down.
+    v_high
+        Their ``v`` moments, rounded up.
+    step
+        The grid step.
+    k
+        The current cell.
+    sigma
+        The fraction of cell ``k`` that stays at ``l_k`` and pays for lifting cells below.
+    stop
+        The cell index at which the sweep stops.
+    out
+        The grouped P-masses, by grid point, added to in place.
+
+    Returns
+    -------
+    tuple
+        The final state ``(k, sigma)``, its group not yet formed (``k = -1`` when the sweep
+        reached the bottom cell).
+    """
     # e^{mh} - 1, infinite for cells wider than ~709 / m (math.expm1 raises instead)
     grow = [math.expm1(m * step) if m * step < 700 else math.inf for m in range(SPAN + 1)]
     widen = 1.0 + MARGIN
@@ -268,9 +311,28 @@ SWEEP_WORTH = 3.0
 
 
 def bulk_sweep(step, p_low, p_high, u_low, v_high):
-    """The martingale sweep through the bulk (cells above ``WINDOW`` of the largest), pairing
-    below and above it: masses on grid points ``lo .. lo + n``, or ``None`` if the bulk is too
-    wide for the sweep."""
+    """The martingale sweep through the bulk, pairing below and above it.
+
+    Parameters
+    ----------
+    step
+        The grid step.
+    p_low
+        The cells' P-masses, rounded down.
+    p_high
+        The same, rounded up.
+    u_low
+        Their ``u`` moments, rounded down.
+    v_high
+        Their ``v`` moments, rounded up.
+
+    Returns
+    -------
+    numpy.ndarray or None
+        The masses on the ``len(p_low) + 1`` grid points of the cells, or None where the bulk
+        (the cells above ``WINDOW`` of the largest) is too wide for the sweep or smooth enough
+        for pairing.
+    """
     n = len(p_low)
     bulk = np.nonzero(p_low > WINDOW * p_low.max())[0]
     if not len(bulk) or bulk[-1] - bulk[0] > MAX_SWEEP:
@@ -331,8 +393,10 @@ def bulk_sweep(step, p_low, p_high, u_low, v_high):
 
 
 def continuous_lower(law, step, lo, hi, moments):
-    """Optimistic masses by an exact post-processing of the true pair: pairing of neighbouring
-    cells, or the martingale sweep through the bulk, whichever has the larger ``E_P[L]``.
+    """The optimistic masses of the continuous part on the grid.
+
+    An exact post-processing of the true pair: pairing of neighbouring cells, or the
+    martingale sweep through the bulk, whichever has the larger ``E_P[L]``.
 
     Pairing merges each cell into one outcome, then sends a fraction ``a_j`` of cell ``j`` down
     to ``l_j`` and ``b_j`` up to ``l_{j+1}``. The group at ``l_j`` (``a_j`` of cell ``j`` and
@@ -343,6 +407,25 @@ def continuous_lower(law, step, lo, hi, moments):
     upward below it (``a_j = b_{j-1} v_{j-1} / u_j``); whatever is left of a cell is rounded down
     to ``l_j``. Where they meet the mismatch of the whole law is rounded down: first order where
     the bulk spans a few cells, which the sweep (:func:`bulk_sweep`) avoids.
+
+    Parameters
+    ----------
+    law
+        The privacy-loss law.
+    step
+        The grid step.
+    lo
+        The grid index of the first point.
+    hi
+        The grid index of the last point.
+    moments
+        The fine cells' moments (:func:`plda.discretization.cells.cell_moments`); coarse cells
+        follow up to ``hi``.
+
+    Returns
+    -------
+    numpy.ndarray
+        The masses on grid points ``lo..hi`` (the mass above ``l_hi`` rounded down onto it).
     """
     p, ep, u, eu, v, ev = moments
     mid = lo + len(p)  # the cells' moments reach the end of the fine part

@@ -1,8 +1,6 @@
-"""The law of the privacy loss on the grid ``l_i = i h``: :class:`DiscreteLoss`, with its
-privacy profile ``delta(eps)`` and its exact inverse ``epsilon(delta)`` (solved segment by
-segment on the profile's closed form, with no bisection on ``eps``). Both are certified: an
-upper version's bound the true ones from above, a lower version's from below. The formulas and
-their error terms: docs/concepts/discretization.md (From the grid law to epsilon).
+"""The privacy-loss law on the grid ``l_i = i h`` (:class:`DiscreteLoss`), with its certified
+profile ``delta(eps)`` and its exact inverse ``epsilon(delta)``. The formulas and their error
+terms: docs/concepts/discretization.md (From the grid law to epsilon).
 """
 
 from __future__ import annotations
@@ -81,7 +79,19 @@ class DiscreteLoss:
         return (self.offset + np.arange(len(self.probs))) * self.step
 
     def finite_log_mgf(self, orders: np.ndarray = CHERNOFF_ORDERS) -> np.ndarray:
-        """``log sum_i p_i exp(t l_i)`` for each order ``t`` (shifted so nothing overflows)."""
+        """``log sum_i p_i exp(t l_i)`` for each order ``t``.
+
+        Parameters
+        ----------
+        orders
+            The orders ``t``.
+
+        Returns
+        -------
+        numpy.ndarray
+            One value per order (computed shifted, so nothing overflows); ``-inf`` without
+            finite mass.
+        """
         positive = self.probs > 0
         orders = np.asarray(orders, dtype=float)
         if not positive.any():
@@ -94,10 +104,23 @@ class DiscreteLoss:
         return orders * ref + np.log(dot(terms, p))
 
     def ladder_log_mgf(self, j0: int, j1: int) -> tuple[np.ndarray, np.ndarray]:
-        """Upper bounds on ``log E[e^{tL}; L finite]`` and ``log E[e^{-tL}; L finite]`` at the
-        ladder orders ``t = 2^(j/2)``, ``j0 <= j <= j1``, cached per order (see
-        :func:`plda.grid.moments.log_mgf_ladder`). A fixed ladder lets callers reuse the
-        moments of a law across compositions whose spreads differ."""
+        """Upper bounds on ``log E[e^{+-tL}; L finite]`` at the ladder orders, cached per order.
+
+        A fixed ladder lets callers reuse the moments of a law across compositions whose
+        spreads differ (see :func:`plda.grid.moments.log_mgf_ladder`).
+
+        Parameters
+        ----------
+        j0
+            The lowest ladder index: orders ``t = 2^(j/2)``, ``j0 <= j <= j1``.
+        j1
+            The highest ladder index.
+
+        Returns
+        -------
+        tuple of numpy.ndarray
+            The bounds for ``+t`` and for ``-t``, one per order.
+        """
         cache = self.__dict__.get("_ladder_cache")
         if cache is None:
             cache = {}
@@ -182,11 +205,18 @@ class DiscreteLoss:
         object.__setattr__(self, "_tail_cache", result)
         return result
 
-    def _segments(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Per grid cut ``j``: ``A_j``, ``B_j = sum_{i >= j} p_i e^(-l_i)`` (the Q-mass above the
-        cut) and the loss ``l_j``; ``delta(eps) = A_j - e^eps B_j`` on ``[l_{j-1}, l_j]``. Used
-        for tradeoff curves (Q-masses); the profile uses :meth:`_profile_segments`, which
-        stays finite at any loss."""
+    def segments(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The profile's closed form per grid cut, with Q-masses (for tradeoff curves).
+
+        ``delta(eps) = A_j - e^eps B_j`` on ``[l_{j-1}, l_j]``; the profile itself uses
+        :meth:`_profile_segments`, which stays finite at any loss.
+
+        Returns
+        -------
+        tuple of numpy.ndarray
+            ``A_j``, ``B_j = sum_{i >= j} p_i e^(-l_i)`` (the Q-mass above the cut) and the
+            losses ``l_j`` of the cuts.
+        """
         cached = self.__dict__.get("_segment_cache")
         if cached is not None:
             return cached
@@ -197,8 +227,6 @@ class DiscreteLoss:
         result = (a, tail_scaled, cuts)
         object.__setattr__(self, "_segment_cache", result)
         return result
-
-    segments = _segments  # the public name, for the tradeoff conversions
 
     def _profile_segments(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per grid cut ``j``: ``A_j``, ``S_j`` with ``delta(eps) = A_j - e^(eps - l_j) S_j`` on
@@ -236,12 +264,24 @@ class DiscreteLoss:
         return np.where(np.isfinite(eps), self.loss_error + rounding, 0.0)
 
     def delta(self, epsilon: np.ndarray) -> np.ndarray:
-        """``delta(epsilon)`` of this version (vectorized); an upper version also applies the
-        Chernoff bound ``delta <= P(inf) + inf_t c(t) exp(log E[e^{tL}] - t eps)`` with
-        ``c(t) = t^t / (t+1)^(t+1)`` and keeps the smaller of the two.
+        """``delta(epsilon)`` of this version, vectorized.
 
-        Both are evaluated at ``eps`` moved by :meth:`_loss_slack` in the safe direction (down
-        for an upper version, up for a lower one; ``delta`` does not increase in ``eps``)."""
+        An upper version also applies the Chernoff bound ``delta <= P(inf) + inf_t c(t)
+        exp(log E[e^{tL}] - t eps)`` with ``c(t) = t^t / (t+1)^(t+1)`` and keeps the smaller of
+        the two. Both are evaluated at ``eps`` moved by :meth:`_loss_slack` in the safe
+        direction (down for an upper version, up for a lower one).
+
+        Parameters
+        ----------
+        epsilon
+            Epsilons, any shape.
+
+        Returns
+        -------
+        numpy.ndarray
+            A bound on delta from above (upper version) or below (lower version), shaped like
+            ``epsilon``.
+        """
         given = np.asarray(epsilon, dtype=float)
         slack = self._loss_slack(given)
         eps = given - slack if self.upper else given + slack
@@ -277,9 +317,22 @@ class DiscreteLoss:
 
     # ---------------------------------------------------------------- epsilon(delta)
     def epsilon(self, delta: np.ndarray) -> np.ndarray:
-        """Smallest ``eps >= 0`` with ``delta(eps) <= delta`` for this version, solved exactly on
-        the piecewise closed form ``A_j - e^(eps - l_j) S_j``; ``inf`` where no finite ``eps``
-        reaches ``delta``."""
+        """Smallest ``eps >= 0`` with ``delta(eps) <= delta`` for this version.
+
+        Solved exactly on the piecewise closed form ``A_j - e^(eps - l_j) S_j`` and moved
+        outward by the rounding and the loss error.
+
+        Parameters
+        ----------
+        delta
+            Deltas, any shape.
+
+        Returns
+        -------
+        numpy.ndarray
+            A bound on epsilon from above (upper version) or below (lower version), shaped like
+            ``delta``; ``inf`` where no finite ``eps`` reaches ``delta``.
+        """
         d = np.asarray(delta, dtype=float)
         if d.size <= _LOCAL_QUERIES and not self.tilt and "_profile_cache" not in self.__dict__:
             # a few deltas on a fresh law (an accountant query): block search, see _crossing
