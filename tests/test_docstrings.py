@@ -66,6 +66,7 @@ COVERED = (
     "plda.engine",
     "plda.grid",
     "plda.discretization",
+    "plda.pld",
 )
 
 _SECTION = re.compile(r"^\s*(?P<name>[A-Z][A-Za-z ]+)\n\s*-{3,}\s*$", re.MULTILINE)
@@ -492,17 +493,6 @@ KNOWN_MISSING: frozenset[str] = frozenset(
         "plda.mechanisms.without_replacement:SampledWithoutReplacement.symmetric",
         "plda.mechanisms.without_replacement:SampledWithoutReplacement.under_replace_one",
         "plda.mechanisms.without_replacement:check_base",
-        "plda.pld:PrivacyLossDistribution.compose",
-        "plda.pld:PrivacyLossDistribution.composed_laws",
-        "plda.pld:PrivacyLossDistribution.delta",
-        "plda.pld:PrivacyLossDistribution.delta_bounds",
-        "plda.pld:PrivacyLossDistribution.discrete",
-        "plda.pld:PrivacyLossDistribution.epsilon",
-        "plda.pld:PrivacyLossDistribution.epsilon_bounds",
-        "plda.pld:PrivacyLossDistribution.from_mechanism",
-        "plda.pld:PrivacyLossDistribution.self_compose",
-        "plda.pld:PrivacyLossDistribution.with_accuracy",
-        "plda.pld:direction_laws",
         "plda.plot.common:as_pld",
         "plda.plot.common:compact_legend",
         "plda.plot.common:curve_color",
