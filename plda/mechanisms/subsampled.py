@@ -23,6 +23,20 @@ class PoissonSampled(Mechanism):
     Under add/remove its dominating pairs are ``(q P + (1-q) Q, Q)`` (remove) and the reversed
     pair (add), where ``(P, Q)`` dominates the base mechanism (Zhu, Dong & Wang 2022, Thm. 11).
     The two directions differ; plda reports the worse of the two.
+
+    Parameters
+    ----------
+    mechanism
+        The mechanism run on the sample.
+    sample_rate
+        The probability ``q`` that a record is kept, in ``[MIN_SAMPLE_RATE, 1]``.
+
+    Raises
+    ------
+    TypeError
+        If ``mechanism`` is not a plda mechanism or ``sample_rate`` not a real number.
+    ValueError
+        If ``sample_rate`` is outside ``[MIN_SAMPLE_RATE, 1]``.
     """
 
     mechanism: Mechanism
@@ -62,10 +76,23 @@ class PoissonSampled(Mechanism):
         return PoissonSampled(self.mechanism._coarsened(), q)
 
     def under_replace_one(self) -> Mechanism:
-        """Replace-one: the replaced record's contribution moves between ``±sensitivity``
-        around the rest of the sum, sampled with probability q: the symmetric pair
-        ``((1-q) N(0) + q N(Δ), (1-q) N(0) + q N(-Δ))`` (Zhu, Dong & Wang 2022) — tighter than
-        doubling the sensitivity. Supported for Gaussian base mechanisms."""
+        """The mechanism whose add/remove laws are this one's replace-one laws.
+
+        The replaced record's contribution moves between ``±sensitivity`` around the rest of
+        the sum, sampled with probability q: the symmetric pair
+        ``((1-q) N(0) + q N(Δ), (1-q) N(0) + q N(-Δ))`` (Zhu, Dong & Wang 2022), tighter than
+        doubling the sensitivity.
+
+        Returns
+        -------
+        Mechanism
+            The sampled Gaussian read under replace-one.
+
+        Raises
+        ------
+        ValueError
+            If the base mechanism is not a :class:`~plda.Gaussian`.
+        """
         if type(self.mechanism) is not Gaussian:
             raise ValueError(
                 "relation='replace_one' with PoissonSampled is supported for Gaussian base "
@@ -87,8 +114,18 @@ class _ReplaceOneSampledGaussian(Mechanism):
 
 @dataclass(frozen=True, eq=False)
 class SubsampledLaw(PrivacyLossLaw):
-    """Poisson subsampling, remove direction: the pair ``(q P + (1-q) Q, Q)`` of a base pair
-    ``(P, Q)``; its loss is ``log(1 + q (e^L - 1))`` (Zhu, Dong & Wang 2022, Thm. 11)."""
+    """The law of Poisson subsampling, remove direction: ``(q P + (1-q) Q, Q)`` of a base pair.
+
+    Its loss is ``log(1 + q (e^L - 1))`` for a base loss ``L`` (Zhu, Dong & Wang 2022,
+    Thm. 11).
+
+    Attributes
+    ----------
+    base
+        The law of the base pair ``(P, Q)``.
+    sample_rate
+        The probability ``q`` that a record is kept.
+    """
 
     base: PrivacyLossLaw | None = None
     sample_rate: float = 1.0
@@ -116,8 +153,18 @@ class SubsampledLaw(PrivacyLossLaw):
         )
 
     def subsampled_loss(self, loss):
-        """The loss ``log(1 + q (e^y - 1))`` of an output whose base loss is ``y`` (increasing,
-        ``0`` at ``0``)."""
+        """The subsampled loss of an output from its base loss ``y``.
+
+        Parameters
+        ----------
+        loss : array_like of float
+            Base losses ``y``.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``log(1 + q (e^y - 1))`` (increasing, ``0`` at ``0``).
+        """
         loss = np.asarray(loss, dtype=float)
         q = self.sample_rate
         with np.errstate(over="ignore"):
@@ -128,8 +175,18 @@ class SubsampledLaw(PrivacyLossLaw):
         return np.where(big, large, small)
 
     def base_loss(self, loss):
-        """Base loss mapping to ``loss`` (the inverse of :meth:`subsampled_loss`); ``-inf`` at
-        or below ``log(1 - q)``."""
+        """The base loss that maps to a subsampled loss (the inverse of :meth:`subsampled_loss`).
+
+        Parameters
+        ----------
+        loss : array_like of float
+            Subsampled losses.
+
+        Returns
+        -------
+        numpy.ndarray
+            The base losses; ``-inf`` at or below ``log(1 - q)``.
+        """
         loss = np.asarray(loss, dtype=float)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             ratio = np.expm1(loss) / self.sample_rate
@@ -198,12 +255,20 @@ class SubsampledLaw(PrivacyLossLaw):
 
 @dataclass(frozen=True, eq=False)
 class ReplaceOneSampledGaussianLaw(PrivacyLossLaw):
-    """Poisson-sampled Gaussian under replace-one: ``P = (1-q) N(0,1) + q N(mu,1)`` against
-    ``Q = (1-q) N(0,1) + q N(-mu,1)`` (the replaced record's contribution moves from ``-Δ/2``
-    to ``+Δ/2`` around the rest; Zhu, Dong & Wang 2022, Sec. 5), with ``mu = Δ/σ``.
+    """The law of a Poisson-sampled Gaussian under replace-one.
 
-    The loss ``L(x) = log(1-q + q e^{mu x - mu^2/2}) - log(1-q + q e^{-mu x - mu^2/2})`` is
-    increasing and odd in the output ``x``; it is inverted numerically (safeguarded Newton).
+    ``P = (1-q) N(0,1) + q N(mu,1)`` against ``Q = (1-q) N(0,1) + q N(-mu,1)`` (the replaced
+    record's contribution moves from ``-Δ/2`` to ``+Δ/2`` around the rest; Zhu, Dong & Wang
+    2022, Sec. 5). The loss ``L(x) = log(1-q + q e^{mu x - mu^2/2}) - log(1-q + q e^{-mu x -
+    mu^2/2})`` is increasing and odd in the output ``x``; it is inverted numerically
+    (safeguarded Newton).
+
+    Attributes
+    ----------
+    mu
+        ``Δ/σ`` of the Gaussian.
+    sample_rate
+        The probability ``q`` that a record is kept.
     """
 
     mu: float = 1.0
