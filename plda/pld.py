@@ -107,7 +107,33 @@ class PrivacyLossDistribution(CompositionQueries):
         accuracy: float = DEFAULT_ACCURACY,
         step: float | None = None,
     ) -> PrivacyLossDistribution:
-        """PLD of ``count`` runs of ``mechanism``."""
+        """PLD of ``count`` runs of one mechanism.
+
+        Parameters
+        ----------
+        mechanism
+            A plda mechanism (e.g. :class:`~plda.Gaussian`).
+        count
+            How many times it runs, at least 1.
+        relation
+            ``"add_remove"`` or ``"replace_one"``.
+        accuracy
+            Target relative gap of ``epsilon(delta)``, in (0, 1).
+        step
+            A fixed grid step, or None to choose it from ``accuracy``.
+
+        Returns
+        -------
+        PrivacyLossDistribution
+            The composition, not yet discretized.
+
+        Raises
+        ------
+        TypeError
+            If ``mechanism`` is not a plda mechanism.
+        ValueError
+            If ``count`` is not a positive integer, or another argument is out of range.
+        """
         if not isinstance(mechanism, Mechanism):
             raise TypeError(
                 f"mechanism must be a plda mechanism (e.g. plda.Gaussian), got "
@@ -117,7 +143,25 @@ class PrivacyLossDistribution(CompositionQueries):
         return cls(((mechanism, count),), relation, accuracy, step)
 
     def compose(self, other: PrivacyLossDistribution) -> PrivacyLossDistribution:
-        """PLD of running both compositions (a new PLD; order does not matter)."""
+        """PLD of running both compositions (order does not matter).
+
+        Parameters
+        ----------
+        other
+            A PLD under the same relation.
+
+        Returns
+        -------
+        PrivacyLossDistribution
+            A new PLD: the merged recipe, the smaller accuracy and the finer fixed step.
+
+        Raises
+        ------
+        TypeError
+            If ``other`` is not a PrivacyLossDistribution.
+        ValueError
+            If the two relations differ.
+        """
         if not isinstance(other, PrivacyLossDistribution):
             raise TypeError(f"other must be a PrivacyLossDistribution, got {type(other).__name__}")
         if other.relation != self.relation:
@@ -135,8 +179,20 @@ class PrivacyLossDistribution(CompositionQueries):
         )
 
     def self_compose(self, count: int) -> PrivacyLossDistribution:
-        """PLD of ``count`` independent runs of this composition (FFT power: the cost does not
-        grow with ``count`` beyond the grid size)."""
+        """PLD of ``count`` independent runs of this composition.
+
+        An FFT power: the cost does not grow with ``count`` beyond the grid size.
+
+        Parameters
+        ----------
+        count
+            How many runs, at least 1.
+
+        Returns
+        -------
+        PrivacyLossDistribution
+            A new PLD, every count multiplied by ``count``.
+        """
         count = check.count("count", count, minimum=1)
         return replace(
             self, components=tuple((m, k * count) for m, k in self.components), _cache={}
@@ -162,7 +218,18 @@ class PrivacyLossDistribution(CompositionQueries):
         return replace(self, _cache={}, _dominating=True)
 
     def with_accuracy(self, accuracy: float) -> PrivacyLossDistribution:
-        """The same composition with another accuracy target."""
+        """The same composition with another accuracy target.
+
+        Parameters
+        ----------
+        accuracy
+            Target relative gap of ``epsilon(delta)``, in (0, 1).
+
+        Returns
+        -------
+        PrivacyLossDistribution
+            A new PLD (nothing computed is shared).
+        """
         return replace(self, accuracy=accuracy, _cache={})
 
     @property
@@ -211,37 +278,90 @@ class PrivacyLossDistribution(CompositionQueries):
     @overload
     def epsilon(self, delta: ArrayLike) -> FloatArray: ...
     def epsilon(self, delta: ArrayLike) -> FloatOrArray:
-        """Certified upper bound on ``epsilon(delta)``: smallest ``eps >= 0`` with
-        ``delta(eps) <= delta``; ``inf`` when ``delta`` is below the mass at infinite loss."""
+        """Certified upper bound on ``epsilon(delta)``, the smallest ``eps >= 0`` with that delta.
+
+        Parameters
+        ----------
+        delta
+            A number or an array in [0, 1].
+
+        Returns
+        -------
+        float or numpy.ndarray
+            The upper bound (a number for a number); ``inf`` when ``delta`` is below the mass
+            at infinite loss.
+        """
         return self.epsilon_bounds(delta).upper
 
     def epsilon_bounds(self, delta: ArrayLike) -> Bounds:
-        """``(lower, upper)`` bounds on ``epsilon(delta)`` (vectorized)."""
+        """Certified lower and upper bounds on ``epsilon(delta)``.
+
+        Parameters
+        ----------
+        delta
+            A number or an array in [0, 1].
+
+        Returns
+        -------
+        Bounds
+            ``(lower, upper)``: numbers for a number, arrays shaped like ``delta`` otherwise.
+        """
         d = check.array_in("delta", delta, 0.0, 1.0)
         lower, upper = self._query().epsilon_bounds(d)
-        return Bounds(_scalar(lower, delta), _scalar(upper, delta))
+        if np.ndim(delta) == 0:  # a number in, numbers out
+            return Bounds(float(lower), float(upper))
+        return Bounds(lower, upper)
 
     @overload
     def delta(self, epsilon: float) -> float: ...
     @overload
     def delta(self, epsilon: ArrayLike) -> FloatArray: ...
     def delta(self, epsilon: ArrayLike) -> FloatOrArray:
-        """Certified upper bound on ``delta(epsilon)`` (hockey-stick divergence)."""
+        """Certified upper bound on ``delta(epsilon)`` (hockey-stick divergence).
+
+        Parameters
+        ----------
+        epsilon
+            A number or an array in [0, inf].
+
+        Returns
+        -------
+        float or numpy.ndarray
+            The upper bound (a number for a number).
+        """
         return self.delta_bounds(epsilon).upper
 
     def delta_bounds(self, epsilon: ArrayLike) -> Bounds:
-        """``(lower, upper)`` bounds on ``delta(epsilon)`` (vectorized)."""
+        """Certified lower and upper bounds on ``delta(epsilon)``.
+
+        Parameters
+        ----------
+        epsilon
+            A number or an array in [0, inf].
+
+        Returns
+        -------
+        Bounds
+            ``(lower, upper)``: numbers for a number, arrays shaped like ``epsilon`` otherwise.
+        """
         e = check.array_in("epsilon", epsilon, 0.0, np.inf)
         lower, upper = self._query().delta_bounds(e)
-        return Bounds(_scalar(lower, epsilon), _scalar(upper, epsilon))
+        if np.ndim(epsilon) == 0:  # a number in, numbers out
+            return Bounds(float(lower), float(upper))
+        return Bounds(lower, upper)
 
     # ----------------------------------------- other views (the rest: CompositionQueries)
     def composed_laws(self) -> ComposedLaws:
-        """The composition as the conversions read it: its steps under add/remove semantics and
-        its composed grid laws, discretized on first use: the pessimistic ones of this
-        composition (:meth:`discrete`) and, as the optimistic side, its own or, when a factor
-        is not ``tight``, those of every realized composition (a lower bound of each is a lower
-        bound of this one; keys ``"remove"``, ``"add"``, then ``"remove/1"``, ...)."""
+        """The composition as the conversions read it.
+
+        Returns
+        -------
+        ComposedLaws
+            Its steps under add/remove semantics and its composed grid laws, discretized on
+            first use: the pessimistic ones of this composition (:meth:`discrete`) and, as the
+            optimistic side, its own or, when a factor is not ``tight``, those of every
+            realized composition (keys ``"remove"``, ``"add"``, then ``"remove/1"``, ...).
+        """
         return ComposedLaws(
             steps=add_remove_steps(self.components, self.relation), grid=self._grid_laws
         )
@@ -256,8 +376,23 @@ class PrivacyLossDistribution(CompositionQueries):
         return laws
 
     def discrete(self, bound: str = "upper") -> dict[str, DiscreteLoss]:
-        """The composed grid law per direction (``"remove"``/``"add"``) for ``bound`` in
-        ``("upper", "lower")`` — the raw material of the other conversions."""
+        """The composed grid law per direction, the raw material of the other conversions.
+
+        Parameters
+        ----------
+        bound
+            ``"upper"`` (pessimistic) or ``"lower"`` (optimistic).
+
+        Returns
+        -------
+        dict
+            ``{direction: DiscreteLoss}`` (``"remove"``, and ``"add"`` unless symmetric).
+
+        Raises
+        ------
+        ValueError
+            For another ``bound``.
+        """
         if bound not in ("upper", "lower"):
             raise ValueError(f"bound must be 'upper' or 'lower', got {bound!r}")
         return {d: getattr(v, bound) for d, v in self._query(realized=False).grid().items()}
@@ -272,11 +407,17 @@ class PrivacyLossDistribution(CompositionQueries):
 
 # ---------------------------------------------------------------- helpers
 def direction_laws(pld: PrivacyLossDistribution) -> dict[str, list]:
-    """``{direction: [(law, count), ...]}``: the privacy-loss laws the composition of ``pld``
-    multiplies, per direction of its relation (the leading direction first; one direction
-    when every factor is symmetric). What the planner and the composers consume."""
+    """The privacy-loss laws a PLD's composition multiplies, per direction of its relation.
+
+    Parameters
+    ----------
+    pld
+        The composition.
+
+    Returns
+    -------
+    dict
+        ``{direction: [(law, count), ...]}``, the leading direction first (one direction when
+        every factor is symmetric): what the planner and the composers consume.
+    """
     return pld._laws
-
-
-def _scalar(value, like):
-    return float(value) if np.ndim(like) == 0 else value

@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 
 import plda
+from plda.accounting.composition import halved_step, ladder_step
 from plda.discretization.discretize import discretize
 from plda.engine import composer as composer_module
 from plda.engine.composer import Composer, compose
-from plda.engine.plan import Plan, StepPredictor, halved_step, ladder_step, refine
+from plda.engine.plan import PilotSteps, Plan, StepPredictor, refine
 
 PLD = plda.PrivacyLossDistribution
 
@@ -188,11 +189,11 @@ def test_refinement_starts_coarse_where_the_steps_are_narrow():
     # the second-order gap model starts the refinement coarser, and the gap still meets it
     pld = PLD.from_mechanism(plda.PoissonSampled(plda.Gaussian(0.8), 0.001), 100000,
                              accuracy=6e-3)
-    found = pld._pilot
-    assert found.first_step(refined=True) >= 2 * found.first_step(refined=False)
+    steps = PilotSteps(accuracy=6e-3, pilot=pld._pilot)  # the first steps, as a query takes them
+    assert steps.current(None, refined=True) >= 2 * steps.current(None, refined=False)
     bounds = pld.epsilon_bounds(1e-6)
     assert (bounds.upper - bounds.lower) / bounds.upper <= 6e-3
-    assert pld.grid_step <= found.first_step(refined=False)  # delta and conversions: as before
+    assert pld.grid_step <= steps.current(None, refined=False)  # delta and conversions: as before
 
 
 def test_second_order_step_is_zero_without_spread():

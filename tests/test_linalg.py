@@ -1,4 +1,4 @@
-"""plda._internal.linalg: products on the calling thread, and blocked discounted tail sums."""
+"""plda._internal.floats: products on the calling thread, and blocked discounted tail sums."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from plda._internal.linalg import discounted_tails, tail_rounding
+from plda._internal.floats import discounted_tails, tail_rounding
 from tests.hypothesis_settings import examples
 
 U = 2.0**-53

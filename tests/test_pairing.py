@@ -1,5 +1,5 @@
-"""The optimistic discretization (:mod:`plda.discretization.pairing` and
-:mod:`plda.discretization.sweep`): dominated by the true pair, and as accurate as the
+"""The optimistic discretization (:mod:`plda.discretization.optimistic`: pairing and the
+martingale sweep): dominated by the true pair, and as accurate as the
 pessimistic one where a Poisson-sampled Gaussian's bulk is narrower than a few cells."""
 
 from __future__ import annotations
@@ -129,7 +129,8 @@ def test_lower_mean_is_as_accurate_as_the_upper_one(q, sigma, step, direction):
 def test_lower_mean_improves_where_the_bulk_is_narrower_than_a_cell():
     # q = 0.001: the bulk lies in [log(1 - q), 0], a quarter of a cell at h = 2^-8. A dominated
     # grid version must then put its mass at -h or merge the positive losses into one group
-    # (see the sweep's docstring); the sweep loses 5x less than pairing did (-1.2e-3)
+    # (docs/concepts/discretization.md, The martingale sweep); the sweep loses 5x less than
+    # pairing did (-1.2e-3)
     upper_error, lower_error = _mean_error(0.001, 0.8, "remove", 2.0**-8)
     assert -3e-4 <= lower_error <= 0 <= upper_error
 
@@ -161,15 +162,15 @@ def test_the_sweep_runs_only_where_pairing_wastes_much(monkeypatch, step, sweeps
     # q = 0.01, sigma = 2: on 2^-9 pairing wastes far more of E_P[L] than the upper version's
     # own error; on 2^-13 (the bulk spans hundreds of cells) less than SWEEP_WORTH times it,
     # where the Python sweep would gain little
-    from plda.discretization import pairing
+    from plda.discretization import optimistic
 
     calls = []
-    original = pairing.bulk_sweep
+    original = optimistic.bulk_sweep
 
     def counting(*args):
         calls.append(1)
         return original(*args)
 
-    monkeypatch.setattr(pairing, "bulk_sweep", counting)
+    monkeypatch.setattr(optimistic, "bulk_sweep", counting)
     discretize.function(_law(0.01, 2.0, "remove"), step)  # uncached
     assert bool(calls) == sweeps

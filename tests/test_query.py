@@ -8,8 +8,7 @@ import numpy as np
 
 import plda
 from plda.engine.query import FFT_FLOOR, probes, realized_queries, recipe_query
-from plda.engine.recipe import add_remove_steps, laws_by_direction
-from plda.engine.versions import bounds_over_directions
+from plda.engine.recipe import add_remove_steps, bounds_over_directions, laws_by_direction
 
 PLD = plda.PrivacyLossDistribution
 

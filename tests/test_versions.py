@@ -1,4 +1,5 @@
-"""plda.engine.versions: the optimistic version of a direction is composed only when read."""
+"""The grid versions of plda.engine.recipe: a direction's optimistic version is composed only
+when read."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 
 import plda
 from plda.engine.plan import Plan
-from plda.engine.versions import GridPair, bounds_over_directions, grid_pair
+from plda.engine.recipe import GridPair, bounds_over_directions, grid_pair
 
 PLD = plda.PrivacyLossDistribution
 

@@ -68,10 +68,6 @@ def remembered(owner: Any, key: Any, compute: Callable[[], Any]) -> Any:
     return found
 
 
-def _nbytes(pair) -> int:
-    return sum(version.probs.nbytes for version in pair if version is not None) + 1024
-
-
 class ByteBoundedCache:
     """Least-recently-used cache of ``(upper, lower)`` discretizations bounded by total size.
 
@@ -110,7 +106,7 @@ class ByteBoundedCache:
                     return old
                 self.bytes -= held[1]
                 value = (old[0], value[1])  # keep the upper object already handed out
-            size = _nbytes(value)
+            size = sum(v.probs.nbytes for v in value if v is not None) + 1024
             self.entries[key] = (value, size)
             self.entries.move_to_end(key)
             self.bytes += size

@@ -39,8 +39,7 @@ class AccuracyWarning(PLDAWarning):
 
 
 class GaussianDPWarning(AccuracyWarning):
-    """No finite Gaussian-DP ``mu`` is certified for a composition (``gdp_mu`` returned
-    ``inf``).
+    """No finite Gaussian-DP ``mu`` is certified for a composition (``gdp_mu`` gave ``inf``).
 
     The message says why and what to pass instead: the certified upper bound keeps a mass at
     infinite privacy loss above ``delta_floor`` (a mechanism with a ``delta``, or an analysis

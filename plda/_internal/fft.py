@@ -94,7 +94,7 @@ SMALL = 1 << 14
 
 def rfft(x: np.ndarray, n: int) -> np.ndarray:
     """Real-input FFT of ``x`` zero-padded to length ``n`` (``len(x) <= n``)."""
-    if backend() == "pyfftw" and n >= SMALL:
+    if n >= SMALL and backend() == "pyfftw":
         plan = _plan(n, True)
         buffer = plan.input_array
         buffer[: len(x)] = x
@@ -105,7 +105,7 @@ def rfft(x: np.ndarray, n: int) -> np.ndarray:
 
 def irfft(spectrum: np.ndarray, n: int) -> np.ndarray:
     """Inverse of :func:`rfft` for a length-``n`` real signal."""
-    if backend() == "pyfftw" and n >= SMALL:
+    if n >= SMALL and backend() == "pyfftw":
         plan = _plan(n, False)
         plan.input_array[:] = spectrum
         return plan().copy()  # pyfftw normalizes the backward transform by 1/n

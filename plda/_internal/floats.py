@@ -1,13 +1,18 @@
-"""Floating-point helpers with a stated rounding direction.
+"""Floating-point arithmetic whose rounding plda accounts for.
 
 Certified bounds need every computed probability rounded the safe way: up on the pessimistic
-side, down on the optimistic one. ``u = 2^-53`` is the unit roundoff of float64.
+side, down on the optimistic one. ``u = 2^-53`` is the unit roundoff of float64. Here: the
+directed roundings, the chance of a union of independent events, products of arrays on the
+calling thread (:func:`dot`) and discounted tail sums (:func:`discounted_tails`), each with the
+rounding its callers charge.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+
+import numpy as np
 
 #: unit roundoff of float64
 UNIT_ROUNDOFF = 2.0**-53
@@ -47,4 +52,94 @@ def union_probability(masses: Iterable[tuple[float, int]], *, upper: bool) -> fl
         return 1.0
     value = -math.expm1(log_keep)
     error = 2.0 * (2 * terms + 6) * UNIT_ROUNDOFF
-    return min(1.0, round_up(value, error)) if upper else round_down(value, error)
+    if upper:  # round_up, written out: this runs in every composition
+        return min(1.0, math.nextafter(value * (1.0 + error), math.inf))
+    return round_down(value, error)
+
+
+# ------------------------------------------------------------------ products and tail sums
+# numpy hands ``a @ b`` and ``np.dot`` to a threaded BLAS. On a machine whose cores are busy (two
+# cores, a training job, other processes) a threaded level-1/level-2 call waits for its worker
+# threads: measured here, a dot product of 73,697 entries took 7.7 ms threaded against 17 us on
+# one thread, and a 12 x 73,697 matrix-vector product 7 ms against 0.8 ms by einsum. The
+# accountant calls such products thousands of times per query, so plda uses ``einsum``, which
+# runs on the calling thread. The rounding is that of any summation order (at most ``n u``
+# relative to the sum of magnitudes), which is what the callers' error bounds assume.
+def dot(a: np.ndarray, b: np.ndarray) -> np.ndarray | float:
+    """``a @ b`` for a 1-D or 2-D ``a`` and a 1-D ``b`` (or a 1-D ``a`` and a 2-D ``b``),
+    on the calling thread."""
+    a = np.asarray(a)
+    b = np.asarray(b)
+    if a.ndim == 1 and b.ndim == 1:
+        return float(np.einsum("i,i->", a, b))
+    if b.ndim == 1:
+        return np.einsum("...i,i->...", a, b)
+    if a.ndim == 1:
+        return np.einsum("i,i...->...", a, b)
+    raise ValueError(f"dot takes a 1-D operand, got shapes {a.shape} and {b.shape}")
+
+
+#: block length of :func:`discounted_tails`
+_TAIL_BLOCK = 64
+#: at most this many values spanning at most ``_SHORT_SPAN`` of decay (``ratio^n >= e^-8``) take
+#: the short form of :func:`discounted_tails`: one power per entry, no underflow of the powers
+_SHORT, _SHORT_SPAN = 1024, 8.0
+
+
+def tail_rounding(n: int) -> float:
+    """Relative rounding bound of :func:`discounted_tails` on ``n`` non-negative values, in
+    units of ``u``: ``3 ceil(log2 min(n, 64))`` for the scan, and beyond one block
+    ``3 ceil(n / 64) + 3`` for the carries; ``n + 3`` for the short form; at most ``3 n`` (what a
+    sequential recurrence whose powers are repeated products is charged) for every ``n``."""
+    if n <= 1:
+        return 0.0
+    scan = 3.0 * math.ceil(math.log2(min(n, _TAIL_BLOCK)))
+    if n > _TAIL_BLOCK:
+        scan += 3.0 * (-(-n // _TAIL_BLOCK)) + 3.0
+    return max(scan, n + 3.0) if n <= _SHORT else scan
+
+
+def discounted_tails(values: np.ndarray, ratio: float) -> np.ndarray:
+    """``S_j = sum_{i >= j} values_i ratio^(i - j)`` for ``0 <= ratio <= 1``: the recurrence
+    ``S_j = values_j + ratio S_{j+1}`` from the end, without a sequential loop over the entries
+    (``scipy.signal.lfilter`` would run it in C, but importing ``scipy.signal`` costs ~27 MB of
+    memory, as it imports ``scipy.stats``).
+
+    In blocks of 64: within a block, a doubling scan (``y_a += ratio^s y_{a+s}`` for
+    ``s = 1, 2, 4, ..., 32``); then the blocks' first entries from the last block back,
+    ``S_{jB} = y_{jB} + ratio^B S_{(j+1)B}``, and ``S_{jB+a} = y_{jB+a} + ratio^(B - a)
+    S_{(j+1)B}``.
+
+    Rounding, for non-negative ``values``: each power is one ``pow`` (``u``), each step of the
+    scan, of the carry and the last one a product and a sum (``2 u``): :func:`tail_rounding`.
+    Up to 1,024 values that decay by at most ``e^-8`` take a short form with ``n + 3`` roundings
+    (a quarter of the time of the scan for an epsilon solve's blocks of 256 cuts)."""
+    values = np.asarray(values, dtype=float)
+    n = len(values)
+    if n == 0:
+        return np.zeros(0)
+    if n <= _SHORT and ratio > 0 and n * -math.log(ratio) <= _SHORT_SPAN:
+        # short form (an epsilon solve's blocks of 256 cuts): S_j = (sum_{i>=j} v_i r^i) / r^j,
+        # the powers at least e^-8 (no underflow); a power, a product, the sum and the quotient
+        # round: (n + 3) u
+        powers = ratio ** np.arange(n, dtype=float)
+        return np.cumsum((values * powers)[::-1])[::-1] / powers
+    width = min(_TAIL_BLOCK, 1 << (n - 1).bit_length())
+    blocks = -(-n // width)
+    padded = np.zeros(blocks * width)
+    padded[:n] = values
+    y = padded.reshape(blocks, width)
+    shift = 1
+    while shift < width:
+        # the right-hand side is formed before the sum is stored: every step reads the old y
+        y[:, : width - shift] += ratio**shift * y[:, shift:]
+        shift *= 2
+    if blocks > 1:
+        first = y[:, 0].tolist()
+        step = ratio**width
+        starts = [0.0] * (blocks + 1)
+        for j in range(blocks - 1, -1, -1):
+            starts[j] = first[j] + step * starts[j + 1]
+        k = np.arange(width, dtype=float)
+        y += np.multiply.outer(np.array(starts[1:]), ratio ** (width - k))
+    return padded[:n]

@@ -10,6 +10,7 @@ accountant answers bit for bit like the original. Why each holds: ``docs/account
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from operator import methodcaller
 
@@ -29,12 +30,64 @@ from plda.accounting.history import (
 )
 from plda.accounting.history import horizon as horizon_of
 from plda.engine.composer import Composer
-from plda.engine.plan import MIN_STEP, halved_step, ladder_step, pilot
+from plda.engine.plan import MIN_STEP, pilot
 from plda.engine.query import FFT_FLOOR, Query, probes, realized_queries, recipe_query
-from plda.engine.recipe import add_remove_steps
+from plda.engine.recipe import add_remove_steps, bounds_over_directions
 from plda.engine.recipe import merge as merge_runs
-from plda.engine.versions import bounds_over_directions
 from plda.mechanisms.base import DIRECTIONS
+
+
+def ladder_step(step: float, unit: float | None) -> float:
+    """Largest step at most ``step`` on the ladder ``unit * 2^-j``.
+
+    The ladder keeps the grid put while a history grows, so discretizations and spectra are
+    reused.
+
+    Parameters
+    ----------
+    step
+        The step asked for.
+    unit
+        The atoms' common spacing, or None (the ladder of powers of two then).
+
+    Returns
+    -------
+    float
+        The ladder step.
+    """
+    if unit and unit >= step / 4:
+        if unit <= step:
+            return float(unit)
+        return float(unit / 2.0 ** math.ceil(math.log2(unit / step) - 1e-12))
+    return float(2.0 ** math.floor(math.log2(step) + 1e-12))
+
+
+def halved_step(step: float, gap: float, accuracy: float, unit: float | None) -> float:
+    """The next step of a refinement on the ladder of :func:`ladder_step`.
+
+    Half the step, or a quarter when the gap is so far off (16x) that halving cannot close it
+    even where it falls like ``h^4`` (on coarse grids the gap falls faster than ``h^2``, so a
+    step predicted from ``h^2`` would often be finer than needed, which every later query of a
+    history pays for; the coarse trials are cheap).
+
+    Parameters
+    ----------
+    step
+        The current step.
+    gap
+        Its measured relative gap.
+    accuracy
+        The target gap.
+    unit
+        The atoms' common spacing, or None.
+
+    Returns
+    -------
+    float
+        The next ladder step.
+    """
+    far = not np.isfinite(gap) or gap > 16 * accuracy
+    return ladder_step(step * (0.25 if far else 0.5), unit)
 
 
 @dataclass(frozen=True)
@@ -42,8 +95,8 @@ class LadderSteps:
     """The accountant's step policy: grid steps on a power-of-two ladder.
 
     What :meth:`plda.engine.query.Query.refined` and :meth:`~plda.engine.query.Query.gap`
-    read: each refinement halves the step on the ladder of :func:`plda.engine.plan.ladder_step`
-    (or quarters it when the gap is far off, :func:`~plda.engine.plan.halved_step`), so the
+    read: each refinement halves the step on the ladder of :func:`ladder_step`
+    (or quarters it when the gap is far off, :func:`halved_step`), so the
     grid stays put while the history grows; a trial grid is judged on its leading direction
     first, reading another direction's optimistic version only within ``margin`` (the
     accuracy) of the upper bound.
@@ -389,7 +442,7 @@ class HistoryComposition:
     def _grid_step(self, components) -> tuple[float, float | None]:
         """Initial grid step for a history: the planner's pilot step for the history with
         every count rounded up to a power of two, put on the ladder of
-        :func:`plda.engine.plan.ladder_step` (so it stays put while the history grows); with
+        :func:`ladder_step` (so it stays put while the history grows); with
         the atoms' common unit."""
         horizon = self._coarsened(components)[1]
         if horizon not in self._steps:

@@ -1,17 +1,13 @@
 """Cell moments of a continuous privacy-loss law on a grid, and the pessimistic
 *connect-the-dots* split of each cell between its two grid points (Doroshenko et al. 2022).
-
-For each cell ``[l_j, l_j + h]``: ``p = P(cell)``, ``u = E_P[1 - e^{-(L - l_j)}; cell]`` and
-``v = E_P[e^{l_{j+1} - L} - 1; cell]``, with rigorous error bounds; sending ``u / (1 - e^{-h})``
-of the cell up keeps both its P- and its Q-mass.
+See docs/concepts/discretization.md.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from plda._internal.floats import UNIT_ROUNDOFF
-from plda._internal.linalg import dot
+from plda._internal.floats import UNIT_ROUNDOFF, dot
 from plda.mechanisms.law import PrivacyLossLaw
 
 #: relative error allowed for a law's cdf/sf evaluations (special functions, loss maps)
@@ -30,24 +26,52 @@ _NODES_C, _WEIGHTS_C = (_NODES_C + 1) / 2, _WEIGHTS_C / 2
 
 
 def masses_from(cdf: np.ndarray, sf: np.ndarray):
-    """Masses of ``[points[i], points[i+1])`` and their absolute error bounds from the cdf and sf
-    at the points: differences of the cdf in the lower half and of the sf in the upper half, so
-    no difference of two numbers near 1 is formed."""
+    """Masses between consecutive points, from the cdf and the sf at the points.
+
+    Differences of the cdf in the lower half and of the sf in the upper half, so no difference
+    of two numbers near 1 is formed.
+
+    Parameters
+    ----------
+    cdf
+        The cdf at the points.
+    sf
+        The sf at the points.
+
+    Returns
+    -------
+    tuple
+        The masses of ``[points[i], points[i+1])`` (clipped at 0), their absolute error
+        bounds, the mass below the first point and the mass above the last.
+    """
     use_sf = sf[:-1] < cdf[:-1]
     mass = np.where(use_sf, sf[:-1] - sf[1:], cdf[1:] - cdf[:-1])
     err = CDF_RTOL * np.where(use_sf, sf[:-1] + sf[1:], cdf[1:] + cdf[:-1])
     return np.maximum(mass, 0.0), err, cdf[0], sf[-1]
 
 
-def fine_end(law: PrivacyLossLaw, step: float, lo: int, hi: int) -> int:
-    """Last grid index of the finely discretized bulk."""
-    _, b = law.tail_points(FINE_TAIL, "P")
-    return int(np.clip(np.ceil(b / step), lo + 1, hi))
-
-
 def coarse_tail(law, step, start: int, hi: int, upper: bool):
-    """Masses of coarse cells ``[start, hi]`` (width ``COARSE`` steps) from sf differences
-    (upper tail: no cancellation), put at the cell's upper end (pessimistic) or lower end."""
+    """Masses of the coarse cells of the upper tail, from sf differences (no cancellation).
+
+    Parameters
+    ----------
+    law
+        The privacy-loss law.
+    step
+        The grid step.
+    start
+        The grid index where the coarse cells (``COARSE`` steps wide) start.
+    hi
+        The grid index where they end.
+    upper
+        Put each cell's mass at its upper end, rounded up (pessimistic), or at its lower end,
+        rounded down.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        The grid indices and the masses put there (empty when ``hi <= start``).
+    """
     if hi <= start:
         return np.zeros(0, dtype=np.int64), np.zeros(0)
     edges = np.unique(np.append(np.arange(start, hi, COARSE), hi))
@@ -90,12 +114,28 @@ def _cdf_moments(law: PrivacyLossLaw, step: float, lo: int, mid: int):
 
 
 def cell_moments(law: PrivacyLossLaw, step: float, lo: int, mid: int):
-    """For each cell ``[l_j, l_j + h]`` (``j = lo..mid-1``), with errors:
+    """The moments of each cell ``[l_j, l_j + h]``, with their errors.
 
     ``p = P(cell)``, ``u = E_P[1 - e^{-(L - l_j)}; cell]``, ``v = E_P[e^{l_{j+1} - L} - 1; cell]``.
     All three integrands are non-negative, so Gauss–Legendre quadrature (6 points; error taken as
     10 times the difference to 4 points, plus rounding) has no cancellation. Where the density is
     too rough for quadrature (support ends), cdf differences are used if their error is smaller.
+
+    Parameters
+    ----------
+    law
+        The privacy-loss law.
+    step
+        The grid step ``h``.
+    lo
+        The grid index of the first cell.
+    mid
+        The grid index past the last cell (``j = lo..mid-1``).
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(p, ep, u, eu, v, ev)``: each moment and its absolute error bound, per cell.
     """
     left = np.arange(lo, mid) * step
     cdf_based = _cdf_moments(law, step, lo, mid)
@@ -140,10 +180,32 @@ def cell_moments(law: PrivacyLossLaw, step: float, lo: int, mid: int):
 
 
 def continuous_upper(law, step, lo, hi, moments):
-    """Connect-the-dots: the share of cell ``[l_j, l_j + h]`` sent to ``l_{j+1}`` is
-    ``u_j / (1 - e^{-h})``, which keeps both the P- and the Q-mass of the cell."""
-    mid = fine_end(law, step, lo, hi)
+    """The pessimistic masses of the continuous part on the grid, by connect-the-dots.
+
+    The share of cell ``[l_j, l_j + h]`` sent to ``l_{j+1}`` is ``u_j / (1 - e^{-h})``, which
+    keeps both the P- and the Q-mass of the cell.
+
+    Parameters
+    ----------
+    law
+        The privacy-loss law.
+    step
+        The grid step.
+    lo
+        The grid index of the first point.
+    hi
+        The grid index of the last point.
+    moments
+        The fine cells' moments (:func:`cell_moments`); coarse cells follow up to ``hi``.
+
+    Returns
+    -------
+    tuple
+        The masses on grid points ``lo..hi`` (the lower tail moved up to ``l_lo``) and the
+        mass above ``l_hi``, charged to ``+inf``.
+    """
     p, ep, u, eu, _, _ = moments
+    mid = lo + len(p)  # the cells' moments reach the end of the fine part
     denom = -np.expm1(-step)
     up = np.minimum(u / denom, p)
     err = eu / denom + ep

@@ -1,23 +1,6 @@
-"""From a privacy-loss law to a pessimistic and an optimistic grid law
-(:class:`~plda.engine.discrete.DiscreteLoss`).
-
-Pessimistic (upper) — *connect the dots* (Doroshenko et al. 2022): the mass of the law in each grid
-cell ``[l_i, l_{i+1}]`` is split between the two grid points so that both its ``P``-mass and its
-``Q``-mass are kept. The split pair dominates the true pair in the Blackwell sense (the true
-hockey-stick curve is convex in ``e^eps`` and the split gives its chord), so every composition of
-split pairs bounds the true composition from above. The error is second order in the grid step.
-
-Optimistic (lower) — an exact post-processing of the true pair: each cell is merged into one
-outcome, and fractions of cells are grouped so that every group's merged loss sits at (or just
-above) its grid point: *pairing* of neighbouring cells, or, where the bulk spans only a few
-cells, the *martingale sweep* (:mod:`~plda.discretization.sweep`), whose groups may reach a few
-cells and whose one unbalanced group sits in a tail. Rounding down then costs almost nothing, so
-the lower bound is as tight as the upper one. Atoms are rounded down directly (unless the grid is
-aligned to them).
-
-Tails: the pessimistic side moves the lower tail up to the first grid point and charges the upper
-tail to ``+inf``; the optimistic side drops the lower tail and rounds the upper tail down. Float
-rounding of every computed mass is bounded and added (upper) or subtracted (lower).
+"""From a privacy-loss law to its pessimistic and optimistic laws on the grid, cached per law
+and step (:data:`discretize`): atoms split or rounded down here, the continuous part by cells.
+Why each version bounds the true law: docs/concepts/discretization.md.
 """
 
 from __future__ import annotations
@@ -27,13 +10,8 @@ import numpy as np
 from plda._internal.caches import ByteBoundedCache, cached, register
 from plda._internal.chernoff import CHERNOFF_ORDERS
 from plda._internal.floats import UNIT_ROUNDOFF
-from plda.discretization.cells import (
-    FINE_TAIL,
-    cell_moments,
-    continuous_upper,
-    fine_end,
-)
-from plda.discretization.pairing import continuous_lower
+from plda.discretization.cells import FINE_TAIL, cell_moments, continuous_upper
+from plda.discretization.optimistic import continuous_lower
 from plda.grid.discrete import DiscreteLoss
 from plda.mechanisms.law import PrivacyLossLaw
 
@@ -163,7 +141,20 @@ def far_tail_moments(law: PrivacyLossLaw) -> tuple[np.ndarray, float]:
 
 
 def loss_support(law: PrivacyLossLaw, upper_tail: float) -> tuple[float, float]:
-    """Range the discretizer keeps: continuous tail points and every atom."""
+    """The loss range the discretizer keeps: the continuous part's tail points and every atom.
+
+    Parameters
+    ----------
+    law
+        The privacy-loss law.
+    upper_tail
+        The continuous mass left out above the range.
+
+    Returns
+    -------
+    tuple of float
+        ``(lo, hi)``, with ``hi > lo`` (``(0, 1)`` for a law with nothing finite).
+    """
     lo, hi = np.inf, -np.inf
     if law.has_continuous_part:
         lo, _ = law.tail_points(LOWER_TAIL, "P")
@@ -173,15 +164,6 @@ def loss_support(law: PrivacyLossLaw, upper_tail: float) -> tuple[float, float]:
     if not np.isfinite(lo) or not np.isfinite(hi) or hi <= lo:
         return (lo, lo + 1.0) if np.isfinite(lo) else (0.0, 1.0)
     return float(lo), float(hi)
-
-
-def _continuous_range(law, step, upper_tail):
-    a, _ = law.tail_points(LOWER_TAIL, "P")
-    _, b = law.tail_points(upper_tail, "P")
-    if not (np.isfinite(a / step) and np.isfinite(b / step) and (b - a) / step < 2**40):
-        raise MemoryError(f"a grid of step {step:g} over [{a:g}, {b:g}] is too large")
-    lo, hi = int(np.floor(a / step)), int(np.ceil(b / step))
-    return lo, max(hi, lo + 1)
 
 
 def _discretize(
@@ -207,8 +189,16 @@ def _discretize(
             lower_parts.append(_atoms_lower(law, step))
     inf_upper = law.infinity_mass + law.truncated_mass
     if law.has_continuous_part:
-        lo, hi = _continuous_range(law, step, upper_tail)
-        moments = cell_moments(law, step, lo, fine_end(law, step, lo, hi))
+        a, _ = law.tail_points(LOWER_TAIL, "P")
+        _, b = law.tail_points(upper_tail, "P")
+        if not (np.isfinite(a / step) and np.isfinite(b / step) and (b - a) / step < 2**40):
+            raise MemoryError(f"a grid of step {step:g} over [{a:g}, {b:g}] is too large")
+        lo, hi = int(np.floor(a / step)), int(np.ceil(b / step))
+        hi = max(hi, lo + 1)
+        # the bulk, in cells of one step; above the point with FINE_TAIL of the mass above it,
+        # coarse cells (cells.coarse_tail)
+        _, fine = law.tail_points(FINE_TAIL, "P")
+        moments = cell_moments(law, step, lo, int(np.clip(np.ceil(fine / step), lo + 1, hi)))
         cont, above = continuous_upper(law, step, lo, hi, moments)
         grid = np.arange(lo, hi + 1)
         upper_parts.append((grid, cont))

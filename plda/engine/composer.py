@@ -1,15 +1,6 @@
-"""The one composer: ``*_f law_f^{*k_f}`` by one FFT product, with certified error terms.
-
-Used by :class:`plda.pld.PrivacyLossDistribution` (one-shot compositions, :func:`compose`) and
-by :class:`plda.PLDAccountant` (a :class:`Composer` that keeps its spectra, their
-binary powers and running products, so that a history that grows by appending factors
-multiplies in only the new ones, and a query costs one inverse FFT per composed law).
-
-Error accounting (the same on both paths): the FFT error of each factor's spectrum (plus the
-rounding of folding it onto ``n`` points, :func:`plda.engine.spectra.spectrum_of`), the
-rounding of the powers and products, the inverse transform (:func:`from_spectrum`), and the
-mass outside the Chernoff window (:func:`plda.grid.moments.ladder_chernoff`), which wraps
-around and is charged to ``+inf`` (pessimistic version) or subtracted (optimistic version).
+"""The one composer: ``*_f law_f^{*k_f}`` by one FFT product of the factors' :class:`Spectrum`
+powers, every rounding and the mass outside the window charged (:class:`Composer`; one-shot:
+:func:`compose`). The error analysis: docs/concepts/fft-composition.md.
 """
 
 from __future__ import annotations
@@ -21,10 +12,10 @@ import numpy as np
 
 from plda._internal import fft
 from plda._internal.errors import GridTooLarge
-from plda._internal.floats import UNIT_ROUNDOFF, union_probability
-from plda._internal.linalg import dot
+from plda._internal.floats import UNIT_ROUNDOFF, dot, union_probability
 from plda.engine.grouping import group_spectrum, plan_group
-from plda.engine.spectra import Spectrum, ladder_length, spectrum_of
+from plda.engine.plan import ladder_length
+from plda.engine.spectra import Spectrum, spectrum_of
 from plda.grid.discrete import DiscreteLoss
 from plda.grid.moments import ladder_chernoff
 
@@ -92,13 +83,11 @@ class Composer:
         self._bytes = 0
 
     def _spectrum(self, law: DiscreteLoss, n: int, count: int) -> Spectrum:
-        """The spectrum of ``law`` at length ``n``; kept if this composer keeps spectra and
+        """The spectrum of ``law`` at length ``n`` for a composer that keeps spectra; kept if
         ``count > 1``. A law of count 1 (one step of a noise schedule) is carried forward by
         the running product it enters; keeping its spectrum too would double the memory of a
         long schedule for nothing (it is needed again only at another length, where it is
         recomputed anyway)."""
-        if not self.keep:
-            return spectrum_of(law, n)
         key = (id(law), n)
         hit = self._spectra.get(key)
         if hit is not None and hit[0] is law:
@@ -134,17 +123,48 @@ class Composer:
         return fft.good_size(max(width, 16))
 
     def length(self, factors) -> int:
-        """The FFT length :meth:`compose` would choose for ``factors`` (a planner reads it to
-        fix the length of a whole stretch of a growing history)."""
+        """The FFT length :meth:`compose` would choose for these factors.
+
+        A planner reads it to fix the length of a whole stretch of a growing history.
+
+        Parameters
+        ----------
+        factors
+            ``[(law, count), ...]`` on a common grid.
+
+        Returns
+        -------
+        int
+            The FFT length.
+        """
         factors = [(f, int(k)) for f, k in factors if k > 0]
         lo, hi, *_ = self._window(factors, factors[0][0].step)
         return self._length(hi - lo + 1, factors)
 
     def compose(self, factors, max_size: int, length: int = 0) -> DiscreteLoss:
-        """``*_f law_f^{*k_f}`` for ``factors = [(law, count), ...]`` on a common grid, with
-        certified error terms, on an FFT of at least ``length`` points; raises
-        :class:`~plda._internal.errors.GridTooLarge` when the FFT would be longer than
-        ``max_size``."""
+        """The composition ``*_f law_f^{*k_f}``, with certified error terms.
+
+        Parameters
+        ----------
+        factors
+            ``[(law, count), ...]`` on a common grid (factors of count 0 are left out).
+        max_size
+            The longest FFT allowed.
+        length
+            The shortest FFT to use (0: the shortest that holds the window).
+
+        Returns
+        -------
+        DiscreteLoss
+            The composed law, of the factors' version (pessimistic or optimistic).
+
+        Raises
+        ------
+        GridTooLarge
+            When the FFT would be longer than ``max_size``.
+        ValueError
+            When no factor has a positive count.
+        """
         factors = [(f, int(k)) for f, k in factors if k > 0]
         if not factors:
             raise ValueError("compose needs at least one factor with a positive count")
@@ -161,7 +181,8 @@ class Composer:
         # the window, the infinite mass and every other field of the result come from the
         # factors themselves; only the product may run over a group of them (composed exactly
         # on its own support, its rounding carried into its spectrum's error)
-        product = self._grouped(factors, n) if self.group else factors
+        # (two factors or one: grouping them all is the composition itself, see plan_group)
+        product = self._grouped(factors, n) if self.group and len(factors) > 2 else factors
         spectrum, log_bound, relative = self._product(product, n)
         bound = np.full(len(log_bound), math.exp(_BOUND_FLOOR))
         with np.errstate(over="ignore"):  # an error bound past 1e308 is inf: nothing certified
@@ -223,7 +244,7 @@ class Composer:
 
     def _product(self, factors, n: int):
         """Spectrum of the composition at length ``n``, ``log`` of its componentwise bound and
-        the relative error of the computed product (see :class:`plda.engine.spectra.Spectrum`).
+        the relative error of the computed product (see :class:`Spectrum`).
         A kept running product of a prefix of ``factors`` is extended by the new factors only:
         the same products in the same order, so the result is bit for bit the one computed
         from scratch."""
@@ -251,7 +272,10 @@ class Composer:
         singles = max((i + 1 for i, (_, k) in enumerate(factors) if k == 1), default=0)
         for i, (f, k) in enumerate(factors[start:], start=start):
             # a group enters as its spectrum (plda.engine.grouping), a law as itself
-            s = f if isinstance(f, Spectrum) else self._spectrum(f, n, k)
+            if isinstance(f, Spectrum):
+                s = f
+            else:
+                s = self._spectrum(f, n, k) if self.keep else spectrum_of(f, n)
             term = k * s.amplitude_log
             log_bound = term if log_bound is None else log_bound + term
             if self.keep:
@@ -279,35 +303,28 @@ class Composer:
             self._prefixes.popitem(last=False)
 
 
-def _carried_spurious(factors) -> float:
-    """Spurious mass of the composition that its factors bring in.
-
-    A factor ``f`` holding ``exact_f + spurious_f`` (``spurious_f >= 0`` of mass at most
-    ``s_f``) composes to at most ``conv(exact) + (prod_f (m_f + s_f)^{k_f} - prod_f m_f^{k_f})``
-    of mass where the exact law has it, ``m_f <= 1`` the exact finite masses; the excess is at
-    most ``prod (1 + s_f)^{k_f} - 1 <= e^S - 1 <= S (1 + S)`` for ``S = sum_f k_f s_f <= 1``
-    (rounded up by a few ulps). Discretized laws carry none: 0 then, exactly."""
-    total = sum(k * f.spurious_mass for f, k in factors)
-    if total <= 0:
-        return 0.0
-    return min(1.0, total * (1 + total) * (1 + 8 * UNIT_ROUNDOFF)) if total <= 1 else 1.0
-
-
 def compose(factors, tail: float = 1e-20, max_size: int = 1 << 23) -> DiscreteLoss:
-    """Exact-up-to-certified-error composition ``*_f law_f^{*k_f}`` by one FFT product (a
-    one-shot :class:`Composer`).
+    """The composition ``*_f law_f^{*k_f}`` by a one-shot :class:`Composer`.
 
-    The result lives on a window holding all but ``tail`` of the composed mass on each side; the
-    mass outside it wraps around (cyclic convolution) and is bounded by the Chernoff tails: an
-    upper version moves the upper tail bound to ``+inf`` and keeps wrapped mass (it only
-    increases delta); a lower version records both tails as ``spurious_mass`` to subtract.
-    Floating-point error of the transforms and powers is bounded per entry (``entry_error``) and
-    in L2 (``l2_error``): the componentwise transform bound of
-    :func:`plda._internal.fft.transform_error` carried through the powers frequency by frequency.
+    The mass outside the window wraps around and is bounded by the Chernoff tails: an upper
+    version moves the upper tail bound to ``+inf``; a lower version records both tails as
+    ``spurious_mass`` to subtract. Rounding is bounded per entry (``entry_error``) and in L2
+    (``l2_error``). Narrow factors are composed first as one group when that saves transforms
+    (:mod:`plda.engine.grouping`).
 
-    Narrow factors are composed first as one group when that saves transforms
-    (:mod:`plda.engine.grouping`); the bounds stay certified, the group's rounding carried into
-    the error terms.
+    Parameters
+    ----------
+    factors
+        ``[(law, count), ...]`` on a common grid.
+    tail
+        Composed mass allowed outside the window on each side.
+    max_size
+        The longest FFT allowed.
+
+    Returns
+    -------
+    DiscreteLoss
+        The composed law, with certified error terms.
     """
     return Composer(tail=tail, group=True).compose(factors, max_size)
 
@@ -315,10 +332,28 @@ def compose(factors, tail: float = 1e-20, max_size: int = 1 << 23) -> DiscreteLo
 def from_spectrum(factors, spectrum, bound, relative, n, window, infinity) -> DiscreteLoss:
     """The composed grid law from its spectrum and the certified error terms.
 
-    ``bound[j] >= |Y_j|`` and ``relative[j] * bound[j] >= |computed Y_j - Y_j|`` (the caller's
-    forward transforms and powers); ``window = (lo, width, base, below, above)`` places the
-    cyclic result (``base`` is the grid index of spectrum position 0) and gives the Chernoff
-    tail bounds outside it.
+    Parameters
+    ----------
+    factors
+        ``[(law, count), ...]``, what was composed.
+    spectrum
+        The computed spectrum ``Y`` of the composition.
+    bound
+        ``bound[j] >= |Y_j|``.
+    relative
+        ``relative[j] * bound[j] >= |computed Y_j - Y_j|`` (forward transforms and powers).
+    n
+        The FFT length.
+    window
+        ``(lo, width, base, below, above)``: the window's first grid index and width, the
+        grid index of spectrum position 0, and the Chernoff bounds of the mass outside.
+    infinity
+        The composed mass at ``+inf``.
+
+    Returns
+    -------
+    DiscreteLoss
+        The composed law on the window.
     """
     lo, width, base, below, above = window
     first = factors[0][0]
@@ -356,6 +391,19 @@ def from_spectrum(factors, spectrum, bound, relative, n, window, infinity) -> Di
             l2_error=l2_error,
             loss_error=loss_error,
         )
+    # spurious mass the factors bring in: a factor ``f`` holding ``exact_f + spurious_f``
+    # (``spurious_f >= 0`` of mass at most ``s_f``) composes to at most ``conv(exact) +
+    # (prod_f (m_f + s_f)^{k_f} - prod_f m_f^{k_f})`` where the exact law has mass, ``m_f <= 1``
+    # the exact finite masses; the excess is at most ``prod (1 + s_f)^{k_f} - 1 <= e^S - 1 <=
+    # S (1 + S)`` for ``S = sum_f k_f s_f <= 1`` (rounded up by a few ulps). Discretized laws
+    # carry none: 0 then, exactly.
+    carried = sum(k * f.spurious_mass for f, k in factors)
+    if carried <= 0:
+        carried = 0.0
+    elif carried <= 1:
+        carried = min(1.0, carried * (1 + carried) * (1 + 8 * UNIT_ROUNDOFF))
+    else:
+        carried = 1.0
     return DiscreteLoss(
         step=first.step,
         offset=lo,
@@ -363,7 +411,7 @@ def from_spectrum(factors, spectrum, bound, relative, n, window, infinity) -> Di
         infinity_mass=infinity,
         upper=False,
         entry_error=entry_error,
-        spurious_mass=below + above + _carried_spurious(factors),
+        spurious_mass=below + above + carried,
         l2_error=l2_error,
         loss_error=loss_error,
     )

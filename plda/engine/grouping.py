@@ -1,20 +1,7 @@
-"""Grouping the factors of a one-shot composition so that few transforms are full length.
-
-A composition ``*_f law_f^{*k_f}`` on an FFT of length ``n`` costs one length-``n`` transform
-(plus a few length-``n`` elementwise passes) per distinct factor. Many factors are far
-narrower than the composed window: 50 Laplace laws of ``eps0 <= 0.1`` span a few hundred grid
-points each, the composition of everything a few hundred thousand. Such factors are composed
-first on a short FFT that holds their *exact* composed support (so nothing wraps and no tail is
-cut: the group's law is the exact convolution of its members up to floating-point error), and
-the group then enters the long product as one factor: the spectrum of its computed law at
-length ``n``, with an error bound that carries the short product's certified spectrum error to
-the long transform's frequencies (:func:`group_spectrum`).
-
-Everything else of the composition (window, infinite mass, loss error, Chernoff moments,
-spurious mass) is still computed from the factors themselves
-(:meth:`plda.engine.composer.Composer.compose`). Which factors to group (:func:`plan_group`)
-depends on their lengths and counts alone, so the result is deterministic; nothing here keeps
-state.
+"""Grouping the narrow factors of a one-shot composition: composed first on a short FFT that
+holds their exact support (:func:`plan_group` chooses them from lengths and counts alone), the
+group enters the long product as one factor whose spectrum carries the short product's
+certified error (:func:`group_spectrum`). See docs/concepts/fft-composition.md.
 """
 from __future__ import annotations
 
@@ -37,21 +24,40 @@ MIN_SAVING = 0.2
 
 
 def transform_cost(m: int) -> float:
-    """Model cost of one length-``m`` forward transform of a factor with its elementwise passes
-    (one unit per point and butterfly stage)."""
+    """Model cost of one forward transform of a factor with its elementwise passes.
+
+    Parameters
+    ----------
+    m
+        The transform's length.
+
+    Returns
+    -------
+    float
+        ``m (log2 m + PASSES)``: one unit per point and butterfly stage.
+    """
     return m * (math.log2(max(m, 2)) + PASSES)
 
 
 def group_support(sizes: list[tuple[int, int]]) -> int:
-    """Length of the exact support of ``*_f law_f^{*k_f}`` for ``sizes = [(len(probs), k)]``:
-    supports add up, ``sum_f k_f (len_f - 1) + 1`` grid points."""
+    """Length of the exact support of a composition ``*_f law_f^{*k_f}``.
+
+    Parameters
+    ----------
+    sizes
+        ``[(len(probs), k), ...]`` of the factors.
+
+    Returns
+    -------
+    int
+        ``sum_f k_f (len_f - 1) + 1`` grid points (supports add up).
+    """
     return sum(k * (length - 1) for length, k in sizes) + 1
 
 
 def plan_group(sizes: list[tuple[int, int]], n: int) -> list[int]:
-    """Indices of the factors to compose first as one group on their own short FFT, or ``[]``.
+    """Indices of the factors to compose first as one group on their own short FFT.
 
-    ``sizes[i] = (len(probs_i), k_i)``; ``n`` is the FFT length of the whole composition.
     Candidates are taken narrowest first (by ``k (len - 1)``, ties by index); for each prefix
     of ``m >= 2`` of them the model compares
 
@@ -63,7 +69,21 @@ def plan_group(sizes: list[tuple[int, int]], n: int) -> list[int]:
 
     and keeps the prefix that saves most, if it saves at least :data:`MIN_SAVING` of the
     ungrouped cost of those factors and its ``n_g`` is at most ``n / 2`` (a group as wide as
-    the window is the whole composition again)."""
+    the window is the whole composition again).
+
+    Parameters
+    ----------
+    sizes
+        ``sizes[i] = (len(probs_i), k_i)``.
+    n
+        The FFT length of the whole composition.
+
+    Returns
+    -------
+    list of int
+        The group's indices, ascending, or ``[]`` (no group: fewer than three factors, or no
+        saving).
+    """
     if len(sizes) < 3:  # two factors: grouping both is the composition itself
         return []
     order = sorted(range(len(sizes)), key=lambda i: (sizes[i][1] * (sizes[i][0] - 1), i))
@@ -95,12 +115,11 @@ NEAR = 64
 
 
 def group_spectrum(members, n: int, multiply) -> Spectrum:
-    """The :class:`~plda.engine.spectra.Spectrum` at length ``n`` of the exact composition of
-    ``members`` (``[(law, count), ...]``), computed on a short FFT of length ``n_g <= n / 2``
-    that holds the whole exact support (nothing wraps); ``multiply(members, n_g)`` returns
-    the product's spectrum ``Y``, ``log`` of its bound and its relative error (as
-    :meth:`plda.engine.composer.Composer._product` does): ``|Y_k - Y*_k| <= b_k`` (bound
-    times relative error), ``Y*`` the exact spectrum.
+    """The spectrum at a long FFT length of a group's exact composition, from a short FFT.
+
+    The short FFT, of length ``n_g <= n / 2``, holds the group's whole exact support (nothing
+    wraps); its product ``Y`` is off the exact ``Y*`` by ``|Y_k - Y*_k| <= b_k`` (bound times
+    relative error).
 
     Error at the long transform's frequencies ``w_j = 2 pi j / n``. The group's law
     ``y = irfft(Y)`` is kept unclipped on all ``n_g`` points, so ``e = y - y* = IDFT(Y - Y*)
@@ -121,7 +140,28 @@ def group_spectrum(members, n: int, multiply) -> Spectrum:
     At ``w = 0``, where a composition's mass sits, this is ``b_0``: the sum of the members'
     transform errors, as if they had been transformed at length ``n`` (a bound through
     ``||e||_1`` would be ~3x that). The long transform's own rounding
-    (:func:`plda._internal.fft.transform_error` of ``||y||_1``) is added."""
+    (:func:`plda._internal.fft.transform_error` of ``||y||_1``) is added.
+
+    Parameters
+    ----------
+    members
+        ``[(law, count), ...]``, the group.
+    n
+        The long FFT length.
+    multiply
+        ``multiply(members, n_g)`` gives the product's spectrum, ``log`` of its bound and its
+        relative error (as :meth:`plda.engine.composer.Composer._product` does).
+
+    Returns
+    -------
+    Spectrum
+        The group's :class:`~plda.engine.spectra.Spectrum` at length ``n``.
+
+    Raises
+    ------
+    ValueError
+        When the group's support does not fit twice in ``n``.
+    """
     lo, hi = power_support(members)
     n_g = fft.good_size(max(hi - lo + 1, 16))
     if 2 * n_g > n:
@@ -161,9 +201,7 @@ def group_spectrum(members, n: int, multiply) -> Spectrum:
     if len(j):
         eta[j] = _near_peaks(j, n, n_g, b, pairs, rest_l2) + floor
     eta *= 1 + 8 * UNIT_ROUNDOFF * PEAKS  # the sums, rounded up
-    x = fft.rfft(y, n)
-    amplitude = np.abs(x) + eta
-    return Spectrum(powers=[x], amplitude_log=np.log(amplitude), relative=eta / amplitude)
+    return Spectrum(powers=[fft.rfft(y, n)], eta=eta)
 
 
 def _near_peaks(j, n: int, n_g: int, b, pairs, rest_l2: float) -> np.ndarray:

@@ -1,15 +1,5 @@
-"""The one planner: grid steps, FFT lengths and the one refinement loop.
-
-A composition is computed to a :class:`Plan` (grid step, FFT length, window tail, tilt), a
-frozen value built by keyword. The first step comes from a coarse :class:`Pilot`
-discretization of the composition (:func:`pilot`); :func:`refine` then refines it until the
-relative epsilon gap meets the accuracy. Both :class:`plda.pld.PrivacyLossDistribution` and
-:class:`plda.PLDAccountant` plan this way, through the driver
-(:class:`plda.engine.query.Query`); they differ only in the step policy: the PLD predicts the
-step from the measured gaps (:class:`StepPredictor`), the accountant keeps its steps on a
-power-of-two ladder (:func:`ladder_step`) so that a growing history keeps its grid, and with it
-every discretization and spectrum already computed.
-"""
+"""The one planner: the :class:`Plan` value, the first step from a coarse :class:`Pilot`, a
+PLD's step policy (:class:`PilotSteps`), FFT lengths and the one refinement loop."""
 
 from __future__ import annotations
 
@@ -20,8 +10,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from plda._internal.caches import cached
+from plda._internal.errors import GridTooLarge
 from plda.discretization.discretize import UPPER_TAIL, discretize, loss_support
-from plda.grid.moments import window_losses
+from plda.grid.moments import ladder_chernoff
 
 #: largest FFT length used (2^22 doubles = 32 MiB per array)
 MAX_GRID = 1 << 22
@@ -59,36 +50,62 @@ class Plan:
 
 @dataclass(frozen=True)
 class Pilot:
-    """What a coarse pilot discretization tells about a composition: a first grid ``step``
-    (deliberately coarse), the composed window's width in loss units, the atoms' common
-    spacing (``None`` if they share none usable), and the ``start`` of a refinement (coarser
-    still where the second-order gap model allows it)."""
+    """What a coarse pilot discretization tells about a composition.
+
+    Attributes
+    ----------
+    step
+        A first grid step, deliberately coarse (where the grid is used without refining).
+    window_width
+        The composed window's width, in loss units.
+    atom_unit
+        The atoms' common spacing, or None if they share none usable.
+    start
+        The first step of a refinement (at least ``step``), or None.
+    """
 
     step: float
     window_width: float
     atom_unit: float | None = None
     start: float | None = None
 
-    def first_step(self, refined: bool) -> float:
-        """The first grid step: ``start`` (at least ``step``) where a refinement measures the
-        gap and goes on from there, ``step`` where the grid is used as it is (the conversions
-        read the composition on it without refining)."""
-        return self.start if refined and self.start is not None else self.step
-
     def grid_points(self, step: float) -> float:
-        """Estimated FFT length of the composition on grid ``step``."""
+        """Estimated FFT length of the composition on a grid.
+
+        Parameters
+        ----------
+        step
+            The grid step.
+
+        Returns
+        -------
+        float
+            The window width over ``step``.
+        """
         return self.window_width / step
 
 
 def pilot(laws: dict[str, list], accuracy: float) -> Pilot:
-    """A grid step from a coarse pilot discretization of ``laws`` (``{direction: [(law,
-    count), ...]}``, the first direction the leading one).
+    """A first grid step from a coarse pilot discretization of a composition.
 
     The composed window (Chernoff tails) sets the size of the FFT; the discretization error of
     the connect-the-dots (upper) and pairing (lower) schemes is second order, about ``k h^2``
     per factor in loss units, so ``h ~ sqrt(accuracy * eps_scale / k_total)``, capped by the
     grid size. The estimate starts 4x coarse: refinement then predicts the step from the
-    measured gap."""
+    measured gap.
+
+    Parameters
+    ----------
+    laws
+        ``{direction: [(law, count), ...]}``, the leading direction first.
+    accuracy
+        Target relative gap of ``epsilon(delta)``.
+
+    Returns
+    -------
+    Pilot
+        The first step, the window width, the atoms' unit and the refinement's start.
+    """
     direction_widths = []
     spreads = []
     lead_pilots = None
@@ -97,8 +114,17 @@ def pilot(laws: dict[str, list], accuracy: float) -> Pilot:
         # so no common grid (and no rediscretization when a finer law joins) is needed
         pilots = [(discretize(law, pilot_step(law), lower=False)[0], k) for law, k in factors]
         lead_pilots = pilots if lead_pilots is None else lead_pilots
-        lo, hi = window_losses(pilots, 1e-20)
-        direction_widths.append(hi - lo)
+        # the loss interval holding all but about 1e-20 of the composed mass on each side (an
+        # estimate, not a certified window): Chernoff cuts at orders in [0.5, 32] / spread, cut
+        # by the exact support (the factors sit on different grids)
+        lo_loss, hi_loss, *_ = ladder_chernoff(
+            pilots, 1e-20, (0.5, 32.0), max(f.step for f, _ in pilots)
+        )
+        hi = sum(k * (f.offset + len(f.probs) - 1) * f.step for f, k in pilots)
+        hi = hi if not math.isfinite(hi_loss) else min(hi, hi_loss)
+        lo = sum(k * f.offset * f.step for f, k in pilots)
+        lo = lo if not math.isfinite(lo_loss) else max(lo, lo_loss)
+        direction_widths.append(hi - min(lo, hi))
         spreads.append(max(p.step for p, _ in pilots))
     width = max(direction_widths) + 10 * max(spreads)
     lead = next(iter(laws.values()))
@@ -130,9 +156,7 @@ _GAP_QUANTILE = 4.5
 
 
 def second_order_step(pilots: list, accuracy: float) -> float:
-    """The step at which the certified gap of ``pilots`` (``[(law, count), ...]``, each law on
-    its own pilot grid) is expected to meet ``accuracy``, from the second-order error of the
-    grid versions (0 if the model does not apply).
+    """The step at which the certified gap is expected to meet the accuracy.
 
     Connect-the-dots moves each cell's mass to its ends keeping its P- and Q-mass, so a step's
     mean loss rises by about ``E[(L - l_j)(l_{j+1} - L)] / 2 ~ h^2 / 12`` and its variance by
@@ -142,7 +166,20 @@ def second_order_step(pilots: list, accuracy: float) -> float:
     ``K h^2 (1 + z / s) / 12`` per version, so the relative gap is about
     ``K h^2 (1 + z / s) / (4 (m + z s))``; measured gaps (B3 at 1e-3 and 6e-3) are 1.5-2.4 times
     that, so the model takes ``g(h) ~ K h^2 (1 + z / s) / (1.6 (m + z s))``. It is only a start:
-    the refinement measures the gap and goes on from there."""
+    the refinement measures the gap and goes on from there.
+
+    Parameters
+    ----------
+    pilots
+        ``[(law, count), ...]``, each law on its own pilot grid.
+    accuracy
+        Target relative gap of ``epsilon(delta)``.
+
+    Returns
+    -------
+    float
+        The step, or 0 where the model does not apply (no spread, no steps).
+    """
     count = sum(k for _, k in pilots)
     mean = sum(k * float(np.dot(law.probs, law.losses)) / max(float(law.probs.sum()), 1e-300)
                for law, k in pilots)
@@ -159,28 +196,30 @@ def second_order_step(pilots: list, accuracy: float) -> float:
 
 
 def snap(step: float, unit: float | None, finer: float = 4.0) -> float:
-    """Shrink ``step`` to a divisor of the atoms' common ``unit``, so that atoms sit on grid
-    points, unless that would make the grid more than ``finer`` times finer."""
+    """Shrink a step to a divisor of the atoms' common unit, so that atoms sit on grid points.
+
+    Parameters
+    ----------
+    step
+        The grid step.
+    unit
+        The atoms' common spacing, or None.
+    finer
+        The most the grid may be refined by snapping.
+
+    Returns
+    -------
+    float
+        ``unit / ceil(unit / step)``, or ``step`` where that is over ``finer`` times finer.
+    """
     if not unit or unit < step / finer:
         return step
     return unit / math.ceil(unit / step)
 
 
-def ladder_step(step: float, unit: float | None) -> float:
-    """Largest step ``<= step`` on the ladder ``unit * 2^-j`` (``unit`` the atoms' common
-    spacing, or 1): the ladder keeps the grid put while a history grows, so discretizations and
-    spectra are reused."""
-    if unit and unit >= step / 4:
-        if unit <= step:
-            return float(unit)
-        return float(unit / 2.0 ** math.ceil(math.log2(unit / step) - 1e-12))
-    return float(2.0 ** math.floor(math.log2(step) + 1e-12))
-
-
 @dataclass
 class StepPredictor:
-    """The step policy of a one-shot composition: the next grid step from the measured gap,
-    learning how fast the gap falls.
+    """The next grid step of a one-shot composition from the measured gap.
 
     Both discretizations are second order where a law has a density (the gap falls like
     ``h^2``), but an atom off the grid costs up to one step of loss (``h``): Laplace's atoms at
@@ -189,7 +228,20 @@ class StepPredictor:
     ``order`` when given); later ones measure the order from the last two grids (clamped to
     ``[1, 4]``). It aims at 0.8 of the accuracy, refines by 2x to 20x per round, and snaps to
     the atoms' unit when that costs at most a 2x finer grid (atoms on grid points are exact).
-    A wrong prediction costs one more round, never a bound: every grid is certified."""
+    A wrong prediction costs one more round, never a bound: every grid is certified. Called
+    as ``predictor(step, gap)``, it returns the next step.
+
+    Attributes
+    ----------
+    accuracy
+        Target relative gap of ``epsilon(delta)``.
+    unit
+        The atoms' common spacing, or None.
+    order
+        The order at which the gap falls, if known (else inferred).
+    previous
+        The last ``(step, gap)`` seen (learned from).
+    """
 
     accuracy: float
     unit: float | None = None
@@ -216,14 +268,129 @@ def _divides(step: float, unit: float) -> bool:
     return abs(ratio - round(ratio)) <= 1e-9 * ratio
 
 
-def halved_step(step: float, gap: float, accuracy: float, unit: float | None) -> float:
-    """The next step of a refinement on the ladder of :func:`ladder_step`: half the step, or a
-    quarter when the gap is so far off (16x) that halving cannot close it even where it falls
-    like ``h^4`` (on coarse grids the gap falls faster than ``h^2``, so a step predicted from
-    ``h^2`` would often be finer than needed, which every later query of a history pays for;
-    the coarse trials are cheap)."""
-    far = not np.isfinite(gap) or gap > 16 * accuracy
-    return ladder_step(step * (0.25 if far else 0.5), unit)
+@dataclass(frozen=True)
+class PilotSteps:
+    """The step policy of a one-shot composition: a pilot's steps, or a fixed one.
+
+    The pilot's first step is refined by predicting the next step from the measured gap
+    (:class:`~plda.engine.plan.StepPredictor`) and coarsened when the window outgrows the grid
+    cap.
+
+    Parameters
+    ----------
+    accuracy
+        Target relative gap of ``epsilon(delta)``.
+    pilot
+        The composition's pilot (:func:`~plda.engine.plan.pilot`); None with a fixed step.
+    fixed
+        The step the user fixed (never refined nor coarsened), or None.
+    predictor
+        The refinement's step predictor (one per query: it learns from the grids it saw).
+    """
+
+    accuracy: float
+    pilot: Pilot | None = None
+    fixed: float | None = None
+    predictor: StepPredictor | None = None
+    #: trial grids are judged by the gap of the maximum over every direction
+    margin = None
+
+    def current(self, plan: Plan | None, refined: bool = False) -> float:
+        """The current grid step.
+
+        Parameters
+        ----------
+        plan
+            The latest plan, or None (the first step then).
+        refined
+            Whether a refinement follows: it starts from the pilot's ``start``; otherwise the
+            step is never coarser than the pilot's ``step`` (delta and the conversions read it).
+
+        Returns
+        -------
+        float
+            The fixed step if there is one, else the step of ``plan`` or the first step.
+        """
+        if self.fixed is not None:
+            first = self.fixed
+        else:
+            found = self.pilot
+            first = found.start if refined and found.start is not None else found.step
+        return first if plan is None else plan.step if refined else min(plan.step, first)
+
+    def coarser(self, step: float, exc: GridTooLarge) -> float:
+        """A step whose composition fits under the grid cap.
+
+        Parameters
+        ----------
+        step
+            The step that did not fit.
+        exc
+            What its composition raised (the points it needed and the cap).
+
+        Returns
+        -------
+        float
+            A coarser step, by the ratio of the two and a margin.
+
+        Raises
+        ------
+        ValueError
+            With a fixed step (the user's step is never changed)."""
+        if self.fixed is not None:
+            raise ValueError(
+                f"step={self.fixed!r} is too fine for this composition: it needs "
+                f"{exc.points} grid points, more than the cap {exc.cap}"
+            ) from None
+        # the window is wider than the pilot predicted (very long compositions, tiny sample
+        # rates): coarsen until it fits; bounds stay certified, only wider, and epsilon_bounds
+        # warns if the accuracy is missed
+        return step * 1.25 * exc.points / exc.cap
+
+    def next_step(self, step: float, gap: float) -> float | None:
+        """The predicted finer step.
+
+        Parameters
+        ----------
+        step
+            The step whose gap was measured.
+        gap
+            Its relative gap.
+
+        Returns
+        -------
+        float or None
+            The prediction, or None past the grid cap or the finest step.
+        """
+        finer = self.predictor(step, gap)
+        if self.pilot.grid_points(finer) > MAX_GRID or finer < MIN_STEP:
+            return None
+        return finer
+
+
+def ladder_length(width: int) -> int:
+    """Smallest FFT length at least ``width`` of the form ``2^a``, ``5 * 2^a`` or ``3 * 2^a``.
+
+    Neighbours on this ladder differ by at most 3/2 and all are fast for pyFFTW and scipy.fft.
+    Lengths on it change rarely as a composition grows, so a history's spectra and their powers
+    are reused across many queries, and waste at most a quarter of the transform on padding.
+
+    Parameters
+    ----------
+    width
+        The window's width in grid points.
+
+    Returns
+    -------
+    int
+        The length, at least 16.
+    """
+    width = max(int(width), 16)
+    power = 1 << (width - 1).bit_length()  # smallest power of two >= width
+    for candidate in (power * 5 // 8, power * 3 // 4):
+        if candidate >= width:
+            return candidate
+    return power
 
 
 def refine(
@@ -234,14 +401,33 @@ def refine(
     next_step: Callable[[float, float], float | None],
     rounds: int = REFINEMENTS,
 ) -> tuple[float, float]:
-    """The one refinement loop: from ``step`` with measured ``gap``, try
-    ``next_step(step, gap)`` while the gap misses ``accuracy``, for at most ``rounds`` grids.
+    """The one refinement loop: finer steps while the gap misses the accuracy.
 
     Stops when the gap meets the accuracy, when it stops shrinking (``> 0.7`` of the previous
     one: the floating-point floor is reached), when ``next_step`` returns None (finer than
     allowed), or when the finer composition does not fit (``gap_at`` raises
-    ``MemoryError``, which :class:`~plda._internal.errors.GridTooLarge` is). Returns the last
-    step tried successfully and its gap."""
+    ``MemoryError``, which :class:`~plda._internal.errors.GridTooLarge` is).
+
+    Parameters
+    ----------
+    step
+        The step the gap was measured on.
+    gap
+        Its relative gap.
+    gap_at
+        The gap on another step.
+    accuracy
+        The target gap.
+    next_step
+        The policy's next step from ``(step, gap)``, or None.
+    rounds
+        The most grids tried.
+
+    Returns
+    -------
+    tuple of float
+        The last step tried successfully and its gap.
+    """
     previous = math.inf
     for _ in range(rounds):
         if gap <= accuracy or gap > 0.7 * previous:
@@ -258,8 +444,20 @@ def refine(
 
 
 def common_unit(values: np.ndarray, smallest: float) -> float | None:
-    """Largest ``u >= smallest`` with every value an integer multiple of ``u`` (to 1e-9
-    relative), by a Euclid-style float gcd; ``None`` if there is none."""
+    """Largest unit of which every value is an integer multiple, by a Euclid-style float gcd.
+
+    Parameters
+    ----------
+    values
+        The values (atom losses); zeros and non-finite ones are ignored.
+    smallest
+        The smallest unit accepted.
+
+    Returns
+    -------
+    float or None
+        The unit ``u >= smallest`` (multiples to 1e-9 relative), or None if there is none.
+    """
     values = np.unique(np.abs(values[np.isfinite(values) & (values != 0)]))
     if not len(values):
         return None

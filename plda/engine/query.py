@@ -1,11 +1,6 @@
-"""The one query driver: certified epsilon and delta bounds of a composition.
-
-A :class:`Query` runs the stages of every answer in order: choose and refine the grid step (its
-step policy), compose the grid versions (its composer), take the maximum over the directions of
-the relation, recompose below the FFT's rounding floor under an exponential tilt, and take the
-lower bound from the realized compositions when a factor is not ``tight``.
-:class:`~plda.pld.PrivacyLossDistribution` hands it :class:`PilotSteps` and a one-shot composer;
-:class:`~plda.accountant.PLDAccountant` hands it its ladder steps and its caching composer.
+"""The one query driver: a :class:`Query` refines the grid, composes, takes the maximum over
+directions, tilts below the FFT's floor and takes realized lower bounds. The PLD hands it
+:class:`PilotSteps`, the accountant its ladder steps and caching composer.
 """
 
 from __future__ import annotations
@@ -18,17 +13,20 @@ from operator import methodcaller
 
 import numpy as np
 
-from plda._internal.chernoff import CHERNOFF_ORDERS
 from plda._internal.errors import GridTooLarge, check_bracket, quiet_accuracy, warn_if_inaccurate
-from plda.engine.plan import MAX_GRID, MIN_STEP, Pilot, Plan, StepPredictor, pilot, refine
-from plda.engine.recipe import laws_by_direction, realized_recipes
-from plda.engine.versions import bounds_over_directions, grid_versions
+from plda.engine.plan import MAX_GRID, Pilot, PilotSteps, Plan, StepPredictor, pilot, refine
+from plda.engine.recipe import (
+    bounds_over_directions,
+    grid_versions,
+    laws_by_direction,
+    realized_recipes,
+)
+from plda.engine.tilt import chernoff_tilts
 
 __all__ = [
     "FFT_FLOOR",
     "REFINE_FLOOR",
     "TILT_FLOOR",
-    "PilotSteps",
     "Query",
     "one_shot",
     "probes",
@@ -48,63 +46,6 @@ TILT_FLOOR = 1e-60
 
 
 @dataclass(frozen=True)
-class PilotSteps:
-    """The step policy of a one-shot composition: a pilot's first step, refined by predicting
-    the next step from the measured gap (:class:`~plda.engine.plan.StepPredictor`), coarsened
-    when the window outgrows the grid cap; or a fixed step.
-
-    Parameters
-    ----------
-    accuracy
-        Target relative gap of ``epsilon(delta)``.
-    pilot
-        The composition's pilot (:func:`~plda.engine.plan.pilot`); None with a fixed step.
-    fixed
-        The step the user fixed (never refined nor coarsened), or None.
-    predictor
-        The refinement's step predictor (one per query: it learns from the grids it saw).
-    """
-
-    accuracy: float
-    pilot: Pilot | None = None
-    fixed: float | None = None
-    predictor: StepPredictor | None = None
-    #: trial grids are judged by the gap of the maximum over every direction
-    margin = None
-
-    def current(self, plan: Plan | None, refined: bool = False) -> float:
-        """The step of the latest ``plan`` (the first one until there is a plan); unless
-        ``refined``, never coarser than the pilot's unrefined step, which delta and the
-        conversions read as is."""
-        first = self.fixed if self.fixed is not None else self.pilot.first_step(refined)
-        return first if plan is None else plan.step if refined else min(plan.step, first)
-
-    def coarser(self, step: float, exc: GridTooLarge) -> float:
-        """A step whose composition fits under the grid cap, after ``exc`` at ``step``.
-
-        Raises
-        ------
-        ValueError
-            With a fixed step (the user's step is never changed)."""
-        if self.fixed is not None:
-            raise ValueError(
-                f"step={self.fixed!r} is too fine for this composition: it needs "
-                f"{exc.points} grid points, more than the cap {exc.cap}"
-            ) from None
-        # the window is wider than the pilot predicted (very long compositions, tiny sample
-        # rates): coarsen until it fits; bounds stay certified, only wider, and epsilon_bounds
-        # warns if the accuracy is missed
-        return step * 1.25 * exc.points / exc.cap
-
-    def next_step(self, step: float, gap: float) -> float | None:
-        """The predicted finer step, or None past the grid cap or the finest step."""
-        finer = self.predictor(step, gap)
-        if self.pilot.grid_points(finer) > MAX_GRID or finer < MIN_STEP:
-            return None
-        return finer
-
-
-@dataclass(frozen=True)
 class Query:
     """Certified bounds of one composition, by the stages every answer takes.
 
@@ -120,7 +61,7 @@ class Query:
         a non-leading direction's optimistic version).
     composer
         ``plan -> {direction: pair}``, each pair with an ``upper`` and a ``lower`` composed
-        grid law, the leading direction first (:func:`plda.engine.versions.grid_versions`, or
+        grid law, the leading direction first (:func:`plda.engine.recipe.grid_versions`, or
         the accountant's caching composer).
     cache
         The versions per plan and the current plan (key ``"plan"``), kept across queries (a
@@ -138,7 +79,19 @@ class Query:
 
     # ------------------------------------------------------------------ the grid
     def versions(self, step: float, tilt: float = 0.0) -> dict:
-        """``{direction: pair}`` composed to grid ``step`` (under ``tilt``), kept per plan.
+        """The composition's versions on a grid, kept per plan.
+
+        Parameters
+        ----------
+        step
+            The grid step.
+        tilt
+            The exponential tilt (0: none).
+
+        Returns
+        -------
+        dict
+            ``{direction: pair}``, each with an ``upper`` and a ``lower`` composed law.
 
         Raises
         ------
@@ -150,9 +103,26 @@ class Query:
         return self.cache[key]
 
     def grid(self, targets: np.ndarray | None = None, coarse_start: bool = True) -> dict:
-        """The versions on the policy's current grid, coarsened until it fits; with ``targets``
-        (deltas), refined until the epsilon gap meets the accuracy there (from the policy's
-        coarse start if ``coarse_start``)."""
+        """The versions on the policy's current grid, coarsened until it fits, refined if asked.
+
+        Parameters
+        ----------
+        targets
+            Deltas at which the epsilon gap must meet the accuracy (the grid is refined until
+            it does), or None (no refinement).
+        coarse_start
+            Refine from the policy's coarse start (else from the current step).
+
+        Returns
+        -------
+        dict
+            ``{direction: pair}`` on the grid reached.
+
+        Raises
+        ------
+        GridTooLarge
+            When no coarsening fits (never expected: each retry shrinks the grid).
+        """
         policy, cache = self.policy, self.cache
         step = policy.current(cache.get("plan"), refined=targets is not None and coarse_start)
         for _ in range(16):
@@ -171,27 +141,53 @@ class Query:
         return self.versions(step)
 
     def refined(self, step: float, targets: np.ndarray) -> float:
-        """The step the refinement loop (:func:`plda.engine.plan.refine`) reaches from
-        ``step`` for the epsilon gap at deltas ``targets``.
+        """The step the refinement loop (:func:`plda.engine.plan.refine`) reaches.
+
+        Parameters
+        ----------
+        step
+            The step it starts from.
+        targets
+            Deltas at which the epsilon gap is measured.
+
+        Returns
+        -------
+        float
+            ``step`` itself if its gap meets the accuracy, else the last step refined to.
 
         Raises
         ------
         GridTooLarge
             When the composition on ``step`` itself does not fit."""
+        gap = self.gap(step, targets)
+        if gap <= self.accuracy:  # refine's own first test: the grid as it is meets it
+            return step
         step, _ = refine(
-            step, self.gap(step, targets), partial(self.gap, targets=targets), self.accuracy,
-            self.policy.next_step,
+            step, gap, partial(self.gap, targets=targets), self.accuracy, self.policy.next_step
         )
         return step
 
     def gap(self, step: float, targets: np.ndarray) -> float:
-        """The largest relative epsilon gap at deltas ``targets`` on grid ``step``.
+        """The largest relative epsilon gap on a grid.
 
         With a policy ``margin`` (the accountant's trial grids), the leading direction is
         judged first: if its own gap misses the accuracy the grid is refined without composing
         the others (a grid that fails need not be completed); otherwise the maximum over the
         directions decides, reading a non-leading direction's optimistic version only within
-        ``margin`` of the upper bound."""
+        ``margin`` of the upper bound.
+
+        Parameters
+        ----------
+        step
+            The grid step.
+        targets
+            Deltas at which the gap is measured.
+
+        Returns
+        -------
+        float
+            The largest ``(upper - lower) / upper`` of epsilon there.
+        """
         versions = self.versions(step)
         margin, known = self.policy.margin, None
         if margin is not None:
@@ -209,9 +205,10 @@ class Query:
 
     # ----------------------------------------------------------------- the flows
     def epsilon_bounds(self, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Certified bounds on ``epsilon`` at deltas ``d``: refine for the deltas above the
-        refinement floor (the largest at least), take the maximum over directions, tilt below
-        the FFT's floor, then the realized lower bound.
+        """Certified bounds on ``epsilon`` at deltas.
+
+        Refines for the deltas above the refinement floor (the largest at least), takes the
+        maximum over directions, tilts below the FFT's floor, then the realized lower bound.
 
         Parameters
         ----------
@@ -245,9 +242,10 @@ class Query:
         return lower, upper
 
     def delta_bounds(self, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Certified bounds on ``delta`` at epsilons ``e``: refine for the epsilon gap at the
-        deltas reported (:func:`probes`), take the maximum over directions, tilt below the
-        FFT's floor, then the realized lower bound.
+        """Certified bounds on ``delta`` at epsilons.
+
+        Refines for the epsilon gap at the deltas reported (:func:`probes`), takes the maximum
+        over directions, tilts below the FFT's floor, then the realized lower bound.
 
         Parameters
         ----------
@@ -284,11 +282,33 @@ class Query:
 
     # ------------------------------------------------------------ below the floor
     def tilted(self, versions: dict, step: float, small, targets, lower, upper, kind: str):
-        """Below the FFT's rounding floor, recompose on grid ``step`` under the exponential
-        tilt aimed at each ``small`` target (:func:`plda.engine.tilt.compose_tilted`; the tilt
-        from the moments of the untilted ``versions``) and keep the tighter of the two
-        certified bounds (``kind="epsilon"``: ``targets`` are deltas and ``lower, upper``
-        bound epsilon; ``"delta"``: epsilons, bounding delta)."""
+        """Below the FFT's rounding floor, the bounds recomposed under an exponential tilt.
+
+        Each ``small`` target gets the tilt aimed at it (:func:`plda.engine.tilt.chernoff_tilts`
+        from the untilted ``versions``); the tighter of the two certified bounds is kept.
+
+        Parameters
+        ----------
+        versions
+            ``{direction: pair}``, untilted.
+        step
+            The grid step to recompose on.
+        small
+            Boolean mask of the targets to tilt for.
+        targets
+            Deltas (``kind="epsilon"``) or epsilons (``kind="delta"``), flat.
+        lower
+            The untilted lower bounds, flat.
+        upper
+            The untilted upper bounds, flat.
+        kind
+            ``"epsilon"`` or ``"delta"``: the query.
+
+        Returns
+        -------
+        tuple of numpy.ndarray
+            ``(lower, upper)``, new arrays.
+        """
         tilts = chernoff_tilts(versions, targets[small], kind)
         lower, upper = lower.copy(), upper.copy()
         for tilt in np.unique(tilts):
@@ -369,7 +389,7 @@ def one_shot(
     Returns
     -------
     Query
-        With :class:`PilotSteps` and :func:`plda.engine.versions.grid_versions` of ``laws``."""
+        With :class:`PilotSteps` and :func:`plda.engine.recipe.grid_versions` of ``laws``."""
     if step is not None:
         policy = PilotSteps(accuracy=accuracy, fixed=step)
     else:
@@ -422,8 +442,20 @@ def realized_queries(steps, accuracy: float) -> tuple[Query, ...]:
 
 
 def relative_gap(lower, upper) -> np.ndarray:
-    """``(upper - lower) / upper`` elementwise (0 where upper is 0 or infinite, inf where only
-    the lower bound is infinite)."""
+    """``(upper - lower) / upper`` elementwise.
+
+    Parameters
+    ----------
+    lower
+        Lower bounds.
+    upper
+        Upper bounds.
+
+    Returns
+    -------
+    numpy.ndarray
+        The gaps: 0 where ``upper`` is 0 or infinite, inf where only ``lower`` is infinite.
+    """
     with np.errstate(invalid="ignore", divide="ignore"):
         gap = np.where(
             np.isfinite(upper) & (upper > 0), (upper - lower) / np.maximum(upper, 1e-300), 0.0
@@ -447,26 +479,3 @@ def probes(uppers: list) -> np.ndarray:
     probe = np.ravel(np.max(uppers, axis=0))
     probe = probe[(probe > REFINE_FLOOR) & (probe < 1)]
     return probe[:: max(1, probe.size // 16)]
-
-
-def chernoff_tilts(versions: dict, targets: np.ndarray, kind: str) -> np.ndarray:
-    """Chernoff-optimal order for each target (deltas for ``kind="epsilon"``, epsilons for
-    ``"delta"``), rounded to a power of sqrt(2) (reuse), at most three distinct ones."""
-    t = CHERNOFF_ORDERS
-    log_c = t * np.log(t) - (t + 1) * np.log1p(t)
-    moments = [v.upper.log_mgf for v in versions.values() if v.upper.log_mgf is not None]
-    if not moments:
-        return np.ones(len(targets))
-    log_mgf = np.max(moments, axis=0)
-    if kind == "epsilon":
-        objective = (log_mgf + log_c)[None, :] - np.log(targets)[:, None]
-        best = t[np.argmin(objective / t[None, :], axis=1)]
-    else:
-        objective = (log_mgf + log_c)[None, :] - np.outer(targets, t)
-        best = t[np.argmin(objective, axis=1)]
-    rounded = 2.0 ** (np.round(2 * np.log2(best)) / 2)
-    distinct = np.unique(rounded)
-    if len(distinct) > 3:  # at most three extra compositions per call: nearest of three
-        keep = distinct[np.linspace(0, len(distinct) - 1, 3).round().astype(int)]
-        rounded = keep[np.argmin(np.abs(np.log(rounded)[:, None] - np.log(keep)), axis=1)]
-    return rounded

@@ -1,18 +1,14 @@
-"""Spectra of discrete privacy-loss laws, with their certified error terms and powers.
+"""The spectrum of a grid law at an FFT length, with its certified error terms and powers.
 
-The spectrum of a composition ``*_f law_f^{*k_f}`` is the product of the factors' spectra raised
-to their counts. Each factor's transform ``X`` is computed once per FFT length ``n`` and kept
-with ``log(|X| + eta)`` and ``eta / (|X| + eta)`` (``eta`` bounds the transform's rounding
-componentwise, :func:`plda._internal.fft.transform_error`), which is all the error accounting of the
-composer needs. Powers are taken either from the binary powers ``X^(2^j)`` (kept, for a history
-whose counts grow) or as ``exp(k log X)`` (one-shot compositions with large counts, where its
-rounding ``u |k log X|`` is far below the ``k u`` of repeated products).
+The composer (:mod:`plda.engine.composer`) multiplies the factors' spectra raised to their counts:
+binary powers kept for a history whose counts grow, ``exp(k log X)`` for one-shot compositions.
+The error analysis: docs/concepts/fft-composition.md.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 
 import numpy as np
 
@@ -26,22 +22,54 @@ LOG_FLOOR = -740.0
 
 @dataclass(eq=False)
 class Spectrum:
-    """rfft of one discretized law folded onto ``n`` points, its error terms and the binary
-    powers ``X^(2^j)`` computed so far (``powers[0]`` is ``X``)."""
+    """The transform of one grid law at an FFT length, with its error terms and powers.
+
+    Attributes
+    ----------
+    powers
+        The binary powers ``X^(2^j)`` computed so far; ``powers[0]`` is the rfft ``X`` of the
+        law folded onto the FFT length.
+    eta
+        Init only: a componentwise bound of the error of ``X``.
+    amplitude_log
+        ``log(|X| + eta)``, above both the true and the computed ``|X|``.
+    relative
+        ``eta / (|X| + eta)``.
+    nbytes
+        The bytes held, kept up to date as powers are added (caches read it).
+    """
 
     powers: list
-    amplitude_log: np.ndarray  # log(|X| + eta): |true X| and |computed X| are both below
-    relative: np.ndarray  # eta / (|X| + eta)
-    nbytes: int = field(default=0)  # kept up to date as powers are added (caches read it)
+    eta: InitVar[np.ndarray]
+    amplitude_log: np.ndarray = field(init=False)  # log(|X| + eta): |true X|, |computed X| below
+    relative: np.ndarray = field(init=False)  # eta / (|X| + eta)
+    nbytes: int = field(init=False)  # kept up to date as powers are added (caches read it)
 
-    def __post_init__(self):
+    def __post_init__(self, eta):
+        amplitude = np.abs(self.powers[0]) + eta
+        with np.errstate(divide="ignore"):  # an all-zero law has amplitude 0 where eta is 0
+            self.amplitude_log = np.log(amplitude)
+            positive = amplitude > 0
+            self.relative = np.where(positive, eta / np.where(positive, amplitude, 1.0), 0.0)
         self.nbytes = sum(p.nbytes for p in self.powers) + 2 * self.amplitude_log.nbytes
 
     def binary_power(self, k: int) -> tuple[np.ndarray, float]:
-        """``X^k`` as the product of the binary powers of ``X`` (ascending order: the result
-        depends on ``k`` only, not on which powers were cached before), and the relative
-        rounding it adds: ~``k + 2 log2 k`` products (relative errors double under squaring,
-        so the squarings add up to ``k`` roundings)."""
+        """``X^k`` as the product of the binary powers of ``X``, caching new ones.
+
+        Multiplied in ascending order, so the result depends on ``k`` only, not on which
+        powers were cached before.
+
+        Parameters
+        ----------
+        k
+            The power, at least 1.
+
+        Returns
+        -------
+        tuple
+            ``X^k`` and the relative rounding it adds, ~``k + 2 log2 k`` products (relative
+            errors double under squaring, so the squarings add up to ``k`` roundings).
+        """
         out = None
         j, rest = 0, k
         while rest:
@@ -59,10 +87,21 @@ class Spectrum:
         return out, 8 * UNIT_ROUNDOFF * (k + 2 * k.bit_length())
 
     def log_power(self, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """``X^k = exp(k log X)`` and its relative rounding ``8u (1 + |k log X|)`` (small where
-        ``|X| ~ 1`` with a small phase, the frequencies that carry the mass); where
-        ``k log(|X| + eta)`` is below :data:`LOG_FLOOR` the power is set to 0 and its whole
-        value (at most the bound) is charged as error."""
+        """``X^k`` as ``exp(k log X)``, nothing cached.
+
+        Parameters
+        ----------
+        k
+            The power, at least 1.
+
+        Returns
+        -------
+        tuple of numpy.ndarray
+            ``X^k`` and its relative rounding ``8u (1 + |k log X|)`` (small where ``|X| ~ 1``
+            with a small phase, the frequencies that carry the mass); where
+            ``k log(|X| + eta)`` is below :data:`LOG_FLOOR` the power is 0 and the relative
+            error 1 (its whole value, at most the bound, is charged).
+        """
         x = self.powers[0]
         if k == 1:
             return x.copy(), np.full(len(x), 4 * UNIT_ROUNDOFF)
@@ -77,12 +116,25 @@ class Spectrum:
 
 
 def spectrum_of(law, n: int) -> Spectrum:
-    """The :class:`Spectrum` of ``law.probs`` at FFT length ``n``.
+    """The :class:`Spectrum` of a grid law at an FFT length.
 
     A law longer than ``n`` is folded modulo ``n`` first: cyclic convolution of inputs folded
     modulo ``n`` is the exact convolution folded modulo ``n``, so folding only adds to the
-    wrap-around that the composition window charges; its rounding (``layers`` additions per
-    entry) is added to ``eta``."""
+    wrap-around that the composition window charges; its rounding is added to ``eta``, and so
+    is the error a composed law carries.
+
+    Parameters
+    ----------
+    law
+        A :class:`~plda.grid.discrete.DiscreteLoss`.
+    n
+        The FFT length.
+
+    Returns
+    -------
+    Spectrum
+        Its transform and error terms.
+    """
     probs = law.probs
     layers = -(-len(probs) // n)
     if layers > 1:
@@ -100,22 +152,4 @@ def spectrum_of(law, n: int) -> Spectrum:
         # of the transform's own rounding. (A discretized law has both at 0: nothing added.)
         size = len(law.probs)
         eta += min(law.entry_error * size, law.l2_error * math.sqrt(size))
-    amplitude = np.abs(x) + eta
-    with np.errstate(divide="ignore"):  # an all-zero law has amplitude 0 where eta is 0
-        amplitude_log = np.log(amplitude)
-        relative = np.where(amplitude > 0, eta / np.where(amplitude > 0, amplitude, 1.0), 0.0)
-    return Spectrum(powers=[x], amplitude_log=amplitude_log, relative=relative)
-
-
-def ladder_length(width: int) -> int:
-    """Smallest FFT length ``>= width`` of the form ``2^a``, ``5 * 2^a`` or ``3 * 2^a`` with
-    ratio at most 3/2 between neighbours (all fast for pyFFTW and scipy.fft); at least 16.
-    Lengths on this ladder change rarely as a composition grows, so a history's spectra and
-    their powers are reused across many queries, and waste at most a quarter of the
-    transform on padding."""
-    width = max(int(width), 16)
-    power = 1 << (width - 1).bit_length()  # smallest power of two >= width
-    for candidate in (power * 5 // 8, power * 3 // 4):
-        if candidate >= width:
-            return candidate
-    return power
+    return Spectrum(powers=[x], eta=eta)

@@ -1,10 +1,5 @@
-"""Tilted composition: the FFT's resolution moved to the tiny deltas of large epsilons.
-
-Tilting ``p_i -> p_i e^{t l_i} / M(t)`` commutes with convolution, so the composition of the
-tilted factors (:func:`plda.engine.composer.compose`) untilted by ``exp(C - t l_i)`` is the
-composed law, and the absolute FFT error becomes an error relative to the deltas found near the
-Chernoff point of ``t``.
-"""
+"""Tilted composition: the FFT's resolution moved to the tiny deltas of large epsilons
+(:func:`compose_tilted`), at the Chernoff-optimal tilts (:func:`chernoff_tilts`)."""
 
 from __future__ import annotations
 
@@ -12,6 +7,7 @@ import math
 
 import numpy as np
 
+from plda._internal.chernoff import CHERNOFF_ORDERS
 from plda._internal.floats import union_probability
 from plda.engine.composer import compose
 from plda.grid.discrete import DiscreteLoss
@@ -31,6 +27,27 @@ def compose_tilted(
     ``C = sum_f k_f log M_f(t)``, and the absolute FFT error of ``y~`` becomes an error relative
     to the (tiny) deltas found there. Losses where the weight ``exp(C - t l_i)`` would overflow
     are left out (``valid_from``). ``+inf`` masses are carried untilted.
+
+    Parameters
+    ----------
+    factors
+        ``[(law, count), ...]`` on a common grid.
+    tilt
+        The order ``t > 0``.
+    tail
+        Composed (tilted) mass allowed outside the window on each side.
+    max_size
+        The longest FFT allowed.
+
+    Returns
+    -------
+    DiscreteLoss
+        The composed law, untilted, with its ``tilt``, ``log_scale`` and ``valid_from``.
+
+    Raises
+    ------
+    ValueError
+        If ``tilt`` is not positive.
     """
     if tilt <= 0:
         raise ValueError("tilt must be positive")
@@ -99,3 +116,41 @@ def compose_tilted(
         )
         object.__setattr__(out, "chernoff_infinity_mass", chernoff_infinity)
     return out
+
+
+def chernoff_tilts(versions: dict, targets: np.ndarray, kind: str) -> np.ndarray:
+    """The Chernoff-optimal tilt for each target, at most three distinct ones.
+
+    Parameters
+    ----------
+    versions
+        ``{direction: pair}`` of the untilted composition (their upper versions' moments).
+    targets
+        Deltas (``kind="epsilon"``) or epsilons (``kind="delta"``).
+    kind
+        ``"epsilon"`` or ``"delta"``: the query.
+
+    Returns
+    -------
+    numpy.ndarray
+        One order per target, rounded to a power of sqrt(2) (so that compositions are reused);
+        all ones where no upper version has moments.
+    """
+    t = CHERNOFF_ORDERS
+    log_c = t * np.log(t) - (t + 1) * np.log1p(t)
+    moments = [v.upper.log_mgf for v in versions.values() if v.upper.log_mgf is not None]
+    if not moments:
+        return np.ones(len(targets))
+    log_mgf = np.max(moments, axis=0)
+    if kind == "epsilon":
+        objective = (log_mgf + log_c)[None, :] - np.log(targets)[:, None]
+        best = t[np.argmin(objective / t[None, :], axis=1)]
+    else:
+        objective = (log_mgf + log_c)[None, :] - np.outer(targets, t)
+        best = t[np.argmin(objective, axis=1)]
+    rounded = 2.0 ** (np.round(2 * np.log2(best)) / 2)
+    distinct = np.unique(rounded)
+    if len(distinct) > 3:  # at most three extra compositions per call: nearest of three
+        keep = distinct[np.linspace(0, len(distinct) - 1, 3).round().astype(int)]
+        rounded = keep[np.argmin(np.abs(np.log(rounded)[:, None] - np.log(keep)), axis=1)]
+    return rounded

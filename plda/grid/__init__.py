@@ -1,9 +1,8 @@
 """The law on the grid ``l_i = i h``: the value passed between the discretization and the engine.
 
 :class:`DiscreteLoss` (:mod:`~plda.grid.discrete`) is one direction's privacy-loss law on the
-grid, pessimistic or optimistic; its privacy profile is inverted exactly by
-:mod:`~plda.grid.epsilon`, and its Chernoff moments and exponential tables are in
-:mod:`~plda.grid.moments`.
+grid, pessimistic or optimistic, with its privacy profile and its exact inverse; its Chernoff
+moments and exponential tables are in :mod:`~plda.grid.moments`.
 """
 
 from plda.grid.discrete import DiscreteLoss

@@ -1,16 +1,6 @@
-"""The discrete privacy-loss distribution on a grid and its privacy profile.
-
-A :class:`DiscreteLoss` is the law of the privacy loss ``L = log(dP/dQ)`` under ``P`` for one
-ordered pair (one direction of the neighbouring relation), supported on ``l_i = i * step`` for
-``i = offset, ..., offset + len(probs) - 1`` plus a mass at ``+inf``. It is either an *upper*
-(pessimistic) or a *lower* (optimistic) version: every quantity computed from an upper version
-bounds the true one from above, and from a lower version from below.
-
-Privacy profile (hockey-stick divergence):
-``delta(eps) = P(L = inf) + sum_i p_i (1 - exp(eps - l_i))_+`` (Meiser & Mohammad 2018;
-Sommer et al. 2019). Between two grid points it has the closed form ``A_j - exp(eps) B_j``, so
-``epsilon(delta)`` is solved exactly segment by segment, with no bisection
-(:mod:`plda.grid.epsilon`).
+"""The privacy-loss law on the grid ``l_i = i h`` (:class:`DiscreteLoss`), with its certified
+profile ``delta(eps)`` and its exact inverse ``epsilon(delta)``. The formulas and their error
+terms: docs/concepts/discretization.md (From the grid law to epsilon).
 """
 
 from __future__ import annotations
@@ -21,14 +11,17 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from plda._internal.chernoff import CHERNOFF_LOG_C, CHERNOFF_ORDERS
-from plda._internal.floats import UNIT_ROUNDOFF
-from plda._internal.linalg import discounted_tails, dot
-from plda.grid.epsilon import EpsilonSolver
+from plda._internal.floats import UNIT_ROUNDOFF, discounted_tails, dot
 from plda.grid.moments import exp_neg_grid, log_mgf_ladder
+
+#: block length of the crossing search of :meth:`DiscreteLoss.epsilon` for a few deltas
+_BLOCK = 256
+#: at most this many deltas use the block search; more share the full segment arrays
+_LOCAL_QUERIES = 4
 
 
 @dataclass(frozen=True, eq=False)
-class DiscreteLoss(EpsilonSolver):
+class DiscreteLoss:
     """Privacy-loss law of one ordered pair on the grid ``l_i = i * step``.
 
     Parameters
@@ -86,7 +79,19 @@ class DiscreteLoss(EpsilonSolver):
         return (self.offset + np.arange(len(self.probs))) * self.step
 
     def finite_log_mgf(self, orders: np.ndarray = CHERNOFF_ORDERS) -> np.ndarray:
-        """``log sum_i p_i exp(t l_i)`` for each order ``t`` (shifted so nothing overflows)."""
+        """``log sum_i p_i exp(t l_i)`` for each order ``t``.
+
+        Parameters
+        ----------
+        orders
+            The orders ``t``.
+
+        Returns
+        -------
+        numpy.ndarray
+            One value per order (computed shifted, so nothing overflows); ``-inf`` without
+            finite mass.
+        """
         positive = self.probs > 0
         orders = np.asarray(orders, dtype=float)
         if not positive.any():
@@ -99,10 +104,23 @@ class DiscreteLoss(EpsilonSolver):
         return orders * ref + np.log(dot(terms, p))
 
     def ladder_log_mgf(self, j0: int, j1: int) -> tuple[np.ndarray, np.ndarray]:
-        """Upper bounds on ``log E[e^{tL}; L finite]`` and ``log E[e^{-tL}; L finite]`` at the
-        ladder orders ``t = 2^(j/2)``, ``j0 <= j <= j1``, cached per order (see
-        :func:`plda.grid.moments.log_mgf_ladder`). A fixed ladder lets callers reuse the
-        moments of a law across compositions whose spreads differ."""
+        """Upper bounds on ``log E[e^{+-tL}; L finite]`` at the ladder orders, cached per order.
+
+        A fixed ladder lets callers reuse the moments of a law across compositions whose
+        spreads differ (see :func:`plda.grid.moments.log_mgf_ladder`).
+
+        Parameters
+        ----------
+        j0
+            The lowest ladder index: orders ``t = 2^(j/2)``, ``j0 <= j <= j1``.
+        j1
+            The highest ladder index.
+
+        Returns
+        -------
+        tuple of numpy.ndarray
+            The bounds for ``+t`` and for ``-t``, one per order.
+        """
         cache = self.__dict__.get("_ladder_cache")
         if cache is None:
             cache = {}
@@ -187,11 +205,18 @@ class DiscreteLoss(EpsilonSolver):
         object.__setattr__(self, "_tail_cache", result)
         return result
 
-    def _segments(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Per grid cut ``j``: ``A_j``, ``B_j = sum_{i >= j} p_i e^(-l_i)`` (the Q-mass above the
-        cut) and the loss ``l_j``; ``delta(eps) = A_j - e^eps B_j`` on ``[l_{j-1}, l_j]``. Used
-        for tradeoff curves (Q-masses); the profile uses :meth:`_profile_segments`, which
-        stays finite at any loss."""
+    def segments(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The profile's closed form per grid cut, with Q-masses (for tradeoff curves).
+
+        ``delta(eps) = A_j - e^eps B_j`` on ``[l_{j-1}, l_j]``; the profile itself uses
+        :meth:`_profile_segments`, which stays finite at any loss.
+
+        Returns
+        -------
+        tuple of numpy.ndarray
+            ``A_j``, ``B_j = sum_{i >= j} p_i e^(-l_i)`` (the Q-mass above the cut) and the
+            losses ``l_j`` of the cuts.
+        """
         cached = self.__dict__.get("_segment_cache")
         if cached is not None:
             return cached
@@ -202,8 +227,6 @@ class DiscreteLoss(EpsilonSolver):
         result = (a, tail_scaled, cuts)
         object.__setattr__(self, "_segment_cache", result)
         return result
-
-    segments = _segments  # the public name, for the tradeoff conversions
 
     def _profile_segments(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per grid cut ``j``: ``A_j``, ``S_j`` with ``delta(eps) = A_j - e^(eps - l_j) S_j`` on
@@ -220,7 +243,7 @@ class DiscreteLoss(EpsilonSolver):
             return cached
         a, cuts = self._tail_mass_terms()
         discount = math.exp(-self.step)
-        # S_j for j = n-1 .. 0: a first-order recurrence, in blocks (plda._internal.linalg)
+        # S_j for j = n-1 .. 0: a first-order recurrence, in blocks (plda._internal.floats)
         s = np.zeros(len(self.probs) + 1)
         s[:-1] = discounted_tails(self.probs, discount)
         at_cuts = a - s  # delta at each cut (e^0 = 1); past the last entry only A remains
@@ -241,12 +264,24 @@ class DiscreteLoss(EpsilonSolver):
         return np.where(np.isfinite(eps), self.loss_error + rounding, 0.0)
 
     def delta(self, epsilon: np.ndarray) -> np.ndarray:
-        """``delta(epsilon)`` of this version (vectorized); an upper version also applies the
-        Chernoff bound ``delta <= P(inf) + inf_t c(t) exp(log E[e^{tL}] - t eps)`` with
-        ``c(t) = t^t / (t+1)^(t+1)`` and keeps the smaller of the two.
+        """``delta(epsilon)`` of this version, vectorized.
 
-        Both are evaluated at ``eps`` moved by :meth:`_loss_slack` in the safe direction (down
-        for an upper version, up for a lower one; ``delta`` does not increase in ``eps``)."""
+        An upper version also applies the Chernoff bound ``delta <= P(inf) + inf_t c(t)
+        exp(log E[e^{tL}] - t eps)`` with ``c(t) = t^t / (t+1)^(t+1)`` and keeps the smaller of
+        the two. Both are evaluated at ``eps`` moved by :meth:`_loss_slack` in the safe
+        direction (down for an upper version, up for a lower one).
+
+        Parameters
+        ----------
+        epsilon
+            Epsilons, any shape.
+
+        Returns
+        -------
+        numpy.ndarray
+            A bound on delta from above (upper version) or below (lower version), shaped like
+            ``epsilon``.
+        """
         given = np.asarray(epsilon, dtype=float)
         slack = self._loss_slack(given)
         eps = given - slack if self.upper else given + slack
@@ -279,3 +314,168 @@ class DiscreteLoss(EpsilonSolver):
         bound = bound.reshape(np.shape(eps))
         # 1e-9 relative margin covers rounding in the log-sum-exp of the moments
         return self.chernoff_infinity_mass + bound * (1 + 1e-9)
+
+    # ---------------------------------------------------------------- epsilon(delta)
+    def epsilon(self, delta: np.ndarray) -> np.ndarray:
+        """Smallest ``eps >= 0`` with ``delta(eps) <= delta`` for this version.
+
+        Solved exactly on the piecewise closed form ``A_j - e^(eps - l_j) S_j`` and moved
+        outward by the rounding and the loss error.
+
+        Parameters
+        ----------
+        delta
+            Deltas, any shape.
+
+        Returns
+        -------
+        numpy.ndarray
+            A bound on epsilon from above (upper version) or below (lower version), shaped like
+            ``delta``; ``inf`` where no finite ``eps`` reaches ``delta``.
+        """
+        d = np.asarray(delta, dtype=float)
+        if d.size <= _LOCAL_QUERIES and not self.tilt and "_profile_cache" not in self.__dict__:
+            # a few deltas on a fresh law (an accountant query): block search, see _crossing
+            return np.array([self._epsilon_one(float(x)) for x in d.ravel()]).reshape(d.shape)
+        a, s, cuts, at_cuts = self._profile_segments()
+        # first cut j with delta(l_j) <= d  (at_cuts is non-increasing)
+        j = np.searchsorted(-at_cuts, -d, side="left")
+        found = j < len(at_cuts)
+        jj = np.minimum(j, len(at_cuts) - 1)
+        left = np.where(jj > 0, cuts[np.maximum(jj - 1, 0)], -np.inf)
+        a_j, s_j, cut_j = a[jj], s[jj], cuts[jj]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            # A - e^(eps - l_j) S = d  <=>  eps = l_j + log(A - d) - log(S)
+            solved = cut_j + np.log(np.maximum(a_j - d, 0.0)) - np.log(s_j)
+        solved = np.where(s_j > 0, solved, left)
+        solved = np.clip(solved, left, cut_j)
+        out = np.where(found, solved, np.inf)
+        if self.valid_from > -np.inf:
+            # a tilted law says nothing below valid_from: an upper bound may not go below it,
+            # and a lower bound found below it is replaced by the trivial 0
+            out = (
+                np.maximum(out, self.valid_from)
+                if self.upper
+                else np.where(out >= self.valid_from, out, 0.0)
+            )
+        if self.upper:
+            out = np.minimum(out, self._chernoff_epsilon(d))
+        # the true epsilon lies on the safe side: move by far more than the rounding in log/exp
+        # (1e-12 relative, at least the few u of :meth:`_loss_slack`) and by the loss error
+        finite = np.isfinite(out)
+        nudge = self._epsilon_nudge(np.where(finite, out, 0.0))
+        out = np.where(finite, out + nudge if self.upper else out - nudge, out)
+        return np.maximum(out, 0.0)
+
+    def _epsilon_nudge(self, out):
+        """Outward move of a solved epsilon: rounding (see :meth:`_loss_slack`) and
+        :attr:`loss_error`."""
+        return 1e-12 * (1 + np.abs(out)) + 8 * UNIT_ROUNDOFF * self.step + self.loss_error
+
+    def _crossing(self, d: float) -> tuple[int, float, float]:
+        """A cut ``j`` (``0..n``) with ``delta(l_j) <= d < delta(l_{j-1})`` (``n + 1`` if none),
+        its tail mass ``sum_{i >= j} p_i`` and its discounted tail ``S_j`` (see
+        :meth:`_profile_segments`).
+
+        Found by bisection: over the ``n / _BLOCK`` block starts, then inside the crossing
+        block (``O(n)`` vectorized sums, ``O(log n)`` scalar evaluations, none of the full-length
+        sequential scans of :meth:`_profile_segments`: an accountant composes a fresh law for
+        every query). Bisection keeps ``delta(l_{j-1}) > d``, which is all either version
+        needs: an upper version may solve on any cut at or below ``d``; for a lower version the
+        true ``delta`` exceeds ``d`` up to ``l_{j-1}`` (it is above the lower one, and
+        non-increasing), so the epsilon solved on segment ``j`` stays below the true one."""
+        p = self.probs
+        n = len(p)
+        nb = -(-n // _BLOCK)
+        padded = np.zeros(nb * _BLOCK)
+        padded[:n] = p
+        blocks = padded.reshape(nb, _BLOCK)
+        # weights r^m, r = e^-h, within a block: each block's sum discounted to its start
+        weights = np.exp(-self.step * np.arange(_BLOCK))
+        mass_sums = blocks.sum(axis=1).tolist()
+        discounted = dot(blocks, weights).tolist()
+        r_block = math.exp(-self.step * _BLOCK)
+        mass, scaled = [0.0] * (nb + 1), [0.0] * (nb + 1)
+        for b in range(nb - 1, -1, -1):  # tails at block starts, discounted to each start
+            mass[b] = mass_sums[b] + mass[b + 1]
+            scaled[b] = discounted[b] + r_block * scaled[b + 1]
+        starts = [min(b * _BLOCK, n) for b in range(nb + 1)]
+        k = self._bisect(d, starts, mass, scaled)
+        if k > nb:
+            return n + 1, 0.0, 0.0
+        if k == 0:
+            return 0, mass[0], scaled[0]
+        lo, hi = starts[k - 1], starts[k]
+        # tails at the cuts lo+1..hi from the block's own entries and the tail beyond it
+        local = padded[lo + 1 : hi]
+        r = math.exp(-self.step)
+        local_mass = (np.cumsum(local[::-1])[::-1] + mass[k]).tolist() + [mass[k]]
+        tail_from = discounted_tails(local, r)
+        carry = scaled[k] * r ** np.arange(hi - lo - 1, 0, -1)  # S_hi discounted down to j
+        local_scaled = (tail_from + carry).tolist() + [scaled[k]]
+        cuts = list(range(lo + 1, hi + 1))
+        first = self._bisect(d, cuts, local_mass, local_scaled)
+        first = min(first, len(cuts) - 1)  # the block's last cut is its end, known to cross
+        return cuts[first], local_mass[first], local_scaled[first]
+
+    def _bisect(self, d: float, cuts: list, mass: list, scaled: list) -> int:
+        """Smallest index ``i`` with ``delta(l_{cuts[i]}) <= d`` (``len(cuts)`` if none),
+        ``delta`` at a cut being ``A_j - S_j`` from its tail sums."""
+        n = len(self.probs)
+        lo, hi = 0, len(cuts)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            a = self._scalar_tail_term(n - cuts[mid], mass[mid])
+            if a - scaled[mid] <= d:
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo
+
+    def _scalar_tail_term(self, count: int, tail_mass: float) -> float:
+        """:meth:`_tail_terms` for one cut, in scalar arithmetic (untilted laws)."""
+        fp_error = min(self.entry_error * count, self.l2_error * math.sqrt(count))
+        fp_error += 4.0 * len(self.probs) * UNIT_ROUNDOFF * tail_mass
+        if self.upper:
+            a = self.infinity_mass + tail_mass + fp_error
+            return math.inf if math.isnan(a) else a
+        return self.infinity_mass + tail_mass - fp_error - self.spurious_mass
+
+    def _epsilon_one(self, d: float) -> float:
+        """:meth:`epsilon` at one ``d`` for an untilted law, in scalar arithmetic on the cut
+        found by :meth:`_crossing` (the same closed form, error terms and margins)."""
+        n = len(self.probs)
+        j, tail_mass, s = self._crossing(d)
+        if j > n:
+            out = math.inf
+        else:
+            a = self._scalar_tail_term(n - j, tail_mass)
+            left = (self.offset + j - 1) * self.step if j > 0 else -math.inf
+            cut = (self.offset + j) * self.step if j < n else math.inf
+            if s > 0:
+                out = cut + math.log(a - d) - math.log(s) if a > d else -math.inf
+            else:
+                out = left
+            out = min(max(out, left), cut)
+        if self.upper and self.log_mgf is not None:
+            room = d - self.chernoff_infinity_mass
+            if room > 0:
+                exponent = self.log_mgf + CHERNOFF_LOG_C + 1e-9 - math.log(room)
+                out = min(out, float((exponent / CHERNOFF_ORDERS).min()))
+        if math.isfinite(out):
+            nudge = float(self._epsilon_nudge(out))
+            out = out + nudge if self.upper else out - nudge
+        return max(out, 0.0)
+
+    def _chernoff_epsilon(self, d: np.ndarray) -> np.ndarray:
+        if self.log_mgf is None:
+            return np.full(d.shape, np.inf)
+        t = CHERNOFF_ORDERS
+        log_c = CHERNOFF_LOG_C
+        room = np.ravel(d) - self.chernoff_infinity_mass
+        with np.errstate(divide="ignore", invalid="ignore"):
+            log_room = np.where(room > 0, np.log(np.maximum(room, 1e-320)), -np.inf)
+            eps = (self.log_mgf + log_c + 1e-9)[None, :] - log_room[:, None]
+            eps = np.min(eps / t[None, :], axis=1)
+        eps = np.where(room > 0, eps, np.inf)
+        return eps.reshape(d.shape)

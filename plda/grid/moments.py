@@ -1,10 +1,6 @@
-"""Moments of discrete privacy-loss laws: the exponential tables of the profile, the Chernoff
-moments at the ladder orders ``t = 2^(j/2)``, and the composition window they give.
-
-A composition's mass outside a loss interval is bounded by Chernoff's inequality
-``P(S > x) <= exp(log E[e^{tS}] - t x)`` with ``log E[e^{tS}] = sum_f k_f log E[e^{tL_f}]``; any
-order gives a valid bound, so the orders sit on a fixed ladder and each law's moments are
-computed once per order (cached on the law) and reused by every composition it enters.
+"""Moments of grid laws: the exponential tables of the profile, the Chernoff moments at the
+ladder orders ``t = 2^(j/2)`` (any order bounds a tail, so each law's are computed once per
+order and reused by every composition it enters) and the composition window they give.
 """
 
 from __future__ import annotations
@@ -15,8 +11,7 @@ import threading
 import numpy as np
 
 from plda._internal.caches import register
-from plda._internal.floats import UNIT_ROUNDOFF
-from plda._internal.linalg import dot
+from plda._internal.floats import UNIT_ROUNDOFF, dot
 
 # tables are never written after they are built, so a thread may keep using one that another
 # thread has just evicted; the dict itself is only changed under the lock
@@ -40,7 +35,22 @@ def exp_neg_grid(step: float, offset: int, n: int) -> np.ndarray:
     a correctly rounded exponential of a rounded loss, so the relative error (a few ``u`` per
     unit of ``|loss|``) is the one of evaluating ``exp`` at the rounded losses directly, which
     the callers' ``1e-12`` margins absorb. Direct evaluation where the table would under- or
-    overflow."""
+    overflow.
+
+    Parameters
+    ----------
+    step
+        The grid step.
+    offset
+        The grid index of the first loss.
+    n
+        How many losses.
+
+    Returns
+    -------
+    numpy.ndarray
+        The ``n`` exponentials.
+    """
     if not (abs(offset * step) < 600 and abs((offset + n) * step) < 600) or n > _EXP_TABLE_MAX:
         return np.exp(-(offset + np.arange(n)) * step)
     table = _EXP_TABLES.get(step)
@@ -95,14 +105,14 @@ def _block_table(t: float, step: float, length: int) -> np.ndarray:
 
 
 def log_mgf_ladder(law, j0: int, j1: int) -> tuple[np.ndarray, np.ndarray]:
-    """``log sum_i p_i e^{+-t l_i}`` at the orders ``t = 2^(j/2)``, ``j0 <= j <= j1``: upper
-    bounds (Chernoff bounds need upper bounds on the moments, any will do).
+    """Upper bounds on ``log sum_i p_i e^{+-t l_i}`` at the ladder orders ``t = 2^(j/2)``.
 
-    The losses sit on the grid ``l_i = (offset + i) h``, so within a block of ``B``
-    consecutive entries ``e^{t l_i} = e^{t l_c} e^{t h (i - c)}`` (``l_c`` the block's centre)
-    and the second factor comes from one table per order and grid step
-    (:func:`_block_table`, shared by every law on the grid): each order costs one
-    matrix-vector product instead of an ``exp`` per entry. Blocks are summed in log space.
+    Chernoff bounds need upper bounds on the moments, any will do. The losses sit on the grid
+    ``l_i = (offset + i) h``, so within a block of ``B`` consecutive entries ``e^{t l_i} =
+    e^{t l_c} e^{t h (i - c)}`` (``l_c`` the block's centre) and the second factor comes from
+    one table per order and grid step (:func:`_block_table`, shared by every law on the grid):
+    each order costs one matrix-vector product instead of an ``exp`` per entry; blocks are summed
+    in log space.
 
     Rounding (each term kept an upper bound): the table entries are correctly rounded
     ``exp`` of exponents of size at most 150 that carry a relative error of ``2u``, so each is
@@ -110,7 +120,22 @@ def log_mgf_ladder(law, j0: int, j1: int) -> tuple[np.ndarray, np.ndarray]:
     ``(B + 1) u`` relative; a product that underflows loses at most ``2^-1074`` (absolute,
     added back per block); the block centres' exponents ``t l_c`` are off by at most
     ``4u t max|l|``; the log-sum-exp over blocks adds ``(nb + 4) u``. All of it is added to the
-    logarithm."""
+    logarithm.
+
+    Parameters
+    ----------
+    law
+        A :class:`~plda.grid.discrete.DiscreteLoss`.
+    j0
+        The lowest ladder index.
+    j1
+        The highest ladder index.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        The bounds for ``+t`` and for ``-t``, one per order (``-inf`` without finite mass).
+    """
     positive = law.probs > 0
     if not positive.any():
         empty = np.full(j1 - j0 + 1, -np.inf)
@@ -156,14 +181,29 @@ def log_mgf_ladder(law, j0: int, j1: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def ladder_chernoff(factors, tail: float, order_range: tuple[float, float], min_spread: float):
-    """Chernoff cuts of a composition at the ladder orders ``t = 2^(j/2)`` in
-    ``order_range / spread`` (``spread``: the composed standard deviation, at least
-    ``min_spread``), from each factor's cached ``DiscreteLoss.ladder_log_mgf``.
+    """Chernoff cuts of a composition at the ladder orders, from each factor's cached moments.
 
-    Returns ``(lo_loss, hi_loss, orders, log_up, log_down)``: all but ``tail`` of the composed
-    mass lies above ``lo_loss`` and below ``hi_loss`` (infinite where no order bounds it, e.g.
-    no finite mass), and ``log E[e^{+-tL}]`` of the composition at ``orders`` for further tail
-    bounds. Plain floats: a few dozen numbers, where numpy calls cost more than the work."""
+    Plain floats: a few dozen numbers, where numpy calls cost more than the work.
+
+    Parameters
+    ----------
+    factors
+        ``[(law, count), ...]``.
+    tail
+        The mass allowed beyond each cut.
+    order_range
+        The orders used, in units of ``1 / spread`` (the composed standard deviation).
+    min_spread
+        The smallest spread assumed.
+
+    Returns
+    -------
+    tuple
+        ``(lo_loss, hi_loss, orders, log_up, log_down)``: all but ``tail`` of the composed mass
+        lies above ``lo_loss`` and below ``hi_loss`` (infinite where no order bounds it, e.g.
+        no finite mass), and ``log E[e^{+-tL}]`` of the composition at ``orders`` for further
+        tail bounds.
+    """
     variance = sum(k * f._spread()[1] for f, k in factors)
     spread = math.sqrt(max(variance, min_spread * min_spread))
     j0 = math.floor(2 * math.log2(order_range[0] / spread))
@@ -196,22 +236,19 @@ def ladder_chernoff(factors, tail: float, order_range: tuple[float, float], min_
     return lo_loss, hi_loss, orders, log_up, log_down
 
 
-def window_losses(factors: list, tail: float) -> tuple[float, float]:
-    """Loss interval holding all but about ``tail`` of the composed mass on each side, for
-    factors that may sit on different grids (a pilot estimate, not a certified window):
-    :func:`ladder_chernoff` at orders in ``[0.5, 32] / spread``, cut by the exact support."""
-    lo_exact = sum(k * f.offset * f.step for f, k in factors)
-    hi_exact = sum(k * (f.offset + len(f.probs) - 1) * f.step for f, k in factors)
-    lo_loss, hi_loss, *_ = ladder_chernoff(
-        factors, tail, (0.5, 32.0), max(f.step for f, _ in factors)
-    )
-    hi = hi_exact if not math.isfinite(hi_loss) else min(hi_exact, hi_loss)
-    lo = lo_exact if not math.isfinite(lo_loss) else max(lo_exact, lo_loss)
-    return min(lo, hi), hi
-
-
 def power_support(factors: list) -> tuple[int, int]:
-    """Index range ``[lo, hi]`` of the exact composition of ``factors`` (each ``(law, count)``)."""
+    """Index range of the exact composition of some factors.
+
+    Parameters
+    ----------
+    factors
+        ``[(law, count), ...]`` on a common grid.
+
+    Returns
+    -------
+    tuple of int
+        ``(lo, hi)``, the grid indices of its lowest and highest loss.
+    """
     lo = sum(k * f.offset for f, k in factors)
     hi = sum(k * (f.offset + len(f.probs) - 1) for f, k in factors)
     return lo, hi

@@ -31,8 +31,24 @@ class Mechanism:
         return self._remove_law() if self.symmetric else self._remove_law().reversed()
 
     def privacy_loss(self, direction: str = "remove") -> PrivacyLossLaw:
-        """The privacy-loss law for ``direction`` in ``("remove", "add")``; it exposes
-        ``cdf``/``sf``/``ppf``/``isf`` under either hypothesis, like a ``scipy.stats`` law."""
+        """The privacy-loss law of one direction of the relation.
+
+        Parameters
+        ----------
+        direction
+            ``"remove"`` or ``"add"``.
+
+        Returns
+        -------
+        PrivacyLossLaw
+            The law, computed once per mechanism value; it exposes ``cdf``/``sf``/``ppf``/
+            ``isf`` under either hypothesis, like a ``scipy.stats`` law.
+
+        Raises
+        ------
+        ValueError
+            For another ``direction``.
+        """
         if direction not in DIRECTIONS:
             raise ValueError(f"direction must be 'remove' or 'add', got {direction!r}")
         # remembered on the instance: the shared cache keys on the mechanism's value, whose hash
@@ -42,11 +58,18 @@ class Mechanism:
         return remembered(self, direction, lambda: _cached_law(self, direction))
 
     def coarsened(self) -> Mechanism:
-        """A mechanism whose privacy loss dominates this one's in both directions, with its
-        parameters on a coarse grid (the family's ``_coarsened`` hook: for Poisson-sampled
-        Gaussians ``sigma`` rounded down and ``q`` up to powers of ``2^(1/16)``), so that many
-        nearby mechanisms share one; the mechanism itself when its family has no such grid.
-        Used to pick grids for long, varied histories, never to report a bound."""
+        """A mechanism that dominates this one, with its parameters on a coarse grid.
+
+        Many nearby mechanisms share one (the family's ``_coarsened`` hook: for Poisson-sampled
+        Gaussians ``sigma`` rounded down and ``q`` up to powers of ``2^(1/16)``). Used to pick
+        grids for long, varied histories, never to report a bound.
+
+        Returns
+        -------
+        Mechanism
+            Its privacy loss dominates this one's in both directions; the mechanism itself
+            when its family has no such grid.
+        """
         return remembered(self, "coarsened", lambda: _cached_coarsened(self))
 
     def __getstate__(self) -> dict:
@@ -66,45 +89,90 @@ class Mechanism:
     tight: bool = True
 
     def lower_bound_mechanism(self) -> Mechanism:
-        """A mechanism whose PLD *lower* bound is a certified lower bound for this one: the
-        mechanism itself when it is ``tight``."""
+        """A mechanism whose PLD *lower* bound is a certified lower bound for this one.
+
+        Returns
+        -------
+        Mechanism
+            The mechanism itself when it is ``tight``.
+        """
         return self
 
     def lower_bound_mechanisms(self) -> tuple[Mechanism, ...]:
-        """Every mechanism whose PLD *lower* bound is a certified lower bound for this one
-        (each realized by a pair of neighbouring datasets, or a post-processing of one): a
-        composition reports the largest of their lower bounds. Default:
-        ``(lower_bound_mechanism(),)``; a sampler with several realized worst-case inputs,
-        none of which is worst at every ``epsilon``, returns them all."""
+        """Every mechanism whose PLD *lower* bound is a certified lower bound for this one.
+
+        Each is realized by a pair of neighbouring datasets, or a post-processing of one; a
+        composition reports the largest of their lower bounds.
+
+        Returns
+        -------
+        tuple of Mechanism
+            By default ``(lower_bound_mechanism(),)``; a sampler with several realized
+            worst-case inputs, none of which is worst at every ``epsilon``, returns them all.
+        """
         return (self.lower_bound_mechanism(),)
 
     def lower_bound_recipes(self, count: int) -> tuple[tuple[tuple[Mechanism, int], ...], ...]:
-        """Realized compositions of ``count`` runs of this mechanism, as recipes
-        ``((mechanism, count), ...)``: the lower bound of each is certified for the ``count``
-        runs. Default: each of :meth:`lower_bound_mechanisms` run ``count`` times; a sampler
-        whose realized pairs may change orientation from step to step adds compositions that
-        mix them."""
+        """Realized compositions of ``count`` runs of this mechanism.
+
+        Parameters
+        ----------
+        count
+            The number of runs.
+
+        Returns
+        -------
+        tuple
+            Recipes ``((mechanism, count), ...)``, the lower bound of each certified for the
+            ``count`` runs. By default each of :meth:`lower_bound_mechanisms` run ``count``
+            times; a sampler whose realized pairs may change orientation from step to step
+            adds compositions that mix them.
+        """
         return tuple(((mechanism, count),) for mechanism in self.lower_bound_mechanisms())
 
     def reversed(self) -> Mechanism:
-        """The mechanism whose two directions are this one's swapped (the same pair of
-        datasets, read in the other order)."""
+        """The mechanism whose two directions are this one's swapped.
+
+        Returns
+        -------
+        Mechanism
+            The same pair of datasets read in the other order (the mechanism itself when it
+            is symmetric).
+        """
         return self if self.symmetric else Reversed(self)
 
     def under_replace_one(self) -> Mechanism:
         """The equivalent mechanism whose add/remove laws are this one's replace-one laws.
 
-        Default: a record replaced moves the output by up to twice the add/remove sensitivity
-        (its old contribution out, the new one in), so the sensitivity doubles.
+        Families that support the replace-one relation override it (for an additive-noise
+        mechanism a replaced record moves the output by up to twice the add/remove
+        sensitivity, so the sensitivity doubles).
+
+        Returns
+        -------
+        Mechanism
+            The mechanism to account under add/remove.
+
+        Raises
+        ------
+        ValueError
+            For a family without replace-one support (this default).
         """
         raise ValueError(f"the replace_one relation is not supported for {type(self).__name__}")
 
 
 @dataclass(frozen=True)
 class Reversed(Mechanism):
-    """``mechanism`` with its two directions swapped: its ``remove`` law is the other's ``add``
-    law. A realized pair read in the other order is realized too (by the same datasets with a
-    query that negates the records), so a realized run may mix the two orders."""
+    """A mechanism with its two directions swapped: its ``remove`` law is the other's ``add``.
+
+    A realized pair read in the other order is realized too (by the same datasets with a query
+    that negates the records), so a realized run may mix the two orders.
+
+    Attributes
+    ----------
+    mechanism
+        The mechanism read in the other order.
+    """
 
     mechanism: Mechanism
     symmetric = False
@@ -116,6 +184,13 @@ class Reversed(Mechanism):
         return self.mechanism.privacy_loss("remove")
 
     def reversed(self) -> Mechanism:
+        """The mechanism in its own order.
+
+        Returns
+        -------
+        Mechanism
+            ``mechanism``.
+        """
         return self.mechanism
 
 
@@ -133,9 +208,21 @@ def _cached_law(mechanism: Mechanism, direction: str) -> PrivacyLossLaw:
 
 # ------------------------------------------------------------ samplers analysed by two pairs
 def public_name(mechanism: Mechanism) -> str:
-    """The name of ``mechanism``'s class for messages: its first public class (a sampler read
-    under replace-one is an internal subclass, ``Shuffled`` for instance, and a message names
-    what the user wrote), with ``" under replace-one"`` when an internal class was passed."""
+    """The name of a mechanism's class for messages: its first public class.
+
+    A sampler read under replace-one is an internal subclass (of ``Shuffled`` for instance),
+    and a message names what the user wrote.
+
+    Parameters
+    ----------
+    mechanism
+        The mechanism.
+
+    Returns
+    -------
+    str
+        The class name, with ``" under replace-one"`` when an internal class was passed.
+    """
     own = type(mechanism).__name__
     mixins = ("BracketedMechanism", "Mechanism", "object")
     names = [c.__name__ for c in type(mechanism).__mro__
@@ -146,17 +233,19 @@ def public_name(mechanism: Mechanism) -> str:
 
 
 class NotTightWarning(PLDAWarning):
-    """A PLD was built on a sampler whose dominating pair is not known to be realized by
-    datasets: its upper bound holds; ``epsilon_bounds`` and ``delta_bounds`` (of a PLD and of
-    an accountant, and every conversion) take their lower bound from the sampler's realized
-    pairs (``lower_bound_mechanisms()``), so the interval also holds the gap between the two
+    """A PLD was built on a sampler whose dominating pair is not known to be realized.
+
+    Its upper bound holds; ``epsilon_bounds`` and ``delta_bounds`` (of a PLD and of an
+    accountant, and every conversion) take their lower bound from the sampler's realized pairs
+    (``lower_bound_mechanisms()``), so the interval also holds the gap between the two
     analyses."""
 
 
 class SamplerAssumptionWarning(PLDAWarning):
-    """A sampler's analysis rests on an assumption about the data loader that plda cannot
-    check: :class:`~plda.Shuffled` under add/remove assumes that removing a record leaves its
-    slot empty (the other batches unchanged). A loader that re-chunks a permutation shifts every
+    """A sampler's analysis rests on an assumption about the data loader that plda cannot check.
+
+    :class:`~plda.Shuffled` under add/remove assumes that removing a record leaves its slot
+    empty (the other batches unchanged). A loader that re-chunks a permutation shifts every
     later batch instead; account it under ``relation="replace_one"``."""
 
 
@@ -182,14 +271,37 @@ class BracketedMechanism(Mechanism):
         return False
 
     def lower_bound_mechanism(self) -> Mechanism:  # pragma: no cover - abstract
-        """A mechanism whose PLD *lower* bound is a certified lower bound for this sampler."""
+        """A mechanism whose PLD *lower* bound is a certified lower bound for this sampler.
+
+        Returns
+        -------
+        Mechanism
+            Realized by two neighbouring datasets (or a post-processing of such a pair).
+
+        Raises
+        ------
+        NotImplementedError
+            Here; each sampler implements it.
+        """
         raise NotImplementedError
 
     def privacy_loss(self, direction: str = "remove"):
-        """As :meth:`Mechanism.privacy_loss`; warns with :class:`NotTightWarning` (and what else
-        the analysis assumes, see :meth:`_warn_about_analysis`) at every request, not only when
-        the law is first computed, so that each public call using the sampler says so once
-        whatever the caches hold (the calls dedupe their internal requests)."""
+        """As :meth:`Mechanism.privacy_loss`, warning that the sampler is not tight.
+
+        Warns with :class:`NotTightWarning` (and what else the analysis assumes) at every
+        request, not only when the law is first computed, so that each public call using the
+        sampler says so once whatever the caches hold.
+
+        Parameters
+        ----------
+        direction
+            ``"remove"`` or ``"add"``.
+
+        Returns
+        -------
+        PrivacyLossLaw
+            The law of the dominating pair.
+        """
         self._warn_about_analysis()
         return super().privacy_loss(direction)
 

@@ -22,6 +22,21 @@ class Gaussian(Mechanism):
 
     Its privacy loss is Gaussian: ``L ~ N(mu^2/2, mu^2)`` with ``mu = sensitivity / sigma``; it is
     exactly ``mu``-GDP (Dong, Roth & Su 2019) and ``k`` compositions are ``sqrt(k) mu``-GDP.
+
+    Parameters
+    ----------
+    sigma
+        The noise's standard deviation, positive.
+    sensitivity
+        The query's L2 sensitivity, positive.
+
+    Raises
+    ------
+    TypeError
+        If an argument is not a real number.
+    ValueError
+        If an argument is not positive and finite, or ``sensitivity / sigma`` is outside
+        ``MU_RANGE``, the range plda certifies.
     """
 
     sigma: float
@@ -48,21 +63,33 @@ class Gaussian(Mechanism):
         sigma = min(self.sigma, 2.0 ** (math.floor(16 * math.log2(self.sigma)) / 16))
         return replace(self, sigma=sigma)
 
-    def under_replace_one(self):
+    def under_replace_one(self) -> Gaussian:
+        """The Gaussian whose add/remove laws are this one's replace-one laws.
+
+        Returns
+        -------
+        Gaussian
+            The same noise on twice the sensitivity (a replaced record moves the output by up
+            to twice the add/remove sensitivity).
+        """
         return replace(self, sensitivity=2 * self.sensitivity)
 
 
 @dataclass(frozen=True, eq=False)
 class GaussianLaw(PrivacyLossLaw):
-    """Gaussian pair ``N(mu, 1)`` vs ``N(0, 1)``: ``L ~ N(mu^2/2, mu^2)`` under P and
-    ``N(-mu^2/2, mu^2)`` under Q (Balle & Wang 2018)."""
+    """The privacy-loss law of the Gaussian pair ``N(mu, 1)`` vs ``N(0, 1)``.
+
+    ``L ~ N(mu^2/2, mu^2)`` under P and ``N(-mu^2/2, mu^2)`` under Q (Balle & Wang 2018).
+
+    Attributes
+    ----------
+    mu
+        ``sensitivity / sigma`` of the mechanism.
+    """
 
     mu: float = 1.0
     has_continuous_part = True
-
-    @property
-    def continuous_support(self):
-        return (-np.inf, np.inf)
+    continuous_support = (-np.inf, np.inf)
 
     def _mean(self, hypothesis):
         return self.mu**2 / 2 if hypothesis == "P" else -(self.mu**2) / 2

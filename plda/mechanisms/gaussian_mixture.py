@@ -17,7 +17,7 @@ import numpy as np
 from scipy.special import ndtr, ndtri
 
 from plda._internal.binomial import poisson_binomial_probabilities
-from plda._internal.linalg import dot
+from plda._internal.floats import dot
 from plda._internal.roots import convex_increasing_inverse
 from plda._internal.validation import (
     MIN_SAMPLE_RATE,

@@ -1,15 +1,7 @@
-"""Privacy-loss laws: the distribution of ``L = log(dP/dQ)(o)`` for one ordered pair ``(P, Q)``.
-
-A law is split into a finite set of atoms, an absolutely continuous part and masses at ``±inf``.
-Like a ``scipy.stats`` distribution it exposes ``cdf``, ``sf`` and ``ppf``/``isf``, under either
-hypothesis (``"P"``: the output comes from ``P``; ``"Q"``: from ``Q``). Under ``Q`` the law
-follows from the one under ``P`` by ``dQ = exp(-l) dP`` on finite losses.
-
-Subclasses implement the continuous part through the hooks ``_cont_cdf``/``_cont_sf`` (and may
-override ``_cont_pdf``, ``_cont_tail``, ``_cont_cdf_sf``); code outside ``plda.mechanisms`` uses
-only the public methods ``continuous_cdf``/``continuous_sf``/``continuous_pdf``/
-``continuous_cdf_sf``/``tail_points``, which validate and call the hooks (the ``scipy.stats``
-pattern).
+"""Privacy-loss laws: the distribution of ``L = log(dP/dQ)(o)`` for one ordered pair ``(P, Q)``,
+as atoms, a continuous part and masses at ``±inf``, read under either hypothesis like a
+``scipy.stats`` law. Families implement the hooks ``_cont_*``; only the public methods, which
+validate, call them.
 """
 
 from __future__ import annotations
@@ -20,14 +12,15 @@ import numpy as np
 from scipy.optimize import brentq
 
 from plda._internal.caches import remembered
-from plda._internal.linalg import dot
+from plda._internal.floats import dot
 
 HYPOTHESES = ("P", "Q")
 
 
-def _check_hypothesis(hypothesis: str) -> None:
-    if hypothesis not in HYPOTHESES:
-        raise ValueError(f"hypothesis must be 'P' or 'Q', got {hypothesis!r}")
+def _bad_hypothesis(hypothesis) -> ValueError:
+    """The error of a public method given a ``hypothesis`` not in :data:`HYPOTHESES` (each
+    checks it by one comparison, on the discretizer's innermost path)."""
+    return ValueError(f"hypothesis must be 'P' or 'Q', got {hypothesis!r}")
 
 
 @dataclass(frozen=True, eq=False)
@@ -54,14 +47,13 @@ class PrivacyLossLaw:
     truncated_mass: float = 0.0
 
     # ---------------------------------------------------------- continuous part
+    #: whether the law has a continuous part (a family sets it, or computes it as a property)
     has_continuous_part = False
     #: whether ``_cont_pdf`` is available (quadrature) or only cdf/sf (differences)
     has_density = True
-
-    @property
-    def continuous_support(self) -> tuple[float, float]:
-        """Support ``(lo, hi)`` of the continuous part; infinite ends allowed."""
-        return (0.0, 0.0)
+    #: support ``(lo, hi)`` of the continuous part, infinite ends allowed (a family sets it, in
+    #: its class body or at construction, or computes it as a property)
+    continuous_support = (0.0, 0.0)
 
     def _cont_cdf(self, x: np.ndarray, hypothesis: str) -> np.ndarray:
         return np.zeros_like(x)
@@ -126,25 +118,60 @@ class PrivacyLossLaw:
         ValueError
             If ``hypothesis`` is not ``"P"`` or ``"Q"``.
         """
-        _check_hypothesis(hypothesis)
+        if hypothesis not in HYPOTHESES:
+            raise _bad_hypothesis(hypothesis)
         return self._cont_cdf(np.asarray(x, dtype=float), hypothesis)
 
     def continuous_sf(self, x, hypothesis: str = "P") -> np.ndarray:
         """Mass of the continuous part at losses ``> x``: ``S_c(x) = int_x^inf f_c(l) dl``.
 
         Computed directly (not as ``total - F_c(x)``) so that small tails keep their
-        relative accuracy. Same parameters and exceptions as :meth:`continuous_cdf`.
+        relative accuracy.
+
+        Parameters
+        ----------
+        x : array_like of float
+            Losses.
+        hypothesis : {"P", "Q"}
+            Distribution the output is drawn from.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``S_c(x)``, same shape as ``x``.
+
+        Raises
+        ------
+        ValueError
+            If ``hypothesis`` is not ``"P"`` or ``"Q"``.
         """
-        _check_hypothesis(hypothesis)
+        if hypothesis not in HYPOTHESES:
+            raise _bad_hypothesis(hypothesis)
         return self._cont_sf(np.asarray(x, dtype=float), hypothesis)
 
     def continuous_pdf(self, x, hypothesis: str = "P") -> np.ndarray:
         """Density ``f_c(x)`` of the continuous part; under ``Q`` it is ``e^{-x} f_c^P(x)``.
 
-        Only meaningful when ``has_density`` is true (laws without one return zeros).
-        Same parameters and exceptions as :meth:`continuous_cdf`.
+        Parameters
+        ----------
+        x : array_like of float
+            Losses.
+        hypothesis : {"P", "Q"}
+            Distribution the output is drawn from.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``f_c(x)``, same shape as ``x``; only meaningful when ``has_density`` is true
+            (laws without one return zeros).
+
+        Raises
+        ------
+        ValueError
+            If ``hypothesis`` is not ``"P"`` or ``"Q"``.
         """
-        _check_hypothesis(hypothesis)
+        if hypothesis not in HYPOTHESES:
+            raise _bad_hypothesis(hypothesis)
         return self._cont_pdf(np.asarray(x, dtype=float), hypothesis)
 
     def continuous_cdf_sf(self, x) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -156,6 +183,11 @@ class PrivacyLossLaw:
         ----------
         x : array_like of float
             Losses.
+
+        Returns
+        -------
+        tuple of numpy.ndarray
+            The four, each shaped like ``x``.
         """
         return self._cont_cdf_sf(np.asarray(x, dtype=float))
 
@@ -173,12 +205,18 @@ class PrivacyLossLaw:
         hypothesis : {"P", "Q"}
             Distribution the output is drawn from.
 
+        Returns
+        -------
+        tuple of float
+            ``(a, b)``, remembered per law.
+
         Raises
         ------
         ValueError
             If ``mass`` is outside ``[0, 1]`` or ``hypothesis`` is not ``"P"``/``"Q"``.
         """
-        _check_hypothesis(hypothesis)
+        if hypothesis not in HYPOTHESES:
+            raise _bad_hypothesis(hypothesis)
         m = float(mass)
         if not 0.0 <= m <= 1.0:
             raise ValueError(f"mass must be in [0, 1], got {mass!r}")
@@ -193,8 +231,28 @@ class PrivacyLossLaw:
         return self.atom_probs * np.exp(-self.atom_losses)
 
     def cdf(self, loss, hypothesis: str = "P"):
-        """``P(L <= loss)`` (or under ``Q``), vectorized."""
-        _check_hypothesis(hypothesis)
+        """``P(L <= loss)``, or under ``Q``, vectorized.
+
+        Parameters
+        ----------
+        loss : array_like of float
+            Losses.
+        hypothesis : {"P", "Q"}
+            Distribution the output is drawn from.
+
+        Returns
+        -------
+        numpy.ndarray
+            The cdf, shaped like ``loss`` (atoms, the continuous part and, under ``Q``, the
+            mass at ``-inf``).
+
+        Raises
+        ------
+        ValueError
+            If ``hypothesis`` is not ``"P"`` or ``"Q"``.
+        """
+        if hypothesis not in HYPOTHESES:
+            raise _bad_hypothesis(hypothesis)
         x = np.asarray(loss, dtype=float)
         atoms = self._atom_masses(hypothesis)
         below = dot(self.atom_losses[None, :] <= x.reshape(-1, 1), atoms) if len(atoms) else 0.0
@@ -205,8 +263,28 @@ class PrivacyLossLaw:
         return out
 
     def sf(self, loss, hypothesis: str = "P"):
-        """``P(L > loss)`` (or under ``Q``), vectorized; includes the mass at ``+inf``."""
-        _check_hypothesis(hypothesis)
+        """``P(L > loss)``, or under ``Q``, vectorized.
+
+        Parameters
+        ----------
+        loss : array_like of float
+            Losses.
+        hypothesis : {"P", "Q"}
+            Distribution the output is drawn from.
+
+        Returns
+        -------
+        numpy.ndarray
+            The survival function, shaped like ``loss`` (under ``P`` it includes the mass at
+            ``+inf``).
+
+        Raises
+        ------
+        ValueError
+            If ``hypothesis`` is not ``"P"`` or ``"Q"``.
+        """
+        if hypothesis not in HYPOTHESES:
+            raise _bad_hypothesis(hypothesis)
         x = np.asarray(loss, dtype=float)
         atoms = self._atom_masses(hypothesis)
         above = dot(self.atom_losses[None, :] > x.reshape(-1, 1), atoms) if len(atoms) else 0.0
@@ -217,26 +295,81 @@ class PrivacyLossLaw:
         return out
 
     def ppf(self, quantile, hypothesis: str = "P"):
-        """Generalized inverse of :meth:`cdf`: smallest loss with ``cdf >= quantile``."""
-        _check_hypothesis(hypothesis)
+        """Generalized inverse of :meth:`cdf`: the smallest loss with ``cdf >= quantile``.
+
+        Parameters
+        ----------
+        quantile : array_like of float
+            Probabilities.
+        hypothesis : {"P", "Q"}
+            Distribution the output is drawn from.
+
+        Returns
+        -------
+        numpy.ndarray
+            The losses, shaped like ``quantile`` (found by root search).
+
+        Raises
+        ------
+        ValueError
+            If ``hypothesis`` is not ``"P"`` or ``"Q"``.
+        """
+        if hypothesis not in HYPOTHESES:
+            raise _bad_hypothesis(hypothesis)
         qs = np.atleast_1d(np.asarray(quantile, dtype=float))
         out = np.array([self._search(lambda x: self.cdf(x, hypothesis), q) for q in qs])
         return out.reshape(np.shape(quantile))
 
     def isf(self, quantile, hypothesis: str = "P"):
-        """Inverse of :meth:`sf`."""
-        _check_hypothesis(hypothesis)
+        """Inverse of :meth:`sf`: the loss where ``sf`` crosses ``quantile``.
+
+        Parameters
+        ----------
+        quantile : array_like of float
+            Probabilities.
+        hypothesis : {"P", "Q"}
+            Distribution the output is drawn from.
+
+        Returns
+        -------
+        numpy.ndarray
+            The losses, shaped like ``quantile`` (found by root search).
+
+        Raises
+        ------
+        ValueError
+            If ``hypothesis`` is not ``"P"`` or ``"Q"``.
+        """
+        if hypothesis not in HYPOTHESES:
+            raise _bad_hypothesis(hypothesis)
         qs = np.atleast_1d(np.asarray(quantile, dtype=float))
         out = np.array([self._search(lambda x: -self.sf(x, hypothesis), -q) for q in qs])
         return out.reshape(np.shape(quantile))
 
     def delta(self, epsilon):
-        """Exact hockey-stick divergence ``sup_S P(S) - e^eps Q(S) = S_P(eps) - e^eps S_Q(eps)``."""
+        """Exact hockey-stick divergence ``sup_S P(S) - e^eps Q(S) = S_P(eps) - e^eps S_Q(eps)``.
+
+        Parameters
+        ----------
+        epsilon : array_like of float
+            Epsilons.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``delta(epsilon)``, shaped like ``epsilon``.
+        """
         eps = np.asarray(epsilon, dtype=float)
         return np.maximum(self.sf(eps, "P") - np.exp(eps) * self.sf(eps, "Q"), 0.0)
 
     def reversed(self) -> PrivacyLossLaw:
-        """Law of the reversed pair ``(Q, P)``: the loss is ``-L``, read under ``Q``."""
+        """Law of the reversed pair ``(Q, P)``: the loss is ``-L``, read under ``Q``.
+
+        Returns
+        -------
+        PrivacyLossLaw
+            A :class:`ReversedLaw` of this one.
+        """
         return ReversedLaw(base=self)
 
     def _cont_cdf_sf(self, x):
@@ -252,7 +385,13 @@ class PrivacyLossLaw:
 
 @dataclass(frozen=True, eq=False)
 class ReversedLaw(PrivacyLossLaw):
-    """The pair ``(Q, P)`` of a given law: ``L' = -L`` with ``L`` drawn under ``Q``."""
+    """The pair ``(Q, P)`` of a given law: ``L' = -L`` with ``L`` drawn under ``Q``.
+
+    Attributes
+    ----------
+    base
+        The law of ``(P, Q)``.
+    """
 
     base: PrivacyLossLaw | None = None
 
@@ -262,15 +401,10 @@ class ReversedLaw(PrivacyLossLaw):
         object.__setattr__(self, "atom_probs", (b.atom_probs * np.exp(-b.atom_losses))[::-1])
         object.__setattr__(self, "infinity_mass", b.neg_infinity_mass)
         object.__setattr__(self, "neg_infinity_mass", b.infinity_mass)
-
-    @property
-    def has_continuous_part(self):  # type: ignore[override]
-        return self.base.has_continuous_part
-
-    @property
-    def continuous_support(self):  # type: ignore[override]
-        lo, hi = self.base.continuous_support
-        return (-hi, -lo)
+        # read by every discretization step: derived once, here
+        object.__setattr__(self, "has_continuous_part", b.has_continuous_part)
+        lo, hi = b.continuous_support
+        object.__setattr__(self, "continuous_support", (-hi, -lo))
 
     def _cont_cdf(self, x, hypothesis):
         other = "Q" if hypothesis == "P" else "P"
@@ -293,94 +427,31 @@ class ReversedLaw(PrivacyLossLaw):
         a, b = self.base._cont_tail(mass, other)
         return -b, -a
 
-    def reversed(self):
+    def reversed(self) -> PrivacyLossLaw:
+        """The law of the pair in its own order.
+
+        Returns
+        -------
+        PrivacyLossLaw
+            ``base``.
+        """
         return self.base
 
 
 @dataclass(frozen=True, eq=False)
 class AtomLaw(PrivacyLossLaw):
-    """A law made of atoms only (discrete mechanisms, randomized response)."""
+    """A law made of atoms only (discrete mechanisms, randomized response).
 
-
-@dataclass(frozen=True, eq=False)
-class RevealedMixtureLaw(PrivacyLossLaw):
-    r"""Law of the pair ``(sum_k w_k delta_k x P_k, sum_k w_k delta_k x Q_k)``: component ``k`` is
-    drawn with probability ``w_k`` (the same under both hypotheses) and revealed with the output.
-
-    Its loss is the loss of the drawn component, so every probability is the ``w``-weighted sum
-    of the components' (under ``P`` and under ``Q`` alike) and
-    ``delta(eps) = sum_k w_k delta_k(eps)``. Revealing ``k`` only helps an adversary, so the
-    pair dominates the plain mixture ``(sum w_k P_k, sum w_k Q_k)`` (post-processing).
-
-    Parameters
+    Attributes
     ----------
-    components
-        The component laws.
-    weights
-        Their probabilities; they must sum to 1 (within ``1e-12``).
+    atom_losses
+        The finite losses carrying point masses.
+    atom_probs
+        Their probabilities under ``P``.
+    infinity_mass
+        ``P(L = +inf)``.
+    neg_infinity_mass
+        ``Q(L = -inf)``.
+    truncated_mass
+        Mass of large losses left out (charged to ``+inf`` by a pessimistic discretization).
     """
-
-    components: tuple = ()
-    weights: tuple = ()
-
-    def __post_init__(self):
-        if len(self.components) != len(self.weights) or not self.components:
-            raise ValueError("components and weights must be non-empty and of one length")
-        w = np.asarray(self.weights, dtype=float)
-        if np.any(w < 0) or abs(w.sum() - 1.0) > 1e-12:
-            raise ValueError(f"weights must be >= 0 and sum to 1, got {self.weights!r}")
-        pairs = list(zip(w, self.components, strict=True))
-        object.__setattr__(self, "atom_losses",
-                           np.concatenate([law.atom_losses for _, law in pairs]))
-        object.__setattr__(self, "atom_probs",
-                           np.concatenate([wk * law.atom_probs for wk, law in pairs]))
-        for name in ("infinity_mass", "neg_infinity_mass", "truncated_mass"):
-            total = sum(wk * getattr(law, name) for wk, law in pairs)
-            object.__setattr__(self, name, float(total))
-
-    def _continuous(self):
-        return [(wk, law) for wk, law in zip(self.weights, self.components, strict=True)
-                if law.has_continuous_part and wk > 0]
-
-    @property
-    def has_continuous_part(self):  # type: ignore[override]
-        return bool(self._continuous())
-
-    @property
-    def has_density(self):  # type: ignore[override]
-        return all(law.has_density for _, law in self._continuous())
-
-    @property
-    def continuous_support(self):
-        ends = [law.continuous_support for _, law in self._continuous()] or [(0.0, 0.0)]
-        return (min(lo for lo, _ in ends), max(hi for _, hi in ends))
-
-    def _weighted(self, method: str, x, hypothesis: str):
-        x = np.asarray(x, dtype=float)
-        out = np.zeros(x.shape)
-        for wk, law in self._continuous():
-            out = out + wk * getattr(law, method)(x, hypothesis)
-        return out
-
-    def _cont_cdf(self, x, hypothesis):
-        return self._weighted("_cont_cdf", x, hypothesis)
-
-    def _cont_sf(self, x, hypothesis):
-        return self._weighted("_cont_sf", x, hypothesis)
-
-    def _cont_pdf(self, x, hypothesis):
-        return self._weighted("_cont_pdf", x, hypothesis)
-
-    def _cont_cdf_sf(self, x):
-        x = np.asarray(x, dtype=float)
-        total = [np.zeros(x.shape) for _ in range(4)]
-        for wk, law in self._continuous():
-            for i, part in enumerate(law._cont_cdf_sf(x)):
-                total[i] = total[i] + wk * part
-        return tuple(total)
-
-    def _cont_tail(self, mass, hypothesis):
-        # each component leaves at most `mass` of its own (weight-1) law outside its points, so
-        # the weighted sum leaves at most `mass` outside the outermost points
-        tails = [law._cont_tail(mass, hypothesis) for _, law in self._continuous()]
-        return min(a for a, _ in tails), max(b for _, b in tails)

@@ -15,7 +15,7 @@ from plda._internal.validation import MIN_SAMPLE_RATE, count, in_range, probabil
 from plda.mechanisms.base import Mechanism
 from plda.mechanisms.gaussian import Gaussian
 from plda.mechanisms.gaussian_mixture import MAX_GROUP_SIZE, GaussianMixture
-from plda.mechanisms.law import PrivacyLossLaw
+from plda.mechanisms.law import PrivacyLossLaw, ReversedLaw
 
 
 @dataclass(frozen=True)
@@ -30,15 +30,15 @@ class PoissonSampled(Mechanism):
     own (a user's examples; or one record over ``K`` independently sampled micro-batches whose
     clipped gradients are summed before the noise): ``k ~ Binomial(K, q)`` of them are in the
     step, and the pair is the mixture ``sum_k Bin(k; K, q) N(k Δ, σ^2)`` against
-    ``N(0, σ^2)`` (:meth:`group_mixture`; realized and dominating, proof in
-    :mod:`plda.mechanisms.gaussian_mixture`). Gaussian bases and add/remove only.
+    ``N(0, σ^2)`` (:meth:`group_mixture`; realized and dominating, ``docs/accountant.md``).
+    Gaussian bases and add/remove only.
 
     Parameters
     ----------
     mechanism : Mechanism
-        The base mechanism, with its add/remove sensitivity.
+        The mechanism run on the sample, with its add/remove sensitivity.
     sample_rate : float
-        Poisson rate ``q`` in ``[1e-12, 1]``.
+        The probability ``q`` that a record is kept, in ``[1e-12, 1]``.
     group_size : int, optional
         Records ``K`` of the protected unit, each sampled independently, in ``[1, 10000]``
         (1: one record; ``K > 1`` needs a :class:`~plda.Gaussian` base).
@@ -46,10 +46,10 @@ class PoissonSampled(Mechanism):
     Raises
     ------
     TypeError
-        ``mechanism`` is not a plda mechanism, or a value is not a number.
+        If ``mechanism`` is not a plda mechanism, or a value is not a number.
     ValueError
-        A value outside its range, or ``group_size > 1`` with a base that is not a Gaussian
-        (the message names the argument).
+        If a value is outside its range, or ``group_size > 1`` with a base that is not a
+        Gaussian (the message names the argument).
     """
 
     mechanism: Mechanism
@@ -66,6 +66,10 @@ class PoissonSampled(Mechanism):
         )
         in_range("sample_rate", self.sample_rate, MIN_SAMPLE_RATE, 1.0,
                  "tighter rates give only loose bounds on the grid")
+        # the two directions differ unless every record is kept (derived once, as data)
+        object.__setattr__(
+            self, "symmetric", self.sample_rate == 1.0 and self.mechanism.symmetric
+        )
         group = count("group_size", self.group_size, minimum=1, maximum=MAX_GROUP_SIZE)
         object.__setattr__(self, "group_size", group)
         if group > 1:
@@ -101,10 +105,6 @@ class PoissonSampled(Mechanism):
                                sensitivities=tuple(float(k) * base.sensitivity for k in counts),
                                probabilities=weights)
 
-    @property
-    def symmetric(self) -> bool:  # type: ignore[override]
-        return self.sample_rate == 1.0 and self.mechanism.symmetric
-
     def _remove_law(self):
         if self.group_size > 1:
             return self.group_mixture().privacy_loss("remove")
@@ -118,7 +118,7 @@ class PoissonSampled(Mechanism):
             return self.group_mixture().privacy_loss("add")
         if self.sample_rate == 1.0:
             return self.mechanism.privacy_loss("add")
-        return self.privacy_loss("remove").reversed()
+        return ReversedLaw(base=self.privacy_loss("remove"))
 
     def _coarsened(self) -> Mechanism:
         """The base coarsened and ``q`` rounded up to a power of ``2^(1/16)``: ``delta(eps)`` of
@@ -128,10 +128,24 @@ class PoissonSampled(Mechanism):
         return PoissonSampled(self.mechanism._coarsened(), q, self.group_size)
 
     def under_replace_one(self) -> Mechanism:
-        """Replace-one: the replaced record's contribution moves between ``±sensitivity``
-        around the rest of the sum, sampled with probability q: the symmetric pair
-        ``((1-q) N(0) + q N(Δ), (1-q) N(0) + q N(-Δ))`` (Zhu, Dong & Wang 2022) — tighter than
-        doubling the sensitivity. Supported for Gaussian base mechanisms and one record."""
+        """The mechanism whose add/remove laws are this one's replace-one laws.
+
+        The replaced record's contribution moves between ``±sensitivity`` around the rest of
+        the sum, sampled with probability q: the symmetric pair
+        ``((1-q) N(0) + q N(Δ), (1-q) N(0) + q N(-Δ))`` (Zhu, Dong & Wang 2022), tighter than
+        doubling the sensitivity. One record only: a group's replace-one pair is not known to
+        dominate.
+
+        Returns
+        -------
+        Mechanism
+            The sampled Gaussian read under replace-one.
+
+        Raises
+        ------
+        ValueError
+            If the base mechanism is not a :class:`~plda.Gaussian`, or ``group_size > 1``.
+        """
         if self.group_size > 1:
             self.group_mixture().under_replace_one()  # refused, with the mixture's reason
         if type(self.mechanism) is not Gaussian:
@@ -155,8 +169,18 @@ class _ReplaceOneSampledGaussian(Mechanism):
 
 @dataclass(frozen=True, eq=False)
 class SubsampledLaw(PrivacyLossLaw):
-    """Poisson subsampling, remove direction: the pair ``(q P + (1-q) Q, Q)`` of a base pair
-    ``(P, Q)``; its loss is ``log(1 + q (e^L - 1))`` (Zhu, Dong & Wang 2022, Thm. 11)."""
+    """The law of Poisson subsampling, remove direction: ``(q P + (1-q) Q, Q)`` of a base pair.
+
+    Its loss is ``log(1 + q (e^L - 1))`` for a base loss ``L`` (Zhu, Dong & Wang 2022,
+    Thm. 11).
+
+    Attributes
+    ----------
+    base
+        The law of the base pair ``(P, Q)``.
+    sample_rate
+        The probability ``q`` that a record is kept.
+    """
 
     base: PrivacyLossLaw | None = None
     sample_rate: float = 1.0
@@ -174,10 +198,28 @@ class SubsampledLaw(PrivacyLossLaw):
         object.__setattr__(self, "infinity_mass", q * b.infinity_mass)
         object.__setattr__(self, "neg_infinity_mass", 0.0)
         object.__setattr__(self, "truncated_mass", q * b.truncated_mass)
+        # read by every discretization step: derived once, here
+        object.__setattr__(self, "has_continuous_part", b.has_continuous_part)
+        lo, hi = b.continuous_support
+        object.__setattr__(
+            self,
+            "continuous_support",
+            (float(self.subsampled_loss(lo)), float(self.subsampled_loss(hi))),
+        )
 
     def subsampled_loss(self, loss):
-        """The loss ``log(1 + q (e^y - 1))`` of an output whose base loss is ``y`` (increasing,
-        ``0`` at ``0``)."""
+        """The subsampled loss of an output from its base loss ``y``.
+
+        Parameters
+        ----------
+        loss : array_like of float
+            Base losses ``y``.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``log(1 + q (e^y - 1))`` (increasing, ``0`` at ``0``).
+        """
         loss = np.asarray(loss, dtype=float)
         q = self.sample_rate
         with np.errstate(over="ignore"):
@@ -188,8 +230,18 @@ class SubsampledLaw(PrivacyLossLaw):
         return np.where(big, large, small)
 
     def base_loss(self, loss):
-        """Base loss mapping to ``loss`` (the inverse of :meth:`subsampled_loss`); ``-inf`` at
-        or below ``log(1 - q)``."""
+        """The base loss that maps to a subsampled loss (the inverse of :meth:`subsampled_loss`).
+
+        Parameters
+        ----------
+        loss : array_like of float
+            Subsampled losses.
+
+        Returns
+        -------
+        numpy.ndarray
+            The base losses; ``-inf`` at or below ``log(1 - q)``.
+        """
         loss = np.asarray(loss, dtype=float)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             ratio = np.expm1(loss) / self.sample_rate
@@ -199,15 +251,6 @@ class SubsampledLaw(PrivacyLossLaw):
                 (self.sample_rate - 1) * np.exp(-np.maximum(loss, 30.0))
             )
             return np.where(loss > 30, large, small)
-
-    @property
-    def has_continuous_part(self):  # type: ignore[override]
-        return self.base.has_continuous_part
-
-    @property
-    def continuous_support(self):
-        lo, hi = self.base.continuous_support
-        return (float(self.subsampled_loss(lo)), float(self.subsampled_loss(hi)))
 
     def _cont_cdf(self, x, hypothesis):
         y = self.base_loss(x)
@@ -267,21 +310,26 @@ class SubsampledLaw(PrivacyLossLaw):
 
 @dataclass(frozen=True, eq=False)
 class ReplaceOneSampledGaussianLaw(PrivacyLossLaw):
-    """Poisson-sampled Gaussian under replace-one: ``P = (1-q) N(0,1) + q N(mu,1)`` against
-    ``Q = (1-q) N(0,1) + q N(-mu,1)`` (the replaced record's contribution moves from ``-Δ/2``
-    to ``+Δ/2`` around the rest; Zhu, Dong & Wang 2022, Sec. 5), with ``mu = Δ/σ``.
+    """The law of a Poisson-sampled Gaussian under replace-one.
 
-    The loss ``L(x) = log(1-q + q e^{mu x - mu^2/2}) - log(1-q + q e^{-mu x - mu^2/2})`` is
-    increasing and odd in the output ``x``; it is inverted numerically (safeguarded Newton).
+    ``P = (1-q) N(0,1) + q N(mu,1)`` against ``Q = (1-q) N(0,1) + q N(-mu,1)`` (the replaced
+    record's contribution moves from ``-Δ/2`` to ``+Δ/2`` around the rest; Zhu, Dong & Wang
+    2022, Sec. 5). The loss ``L(x) = log(1-q + q e^{mu x - mu^2/2}) - log(1-q + q e^{-mu x -
+    mu^2/2})`` is increasing and odd in the output ``x``; it is inverted numerically
+    (safeguarded Newton).
+
+    Attributes
+    ----------
+    mu
+        ``Δ/σ`` of the Gaussian.
+    sample_rate
+        The probability ``q`` that a record is kept.
     """
 
     mu: float = 1.0
     sample_rate: float = 1.0
     has_continuous_part = True
-
-    @property
-    def continuous_support(self):
-        return (-np.inf, np.inf)
+    continuous_support = (-np.inf, np.inf)
 
     def _loss(self, x):
         a, b = self._loss_terms(x)

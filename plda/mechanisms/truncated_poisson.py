@@ -10,7 +10,7 @@ import numpy as np
 from plda._internal.validation import MIN_SAMPLE_RATE, count, in_range, probability
 from plda.mechanisms.base import BracketedMechanism, Mechanism
 from plda.mechanisms.gaussian import Gaussian
-from plda.mechanisms.law import RevealedMixtureLaw
+from plda.mechanisms.revealed_mixture import RevealedMixtureLaw
 from plda.mechanisms.subsampled import PoissonSampled
 from plda.mechanisms.symmetrized import SymmetrizedPoissonSampled
 from plda.mechanisms.without_replacement import check_base

@@ -1,20 +1,20 @@
-"""The optimistic discretization of a continuous law, by exact post-processings of the true pair:
-*pairing* (fractions of neighbouring cells grouped so that every group's merged loss sits at,
-or just above, its grid point; the cell where the two pairing recursions meet is split at its
-best threshold) and the *martingale sweep* of :mod:`~plda.discretization.sweep` through the
-bulk. :func:`continuous_lower` builds both and keeps the one with the larger ``E_P[L]`` (both are
-dominated by the true pair, so either is a valid optimistic version; the larger mean loses less).
+"""The optimistic version of a continuous law on the grid: an exact post-processing of the true
+pair, by *pairing* of neighbouring cells or the *martingale sweep* through the bulk, whichever
+keeps more of ``E_P[L]`` (:func:`continuous_lower`). The derivations: docs/concepts/
+discretization.md, sections "Optimistic side" and "The martingale sweep".
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from plda._internal.linalg import dot
-from plda.discretization.cells import CDF_RTOL, NODES, WEIGHTS, coarse_tail, fine_end
-from plda.discretization.sweep import MARGIN, SPAN, sweep_down, sweep_up
+from plda._internal.floats import dot
+from plda.discretization.cells import CDF_RTOL, NODES, WEIGHTS, coarse_tail
 
 
+# ------------------------------------------------------------------------------------ pairing
 def _affine_scan(alpha: np.ndarray, beta: np.ndarray, reverse: bool) -> np.ndarray:
     """``x_i = alpha_i + beta_i x_{i-1}`` from ``x_{-1} = 0`` (or from the end with
     ``reverse``), by composing the affine maps with a doubling scan: log2(n) vector steps."""
@@ -115,24 +115,6 @@ def _threshold_split(law, step, index, v_capacity, u_needed, pieces=256):
     return (1 - phi[k]) * p_bottom[k] * shrink, (p_top[k] + phi[k] * p_bottom[k]) * shrink
 
 
-#: cells holding less than this fraction of the largest cell's mass are left to pairing: the
-#: sweep's one unbalanced group sits where they start, so what it wastes is negligible
-WINDOW = 1e-10
-#: the sweep is a Python loop (well under a microsecond per cell): beyond this many bulk cells only
-#: pairing runs
-MAX_SWEEP = 1 << 16
-#: pairing's mismatch is first order only where the mass changes by a large factor from a cell to
-#: the next (a bulk a few cells wide, a steep end of the support); where the log-mass of the
-#: cells holding 1e-3 of the largest changes by less than this per cell, only pairing runs
-ROUGH = 0.05
-#: the sweep runs only where pairing loses more than this many times the pessimistic version's
-#: own error of ``E_P[L]`` (about ``h^2 / 12`` per unit of mass for a density smooth on the
-#: scale of a cell: connect-the-dots keeps the P- and Q-mass of every cell). Below that the
-#: sweep gains little (measured: at most 2x on ``E_P[L]`` for DP-SGD steps whose bulk spans
-#: 100+ cells) and costs its Python loop, a few milliseconds per law.
-SWEEP_WORTH = 3.0
-
-
 def _paired(law, step, lo, p_low, u_low, v_high):
     """Pairing of neighbouring cells (fractions ``a_j`` down, ``b_j`` up): masses on grid
     points ``lo .. lo + n``."""
@@ -179,10 +161,178 @@ def _tail_pairing(p_low, u_low, v_high, upward: bool):
     return a + np.maximum(1.0 - a - b, 0.0), b
 
 
+# ------------------------------------------------------------------------ the martingale sweep
+#: most cells one group may draw on (beyond its own): bounds the spread a group merges, so the
+#: information lost by merging stays second order in the step
+SPAN = 4
+#: relative margin on every computed balance (covers float rounding of the few products)
+MARGIN = 1e-9
+
+
+def sweep_up(p_low, u_low, v_high, step, k, rho, stop, out):
+    """The martingale sweep upward, from a state until the pending cell reaches ``stop``.
+
+    Parameters
+    ----------
+    p_low
+        The cells' P-masses, rounded down (a list).
+    u_low
+        Their ``u`` moments, rounded down.
+    v_high
+        Their ``v`` moments, rounded up.
+    step
+        The grid step.
+    k
+        The pending cell.
+    rho
+        The fraction of cell ``k`` still to go up.
+    stop
+        The cell index at which the sweep stops.
+    out
+        The grouped P-masses, by grid point (``len(p_low) + 1`` of them), added to in place.
+
+    Returns
+    -------
+    tuple
+        The final state ``(k, rho)``.
+    """
+    n = len(p_low)
+    decay = [math.exp(-d * step) for d in range(SPAN + 1)]
+    gain = [-math.expm1(-d * step) for d in range(SPAN + 1)]  # 1 - decay, without cancellation
+    shrink = 1.0 - MARGIN
+    while k < stop and k < n - 1:
+        if rho <= 0.0:  # nothing pending: the next cell goes up whole
+            k, rho = k + 1, 1.0
+            continue
+        g = k + 1
+        deficit = rho * v_high[k]
+        paid = 0.0
+        taken = 0.0  # P-mass of the cells taken whole
+        j = g
+        while True:
+            if j >= n or j - g >= SPAN:
+                # the cells in reach cannot pay: lift the part of cell k they pay for, round the
+                # rest of it down to its own grid point (alone, its balance is positive)
+                lifted = min(rho, paid / v_high[k]) if v_high[k] > 0 else rho
+                out[k] += (rho - lifted) * p_low[k]
+                out[g] += lifted * p_low[k] + taken
+                k, rho = j - 1, 0.0
+                break
+            d = j - g
+            c = (p_low[j] * gain[d] + decay[d] * u_low[j]) * shrink
+            if c > 0.0 and paid + c >= deficit:
+                phi = (deficit - paid) / c
+                out[g] += rho * p_low[k] + taken + phi * p_low[j]
+                k, rho = j, 1.0 - phi
+                break
+            paid += c
+            taken += p_low[j]
+            j += 1
+    return k, rho
+
+
+def sweep_down(p_low, p_high, u_low, v_high, step, k, sigma, stop, out):
+    """The martingale sweep downward, from a state until ``k <= stop``.
+
+    Parameters
+    ----------
+    p_low
+        The cells' P-masses, rounded down (a list).
+    p_high
+        The same, rounded up.
+    u_low
+        Their ``u`` moments, rounded down.
+    v_high
+        Their ``v`` moments, rounded up.
+    step
+        The grid step.
+    k
+        The current cell.
+    sigma
+        The fraction of cell ``k`` that stays at ``l_k`` and pays for lifting cells below.
+    stop
+        The cell index at which the sweep stops.
+    out
+        The grouped P-masses, by grid point, added to in place.
+
+    Returns
+    -------
+    tuple
+        The final state ``(k, sigma)``, its group not yet formed (``k = -1`` when the sweep
+        reached the bottom cell).
+    """
+    # e^{mh} - 1, infinite for cells wider than ~709 / m (math.expm1 raises instead)
+    grow = [math.expm1(m * step) if m * step < 700 else math.inf for m in range(SPAN + 1)]
+    widen = 1.0 + MARGIN
+    while k > stop and k > 0:
+        if sigma <= 0.0:  # nothing stays: the next cell down stays whole
+            k, sigma = k - 1, 1.0
+            continue
+        surplus = sigma * u_low[k] * (1.0 - MARGIN)
+        out[k] += sigma * p_low[k]
+        j = k - 1
+        while True:
+            if j < 0:  # no cell left below: the surplus left is rounded away with its group
+                k, sigma = -1, 0.0
+                break
+            if k - j > SPAN:  # as far as a group reaches: the next one starts at cell j
+                k, sigma = j, 1.0
+                break
+            m = k - j - 1
+            w = (v_high[j] + (grow[m] * (v_high[j] + p_high[j]) if m else 0.0)) * widen
+            if w > surplus:
+                psi = surplus / w
+                out[k] += psi * p_low[j]
+                k, sigma = j, 1.0 - psi
+                break
+            surplus -= w
+            out[k] += p_low[j]
+            j -= 1
+    return k, sigma
+
+
+# ------------------------------------------------------------------ the better of the two
+#: cells holding less than this fraction of the largest cell's mass are left to pairing: the
+#: sweep's one unbalanced group sits where they start, so what it wastes is negligible
+WINDOW = 1e-10
+#: the sweep is a Python loop (well under a microsecond per cell): beyond this many bulk cells only
+#: pairing runs
+MAX_SWEEP = 1 << 16
+#: pairing's mismatch is first order only where the mass changes by a large factor from a cell to
+#: the next (a bulk a few cells wide, a steep end of the support); where the log-mass of the
+#: cells holding 1e-3 of the largest changes by less than this per cell, only pairing runs
+ROUGH = 0.05
+#: the sweep runs only where pairing loses more than this many times the pessimistic version's
+#: own error of ``E_P[L]`` (about ``h^2 / 12`` per unit of mass for a density smooth on the
+#: scale of a cell: connect-the-dots keeps the P- and Q-mass of every cell). Below that the
+#: sweep gains little (measured: at most 2x on ``E_P[L]`` for DP-SGD steps whose bulk spans
+#: 100+ cells) and costs its Python loop, a few milliseconds per law.
+SWEEP_WORTH = 3.0
+
+
 def bulk_sweep(step, p_low, p_high, u_low, v_high):
-    """The martingale sweep through the bulk (cells above ``WINDOW`` of the largest), pairing
-    below and above it: masses on grid points ``lo .. lo + n``, or ``None`` if the bulk is too
-    wide for the sweep."""
+    """The martingale sweep through the bulk, pairing below and above it.
+
+    Parameters
+    ----------
+    step
+        The grid step.
+    p_low
+        The cells' P-masses, rounded down.
+    p_high
+        The same, rounded up.
+    u_low
+        Their ``u`` moments, rounded down.
+    v_high
+        Their ``v`` moments, rounded up.
+
+    Returns
+    -------
+    numpy.ndarray or None
+        The masses on the ``len(p_low) + 1`` grid points of the cells, or None where the bulk
+        (the cells above ``WINDOW`` of the largest) is too wide for the sweep or smooth enough
+        for pairing.
+    """
     n = len(p_low)
     bulk = np.nonzero(p_low > WINDOW * p_low.max())[0]
     if not len(bulk) or bulk[-1] - bulk[0] > MAX_SWEEP:
@@ -243,8 +393,10 @@ def bulk_sweep(step, p_low, p_high, u_low, v_high):
 
 
 def continuous_lower(law, step, lo, hi, moments):
-    """Optimistic masses by an exact post-processing of the true pair: pairing of neighbouring
-    cells, or the martingale sweep through the bulk, whichever has the larger ``E_P[L]``.
+    """The optimistic masses of the continuous part on the grid.
+
+    An exact post-processing of the true pair: pairing of neighbouring cells, or the
+    martingale sweep through the bulk, whichever has the larger ``E_P[L]``.
 
     Pairing merges each cell into one outcome, then sends a fraction ``a_j`` of cell ``j`` down
     to ``l_j`` and ``b_j`` up to ``l_{j+1}``. The group at ``l_j`` (``a_j`` of cell ``j`` and
@@ -254,10 +406,29 @@ def continuous_lower(law, step, lo, hi, moments):
     away from the mode: downward above the mode (``b_{j-1} = a_j u_j / v_{j-1}``, ``a = 1 - b``),
     upward below it (``a_j = b_{j-1} v_{j-1} / u_j``); whatever is left of a cell is rounded down
     to ``l_j``. Where they meet the mismatch of the whole law is rounded down: first order where
-    the bulk spans a few cells, which the sweep (:mod:`~plda.discretization.sweep`) avoids.
+    the bulk spans a few cells, which the sweep (:func:`bulk_sweep`) avoids.
+
+    Parameters
+    ----------
+    law
+        The privacy-loss law.
+    step
+        The grid step.
+    lo
+        The grid index of the first point.
+    hi
+        The grid index of the last point.
+    moments
+        The fine cells' moments (:func:`plda.discretization.cells.cell_moments`); coarse cells
+        follow up to ``hi``.
+
+    Returns
+    -------
+    numpy.ndarray
+        The masses on grid points ``lo..hi`` (the mass above ``l_hi`` rounded down onto it).
     """
-    mid = fine_end(law, step, lo, hi)
     p, ep, u, eu, v, ev = moments
+    mid = lo + len(p)  # the cells' moments reach the end of the fine part
     # conservative versions: the balance must hold for the true p, u, v
     p_low = np.maximum(p - ep, 0.0)
     p_high = np.minimum(p + ep, np.finfo(float).max)
