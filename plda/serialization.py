@@ -26,6 +26,7 @@ from plda.mechanisms import (
     DiscreteGaussian,
     DiscreteLaplace,
     Gaussian,
+    GaussianDoubleMixture,
     GaussianMixture,
     Laplace,
     Mechanism,
@@ -46,7 +47,7 @@ MECHANISM_TYPES: dict[str, type] = {
     for cls in (ApproximateDP, DiscreteGaussian, DiscreteLaplace, Gaussian, GaussianMixture)
     + (Laplace, PoissonSampled, RandomAllocation, SampledWithoutReplacement, Shuffled)
     + (ShuffledLowerBound, ShuffledOppositeLowerBound, ShuffledOppositeSumLowerBound)
-    + (TruncatedPoisson,)
+    + (TruncatedPoisson, GaussianDoubleMixture)
 }
 
 

@@ -65,3 +65,44 @@ def accumulation_delta(noise_multiplier, sample_rate, trials, eps, direction="ma
 
 
 __all__ = ["accumulation_delta", "binomial_weights", "mixture_delta"]
+
+
+def double_mixture_delta(sigma, sensitivities, probabilities, other_sensitivities,
+                         other_probabilities, eps, direction="max"):
+    """``delta(eps)`` of ``P = sum_i p_i N(c_i)`` against ``Q = sum_j p'_j N(-c'_j)`` (both
+    scaled by ``sigma``), ``"remove"`` (P against Q), ``"add"`` (Q against P) or ``"max"``: the
+    loss is increasing in the output, so the optimal set is a half-line found by bisection."""
+    if direction == "max":
+        return max(double_mixture_delta(sigma, sensitivities, probabilities, other_sensitivities,
+                                        other_probabilities, eps, d) for d in ("remove", "add"))
+    s, eps = mpmath.mpf(sigma), mpmath.mpf(eps)
+
+    def side(shifts, probs, sign):
+        total = mpmath.fsum(mpmath.mpf(p) for p in probs)
+        return [(mpmath.mpf(p) / total, sign * mpmath.mpf(c) / s)
+                for c, p in zip(shifts, probs, strict=True) if p > 0]
+
+    p_side = side(sensitivities, probabilities, 1)
+    q_side = side(other_sensitivities, other_probabilities, -1)
+
+    def log_density(comps, y):
+        return mpmath.log(mpmath.fsum(w * mpmath.exp(-(y - m) ** 2 / 2) for w, m in comps))
+
+    def loss(y):
+        return log_density(p_side, y) - log_density(q_side, y)
+
+    target = eps if direction == "remove" else -eps
+    lo, hi = mpmath.mpf(-1), mpmath.mpf(1)
+    while loss(lo) > target:
+        lo *= 2
+    while loss(hi) < target:
+        hi *= 2
+    for _ in range(int(mpmath.mp.prec * 1.2) + 64):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if loss(mid) < target else (lo, mid)
+    y = (lo + hi) / 2
+    p_above = mpmath.fsum(w * _ncdf(m - y) for w, m in p_side)
+    q_above = mpmath.fsum(w * _ncdf(m - y) for w, m in q_side)
+    if direction == "remove":  # P(L > eps) - e^eps Q(L > eps)
+        return p_above - mpmath.exp(eps) * q_above
+    return (1 - q_above) - mpmath.exp(eps) * (1 - p_above)  # Q(L < -eps) - e^eps P(L < -eps)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import mpmath
 import numpy as np
 import pytest
-from mixture_reference import binomial_weights, mixture_delta
+from mixture_reference import binomial_weights, double_mixture_delta, mixture_delta
 
 import plda
 from plda import testing
@@ -159,6 +159,11 @@ def poisson_group_reference(params, count, eps):
     return mixture_delta(sigma, range(k + 1), binomial_weights(k, q), eps)
 
 
+def double_mixture_reference(params, count, eps):
+    assert count == 1
+    return double_mixture_delta(*params, eps)
+
+
 def independent_records_reference(params, count, eps):
     sigma, rates = params
     assert count == 1
@@ -251,6 +256,13 @@ FAMILIES = [
            lambda p: plda.GaussianMixture.independent_records(p[0], p[1]),
            independent_records_reference,
            (((1.0, (0.01, 0.05, 0.2)), 1), ((0.7, (0.5,) * 5 + (0.01,)), 1)),
+           (0.0, 0.5, 2.0, 8.0)),
+    # a replace-one pair of two mixtures (issue 26), read under replace-one
+    Family("double_mixture", lambda p: plda.GaussianDoubleMixture(*p).under_replace_one(),
+           double_mixture_reference,
+           (((0.8, (0.5, 2), (0.3, 0.7), (0, 1), (0.9, 0.1)), 1),
+            ((1.0, (0, 1), (0.95, 0.05), (0, 1), (0.95, 0.05)), 1),
+            ((2.0, (0, 1, 2, 3), (0.7, 0.2, 0.05, 0.05), (0, 4), (0.99, 0.01)), 1)),
            (0.0, 0.5, 2.0, 8.0)),
     Family("poisson_laplace", lambda p: plda.PoissonSampled(plda.Laplace(scale=p[0]), p[1]),
            sampled_laplace_reference, (((1.0, 0.1), 1), ((0.1, 0.01), 1))),

@@ -23,6 +23,7 @@ from plda.bounds import Bounds, check_relation
 from plda.conversions.composed import ComposedLaws
 from plda.conversions.queries import CompositionQueries
 from plda.engine.query import realized_lower
+from plda.engine.recipe import add_remove_steps
 from plda.engine.recipe import merge as merge_runs
 from plda.mechanisms import Gaussian, Mechanism
 from plda.mechanisms.base import DIRECTIONS
@@ -210,8 +211,7 @@ class PLDAccountant(CompositionQueries):
                 f"count: the accountant would hold {self._steps + count} steps, more than "
                 f"{check.MAX_COUNT:.0e} (the range plda certifies)"
             )
-        if self._relation == "replace_one":
-            mechanism.under_replace_one()  # raises if unsupported: refuse before recording
+        add_remove_steps(((mechanism, 1),), self._relation)  # refused before recording
         if self._history and self._history[-1][0] == mechanism:
             self._history[-1][1] += count
         else:

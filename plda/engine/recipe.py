@@ -41,6 +41,11 @@ def merge(components) -> tuple:
     return tuple(counts.items())
 
 
+#: the refusal of a mechanism whose pair is stated under another relation than add/remove
+_DEFINED_UNDER = ("{0} is a pair stated under relation={1!r}: account it with "
+                  "relation={1!r} (nothing is recorded under add_remove)")
+
+
 def add_remove_steps(components, relation: str = "add_remove") -> tuple[tuple[Mechanism, int], ...]:
     """The ``(mechanism, count)`` pairs of a composition, read under add/remove semantics.
 
@@ -60,7 +65,8 @@ def add_remove_steps(components, relation: str = "add_remove") -> tuple[tuple[Me
     Raises
     ------
     ValueError
-        For an unknown ``relation``.
+        For an unknown ``relation``, or a mechanism whose pair is stated under replace-one
+        (:attr:`~plda.Mechanism.defined_under`) read under add/remove.
     """
     if relation not in RELATIONS:  # (one comparison: every caller passes a checked relation)
         raise ValueError(f"relation must be one of {RELATIONS}, got {relation!r}")
@@ -70,6 +76,9 @@ def add_remove_steps(components, relation: str = "add_remove") -> tuple[tuple[Me
             continue
         if relation == "replace_one":
             mechanism = mechanism.under_replace_one()
+        elif mechanism.defined_under != "add_remove":
+            raise ValueError(_DEFINED_UNDER.format(type(mechanism).__name__,
+                                                   mechanism.defined_under))
         steps.append((mechanism, count))
     return tuple(steps)
 

@@ -5,6 +5,7 @@ from plda.mechanisms.approximate import ApproximateDP
 from plda.mechanisms.base import Mechanism, NotTightWarning, SamplerAssumptionWarning
 from plda.mechanisms.custom import CustomMechanism, LossLaw
 from plda.mechanisms.discrete import DiscreteGaussian, DiscreteLaplace
+from plda.mechanisms.double_mixture import GaussianDoubleMixture
 from plda.mechanisms.gaussian import Gaussian
 from plda.mechanisms.gaussian_mixture import GaussianMixture
 from plda.mechanisms.laplace import Laplace
@@ -20,6 +21,7 @@ __all__ = [
     "DiscreteGaussian",
     "DiscreteLaplace",
     "Gaussian",
+    "GaussianDoubleMixture",
     "GaussianMixture",
     "Laplace",
     "LossLaw",

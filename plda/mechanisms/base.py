@@ -23,6 +23,10 @@ class Mechanism:
     """
 
     symmetric: bool = True
+    #: the relation the family's pair is stated under: ``"add_remove"`` (the mechanism's laws;
+    #: replace-one through :meth:`under_replace_one`), or ``"replace_one"`` for a pair given as
+    #: a substitution's (:class:`~plda.GaussianDoubleMixture`), refused under add/remove
+    defined_under: str = "add_remove"
 
     def _remove_law(self) -> PrivacyLossLaw:  # pragma: no cover - abstract
         raise NotImplementedError

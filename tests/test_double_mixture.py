@@ -1,0 +1,80 @@
+"""The double mixture (issue 26, item 1): a replace-one pair whose two sides are Gaussian
+mixtures. Exact one-step values are in tests/test_mechanism_contract.py (family
+``double_mixture``); here its relation, its special cases and its entry points."""
+
+from __future__ import annotations
+
+import json
+
+import mpmath
+import pytest
+
+import plda
+from tests.mixture_reference import double_mixture_delta
+
+PLD = plda.PrivacyLossDistribution
+DELTA = 1e-5
+ASYMMETRIC = (0.8, (0.5, 2.0), (0.3, 0.7), (0.0, 1.0), (0.9, 0.1))
+
+
+def test_a_poisson_step_under_replace_one_is_the_symmetric_double_mixture():
+    q = 0.05
+    pair = plda.GaussianDoubleMixture(1.0, (0, 1), (1 - q, q), (0, 1), (1 - q, q))
+    assert pair.symmetric
+    ours = PLD.from_mechanism(pair, 100, relation="replace_one").epsilon_bounds(DELTA)
+    poisson = PLD.from_mechanism(plda.PoissonSampled(plda.Gaussian(1.0), q), 100,
+                                 relation="replace_one").epsilon_bounds(DELTA)
+    assert max(ours.lower, poisson.lower) <= min(ours.upper, poisson.upper)
+
+
+def test_both_directions_are_composed_for_an_asymmetric_pair():
+    pair = plda.GaussianDoubleMixture(*ASYMMETRIC)
+    assert not pair.symmetric
+    step = pair.under_replace_one()
+    with mpmath.workdps(30):
+        for eps in (0.5, 2.0):
+            for direction in ("remove", "add"):
+                exact = double_mixture_delta(*ASYMMETRIC, eps, direction)
+                law = step.privacy_loss(direction)
+                assert float(law.delta(eps)) == pytest.approx(float(exact), rel=1e-9)
+    two = PLD.from_mechanism(pair, 2, relation="replace_one").delta_bounds(1.0)
+    assert two.lower <= two.upper
+
+
+def test_it_is_refused_under_add_remove_and_nothing_is_recorded():
+    pair = plda.GaussianDoubleMixture(*ASYMMETRIC)
+    accountant = plda.PLDAccountant()
+    with pytest.raises(ValueError, match="relation='replace_one'"):
+        accountant.compose(pair, 3)
+    assert len(accountant) == 0
+    with pytest.raises(ValueError, match="relation='replace_one'"):
+        PLD.from_mechanism(pair, 3).epsilon(DELTA)
+
+
+def test_the_accountant_and_its_state_dict_carry_it_under_replace_one():
+    accountant = plda.PLDAccountant(relation="replace_one")
+    accountant.compose(plda.GaussianDoubleMixture(*ASYMMETRIC), 20)
+    bounds = accountant.epsilon_bounds(DELTA)
+    pld = PLD.from_mechanism(plda.GaussianDoubleMixture(*ASYMMETRIC), 20,
+                             relation="replace_one").epsilon_bounds(DELTA)
+    assert max(bounds.lower, pld.lower) <= min(bounds.upper, pld.upper)
+    loaded = plda.PLDAccountant.from_state_dict(json.loads(json.dumps(accountant.state_dict())))
+    assert loaded.history == accountant.history
+    assert loaded.epsilon_bounds(DELTA) == bounds
+
+
+@pytest.mark.parametrize(("kwargs", "error", "match"), [
+    ({"sensitivities": (0.0, 0.0)}, ValueError, "sensitivities must have a positive shift"),
+    ({"other_sensitivities": (0.0,), "other_probabilities": (1.0,)}, ValueError,
+     "other_sensitivities must have a positive shift"),
+    ({"other_probabilities": (0.5, 0.6)}, ValueError, "sum to 1"),
+    ({"sensitivities": (0.0, -1.0)}, ValueError, "sensitivities must be >= 0"),
+    ({"sigma": -1.0}, ValueError, "sigma"),
+    ({"other_sensitivities": "01"}, TypeError, "sensitivities must be a sequence"),
+    ({"probabilities": (0.5, 0.25, 0.25)}, ValueError, "one length"),
+])
+def test_bad_pairs_name_the_argument(kwargs, error, match):
+    arguments = dict(zip(("sigma", "sensitivities", "probabilities", "other_sensitivities",
+                          "other_probabilities"), ASYMMETRIC, strict=True)) | kwargs
+    with pytest.raises(error, match=match):
+        plda.GaussianDoubleMixture(**arguments)
