@@ -10,7 +10,7 @@ import mpmath
 import pytest
 
 import plda
-from tests.mixture_reference import double_mixture_delta
+from mixture_reference import double_mixture_delta
 
 PLD = plda.PrivacyLossDistribution
 DELTA = 1e-5

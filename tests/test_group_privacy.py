@@ -22,7 +22,7 @@ import plda
 from plda import theorems
 from plda.cli import main
 from plda.testing import gaussian_epsilon
-from tests.mixture_reference import binomial_weights, mixture_delta
+from mixture_reference import binomial_weights, mixture_delta
 
 PLD = plda.PrivacyLossDistribution
 DELTA = 1e-5
