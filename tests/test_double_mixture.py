@@ -8,9 +8,9 @@ import json
 
 import mpmath
 import pytest
+from mixture_reference import double_mixture_delta
 
 import plda
-from mixture_reference import double_mixture_delta
 
 PLD = plda.PrivacyLossDistribution
 DELTA = 1e-5

@@ -17,12 +17,12 @@ import warnings
 import mpmath
 import numpy as np
 import pytest
+from mixture_reference import binomial_weights, mixture_delta
 
 import plda
 from plda import theorems
 from plda.cli import main
 from plda.testing import gaussian_epsilon
-from mixture_reference import binomial_weights, mixture_delta
 
 PLD = plda.PrivacyLossDistribution
 DELTA = 1e-5
