@@ -122,3 +122,21 @@ def test_filter_spent_from_threads_admits_exactly_its_budget():
         list(pool.map(spend, range(16)))
     assert sum(admitted) == 100
     assert len(budget.history) == 100
+
+
+def _group_epsilon(group_size: int) -> float:
+    accountant = plda.PLDAccountant()
+    accountant.step(1.0, 0.01, count=300, group_size=group_size)
+    return accountant.epsilon(DELTA)
+
+
+def test_groups_in_many_threads_answer_as_one_thread():
+    # a group's mixture law, its binomial weights and its discretizations go through the same
+    # shared caches (issue 26)
+    groups = (2, 3, 4, 6)
+    plda.clear_caches()
+    serial = {k: _group_epsilon(k) for k in groups}
+    plda.clear_caches()
+    for answers, i in _run_in_threads(_group_epsilon, groups, threads=8, repeats=2):
+        for r, value in enumerate(answers):
+            assert value == serial[groups[(i + r) % len(groups)]]
