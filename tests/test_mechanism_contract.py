@@ -250,7 +250,7 @@ FAMILIES = [
     Family("poisson_group",
            lambda p: plda.PoissonSampled(plda.Gaussian(p[0]), p[1], group_size=p[2]),
            poisson_group_reference,
-           (((1.0, 0.01, 4), 1), ((0.5, 0.3, 3), 1), ((3.0, 0.9, 16), 1), ((0.8, 1e-4, 64), 1)),
+           (((1.0, 0.01, 4), 1), ((0.5, 0.3, 3), 1), ((3.0, 0.9, 16), 1), ((0.8, 1e-4, 32), 1)),
            (0.0, 0.5, 2.0, 8.0, 40.0)),
     Family("independent_records",
            lambda p: plda.GaussianMixture.independent_records(p[0], p[1]),
