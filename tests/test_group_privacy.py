@@ -166,6 +166,16 @@ def test_the_command_line_takes_group_size(capsys):
                  "--batch-size", "10", "--dataset-size", "1000", "--steps", "10", "--delta",
                  "1e-5", "--group-size", "2"]) == 2
     assert "group_size=2 applies to sampler='poisson'" in capsys.readouterr().err
+    # calibration: the noise multiplier or the steps of a group, never its sample rate
+    assert main(["calibrate", "--epsilon", "8", "--delta", "1e-5", "--noise-multiplier", "1.0",
+                 "--sample-rate", "0.01", "--group-size", "4", "--json"]) == 0
+    steps = json.loads(capsys.readouterr().out)
+    accountant = plda.PLDAccountant()
+    accountant.step(1.0, 0.01, count=steps["steps"], group_size=4)
+    assert accountant.epsilon(DELTA) <= 8.0 + 1e-9
+    assert main(["calibrate", "--epsilon", "8", "--delta", "1e-5", "--noise-multiplier", "1.0",
+                 "--steps", "1000", "--group-size", "4"]) == 2
+    assert "sample rate of a group is not calibrated" in capsys.readouterr().err
 
 
 # ------------------------------------------------------------------ refusals

@@ -69,8 +69,8 @@ def calibrate_command(args) -> str:
     Raises
     ------
     UsageError
-        For not exactly one target, not exactly one parameter left out, or a flag out of
-        range.
+        For not exactly one target, not exactly one parameter left out, a flag out of range,
+        or the sample rate left out with ``--group-size`` or ``--accumulation-steps``.
     CalibrationError
         If the target cannot be met (the message names the command line's flags).
     """
@@ -84,6 +84,11 @@ def calibrate_command(args) -> str:
     options = {"relation": args.relation, "accuracy": accuracy, "progress": printer}
     max_steps = _max_steps(args, parameter)
     sigma, sizes = args.noise_multiplier, run.sizes
+    if run.draws and parameter == "sample_rate":
+        raise UsageError(
+            f"argument {' / '.join('--' + k.replace('_', '-') for k in run.draws)}: the sample "
+            "rate of a group is not calibrated; calibrate --noise-multiplier or --steps"
+        )
     try:
         if run.sampler != DEFAULT_SAMPLER or run.draws:
             value, result = calibrate_sampler(
