@@ -10,6 +10,7 @@ import numpy as np
 from scipy.special import ndtr, ndtri
 
 from plda._internal.binomial import binomial_probabilities
+from plda._internal.caches import remembered
 from plda._internal.floats import UNIT_ROUNDOFF
 from plda._internal.validation import MIN_SAMPLE_RATE, count, in_range, probability
 from plda.mechanisms.base import Mechanism
@@ -100,6 +101,12 @@ class PoissonSampled(Mechanism):
             raise ValueError(
                 f"group_mixture needs a plda.Gaussian base, got {type(base).__name__}"
             )
+        # remembered: the constructor's validation and both directions' laws read it, and the
+        # exact binomial weights of a large group cost milliseconds each time
+        return remembered(self, "group_mixture", self._group_mixture)
+
+    def _group_mixture(self) -> GaussianMixture:
+        base = self.mechanism
         counts, weights = binomial_probabilities(self.group_size, self.sample_rate)
         return GaussianMixture(sigma=base.sigma,
                                sensitivities=tuple(float(k) * base.sensitivity for k in counts),
