@@ -20,7 +20,7 @@ from scipy.special import ndtr, ndtri
 from plda._internal.floats import dot
 from plda._internal.roots import increasing_inverse
 from plda.mechanisms.base import Mechanism
-from plda.mechanisms.gaussian_mixture import GaussianMixture
+from plda.mechanisms.gaussian_mixture import GaussianMixture, log_sum_of_lines
 from plda.mechanisms.law import PrivacyLossLaw
 
 __all__ = ["GaussianDoubleMixture", "GaussianDoubleMixtureLaw"]
@@ -28,20 +28,11 @@ __all__ = ["GaussianDoubleMixture", "GaussianDoubleMixtureLaw"]
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 
 
-def _log_sum(slopes, offsets, y):
-    """``log sum_k exp(offset_k + slope_k y)`` for a 1-D ``y``, the largest term taken out."""
-    t = np.multiply.outer(slopes, y)
-    t += offsets[:, None]
-    high = t.max(axis=0)
-    with np.errstate(invalid="ignore", over="ignore"):
-        out = high + np.log(np.exp(t - high).sum(axis=0))
-    return np.where(np.isfinite(high), out, high)
-
-
 def _log_slope(slopes, offsets, y):
-    """``log`` of the derivative of :func:`_log_sum` over ``y`` (slopes all ``>= 0``)."""
+    """``log`` of the derivative of :func:`log_sum_of_lines` over ``y`` (slopes ``>= 0``)."""
     with np.errstate(divide="ignore"):
-        return _log_sum(slopes, offsets + np.log(slopes), y) - _log_sum(slopes, offsets, y)
+        top = log_sum_of_lines(slopes, offsets + np.log(slopes), y)
+    return top - log_sum_of_lines(slopes, offsets, y)
 
 
 @dataclass(frozen=True, eq=False)
@@ -81,7 +72,7 @@ class GaussianDoubleMixtureLaw(PrivacyLossLaw):
         y = np.asarray(y, dtype=float).ravel()
         (mu, a, _), (nu, b, _) = self._p, self._q
         with np.errstate(invalid="ignore"):
-            out = _log_sum(mu, a, y) - _log_sum(nu, b, -y)
+            out = log_sum_of_lines(mu, a, y) - log_sum_of_lines(nu, b, -y)
         out[y == np.inf] = np.inf
         out[y == -np.inf] = -np.inf
         return out

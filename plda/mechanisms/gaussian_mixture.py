@@ -29,7 +29,7 @@ from plda.mechanisms.base import Mechanism
 from plda.mechanisms.gaussian import MU_RANGE, GaussianLaw
 from plda.mechanisms.law import AtomLaw, PrivacyLossLaw
 
-__all__ = ["GaussianMixture", "GaussianMixtureLaw"]
+__all__ = ["GaussianMixture", "GaussianMixtureLaw", "log_sum_of_lines"]
 
 #: largest group (records of a protected unit times micro-batches per step) of
 #: :class:`~plda.PoissonSampled`, and most components a mixture may have, minus one: every point
@@ -47,6 +47,40 @@ def _rows(n: int, k: int):
     step = max(1, _BLOCK // k)
     for start in range(0, n, step):
         yield slice(start, min(n, start + step))
+
+
+def log_sum_of_lines(slopes: np.ndarray, offsets: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``log sum_k exp(offsets_k + slopes_k y)`` for a 1-D ``y``, the largest term taken out.
+
+    It is the log-likelihood ratio of a mixture of unit Gaussians against ``N(0, 1)`` (the
+    slopes are the shifts). Taking the largest term out avoids overflow (the sum left is in
+    ``[1, K]``); blocks are laid out (components, points), so that the reductions run along
+    contiguous rows.
+
+    Parameters
+    ----------
+    slopes, offsets : numpy.ndarray
+        The lines' slopes (``>= 0``) and offsets, one per component.
+    y : numpy.ndarray
+        The 1-D outputs; ``+-inf`` give ``+-inf``.
+
+    Returns
+    -------
+    numpy.ndarray
+        The log-sum, one per output.
+    """
+    out = np.empty(y.shape)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for part in _rows(y.size, slopes.size):
+            t = np.multiply.outer(slopes, y[part])
+            t += offsets[:, None]
+            high = t.max(axis=0)
+            t -= high
+            np.exp(t, out=t)
+            out[part] = np.where(np.isfinite(high), high + np.log(t.sum(axis=0)), high)
+    out[y == np.inf] = np.inf
+    out[y == -np.inf] = -np.inf
+    return out
 
 
 @dataclass(frozen=True, eq=False)
@@ -92,21 +126,8 @@ class GaussianMixtureLaw(PrivacyLossLaw):
 
     # ------------------------------------------------------------------ the loss map
     def _log_sum(self, y, offset):
-        """``log sum_k exp(offset_k + mu_k y)`` over the positive shifts, for a 1-D ``y`` (the
-        largest term taken out: no overflow; the sum is in ``[1, K]``). Blocks are laid out
-        (components, points), so that the reductions run along contiguous rows."""
-        out = np.empty(y.shape)
-        with np.errstate(over="ignore", invalid="ignore"):
-            for part in _rows(y.size, self._up.size):
-                t = np.multiply.outer(self._up, y[part])
-                t += offset[:, None]
-                high = t.max(axis=0)
-                t -= high
-                np.exp(t, out=t)
-                out[part] = np.where(np.isfinite(high), high + np.log(t.sum(axis=0)), high)
-        out[y == np.inf] = np.inf
-        out[y == -np.inf] = -np.inf
-        return out
+        """``log sum_k exp(offset_k + mu_k y)`` over the positive shifts, for a 1-D ``y``."""
+        return log_sum_of_lines(self._up, offset, y)
 
     def _shifted(self, y):
         """``h(y) = log(e^{ell(y)} - w_0)``: the positive shifts' part of the loss, a
