@@ -24,6 +24,7 @@
 
 from __future__ import annotations
 
+import ast
 import html.parser
 import importlib
 import importlib.util
@@ -93,9 +94,11 @@ def public_names() -> dict[str, set[str]]:
         for name in exported:
             try:
                 obj = getattr(module, name)
-            except ImportError:  # a lazily loaded submodule that is missing
+            except ImportError:  # a lazily loaded submodule whose optional dependency is missing
                 obj = None
             ids = {f"{module_name}.{name}"}
+            if obj is None:  # documented where its source defines it, found without importing it
+                ids |= {f"{where}.{name}" for where in _defining_submodules(module, name)}
             if obj is not None and getattr(top, name, None) is obj:
                 ids.add(f"plda.{name}")
             defined_in = getattr(obj, "__module__", None)
@@ -103,6 +106,31 @@ def public_names() -> dict[str, set[str]]:
                 ids.add(f"{defined_in}.{getattr(obj, '__qualname__', name)}")
             names[f"{module_name}.{name}"] = ids
     return names
+
+
+def _module_level_definitions(tree: ast.Module) -> set[str]:
+    """Classes and functions a module defines, also inside its ``if``/``try`` blocks (an adapter
+    defines its class only when the optional dependency imports)."""
+    defined, pending = set(), list(tree.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            defined.add(node.name)
+        elif isinstance(node, (ast.If, ast.Try)):
+            pending += [*node.body, *node.orelse, *getattr(node, "finalbody", [])]
+            for handler in getattr(node, "handlers", []):
+                pending += handler.body
+    return defined
+
+
+def _defining_submodules(package, name: str) -> list[str]:
+    """Submodules of ``package`` whose source defines ``name`` at top level (read, not imported)."""
+    found = []
+    for folder in getattr(package, "__path__", []):
+        for source in sorted(Path(folder).glob("*.py")):
+            if name in _module_level_definitions(ast.parse(source.read_text(encoding="utf-8"))):
+                found.append(f"{package.__name__}.{source.stem}")
+    return found
 
 
 def on_startup(command, dirty):  # noqa: ARG001 - mkdocs hook signature
