@@ -16,12 +16,14 @@ from plda.adapters.dp_accounting import from_dp_event
 from plda.calibration import calibrate_noise_multiplier, calibrate_sample_rate, calibrate_steps
 from plda.epochs import RandomAllocation, Shuffled
 from plda.mechanisms import (
+    ZCDP,
     ApproximateDP,
     CustomMechanism,
     DiscreteGaussian,
     DiscreteLaplace,
     Gaussian,
     GaussianDoubleMixture,
+    GaussianDP,
     GaussianMixture,
     Laplace,
     LossLaw,
@@ -29,8 +31,11 @@ from plda.mechanisms import (
     NotTightWarning,
     PoissonSampled,
     PrivacyLossLaw,
+    PrivacyProfile,
+    RenyiDP,
     SampledWithoutReplacement,
     SamplerAssumptionWarning,
+    TradeoffCurve,
     TruncatedPoisson,
 )
 from plda.pld import Bounds, PrivacyLossDistribution
@@ -64,6 +69,7 @@ __all__ = [
     "DiscreteLaplace",
     "Gaussian",
     "GaussianDoubleMixture",
+    "GaussianDP",
     "GaussianMixture",
     "Laplace",
     "LossLaw",
@@ -73,11 +79,15 @@ __all__ = [
     "sampled_mechanism",
     "PrivacyLossDistribution",
     "PrivacyLossLaw",
+    "PrivacyProfile",
+    "RenyiDP",
     "NotTightWarning",
     "SampledWithoutReplacement",
     "SamplerAssumptionWarning",
     "Shuffled",
+    "TradeoffCurve",
     "TruncatedPoisson",
+    "ZCDP",
 ]
 
 

@@ -20,6 +20,7 @@ from plda.engine.tilt import compose_tilted
 from plda.grid.discrete import DiscreteLoss
 from plda.mechanisms.base import DIRECTIONS, Mechanism
 from plda.mechanisms.gaussian import Gaussian
+from plda.mechanisms.imported import GaussianDP
 
 
 def merge(components) -> tuple:
@@ -135,13 +136,14 @@ def laws_by_direction(steps) -> dict[str, list]:
     dict
         ``{direction: [(law, count), ...]}``, the leading direction (``"remove"``) first; one
         direction when every factor is symmetric. Steps run zero times are left out, and plain
-        Gaussians are merged exactly (``mu^2`` adds up under composition)."""
+        Gaussians and ``GaussianDP`` steps are merged exactly (``mu^2`` adds up under
+        composition)."""
     factors = []
     gaussian_mu2 = 0.0
     for mechanism, count in steps:
         if count == 0:
             continue
-        if type(mechanism) is Gaussian:
+        if type(mechanism) is Gaussian or (type(mechanism) is GaussianDP and mechanism.mu > 0):
             gaussian_mu2 += count * mechanism.mu**2
         else:
             factors.append((mechanism, count))

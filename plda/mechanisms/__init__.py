@@ -8,10 +8,13 @@ from plda.mechanisms.discrete import DiscreteGaussian, DiscreteLaplace
 from plda.mechanisms.double_mixture import GaussianDoubleMixture
 from plda.mechanisms.gaussian import Gaussian
 from plda.mechanisms.gaussian_mixture import GaussianMixture
+from plda.mechanisms.imported import ZCDP, GaussianDP, RenyiDP
 from plda.mechanisms.laplace import Laplace
 from plda.mechanisms.law import PrivacyLossLaw
+from plda.mechanisms.privacy_profile import PrivacyProfile
 from plda.mechanisms.subsampled import PoissonSampled
 from plda.mechanisms.symmetrized import SymmetrizedPoissonSampled
+from plda.mechanisms.tradeoff_curve import TradeoffCurve
 from plda.mechanisms.truncated_poisson import TruncatedPoisson
 from plda.mechanisms.without_replacement import SampledWithoutReplacement
 
@@ -21,6 +24,7 @@ __all__ = [
     "DiscreteGaussian",
     "DiscreteLaplace",
     "Gaussian",
+    "GaussianDP",
     "GaussianDoubleMixture",
     "GaussianMixture",
     "Laplace",
@@ -29,8 +33,12 @@ __all__ = [
     "NotTightWarning",
     "PoissonSampled",
     "PrivacyLossLaw",
+    "PrivacyProfile",
+    "RenyiDP",
     "SampledWithoutReplacement",
     "SamplerAssumptionWarning",
     "SymmetrizedPoissonSampled",
+    "TradeoffCurve",
     "TruncatedPoisson",
+    "ZCDP",
 ]
