@@ -35,6 +35,7 @@ from plda.engine.query import FFT_FLOOR, Query, probes, realized_queries, recipe
 from plda.engine.recipe import add_remove_steps, bounds_over_directions
 from plda.engine.recipe import merge as merge_runs
 from plda.mechanisms.base import DIRECTIONS
+from plda.mechanisms.imported import zcdp_capped
 
 
 def ladder_step(step: float, unit: float | None) -> float:
@@ -192,6 +193,11 @@ class HistoryComposition:
         tuple of numpy.ndarray
             ``(lower, upper)`` in the shape of ``d``; ``lower`` is None if not ``need_lower``.
         """
+        lower, upper = self._uncapped_epsilon_pair(history, d, need_lower)
+        steps = add_remove_steps(merge_runs(history), self._relation)
+        return lower, zcdp_capped(upper, steps, d, "epsilon")  # as the PLD's (issue 29)
+
+    def _uncapped_epsilon_pair(self, history, d: np.ndarray, need_lower: bool):
         components = merge_runs(history)
         flat = np.ravel(d)
         small = (flat > 0) & (flat < FFT_FLOOR)
@@ -231,6 +237,11 @@ class HistoryComposition:
         tuple of numpy.ndarray
             ``(lower, upper)`` in the shape of ``e``; ``lower`` is None if not ``need_lower``.
         """
+        lower, upper = self._uncapped_delta_pair(history, e, need_lower)
+        steps = add_remove_steps(merge_runs(history), self._relation)
+        return lower, zcdp_capped(upper, steps, e, "delta")  # as the PLD's (issue 29)
+
+    def _uncapped_delta_pair(self, history, e: np.ndarray, need_lower: bool):
         components = merge_runs(history)
         first, unit = self._grid_step(components)
         try:
