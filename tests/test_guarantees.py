@@ -1,0 +1,362 @@
+"""Guarantees imported as composable steps (issue 29, item 3): ``PrivacyProfile``,
+``TradeoffCurve``, ``GaussianDP``, ``ZCDP``, ``RenyiDP``, against exact references computed in
+mpmath (``guarantee_reference.py``), and their argument checks."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import mpmath
+import numpy as np
+import pytest
+from guarantee_reference import (
+    cks_delta,
+    gaussian_delta,
+    kov_delta,
+    profile_delta,
+    profile_lines,
+    tradeoff_atoms,
+    zcdp_delta,
+)
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis_settings import examples
+from scipy.stats import norm
+
+import plda
+from plda.mechanisms.privacy_profile import envelope_law
+from plda.mechanisms.tradeoff_curve import curve_points, pessimistic_vertices
+
+PLD = plda.PrivacyLossDistribution
+DPS = 40
+EPS = np.array([0.0, 0.3, 1.0, 2.5, 6.0])
+TINY = 5e-324  # a delta below the smallest float is reported as it
+
+
+def _bracket(pld, reference, epsilons=EPS):
+    """``lower <= reference <= upper`` of ``delta`` at every epsilon (the reference in mpmath)."""
+    bounds = pld.delta_bounds(epsilons)
+    with mpmath.workdps(DPS):
+        for e, lower, upper in zip(epsilons, bounds.lower, bounds.upper, strict=True):
+            exact = reference(float(e))
+            assert lower <= exact * (1 + 1e-12) + 1e-300, (e, lower, exact)
+            assert exact <= upper * (1 + 1e-12) + 1e-300, (e, exact, upper)
+            assert lower <= upper
+    return bounds
+
+
+def _hockey_stick(law, eps):
+    """``delta(eps)`` of an atom law, in mpmath."""
+    eps = mpmath.mpf(eps)
+    total = mpmath.mpf(law.infinity_mass)
+    for loss, p in zip(law.atom_losses, law.atom_probs, strict=True):
+        if loss > eps:
+            total += mpmath.mpf(p) * -mpmath.expm1(eps - mpmath.mpf(loss))
+    return total
+
+
+# ------------------------------------------------------------------- PrivacyProfile
+@pytest.mark.parametrize(("epsilon", "delta"), [
+    (1.0, 1e-5), (0.0, 0.1), (3.0, 0.0), (0.25, 1e-300), (700.0, 1e-3), (800.0, 0.2),
+    (1.0, 1.0), (1e-9, 0.5),
+])
+def test_one_point_profile_is_approximate_dp_bit_for_bit(epsilon, delta):
+    ours = plda.PrivacyProfile(epsilons=[epsilon], deltas=[delta])
+    theirs = plda.ApproximateDP(epsilon, delta)
+    for direction in ("remove", "add"):
+        a, b = ours.privacy_loss(direction), theirs.privacy_loss(direction)
+        assert np.array_equal(a.atom_losses, b.atom_losses)
+        assert np.array_equal(a.atom_probs, b.atom_probs)
+        assert (a.infinity_mass, a.neg_infinity_mass) == (b.infinity_mass, b.neg_infinity_mass)
+    if epsilon < 100:
+        x, y = PLD.from_mechanism(ours, 3), PLD.from_mechanism(theirs, 3)
+        assert np.array_equal(x.delta(EPS), y.delta(EPS))
+        assert x.epsilon_bounds(1e-6) == y.epsilon_bounds(1e-6)
+
+
+@pytest.mark.parametrize(("epsilon", "delta", "count"), [(1.0, 1e-5, 5), (0.3, 1e-3, 20),
+                                                         (2.0, 0.0, 3)])
+def test_one_point_profile_composes_as_kairouz_oh_viswanath(epsilon, delta, count):
+    pld = PLD.from_mechanism(plda.PrivacyProfile(epsilons=[epsilon], deltas=[delta]), count)
+    _bracket(pld, lambda e: kov_delta(epsilon, delta, count, e))
+
+
+PROFILES = [
+    ((0.5, 1.0, 2.0), (1e-2, 1e-4, 1e-8)),
+    ((0.0, 0.1, 3.0), (0.3, 0.05, 0.0)),
+    ((0.2, 0.4, 0.6, 0.8), (0.2, 0.2, 0.01, 0.005)),  # a repeated delta, a redundant point
+    ((1.0, 4.0), (1e-3, 1e-3)),  # the second point is implied by the first
+]
+
+
+@pytest.mark.parametrize(("epsilons", "deltas"), PROFILES)
+@pytest.mark.parametrize("count", [1, 3])
+def test_profile_composes_as_its_tight_pair(epsilons, deltas, count):
+    """The brute-force tradeoff function (every line, every crossing) in mpmath, its pair's
+    atoms and their exact k-fold composition."""
+    pld = PLD.from_mechanism(plda.PrivacyProfile(epsilons=epsilons, deltas=deltas), count)
+    _bracket(pld, lambda e: profile_delta(epsilons, deltas, count, e))
+
+
+@pytest.mark.parametrize(("epsilons", "deltas"), PROFILES)
+def test_profile_pair_meets_every_point_and_no_more(epsilons, deltas):
+    law = envelope_law(epsilons, deltas)
+    with mpmath.workdps(DPS):
+        atoms, inf_p, neg_inf_q = tradeoff_atoms(profile_lines(epsilons, deltas))
+        assert abs(law.infinity_mass - inf_p) < 1e-15
+        assert abs(law.neg_infinity_mass - neg_inf_q) < 1e-15
+        for e, d in zip(epsilons, deltas, strict=True):
+            assert _hockey_stick(law, e) <= d + 1e-15
+        # the brute-force pair's masses, loss by loss
+        reference = sorted((float(loss), float(p)) for loss, p in atoms)
+        ours = sorted((float(loss), float(p)) for loss, p in
+                      zip(law.atom_losses, law.atom_probs, strict=True) if p > 0)
+        assert len(ours) == len(reference)
+        for (l1, p1), (l2, p2) in zip(ours, reference, strict=True):
+            assert l1 == pytest.approx(l2, abs=1e-12) and p1 == pytest.approx(p2, abs=1e-14)
+
+
+@st.composite
+def profiles(draw):
+    n = draw(st.integers(1, 6))
+    eps = sorted(set(draw(st.lists(st.floats(0, 8), min_size=n, max_size=n))))
+    deltas = sorted(draw(st.lists(st.floats(0, 0.5), min_size=len(eps), max_size=len(eps))),
+                    reverse=True)
+    return eps, deltas
+
+
+@given(profiles())
+@examples(40)
+def test_profile_law_is_a_pair_meeting_its_profile(profile):
+    epsilons, deltas = profile
+    law = envelope_law(epsilons, deltas)
+    p = law.atom_probs
+    q = p * np.exp(-law.atom_losses)
+    assert np.all(p >= 0)
+    assert p.sum() + law.infinity_mass == pytest.approx(1, abs=1e-12)
+    assert q.sum() + law.neg_infinity_mass == pytest.approx(1, abs=1e-12)
+    assert np.all(np.diff(law.atom_losses) > 0)
+    with mpmath.workdps(30):
+        for e, d in zip(epsilons, deltas, strict=True):
+            assert _hockey_stick(law, e) <= d + 1e-12
+
+
+# ------------------------------------------------------------------- GaussianDP
+@pytest.mark.parametrize(("mu", "count"), [(1.0, 1), (0.5, 10), (0.05, 400), (3.0, 2)])
+def test_gaussian_dp_is_the_gaussian_mechanism(mu, count):
+    ours = PLD.from_mechanism(plda.GaussianDP(mu=mu), count)
+    theirs = PLD.from_mechanism(plda.Gaussian(sigma=1 / mu), count)
+    a, b = ours.delta_bounds(EPS), theirs.delta_bounds(EPS)
+    # the same law, merged with the Gaussians (mu^2 adds up): the same bounds
+    assert np.allclose(a.lower, b.lower, rtol=1e-12, atol=0)
+    assert np.allclose(a.upper, b.upper, rtol=1e-12, atol=0)
+    a, b = ours.epsilon_bounds(1e-6), theirs.epsilon_bounds(1e-6)
+    assert a.lower == pytest.approx(b.lower, rel=1e-12)
+    assert a.upper == pytest.approx(b.upper, rel=1e-12)
+    _bracket(ours, lambda e: gaussian_delta(mu * math.sqrt(count), e))
+
+
+def test_gaussian_dp_zero_reveals_nothing():
+    pld = PLD.from_mechanism(plda.GaussianDP(mu=0), 7)
+    assert np.all(pld.delta(EPS) == 0) and pld.epsilon(1e-9) == 0
+    mixed = PLD((( plda.GaussianDP(mu=0), 3), (plda.Gaussian(sigma=2.0), 4)))
+    _bracket(mixed, lambda e: gaussian_delta(1.0, e))
+
+
+# ------------------------------------------------------------------- TradeoffCurve
+def _g(mu, alpha):
+    return norm.cdf(norm.ppf(1 - np.asarray(alpha)) - mu)
+
+
+@pytest.mark.parametrize("alpha", [
+    np.linspace(0, 1, 41)[:-1], np.logspace(-9, 0, 150)[:-1], np.array([0.05, 0.3, 0.7]),
+])
+@pytest.mark.parametrize("symmetric", [True, False])
+def test_curve_sampled_on_a_gaussian_is_never_below_it(alpha, symmetric):
+    mu = 1.0
+    beta = _g(mu, alpha)
+    xs, ys = pessimistic_vertices(*curve_points(alpha, beta))
+    fine = np.linspace(0, 1, 20001)
+    assert np.all(np.interp(fine, xs, ys) <= _g(mu, fine) + 1e-12)  # below the true curve
+    assert np.all(np.interp(alpha, xs, ys) <= beta + 1e-15)  # and the given points
+    pld = PLD.from_mechanism(plda.TradeoffCurve(alpha=alpha, beta=beta, symmetric=symmetric))
+    bounds = pld.delta_bounds(EPS)
+    with mpmath.workdps(DPS):
+        for e, upper in zip(EPS, bounds.upper, strict=True):
+            assert gaussian_delta(mu, e) <= upper  # certified: at least the true delta
+    assert np.all(bounds.lower <= bounds.upper)
+
+
+def test_curve_on_the_pieces_of_a_randomized_response_is_that_response():
+    """Points on each linear piece of f_(eps, delta): the pessimistic curve is f itself."""
+    e, d = 1.0, 1e-3
+    corner = (1 - d) / (1 + math.exp(e))
+    alpha = np.array([0.0, corner / 2, corner, (corner + 1 - d) / 2, 1 - d])
+    beta = np.maximum.reduce([np.zeros(5), 1 - d - math.exp(e) * alpha,
+                              math.exp(-e) * (1 - d - alpha)])
+    step = plda.TradeoffCurve(alpha=alpha, beta=beta)
+    ours, theirs = step.privacy_loss(), plda.ApproximateDP(e, d).privacy_loss()
+    assert ours.atom_losses == pytest.approx(theirs.atom_losses, abs=1e-12)
+    assert ours.atom_probs == pytest.approx(theirs.atom_probs, abs=1e-15)
+    assert ours.infinity_mass == pytest.approx(d, abs=1e-15)
+    _bracket(PLD.from_mechanism(step, 4), lambda x: kov_delta(e, d, 4, x))
+
+
+def test_curve_one_way_is_the_remove_direction():
+    """A curve of the remove pair only: the add direction is its reverse, so the PLD (worse
+    direction) matches the mechanism whose remove tradeoff it is, up to the pessimistic step."""
+    step = plda.PoissonSampled(plda.Gaussian(sigma=1.0), sample_rate=0.2)
+    alpha = np.union1d(np.logspace(-12, -0.5, 300), 1 - np.logspace(-12, -0.5, 300))
+    reference = PLD.from_mechanism(step)
+    beta = reference.tradeoff(alpha, direction="remove")
+    curve = PLD.from_mechanism(plda.TradeoffCurve(alpha=alpha, beta=beta, symmetric=False))
+    assert np.all(curve.delta(EPS[:4]) >= reference.delta_bounds(EPS[:4]).lower)
+    assert curve.epsilon(1e-5) == pytest.approx(reference.epsilon(1e-5), rel=0.05)
+
+
+# ------------------------------------------------------------------- ZCDP and RenyiDP
+@pytest.mark.parametrize("rho", [0.005, 0.125, 2.0])
+def test_zcdp_step_between_its_gaussian_and_the_conversion(rho):
+    pld = PLD.from_mechanism(plda.ZCDP(rho=rho))
+    bounds = pld.delta_bounds(EPS)
+    with mpmath.workdps(DPS):
+        for e, lower, upper in zip(EPS, bounds.lower, bounds.upper, strict=True):
+            gauss = gaussian_delta(math.sqrt(2 * rho), e)
+            assert lower <= gauss * (1 + 1e-12) <= upper * (1 + 1e-12)
+            assert upper <= max(zcdp_delta(rho, e) * (1 + 1e-6), TINY)  # TINY: underflow
+
+
+@pytest.mark.parametrize(("rho", "count"), [(0.125, 10), (0.005, 100), (0.01, 1000)])
+def test_composed_zcdp_never_looser_than_summed_rho(rho, count):
+    pld = PLD.from_mechanism(plda.ZCDP(rho=rho), count)
+    total = rho * count
+    with mpmath.workdps(DPS):
+        for e, upper in zip(EPS, pld.delta(EPS), strict=True):
+            assert upper <= zcdp_delta(total, e) * (1 + 1e-6)
+            assert gaussian_delta(math.sqrt(2 * total), e) <= upper * (1 + 1e-12)
+    lower, upper = pld.epsilon_bounds(1e-5)
+    assert lower <= upper
+    # mixed with Gaussian currencies: still one zCDP composition
+    mixed = PLD(((plda.ZCDP(rho=rho), count), (plda.GaussianDP(mu=0.5), 2),
+                 (plda.Gaussian(sigma=4.0), 8)))
+    total += 2 * 0.125 + 8 / 32
+    with mpmath.workdps(DPS):
+        for e, upper in zip(EPS, mixed.delta(EPS), strict=True):
+            assert upper <= zcdp_delta(total, e) * (1 + 1e-6)
+
+
+def test_the_accountant_takes_the_summed_rho_too():
+    accountant = plda.PLDAccountant()
+    accountant.compose(plda.ZCDP(rho=0.05), 10)
+    accountant.compose(plda.Gaussian(sigma=2.0), 1)
+    pld = PLD(((plda.ZCDP(rho=0.05), 10), (plda.Gaussian(sigma=2.0), 1)))
+    with mpmath.workdps(DPS):
+        conversion = zcdp_delta(0.625, 2.0)
+    assert accountant.delta(2.0) <= conversion * (1 + 1e-6)
+    assert accountant.epsilon(1e-6) == pytest.approx(pld.epsilon(1e-6), rel=1e-6)
+
+
+def test_zcdp_with_a_sampler_is_composed_through_its_pair():
+    """Not a zCDP composition (a Poisson-sampled step): the PLD of the pairs, no conversion."""
+    pld = PLD(((plda.ZCDP(rho=0.1), 3),
+               (plda.PoissonSampled(plda.Gaussian(sigma=1.0), sample_rate=0.01), 100)))
+    lower, upper = pld.epsilon_bounds(1e-5)
+    assert 0 < lower <= upper < math.inf
+
+
+@pytest.mark.parametrize(("orders", "epsilons"), [
+    ((2.0, 4.0, 8.0, 16.0, 32.0), (0.2, 0.4, 0.8, 1.6, 3.2)),  # rho = 0.1 at five orders
+    ((1.5, 3.0, 10.0), (0.5, 0.6, 2.0)),  # not linear: each order on its own
+])
+def test_renyi_dp_between_its_gaussian_and_each_order(orders, epsilons):
+    pld = PLD.from_mechanism(plda.RenyiDP(orders=orders, epsilons=epsilons), 3)
+    bounds = pld.delta_bounds(EPS)
+    mu = math.sqrt(3 * min(2 * e / a for a, e in zip(orders, epsilons, strict=True)))
+    with mpmath.workdps(DPS):
+        for e, lower, upper in zip(EPS, bounds.lower, bounds.upper, strict=True):
+            assert lower <= gaussian_delta(mu, e) * (1 + 1e-12) <= upper * (1 + 1e-12)
+    single = PLD.from_mechanism(plda.RenyiDP(orders=orders, epsilons=epsilons))
+    with mpmath.workdps(DPS):
+        for e, upper in zip(EPS, single.delta(EPS), strict=True):
+            # never above the best order's conversion by more than one grid step in epsilon
+            best = min(cks_delta(a, r, max(e - 0.01 * (1 + e), 0))
+                       for a, r in zip(orders, epsilons, strict=True))
+            assert upper <= best
+
+
+def test_zero_rho_and_zero_renyi_reveal_nothing():
+    assert PLD.from_mechanism(plda.ZCDP(rho=0), 5).epsilon(1e-9) == 0
+    assert PLD.from_mechanism(plda.RenyiDP(orders=[2.0], epsilons=[0.0]), 5).epsilon(1e-9) == 0
+
+
+# ------------------------------------------------------------------- composing currencies
+def test_every_currency_composes_with_a_training_run():
+    run = plda.PoissonSampled(plda.Gaussian(sigma=1.0), sample_rate=0.01)
+    alpha = np.logspace(-8, 0, 60)[:-1]
+    parts = [
+        plda.PrivacyProfile(epsilons=[0.5, 1.0], deltas=[1e-5, 1e-7]),
+        plda.TradeoffCurve(alpha=alpha, beta=_g(0.3, alpha)),
+        plda.GaussianDP(mu=0.3),
+        plda.ZCDP(rho=0.01),
+        plda.RenyiDP(orders=[2.0, 8.0], epsilons=[0.05, 0.2]),
+    ]
+    base = PLD.from_mechanism(run, 200)
+    before = base.epsilon_bounds(1e-6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for part in parts:
+            lower, upper = base.compose(PLD.from_mechanism(part)).epsilon_bounds(1e-6)
+            assert before.lower <= lower <= upper and before.upper < upper < math.inf
+            lower, upper = PLD(((run, 200), (part, 1)), "replace_one").epsilon_bounds(1e-6)
+            assert lower <= upper
+
+
+# ------------------------------------------------------------------- bad input
+BAD = [
+    (lambda: plda.PrivacyProfile(epsilons=[1.0, 0.5], deltas=[1e-3, 1e-4]), ValueError,
+     "epsilons must be strictly increasing"),
+    (lambda: plda.PrivacyProfile(epsilons=[0.5, 1.0], deltas=[1e-4, 1e-3]), ValueError,
+     "deltas must be non-increasing"),
+    (lambda: plda.PrivacyProfile(epsilons=[-1.0], deltas=[0.1]), ValueError, "epsilons must be"),
+    (lambda: plda.PrivacyProfile(epsilons=[1.0], deltas=[1.5]), ValueError, r"deltas must be in"),
+    (lambda: plda.PrivacyProfile(epsilons=[1.0], deltas=[-0.1]), ValueError, r"deltas must be"),
+    (lambda: plda.PrivacyProfile(epsilons=[float("nan")], deltas=[0.1]), ValueError, "epsilons"),
+    (lambda: plda.PrivacyProfile(epsilons=[math.inf], deltas=[0.1]), ValueError, "epsilons"),
+    (lambda: plda.PrivacyProfile(epsilons=[1.0, 2.0], deltas=[0.1]), ValueError, "same length"),
+    (lambda: plda.PrivacyProfile(epsilons=[], deltas=[]), ValueError, "epsilons must hold"),
+    (lambda: plda.PrivacyProfile(epsilons=1.0, deltas=[0.1]), TypeError, "epsilons"),
+    (lambda: plda.PrivacyProfile(epsilons=["1"], deltas=[0.1]), TypeError, "epsilons"),
+    (lambda: plda.TradeoffCurve(alpha=[0.1, 0.2, 0.3], beta=[0.8, 0.75, 0.5]), ValueError,
+     "beta must be convex"),
+    (lambda: plda.TradeoffCurve(alpha=[0.1, 0.2], beta=[0.5, 0.6]), ValueError,
+     "beta must be non-increasing"),
+    (lambda: plda.TradeoffCurve(alpha=[0.5], beta=[0.6]), ValueError, r"1 - alpha"),
+    (lambda: plda.TradeoffCurve(alpha=[0.1, 0.2], beta=[0.85, 0.5]), ValueError, "f\\(0\\) <= 1"),
+    (lambda: plda.TradeoffCurve(alpha=[0.2, 0.1], beta=[0.5, 0.6]), ValueError,
+     "alpha must be strictly increasing"),
+    (lambda: plda.TradeoffCurve(alpha=[1.5], beta=[0.0]), ValueError, r"alpha must be in"),
+    (lambda: plda.TradeoffCurve(alpha=[0.5], beta=[-0.1]), ValueError, "beta must be in"),
+    (lambda: plda.TradeoffCurve(alpha=[0.5], beta=[0.1, 0.0]), ValueError, "same length"),
+    (lambda: plda.TradeoffCurve(alpha=[0.5], beta=[float("nan")]), ValueError, "beta"),
+    (lambda: plda.TradeoffCurve(alpha=[0.5], beta=[0.1], symmetric="yes"), TypeError,
+     "symmetric must be a bool"),
+    (lambda: plda.GaussianDP(mu=-1.0), ValueError, "mu must be"),
+    (lambda: plda.GaussianDP(mu=float("nan")), ValueError, "mu must be"),
+    (lambda: plda.GaussianDP(mu=1e-200), ValueError, "mu must be in"),
+    (lambda: plda.GaussianDP(mu="1"), TypeError, "mu must be"),
+    (lambda: plda.ZCDP(rho=-0.1), ValueError, "rho must be"),
+    (lambda: plda.ZCDP(rho=math.inf), ValueError, "rho must be"),
+    (lambda: plda.ZCDP(rho=None), TypeError, "rho must be"),
+    (lambda: plda.RenyiDP(orders=[1.0], epsilons=[0.1]), ValueError, "orders must be above 1"),
+    (lambda: plda.RenyiDP(orders=[2.0], epsilons=[-0.1]), ValueError, "epsilons must be >= 0"),
+    (lambda: plda.RenyiDP(orders=[2.0, 3.0], epsilons=[0.1]), ValueError, "same length"),
+    (lambda: plda.RenyiDP(orders=[math.inf], epsilons=[0.1]), ValueError, "orders"),
+    (lambda: plda.RenyiDP(orders=2.0, epsilons=0.1), TypeError, "sequences"),
+]
+
+
+@pytest.mark.parametrize(("build", "error", "match"), BAD)
+def test_bad_input_is_named(build, error, match):
+    with pytest.raises(error, match=match):
+        build()
