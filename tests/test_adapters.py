@@ -72,6 +72,13 @@ class RandomizedResponseDpEvent:
 @dataclass
 class ZCDpEvent:
     rho: float
+    xi: float = 0.0
+
+
+@dataclass
+class SingleEpochTreeAggregationDpEvent:
+    noise_multiplier: float
+    step_counts: int
 
 
 @dataclass
@@ -182,8 +189,9 @@ def test_bad_sampler_events_raise_value_errors(event, match):
 
 def test_noop_is_free_and_unsupported_events_are_named():
     assert from_dp_event(NoOpDpEvent()).epsilon(DELTA) == 0.0
-    with pytest.raises(ValueError, match="ZCDpEvent"):
-        from_dp_event(ComposedDpEvent([GaussianDpEvent(1.0), ZCDpEvent(0.1)]))
+    with pytest.raises(ValueError, match="SingleEpochTreeAggregationDpEvent"):
+        from_dp_event(ComposedDpEvent([GaussianDpEvent(1.0),
+                                       SingleEpochTreeAggregationDpEvent(1.0, 8)]))
     with pytest.raises(ValueError, match="not supported"):
         from_dp_event(PoissonSampledDpEvent(0.1, SelfComposedDpEvent(GaussianDpEvent(1.0), 2)))
     with pytest.raises(ValueError, match="sigma"):
@@ -256,7 +264,8 @@ def test_dp_accounting_subclass_refuses_unsupported_events_and_records_nothing()
 
     acct = PLDPrivacyAccountant(accuracy=COARSE).compose(dpa.GaussianDpEvent(2.0))
     bad = [
-        dpa.ComposedDpEvent([dpa.GaussianDpEvent(1.0), dpa.ZCDpEvent(0.1)]),
+        dpa.ComposedDpEvent([dpa.GaussianDpEvent(1.0), dpa.SingleEpochTreeAggregationDpEvent(
+            1.0, 8)]),
         dpa.SampledWithoutReplacementDpEvent(100, 10, dpa.dp_event.DiscreteLaplaceDpEvent(0.5, 1)),
         dpa.SingleEpochTreeAggregationDpEvent(1.0, 8),
         # (MixtureOfGaussiansDpEvent is supported now: gradient accumulation, issue 24)
@@ -267,7 +276,8 @@ def test_dp_accounting_subclass_refuses_unsupported_events_and_records_nothing()
         with pytest.raises(dpa.UnsupportedEventError, match="not supported"):
             acct.compose(event)
         assert len(acct.accountant) == 1 and acct.ledger == dpa.GaussianDpEvent(2.0)
-    with pytest.raises(dpa.UnsupportedEventError, match="ZCDpEvent.*caused by subevent ZCDp"):
+    with pytest.raises(dpa.UnsupportedEventError,
+                       match="SingleEpochTreeAggregationDpEvent.*caused by subevent SingleEpoch"):
         acct.compose(bad[0])
     with pytest.raises(dpa.UnsupportedEventError, match="count"):
         acct.compose(dpa.GaussianDpEvent(1.0), -1)

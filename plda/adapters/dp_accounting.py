@@ -14,6 +14,7 @@ import math
 import numbers
 
 from plda.mechanisms import (
+    ZCDP,
     ApproximateDP,
     DiscreteLaplace,
     Gaussian,
@@ -21,6 +22,7 @@ from plda.mechanisms import (
     Laplace,
     Mechanism,
     PoissonSampled,
+    RenyiDP,
     SampledWithoutReplacement,
     TruncatedPoisson,
 )
@@ -32,6 +34,8 @@ _MAX_DEPTH = 64
 #: what an event without any guarantee composes as: every mechanism is (0, 1)-DP, so epsilon is
 #: infinite at every delta < 1 (and a Poisson-sampled one at rate q gives delta = q at epsilon 0)
 NON_PRIVATE = ApproximateDP(epsilon=0.0, delta=1.0)
+#: the orders a ``(xi, rho)``-zCDP event (``xi > 0``) is read at: 1 + 10^-3 ... 1 + 10^4
+XI_ORDERS = tuple(float(1 + 10 ** (k / 50)) for k in range(-150, 201))
 
 
 def __getattr__(name: str):
@@ -109,6 +113,16 @@ def _walk(event, count: int, depth: int) -> list[tuple[Mechanism, int]]:
                 f" got {p!r}, {k!r}"
             )
         return [(ApproximateDP(epsilon=math.log1p((1 - p) * k / p)), count)]
+    if name == "ZCDpEvent":
+        rho, xi = _attribute(event, "rho"), getattr(event, "xi", 0.0)
+        if isinstance(xi, (int, float)) and not isinstance(xi, bool) and xi == 0:
+            return [(_build(ZCDP, name, rho=rho), count)]
+        zcdp = _build(ZCDP, name, rho=rho)  # checks rho
+        if not (isinstance(xi, (int, float)) and xi > 0 and math.isfinite(xi)):
+            raise ValueError(f"ZCDpEvent.xi must be a finite number >= 0, got {xi!r}")
+        # (xi, rho)-zCDP: D_alpha <= xi + rho alpha at every order, read at XI_ORDERS
+        return [(RenyiDP(orders=XI_ORDERS,
+                         epsilons=tuple(xi + zcdp.rho * a for a in XI_ORDERS)), count)]
     if name == "MixtureOfGaussiansDpEvent":
         sigma = _attribute(event, "standard_deviation")
         sensitivities = _attribute(event, "sensitivities")
@@ -171,7 +185,7 @@ def _walk(event, count: int, depth: int) -> list[tuple[Mechanism, int]]:
     raise ValueError(
         f"dp_event type {name} is not supported by plda (supported: GaussianDpEvent, "
         f"LaplaceDpEvent, DiscreteLaplaceDpEvent, RandomizedResponseDpEvent, "
-        f"MixtureOfGaussiansDpEvent, "
+        f"MixtureOfGaussiansDpEvent, ZCDpEvent, "
         f"PoissonSampledDpEvent, SampledWithoutReplacementDpEvent, "
         f"TruncatedSubsampledGaussianDpEvent, SelfComposedDpEvent, ComposedDpEvent, "
         f"NoOpDpEvent, NonPrivateDpEvent)"
@@ -217,6 +231,9 @@ def from_dp_event(
       bound of k-ary randomized response that keeps the truth with probability ``1 - p``;
     - ``MixtureOfGaussiansDpEvent``: ``GaussianMixture(standard_deviation, sensitivities,
       sampling_probs)`` (add/remove only, as in dp_accounting);
+    - ``ZCDpEvent``: ``ZCDP(rho)``; with ``xi > 0`` (``D_alpha <= xi + rho alpha``),
+      ``RenyiDP`` at the orders ``XI_ORDERS``. A composition of zCDP and Gaussian events is
+      never looser than its summed ``rho`` converted once (:class:`~plda.ZCDP`);
     - ``PoissonSampledDpEvent``: ``PoissonSampled(inner, sampling_probability)``;
     - ``SampledWithoutReplacementDpEvent``: ``SampledWithoutReplacement(inner, sample_size,
       source_dataset_size)`` (inner Gaussian or Laplace);
@@ -248,7 +265,7 @@ def from_dp_event(
     Raises
     ------
     ValueError
-        Naming the event type, for anything else (tree aggregation, zCDP events, ...), an
+        Naming the event type, for anything else (tree aggregation, repeat-and-select, ...), an
         event with fields out of range, or an unknown ``relation``.
     """
     components = mechanisms_from_dp_event(event)
