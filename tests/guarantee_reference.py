@@ -54,7 +54,8 @@ def tradeoff_atoms(lines):
 
 
 def composed_delta(atoms, inf_p, count, eps):
-    """``delta(eps)`` of ``count`` compositions of the atom law: exact enumeration."""
+    """``delta(eps)`` of ``count`` compositions of the atom law: exact enumeration (the mass at
+    infinity ``1 - (1 - inf_p)^count``, exactly ``inf_p`` for one step)."""
     law = {("0",): (mpmath.mpf(0), mpmath.mpf(1))}
     for _ in range(count):
         nxt = {}
@@ -66,13 +67,31 @@ def composed_delta(atoms, inf_p, count, eps):
         law = nxt
     eps = mpmath.mpf(eps)
     finite = mpmath.fsum(p * -mpmath.expm1(eps - loss) for loss, p in law.values() if loss > eps)
-    return 1 - (1 - inf_p) ** count + finite
+    infinite = inf_p if count == 1 else -mpmath.expm1(count * mpmath.log1p(-inf_p))
+    return infinite + finite
 
 
 def profile_delta(epsilons, deltas, count, eps):
-    """``delta(eps)`` of ``count`` runs of the tight pair of a privacy profile."""
-    atoms, inf_p, _ = tradeoff_atoms(profile_lines(epsilons, deltas))
-    return composed_delta(atoms, inf_p, count, eps)
+    """``delta(eps)`` of ``count`` runs of the tight pair of a privacy profile (its mass at
+    ``+inf`` is ``min delta``: ``f`` reaches 0 at ``1 - min delta``, set exactly here)."""
+    atoms, _, _ = tradeoff_atoms(profile_lines(epsilons, deltas))
+    return composed_delta(atoms, mpmath.mpf(min(deltas)), count, eps)
+
+
+def polyline_delta(xs, ys, count, eps, *, reverse=False):
+    """``delta(eps)`` of ``count`` runs of the pair whose outcomes are the segments of the
+    polyline through ``(xs, ys)`` (floats, read exactly), from ``alpha = 0`` to ``(1, 0)``;
+    with ``reverse``, of the reversed pair (losses negated, read under ``Q``)."""
+    xs, ys = [mpmath.mpf(float(x)) for x in xs], [mpmath.mpf(float(y)) for y in ys]
+    atoms, inf_p, neg_inf_q = [], mpmath.mpf(0), 1 - ys[0]
+    for x0, y0, x1, y1 in zip(xs, ys, xs[1:], ys[1:], strict=False):
+        if y0 == y1:
+            inf_p += x1 - x0
+        elif reverse:  # P-mass of the reversed pair: the Q-mass of the segment
+            atoms.append((mpmath.log((y0 - y1) / (x1 - x0)), y0 - y1))
+        else:
+            atoms.append((-mpmath.log((y0 - y1) / (x1 - x0)), x1 - x0))
+    return composed_delta(atoms, neg_inf_q if reverse else inf_p, count, eps)
 
 
 def kov_delta(e0, d0, count, eps):
@@ -110,5 +129,5 @@ def zcdp_delta(rho, eps, orders=None):
     the conversion's optimum, which plda must not exceed by more than its grid of orders)."""
     rho = mpmath.mpf(rho)
     if orders is None:
-        orders = [1 + mpmath.mpf(10) ** (k / mpmath.mpf(200)) for k in range(-1200, 1201)]
+        orders = [1 + mpmath.mpf(10) ** (k / mpmath.mpf(100)) for k in range(-600, 601)]
     return min(cks_delta(a, rho * a, eps) for a in orders)

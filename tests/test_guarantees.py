@@ -188,6 +188,21 @@ def test_curve_sampled_on_a_gaussian_is_never_below_it(alpha, symmetric):
     assert np.all(bounds.lower <= bounds.upper)
 
 
+@given(st.floats(0.05, 4.0), st.lists(st.floats(1e-12, 1 - 1e-9), min_size=1, max_size=30,
+                                      unique=True), st.booleans())
+@examples(30)
+def test_curve_sampled_anywhere_is_pessimistic_and_bracketed(mu, alpha, symmetric):
+    alpha = np.array(sorted(alpha))
+    beta = _g(mu, alpha)
+    xs, ys = pessimistic_vertices(*curve_points(alpha, beta))
+    fine = np.union1d(np.linspace(0, 1, 2001), alpha)
+    assert np.all(np.interp(fine, xs, ys) <= _g(mu, fine) + 1e-12)
+    assert np.all(np.diff(ys) <= 0) and xs[0] == 0 and (xs[-1], ys[-1]) == (1, 0)
+    pld = PLD.from_mechanism(plda.TradeoffCurve(alpha=alpha, beta=beta, symmetric=symmetric))
+    bounds = pld.delta_bounds(EPS)  # raises InvertedBracketError if lower > upper
+    assert np.all(bounds.upper >= [float(gaussian_delta(mu, e)) * (1 - 1e-12) for e in EPS])
+
+
 def test_curve_on_the_pieces_of_a_randomized_response_is_that_response():
     """Points on each linear piece of f_(eps, delta): the pessimistic curve is f itself."""
     e, d = 1.0, 1e-3
@@ -197,9 +212,9 @@ def test_curve_on_the_pieces_of_a_randomized_response_is_that_response():
                               math.exp(-e) * (1 - d - alpha)])
     step = plda.TradeoffCurve(alpha=alpha, beta=beta)
     ours, theirs = step.privacy_loss(), plda.ApproximateDP(e, d).privacy_loss()
-    assert ours.atom_losses == pytest.approx(theirs.atom_losses, abs=1e-12)
-    assert ours.atom_probs == pytest.approx(theirs.atom_probs, abs=1e-15)
-    assert ours.infinity_mass == pytest.approx(d, abs=1e-15)
+    with mpmath.workdps(DPS):  # the same pair, up to the rounding of the points
+        for x in (-2.0, -1.0, -0.5, 0.0, 0.5, 0.999, 2.0):
+            assert abs(_hockey_stick(ours, x) - _hockey_stick(theirs, x)) < 1e-15
     _bracket(PLD.from_mechanism(step, 4), lambda x: kov_delta(e, d, 4, x))
 
 
@@ -360,3 +375,56 @@ BAD = [
 def test_bad_input_is_named(build, error, match):
     with pytest.raises(error, match=match):
         build()
+
+
+# ------------------------------------------------------------------- records and adapters
+def test_imported_guarantees_round_trip_through_json_and_the_accountant():
+    import json
+
+    from plda.serialization import mechanism_from_dict, mechanism_to_dict
+
+    steps = (
+        plda.ZCDP(rho=0.1), plda.GaussianDP(mu=0.5),
+        plda.PrivacyProfile(epsilons=[1.0, 2.0], deltas=[1e-6, 1e-9]),
+        plda.RenyiDP(orders=[2.0, 4.0], epsilons=[0.3, 0.7]),
+        plda.TradeoffCurve(alpha=[0.1, 0.5], beta=[0.6, 0.2], symmetric=False),
+    )
+    accountant = plda.PLDAccountant()
+    for step in steps:
+        assert mechanism_from_dict(json.loads(json.dumps(mechanism_to_dict(step)))) == step
+        accountant.compose(step)
+    restored = plda.PLDAccountant.from_state_dict(json.loads(json.dumps(accountant.state_dict())))
+    assert restored.delta_bounds(3.0) == accountant.delta_bounds(3.0)
+
+
+def test_zcdp_event_maps_to_zcdp():
+    from plda.adapters.dp_accounting import XI_ORDERS, mechanisms_from_dp_event
+
+    class ZCDpEvent:  # duck-typed: dp_accounting is optional
+        def __init__(self, rho, xi=0.0):
+            self.rho, self.xi = rho, xi
+
+    assert mechanisms_from_dp_event(ZCDpEvent(0.2)) == ((plda.ZCDP(rho=0.2), 1),)
+    (step, count), = mechanisms_from_dp_event(ZCDpEvent(0.2, 0.1))
+    assert count == 1 and step == plda.RenyiDP(
+        orders=XI_ORDERS, epsilons=tuple(0.1 + 0.2 * a for a in XI_ORDERS))
+    with pytest.raises(ValueError, match="rho"):
+        mechanisms_from_dp_event(ZCDpEvent(-0.2))
+    with pytest.raises(ValueError, match="xi"):
+        mechanisms_from_dp_event(ZCDpEvent(0.2, -1.0))
+
+
+def test_zcdp_events_against_dp_accounting_rdp():
+    dpa = pytest.importorskip("dp_accounting")
+    from plda.adapters import PLDPrivacyAccountant
+    from plda.adapters.dp_accounting import from_dp_event
+
+    event = dpa.ComposedDpEvent([dpa.SelfComposedDpEvent(dpa.ZCDpEvent(0.05), 10),
+                                 dpa.GaussianDpEvent(2.0)])
+    rdp = dpa.rdp.RdpAccountant().compose(event).get_epsilon(1e-6)
+    lower, upper = from_dp_event(event).epsilon_bounds(1e-6)
+    assert lower <= upper <= rdp * (1 + 1e-9)  # summed rho converted, at finer orders
+    assert PLDPrivacyAccountant().compose(event).get_epsilon(1e-6) == pytest.approx(upper, 1e-9)
+    with_xi = dpa.ZCDpEvent(0.1, 0.2)
+    rdp = dpa.rdp.RdpAccountant().compose(with_xi).get_epsilon(1e-6)
+    assert from_dp_event(with_xi).epsilon(1e-6) <= rdp * (1 + 1e-9)

@@ -18,6 +18,9 @@ from plda.mechanisms.privacy_profile import MAX_POINTS
 CONVEXITY_TOLERANCE = 1e-12
 
 
+#: how far the chord curve of the realized lower pair is raised (more privacy, so its lower
+#: bound still holds), a margin over the float rounding of the two constructions
+RAISE = 4e-15
 #: vertex heights below this are rounding residues of a line meeting 0, and snap to 0
 SNAP = 1e-15
 
@@ -114,6 +117,8 @@ def pessimistic_vertices(xs, ys) -> tuple[np.ndarray, np.ndarray]:
     lines = [_line(xs, ys, k) for k in range(xs.size - 1)]
     candidates: list[tuple[float, float]] = []
 
+    known = dict(zip(xs.tolist(), ys.tolist(), strict=True))
+
     def add(x0, x1, bounds):
         """The vertices of ``max(bounds..., 0)`` on ``[x0, x1]``."""
         xs_here = [x0, x1]
@@ -125,6 +130,8 @@ def pessimistic_vertices(xs, ys) -> tuple[np.ndarray, np.ndarray]:
                     xs_here.append((c2 - c) / (s - s2))
         for x in xs_here:
             value = max([0.0] + [s * x + c for s, c in bounds])
+            if x in known:  # f(alpha_k) = beta_k exactly: never above it by rounding
+                value = min(value, known[x])
             # a rounding residue of a line meeting 0 is 0 (lowering a vertex is pessimistic)
             candidates.append((x, value if value > SNAP else 0.0))
 
@@ -197,8 +204,11 @@ def vertices_law(xs, ys) -> AtomLaw:
     slope = np.zeros(width.shape)
     slope[wide] = drop[wide] / width[wide]
     finite = wide & (slope > 0)
+    # segments of one slope are one outcome (same loss: merging them is exact)
+    losses, where = np.unique(-np.log(slope[finite]), return_inverse=True)
     return AtomLaw(
-        atom_losses=-np.log(slope[finite]), atom_probs=width[finite],
+        atom_losses=losses, atom_probs=np.bincount(where, weights=width[finite],
+                                                   minlength=losses.size),
         infinity_mass=float(np.sum(width[wide & (slope == 0)])),
         neg_infinity_mass=float(min(max(1 - ys[0], 0.0) + np.sum(drop[~wide]), 1.0)),
     )
@@ -326,7 +336,11 @@ class _ChordCurve(Mechanism):
     symmetric: bool = True
 
     def _remove_law(self):
-        return _curve_law(*chord_vertices(*curve_points(self.alpha, self.beta)), self.symmetric)
+        xs, ys = chord_vertices(*curve_points(self.alpha, self.beta))
+        # raised by RAISE (the last vertex stays (1, 0)): a lower bound must not gain from the
+        # float rounding that the upper pair's curve may lose to
+        ys = np.append(np.minimum(ys[:-1] + RAISE, 1.0), 0.0)
+        return _curve_law(xs, ys, self.symmetric)
 
     def under_replace_one(self) -> Mechanism:
         return self
