@@ -22,16 +22,21 @@ from plda.epochs.shuffled import (
     ShuffledOppositeSumLowerBound,
 )
 from plda.mechanisms import (
+    ZCDP,
     ApproximateDP,
     DiscreteGaussian,
     DiscreteLaplace,
     Gaussian,
     GaussianDoubleMixture,
+    GaussianDP,
     GaussianMixture,
     Laplace,
     Mechanism,
     PoissonSampled,
+    PrivacyProfile,
+    RenyiDP,
     SampledWithoutReplacement,
+    TradeoffCurve,
     TruncatedPoisson,
 )
 from plda.pld import PrivacyLossDistribution
@@ -48,6 +53,7 @@ MECHANISM_TYPES: dict[str, type] = {
     + (Laplace, PoissonSampled, RandomAllocation, SampledWithoutReplacement, Shuffled)
     + (ShuffledLowerBound, ShuffledOppositeLowerBound, ShuffledOppositeSumLowerBound)
     + (TruncatedPoisson, GaussianDoubleMixture)
+    + (PrivacyProfile, TradeoffCurve, GaussianDP, ZCDP, RenyiDP)  # imported guarantees
 }
 
 
@@ -89,6 +95,8 @@ def mechanism_to_dict(mechanism: Mechanism) -> dict:
             out[f.name] = mechanism_to_dict(value)
         elif isinstance(value, tuple):  # GaussianMixture's sensitivities and probabilities
             out[f.name] = [float(v) for v in value]
+        elif isinstance(value, bool):  # TradeoffCurve.symmetric
+            out[f.name] = value
         elif isinstance(value, numbers.Integral):
             out[f.name] = int(value)
         else:
@@ -179,6 +187,8 @@ def mechanism_from_dict(data, *, depth: int = 0) -> Mechanism:
         value = data[key]
         if isinstance(value, dict):
             kwargs[key] = mechanism_from_dict(value, depth=depth + 1)
+        elif isinstance(value, bool) and isinstance(fields[key].default, bool):
+            kwargs[key] = value  # a flag (TradeoffCurve.symmetric)
         elif isinstance(value, numbers.Real) and not isinstance(value, bool):
             kwargs[key] = value
         elif isinstance(value, list) and all(
