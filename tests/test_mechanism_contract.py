@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import mpmath
 import numpy as np
 import pytest
+from guarantee_reference import polyline_delta, profile_delta
 from mixture_reference import binomial_weights, double_mixture_delta, mixture_delta
 
 import plda
@@ -217,6 +218,48 @@ def _shuffled_opposite(base):
     return lambda p: ShuffledOppositeLowerBound(base(p[0]), p[1])
 
 
+def _randomized_response_points(params):
+    """Points on each linear piece of ``f_(eps, delta)``, and ``(1, 0)``."""
+    e, d = params
+    corner = (1 - d) / (1 + math.exp(e))
+    alpha = np.array([0.0, corner / 2, corner, (corner + 1 - d) / 2, 1 - d, 1.0])
+    beta = np.maximum.reduce([np.zeros(6), 1 - d - math.exp(e) * alpha,
+                              math.exp(-e) * (1 - d - alpha)])
+    return alpha, beta
+
+
+def randomized_response_curve(params):
+    """A one-way ``TradeoffCurve`` through points on each piece of ``f_(eps, delta)``: its
+    pessimistic curve is ``f`` itself, the pair ``ApproximateDP(eps, delta)``'s, up to the
+    rounding of the points."""
+    alpha, beta = _randomized_response_points(params)
+    return plda.TradeoffCurve(alpha=alpha[:-1], beta=beta[:-1], symmetric=False)
+
+
+def curve_reference(params, count, eps):
+    """The pair of the polyline through the float points, exactly: a convex curve through
+    them, so the worst case is at least it (the realized lower pair is this one, raised)."""
+    alpha, beta = _randomized_response_points(params)
+    return max(polyline_delta(alpha, beta, count, eps),
+               polyline_delta(alpha, beta, count, eps, reverse=True))
+
+
+def profile_reference(params, count, eps):
+    return profile_delta(*params, count, eps)
+
+
+def zcdp_reference(rho, count, eps):
+    """The worst rho-zCDP step plda can exhibit, the Gaussian: the upper bound must hold it,
+    the lower bound is certified through it."""
+    return gaussian_reference(1 / mpmath.sqrt(2 * mpmath.mpf(rho)), count, eps)
+
+
+def renyi_reference(params, count, eps):
+    """The largest Gaussian within the Rényi bounds (``mu^2 = min 2 eps_alpha / alpha``)."""
+    mu2 = min(2 * mpmath.mpf(e) / a for a, e in zip(*params, strict=True))
+    return gaussian_reference(1 / mpmath.sqrt(mu2), count, eps)
+
+
 @dataclass(frozen=True)
 class Family:
     name: str
@@ -276,6 +319,22 @@ FAMILIES = [
     Family("shuffled_opposite_gaussian", _shuffled_opposite(plda.Gaussian),
            shuffled_opposite_gaussian_reference,
            (((1.0, 195), 1), ((0.5, 10**4), 1), ((5.0, 2), 1))),
+    # imported guarantees (issue 29): the tight pair of a profile, the Gaussian pair of GDP, the
+    # polygon of a randomized response as a curve, and zCDP / RDP against their Gaussian
+    Family("privacy_profile", lambda p: plda.PrivacyProfile(epsilons=p[0], deltas=p[1]),
+           profile_reference,
+           ((((0.5, 1.0, 2.0), (1e-2, 1e-4, 1e-8)), 1), (((0.5, 1.0, 2.0), (1e-2, 1e-4, 1e-8)), 3),
+            (((0.0, 3.0), (0.3, 0.0)), 4), (((0.1,), (1e-12,)), 40))),
+    Family("gaussian_dp", lambda mu: plda.GaussianDP(mu=mu), lambda mu, k, e:
+           gaussian_reference(1 / mpmath.mpf(mu), k, e),
+           ((1.0, 1), (0.5, 100), (20.0, 1), (1e-3, 10**6)), (0.0, 1.0, 5.0, 700.0)),
+    Family("tradeoff_curve", randomized_response_curve, curve_reference,
+           (((1.0, 1e-3), 1), ((0.5, 0.0), 4), ((3.0, 1e-9), 2)), (0.0, 0.3, 3.0, 8.0)),
+    Family("zcdp", lambda rho: plda.ZCDP(rho=rho), zcdp_reference,
+           ((0.125, 1), (0.005, 100), (2.0, 1)), (0.0, 0.5, 2.0, 8.0)),
+    Family("renyi_dp", lambda p: plda.RenyiDP(orders=p[0], epsilons=p[1]), renyi_reference,
+           ((((2.0, 4.0, 8.0, 16.0, 32.0), (0.2, 0.4, 0.8, 1.6, 3.2)), 1),
+            (((1.5, 3.0, 10.0), (0.5, 0.6, 2.0)), 3))),
     Family("shuffled_opposite_laplace", _shuffled_opposite(lambda b: plda.Laplace(scale=b)),
            shuffled_opposite_laplace_reference, (((0.2, 3), 1),)),
 ]
