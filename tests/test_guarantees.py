@@ -117,6 +117,22 @@ def test_profile_pair_meets_every_point_and_no_more(epsilons, deltas):
             assert l1 == pytest.approx(l2, abs=1e-12) and p1 == pytest.approx(p2, abs=1e-14)
 
 
+def test_profile_with_epsilons_beyond_the_float_range_of_e_to_the_eps():
+    """At eps = 1000 the low side's positions (~e^-1000) underflow; the envelope is found in
+    logs and the mirrored outcomes keep their mass."""
+    epsilons, deltas = (1.0, 800.0, 1000.0, 2000.0), (0.1, 1e-5, 1e-9, 0.0)
+    law = envelope_law(epsilons, deltas)
+    assert law.atom_probs.sum() + law.infinity_mass == pytest.approx(1, abs=1e-12)
+    with mpmath.workdps(DPS):
+        for e, d in zip(epsilons, deltas, strict=True):
+            assert _hockey_stick(law, e) <= d + 1e-15
+        assert abs(_hockey_stick(law, 800.0) - mpmath.mpf(1e-5)) < 1e-15  # tight there
+    lower, upper = PLD.from_mechanism(plda.ZCDP(rho=1e3)).epsilon_bounds(1e-6)
+    with mpmath.workdps(DPS):
+        assert gaussian_delta(math.sqrt(2e3), upper) <= 1e-6  # the Gaussian is rho-zCDP
+    assert 0 < lower <= upper
+
+
 @st.composite
 def profiles(draw):
     n = draw(st.integers(1, 6))

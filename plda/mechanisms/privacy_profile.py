@@ -17,16 +17,24 @@ from plda.mechanisms.law import AtomLaw
 MAX_POINTS = 100_000
 
 
-def _meet(eps, delta, i: int, j: int) -> float:
-    """Where the shallower line ``j`` (``eps_j < eps_i``) overtakes line ``i`` of the envelope:
-    ``alpha = (delta_j - delta_i) / (e^eps_i - e^eps_j)``, written without overflow."""
-    return (delta[j] - delta[i]) * np.exp(-eps[j]) / np.expm1(eps[i] - eps[j])
+def _log_meet(eps, delta, i: int, j: int) -> float:
+    """``log alpha`` where the shallower line ``j`` (``eps_j < eps_i``) overtakes line ``i`` of
+    the envelope, ``alpha = (delta_j - delta_i) / (e^eps_i - e^eps_j)`` (``-inf`` when line ``j``
+    is above line ``i`` from ``alpha = 0`` on). In logs: for large epsilons ``alpha`` is far
+    below the smallest float while ``e^eps alpha``, the mirrored outcome's mass, is not."""
+    gap = delta[j] - delta[i]
+    if gap <= 0:
+        return -np.inf
+    x = eps[i] - eps[j]
+    log_expm1 = np.log(np.expm1(x)) if x < 700 else x + np.log1p(-np.exp(-x))
+    return float(np.log(gap) - eps[j] - log_expm1)
 
 
 def _scaled_meet(eps, delta, k: int, other: int) -> float:
     """``e^eps_k`` times the meeting point of line ``k`` with line ``other``."""
     if eps[other] > eps[k]:  # other is steeper: it comes before k
-        return (delta[k] - delta[other]) / np.expm1(eps[other] - eps[k])
+        with np.errstate(over="ignore"):  # a gap beyond 709: e^gap is inf, the point 0
+            return (delta[k] - delta[other]) / np.expm1(eps[other] - eps[k])
     return (delta[other] - delta[k]) / -np.expm1(eps[other] - eps[k])
 
 
@@ -72,30 +80,34 @@ def envelope_law(epsilons, deltas) -> AtomLaw:
     keep[1:] = eps[1:] != eps[:-1]
     eps, delta = eps[keep], delta[keep]
     stack: list[int] = []
-    starts: list[float] = []  # alpha where each stacked line becomes the envelope
+    starts: list[float] = []  # log alpha where each stacked line becomes the envelope
     for j in range(eps.size):
-        start = 0.0
+        start = -np.inf
         while stack:
-            start = _meet(eps, delta, stack[-1], j)
+            start = _log_meet(eps, delta, stack[-1], j)
             if start > starts[-1]:
                 break
             stack.pop()
             starts.pop()
-            start = 0.0
+            start = -np.inf
         stack.append(j)
         starts.append(start)
     # the envelope crosses the diagonal on the line with the largest crossing (1-delta)/(1+e^eps)
-    crossing = [(1.0 - delta[k]) * expit(-eps[k]) for k in stack]
-    last = int(np.argmax(crossing))
+    with np.errstate(divide="ignore"):
+        log_crossing = [np.log1p(-delta[k]) - np.logaddexp(0.0, eps[k]) for k in stack]
+    last = int(np.argmax(log_crossing))
     stack = stack[: last + 1]
     losses_low, probs_low, losses_high, probs_high = [], [], [], []
     for n, k in enumerate(stack):
-        left = starts[n]
+        left = float(np.exp(starts[n]))
         left_scaled = 0.0 if n == 0 else _scaled_meet(eps, delta, k, stack[n - 1])
-        if n == last:
-            right, right_scaled = crossing[n], (1.0 - delta[k]) * expit(eps[k])
+        if n == last:  # ApproximateDP's masses, in its form
+            right = (1.0 - delta[k]) * expit(-eps[k])
+            right_scaled = (1.0 - delta[k]) * expit(eps[k])
         else:
-            right, right_scaled = starts[n + 1], _scaled_meet(eps, delta, k, stack[n + 1])
+            right = float(np.exp(starts[n + 1]))
+            right_scaled = _scaled_meet(eps, delta, k, stack[n + 1])
+        # the low side's mass may underflow (below 1e-308 at loss -eps_k, it changes nothing)
         low, high = max(right - left, 0.0), max(right_scaled - left_scaled, 0.0)
         if eps[k] == 0:  # the slope -1 piece straddles the diagonal: one outcome, loss 0
             losses_low.append(0.0)
