@@ -14,6 +14,7 @@ from plda._internal.typing import ArrayLike, FloatArray, FloatOrArray
 from plda.bounds import RELATIONS, Bounds
 from plda.conversions.composed import ComposedLaws
 from plda.conversions.queries import CompositionQueries
+from plda.conversions.renyi import renyi_capped
 from plda.engine.plan import MAX_GRID, MIN_STEP, Pilot, pilot
 from plda.engine.query import Query, one_shot
 from plda.engine.recipe import add_remove_steps, laws_by_direction, merge, realized_recipes
@@ -318,7 +319,8 @@ class PrivacyLossDistribution(CompositionQueries):
         d = check.array_in("delta", delta, 0.0, 1.0)
         lower, upper = self._query().epsilon_bounds(d)
         if not self._dominating:  # never looser than the whole converted as zCDP
-            upper = zcdp_capped(upper, self._steps, d, "epsilon")
+            upper = renyi_capped(zcdp_capped(upper, self._steps, d, "epsilon"), self._steps, d,
+                                 "epsilon")
         if np.ndim(delta) == 0:  # a number in, numbers out
             return Bounds(float(lower), float(upper))
         return Bounds(lower, upper)
@@ -358,7 +360,8 @@ class PrivacyLossDistribution(CompositionQueries):
         e = check.array_in("epsilon", epsilon, 0.0, np.inf)
         lower, upper = self._query().delta_bounds(e)
         if not self._dominating:  # never looser than the whole converted as zCDP
-            upper = zcdp_capped(upper, self._steps, e, "delta")
+            upper = renyi_capped(zcdp_capped(upper, self._steps, e, "delta"), self._steps, e,
+                                 "delta")
         if np.ndim(epsilon) == 0:  # a number in, numbers out
             return Bounds(float(lower), float(upper))
         return Bounds(lower, upper)

@@ -29,6 +29,7 @@ from plda.accounting.history import (
     coarsened,
 )
 from plda.accounting.history import horizon as horizon_of
+from plda.conversions.renyi import renyi_capped
 from plda.engine.composer import Composer
 from plda.engine.plan import MIN_STEP, pilot
 from plda.engine.query import FFT_FLOOR, Query, probes, realized_queries, recipe_query
@@ -195,7 +196,8 @@ class HistoryComposition:
         """
         lower, upper = self._uncapped_epsilon_pair(history, d, need_lower)
         steps = add_remove_steps(merge_runs(history), self._relation)
-        return lower, zcdp_capped(upper, steps, d, "epsilon")  # as the PLD's (issue 29)
+        upper = zcdp_capped(upper, steps, d, "epsilon")  # as the PLD's (issue 29)
+        return lower, renyi_capped(upper, steps, d, "epsilon")
 
     def _uncapped_epsilon_pair(self, history, d: np.ndarray, need_lower: bool):
         components = merge_runs(history)
@@ -239,7 +241,8 @@ class HistoryComposition:
         """
         lower, upper = self._uncapped_delta_pair(history, e, need_lower)
         steps = add_remove_steps(merge_runs(history), self._relation)
-        return lower, zcdp_capped(upper, steps, e, "delta")  # as the PLD's (issue 29)
+        upper = zcdp_capped(upper, steps, e, "delta")  # as the PLD's (issue 29)
+        return lower, renyi_capped(upper, steps, e, "delta")
 
     def _uncapped_delta_pair(self, history, e: np.ndarray, need_lower: bool):
         components = merge_runs(history)

@@ -26,6 +26,7 @@ from plda.mechanisms.base import Mechanism
 from plda.mechanisms.discrete import DiscreteGaussian
 from plda.mechanisms.gaussian import Gaussian, GaussianLaw
 from plda.mechanisms.gaussian_mixture import GaussianMixture
+from plda.mechanisms.imported import ZCDP, RenyiDP
 from plda.mechanisms.laplace import LaplaceLaw
 from plda.mechanisms.subsampled import PoissonSampled, ReplaceOneSampledGaussianLaw
 
@@ -86,6 +87,11 @@ def step_cumulant(mechanism: Mechanism, direction: str, alpha: np.ndarray) -> Cu
     """
     if type(mechanism) is DiscreteGaussian:
         return discrete_gaussian_cumulant(mechanism.sigma, mechanism.sensitivity, alpha)
+    if type(mechanism) is ZCDP:  # D_alpha <= rho alpha, met by GaussianDP(sqrt(2 rho))
+        k = (alpha - 1) * mechanism.rho * alpha
+        return Cumulant(lower=k, upper=k)
+    if type(mechanism) is RenyiDP:
+        return _renyi_dp_cumulant(mechanism, alpha)
     if type(mechanism) is ApproximateDP and mechanism.delta > 0:
         inf = np.full(alpha.shape, np.inf)
         return Cumulant(lower=inf, upper=inf)
@@ -109,6 +115,18 @@ def step_cumulant(mechanism: Mechanism, direction: str, alpha: np.ndarray) -> Cu
         check_bracket(lower, upper, query="renyi_bounds")
         return Cumulant(lower=lower, upper=upper)
     return _law_cumulant(law, alpha, mechanism, direction)
+
+
+def _renyi_dp_cumulant(mechanism: RenyiDP, alpha: np.ndarray) -> Cumulant:
+    """Bounds on ``K`` of a step with stated Rényi bounds: ``D_alpha`` does not decrease in
+    ``alpha`` (van Erven & Harremoës 2014, Thm. 3), so the bound at the next stated order
+    holds (``inf`` beyond the last); the lower bound is the largest Gaussian within them."""
+    orders, bounds = np.array(mechanism.orders), np.array(mechanism.epsilons)
+    upper = np.full(alpha.shape, np.inf)
+    for order, bound in zip(orders, bounds, strict=True):
+        upper = np.where(alpha <= order, np.minimum(upper, bound), upper)
+    mu = mechanism.lower_bound_mechanism().mu
+    return Cumulant(lower=(alpha - 1) * alpha * mu**2 / 2, upper=(alpha - 1) * upper)
 
 
 def _law_cumulant(law, alpha: np.ndarray, mechanism=None, direction=None) -> Cumulant:

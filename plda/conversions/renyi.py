@@ -19,6 +19,8 @@ from plda.conversions.cumulants import Cumulant
 from plda.conversions.per_step import step_cumulant
 from plda.engine.recipe import realized_recipes
 from plda.mechanisms.base import DIRECTIONS
+from plda.mechanisms.imported import ZCDP, RenyiDP
+from plda.mechanisms.renyi_conversion import ROUND_UP, TINY
 
 #: default orders of the RDP -> (epsilon, delta) conversion and of the zCDP search
 DEFAULT_ORDERS = np.concatenate([1 + np.geomspace(1e-3, 0.5, 30), np.geomspace(1.5, 1e4, 120)])
@@ -331,3 +333,49 @@ def renyi_delta(composed: ComposedLaws, epsilon, *, orders=None):
 
     alpha, curve = _refined(composed, orders, score)
     return delta_from_renyi(alpha, curve, epsilon)
+
+
+def renyi_capped(upper, steps, values, query: str):
+    """``upper`` capped by the RDP accounting of the whole composition, if Rényi-stated.
+
+    Applies when the composition holds a guarantee stated in Rényi currency (``ZCDP``,
+    ``RenyiDP``). Such a step is composed through the pair of the profile it certifies, the
+    worst step with that profile; the Rényi curves of all the steps add up instead (Mironov
+    2017), and their sum converted once (:func:`renyi_epsilon`, :func:`renyi_delta`, at the
+    default orders refined and at every order a ``RenyiDP`` states) can be tighter. Both are
+    certified, so is the smaller; the conversion is rounded up by ``ROUND_UP`` (a delta that
+    underflows is reported as the smallest float).
+
+    Parameters
+    ----------
+    upper : numpy.ndarray
+        Certified upper bounds of the query at ``values``.
+    steps : iterable of (Mechanism, int)
+        The composition read under add/remove.
+    values : numpy.ndarray
+        The deltas (``query="epsilon"``) or epsilons (``query="delta"``) asked, shaped as
+        ``upper``.
+    query : str
+        ``"epsilon"`` or ``"delta"``.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``min(upper, conversion)``, or ``upper`` without a Rényi-currency step.
+    """
+    steps = tuple(steps)
+    if not any(type(mechanism) in (ZCDP, RenyiDP) for mechanism, _ in steps):
+        return upper
+    composed = ComposedLaws(steps=steps)
+    # the default orders refined, and the orders a RenyiDP states (its bounds are exact there)
+    stated = sorted({a for m, _ in steps if type(m) is RenyiDP for a in m.orders})
+    convert = renyi_epsilon if query == "epsilon" else renyi_delta
+    converted = np.asarray(convert(composed, values))
+    if stated:
+        converted = np.minimum(converted, convert(composed, values, orders=np.array(stated)))
+    converted = converted * (1 + ROUND_UP)
+    if query == "delta":
+        converted = np.clip(converted, TINY, 1.0)
+        converted = np.where(np.isinf(values), upper, converted)  # (delta at eps = inf)
+    return np.minimum(upper, converted)
+
