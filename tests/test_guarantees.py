@@ -158,6 +158,15 @@ def test_profile_law_is_a_pair_meeting_its_profile(profile):
             assert _hockey_stick(law, e) <= d + 1e-12
 
 
+@given(profiles())
+@examples(25)
+def test_composed_profile_brackets_the_brute_force_pair(profile):
+    epsilons, deltas = profile
+    pld = PLD.from_mechanism(plda.PrivacyProfile(epsilons=epsilons, deltas=deltas), 2)
+    with mpmath.workdps(30):
+        _bracket(pld, lambda e: profile_delta(epsilons, deltas, 2, e), np.array([0.0, 1.0, 5.0]))
+
+
 # ------------------------------------------------------------------- GaussianDP
 @pytest.mark.parametrize(("mu", "count"), [(1.0, 1), (0.5, 10), (0.05, 400), (3.0, 2)])
 def test_gaussian_dp_is_the_gaussian_mechanism(mu, count):

@@ -91,7 +91,9 @@ class ZCDP(Mechanism):
     1201 orders) as a :class:`PrivacyProfile` pair, which dominates every ``rho``-zCDP step.
     The certified lower bound is that of ``GaussianDP(sqrt(2 rho))``, a ``rho``-zCDP step
     (Bun & Steinke 2016), so ``tight`` is False. Composing ``k`` such pairs can be looser than
-    converting ``k rho`` once: ``docs/concepts/imported-guarantees.md``.
+    converting ``k rho`` once, so the epsilon/delta queries of a composition holding one are
+    capped by the conversion of the whole (summed ``rho`` when every step is zCDP, else the
+    summed Rényi curves): ``docs/concepts/imported-guarantees.md``.
 
     Parameters
     ----------
@@ -171,7 +173,9 @@ class RenyiDP(Mechanism):
     they certify (:func:`converted_profile`: Canonne, Kamath & Steinke 2020, Prop. 12, the best
     order at each epsilon) as a :class:`PrivacyProfile` pair. The certified lower bound is that
     of the largest Gaussian step within the bounds, ``GaussianDP(mu)`` with
-    ``mu^2 = min_alpha 2 eps_alpha / alpha`` (its ``D_alpha`` is ``alpha mu^2 / 2``).
+    ``mu^2 = min_alpha 2 eps_alpha / alpha`` (its ``D_alpha`` is ``alpha mu^2 / 2``). In a
+    composition, the epsilon/delta upper bound is also capped by the summed Rényi curves of all
+    the steps converted once.
 
     Parameters
     ----------
