@@ -14,13 +14,12 @@ from plda._internal.typing import ArrayLike, FloatArray, FloatOrArray
 from plda.bounds import RELATIONS, Bounds
 from plda.conversions.composed import ComposedLaws
 from plda.conversions.queries import CompositionQueries
-from plda.conversions.renyi import renyi_capped
+from plda.conversions.renyi import currency_capped
 from plda.engine.plan import MAX_GRID, MIN_STEP, Pilot, pilot
 from plda.engine.query import Query, one_shot
 from plda.engine.recipe import add_remove_steps, laws_by_direction, merge, realized_recipes
 from plda.grid.discrete import DiscreteLoss
 from plda.mechanisms.base import Mechanism
-from plda.mechanisms.imported import zcdp_capped
 
 #: default target for the relative gap (upper - lower) / upper of epsilon(delta)
 DEFAULT_ACCURACY = 1e-3
@@ -260,14 +259,6 @@ class PrivacyLossDistribution(CompositionQueries):
         )
 
     @cached_property
-    def _steps(self) -> tuple:
-        """The components under add/remove semantics; when every one is zCDP (``ZCDP``,
-        ``GaussianDP``, ``Gaussian``) the epsilon/delta queries take the smaller of their PLD
-        bound and the conversion of the summed ``rho`` (``plda.mechanisms.imported.zcdp_capped``;
-        not the :meth:`dominating` view, which bounds the pairs themselves)."""
-        return add_remove_steps(merge(self.components), self.relation)
-
-    @cached_property
     def _pilot(self) -> Pilot:
         """The planner's pilot of this composition (first step, window width, atom unit)."""
         return pilot(self._laws, self.accuracy)
@@ -318,9 +309,8 @@ class PrivacyLossDistribution(CompositionQueries):
         """
         d = check.array_in("delta", delta, 0.0, 1.0)
         lower, upper = self._query().epsilon_bounds(d)
-        if not self._dominating:  # never looser than the whole converted as zCDP
-            upper = renyi_capped(zcdp_capped(upper, self._steps, d, "epsilon"), self._steps, d,
-                                 "epsilon")
+        if not self._dominating:  # never looser than the whole in its own currency (zCDP, RDP)
+            upper = currency_capped(upper, self.components, self.relation, d, "epsilon")
         if np.ndim(delta) == 0:  # a number in, numbers out
             return Bounds(float(lower), float(upper))
         return Bounds(lower, upper)
@@ -359,9 +349,8 @@ class PrivacyLossDistribution(CompositionQueries):
         """
         e = check.array_in("epsilon", epsilon, 0.0, np.inf)
         lower, upper = self._query().delta_bounds(e)
-        if not self._dominating:  # never looser than the whole converted as zCDP
-            upper = renyi_capped(zcdp_capped(upper, self._steps, e, "delta"), self._steps, e,
-                                 "delta")
+        if not self._dominating:  # never looser than the whole in its own currency (zCDP, RDP)
+            upper = currency_capped(upper, self.components, self.relation, e, "delta")
         if np.ndim(epsilon) == 0:  # a number in, numbers out
             return Bounds(float(lower), float(upper))
         return Bounds(lower, upper)

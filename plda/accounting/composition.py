@@ -29,14 +29,13 @@ from plda.accounting.history import (
     coarsened,
 )
 from plda.accounting.history import horizon as horizon_of
-from plda.conversions.renyi import renyi_capped
+from plda.conversions.renyi import currency_capped
 from plda.engine.composer import Composer
 from plda.engine.plan import MIN_STEP, pilot
 from plda.engine.query import FFT_FLOOR, Query, probes, realized_queries, recipe_query
 from plda.engine.recipe import add_remove_steps, bounds_over_directions
 from plda.engine.recipe import merge as merge_runs
 from plda.mechanisms.base import DIRECTIONS
-from plda.mechanisms.imported import zcdp_capped
 
 
 def ladder_step(step: float, unit: float | None) -> float:
@@ -195,9 +194,7 @@ class HistoryComposition:
             ``(lower, upper)`` in the shape of ``d``; ``lower`` is None if not ``need_lower``.
         """
         lower, upper = self._uncapped_epsilon_pair(history, d, need_lower)
-        steps = add_remove_steps(merge_runs(history), self._relation)
-        upper = zcdp_capped(upper, steps, d, "epsilon")  # as the PLD's (issue 29)
-        return lower, renyi_capped(upper, steps, d, "epsilon")
+        return lower, currency_capped(upper, history, self._relation, d, "epsilon")  # issue 29
 
     def _uncapped_epsilon_pair(self, history, d: np.ndarray, need_lower: bool):
         components = merge_runs(history)
@@ -240,9 +237,7 @@ class HistoryComposition:
             ``(lower, upper)`` in the shape of ``e``; ``lower`` is None if not ``need_lower``.
         """
         lower, upper = self._uncapped_delta_pair(history, e, need_lower)
-        steps = add_remove_steps(merge_runs(history), self._relation)
-        upper = zcdp_capped(upper, steps, e, "delta")  # as the PLD's (issue 29)
-        return lower, renyi_capped(upper, steps, e, "delta")
+        return lower, currency_capped(upper, history, self._relation, e, "delta")  # issue 29
 
     def _uncapped_delta_pair(self, history, e: np.ndarray, need_lower: bool):
         components = merge_runs(history)

@@ -17,9 +17,9 @@ from plda.conversions.common import scalar_like
 from plda.conversions.composed import ComposedLaws, steps_of
 from plda.conversions.cumulants import Cumulant
 from plda.conversions.per_step import step_cumulant
-from plda.engine.recipe import realized_recipes
+from plda.engine.recipe import add_remove_steps, realized_recipes
 from plda.mechanisms.base import DIRECTIONS
-from plda.mechanisms.imported import ZCDP, RenyiDP
+from plda.mechanisms.imported import ZCDP, GaussianDP, RenyiDP, zcdp_capped
 from plda.mechanisms.renyi_conversion import ROUND_UP, TINY
 
 #: default orders of the RDP -> (epsilon, delta) conversion and of the zCDP search
@@ -378,4 +378,38 @@ def renyi_capped(upper, steps, values, query: str):
         converted = np.clip(converted, TINY, 1.0)
         converted = np.where(np.isinf(values), upper, converted)  # (delta at eps = inf)
     return np.minimum(upper, converted)
+
+
+def currency_capped(upper, components, relation: str, values, query: str):
+    """``upper`` never looser than the whole composition converted in its own currency.
+
+    When a component is a guarantee imported in zCDP or Rényi currency (``ZCDP``,
+    ``GaussianDP``, ``RenyiDP``): capped by the summed ``rho`` converted when every step is
+    zCDP (:func:`~plda.mechanisms.imported.zcdp_capped`), and by the summed Rényi curves
+    converted when a step is ``ZCDP`` or ``RenyiDP`` (:func:`renyi_capped`). Anything else is
+    returned as it is, after one look at the component types.
+
+    Parameters
+    ----------
+    upper : numpy.ndarray
+        Certified upper bounds of the query at ``values``.
+    components : iterable of (Mechanism, int)
+        The composition, as given (the relation not yet applied).
+    relation : str
+        ``"add_remove"`` or ``"replace_one"``.
+    values : numpy.ndarray
+        The deltas (``query="epsilon"``) or epsilons (``query="delta"``) asked.
+    query : str
+        ``"epsilon"`` or ``"delta"``.
+
+    Returns
+    -------
+    numpy.ndarray
+        The capped upper bounds.
+    """
+    components = tuple(components)
+    if not any(type(m) in (ZCDP, GaussianDP, RenyiDP) for m, _ in components):
+        return upper
+    steps = add_remove_steps(components, relation)
+    return renyi_capped(zcdp_capped(upper, steps, values, query), steps, values, query)
 

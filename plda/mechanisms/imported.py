@@ -290,8 +290,9 @@ def composition_rho(steps) -> float | None:
 def zcdp_capped(upper, steps, values, query: str):
     """``upper`` capped by the conversion of the composition's summed ``rho``, if it has one.
 
-    A composition of zCDP steps is ``sum rho``-zCDP; converting that once can be tighter than
-    composing each step's dominating pair, and is never looser than what plda reports then.
+    A composition of zCDP steps is ``sum rho``-zCDP; when it holds an imported one (``ZCDP``,
+    ``GaussianDP``), converting that once can be tighter than composing each step's dominating
+    pair, and is never looser than what plda reports then (plain Gaussians alone: no cap).
 
     Parameters
     ----------
@@ -308,8 +309,11 @@ def zcdp_capped(upper, steps, values, query: str):
     Returns
     -------
     numpy.ndarray
-        ``min(upper, conversion)``, or ``upper`` when a step is not zCDP.
+        ``min(upper, conversion)``, or ``upper`` when a step is not zCDP or none is imported.
     """
+    steps = tuple(steps)
+    if not any(type(mechanism) in (ZCDP, GaussianDP) for mechanism, _ in steps):
+        return upper  # plain Gaussians alone: as before, their PLD is all but exact
     rho = composition_rho(steps)
     if rho is None:
         return upper
