@@ -40,8 +40,8 @@ def tradeoff_atoms(lines):
     xs = sorted(xs)
     atoms, inf_p = {}, mpmath.mpf(0)
     for a, b in zip(xs[:-1], xs[1:], strict=True):
-        width = b - a
-        if width < mpmath.mpf(10) ** (-mpmath.mp.dps + 5):
+        width = b - a  # pieces narrower than the precision are crossings seen twice
+        if width < mpmath.mpf(10) ** (-mpmath.mp.dps + 10):
             continue
         slope = (f(a) - f(b)) / width
         if slope <= mpmath.mpf(10) ** (-mpmath.mp.dps + 10):
@@ -74,8 +74,9 @@ def composed_delta(atoms, inf_p, count, eps):
 def profile_delta(epsilons, deltas, count, eps):
     """``delta(eps)`` of ``count`` runs of the tight pair of a privacy profile (its mass at
     ``+inf`` is ``min delta``: ``f`` reaches 0 at ``1 - min delta``, set exactly here)."""
-    atoms, _, _ = tradeoff_atoms(profile_lines(epsilons, deltas))
-    return composed_delta(atoms, mpmath.mpf(min(deltas)), count, eps)
+    with mpmath.workdps(120):  # pieces as narrow as 1e-40 (a delta of 1e-38) are resolved
+        atoms, _, _ = tradeoff_atoms(profile_lines(epsilons, deltas))
+        return +composed_delta(atoms, mpmath.mpf(min(deltas)), count, eps)
 
 
 def polyline_delta(xs, ys, count, eps, *, reverse=False):

@@ -18,9 +18,11 @@ from plda.mechanisms.privacy_profile import MAX_POINTS
 CONVEXITY_TOLERANCE = 1e-12
 
 
-#: how far the chord curve of the realized lower pair is raised (more privacy, so its lower
-#: bound still holds), a margin over the float rounding of the two constructions
-RAISE = 4e-15
+#: the weight of the ideal curve ``1 - alpha`` mixed into the realized lower pair's curve
+#: (more privacy, so its lower bound still holds; a margin over float rounding)
+MIX = 1e-12
+#: how far, in widths of its chord, the realized lower curve extends a chord at either end
+REACH = 1e6
 #: vertex heights below this are rounding residues of a line meeting 0, and snap to 0
 SNAP = 1e-15
 
@@ -95,6 +97,38 @@ def _line(xs, ys, k: int):
     return slope, ys[k] - slope * xs[k]
 
 
+def _lower_hull(points, *, keep_collinear: bool) -> list[tuple[float, float]]:
+    """The lower convex hull of points sorted by ``alpha`` (monotone chain); of two points at
+    one ``alpha`` the lower stays."""
+    hull: list[tuple[float, float]] = []
+    for p in points:
+        while len(hull) >= 2:
+            (x1, y1), (x2, y2) = hull[-2], hull[-1]
+            cross = (x2 - x1) * (p[1] - y1) - (y2 - y1) * (p[0] - x1)
+            if cross < 0 or (cross == 0 and not keep_collinear):
+                hull.pop()
+            else:
+                break
+        if hull and hull[-1][0] == p[0]:
+            continue
+        hull.append(p)
+    return hull
+
+
+def _extension(x0, y0, x1, y1, side: str) -> tuple[float, float]:
+    """Slope and intercept of the chord from ``(x0, y0)`` to ``(x1, y1)`` extended to the
+    ``side`` (``"right"`` of ``x1`` or ``"left"`` of ``x0``), lowered for the rounding of its
+    ends: each end may be off by ``tol`` (8 ulps of the larger height), which moves the
+    extension by at most ``tol (1 + 2 d / (x1 - x0))`` at a distance ``d``."""
+    width = x1 - x0
+    slope = (y1 - y0) / width
+    tol = 8 * float(np.spacing(max(abs(y0), abs(y1), 1e-300)))
+    tilt = 2 * tol / width
+    if side == "right":  # y1 + slope (x - x1) - tol - tilt (x - x1)
+        return slope - tilt, y1 - slope * x1 - tol + tilt * x1
+    return slope + tilt, y0 - slope * x0 - tol - tilt * x0  # y0 + slope (x - x0) - ...
+
+
 def pessimistic_vertices(xs, ys) -> tuple[np.ndarray, np.ndarray]:
     """Vertices of the largest convex curve below every convex curve through the points.
 
@@ -102,7 +136,11 @@ def pessimistic_vertices(xs, ys) -> tuple[np.ndarray, np.ndarray]:
     interval, so on ``[alpha_k, alpha_(k+1)]`` it is at least ``h = max(chord k-1, chord k+1,
     0)`` (the left neighbour of the first interval is the chord from ``(0, 1)``, as
     ``f(0) <= 1``; left of the first point, the first chord). The answer is the largest convex
-    minorant of ``h``: the lower convex hull of ``h``'s vertices.
+    minorant of ``h``: the lower convex hull of ``h``'s vertices. Rounding is kept on the
+    pessimistic side: a point above the chord of its neighbours (a non-convexity within
+    ``CONVEXITY_TOLERANCE``) is dropped, each extension is lowered by its ends' rounding
+    (:func:`_extension`: a chord between two close points says little far away), and no
+    vertex lies above a given point or above ``1 - alpha``.
 
     Parameters
     ----------
@@ -114,10 +152,11 @@ def pessimistic_vertices(xs, ys) -> tuple[np.ndarray, np.ndarray]:
     tuple of numpy.ndarray
         ``(alpha, beta)`` of the curve's vertices, from ``alpha = 0`` to ``(1, 0)``.
     """
-    lines = [_line(xs, ys, k) for k in range(xs.size - 1)]
+    kept = _lower_hull(list(zip(xs.tolist(), ys.tolist(), strict=True)), keep_collinear=True)
+    xs, ys = np.array([p[0] for p in kept]), np.array([p[1] for p in kept])
+    known = dict(kept)
+    n = xs.size
     candidates: list[tuple[float, float]] = []
-
-    known = dict(zip(xs.tolist(), ys.tolist(), strict=True))
 
     def add(x0, x1, bounds):
         """The vertices of ``max(bounds..., 0)`` on ``[x0, x1]``."""
@@ -129,39 +168,38 @@ def pessimistic_vertices(xs, ys) -> tuple[np.ndarray, np.ndarray]:
                 if s != s2 and x0 < (c2 - c) / (s - s2) < x1:
                     xs_here.append((c2 - c) / (s - s2))
         for x in xs_here:
-            value = max([0.0] + [s * x + c for s, c in bounds])
-            if x in known:  # f(alpha_k) = beta_k exactly: never above it by rounding
+            value = min(max([0.0] + [s * x + c for s, c in bounds]), 1.0 - x)
+            if x in known:  # f(alpha_k) = beta_k: never above it
                 value = min(value, known[x])
             # a rounding residue of a line meeting 0 is 0 (lowering a vertex is pessimistic)
             candidates.append((x, value if value > SNAP else 0.0))
 
-    if xs[0] > 0:
-        add(0.0, xs[0], [lines[0]])
-        left = (ys[0] - 1.0) / xs[0], 1.0
-    else:
-        left = None
-    for k in range(xs.size - 1):
-        bounds = [line for line in (left if k == 0 else lines[k - 1],
-                                    lines[k + 1] if k + 1 < len(lines) else None) if line]
-        add(xs[k], xs[k + 1], bounds)
-    points = sorted(set(candidates))
-    hull: list[tuple[float, float]] = []
-    for p in points:  # lower hull, monotone chain
-        while len(hull) >= 2:
-            (x1, y1), (x2, y2) = hull[-2], hull[-1]
-            if (x2 - x1) * (p[1] - y1) - (y2 - y1) * (p[0] - x1) <= 0:
-                hull.pop()
-            else:
-                break
-        if hull and hull[-1][0] == p[0]:
-            continue  # same alpha, higher beta (sorted): the lower one stays
-        hull.append(p)
+    def chord(k, side):
+        return _extension(xs[k], ys[k], xs[k + 1], ys[k + 1], side)
+
+    if xs[0] > 0 and n > 1:
+        add(0.0, xs[0], [chord(0, "left")])
+    for k in range(n - 1):
+        if k > 0:
+            left = chord(k - 1, "right")
+        elif xs[0] > 0:  # the chord from (0, 1): f(0) <= 1
+            left = _extension(0.0, 1.0, xs[0], ys[0], "right")
+        else:
+            left = None
+        right = chord(k + 1, "left") if k + 2 < n else None
+        add(xs[k], xs[k + 1], [line for line in (left, right) if line])
+    hull = _lower_hull(sorted(set(candidates)), keep_collinear=False)
     hx, hy = np.array(hull).T
     return hx, np.maximum(hy, 0.0)
 
 
 def chord_vertices(xs, ys) -> tuple[np.ndarray, np.ndarray]:
-    """The chord interpolation: a convex tradeoff function through the points.
+    """A convex tradeoff function through the points, as low as one can be at the ends.
+
+    Between the points, the chords; left of the first point, the first chord extended to
+    ``alpha = 0``; right of the last point before ``(1, 0)``, the last chord extended down to
+    0, then 0. Its slopes never decrease, so it is convex, and it passes through every point:
+    some step is ``f``-DP for it, and its pair's bounds are lower bounds.
 
     Parameters
     ----------
@@ -171,11 +209,30 @@ def chord_vertices(xs, ys) -> tuple[np.ndarray, np.ndarray]:
     Returns
     -------
     tuple of numpy.ndarray
-        Its vertices, from ``(0, 1)`` (or the first point at ``alpha = 0``) to ``(1, 0)``.
+        Its vertices, from ``alpha = 0`` to ``(1, 0)``.
     """
+    xs, ys = np.array(xs, dtype=float), np.array(ys, dtype=float)
+    if xs.size >= 3 and ys[-2] > 0:  # the last chord before (1, 0), extended to 0
+        slope, intercept = _line(xs, ys, xs.size - 3)
+        if slope < 0:
+            # where it meets 0, two ulps later than either way of computing it: the curve stays
+            # convex and through the points, and never below the pessimistic one by rounding
+            zero = _ulps_up(max(xs[-2] - ys[-2] / slope, -intercept / slope))
+            # (closer to 1, the chord to (1, 0) is as good; an extension far beyond its chord's
+            # width would carry the rounding of its ends: the chord is higher, hence safe)
+            if xs[-2] < zero < 1 - 1e-9 and zero - xs[-2] <= REACH * (xs[-2] - xs[-3]):
+                xs, ys = np.insert(xs, -1, zero), np.insert(ys, -1, 0.0)
     if xs[0] > 0:
-        return np.append(0.0, xs), np.append(1.0, ys)
+        start = 1.0
+        if xs.size > 1 and xs[0] <= REACH * (xs[1] - xs[0]):
+            start = min(_ulps_up(ys[0] - _line(xs, ys, 0)[0] * xs[0]), 1.0)
+        xs, ys = np.append(0.0, xs), np.append(start, ys)
     return xs, ys
+
+
+def _ulps_up(x: float) -> float:
+    """``x`` two floats up."""
+    return float(np.nextafter(np.nextafter(x, np.inf), np.inf))
 
 
 def vertices_law(xs, ys) -> AtomLaw:
@@ -260,7 +317,8 @@ class TradeoffCurve(Mechanism):
     curve holds for both orders of a neighbouring pair (Dong, Roth & Su's definition), so the
     pair's tradeoff is ``max(f, f^-1)``; without, it bounds the remove pair ``(M(D), M(D'))``
     only and the add direction is its reverse. The certified lower bound is that of the chord
-    interpolation, a convex curve through the points (``tight`` is False).
+    interpolation with the end chords extended (:func:`chord_vertices`), a convex curve through
+    the points (``tight`` is False).
 
     Parameters
     ----------
@@ -307,7 +365,7 @@ class TradeoffCurve(Mechanism):
         return _curve_law(*self.vertices(), self.symmetric)
 
     def lower_bound_mechanism(self) -> Mechanism:
-        """The pair of the chord interpolation: ``f``-DP for a curve through the points.
+        """The pair of a convex curve through the points (:func:`chord_vertices`).
 
         Returns
         -------
@@ -329,7 +387,8 @@ class TradeoffCurve(Mechanism):
 
 @dataclass(frozen=True)
 class _ChordCurve(Mechanism):
-    """The realized lower pair of a :class:`TradeoffCurve`: its chord interpolation."""
+    """The realized lower pair of a :class:`TradeoffCurve`: a convex curve through its points
+    (:func:`chord_vertices`), mixed with the ideal curve by ``MIX``."""
 
     alpha: tuple[float, ...]
     beta: tuple[float, ...]
@@ -337,9 +396,10 @@ class _ChordCurve(Mechanism):
 
     def _remove_law(self):
         xs, ys = chord_vertices(*curve_points(self.alpha, self.beta))
-        # raised by RAISE (the last vertex stays (1, 0)): a lower bound must not gain from the
-        # float rounding that the upper pair's curve may lose to
-        ys = np.append(np.minimum(ys[:-1] + RAISE, 1.0), 0.0)
+        # mixed with the ideal curve 1 - alpha (a step that reveals nothing w.p. MIX): still a
+        # convex curve through (1, 0), more private, and its delta is (1 - MIX) times as large,
+        # a margin over the float rounding of the two constructions
+        ys = (1 - MIX) * ys + MIX * (1 - xs)
         return _curve_law(xs, ys, self.symmetric)
 
     def under_replace_one(self) -> Mechanism:
