@@ -335,6 +335,19 @@ def test_renyi_steps_compose_in_their_own_currency():
             assert upper <= best * (1 + 1e-6)
 
 
+def test_a_sampled_zcdp_step_takes_its_lower_bound_from_the_sampled_gaussian():
+    """The converted pair is not rho-zCDP: sampled, its lower bound would not hold for a
+    sampled rho-zCDP step; the sampled Gaussian with the same rho is one, and gives it."""
+    step = plda.PoissonSampled(plda.ZCDP(rho=0.5), sample_rate=0.01)
+    assert not step.tight
+    gaussian = plda.PoissonSampled(plda.GaussianDP(mu=1.0), sample_rate=0.01)
+    assert step.lower_bound_mechanisms() == (gaussian,)
+    lower, upper = PLD.from_mechanism(step, 100).epsilon_bounds(1e-6)
+    reference = PLD.from_mechanism(gaussian, 100).epsilon_bounds(1e-6)
+    assert lower <= reference.upper and reference.lower <= upper
+    assert plda.PoissonSampled(plda.PrivacyProfile(epsilons=[1.0], deltas=[0.0]), 0.1).tight
+
+
 @pytest.mark.parametrize(("orders", "epsilons"), [
     ((2.0, 4.0, 8.0, 16.0, 32.0), (0.2, 0.4, 0.8, 1.6, 3.2)),  # rho = 0.1 at five orders
     ((1.5, 3.0, 10.0), (0.5, 0.6, 2.0)),  # not linear: each order on its own

@@ -134,6 +134,26 @@ class PoissonSampled(Mechanism):
         q = min(1.0, max(q, 2.0 ** (math.ceil(16 * math.log2(q)) / 16)))
         return PoissonSampled(self.mechanism._coarsened(), q, self.group_size)
 
+    @property
+    def tight(self) -> bool:  # type: ignore[override]
+        """Whether the base's laws are a realized pair (then so are the sampled ones)."""
+        return self.mechanism.tight
+
+    def lower_bound_mechanism(self) -> Mechanism:
+        """The sampled base's realized pair, for a base whose own pair only dominates.
+
+        Returns
+        -------
+        Mechanism
+            This mechanism when its base is ``tight``; else the same sampling of the base's
+            :meth:`~plda.Mechanism.lower_bound_mechanism` (an imported guarantee's worst step
+            plda can exhibit, e.g. ``GaussianDP(sqrt(2 rho))`` for ``ZCDP(rho)``).
+        """
+        if self.mechanism.tight:
+            return self
+        return PoissonSampled(self.mechanism.lower_bound_mechanism(), self.sample_rate,
+                              self.group_size)
+
     def under_replace_one(self) -> Mechanism:
         """The mechanism whose add/remove laws are this one's replace-one laws.
 
