@@ -154,7 +154,13 @@ class PoissonSampled(Mechanism):
             If the base mechanism is not a :class:`~plda.Gaussian`, or ``group_size > 1``.
         """
         if self.group_size > 1:
-            self.group_mixture().under_replace_one()  # refused, with the mixture's reason
+            raise ValueError(
+                f"PoissonSampled(group_size={self.group_size}) has no replace-one analysis "
+                "(relation='replace_one') in "
+                "plda: its add/remove pair (a Gaussian mixture) is proven to dominate, but no "
+                "pair is known to dominate every substitution of a group's records; use "
+                "relation='add_remove'"
+            )
         if type(self.mechanism) is not Gaussian:
             raise ValueError(
                 "relation='replace_one' with PoissonSampled is supported for Gaussian base "
