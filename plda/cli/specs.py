@@ -8,6 +8,7 @@ from plda.mechanisms import (
     ApproximateDP,
     DiscreteGaussian,
     DiscreteLaplace,
+    ExponentialMechanism,
     Gaussian,
     Laplace,
     Mechanism,
@@ -23,6 +24,7 @@ MECHANISM_SPECS = {
     "discrete_laplace": (DiscreteLaplace, ("parameter", "sensitivity")),
     "discrete_gaussian": (DiscreteGaussian, ("sigma", "sensitivity")),
     "approximate_dp": (ApproximateDP, ("epsilon", "delta")),
+    "exponential": (ExponentialMechanism, ("epsilon",)),
 }
 
 

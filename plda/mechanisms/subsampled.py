@@ -112,6 +112,33 @@ class PoissonSampled(Mechanism):
                                sensitivities=tuple(float(k) * base.sensitivity for k in counts),
                                probabilities=weights)
 
+    @property
+    def tight(self) -> bool:  # type: ignore[override]
+        """Whether the base's laws are realized, and so the sampled ones.
+
+        A base known only through a dominating pair (:class:`~plda.ExponentialMechanism`) is
+        not.
+        """
+        return self.mechanism.tight
+
+    def lower_bound_mechanisms(self) -> tuple[Mechanism, ...]:
+        """The sampled realized pairs of the base.
+
+        The sampled mechanism itself when the base is ``tight``, else the base's
+        :meth:`~Mechanism.lower_bound_mechanisms` sampled alike (the record that switches the
+        base between its realized pair's two sides is in the batch with probability
+        ``sample_rate``).
+
+        Returns
+        -------
+        tuple of Mechanism
+            Each realized by a pair of neighbouring datasets.
+        """
+        if self.mechanism.tight:
+            return (self,)
+        return tuple(PoissonSampled(m, self.sample_rate, self.group_size)
+                     for m in self.mechanism.lower_bound_mechanisms())
+
     def _remove_law(self):
         if self.group_size > 1:
             return self.group_mixture().privacy_loss("remove")
