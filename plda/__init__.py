@@ -97,6 +97,7 @@ _SUBMODULES = (
     "calibration",
     "serialization",
     "adapters",
+    "matrix",
 )
 
 
@@ -135,6 +136,7 @@ if TYPE_CHECKING:  # IDEs and type checkers see the lazily loaded submodules
         adapters,
         calibration,
         filters,
+        matrix,
         plot,
         serialization,
         testing,
