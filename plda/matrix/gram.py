@@ -16,7 +16,7 @@ from plda.matrix.strategies import Checked
 __all__ = ["BandedGram", "banded_gram"]
 
 #: above this many bands a dense strategy's Gram is computed by one matrix product (BLAS)
-DENSE_PRODUCT_BANDS = 48
+DENSE_PRODUCT_BANDS = 128
 
 
 @dataclass(frozen=True, eq=False)

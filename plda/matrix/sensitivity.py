@@ -210,6 +210,10 @@ def sensitivity(
     if checked.is_toeplitz and _exact_toeplitz(checked.column):
         return result(_toeplitz_earliest(checked.column, k, s), "toeplitz",
                       range(0, k * s, s))
+    if checked.bands is not None and checked.bands <= s:
+        # b-banded and s >= b: columns s apart touch disjoint rows (no Gram needed)
+        squared, pattern = best_separated_sum(norms**2, k, s)
+        return result(squared, "separated", pattern)
     gram = banded_gram(checked)
     if gram.width <= s:
         squared, pattern = best_separated_sum(gram.diagonal, k, s)
