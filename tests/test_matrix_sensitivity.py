@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from hypothesis_settings import examples
 
 import plda.matrix as pm
+from plda.matrix import patterns
 from plda.matrix.patterns import max_participations
 from plda.matrix.sensitivity import METHODS
 
@@ -209,3 +210,14 @@ def test_methods_say_whether_they_are_exact():
 def test_bad_input_names_the_argument(kwargs, error, match):
     with pytest.raises(error, match=match):
         pm.sensitivity(**kwargs)
+
+
+def test_the_cheaper_row_bound_is_still_a_bound(monkeypatch):
+    # past the operation budget, the k - 1 largest entries of a row replace its program
+    monkeypatch.setattr(patterns, "ROW_PROGRAM_BUDGET", 0)
+    for n, bands, s, k, rng in cases(6, 30):
+        matrix = banded(rng, n, bands, nonnegative=bool(n % 2))
+        reference = brute_force(matrix, k, s)
+        found = pm.sensitivity(matrix, k, s, exhaustive_limit=0)
+        assert found.lower <= reference * (1 + 1e-12)
+        assert reference <= found.value * (1 + 1e-12)

@@ -176,6 +176,27 @@ def enumerate_maximum(
     return best, best_pattern
 
 
+#: above this many operations (offsets x steps x participations) the per-row dynamic program
+#: gives way to the sum of the row's k - 1 largest entries (a looser bound, in O(n width))
+ROW_PROGRAM_BUDGET = 10**8
+
+
+def _top_entries(gram: BandedGram, picks: int, s: int) -> np.ndarray:
+    """Per row: the sum of its ``picks`` largest ``|G_ij|`` with ``|i - j| >= s`` (separation
+    among them ignored, so at least the separated maximum)."""
+    n, w = gram.steps, gram.width
+    offsets = np.arange(-(w - 1), w)
+    out = np.zeros(n)
+    for start in range(0, n, 256):
+        rows = np.arange(start, min(n, start + 256))[:, None]
+        cols = rows + offsets[None, :]
+        valid = (cols >= 0) & (cols < n) & (np.abs(offsets) >= s)[None, :]
+        weight = np.where(valid, np.abs(gram.entries(rows, np.clip(cols, 0, n - 1))), 0.0)
+        take = min(picks, weight.shape[1])
+        out[rows[:, 0]] = -np.partition(-weight, take - 1, axis=1)[:, :take].sum(axis=1)
+    return out
+
+
 def row_bounds(gram: BandedGram, participations: int, min_separation: int) -> np.ndarray:
     """The per-row bounds ``R_i`` whose best separated sum bounds the squared sensitivity.
 
@@ -185,7 +206,9 @@ def row_bounds(gram: BandedGram, participations: int, min_separation: int) -> np
     For any pattern ``S`` and ``u`` in ``[-1, 1]^S``,
     ``u^T G u <= sum_{i in S} sum_{j in S} |G_ij| <= sum_{i in S} R_i``, so the best separated
     sum of the ``R_i`` bounds the squared sensitivity. One dynamic program per row, all rows at
-    once, over the offsets ``d = j - i`` inside the band: ``O(width n k)``.
+    once, over the offsets ``d = j - i`` inside the band: ``O(width n k)``; above
+    :data:`ROW_PROGRAM_BUDGET` operations the maximum is replaced by the sum of the row's
+    ``k - 1`` largest ``|G_ij|`` with ``|i - j| >= s`` (larger, so still a bound).
 
     Parameters
     ----------
@@ -204,6 +227,8 @@ def row_bounds(gram: BandedGram, participations: int, min_separation: int) -> np
     rows = np.arange(n)
     if k == 1 or w <= s:
         return gram.diagonal.copy()
+    if (2 * w - 1) * n * k > ROW_PROGRAM_BUDGET:
+        return gram.diagonal + _top_entries(gram, k - 1, s)
     span = range(w - 1, -w, -1)  # offsets d from the right end of the band to the left
     # best[d][:, j]: at most j picks among offsets >= d (kept for the last s offsets)
     zero = np.zeros((n, k))

@@ -79,12 +79,12 @@ class Sensitivity:
         return self.value**2
 
 
-def _integer(name: str, value, low: int, high: int | None = None) -> int:
+def _integer(name: str, value, low: int, high: int | None = None, why: str = "") -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an integer >= {low}, got {value!r}")
     if value < low or (high is not None and value > high):
         where = f"in [{low}, {high}]" if high is not None else f">= {low}"
-        raise ValueError(f"{name} must be an integer {where}, got {value!r}")
+        raise ValueError(f"{name} must be an integer {where}{why}, got {value!r}")
     return int(value)
 
 
@@ -190,7 +190,8 @@ def sensitivity(
     n = checked.steps
     s = _integer("min_separation", min_separation, 1)
     most = max_participations(n, s)
-    k = _integer("participations", participations, 1, most)
+    k = _integer("participations", participations, 1, most,
+                 f" (at most {most} of the {n} steps are {s} apart)")
     limit = _integer("exhaustive_limit", exhaustive_limit, 0)
 
     def result(squared: float, method: str, pattern=(), lower: float | None = None):
