@@ -61,6 +61,14 @@ class CyclicPoissonBandMF(MatrixReduction):
         If ``strategy`` is not square lower-triangular (or holds NaN or infinities),
         ``noise_multiplier`` is not positive and finite, ``sample_rate`` is outside
         ``(0, 1]``, or ``bands`` is below the strategy's bands or above ``n``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import plda.matrix as pm
+    >>> band = pm.CyclicPoissonBandMF(pm.toeplitz_strategy([1.0, 0.5], 10), 1.0, 0.1)
+    >>> band.bands, band.rounds, band.exact
+    (2, 5, True)
     """
 
     strategy: object

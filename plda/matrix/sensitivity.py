@@ -185,6 +185,16 @@ def sensitivity(
         If ``strategy`` is empty, holds NaN or infinities or (``causal``) is not square
         lower-triangular; if ``min_separation < 1``, ``participations < 1`` or more than the
         ``n`` steps allow, or ``exhaustive_limit < 0``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import plda.matrix as pm
+    >>> found = pm.sensitivity(np.diag([1.0, 2.0, 1.0, 2.0]), participations=2, min_separation=2)
+    >>> found.value, found.exact, found.method, found.pattern
+    (2.8284271247461903, True, 'separated', (1, 3))
+    >>> pm.sensitivity([1.0, 0.5, 0.25], participations=2).pattern  # Toeplitz: 0, s, 2s, ...
+    (0, 1)
     """
     checked = check_strategy(strategy, causal=causal)
     n = checked.steps
