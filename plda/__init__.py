@@ -99,6 +99,7 @@ _SUBMODULES = (
     "calibration",
     "serialization",
     "adapters",
+    "matrix",
 )
 
 
@@ -137,6 +138,7 @@ if TYPE_CHECKING:  # IDEs and type checkers see the lazily loaded submodules
         adapters,
         calibration,
         filters,
+        matrix,
         plot,
         serialization,
         testing,
