@@ -75,7 +75,6 @@ class CyclicPoissonBandMF(MatrixReduction):
     noise_multiplier: float
     sample_rate: float
     bands: int | None = None
-    _plds: dict = field(default_factory=dict, repr=False)
     _norms: np.ndarray | None = field(default=None, repr=False)
 
     def __post_init__(self):

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from plda._internal.caches import remembered
 from plda._internal.validation import positive_float
 from plda.bounds import Bounds
 from plda.matrix.sensitivity import EXHAUSTIVE_LIMIT, Sensitivity, sensitivity
@@ -30,8 +31,6 @@ class MatrixReduction:
     and :meth:`lower_pld` (whose lower bounds are, the same PLD when the reduction is exact).
     """
 
-    _plds: dict
-
     @property
     def exact(self) -> bool:
         """Whether :meth:`pld` is the mechanism's own privacy loss (both bounds hold).
@@ -47,10 +46,10 @@ class MatrixReduction:
         raise NotImplementedError
 
     def _cached(self, which: str, relation: str, accuracy: float) -> PrivacyLossDistribution:
-        key = (which, relation, accuracy)
-        if key not in self._plds:
-            self._plds[key] = self._build(which, relation, accuracy)
-        return self._plds[key]
+        # the project's one memo (thread-safe in the sense that matters: a race builds the
+        # same PLD twice and stores it whole)
+        return remembered(self, ("pld", which, relation, accuracy),
+                          lambda: self._build(which, relation, accuracy))
 
     def pld(
         self, *, relation: str = "add_remove", accuracy: float = DEFAULT_ACCURACY
@@ -243,7 +242,6 @@ class MultiEpochMF(MatrixReduction):
     participations: int = 1
     min_separation: int = 1
     exhaustive_limit: int = EXHAUSTIVE_LIMIT
-    _plds: dict = field(default_factory=dict, repr=False)
     _sensitivity: Sensitivity | None = field(default=None, repr=False)
 
     def __post_init__(self):
@@ -346,7 +344,6 @@ class TreeAggregation(MatrixReduction):
 
     steps: object
     noise_multiplier: float
-    _plds: dict = field(default_factory=dict, repr=False)
     _depth: int = field(default=0, repr=False)
 
     def __post_init__(self):
