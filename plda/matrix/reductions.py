@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from plda._internal.caches import remembered
+from plda._internal.errors import check_bracket
 from plda._internal.validation import positive_float
 from plda.bounds import Bounds
 from plda.matrix.sensitivity import EXHAUSTIVE_LIMIT, Sensitivity, sensitivity
@@ -126,7 +127,8 @@ class MatrixReduction:
         """
         return self.pld(relation=relation).epsilon(delta)
 
-    def epsilon_bounds(self, delta: float, *, relation: str = "add_remove") -> Bounds:
+    def epsilon_bounds(self, delta: float, *, relation: str = "add_remove",
+                       accuracy: float = DEFAULT_ACCURACY) -> Bounds:
         """Certified ``(lower, upper)`` bounds on the mechanism's epsilon at ``delta``.
 
         Parameters
@@ -135,6 +137,8 @@ class MatrixReduction:
             In ``[0, 1]``.
         relation : str, optional
             ``"add_remove"`` (default) or ``"replace_one"``.
+        accuracy : float, optional
+            Target relative gap of each PLD's bounds, in (0, 1).
 
         Returns
         -------
@@ -144,13 +148,17 @@ class MatrixReduction:
         Raises
         ------
         ValueError
-            If ``delta`` or ``relation`` is out of range.
+            If ``delta``, ``relation`` or ``accuracy`` is out of range.
+        InvertedBracketError
+            If the lower bound exceeds the upper one (a defect, never clamped).
         """
-        upper = self.pld(relation=relation)
+        upper = self.pld(relation=relation, accuracy=accuracy)
         if self.exact:
             return upper.epsilon_bounds(delta)
-        lower = self.lower_pld(relation=relation).epsilon_bounds(delta).lower
-        return Bounds(lower=lower, upper=upper.epsilon(delta))
+        lower = self.lower_pld(relation=relation, accuracy=accuracy).epsilon_bounds(delta).lower
+        bounds = Bounds(lower=lower, upper=upper.epsilon(delta))
+        check_bracket(bounds.lower, bounds.upper, query=f"{type(self).__name__}.epsilon_bounds")
+        return bounds
 
     def delta(self, epsilon: float, *, relation: str = "add_remove") -> float:
         """Certified upper bound on delta at ``epsilon``.
@@ -174,7 +182,8 @@ class MatrixReduction:
         """
         return self.pld(relation=relation).delta(epsilon)
 
-    def delta_bounds(self, epsilon: float, *, relation: str = "add_remove") -> Bounds:
+    def delta_bounds(self, epsilon: float, *, relation: str = "add_remove",
+                     accuracy: float = DEFAULT_ACCURACY) -> Bounds:
         """Certified ``(lower, upper)`` bounds on the mechanism's delta at ``epsilon``.
 
         Parameters
@@ -183,6 +192,8 @@ class MatrixReduction:
             At least 0.
         relation : str, optional
             ``"add_remove"`` (default) or ``"replace_one"``.
+        accuracy : float, optional
+            Target relative gap of each PLD's bounds, in (0, 1).
 
         Returns
         -------
@@ -192,13 +203,17 @@ class MatrixReduction:
         Raises
         ------
         ValueError
-            If ``epsilon`` or ``relation`` is out of range.
+            If ``epsilon``, ``relation`` or ``accuracy`` is out of range.
+        InvertedBracketError
+            If the lower bound exceeds the upper one (a defect, never clamped).
         """
-        upper = self.pld(relation=relation)
+        upper = self.pld(relation=relation, accuracy=accuracy)
         if self.exact:
             return upper.delta_bounds(epsilon)
-        lower = self.lower_pld(relation=relation).delta_bounds(epsilon).lower
-        return Bounds(lower=lower, upper=upper.delta(epsilon))
+        lower = self.lower_pld(relation=relation, accuracy=accuracy).delta_bounds(epsilon).lower
+        bounds = Bounds(lower=lower, upper=upper.delta(epsilon))
+        check_bracket(bounds.lower, bounds.upper, query=f"{type(self).__name__}.delta_bounds")
+        return bounds
 
 
 @dataclass(frozen=True, eq=False)
