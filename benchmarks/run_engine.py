@@ -42,7 +42,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import fft_share  # this directory: the FFT part of a plda query
 import numpy as np
+import opake_tool  # this directory: opake in a Python 3.13 process
 import sections  # this directory: the sections of RESULTS.md
 
 HERE = Path(__file__).resolve().parent
@@ -167,6 +169,11 @@ class Outcome:
     upper: float
     lower: float | None = None
     estimate: float | None = None
+    #: a tool run out of process (opake) times its own query and reports it here; the
+    #: measurement then takes these instead of the time and memory of the whole call
+    wall: float | None = None
+    cpu: float | None = None
+    rss_growth: float | None = None
 
 
 @dataclass
@@ -178,6 +185,8 @@ class Tool:
     module: str  # import name
     run: Callable[[Case], Outcome]
     note: str = ""
+    #: ``() -> (ok, why not)`` for a tool that is not imported into this process
+    available: Callable[[], tuple[bool, str]] | None = None
 
 
 def _import(name: str):
@@ -295,6 +304,23 @@ def run_prv(case: Case) -> Outcome:
     return Outcome(upper=float(upper), lower=float(lower), estimate=float(estimate))
 
 
+# ----- opake (a Rust port of Google's PLD accounting; Python 3.13, in fresh processes)
+def run_opake(case: Case) -> Outcome:
+    components = []
+    for c in case.components:
+        if c.kind != "gaussian":
+            raise NotImplementedError(f"opake {opake_tool.version()} has no {c.kind} mechanism")
+        components.append((c.parameter, c.sample_rate, c.count))
+    got = opake_tool.query(case.delta, components)
+    return Outcome(upper=float(got["upper"]), wall=got["wall"], cpu=got["cpu"],
+                   rss_growth=got["rss_growth"])
+
+
+def _opake_available() -> tuple[bool, str]:
+    path, why = opake_tool.interpreter()
+    return path is not None, why
+
+
 TOOL_GROUPS: dict[str, list[Tool]] = {
     "plda": [
         Tool("plda", "plda", "plda", run_plda, note="epsilon_bounds"),
@@ -323,6 +349,17 @@ TOOL_GROUPS: dict[str, list[Tool]] = {
         ),
     ],
     "prv": [Tool("prv_accountant", "prv-accountant", "prv_accountant", run_prv)],
+    "opake": [
+        Tool(
+            "opake",
+            "opake-accounting",
+            "opake",
+            run_opake,
+            note="grid 1e-4, fresh Python 3.13 process per run, timed after import; no lower "
+            "bound",
+            available=_opake_available,
+        )
+    ],
 }
 TOOL_ALIASES = {
     "plda": "plda",
@@ -330,6 +367,7 @@ TOOL_ALIASES = {
     "dp": "dp_accounting",
     "prv": "prv",
     "prv_accountant": "prv",
+    "opake": "opake",
 }
 
 
@@ -444,6 +482,11 @@ def measure(
         wall0, cpu0 = time.perf_counter(), time.process_time()
         try:
             outcome = tool.run(case)
+        except NotImplementedError as exc:  # the tool has no such mechanism
+            probe.stop()
+            m.status = f"n/a: {exc}"
+            log(f"  {tool.name:18s} {case.name}: {m.status}")
+            return m
         except Exception as exc:  # a failing tool is reported, never fatal
             probe.stop()
             m.status = f"error: {type(exc).__name__}: {str(exc).splitlines()[0][:120]}"
@@ -451,6 +494,8 @@ def measure(
             return m
         wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
         growth = probe.stop()
+        if outcome.wall is not None:  # timed by the tool itself, in its own process
+            wall, cpu, growth = outcome.wall, outcome.cpu, outcome.rss_growth
         m.outcome = outcome
         m.walls.append(wall)
         m.cpus.append(cpu)
@@ -462,7 +507,7 @@ def measure(
         )
         if wall > SLOW_SECONDS:
             break
-    if trace:
+    if trace and tool.available is None:  # tracemalloc sees this process only
         gc.collect()
         tracemalloc.start()
         tracemalloc.reset_peak()
@@ -481,6 +526,8 @@ def measure(
 
 
 def tool_available(tool: Tool) -> tuple[bool, str]:
+    if tool.available is not None:
+        return tool.available()
     try:
         importlib.import_module(tool.module)
     except ImportError as exc:
@@ -497,6 +544,8 @@ def tool_available(tool: Tool) -> tuple[bool, str]:
 
 # --------------------------------------------------------------------------- reporting
 def version_of(distribution: str) -> str:
+    if distribution == "opake-accounting":  # installed for another interpreter
+        return opake_tool.version()
     try:
         return importlib.metadata.version(distribution)
     except importlib.metadata.PackageNotFoundError:
@@ -652,9 +701,10 @@ def speedups(cases: list[Case], all_results: dict[str, dict[str, Measurement]]) 
     """Per case: each peer's median wall time over plda's, at plda's default accuracy and on
     the matched row, and whether the matched row's certified gap is the narrowest."""
     lines = [
-        "| case | dp_accounting / plda | prv / plda | dp_accounting / plda matched | "
-        "prv / plda matched | gap: plda matched vs narrowest peer |",
-        "|---|---:|---:|---:|---:|---|",
+        "| case | dp_accounting / plda | prv / plda | opake / plda | dp_accounting / plda "
+        "matched | prv / plda matched | opake / plda matched | gap: plda matched vs narrowest "
+        "peer |",
+        "|---|---:|---:|---:|---:|---:|---:|---|",
     ]
     for case in cases:
         r = all_results[case.name]
@@ -670,13 +720,14 @@ def speedups(cases: list[Case], all_results: dict[str, dict[str, Measurement]]) 
         ratios = [
             _ratio(r, peer, mine)
             for mine in ("plda", "plda matched")
-            for peer in ("dp_accounting", "prv_accountant")
+            for peer in ("dp_accounting", "prv_accountant", "opake")
         ]
         lines.append(f"| {case.name} | " + " | ".join(ratios) + f" | {verdict} |")
     lines += [
         "",
         "dp_accounting's time is its pessimistic pass alone (its lower bound needs the second, "
-        "optimistic pass: the row below it); the target of issue 13 is 20x against each peer.",
+        "optimistic pass: the row below it); opake certifies no lower bound, so it has no gap. "
+        "Targets (issue 27): 20x against dp_accounting and prv_accountant, 5x against opake.",
     ]
     return lines
 
@@ -706,11 +757,15 @@ def report(
     args,
     probe: ResidentSetProbe,
     plda_cache_note: str,
+    fft_rows: list[str] | None = None,
 ) -> str:
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     versions = ", ".join(
         f"{d} {version_of(d)}"
-        for d in ("plda", "dp-accounting", "prv-accountant", "numpy", "scipy", "pyFFTW")
+        for d in (
+            "plda", "dp-accounting", "prv-accountant", "opake-accounting", "numpy", "scipy",
+            "pyFFTW",
+        )
     )
     table = [r for case in cases for r in rows(case, all_results[case.name])]
     issues = [i for case in cases for i in consistency(case, all_results[case.name])]
@@ -764,9 +819,34 @@ def report(
         "memory reused from earlier runs does not count, so read it as an indication.",
     ]
     lines += ["", "## Speed-ups", "", *speedups(cases, all_results)]
+    if fft_rows:
+        lines += ["", "## FFT share of plda's query", "", *fft_rows]
     if issues:
         lines += ["", "## Contradictions between tools", ""] + [f"- {i}" for i in issues]
     return "\n".join(lines) + "\n"
+
+
+def fft_table(cases: list[Case], repeats: int) -> list[str]:
+    """Per case: plda's query time over the time of its FFT work (medians of ``repeats``
+    cold runs, :mod:`fft_share`); issue 27's target is at most 3."""
+    lines = [
+        "| case | query [ms] | FFT work [ms] | query / FFT |",
+        "|---|---:|---:|---:|",
+    ]
+    for case in cases:
+        runs = [fft_share.fft_seconds(lambda case=case: run_plda(case)) for _ in range(repeats)]
+        wall = statistics.median(w for w, _ in runs)
+        fft = statistics.median(f for _, f in runs)
+        ratio = f"{wall / fft:.1f}" if fft > 0 else "—"
+        lines.append(f"| {case.name} | {wall * 1e3:.1f} | {fft * 1e3:.1f} | {ratio} |")
+    lines += [
+        "",
+        "FFT work: plda's forward and inverse real FFTs (plan creation included) and the powers "
+        "of a spectrum, timed by wrappers in one extra cold run per repeat "
+        "(`benchmarks/fft_share.py`); the rest is the certified discretization of both "
+        "versions, the Chernoff moments, the planning and the conversion.",
+    ]
+    return lines
 
 
 # --------------------------------------------------------------------------- main
@@ -777,8 +857,8 @@ def parse_args(argv: list[str] | None = None):
     )
     parser.add_argument(
         "--tools",
-        default="plda,dp_accounting,prv",
-        help="comma-separated subset of plda,dp_accounting,prv",
+        default="plda,dp_accounting,prv,opake",
+        help="comma-separated subset of plda,dp_accounting,prv,opake",
     )
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per tool and case")
     parser.add_argument(
@@ -857,7 +937,11 @@ def main(argv: list[str] | None = None) -> int:
                 tool, case, args.repeats, not args.no_tracemalloc, probe, log
             )
         all_results[case.name] = results
-    text = report(args.case_list, all_results, args, probe, plda_cache_note)
+    fft_rows = None
+    if availability.get("plda", (False,))[0]:
+        log("FFT share of plda's query")
+        fft_rows = fft_table(args.case_list, max(args.repeats, 1))
+    text = report(args.case_list, all_results, args, probe, plda_cache_note, fft_rows)
     print(text)
     if not args.no_write:
         # keep the sections run_accountant.py and run_samplers.py maintain in the same file

@@ -21,6 +21,7 @@ from plda.mechanisms import (
     CustomMechanism,
     DiscreteGaussian,
     DiscreteLaplace,
+    ExponentialMechanism,
     Gaussian,
     GaussianDoubleMixture,
     GaussianDP,
@@ -67,6 +68,7 @@ __all__ = [
     "CustomMechanism",
     "DiscreteGaussian",
     "DiscreteLaplace",
+    "ExponentialMechanism",
     "Gaussian",
     "GaussianDoubleMixture",
     "GaussianDP",
@@ -107,6 +109,7 @@ _SUBMODULES = (
     "calibration",
     "serialization",
     "adapters",
+    "matrix",
 )
 
 
@@ -145,6 +148,7 @@ if TYPE_CHECKING:  # IDEs and type checkers see the lazily loaded submodules
         adapters,
         calibration,
         filters,
+        matrix,
         plot,
         serialization,
         testing,

@@ -5,6 +5,7 @@ each, and the known defects of today's code. Used by ``test_combinations.py`` an
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -52,6 +53,8 @@ class Point:
     step: dict = field(default_factory=dict, hash=False)
     #: dp_accounting event of one step of the base with noise ``noise_multiplier``, or None
     event: object = None
+    #: the bases the sampler takes (a group law needs a Gaussian base)
+    bases: tuple = BASES
 
     def scale(self, noise: str, relation: str) -> float:
         return self.scales.get((noise, relation), 1.0)
@@ -117,9 +120,33 @@ def _poisson(q):
     )
 
 
+def _group_event(noise, scale, q, k):
+    """One Poisson step of a group of ``k`` as dp_accounting's mixture event."""
+    try:
+        import dp_accounting
+    except ImportError:  # pragma: no cover - the dp_accounting entry point is skipped
+        return None
+    weights = [math.comb(k, j) * q**j * (1 - q) ** (k - j) for j in range(k + 1)]
+    return dp_accounting.dp_event.MixtureOfGaussiansDpEvent(scale, list(range(k + 1)), weights)
+
+
+def _poisson_group(q, k):
+    return Point(
+        f"poisson-group{k}-q{q}", Sampler("poisson", Fraction(str(q)), group_size=k),
+        lambda base: plda.PoissonSampled(base, q, group_size=k),
+        # the group's k records all at +C, added to nothing (PoissonSampled's docstring)
+        {"add_remove": ((1,) * k, ())},
+        step={"sample_rate": q, "group_size": k},
+        event=lambda noise, scale: _group_event(noise, scale, q, k),
+        bases=("gaussian",),
+    )
+
+
 POINTS = (
     _poisson(0.5),
     _poisson(0.9),
+    _poisson_group(0.5, 2),  # issue 26: user-level privacy, every group of 2 records enumerated
+    _poisson_group(0.3, 3),
     _wor(4, 3),
     _wor(10, 9),  # issue 24's point (q = 0.9): the others take one common value
     _truncated(4, 3, 0.9),
@@ -151,6 +178,8 @@ UNSUPPORTED = {
     ("truncated-n4-B3-q0.9", "laplace", "replace_one"),
     ("truncated-n10-B9-q0.9", "laplace", "replace_one"),
     ("allocation-T2", "gaussian", "replace_one"), ("allocation-T2", "laplace", "replace_one"),
+    ("poisson-group2-q0.5", "gaussian", "replace_one"),
+    ("poisson-group3-q0.3", "gaussian", "replace_one"),
 }
 
 #: known under-reports of today's code: (point, base, relation) -> (first failing step, reason).
@@ -192,7 +221,7 @@ class Case:
 def cases(marks: dict | None = None) -> list:
     out = []
     for point in POINTS:
-        for noise in BASES:
+        for noise in point.bases:
             for relation in RELATIONS:
                 if (point.name, noise, relation) in UNSUPPORTED:
                     continue

@@ -11,6 +11,8 @@ The realized pairs of a relation (:func:`realized_pairs`):
 - ``add_remove``: the larger dataset ``O + (x,)`` against ``O`` (``x = +1``; ``x = -1`` is its
   mirror image, which has the same privacy loss), for every multiset ``O`` of the other records
   and every dataset size the plda mechanism claims to cover; both orders (both directions).
+  With ``group_size = K`` the protected unit is ``K`` records: ``O + G`` against ``O`` for every
+  multiset ``G`` of ``K`` values other than all zeros (mixed signs included).
   :class:`~plda.Shuffled` under add/remove follows its docstring's slot semantics: the smaller
   dataset's batches are the larger's with ``x`` taken out, its slot left empty -- the same
   output law as ``x`` contributing 0.
@@ -60,6 +62,8 @@ class Sampler:
     dataset_size: int | None = None
     num_steps: int | None = None  # steps per epoch (epoch samplers)
     micro_batches: int | None = None
+    #: records per protected unit (add/remove: the group is added or removed at once)
+    group_size: int = 1
     #: "all": every multiset of the other records' values; "uniform": the others all share one
     #: value (large datasets, where every multiset would be too many pairs)
     others: str = "all"
@@ -208,7 +212,14 @@ def realized_pairs(sampler: Sampler, noise: str, scale: float, relation: str
         else:
             choices = itertools.combinations_with_replacement(VALUES, size - 1)
         for others in choices:
-            if relation == "add_remove":
+            if relation == "add_remove" and sampler.group_size > 1:
+                others = others[: len(others) - (sampler.group_size - 1)]
+                if len(others) + sampler.group_size != size:
+                    continue  # too small a dataset for the group
+                groups = [g for g in itertools.combinations_with_replacement(
+                    VALUES, sampler.group_size) if any(g)]
+                cases = [c for g in groups for c in ((others + g, others), (others, others + g))]
+            elif relation == "add_remove":
                 absent = others + (0,) if sampler.kind == "shuffled" else others
                 cases = [(others + (1,), absent), (absent, others + (1,))]
             else:

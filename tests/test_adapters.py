@@ -76,9 +76,8 @@ class ZCDpEvent:
 
 
 @dataclass
-class SingleEpochTreeAggregationDpEvent:
-    noise_multiplier: float
-    step_counts: int
+class UnsupportedDpEvent:
+    pass
 
 
 @dataclass
@@ -187,11 +186,51 @@ def test_bad_sampler_events_raise_value_errors(event, match):
         from_dp_event(event)
 
 
+@dataclass
+class SingleEpochTreeAggregationDpEvent:
+    noise_multiplier: float
+    step_counts: object
+
+
+def test_tree_aggregation_event_is_a_gaussian_at_the_tree_sensitivity():
+    # one record enters floor(log2 n) + 1 = ceil(log2(n + 1)) nodes of its tree: 100 -> 7
+    (mechanism, count), = mechanisms_from_dp_event(SingleEpochTreeAggregationDpEvent(2.0, 100))
+    assert count == 1 and mechanism == plda.Gaussian(sigma=2.0, sensitivity=math.sqrt(7))
+    # several trees, each record in one of them: the deepest tree counts (8 -> 4, 5 -> 3)
+    (mechanism, _), = mechanisms_from_dp_event(SingleEpochTreeAggregationDpEvent(1.5, [8, 5, 0]))
+    assert mechanism == plda.Gaussian(sigma=1.5, sensitivity=2.0)
+    # composed by SelfComposedDpEvent (one record per tree, several epochs)
+    got = mechanisms_from_dp_event(
+        SelfComposedDpEvent(SingleEpochTreeAggregationDpEvent(2.0, 1), 3)
+    )
+    assert got == ((plda.Gaussian(sigma=2.0, sensitivity=1.0), 3),)
+    assert mechanisms_from_dp_event(SingleEpochTreeAggregationDpEvent(2.0, [0, 0])) == ()
+    assert mechanisms_from_dp_event(SingleEpochTreeAggregationDpEvent(0, 4)) == (
+        (NON_PRIVATE, 1),
+    )
+    for steps in ([], [-1], 2.5, [3, 1.0]):
+        with pytest.raises(ValueError, match="step_counts"):
+            mechanisms_from_dp_event(SingleEpochTreeAggregationDpEvent(1.0, steps))
+    with pytest.raises(ValueError, match="noise_multiplier"):
+        mechanisms_from_dp_event(SingleEpochTreeAggregationDpEvent(-1.0, 4))
+
+
+def test_tree_aggregation_event_against_dp_accounting_rdp():
+    dpa = pytest.importorskip("dp_accounting")
+    event = dpa.SingleEpochTreeAggregationDpEvent(noise_multiplier=3.0, step_counts=[1000, 37])
+    ours = from_dp_event(event).epsilon_bounds(DELTA)
+    rdp = dpa.rdp.RdpAccountant(neighboring_relation=dpa.NeighboringRelation.REPLACE_SPECIAL)
+    theirs = rdp.compose(event).get_epsilon(DELTA)
+    # the same Gaussian (RDP alpha * 10 / (2 sigma^2)): RDP's conversion is looser than the PLD
+    assert ours.upper < theirs < 1.3 * ours.upper
+    plain = dpa.rdp.RdpAccountant().compose(dpa.GaussianDpEvent(3.0 / math.sqrt(10)))
+    assert plain.get_epsilon(DELTA) == pytest.approx(theirs, rel=1e-12)
+
+
 def test_noop_is_free_and_unsupported_events_are_named():
     assert from_dp_event(NoOpDpEvent()).epsilon(DELTA) == 0.0
-    with pytest.raises(ValueError, match="SingleEpochTreeAggregationDpEvent"):
-        from_dp_event(ComposedDpEvent([GaussianDpEvent(1.0),
-                                       SingleEpochTreeAggregationDpEvent(1.0, 8)]))
+    with pytest.raises(ValueError, match="UnsupportedDpEvent"):
+        from_dp_event(ComposedDpEvent([GaussianDpEvent(1.0), UnsupportedDpEvent()]))
     with pytest.raises(ValueError, match="not supported"):
         from_dp_event(PoissonSampledDpEvent(0.1, SelfComposedDpEvent(GaussianDpEvent(1.0), 2)))
     with pytest.raises(ValueError, match="sigma"):
@@ -264,11 +303,11 @@ def test_dp_accounting_subclass_refuses_unsupported_events_and_records_nothing()
 
     acct = PLDPrivacyAccountant(accuracy=COARSE).compose(dpa.GaussianDpEvent(2.0))
     bad = [
-        dpa.ComposedDpEvent([dpa.GaussianDpEvent(1.0), dpa.SingleEpochTreeAggregationDpEvent(
-            1.0, 8)]),
+        dpa.ComposedDpEvent([dpa.GaussianDpEvent(1.0), dpa.UnsupportedDpEvent()]),
         dpa.SampledWithoutReplacementDpEvent(100, 10, dpa.dp_event.DiscreteLaplaceDpEvent(0.5, 1)),
-        dpa.SingleEpochTreeAggregationDpEvent(1.0, 8),
-        # (MixtureOfGaussiansDpEvent is supported now: gradient accumulation, issue 24)
+        # (MixtureOfGaussiansDpEvent is supported now: gradient accumulation, issue 24;
+        # SingleEpochTreeAggregationDpEvent too: tree aggregation, issue 28; ZCDpEvent too,
+        # issue 29)
         dpa.PoissonSampledDpEvent(0.1, dpa.SelfComposedDpEvent(dpa.GaussianDpEvent(1.0), 2)),
     ]
     for event in bad:
@@ -277,7 +316,7 @@ def test_dp_accounting_subclass_refuses_unsupported_events_and_records_nothing()
             acct.compose(event)
         assert len(acct.accountant) == 1 and acct.ledger == dpa.GaussianDpEvent(2.0)
     with pytest.raises(dpa.UnsupportedEventError,
-                       match="SingleEpochTreeAggregationDpEvent.*caused by subevent SingleEpoch"):
+                       match="UnsupportedDpEvent.*caused by subevent UnsupportedDp"):
         acct.compose(bad[0])
     with pytest.raises(dpa.UnsupportedEventError, match="count"):
         acct.compose(dpa.GaussianDpEvent(1.0), -1)

@@ -95,6 +95,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "plda.filters",
         "plda.theorems",
         "plda.testing",
+        "plda.matrix",  # correlated noise: matrix mechanisms reduced to plda's (issue 28)
     ),
     ("plda.accounting",),  # PLDAccountant
     ("plda.accountant",),  # its former path, deprecated until 0.2.0

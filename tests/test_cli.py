@@ -656,7 +656,11 @@ def test_every_documented_command_line_parses():
         try:
             args = build_parser().parse_args(argv)
             # the checks each command runs before computing (flags, sizes, targets, samplers)
-            if args.command in ("epsilon", "delta", "risk"):
+            if getattr(args, "strategy", None) is not None:  # a matrix mechanism
+                from plda.cli.matrix import matrix_reduction
+
+                matrix_reduction(args)
+            elif args.command in ("epsilon", "delta", "risk"):
                 composition(args)
             elif args.command == "calibrate":
                 calibration_target(args)

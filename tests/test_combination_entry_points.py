@@ -18,7 +18,6 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 from combination_cases import (
-    BASES,
     EPS,
     KNOWN_UPPER,
     POINTS,
@@ -55,7 +54,7 @@ def _entry_cases() -> list:
     for point in POINTS:
         if point.sampler.others != "all":
             continue
-        for noise in BASES:
+        for noise in point.bases:
             for relation in RELATIONS:
                 if (point.name, noise, relation) in UNSUPPORTED:
                     continue
@@ -120,7 +119,7 @@ def _opacus(case: Case):
     """The Opacus adapter fed the case's steps, if it accounts this sampler (None otherwise)."""
     from plda.adapters.opacus import PLDOpacusAccountant
 
-    if case.noise != "gaussian":
+    if case.noise != "gaussian" or case.point.sampler.group_size > 1:  # Opacus has no groups
         return None
     accountant = PLDOpacusAccountant(relation=case.relation, accuracy=case.point.accuracy)
     if case.point.sampler.kind == "poisson":
@@ -184,6 +183,7 @@ def test_gradient_accumulation_of_one_is_poisson():
 @pytest.mark.parametrize("command, point, relation", [
     (["delta", "--epsilon", "0.5"], "wor-n4-b3", "replace_one"),
     (["epsilon", "--delta", "0.2"], "truncated-n4-B3-q0.9", "add_remove"),
+    (["delta", "--epsilon", "0.5"], "poisson-group2-q0.5", "add_remove"),
 ])
 def test_cli_agrees(command, point, relation):
     """``python -m plda ... --json`` (a fresh process, run from this checkout) brackets the same

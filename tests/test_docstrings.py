@@ -76,6 +76,7 @@ COVERED = (
     "plda.discretization",
     "plda.pld",
     "plda.mechanisms",
+    "plda.matrix",
 )
 
 _SECTION = re.compile(r"^\s*(?P<name>[A-Z][A-Za-z ]+)\n\s*-{3,}\s*$", re.MULTILINE)

@@ -27,6 +27,7 @@ from mixture_reference import binomial_weights, double_mixture_delta, mixture_de
 
 import plda
 from plda import testing
+from plda.mechanisms.bounded_range import BoundedRangeLaw, BoundedRangePair
 from plda.mechanisms.symmetrized import SymmetrizedPoissonSampled
 
 DPS = 60
@@ -176,6 +177,35 @@ def independent_records_reference(params, count, eps):
     return mixture_delta(sigma, range(len(rates) + 1), weights, eps)
 
 
+def bounded_range_law_reference(epsilon, count, eps):
+    """The least pair above every epsilon-BR pair, one step:
+    ``e^eps' (e^((eps - eps')/2) - 1)^2 / (e^eps - 1)`` on ``[0, eps]``, 0 above."""
+    assert count == 1
+    e, x = mpmath.mpf(epsilon), mpmath.mpf(eps)
+    if x >= e:
+        return mpmath.mpf(0)
+    # = (1 - e^(-(eps - eps')/2))^2 / (1 - e^-eps): no cancellation at large eps
+    return mpmath.expm1(-(e - x) / 2) ** 2 / -mpmath.expm1(-e)
+
+
+def bounded_range_pair_reference(params, count, eps):
+    """``count`` runs of the two-point BR pair of split ``t``, the worse of its directions
+    (split ``t`` and ``1 - t``), by the binomial sum over the runs that take the high loss."""
+    epsilon, split = (mpmath.mpf(v) for v in params)
+    x = mpmath.mpf(eps)
+    worst = mpmath.mpf(0)
+    for t in (split, 1 - split):
+        high = -mpmath.expm1(-t * epsilon) / -mpmath.expm1(-epsilon)  # P(high loss)
+        total = mpmath.mpf(0)
+        for j in range(count + 1):
+            loss = j * (1 - t) * epsilon - (count - j) * t * epsilon
+            if loss > x:
+                weight = mpmath.binomial(count, j) * high**j * (1 - high) ** (count - j)
+                total += weight * -mpmath.expm1(x - loss)
+        worst = max(worst, total)
+    return worst
+
+
 def _largest_coordinate(pdf, cdf, shift, steps):
     """Density of the largest of ``steps`` coordinates, one of them shifted by ``shift``."""
 
@@ -307,6 +337,14 @@ FAMILIES = [
             ((1.0, (0, 1), (0.95, 0.05), (0, 1), (0.95, 0.05)), 1),
             ((2.0, (0, 1, 2, 3), (0.7, 0.2, 0.05, 0.05), (0, 4), (0.99, 0.01)), 1)),
            (0.0, 0.5, 2.0, 8.0)),
+    # the exponential mechanism (issue 29): its upper law, and the realized two-point pairs
+    Family("bounded_range_law",
+           lambda e: plda.CustomMechanism(remove=BoundedRangeLaw(epsilon=e)),
+           bounded_range_law_reference, ((1e-6, 1), (0.1, 1), (1.0, 1), (20.0, 1), (500.0, 1)),
+           (0.0, 1e-7, 0.05, 0.5, 2.0, 8.0, 300.0)),
+    Family("bounded_range_pair", lambda p: BoundedRangePair(*p), bounded_range_pair_reference,
+           (((1.0, 0.5), 1), ((0.1, 0.3), 100), ((2.0, 0.1), 20), ((1e-3, 0.5), 1000)),
+           (0.0, 0.05, 0.5, 2.0, 8.0)),
     Family("poisson_laplace", lambda p: plda.PoissonSampled(plda.Laplace(scale=p[0]), p[1]),
            sampled_laplace_reference, (((1.0, 0.1), 1), ((0.1, 0.01), 1))),
     # one step of the symmetrized pair has the profile of the worse direction (issue 24)

@@ -140,3 +140,44 @@ def test_groups_in_many_threads_answer_as_one_thread():
     for answers, i in _run_in_threads(_group_epsilon, groups, threads=8, repeats=2):
         for r, value in enumerate(answers):
             assert value == serial[groups[(i + r) % len(groups)]]
+
+
+def test_a_shared_matrix_reduction_answers_as_one_thread():
+    # a reduction remembers its PLDs and its sensitivity on itself (issue 28): threads sharing
+    # one object must see the single-threaded answers
+    import plda.matrix as pm
+
+    strategy = pm.toeplitz_strategy([1.0, 0.6, 0.3, 0.1], 64)
+    queries = (1e-3, 1e-5, 1e-7)
+
+    def answer(delta, shared):
+        return tuple(shared.epsilon_bounds(delta))
+
+    plda.clear_caches()
+    fresh = pm.CyclicPoissonBandMF(strategy, 1.0, 0.1)
+    serial = {d: answer(d, fresh) for d in queries}
+    plda.clear_caches()
+    shared = pm.CyclicPoissonBandMF(strategy, 1.0, 0.1)
+    for answers, i in _run_in_threads(lambda d: answer(d, shared), queries, threads=8):
+        for r, value in enumerate(answers):
+            assert value == serial[queries[(i + r) % len(queries)]]
+
+
+def test_exponential_mechanisms_in_many_threads_answer_as_one_thread():
+    # a bounded-range step and its realized lower pairs go through the shared caches (issue 29)
+    import warnings
+
+    def bounds(epsilon):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", plda.NotTightWarning)
+            pld = plda.PrivacyLossDistribution.from_mechanism(
+                plda.ExponentialMechanism(epsilon), 200)
+            return tuple(pld.epsilon_bounds(DELTA))
+
+    epsilons = (0.05, 0.1, 0.2)
+    plda.clear_caches()
+    serial = {e: bounds(e) for e in epsilons}
+    plda.clear_caches()
+    for answers, i in _run_in_threads(bounds, epsilons, threads=8, repeats=2):
+        for r, value in enumerate(answers):
+            assert value == serial[epsilons[(i + r) % len(epsilons)]]

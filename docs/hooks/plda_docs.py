@@ -63,6 +63,7 @@ PUBLIC_MODULES = (
     "plda.epochs",
     "plda.grid",
     "plda.cli",
+    "plda.matrix",
 )
 
 #: where the bundled MathJax goes in the site (mkdocs.yml's extra_javascript points into it)

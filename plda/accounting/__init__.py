@@ -1,5 +1,6 @@
 """The accountant: a history of mechanisms, its composition path and its saved state."""
 
 from plda.accounting.accountant import PLDAccountant
+from plda.accounting.matrix import MatrixAccountant
 
-__all__ = ["PLDAccountant"]
+__all__ = ["MatrixAccountant", "PLDAccountant"]

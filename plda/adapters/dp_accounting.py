@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import numbers
 
+from plda.matrix import TreeAggregation
 from plda.mechanisms import (
     ZCDP,
     ApproximateDP,
@@ -170,6 +171,21 @@ def _walk(event, count: int, depth: int) -> list[tuple[Mechanism, int]]:
         mechanism = _build(TruncatedPoisson, name, _build(Gaussian, name, sigma=noise),
                            sample_rate=rate, max_batch_size=cap, dataset_size=n)
         return [(mechanism, count)]
+    if name == "SingleEpochTreeAggregationDpEvent":
+        noise = _attribute(event, "noise_multiplier")
+        steps = _attribute(event, "step_counts")
+        steps = list(steps) if isinstance(steps, (list, tuple)) else [steps]
+        if not steps or any(not _is_integer(c) or c < 0 for c in steps):
+            raise ValueError(
+                f"{name}.step_counts must be an integer >= 0 or a non-empty list of them, got "
+                f"{_attribute(event, 'step_counts')!r}"
+            )
+        if not any(steps):
+            return []  # no tree has a step: nothing is released
+        if isinstance(noise, (int, float)) and noise == 0:
+            return [(NON_PRIVATE, count)]  # no noise: no guarantee
+        tree = _build(TreeAggregation, name, [c for c in steps if c > 0], noise)
+        return [(tree.mechanism, count)]
     if name == "SelfComposedDpEvent":
         times = _attribute(event, "count")
         if isinstance(times, bool) or int(times) != times or times < 0:
@@ -187,8 +203,8 @@ def _walk(event, count: int, depth: int) -> list[tuple[Mechanism, int]]:
         f"LaplaceDpEvent, DiscreteLaplaceDpEvent, RandomizedResponseDpEvent, "
         f"MixtureOfGaussiansDpEvent, ZCDpEvent, "
         f"PoissonSampledDpEvent, SampledWithoutReplacementDpEvent, "
-        f"TruncatedSubsampledGaussianDpEvent, SelfComposedDpEvent, ComposedDpEvent, "
-        f"NoOpDpEvent, NonPrivateDpEvent)"
+        f"TruncatedSubsampledGaussianDpEvent, SingleEpochTreeAggregationDpEvent, "
+        f"SelfComposedDpEvent, ComposedDpEvent, NoOpDpEvent, NonPrivateDpEvent)"
     )
 
 
@@ -239,6 +255,11 @@ def from_dp_event(
       source_dataset_size)`` (inner Gaussian or Laplace);
     - ``TruncatedSubsampledGaussianDpEvent``: ``TruncatedPoisson(Gaussian(noise_multiplier),
       sampling_probability, truncated_batch_size, dataset_size)``;
+    - ``SingleEpochTreeAggregationDpEvent``: ``Gaussian(noise_multiplier, sqrt(depth))``,
+      ``depth = ceil(log2(max(step_counts) + 1))`` the most tree nodes a record enters
+      (:class:`plda.matrix.TreeAggregation`; each record in one tree, as the event requires).
+      dp_accounting reads it under ``REPLACE_SPECIAL`` (a record replaced by a zero record),
+      which is plda's ``"add_remove"``; ``"replace_one"`` doubles the sensitivity;
     - ``SelfComposedDpEvent``: ``count`` runs of ``event``; ``ComposedDpEvent``: all of
       ``events``; ``NoOpDpEvent``: nothing;
     - ``NonPrivateDpEvent``, or a Gaussian or Laplace event with ``noise_multiplier=0``:
@@ -265,7 +286,7 @@ def from_dp_event(
     Raises
     ------
     ValueError
-        Naming the event type, for anything else (tree aggregation, repeat-and-select, ...), an
+        Naming the event type, for anything else (repeat-and-select, ...), an
         event with fields out of range, or an unknown ``relation``.
     """
     components = mechanisms_from_dp_event(event)

@@ -16,6 +16,7 @@ from plda.calibration.dpsgd import (
     calibrate_steps_detailed,
 )
 from plda.calibration.evaluator import DPSGDEvaluator
+from plda.calibration.matrix import calibrate_matrix_noise_multiplier
 from plda.calibration.targets import gdp_mu, gdp_noise_multiplier, make_target
 from plda.samplers import Sampler
 
@@ -26,6 +27,7 @@ __all__ = [
     "Parameter",
     "Sampler",
     "Target",
+    "calibrate_matrix_noise_multiplier",
     "calibrate_noise_multiplier",
     "calibrate_noise_multiplier_detailed",
     "calibrate_sample_rate",

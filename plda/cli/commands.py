@@ -8,6 +8,7 @@ import math
 import warnings
 
 from plda.cli.checks import UsageError, check_accuracy, check_delta
+from plda.cli.matrix import matrix_reduction
 from plda.cli.specs import composition, describe
 from plda.mechanisms import NotTightWarning
 from plda.pld import DEFAULT_ACCURACY, Bounds, PrivacyLossDistribution
@@ -181,9 +182,15 @@ def epsilon_text(args) -> str:
     check_accuracy(args.accuracy)  # given values are checked before missing ones are reported
     if args.delta is not None:
         check_delta("--delta", args.delta)
-    components, described = composition(args, () if args.delta is not None else ("--delta",))
     delta = args.delta
-    bounds = certified_bounds(components, args, lambda pld: pld.epsilon_bounds(delta))
+    if getattr(args, "strategy", None) is not None:  # a matrix mechanism
+        if delta is None:
+            raise UsageError("argument --delta: required")
+        reduction, described = matrix_reduction(args)
+        bounds = reduction.epsilon_bounds(delta, accuracy=args.accuracy)
+    else:
+        components, described = composition(args, () if delta is not None else ("--delta",))
+        bounds = certified_bounds(components, args, lambda pld: pld.epsilon_bounds(delta))
     lower, upper = bounds.lower, bounds.upper
     if args.json:
         return strict_json(
@@ -225,8 +232,12 @@ def delta_command(args) -> str:
     epsilon = args.epsilon
     if epsilon is None or not (epsilon >= 0) or math.isnan(epsilon):
         raise UsageError(f"argument --epsilon: must be a number >= 0, got {epsilon!r}")
-    components, described = composition(args)
-    bounds = certified_bounds(components, args, lambda pld: pld.delta_bounds(epsilon))
+    if getattr(args, "strategy", None) is not None:  # a matrix mechanism
+        reduction, described = matrix_reduction(args)
+        bounds = reduction.delta_bounds(epsilon, accuracy=args.accuracy)
+    else:
+        components, described = composition(args)
+        bounds = certified_bounds(components, args, lambda pld: pld.delta_bounds(epsilon))
     lower, upper = bounds.lower, bounds.upper
     if args.json:
         return strict_json(

@@ -7,6 +7,7 @@ import argparse
 from plda import __version__
 from plda.bounds import RELATIONS
 from plda.cli.checks import UsageError, integer
+from plda.cli.matrix import add_strategy_flags
 from plda.cli.plot import add_plot_parser
 from plda.cli.risk import add_risk_flags
 from plda.cli.samplers import add_sampler_flags
@@ -76,6 +77,8 @@ def _common(p, quantity: str) -> None:
         metavar="K",
         help="runs of the preceding --mechanism (default 1)",
     )
+    if quantity in ("--delta", "--epsilon"):
+        add_strategy_flags(p)
     if quantity == "--delta":
         # no default: a missing --delta is an error (checked after the given values)
         p.add_argument("--delta", type=float, help="delta (required)")

@@ -8,6 +8,7 @@ from plda.mechanisms import (
     ApproximateDP,
     DiscreteGaussian,
     DiscreteLaplace,
+    ExponentialMechanism,
     Gaussian,
     Laplace,
     Mechanism,
@@ -23,6 +24,7 @@ MECHANISM_SPECS = {
     "discrete_laplace": (DiscreteLaplace, ("parameter", "sensitivity")),
     "discrete_gaussian": (DiscreteGaussian, ("sigma", "sensitivity")),
     "approximate_dp": (ApproximateDP, ("epsilon", "delta")),
+    "exponential": (ExponentialMechanism, ("epsilon",)),
 }
 
 
@@ -159,6 +161,18 @@ def describe(described: dict) -> str:
     """
     if "mechanisms" in described:
         return "; ".join(f"{m['count']} x {m['mechanism']}" for m in described["mechanisms"])
+    if "strategy" in described:
+        exact = "exact" if described["exact"] else "upper bound; lower from a realized run"
+        if "sample_rate" in described:
+            return (f"matrix mechanism {described['strategy']} ({exact}): cyclic Poisson "
+                    f"BandMF, {described['bands']} bands, sample rate "
+                    f"{described['sample_rate']:.6g}, noise multiplier "
+                    f"{described['noise_multiplier']} = DP-SGD for {described['rounds']} steps")
+        return (f"matrix mechanism {described['strategy']} ({exact}): "
+                f"{described['participations']} participations at least "
+                f"{described['min_separation']} apart, sensitivity "
+                f"{described['sensitivity']:.6g}, noise multiplier "
+                f"{described['noise_multiplier']}")
     sampler = described.get("sampler", DEFAULT_SAMPLER)
     if sampler == DEFAULT_SAMPLER:
         draws = "".join(

@@ -3,6 +3,7 @@
 
 from plda.mechanisms.approximate import ApproximateDP
 from plda.mechanisms.base import Mechanism, NotTightWarning, SamplerAssumptionWarning
+from plda.mechanisms.bounded_range import ExponentialMechanism
 from plda.mechanisms.custom import CustomMechanism, LossLaw
 from plda.mechanisms.discrete import DiscreteGaussian, DiscreteLaplace
 from plda.mechanisms.double_mixture import GaussianDoubleMixture
@@ -23,6 +24,7 @@ __all__ = [
     "CustomMechanism",
     "DiscreteGaussian",
     "DiscreteLaplace",
+    "ExponentialMechanism",
     "Gaussian",
     "GaussianDP",
     "GaussianDoubleMixture",

@@ -112,6 +112,33 @@ class PoissonSampled(Mechanism):
                                sensitivities=tuple(float(k) * base.sensitivity for k in counts),
                                probabilities=weights)
 
+    @property
+    def tight(self) -> bool:  # type: ignore[override]
+        """Whether the base's laws are realized, and so the sampled ones.
+
+        A base known only through a dominating pair (:class:`~plda.ExponentialMechanism`) is
+        not.
+        """
+        return self.mechanism.tight
+
+    def lower_bound_mechanisms(self) -> tuple[Mechanism, ...]:
+        """The sampled realized pairs of the base.
+
+        The sampled mechanism itself when the base is ``tight``, else the base's
+        :meth:`~Mechanism.lower_bound_mechanisms` sampled alike (the record that switches the
+        base between its realized pair's two sides is in the batch with probability
+        ``sample_rate``).
+
+        Returns
+        -------
+        tuple of Mechanism
+            Each realized by a pair of neighbouring datasets.
+        """
+        if self.mechanism.tight:
+            return (self,)
+        return tuple(PoissonSampled(m, self.sample_rate, self.group_size)
+                     for m in self.mechanism.lower_bound_mechanisms())
+
     def _remove_law(self):
         if self.group_size > 1:
             return self.group_mixture().privacy_loss("remove")
@@ -134,26 +161,6 @@ class PoissonSampled(Mechanism):
         q = min(1.0, max(q, 2.0 ** (math.ceil(16 * math.log2(q)) / 16)))
         return PoissonSampled(self.mechanism._coarsened(), q, self.group_size)
 
-    @property
-    def tight(self) -> bool:  # type: ignore[override]
-        """Whether the base's laws are a realized pair (then so are the sampled ones)."""
-        return self.mechanism.tight
-
-    def lower_bound_mechanism(self) -> Mechanism:
-        """The sampled base's realized pair, for a base whose own pair only dominates.
-
-        Returns
-        -------
-        Mechanism
-            This mechanism when its base is ``tight``; else the same sampling of the base's
-            :meth:`~plda.Mechanism.lower_bound_mechanism` (an imported guarantee's worst step
-            plda can exhibit, e.g. ``GaussianDP(sqrt(2 rho))`` for ``ZCDP(rho)``).
-        """
-        if self.mechanism.tight:
-            return self
-        return PoissonSampled(self.mechanism.lower_bound_mechanism(), self.sample_rate,
-                              self.group_size)
-
     def under_replace_one(self) -> Mechanism:
         """The mechanism whose add/remove laws are this one's replace-one laws.
 
@@ -174,7 +181,13 @@ class PoissonSampled(Mechanism):
             If the base mechanism is not a :class:`~plda.Gaussian`, or ``group_size > 1``.
         """
         if self.group_size > 1:
-            self.group_mixture().under_replace_one()  # refused, with the mixture's reason
+            raise ValueError(
+                f"PoissonSampled(group_size={self.group_size}) has no replace-one analysis "
+                "(relation='replace_one') in "
+                "plda: its add/remove pair (a Gaussian mixture) is proven to dominate, but no "
+                "pair is known to dominate every substitution of a group's records; use "
+                "relation='add_remove'"
+            )
         if type(self.mechanism) is not Gaussian:
             raise ValueError(
                 "relation='replace_one' with PoissonSampled is supported for Gaussian base "
