@@ -87,9 +87,10 @@ def run() -> str:
         "lower bound is the Gaussian with the same ρ, the worst zCDP step plda can exhibit. "
         "Beside a DP-SGD run the training is accounted by its PLD and the zCDP part by the "
         "pair of the profile it certifies, capped by the RDP accounting of the whole (plda's "
-        "certified Rényi curves, a hair above dp_accounting's uncertified ones): one small "
-        "zCDP part and the pairs win; five larger ones and RDP of the whole does. The cap "
-        "costs one Rényi curve per query.",
+        "certified Rényi curves, a hair above dp_accounting's): one small "
+        "zCDP part and the pairs win; five larger ones and RDP of the whole does. Each step's "
+        "Rényi curve is computed once per mechanism (in the cold times above), then a query "
+        "costs a sum.",
         "",
     ]
     return "\n".join(lines)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from plda._internal import validation as check
+from plda._internal.caches import remembered
 from plda._internal.errors import check_bracket
 from plda.bounds import Bounds
 from plda.conversions.common import scalar_like
@@ -24,6 +25,9 @@ from plda.mechanisms.renyi_conversion import ROUND_UP, TINY
 
 #: default orders of the RDP -> (epsilon, delta) conversion and of the zCDP search
 DEFAULT_ORDERS = np.concatenate([1 + np.geomspace(1e-3, 0.5, 30), np.geomspace(1.5, 1e4, 120)])
+#: the orders of :func:`renyi_capped`: the default ones and dp_accounting's
+CAP_ORDERS = np.union1d(DEFAULT_ORDERS, np.concatenate(
+    [1 + np.arange(1, 101) / 10, np.arange(12, 64), [128, 256, 512]]))
 
 
 def check_orders(name: str, value) -> np.ndarray:
@@ -341,8 +345,9 @@ def renyi_capped(upper, steps, values, query: str):
     Applies when the composition holds a guarantee stated in Rényi currency (``ZCDP``,
     ``RenyiDP``). Such a step is composed through the pair of the profile it certifies, the
     worst step with that profile; the Rényi curves of all the steps add up instead (Mironov
-    2017), and their sum converted once (:func:`renyi_epsilon`, :func:`renyi_delta`, at the
-    default orders refined and at every order a ``RenyiDP`` states) can be tighter. Both are
+    2017), and their sum converted once (:func:`epsilon_from_renyi`, :func:`delta_from_renyi`,
+    at ``CAP_ORDERS`` and every order a ``RenyiDP`` states, each step's curve there remembered
+    on its mechanism so that a query costs a sum) can be tighter. Both are
     certified, so is the smaller; the conversion is rounded up by ``ROUND_UP`` (a delta that
     underflows is reported as the smallest float).
 
@@ -366,15 +371,24 @@ def renyi_capped(upper, steps, values, query: str):
     steps = tuple(steps)
     if not any(type(mechanism) in (ZCDP, RenyiDP) for mechanism, _ in steps):
         return upper
-    composed = ComposedLaws(steps=steps)
-    # the default orders refined, and the orders a RenyiDP states (its bounds are exact there)
-    stated = sorted({a for m, _ in steps if type(m) is RenyiDP for a in m.orders})
-    convert = renyi_epsilon if query == "epsilon" else renyi_delta
-    converted = np.asarray(convert(composed, values))
-    if stated:
-        converted = np.minimum(converted, convert(composed, values, orders=np.array(stated)))
-    converted = converted * (1 + ROUND_UP)
-    if query == "delta":
+    # a fixed grid of orders (the default, dp_accounting's, and every order a RenyiDP states),
+    # so that each step's curve is computed once per mechanism, not at every query
+    stated = tuple(sorted({a for m, _ in steps if type(m) is RenyiDP for a in m.orders}))
+    alpha = np.union1d(CAP_ORDERS, stated)
+    symmetric = all(mechanism.symmetric for mechanism, _ in steps)
+    curve = np.full(alpha.shape, -np.inf)
+    for direction in ("remove",) if symmetric else DIRECTIONS:
+        summed = np.zeros(alpha.shape)
+        for mechanism, count in steps:
+            summed = summed + count * remembered(
+                mechanism, ("renyi_cap", direction, stated),
+                lambda m=mechanism, d=direction: step_cumulant(m, d, alpha).upper)
+        curve = np.maximum(curve, summed)
+    curve = np.maximum(curve, 0.0) / (alpha - 1)
+    if query == "epsilon":
+        converted = np.asarray(epsilon_from_renyi(alpha, curve, values)) * (1 + ROUND_UP)
+    else:
+        converted = np.asarray(delta_from_renyi(alpha, curve, values)) * (1 + ROUND_UP)
         converted = np.clip(converted, TINY, 1.0)
         converted = np.where(np.isinf(values), upper, converted)  # (delta at eps = inf)
     return np.minimum(upper, converted)
