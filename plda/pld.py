@@ -9,7 +9,7 @@ from typing import overload
 import numpy as np
 
 from plda._internal import validation as check
-from plda._internal.errors import public_entries
+from plda._internal.errors import check_bracket, public_entries
 from plda._internal.typing import ArrayLike, FloatArray, FloatOrArray
 from plda.bounds import RELATIONS, Bounds
 from plda.conversions.composed import ComposedLaws
@@ -311,6 +311,7 @@ class PrivacyLossDistribution(CompositionQueries):
         lower, upper = self._query().epsilon_bounds(d)
         if not self._dominating:  # never looser than the whole in its own currency (zCDP, RDP)
             upper = currency_capped(upper, self.components, self.relation, d, "epsilon")
+            check_bracket(lower, upper, query="epsilon_bounds")  # a cap is never below the truth
         if np.ndim(delta) == 0:  # a number in, numbers out
             return Bounds(float(lower), float(upper))
         return Bounds(lower, upper)
@@ -351,6 +352,7 @@ class PrivacyLossDistribution(CompositionQueries):
         lower, upper = self._query().delta_bounds(e)
         if not self._dominating:  # never looser than the whole in its own currency (zCDP, RDP)
             upper = currency_capped(upper, self.components, self.relation, e, "delta")
+            check_bracket(lower, upper, query="delta_bounds")  # a cap is never below the truth
         if np.ndim(epsilon) == 0:  # a number in, numbers out
             return Bounds(float(lower), float(upper))
         return Bounds(lower, upper)
