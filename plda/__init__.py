@@ -41,6 +41,7 @@ from plda.mechanisms import (
 )
 from plda.pld import Bounds, PrivacyLossDistribution
 from plda.samplers import sampled_mechanism
+from plda.selection import RepeatAndSelect
 from plda.serialization import load_pld, save_pld
 from plda.sweep import sweep, sweep_to_dataframe
 
@@ -55,6 +56,7 @@ __all__ = [
     "SamplerMismatchWarning",
     "ApproximateDP",
     "PLDAccountant",
+    "RepeatAndSelect",
     "calibrate_noise_multiplier",
     "calibrate_sample_rate",
     "calibrate_steps",
@@ -110,6 +112,7 @@ _SUBMODULES = (
     "serialization",
     "adapters",
     "matrix",
+    "selection",
 )
 
 

@@ -95,6 +95,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "plda.filters",
         "plda.theorems",
         "plda.testing",
+        "plda.selection",  # tuning by random stopping (issue 29), on public names
         "plda.matrix",  # correlated noise: matrix mechanisms reduced to plda's (issue 28)
     ),
     ("plda.accounting",),  # PLDAccountant

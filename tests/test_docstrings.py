@@ -77,6 +77,7 @@ COVERED = (
     "plda.pld",
     "plda.mechanisms",
     "plda.matrix",
+    "plda.selection",
 )
 
 _SECTION = re.compile(r"^\s*(?P<name>[A-Z][A-Za-z ]+)\n\s*-{3,}\s*$", re.MULTILINE)

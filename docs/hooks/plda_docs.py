@@ -64,6 +64,7 @@ PUBLIC_MODULES = (
     "plda.grid",
     "plda.cli",
     "plda.matrix",
+    "plda.selection",
 )
 
 #: where the bundled MathJax goes in the site (mkdocs.yml's extra_javascript points into it)

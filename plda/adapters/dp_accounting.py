@@ -28,6 +28,7 @@ from plda.mechanisms import (
     TruncatedPoisson,
 )
 from plda.pld import DEFAULT_ACCURACY, PrivacyLossDistribution
+from plda.selection import RepeatAndSelect
 
 __all__ = ["from_dp_event", "mechanisms_from_dp_event"]
 
@@ -186,6 +187,19 @@ def _walk(event, count: int, depth: int) -> list[tuple[Mechanism, int]]:
             return [(NON_PRIVATE, count)]  # no noise: no guarantee
         tree = _build(TreeAggregation, name, [c for c in steps if c > 0], noise)
         return [(tree.mechanism, count)]
+    if name == "RepeatAndSelectDpEvent":
+        # the best of K runs of the inner event, K with the event's mean and shape (inf:
+        # Poisson, 1: geometric, 0: logarithmic, else truncated negative binomial)
+        shape = _attribute(event, "shape")
+        law = ("poisson" if shape == math.inf else "geometric" if shape == 1
+               else "logarithmic" if shape == 0 else "truncated_negative_binomial")
+        inner = mechanisms_from_dp_event(_attribute(event, "event"))
+        if not inner:
+            return []
+        base = PrivacyLossDistribution(inner, "add_remove")
+        shape = 1.0 if law == "poisson" else shape
+        return [(_build(RepeatAndSelect, name, base, _attribute(event, "mean"), law, shape),
+                 count)]
     if name == "SelfComposedDpEvent":
         times = _attribute(event, "count")
         if isinstance(times, bool) or int(times) != times or times < 0:
@@ -204,7 +218,8 @@ def _walk(event, count: int, depth: int) -> list[tuple[Mechanism, int]]:
         f"MixtureOfGaussiansDpEvent, ZCDpEvent, "
         f"PoissonSampledDpEvent, SampledWithoutReplacementDpEvent, "
         f"TruncatedSubsampledGaussianDpEvent, SingleEpochTreeAggregationDpEvent, "
-        f"SelfComposedDpEvent, ComposedDpEvent, NoOpDpEvent, NonPrivateDpEvent)"
+        f"RepeatAndSelectDpEvent, SelfComposedDpEvent, ComposedDpEvent, NoOpDpEvent, "
+        f"NonPrivateDpEvent)"
     )
 
 
@@ -260,6 +275,9 @@ def from_dp_event(
       (:class:`plda.matrix.TreeAggregation`; each record in one tree, as the event requires).
       dp_accounting reads it under ``REPLACE_SPECIAL`` (a record replaced by a zero record),
       which is plda's ``"add_remove"``; ``"replace_one"`` doubles the sensitivity;
+    - ``RepeatAndSelectDpEvent``: ``RepeatAndSelect(PLD of event, mean, law)``, the law from
+      ``shape`` (``inf`` Poisson, 1 geometric, 0 logarithmic, else truncated negative
+      binomial); under add/remove only (its base is composed under add/remove);
     - ``SelfComposedDpEvent``: ``count`` runs of ``event``; ``ComposedDpEvent``: all of
       ``events``; ``NoOpDpEvent``: nothing;
     - ``NonPrivateDpEvent``, or a Gaussian or Laplace event with ``noise_multiplier=0``:
@@ -286,7 +304,7 @@ def from_dp_event(
     Raises
     ------
     ValueError
-        Naming the event type, for anything else (repeat-and-select, ...), an
+        Naming the event type, for anything else, an
         event with fields out of range, or an unknown ``relation``.
     """
     components = mechanisms_from_dp_event(event)

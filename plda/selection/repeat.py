@@ -1,0 +1,253 @@
+"""Hyperparameter tuning by random stopping: the best of a random number of runs (Papernot &
+Steinke 2022), as a composable step certified from the base run's certified Rényi curve."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.optimize import brentq
+
+from plda._internal.validation import positive_float
+from plda.mechanisms import GaussianDP, Mechanism, PrivacyProfile, RenyiDP
+from plda.pld import PrivacyLossDistribution
+
+__all__ = ["DISTRIBUTIONS", "ORDERS", "RepeatAndSelect", "truncated_negative_binomial_gamma"]
+
+#: the laws of the number of runs ``K``
+DISTRIBUTIONS = ("truncated_negative_binomial", "geometric", "logarithmic", "poisson")
+#: the Rényi orders of the certified curve (and of the auxiliary order of the TNB bound)
+#: (steps of 0.1 up to 11, then integers to 64, then 128 to 1024: the density RDP accountants
+#: use, so the conversion to (epsilon, delta) loses no more than theirs)
+ORDERS = (*(round(1 + x / 10, 1) for x in range(1, 101)), *map(float, range(12, 65)),
+          128.0, 256.0, 512.0, 1024.0)
+
+
+def _tnb_mean(gamma: float, eta: float) -> float:
+    """``E[K]`` of the truncated negative binomial law ``D_{eta, gamma}`` (``K >= 1``)."""
+    if eta == 0.0:  # the logarithmic law
+        return (1.0 / gamma - 1.0) / math.log(1.0 / gamma)
+    # eta (1 - gamma) / (gamma (1 - gamma^eta)), with 1 - gamma^eta = -expm1(eta log gamma)
+    return eta * (1.0 - gamma) / (gamma * -math.expm1(eta * math.log(gamma)))
+
+
+def truncated_negative_binomial_gamma(mean: float, eta: float) -> float:
+    """The ``gamma`` of the truncated negative binomial law with this mean and shape.
+
+    Parameters
+    ----------
+    mean : float
+        ``E[K]``, above 1.
+    eta : float
+        The shape, above -1 (1: geometric; 0: logarithmic).
+
+    Returns
+    -------
+    float
+        ``gamma`` in (0, 1) with ``E[K] = mean`` (the mean falls as ``gamma`` grows).
+
+    Raises
+    ------
+    ValueError
+        If ``mean <= 1`` or ``eta <= -1``.
+    """
+    if not mean > 1.0:
+        raise ValueError(f"mean must be above 1 for a truncated negative binomial, got {mean!r}")
+    if not eta > -1.0:
+        raise ValueError(f"shape must be above -1, got {eta!r}")
+    return float(brentq(lambda g: _tnb_mean(g, eta) - mean, 1e-15, 1.0 - 1e-15,
+                        xtol=1e-300, rtol=1e-14))
+
+
+@dataclass(frozen=True, eq=False)
+class RepeatAndSelect(Mechanism):
+    r"""Run ``base`` a random number ``K`` of times and release the best run (by any score).
+
+    The Rényi curve of the selection follows from the base's *certified* Rényi curve
+    ``eps(lambda)`` (Papernot & Steinke 2022; read from plda's certified upper bounds at
+    :data:`ORDERS`):
+
+    - truncated negative binomial ``K ~ D_{eta, gamma}`` (``shape = eta``; geometric
+      ``eta = 1``, logarithmic ``eta = 0``), Thm. 2: ``eps'(lambda) = eps(lambda) +
+      (1 + eta)(1 - 1/l) eps(l) + (1 + eta) log(1/gamma) / l + log(E[K]) / (lambda - 1)``,
+      minimized over the auxiliary order ``l >= 1``;
+    - Poisson ``K`` of mean ``mu``, Thm. 6: ``eps'(lambda) = eps(lambda) + mu delta +
+      log(mu) / (lambda - 1)``, with ``delta`` the base's certified ``delta`` at
+      ``log(1 + 1/(lambda - 1))``;
+    - a base that is ``eps0``-DP (no loss above ``eps0``) run with geometric stopping is also
+      ``3 eps0``-DP (Liu & Talwar 2019), so ``eps'(lambda) <= min(3 eps0, lambda (3 eps0)^2 / 2)``.
+
+    The curve is accounted as a :class:`~plda.RenyiDP` step (its profile's pair), so it
+    composes with every other mechanism. Lower bound: with ``K >= 1`` (every law but
+    Poisson) a score that always prefers the first run releases that run, so the base's
+    own realized runs are realized here; with Poisson stopping, none is claimed (0).
+
+    Parameters
+    ----------
+    base : Mechanism or PrivacyLossDistribution
+        One run: a mechanism, or a composition (a whole training run).
+    mean : float
+        ``E[K]``, the mean number of runs, at least 1.
+    distribution : str, optional
+        One of :data:`DISTRIBUTIONS` (default the truncated negative binomial).
+    shape : float, optional
+        ``eta`` of the truncated negative binomial, above -1 (default 1, the geometric law);
+        ignored by the other laws.
+    relation : str, optional
+        The relation the base's Rényi curve is computed under, for a mechanism base (a
+        composition carries its own).
+
+    Raises
+    ------
+    TypeError
+        If ``base`` is neither a mechanism nor a composition, or a number is not real.
+    ValueError
+        If ``distribution`` is unknown, ``mean`` or ``shape`` is out of range.
+    """
+
+    base: object
+    mean: float
+    distribution: str = "truncated_negative_binomial"
+    shape: float = 1.0
+    relation: str = "add_remove"
+    tight = False
+    guarantee: RenyiDP | PrivacyProfile | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self):
+        if not isinstance(self.base, (Mechanism, PrivacyLossDistribution)):
+            raise TypeError("base must be a plda mechanism or a PrivacyLossDistribution, got "
+                            f"{type(self.base).__name__}")
+        if self.distribution not in DISTRIBUTIONS:
+            raise ValueError(f"distribution must be one of {DISTRIBUTIONS}, got "
+                             f"{self.distribution!r}")
+        mean = positive_float("mean", self.mean)
+        if not mean >= 1.0:
+            raise ValueError(f"mean must be at least 1 (the mean number of runs), got "
+                             f"{self.mean!r}")
+        if isinstance(self.shape, bool) or not isinstance(self.shape, numbers.Real):
+            raise TypeError(f"shape must be a real number, got {type(self.shape).__name__}")
+        eta = {"geometric": 1.0, "logarithmic": 0.0, "poisson": 1.0}.get(
+            self.distribution, float(self.shape))  # the shape is the TNB's only
+        if not eta > -1.0 or not math.isfinite(eta):
+            raise ValueError(f"shape must be a finite number above -1, got {self.shape!r}")
+        object.__setattr__(self, "mean", mean)
+        object.__setattr__(self, "shape", eta)
+        curve, pure = self._renyi_curve()
+        guarantee = RenyiDP(ORDERS, curve)
+        if pure is not None:  # the profile of the curve, and (pure, 0) beside it
+            eps, deltas = guarantee.profile()
+            keep = eps < pure
+            guarantee = PrivacyProfile(tuple(eps[keep]) + (pure,), tuple(deltas[keep]) + (0.0,))
+        object.__setattr__(self, "guarantee", guarantee)
+
+    # ------------------------------------------------------------------ the bound
+    def _base_pld(self) -> PrivacyLossDistribution:
+        if isinstance(self.base, PrivacyLossDistribution):
+            return self.base
+        return PrivacyLossDistribution.from_mechanism(self.base, relation=self.relation)
+
+    def _renyi_curve(self) -> tuple[tuple[float, ...], float | None]:
+        pld = self._base_pld()
+        orders = np.array(ORDERS)
+        eps = np.asarray(pld.renyi_bounds(orders).upper, dtype=float)  # certified, per order
+        if self.distribution == "poisson":
+            mu = self.mean
+            # the largest e^eps_hat the theorem allows, so the smallest certified delta
+            eps_hat = np.log1p(1.0 / (orders - 1.0))
+            delta_hat = np.asarray(pld.delta(eps_hat), dtype=float)
+            curve = eps + mu * delta_hat + math.log(mu) / (orders - 1.0)
+        elif self.mean == 1.0:  # one run: the base itself
+            curve = eps.copy()
+        else:
+            eta = self.shape
+            gamma = truncated_negative_binomial_gamma(self.mean, eta)
+            expected = _tnb_mean(gamma, eta)
+            # the auxiliary order l: 1 (its term vanishes) or any order of the curve
+            aux = np.concatenate([[0.0], (1.0 - 1.0 / orders) * eps + math.log(1 / gamma) / orders])
+            aux[0] = math.log(1.0 / gamma)  # l = 1: (1 + eta) log(1/gamma)
+            best = (1.0 + eta) * float(np.min(aux))
+            # log E[K] rounded up a little: E[K] came from a root-finder
+            curve = eps + best + math.log(expected * (1 + 1e-12)) / (orders - 1.0)
+        cap = None
+        if self.distribution == "geometric":
+            pure = self._pure_epsilon(pld)
+            if pure is not None:
+                # Liu & Talwar 2019: geometric stopping of an eps0-DP base is 3 eps0-DP, so
+                # D_lambda <= min(3 eps0, lambda (3 eps0)^2 / 2) (Bun & Steinke 2016)
+                cap = float(np.nextafter(3.0 * pure, np.inf))
+                curve = np.minimum(curve, np.minimum(cap, orders * cap * cap / 2.0))
+        # D_lambda does not decrease with lambda, so a bound at a higher order holds at every
+        # lower one: the running minimum from the right (it matters where log(E[K])/(lambda-1)
+        # is large)
+        curve = np.minimum.accumulate(curve[::-1])[::-1]
+        # every entry rounded up: the curve is a bound
+        return tuple(float(np.nextafter(c, np.inf)) for c in curve), cap
+
+    @staticmethod
+    def _pure_epsilon(pld: PrivacyLossDistribution) -> float | None:
+        """The base's certified pure epsilon, or None when it is not pure DP."""
+        upper = float(pld.epsilon_bounds(0.0).upper)
+        return upper if math.isfinite(upper) else None
+
+    # ------------------------------------------------------------------ the mechanism
+    def _remove_law(self):
+        return self.guarantee.privacy_loss("remove")
+
+    def _add_law(self):
+        return self.guarantee.privacy_loss("add")
+
+    def lower_bound_recipes(self, count: int) -> tuple:
+        """Realized compositions of ``count`` selections.
+
+        ``count`` runs of the base (a score that prefers the first run releases it), or
+        nothing claimed under Poisson stopping.
+
+        Parameters
+        ----------
+        count : int
+            The number of selections.
+
+        Returns
+        -------
+        tuple
+            Recipes ``((mechanism, count), ...)`` in add/remove terms.
+        """
+        if self.distribution == "poisson":
+            return (((GaussianDP(0.0), count),),)  # no loss: the trivial lower bound
+        if isinstance(self.base, PrivacyLossDistribution):
+            recipe = tuple((m.under_replace_one() if self.base.relation == "replace_one"
+                            else m, k * count) for m, k in self.base.components)
+            return (recipe,)
+        base = self.base.under_replace_one() if self.relation == "replace_one" else self.base
+        return (((base, count),),)
+
+    def under_replace_one(self) -> Mechanism:
+        """The selection with the base's Rényi curve under replace-one.
+
+        Returns
+        -------
+        RepeatAndSelect
+            For a mechanism base, the same selection of its replace-one reading; a
+            composition base must itself be under replace-one.
+
+        Raises
+        ------
+        ValueError
+            If the base is a composition under add/remove, or has no replace-one reading.
+        """
+        if isinstance(self.base, PrivacyLossDistribution):
+            if self.base.relation != "replace_one":
+                raise ValueError("RepeatAndSelect of a composition under add_remove cannot be "
+                                 "read under replace_one: build the base with "
+                                 "relation='replace_one'")
+            return self
+        if self.relation == "replace_one":
+            return self
+        self.base.under_replace_one()  # refused with the base's reason
+        return RepeatAndSelect(self.base, self.mean, self.distribution, self.shape,
+                               relation="replace_one")
+
+    def _coarsened(self) -> Mechanism:
+        return self

@@ -1,0 +1,167 @@
+"""``RepeatAndSelect`` (issue 29, item 2): tuning by random stopping, certified from the base's
+certified Rényi curve (Papernot & Steinke 2022)."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import mpmath
+import numpy as np
+import pytest
+
+import plda
+from plda.selection.repeat import ORDERS, truncated_negative_binomial_gamma
+
+PLD = plda.PrivacyLossDistribution
+DELTA = 1e-6
+DPSGD = PLD.from_mechanism(plda.PoissonSampled(plda.Gaussian(1.0), 0.01), 1000)
+LAWS = [("geometric", 1.0), ("truncated_negative_binomial", 0.5), ("logarithmic", 0.0),
+        ("poisson", 1.0)]
+
+
+def _tnb_mean(gamma, eta):
+    gamma, eta = mpmath.mpf(gamma), mpmath.mpf(eta)
+    if eta == 0:
+        return (1 / gamma - 1) / mpmath.log(1 / gamma)
+    return eta * (1 - gamma) / (gamma * (1 - gamma**eta))
+
+
+@pytest.mark.parametrize(("mean", "eta"), [(3.0, 1.0), (10.0, 0.5), (10.0, 0.0), (50.0, -0.5)])
+def test_gamma_gives_the_mean(mean, eta):
+    gamma = truncated_negative_binomial_gamma(mean, eta)
+    with mpmath.workdps(40):
+        assert float(_tnb_mean(gamma, eta)) == pytest.approx(mean, rel=1e-12)
+
+
+@pytest.mark.parametrize("sigma", [2.0, 5.0])
+def test_the_curve_is_the_theorem_on_a_gaussian_base(sigma):
+    """A Gaussian base has the exact curve ``lambda / (2 sigma^2)``: the selection's curve is
+    Papernot & Steinke's Thm. 2 with it (the best auxiliary order over the grid), made
+    non-increasing from the right, and never below it by more than the base's certified
+    rounding."""
+    rs = plda.RepeatAndSelect(plda.Gaussian(sigma), 10.0, "geometric")
+    assert isinstance(rs.guarantee, plda.RenyiDP)  # a Gaussian is not pure DP
+    orders = np.array(ORDERS)
+    with mpmath.workdps(40):
+        gamma = mpmath.mpf(truncated_negative_binomial_gamma(10.0, 1.0))
+        base = [mpmath.mpf(a) / (2 * sigma**2) for a in ORDERS]
+        aux = [mpmath.log(1 / gamma)] + [(1 - 1 / mpmath.mpf(a)) * e + mpmath.log(1 / gamma) / a
+                                         for a, e in zip(ORDERS, base, strict=True)]
+        best = 2 * min(aux)
+        want = [e + best + mpmath.log(_tnb_mean(gamma, 1)) / (a - 1)
+                for a, e in zip(ORDERS, base, strict=True)]
+    want = np.minimum.accumulate(np.array([float(w) for w in want])[::-1])[::-1]
+    got = np.array(rs.guarantee.epsilons)
+    assert np.all(got >= want * (1 - 1e-9))
+    assert np.all(got <= want * (1 + 1e-6) + 1e-12)
+    assert len(got) == len(orders)
+
+
+@pytest.mark.parametrize(("distribution", "shape"), LAWS)
+def test_upper_bound_is_at_least_the_base_lower_bound_and_brackets(distribution, shape):
+    rs = plda.RepeatAndSelect(DPSGD, 10.0, distribution, shape)
+    got = PLD.from_mechanism(rs).epsilon_bounds(DELTA)
+    assert got.lower <= got.upper
+    assert got.upper >= DPSGD.epsilon_bounds(DELTA).lower
+
+
+@pytest.mark.parametrize(("distribution", "shape"), LAWS[:3])
+def test_every_run_count_at_least_one_keeps_the_base_lower_bound(distribution, shape):
+    """With ``K >= 1`` a score that prefers the first run releases it: three selections are
+    at least three base runs."""
+    rs = plda.RepeatAndSelect(plda.PoissonSampled(plda.Gaussian(1.0), 0.05), 4.0, distribution,
+                              shape)
+    got = PLD.from_mechanism(rs, 3).delta_bounds(np.array([0.5, 1.0]))
+    base = PLD.from_mechanism(plda.PoissonSampled(plda.Gaussian(1.0), 0.05), 3).delta_bounds(
+        np.array([0.5, 1.0]))
+    np.testing.assert_array_equal(got.lower, base.lower)
+    assert np.all(got.upper >= base.upper)
+
+
+def test_geometric_stopping_of_pure_dp_is_within_three_epsilon():
+    """Liu & Talwar 2019: geometric stopping of an eps0-DP base is 3 eps0-DP."""
+    base = plda.Laplace(scale=5.0)
+    eps0 = PLD.from_mechanism(base).epsilon_bounds(0.0).upper  # certified: 0.2 and a little
+    rs = plda.RepeatAndSelect(base, 20.0, "geometric")
+    for delta in (1e-3, 1e-9, 0.0):
+        assert PLD.from_mechanism(rs).epsilon(delta) <= 3 * eps0 * (1 + 1e-3)
+
+
+def test_composes_with_other_mechanisms():
+    rs = plda.RepeatAndSelect(DPSGD, 10.0, "poisson")
+    pld = PLD([(rs, 1), (plda.ExponentialMechanism(0.5), 2)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", plda.NotTightWarning)
+        got = pld.epsilon_bounds(DELTA)
+    assert 0 <= got.lower <= got.upper < math.inf
+
+
+@pytest.mark.parametrize("shape", [1.0, 0.5, 0.0, math.inf])
+def test_against_dp_accountings_rdp_accountant(shape):
+    """The same theorems on dp_accounting's RDP of the same base: within 0.1% (plda's base
+    curve is a certified upper bound) for the truncated negative binomial laws, and tighter
+    under Poisson stopping (plda's delta there is the PLD's, not an RDP conversion)."""
+    dpa = pytest.importorskip("dp_accounting")
+    from dp_accounting import dp_event
+    from dp_accounting.rdp import rdp_privacy_accountant as rdp
+
+    event = dpa.SelfComposedDpEvent(dpa.PoissonSampledDpEvent(0.01, dpa.GaussianDpEvent(1.0)),
+                                    1000)
+    accountant = rdp.RdpAccountant()
+    accountant.compose(dp_event.RepeatAndSelectDpEvent(event, 10.0, shape))
+    theirs = accountant.get_epsilon(DELTA)
+    distribution = {1.0: "geometric", 0.0: "logarithmic", math.inf: "poisson"}.get(
+        shape, "truncated_negative_binomial")
+    ours = PLD.from_mechanism(plda.RepeatAndSelect(DPSGD, 10.0, distribution, shape)).epsilon(
+        DELTA)
+    if distribution == "poisson":
+        assert ours < theirs * 0.9
+    else:
+        assert ours <= theirs * (1 + 1e-3)
+
+
+def test_replace_one():
+    rs = plda.RepeatAndSelect(plda.Gaussian(2.0), 5.0, "geometric")
+    under = rs.under_replace_one()
+    assert under.relation == "replace_one"
+    assert PLD.from_mechanism(rs, relation="replace_one").epsilon(DELTA) > PLD.from_mechanism(
+        rs).epsilon(DELTA)
+    with pytest.raises(ValueError, match="replace_one"):
+        plda.RepeatAndSelect(DPSGD, 5.0).under_replace_one()
+
+
+@pytest.mark.parametrize(("kwargs", "error", "words"), [
+    ({"mean": 0.5}, ValueError, "mean"),
+    ({"mean": math.nan}, ValueError, "mean"),
+    ({"mean": 5.0, "distribution": "binomial"}, ValueError, "distribution"),
+    ({"mean": 5.0, "shape": -1.0}, ValueError, "shape"),
+    ({"mean": 5.0, "shape": True}, TypeError, "shape"),
+    ({"mean": "5"}, TypeError, "mean"),
+])
+def test_bad_input(kwargs, error, words):
+    with pytest.raises(error, match=words):
+        plda.RepeatAndSelect(plda.Gaussian(1.0), **kwargs)
+
+
+def test_a_base_that_is_not_a_run_is_a_type_error():
+    with pytest.raises(TypeError, match="base"):
+        plda.RepeatAndSelect(1.0, 5.0)
+
+
+@pytest.mark.parametrize(("shape", "distribution"), [(1.0, "geometric"), (math.inf, "poisson"),
+                                                     (0.5, "truncated_negative_binomial")])
+def test_dp_accounting_event_maps_to_the_same_selection(shape, distribution):
+    dpa = pytest.importorskip("dp_accounting")
+    from dp_accounting import dp_event
+
+    from plda.adapters import PLDPrivacyAccountant, from_dp_event
+
+    event = dpa.SelfComposedDpEvent(dpa.PoissonSampledDpEvent(0.01, dpa.GaussianDpEvent(1.0)),
+                                    1000)
+    selection = dp_event.RepeatAndSelectDpEvent(event, 10.0, shape)
+    want = PLD.from_mechanism(plda.RepeatAndSelect(DPSGD, 10.0, distribution, shape))
+    got = from_dp_event(selection).epsilon_bounds(DELTA)
+    assert tuple(got) == tuple(want.epsilon_bounds(DELTA))
+    accountant = PLDPrivacyAccountant().compose(selection)
+    assert accountant.epsilon_bounds(DELTA).upper == pytest.approx(got.upper, rel=1e-9)
