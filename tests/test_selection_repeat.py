@@ -165,3 +165,17 @@ def test_dp_accounting_event_maps_to_the_same_selection(shape, distribution):
     assert tuple(got) == tuple(want.epsilon_bounds(DELTA))
     accountant = PLDPrivacyAccountant().compose(selection)
     assert accountant.epsilon_bounds(DELTA).upper == pytest.approx(got.upper, rel=1e-9)
+
+
+def test_a_pipeline_with_tuning_is_never_looser_than_its_renyi_accounting():
+    """Tuning, a selection step and a zCDP part (issue 29's pipeline): the composed bound is at
+    most the pipeline's Rényi curve converted once (the tuning step's stated curve is summed
+    with the others'), and the bracket holds."""
+    tuning = plda.RepeatAndSelect(DPSGD, 5.0, "geometric")
+    pipeline = PLD([(tuning, 1), (plda.ExponentialMechanism(0.5), 1), (plda.ZCDP(0.05), 1)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", plda.NotTightWarning)
+        got = pipeline.epsilon_bounds(DELTA)
+        renyi = pipeline.renyi_epsilon(DELTA)
+    assert math.isfinite(renyi)
+    assert got.lower <= got.upper <= renyi * (1 + 1e-6)

@@ -194,10 +194,9 @@ class HistoryComposition:
             ``(lower, upper)`` in the shape of ``d``; ``lower`` is None if not ``need_lower``.
         """
         lower, upper = self._uncapped_epsilon_pair(history, d, need_lower)
-        upper = currency_capped(upper, history, self._relation, d, "epsilon")  # issue 29
-        if lower is not None:  # a cap is never below the truth, so never below a lower bound
-            check_bracket(lower, upper, query="epsilon_bounds")
-        return lower, upper
+        # issue 29; the accountant checks the bracket once its realized lower bound is in
+        # (this lower bound is the composed pairs', which may exceed a capped upper bound)
+        return lower, currency_capped(upper, history, self._relation, d, "epsilon")
 
     def _uncapped_epsilon_pair(self, history, d: np.ndarray, need_lower: bool):
         components = merge_runs(history)
@@ -240,10 +239,9 @@ class HistoryComposition:
             ``(lower, upper)`` in the shape of ``e``; ``lower`` is None if not ``need_lower``.
         """
         lower, upper = self._uncapped_delta_pair(history, e, need_lower)
-        upper = currency_capped(upper, history, self._relation, e, "delta")  # issue 29
-        if lower is not None:  # a cap is never below the truth, so never below a lower bound
-            check_bracket(lower, upper, query="delta_bounds")
-        return lower, upper
+        # issue 29; the accountant checks the bracket once its realized lower bound is in
+        # (this lower bound is the composed pairs', which may exceed a capped upper bound)
+        return lower, currency_capped(upper, history, self._relation, e, "delta")
 
     def _uncapped_delta_pair(self, history, e: np.ndarray, need_lower: bool):
         components = merge_runs(history)

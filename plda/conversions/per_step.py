@@ -92,6 +92,12 @@ def step_cumulant(mechanism: Mechanism, direction: str, alpha: np.ndarray) -> Cu
         return Cumulant(lower=k, upper=k)
     if type(mechanism) is RenyiDP:
         return _renyi_dp_cumulant(mechanism, alpha)
+    stated = getattr(mechanism, "renyi_guarantee", None)
+    if isinstance(stated, RenyiDP):
+        # a step certified through a Rényi curve of its own (RepeatAndSelect): that curve
+        # above, and K >= 0 below (its realized lower bound is not a Rényi statement)
+        upper = _renyi_dp_cumulant(stated, alpha).upper
+        return Cumulant(lower=np.zeros(alpha.shape), upper=upper)
     if type(mechanism) is ApproximateDP and mechanism.delta > 0:
         inf = np.full(alpha.shape, np.inf)
         return Cumulant(lower=inf, upper=inf)

@@ -339,6 +339,20 @@ def renyi_delta(composed: ComposedLaws, epsilon, *, orders=None):
     return delta_from_renyi(alpha, curve, epsilon)
 
 
+def _renyi_stated(mechanism) -> bool:
+    """Whether a step is stated in Rényi currency: ``ZCDP``, ``RenyiDP``, or a step that
+    carries a ``RenyiDP`` as its ``renyi_guarantee`` (``RepeatAndSelect``)."""
+    return (type(mechanism) in (ZCDP, RenyiDP)
+            or isinstance(getattr(mechanism, "renyi_guarantee", None), RenyiDP))
+
+
+def _stated_orders(mechanism) -> tuple:
+    if type(mechanism) is RenyiDP:
+        return mechanism.orders
+    stated = getattr(mechanism, "renyi_guarantee", None)
+    return stated.orders if isinstance(stated, RenyiDP) else ()
+
+
 def renyi_capped(upper, steps, values, query: str):
     """``upper`` capped by the RDP accounting of the whole composition, if Rényi-stated.
 
@@ -369,11 +383,11 @@ def renyi_capped(upper, steps, values, query: str):
         ``min(upper, conversion)``, or ``upper`` without a Rényi-currency step.
     """
     steps = tuple(steps)
-    if not any(type(mechanism) in (ZCDP, RenyiDP) for mechanism, _ in steps):
+    if not any(_renyi_stated(mechanism) for mechanism, _ in steps):
         return upper
     # a fixed grid of orders (the default, dp_accounting's, and every order a RenyiDP states),
     # so that each step's curve is computed once per mechanism, not at every query
-    stated = tuple(sorted({a for m, _ in steps if type(m) is RenyiDP for a in m.orders}))
+    stated = tuple(sorted({a for m, _ in steps if _renyi_stated(m) for a in _stated_orders(m)}))
     alpha = np.union1d(CAP_ORDERS, stated)
     symmetric = all(mechanism.symmetric for mechanism, _ in steps)
     curve = np.full(alpha.shape, -np.inf)
@@ -422,7 +436,7 @@ def currency_capped(upper, components, relation: str, values, query: str):
         The capped upper bounds.
     """
     components = tuple(components)
-    if not any(type(m) in (ZCDP, GaussianDP, RenyiDP) for m, _ in components):
+    if not any(type(m) is GaussianDP or _renyi_stated(m) for m, _ in components):
         return upper
     steps = add_remove_steps(components, relation)
     return renyi_capped(zcdp_capped(upper, steps, values, query), steps, values, query)

@@ -114,6 +114,7 @@ class RepeatAndSelect(Mechanism):
     relation: str = "add_remove"
     tight = False
     guarantee: RenyiDP | PrivacyProfile | None = field(default=None, init=False, repr=False)
+    renyi_guarantee: RenyiDP | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self):
         if not isinstance(self.base, (Mechanism, PrivacyLossDistribution)):
@@ -136,6 +137,8 @@ class RepeatAndSelect(Mechanism):
         object.__setattr__(self, "shape", eta)
         curve, pure = self._renyi_curve()
         guarantee = RenyiDP(ORDERS, curve)
+        # read by the Rényi accounting of a composition holding this step (plda.conversions)
+        object.__setattr__(self, "renyi_guarantee", guarantee)
         if pure is not None:  # the profile of the curve, and (pure, 0) beside it
             eps, deltas = guarantee.profile()
             keep = eps < pure
