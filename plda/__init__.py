@@ -153,6 +153,7 @@ if TYPE_CHECKING:  # IDEs and type checkers see the lazily loaded submodules
         filters,
         matrix,
         plot,
+        selection,
         serialization,
         testing,
         theorems,
