@@ -88,7 +88,9 @@ def test_clearing_caches_while_querying_changes_no_answer():
     stop = threading.Event()
 
     def clear():
-        while not stop.is_set():
+        # every half millisecond: many clears inside every query, without a spinning thread
+        # starving the queries of the interpreter (its duration was 8 to 30 s, by luck)
+        while not stop.wait(5e-4):
             plda.clear_caches()
 
     clearer = threading.Thread(target=clear)
