@@ -21,7 +21,12 @@ from plda.conversions.per_step import step_cumulant
 from plda.engine.recipe import add_remove_steps, realized_recipes
 from plda.mechanisms.base import DIRECTIONS
 from plda.mechanisms.imported import ZCDP, GaussianDP, RenyiDP, zcdp_capped
-from plda.mechanisms.renyi_conversion import ROUND_UP, TINY
+from plda.mechanisms.renyi_conversion import (
+    ROUND_UP,
+    TINY,
+    epsilon_from_log_delta,
+    log_delta_from_renyi,
+)
 
 #: default orders of the RDP -> (epsilon, delta) conversion and of the zCDP search
 DEFAULT_ORDERS = np.concatenate([1 + np.geomspace(1e-3, 0.5, 30), np.geomspace(1.5, 1e4, 120)])
@@ -196,9 +201,9 @@ def epsilon_from_renyi(curve_orders, curve_epsilons, delta):
         raise ValueError("curve_epsilons must be one number per order, without NaN")
     d = check.array_in("delta", delta, 0.0, 1.0)
     flat = np.ravel(d)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        penalty = np.log1p(-1 / alpha) - np.log(alpha) / (alpha - 1)
-        eps = eps_alpha[None, :] + penalty[None, :] - np.log(flat)[:, None] / (alpha - 1)[None, :]
+    with np.errstate(divide="ignore"):
+        log_delta = np.log(flat)[:, None]
+    eps = epsilon_from_log_delta(alpha[None, :], eps_alpha[None, :], log_delta)
     eps = np.where(np.isnan(eps), np.inf, eps)
     out = np.maximum(np.min(eps, axis=1), 0.0).reshape(d.shape)
     return scalar_like(out, delta)
@@ -238,10 +243,7 @@ def delta_from_renyi(curve_orders, curve_epsilons, epsilon):
         raise ValueError("curve_epsilons must be one number per order, without NaN")
     e = check.array_in("epsilon", epsilon, 0.0, np.inf)
     flat = np.ravel(e)
-    with np.errstate(over="ignore", invalid="ignore"):
-        log_delta = (alpha - 1)[None, :] * (eps_alpha[None, :] - flat[:, None]) + (
-            (alpha - 1) * np.log1p(-1 / alpha) - np.log(alpha)
-        )[None, :]
+    log_delta = log_delta_from_renyi(alpha[None, :], eps_alpha[None, :], flat[:, None])
     log_delta = np.where(np.isnan(log_delta), np.inf, log_delta)
     out = np.minimum(np.exp(np.min(log_delta, axis=1)), 1.0).reshape(e.shape)
     return scalar_like(out, epsilon)

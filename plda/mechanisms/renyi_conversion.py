@@ -22,6 +22,60 @@ TINY = float(np.nextafter(0.0, 1.0))
 ZCDP_ORDERS = 1.0 + np.logspace(-6, 6, 1201)
 
 
+def log_delta_from_renyi(alpha, renyi_epsilons, epsilon):
+    """``log delta`` that the Rényi bound ``D_alpha <= eps_alpha`` certifies at ``epsilon``.
+
+    ``(alpha - 1)(eps_alpha - eps) + (alpha - 1) log(1 - 1/alpha) - log alpha`` (Canonne,
+    Kamath & Steinke 2020, Prop. 12), per order; the arguments broadcast. The one place the
+    formula is written: :func:`renyi_delta`, the zCDP conversion and
+    :func:`plda.conversions.renyi.delta_from_renyi` take the minimum over the orders.
+
+    Parameters
+    ----------
+    alpha : array_like of float
+        Orders, each above 1.
+    renyi_epsilons : array_like of float
+        ``eps_alpha``.
+    epsilon : array_like of float
+        Where delta is read.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``log delta`` per order and epsilon (broadcast shape).
+    """
+    alpha = np.asarray(alpha, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        return (alpha - 1) * (np.asarray(renyi_epsilons) - epsilon) + (
+            (alpha - 1) * np.log1p(-1 / alpha) - np.log(alpha))
+
+
+def epsilon_from_log_delta(alpha, renyi_epsilons, log_delta):
+    """``epsilon`` that the Rényi bound ``D_alpha <= eps_alpha`` certifies at ``log delta``.
+
+    ``eps_alpha + log(1 - 1/alpha) - (log delta + log alpha) / (alpha - 1)``, the inverse of
+    :func:`log_delta_from_renyi` (same reference), per order; the arguments broadcast.
+
+    Parameters
+    ----------
+    alpha : array_like of float
+        Orders, each above 1.
+    renyi_epsilons : array_like of float
+        ``eps_alpha``.
+    log_delta : array_like of float
+        ``log delta`` where epsilon is read.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``epsilon`` per order and delta (broadcast shape), not yet floored at 0.
+    """
+    alpha = np.asarray(alpha, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        penalty = np.log1p(-1 / alpha) - np.log(alpha) / (alpha - 1)
+        return np.asarray(renyi_epsilons) + penalty - log_delta / (alpha - 1)
+
+
 def renyi_delta(orders, renyi_epsilons, epsilon):
     """``delta(eps)`` certified by Rényi bounds ``D_alpha <= eps_alpha``, rounded up.
 
@@ -45,7 +99,7 @@ def renyi_delta(orders, renyi_epsilons, epsilon):
     alpha = np.asarray(orders, dtype=float)[None, :]
     rdp = np.asarray(renyi_epsilons, dtype=float)[None, :]
     eps = np.atleast_1d(np.asarray(epsilon, dtype=float))[:, None]
-    log_delta = (alpha - 1) * (rdp - eps) + (alpha - 1) * np.log1p(-1 / alpha) - np.log(alpha)
+    log_delta = log_delta_from_renyi(alpha, rdp, eps)
     delta = np.exp(np.min(log_delta, axis=1)) * (1 + ROUND_UP)
     return np.minimum(delta, 1.0)
 
@@ -70,9 +124,8 @@ def renyi_epsilon(orders, renyi_epsilons, delta: float) -> float:
     float
         Epsilon.
     """
-    alpha = np.asarray(orders, dtype=float)
-    rdp = np.asarray(renyi_epsilons, dtype=float)
-    eps = rdp + np.log1p(-1 / alpha) - (math.log(delta) + np.log(alpha)) / (alpha - 1)
+    eps = epsilon_from_log_delta(orders, np.asarray(renyi_epsilons, dtype=float),
+                                 math.log(delta))
     return max(float(np.min(eps)), 0.0)
 
 
@@ -123,12 +176,12 @@ class _Score:
         self.rho, self.values, self.kind, self.n = rho, values[:, None], kind, values.size
 
     def __call__(self, alpha: np.ndarray) -> np.ndarray:
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            if self.kind == "delta":
-                return ((alpha - 1) * (self.rho * alpha - self.values)
-                        + (alpha - 1) * np.log1p(-1 / alpha) - np.log(alpha))
-            return (self.rho * alpha + np.log1p(-1 / alpha)
-                    - (np.log(self.values) + np.log(alpha)) / (alpha - 1))
+        # rho-zCDP is D_alpha <= rho alpha at every order
+        if self.kind == "delta":
+            return log_delta_from_renyi(alpha, self.rho * alpha, self.values)
+        with np.errstate(divide="ignore"):
+            log_values = np.log(self.values)
+        return epsilon_from_log_delta(alpha, self.rho * alpha, log_values)
 
 
 def zcdp_delta(rho: float, epsilon) -> np.ndarray:
