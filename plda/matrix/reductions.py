@@ -152,13 +152,7 @@ class MatrixReduction:
         InvertedBracketError
             If the lower bound exceeds the upper one (a defect, never clamped).
         """
-        upper = self.pld(relation=relation, accuracy=accuracy)
-        if self.exact:
-            return upper.epsilon_bounds(delta)
-        lower = self.lower_pld(relation=relation, accuracy=accuracy).epsilon_bounds(delta).lower
-        bounds = Bounds(lower=lower, upper=upper.epsilon(delta))
-        check_bracket(bounds.lower, bounds.upper, query=f"{type(self).__name__}.epsilon_bounds")
-        return bounds
+        return self._bounds("epsilon", delta, relation, accuracy)
 
     def delta(self, epsilon: float, *, relation: str = "add_remove") -> float:
         """Certified upper bound on delta at ``epsilon``.
@@ -207,12 +201,19 @@ class MatrixReduction:
         InvertedBracketError
             If the lower bound exceeds the upper one (a defect, never clamped).
         """
+        return self._bounds("delta", epsilon, relation, accuracy)
+
+    def _bounds(self, query: str, value, relation: str, accuracy: float) -> Bounds:
+        """``query`` (``"epsilon"`` or ``"delta"``) bounds: the upper one from :meth:`pld`, the
+        lower one from :meth:`lower_pld` (the same PLD when the reduction is exact)."""
         upper = self.pld(relation=relation, accuracy=accuracy)
         if self.exact:
-            return upper.delta_bounds(epsilon)
-        lower = self.lower_pld(relation=relation, accuracy=accuracy).delta_bounds(epsilon).lower
-        bounds = Bounds(lower=lower, upper=upper.delta(epsilon))
-        check_bracket(bounds.lower, bounds.upper, query=f"{type(self).__name__}.delta_bounds")
+            return getattr(upper, f"{query}_bounds")(value)
+        lower_pld = self.lower_pld(relation=relation, accuracy=accuracy)
+        bounds = Bounds(lower=getattr(lower_pld, f"{query}_bounds")(value).lower,
+                        upper=getattr(upper, query)(value))
+        check_bracket(bounds.lower, bounds.upper,
+                      query=f"{type(self).__name__}.{query}_bounds")
         return bounds
 
 
