@@ -91,6 +91,9 @@ class MatrixAccountant:
         self.whole = self._reduction(strategy, self.size, bands)
         self.bands = self.whole.bands if sample_rate is not None else None
         self.steps = 0
+        # the reduction of the latest prefix asked, with its PLDs: an epsilon and a delta query
+        # between two steps (or a query repeated) build and discretize it once
+        self._last: tuple[int, MatrixReduction] | None = None
 
     def _reduction(self, strategy, t: int, bands: int | None) -> MatrixReduction:
         o = self.options
@@ -139,14 +142,20 @@ class MatrixAccountant:
         ValueError
             If no step has been recorded.
         """
-        if self.steps == 0:
+        steps = self.steps
+        if steps == 0:
             raise ValueError("no step recorded yet: call step() first")
+        last = self._last  # read once: another thread may replace it (never half-built)
+        if last is not None and last[0] == steps:
+            return last[1]
         strategy = self.strategy
         if isinstance(strategy, ToeplitzStrategy):
-            prefix = toeplitz_strategy(strategy.coefficients, self.steps)
+            prefix = toeplitz_strategy(strategy.coefficients, steps)
         else:
-            prefix = np.asarray(strategy)[: self.steps, : self.steps]
-        return self._reduction(prefix, self.steps, self.bands)
+            prefix = np.asarray(strategy)[:steps, :steps]
+        reduction = self._reduction(prefix, steps, self.bands)
+        self._last = (steps, reduction)
+        return reduction
 
     def epsilon_bounds(self, delta: float) -> Bounds:
         """Certified bounds on epsilon at ``delta`` after the steps recorded so far.
