@@ -28,6 +28,7 @@ from mixture_reference import binomial_weights, double_mixture_delta, mixture_de
 import plda
 from plda import testing
 from plda.mechanisms.bounded_range import BoundedRangeLaw, BoundedRangePair
+from plda.mechanisms.noisy_max import TwoCandidatePair
 from plda.mechanisms.symmetrized import SymmetrizedPoissonSampled
 
 DPS = 60
@@ -206,6 +207,30 @@ def bounded_range_pair_reference(params, count, eps):
     return worst
 
 
+def two_candidate_reference(params, count, eps):
+    """``count`` runs of a two-candidate selection (leads ``d`` against ``d + 2``), the worse
+    direction: the trailing candidate, ``x`` noise scales behind, wins with probability
+    ``e^-x / 2`` (exponential noise) or ``e^-x (1 + x/2) / 2`` (Laplace noise)."""
+    epsilon, noise, lead = params
+    e, x = mpmath.mpf(epsilon), mpmath.mpf(eps)
+
+    def first_wins(d):
+        gap = e * abs(mpmath.mpf(d)) / 2
+        tail = mpmath.exp(-gap) / 2 * (1 + gap / 2 if noise == "laplace" else 1)
+        return 1 - tail if d >= 0 else tail
+
+    p, q = first_wins(lead + 2), first_wins(lead)
+    worst = mpmath.mpf(0)
+    for a, b in ((p, q), (q, p)):
+        total = mpmath.mpf(0)
+        for j in range(count + 1):  # j runs release the first candidate
+            first = a**j * (1 - a) ** (count - j)
+            second = b**j * (1 - b) ** (count - j)
+            total += mpmath.binomial(count, j) * max(first - mpmath.exp(x) * second, 0)
+        worst = max(worst, total)
+    return worst
+
+
 def _largest_coordinate(pdf, cdf, shift, steps):
     """Density of the largest of ``steps`` coordinates, one of them shifted by ``shift``."""
 
@@ -344,6 +369,11 @@ FAMILIES = [
            (0.0, 1e-7, 0.05, 0.5, 2.0, 8.0, 300.0)),
     Family("bounded_range_pair", lambda p: BoundedRangePair(*p), bounded_range_pair_reference,
            (((1.0, 0.5), 1), ((0.1, 0.3), 100), ((2.0, 0.1), 20), ((1e-3, 0.5), 1000)),
+           (0.0, 0.05, 0.5, 2.0, 8.0)),
+    # permute-and-flip and report-noisy-max (issue 29): the realized two-candidate pairs
+    Family("two_candidate_pair", lambda p: TwoCandidatePair(*p), two_candidate_reference,
+           (((1.0, "exponential", -1.0), 1), ((0.1, "laplace", -2.0), 100),
+            ((2.0, "exponential", -3.0), 20), ((1e-3, "laplace", -1.0), 1000)),
            (0.0, 0.05, 0.5, 2.0, 8.0)),
     Family("poisson_laplace", lambda p: plda.PoissonSampled(plda.Laplace(scale=p[0]), p[1]),
            sampled_laplace_reference, (((1.0, 0.1), 1), ((0.1, 0.01), 1))),

@@ -12,7 +12,9 @@ from plda.mechanisms import (
     Gaussian,
     Laplace,
     Mechanism,
+    PermuteAndFlip,
     PoissonSampled,
+    ReportNoisyMax,
 )
 
 __all__ = ["MECHANISM_SPECS", "composition", "describe", "parse_mechanism"]
@@ -25,7 +27,11 @@ MECHANISM_SPECS = {
     "discrete_gaussian": (DiscreteGaussian, ("sigma", "sensitivity")),
     "approximate_dp": (ApproximateDP, ("epsilon", "delta")),
     "exponential": (ExponentialMechanism, ("epsilon",)),
+    "permute_and_flip": (PermuteAndFlip, ("epsilon",)),
+    "report_noisy_max": (ReportNoisyMax, ("epsilon", "noise")),
 }
+#: keys whose values are words, not numbers
+TEXT_KEYS = ("noise",)
 
 
 def parse_mechanism(spec: str) -> Mechanism:
@@ -67,6 +73,9 @@ def parse_mechanism(spec: str) -> Mechanism:
                 f"argument --mechanism: bad parameter {item!r} in {spec!r} ({name} takes "
                 f"{', '.join(keys)}, sample_rate)"
             )
+        if key in TEXT_KEYS:
+            kwargs[key] = value.strip()
+            continue
         try:
             number = float(value)
         except ValueError:

@@ -12,6 +12,7 @@ from plda.mechanisms.gaussian_mixture import GaussianMixture
 from plda.mechanisms.imported import ZCDP, GaussianDP, RenyiDP
 from plda.mechanisms.laplace import Laplace
 from plda.mechanisms.law import PrivacyLossLaw
+from plda.mechanisms.noisy_max import PermuteAndFlip, ReportNoisyMax
 from plda.mechanisms.privacy_profile import PrivacyProfile
 from plda.mechanisms.subsampled import PoissonSampled
 from plda.mechanisms.symmetrized import SymmetrizedPoissonSampled
@@ -33,10 +34,12 @@ __all__ = [
     "LossLaw",
     "Mechanism",
     "NotTightWarning",
+    "PermuteAndFlip",
     "PoissonSampled",
     "PrivacyLossLaw",
     "PrivacyProfile",
     "RenyiDP",
+    "ReportNoisyMax",
     "SampledWithoutReplacement",
     "SamplerAssumptionWarning",
     "SymmetrizedPoissonSampled",
