@@ -24,23 +24,32 @@ With ``Q'(1 - s) = E[K] rho(s)``, ``rho`` falling from ``rho(0) = 1``:
   ``eta = 0``): ``rho(s) = (gamma / (gamma + (1 - gamma) s))^(eta + 1)``;
 - Poisson of mean ``mu``: ``rho(s) = exp(-mu s)``.
 
-Cut [0, 1] into bands ``a_0 = 0 < a_1 < ... < a_J = 1`` of ``s``. On band ``j``
-(``a_{j-1} <= s < a_j``) the base's profile bounds the neighbour's upper tail, which is an
-event: ``s' <= e^e1 s + delta(e1)`` for every ``e1``, so ``s' <= b_j = min(1, min_e1 e^e1 a_j
-+ delta(e1))``. Hence ``rho(s) <= rho(a_{j-1})`` and ``rho(s') >= rho(b_j)``, and with
-``c_j = log(rho(a_{j-1}) / rho(b_j)) >= 0`` the integrand on band ``j`` is at most
-``E[K] rho(a_{j-1}) [p - e^(eps - c_j) p']``. Let ``C_k = max_{j <= k} c_j`` (larger ``c``
-only loosens) and ``W_k = rho(a_{k-1})`` (non-increasing, ``W_{J+1} = 0``). Summing by parts
-(``W_j = sum_{k >= j} (W_k - W_{k+1})``), using that ``delta`` falls with its argument and that
-the top ``k`` bands hold ``P``-mass ``a_k``:
+Cut [0, 1] into bands ``a_0 = 0 < a_1 < ... < a_J = 1`` of ``s``. The neighbour's upper
+tail is an event, so the base's profile bounds it: ``s' <= e^e1 s + delta(e1)`` for every
+``e1`` (and ``s' <= 1``). On band ``j`` (``a_{j-1} <= s < a_j``) take ``c_j`` at least the
+supremum of ``log(rho(s) / rho(s'))``; for one ``e1`` the function ``s -> log(rho(s) /
+rho(e^e1 s + delta(e1)))`` is monotone (the log of a ratio of affine functions, or affine for
+Poisson), so
+
+    c_j = min( min_e1 max_{s in {a_{j-1}, a_j}} log(rho(s) / rho(e^e1 s + delta(e1))),
+               log(rho(a_{j-1}) / rho(1)) ).
+
+Then ``rho(s') >= e^-c_j rho(s)`` and ``rho(s) <= rho(a_{j-1})``, so the integrand on band
+``j`` is at most ``E[K] rho(a_{j-1}) [p - e^(eps - c_j) p']``. Let ``C_k = max_{j <= k} c_j``
+(a larger ``c`` only loosens) and ``W_k = rho(a_{k-1})`` (non-increasing, ``W_{J+1} = 0``).
+Summing by parts (``W_j = sum_{k >= j} (W_k - W_{k+1})``), using that ``delta`` falls with its
+argument and that the top ``k`` bands hold ``P``-mass ``a_k``:
 
     delta_A(eps) <= E[K] sum_k (W_k - W_{k+1}) min(a_k, delta(eps - C_k)),          (*)
 
 where ``delta`` is the larger of the base's two directions, read at negative arguments through
-``delta(t) = 1 - e^t + e^t delta_rev(-t)`` (the complement of the optimal set). This is the
-band discretization of the paper's integral over the base's profile; for an ``eps0``-DP base
-and geometric ``K`` it gives ``delta_A = 0`` beyond ``eps0 + 2 max_a log((gamma + (1 - gamma)
-min(1, e^eps0 a)) / (gamma + (1 - gamma) a)) < 3 eps0``, the Liu & Talwar limit.
+``delta(t) = 1 - e^t + e^t delta_rev(-t)`` (the complement of the optimal set). The paper's
+ingredients (``Q'``, the base's profile on the tail events of the score order); this banded
+form, its summation by parts and its proof are ours, and the tests check it against exact
+enumeration. For an ``eps0``-DP base
+and geometric ``K``, ``c_j <= 2 eps0`` (``rho(s) / rho(e^eps0 s) <= e^(2 eps0)``), so the
+bound vanishes beyond ``3 eps0``: Liu & Talwar's limit. With ``K = 1`` (``gamma -> 1``) every
+``c_j`` and weight but the last vanish and (*) is the base's own profile.
 
 Every step rounds towards a larger ``delta`` (see the comments in the code).
 """
@@ -63,8 +72,10 @@ BANDS = np.concatenate([[0.0], np.logspace(-18.0, 0.0, 361)])
 
 
 def _up(x):
-    """``x`` rounded up by a relative ``PAD`` and to the next float (``x >= 0``)."""
-    return np.nextafter(np.asarray(x, dtype=float) * (1.0 + PAD), np.inf)
+    """``x`` rounded up by a relative ``PAD`` and to the next float (``x >= 0``); an exact 0
+    (a product with a zero delta, a zero gap) stays 0."""
+    x = np.asarray(x, dtype=float)
+    return np.where(x > 0.0, np.nextafter(x * (1.0 + PAD), np.inf), x)
 
 
 def _down(x):
@@ -110,12 +121,14 @@ class RunCountLaw:
                              f"{self.gamma!r}")
 
     def log_ratio(self, a, b):
-        r"""``log(rho(a) / rho(b))`` for ``0 <= a <= b <= 1``, rounded up.
+        r"""``log(rho(a) / rho(b))`` for ``0 <= a <= b``, rounded up.
 
         Parameters
         ----------
         a, b : array_like of float
-            Upper-tail masses, ``a <= b``.
+            Upper-tail masses, ``a <= b`` (``b`` may exceed 1: ``rho`` is read on
+            ``[0, inf)``, where it keeps falling, so a larger ``b`` only gives a larger
+            value; an infinite ``b`` gives ``inf``).
 
         Returns
         -------
@@ -191,12 +204,13 @@ def profile_delta_bound(base_eps, base_delta, epsilons, law: RunCountLaw,
     of the generating function of ``K`` and bands ``a_k`` of the upper-tail mass,
 
     ``delta_A(eps) <= E[K] sum_k (rho(a_{k-1}) - rho(a_k)) min(a_k, delta(eps - C_k))``,
-    ``C_k = max_{j <= k} log(rho(a_{j-1}) / rho(b_j))``,
-    ``b_j = min(1, min_e1 e^e1 a_j + delta(e1))``,
+    ``C_k = max_{j <= k} c_j``, ``c_j = min(min_e1 max_{s = a_{j-1}, a_j} log(rho(s) /
+    rho(e^e1 s + delta(e1))), log(rho(a_{j-1}) / rho(1)))``,
 
-    the band discretization of Koskela, Redberg & Wang (2024)'s bound of the privacy profile
-    of private tuning through ``Q'`` (their recipe for random stopping; truncated negative
-    binomial and Poisson ``K``). Valid for both directions when ``base_delta`` bounds both.
+    a banded form of the approach of Koskela, Redberg & Wang (2024): the privacy profile of
+    private tuning bounded through ``Q'`` and the base's profile (random stopping with a
+    truncated negative binomial or Poisson ``K``). Valid for both directions when
+    ``base_delta`` bounds both.
 
     Parameters
     ----------
@@ -238,14 +252,18 @@ def profile_delta_bound(base_eps, base_delta, epsilons, law: RunCountLaw,
         raise ValueError("edges must run from 0 to 1, increasing")
     # each grid delta bounds delta at every larger epsilon too: the running minimum is valid
     d_b = np.minimum.accumulate(np.minimum(d_b, 1.0))
-    # b_j: the neighbour's upper-tail mass on band j, min over the grid of e^e1 a_j + delta(e1)
-    # (fewer e1 than all reals: a larger b_j, safe); exp rounded up, the sum rounded up
-    hi = edges[1:]
-    with np.errstate(over="ignore"):
-        cand = _up(np.exp(e_b)[None, :] * hi[:, None]) + d_b[None, :]
-    b = np.minimum(_up(np.min(cand, axis=1)), 1.0)
-    b = np.maximum(b, hi)  # e^e1 >= 1 and delta >= 0 make b_j >= a_j; kept exact after rounding
-    c = law.log_ratio(edges[:-1], b)  # rounded up
+    # c_j >= sup of log(rho(s) / rho(s')) over band j. For each e1 of the grid (fewer e1 than
+    # all reals: a larger c_j, safe), s' <= e^e1 s + delta(e1) and log(rho(s) / rho(e^e1 s +
+    # delta(e1))) is monotone in s (a log of a ratio of two affine functions of s, or affine
+    # for Poisson), so its sup over the band is at an end; and s' <= 1 gives
+    # log(rho(s) / rho(1)), largest at the band's top a_{j-1}. The sup of the smaller of two
+    # functions is at most the smaller of their sups. exp and sums rounded up.
+    lo, hi = edges[:-1], edges[1:]
+    with np.errstate(over="ignore", invalid="ignore"):
+        grow = _up(np.exp(e_b))[None, :]
+        at_lo = law.log_ratio(lo[:, None], _up(grow * lo[:, None]) + d_b[None, :])
+        at_hi = law.log_ratio(hi[:, None], _up(grow * hi[:, None]) + d_b[None, :])
+    c = np.minimum(np.min(np.maximum(at_lo, at_hi), axis=1), law.log_ratio(lo, 1.0))
     big_c = np.maximum.accumulate(c)  # C_k, non-decreasing: the summation by parts needs it
     steps = law.weight_steps(edges)  # rounded up
     mean = float(_up(law.mean))

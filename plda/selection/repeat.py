@@ -1,5 +1,6 @@
 """Hyperparameter tuning by random stopping: the best of a random number of runs (Papernot &
-Steinke 2022), as a composable step certified from the base run's certified Rényi curve."""
+Steinke 2022), as a composable step certified from the base run's certified Rényi curve and
+from its certified privacy profile (Koskela, Redberg & Wang 2024)."""
 
 from __future__ import annotations
 
@@ -89,10 +90,17 @@ class RepeatAndSelect(Mechanism):
     - a base that is ``eps0``-DP (no loss above ``eps0``) run with geometric stopping is also
       ``3 eps0``-DP (Liu & Talwar 2019), so ``eps'(lambda) <= min(3 eps0, lambda (3 eps0)^2 / 2)``.
 
-    The curve is accounted as a :class:`~plda.RenyiDP` step (its profile's pair), so it
-    composes with every other mechanism. Lower bound: with ``K >= 1`` (every law but
-    Poisson) a score that always prefers the first run releases that run, so the base's
-    own realized runs are realized here; with Poisson stopping, none is claimed (0).
+    The step is accounted through a :class:`~plda.PrivacyProfile` (its tightest pair), so it
+    composes with every other mechanism: at each epsilon the smaller of two certified upper
+    bounds on the same profile, the curve's converted profile and the bound from the base's
+    certified privacy profile (:func:`~plda.selection.profile_bound.profile_delta_bound`,
+    after Koskela, Redberg & Wang 2024: ``delta(eps) <= E[K] sum_k (rho(a_{k-1}) -
+    rho(a_k)) min(a_k, delta_base(eps - C_k))``). The curve itself is
+    :attr:`renyi_guarantee`, read by Rényi accounting of a composition.
+
+    Lower bound: with ``K >= 1`` (every law but Poisson) a score that always prefers the
+    first run releases that run, so the base's own realized runs are realized here; with
+    Poisson stopping, none is claimed (0).
 
     Parameters
     ----------
