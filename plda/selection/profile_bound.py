@@ -120,27 +120,34 @@ class RunCountLaw:
             raise ValueError(f"need eta > -1 and 0 < gamma < 1, got {self.eta!r}, "
                              f"{self.gamma!r}")
 
-    def log_ratio(self, a, b):
-        r"""``log(rho(a) / rho(b))`` for ``0 <= a <= b``, rounded up.
+    def log_ratio(self, a, gap):
+        r"""``log(rho(a) / rho(a + gap))`` for ``a, gap >= 0``, rounded up.
+
+        The second tail is given by its excess ``gap`` over the first, not by its value: the
+        difference of two close masses would lose the digits that matter most (near the
+        top of the score order the excess is far below the masses).
 
         Parameters
         ----------
-        a, b : array_like of float
-            Upper-tail masses, ``a <= b`` (``b`` may exceed 1: ``rho`` is read on
-            ``[0, inf)``, where it keeps falling, so a larger ``b`` only gives a larger
-            value; an infinite ``b`` gives ``inf``).
+        a : array_like of float
+            An upper-tail mass in [0, 1].
+        gap : array_like of float
+            The excess of the second one, ``>= 0`` (``a + gap`` may exceed 1: ``rho`` keeps
+            falling on ``[0, inf)``, so a larger ``gap`` only gives a larger value; an
+            infinite ``gap`` gives ``inf``).
 
         Returns
         -------
         numpy.ndarray
-            ``(eta + 1) log1p((1 - gamma)(b - a) / (gamma + (1 - gamma) a))`` (truncated
-            negative binomial) or ``mu (b - a)`` (Poisson), each ``>= 0``.
+            ``(eta + 1) log1p((1 - gamma) gap / (gamma + (1 - gamma) a))`` (truncated
+            negative binomial) or ``mu gap`` (Poisson), each ``>= 0``.
         """
-        a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-        gap = np.maximum(b - a, 0.0)
+        a = np.asarray(a, dtype=float)
+        gap = np.maximum(np.asarray(gap, dtype=float), 0.0)
         if self.kind == "poisson":
             return _up(self.mean * gap)
-        # log1p of a ratio: no cancellation when b is close to a (the top bands)
+        # a few correctly rounded operations without cancellation (log1p of a ratio): the
+        # relative error is a few ulps, covered by _up's PAD
         g = self.gamma
         return _up((self.eta + 1.0) * np.log1p((1.0 - g) * gap / (g + (1.0 - g) * a)))
 
@@ -162,17 +169,18 @@ class RunCountLaw:
         # exact instead of the difference of two numbers near 1. log_ratio is rounded up, so
         # the exponent -log_ratio(0, a) is low: rho(a_{k-1}) must be rounded up separately.
         lo, hi = edges[:-1], edges[1:]
-        rho_lo = _up(np.exp(-_down(self._log_ratio_exact(0.0 * lo, lo))))
-        steps = rho_lo * _up(-np.expm1(-self.log_ratio(lo, hi)))
+        # hi - lo: one correctly rounded subtraction of two floats (relative error 1 ulp)
+        rho_lo = _up(np.exp(-_down(self._log_ratio_plain(0.0 * lo, lo))))
+        steps = _up(rho_lo * _up(-np.expm1(-self.log_ratio(lo, hi - lo))))
         steps[-1] = rho_lo[-1]  # the last band: W_J - W_{J+1} = rho(a_{J-1}) - 0
         return np.minimum(steps, 1.0)
 
-    def _log_ratio_exact(self, a, b):
-        gap = np.maximum(np.asarray(b) - np.asarray(a), 0.0)
+    def _log_ratio_plain(self, a, gap):
+        """``log(rho(a) / rho(a + gap))`` as computed (not rounded; for a lower bound)."""
         if self.kind == "poisson":
             return self.mean * gap
         g = self.gamma
-        return (self.eta + 1.0) * np.log1p((1.0 - g) * gap / (g + (1.0 - g) * np.asarray(a)))
+        return (self.eta + 1.0) * np.log1p((1.0 - g) * gap / (g + (1.0 - g) * a))
 
 
 def _extended_delta(base_eps: np.ndarray, base_delta: np.ndarray, theta: np.ndarray):
@@ -190,7 +198,7 @@ def _extended_delta(base_eps: np.ndarray, base_delta: np.ndarray, theta: np.ndar
     if np.any(neg):
         t = theta[neg]
         # -expm1(t) = 1 - e^t without cancellation; both terms rounded up
-        d_neg = _up(-np.expm1(t)) + _up(np.exp(t) * d[neg])
+        d_neg = _up(_up(-np.expm1(t)) + _up(np.exp(t) * d[neg]))
         d = d.copy()
         d[neg] = d_neg
     return np.minimum(d, 1.0)
@@ -258,12 +266,18 @@ def profile_delta_bound(base_eps, base_delta, epsilons, law: RunCountLaw,
     # for Poisson), so its sup over the band is at an end; and s' <= 1 gives
     # log(rho(s) / rho(1)), largest at the band's top a_{j-1}. The sup of the smaller of two
     # functions is at most the smaller of their sups. exp and sums rounded up.
+    # The excess of e^e1 s + delta(e1) over s is expm1(e1) s + delta(e1), computed as such
+    # (no cancellation), each product and sum rounded up. e1 is kept below 700 (exp
+    # overflows near 709; fewer e1 only loosen).
     lo, hi = edges[:-1], edges[1:]
-    with np.errstate(over="ignore", invalid="ignore"):
-        grow = _up(np.exp(e_b))[None, :]
-        at_lo = law.log_ratio(lo[:, None], _up(grow * lo[:, None]) + d_b[None, :])
-        at_hi = law.log_ratio(hi[:, None], _up(grow * hi[:, None]) + d_b[None, :])
-    c = np.minimum(np.min(np.maximum(at_lo, at_hi), axis=1), law.log_ratio(lo, 1.0))
+    keep = e_b < 700.0
+    grow = _up(np.expm1(e_b[keep]))[None, :]
+    d1 = d_b[keep][None, :]
+    at_lo = law.log_ratio(lo[:, None], _up(_up(grow * lo[:, None]) + d1))
+    at_hi = law.log_ratio(hi[:, None], _up(_up(grow * hi[:, None]) + d1))
+    # 1 - lo: one correctly rounded subtraction (relative error 1 ulp, no cancellation that
+    # matters: rho(lo) / rho(1) is far from 1 wherever this side is the smaller)
+    c = np.minimum(np.min(np.maximum(at_lo, at_hi), axis=1), law.log_ratio(lo, _up(1.0 - lo)))
     big_c = np.maximum.accumulate(c)  # C_k, non-decreasing: the summation by parts needs it
     steps = law.weight_steps(edges)  # rounded up
     mean = float(_up(law.mean))
@@ -275,7 +289,7 @@ def profile_delta_bound(base_eps, base_delta, epsilons, law: RunCountLaw,
     # the sum of non-negative terms: float error below 1e-13 relative, covered by _up's PAD
     # after the factor sum(steps) <= 1 + tiny; one more _up for the product with E[K]
     total = _up(mean * _up(np.sum(steps[None, :] * m, axis=1) * (1.0 + 1e-12)))
-    total = np.minimum(total, 1.0)
+    total = np.where(np.isnan(total), 1.0, np.minimum(total, 1.0))  # never a NaN: at worst 1
     # delta_A does not grow with eps: a bound at a smaller eps holds at a larger one
     order = np.argsort(eps, kind="stable")
     total[order] = np.minimum.accumulate(total[order])
