@@ -41,7 +41,7 @@ def test_the_curve_is_the_theorem_on_a_gaussian_base(sigma):
     non-increasing from the right, and never below it by more than the base's certified
     rounding."""
     rs = plda.RepeatAndSelect(plda.Gaussian(sigma), 10.0, "geometric")
-    assert isinstance(rs.guarantee, plda.RenyiDP)  # a Gaussian is not pure DP
+    assert isinstance(rs.renyi_guarantee, plda.RenyiDP)
     orders = np.array(ORDERS)
     with mpmath.workdps(40):
         gamma = mpmath.mpf(truncated_negative_binomial_gamma(10.0, 1.0))
@@ -52,7 +52,7 @@ def test_the_curve_is_the_theorem_on_a_gaussian_base(sigma):
         want = [e + best + mpmath.log(_tnb_mean(gamma, 1)) / (a - 1)
                 for a, e in zip(ORDERS, base, strict=True)]
     want = np.minimum.accumulate(np.array([float(w) for w in want])[::-1])[::-1]
-    got = np.array(rs.guarantee.epsilons)
+    got = np.array(rs.renyi_guarantee.epsilons)
     assert np.all(got >= want * (1 - 1e-9))
     assert np.all(got <= want * (1 + 1e-6) + 1e-12)
     assert len(got) == len(orders)
@@ -99,9 +99,11 @@ def test_composes_with_other_mechanisms():
 
 @pytest.mark.parametrize("shape", [1.0, 0.5, 0.0, math.inf])
 def test_against_dp_accountings_rdp_accountant(shape):
-    """The same theorems on dp_accounting's RDP of the same base: within 0.1% (plda's base
-    curve is a certified upper bound) for the truncated negative binomial laws, and tighter
-    under Poisson stopping (plda's delta there is the PLD's, not an RDP conversion)."""
+    """dp_accounting's RDP accountant on the same base (Papernot & Steinke's theorems): plda
+    is at least 15% tighter for the truncated negative binomial laws (the profile bound of
+    Koskela, Redberg & Wang 2024 from the base's PLD; 20-28% on this run) and 10% under
+    Poisson stopping (Papernot & Steinke's Poisson theorem with the PLD's delta, not an RDP
+    conversion)."""
     dpa = pytest.importorskip("dp_accounting")
     from dp_accounting import dp_event
     from dp_accounting.rdp import rdp_privacy_accountant as rdp
@@ -115,10 +117,7 @@ def test_against_dp_accountings_rdp_accountant(shape):
         shape, "truncated_negative_binomial")
     ours = PLD.from_mechanism(plda.RepeatAndSelect(DPSGD, 10.0, distribution, shape)).epsilon(
         DELTA)
-    if distribution == "poisson":
-        assert ours < theirs * 0.9
-    else:
-        assert ours <= theirs * (1 + 1e-3)
+    assert ours < theirs * (0.9 if distribution == "poisson" else 0.85)
 
 
 def test_replace_one():
@@ -163,8 +162,12 @@ def test_dp_accounting_event_maps_to_the_same_selection(shape, distribution):
     want = PLD.from_mechanism(plda.RepeatAndSelect(DPSGD, 10.0, distribution, shape))
     got = from_dp_event(selection).epsilon_bounds(DELTA)
     assert tuple(got) == tuple(want.epsilon_bounds(DELTA))
+    assert from_dp_event(selection).components[0][0].guarantee.deltas == (
+        want.components[0][0].guarantee.deltas)  # the same certified profile
     accountant = PLDPrivacyAccountant().compose(selection)
-    assert accountant.epsilon_bounds(DELTA).upper == pytest.approx(got.upper, rel=1e-9)
+    # the accountant composes that profile's pair on its own grid: the same bound to within
+    # its accuracy (4e-6 relative here; the profile has some 6000 points)
+    assert accountant.epsilon_bounds(DELTA).upper == pytest.approx(got.upper, rel=1e-4)
 
 
 def test_a_pipeline_with_tuning_is_never_looser_than_its_renyi_accounting():
