@@ -16,7 +16,10 @@ import plda
 from plda.mechanisms.custom import CustomMechanism
 from plda.mechanisms.law import AtomLaw
 from plda.selection.profile_bound import BANDS, RunCountLaw, profile_delta_bound
-from plda.selection.repeat import _tnb_mean, truncated_negative_binomial_gamma
+from plda.selection.repeat import (
+    truncated_negative_binomial_gamma,
+    truncated_negative_binomial_mean,
+)
 
 PLD = plda.PrivacyLossDistribution
 #: the base's profile grid and the selection's epsilons checked
@@ -32,7 +35,7 @@ def _law(kind, mean, eta):
     if kind == "poisson":
         return RunCountLaw("poisson", mean), (mean, None)
     gamma = truncated_negative_binomial_gamma(mean, eta)
-    return RunCountLaw(kind, _tnb_mean(gamma, eta), eta, gamma), (eta, gamma)
+    return RunCountLaw(kind, truncated_negative_binomial_mean(gamma, eta), eta, gamma), (eta, gamma)
 
 
 def _pgf(kind, params):

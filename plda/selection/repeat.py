@@ -18,7 +18,13 @@ from plda.mechanisms import GaussianDP, Mechanism, PrivacyProfile, RenyiDP
 from plda.pld import PrivacyLossDistribution
 from plda.selection.profile_bound import RunCountLaw, profile_delta_bound
 
-__all__ = ["DISTRIBUTIONS", "ORDERS", "RepeatAndSelect", "truncated_negative_binomial_gamma"]
+__all__ = [
+    "DISTRIBUTIONS",
+    "ORDERS",
+    "RepeatAndSelect",
+    "truncated_negative_binomial_gamma",
+    "truncated_negative_binomial_mean",
+]
 
 #: the laws of the number of runs ``K``
 DISTRIBUTIONS = ("truncated_negative_binomial", "geometric", "logarithmic", "poisson")
@@ -36,8 +42,22 @@ PROFILE_BASE_POINTS = 2001
 PROFILE_POINTS = 4001
 
 
-def _tnb_mean(gamma: float, eta: float) -> float:
-    """``E[K]`` of the truncated negative binomial law ``D_{eta, gamma}`` (``K >= 1``)."""
+def truncated_negative_binomial_mean(gamma: float, eta: float) -> float:
+    """``E[K]`` of the truncated negative binomial law ``D_{eta, gamma}`` (``K >= 1``).
+
+    Parameters
+    ----------
+    gamma : float
+        In (0, 1).
+    eta : float
+        The shape, above -1 (1: geometric; 0: logarithmic).
+
+    Returns
+    -------
+    float
+        ``eta (1 - gamma) / (gamma (1 - gamma^eta))``, or ``(1/gamma - 1) / log(1/gamma)`` at
+        ``eta = 0``.
+    """
     if eta == 0.0:  # the logarithmic law
         return (1.0 / gamma - 1.0) / math.log(1.0 / gamma)
     # eta (1 - gamma) / (gamma (1 - gamma^eta)), with 1 - gamma^eta = -expm1(eta log gamma)
@@ -68,8 +88,8 @@ def truncated_negative_binomial_gamma(mean: float, eta: float) -> float:
         raise ValueError(f"mean must be above 1 for a truncated negative binomial, got {mean!r}")
     if not eta > -1.0:
         raise ValueError(f"shape must be above -1, got {eta!r}")
-    return float(brentq(lambda g: _tnb_mean(g, eta) - mean, 1e-15, 1.0 - 1e-15,
-                        xtol=1e-300, rtol=1e-14))
+    return float(brentq(lambda g: truncated_negative_binomial_mean(g, eta) - mean, 1e-15,
+                        1.0 - 1e-15, xtol=1e-300, rtol=1e-14))
 
 
 @dataclass(frozen=True, eq=False)
@@ -186,7 +206,7 @@ class RepeatAndSelect(Mechanism):
         else:
             eta = self.shape
             gamma = truncated_negative_binomial_gamma(self.mean, eta)
-            expected = _tnb_mean(gamma, eta)
+            expected = truncated_negative_binomial_mean(gamma, eta)
             # the auxiliary order l: 1 (its term vanishes) or any order of the curve
             aux = np.concatenate([[0.0], (1.0 - 1.0 / orders) * eps + math.log(1 / gamma) / orders])
             aux[0] = math.log(1.0 / gamma)  # l = 1: (1 + eta) log(1/gamma)
@@ -236,8 +256,9 @@ class RepeatAndSelect(Mechanism):
             law = None
         else:
             gamma = truncated_negative_binomial_gamma(self.mean, self.shape)
-            law = RunCountLaw("truncated_negative_binomial", _tnb_mean(gamma, self.shape),
-                              self.shape, gamma)
+            law = RunCountLaw("truncated_negative_binomial",
+                              truncated_negative_binomial_mean(gamma, self.shape), self.shape,
+                              gamma)
         # past top + C_J (C_J <= log(rho(0) / rho(1))) the bound is flat: the grid stops there
         reach = 0.0 if law is None else float(law.log_ratio(0.0, 1.0))
         ours_eps = np.linspace(0.0, min(top + reach, float(r_eps[-1])), PROFILE_POINTS)
