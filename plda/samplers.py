@@ -19,6 +19,7 @@ from plda.epochs.shuffled import Shuffled
 from plda.mechanisms.base import Mechanism
 from plda.mechanisms.gaussian import Gaussian
 from plda.mechanisms.gaussian_mixture import MAX_GROUP_SIZE
+from plda.mechanisms.laplace import Laplace
 from plda.mechanisms.subsampled import PoissonSampled
 from plda.mechanisms.truncated_poisson import TruncatedPoisson
 from plda.mechanisms.without_replacement import SampledWithoutReplacement
@@ -382,9 +383,9 @@ def sampled_mechanism(
             raise ValueError(f"sampler={sampler!r} needs {' or '.join(group)}")
     out = spec.build(mechanism, **given)
     if draws > 1:
-        if type(mechanism) is not Gaussian:
-            raise ValueError("accumulation_steps and group_size apply to a plda.Gaussian base "
-                             f"(DP-SGD's noise), got {type(mechanism).__name__}")
+        if type(mechanism) not in (Gaussian, Laplace):
+            raise ValueError("accumulation_steps and group_size apply to a plda.Gaussian or "
+                             f"plda.Laplace base, got {type(mechanism).__name__}")
         out = PoissonSampled(mechanism, out.sample_rate, group_size=draws)
     if relation not in spec.relations:
         raise ValueError(

@@ -26,15 +26,19 @@ from plda.mechanisms import (
     ApproximateDP,
     DiscreteGaussian,
     DiscreteLaplace,
+    ExponentialMechanism,
     Gaussian,
     GaussianDoubleMixture,
     GaussianDP,
     GaussianMixture,
     Laplace,
+    LaplaceMixture,
     Mechanism,
+    PermuteAndFlip,
     PoissonSampled,
     PrivacyProfile,
     RenyiDP,
+    ReportNoisyMax,
     SampledWithoutReplacement,
     TradeoffCurve,
     TruncatedPoisson,
@@ -54,6 +58,7 @@ MECHANISM_TYPES: dict[str, type] = {
     + (ShuffledLowerBound, ShuffledOppositeLowerBound, ShuffledOppositeSumLowerBound)
     + (TruncatedPoisson, GaussianDoubleMixture)
     + (PrivacyProfile, TradeoffCurve, GaussianDP, ZCDP, RenyiDP)  # imported guarantees
+    + (ExponentialMechanism, PermuteAndFlip, ReportNoisyMax, LaplaceMixture)
 }
 
 
@@ -95,7 +100,7 @@ def mechanism_to_dict(mechanism: Mechanism) -> dict:
             out[f.name] = mechanism_to_dict(value)
         elif isinstance(value, tuple):  # GaussianMixture's sensitivities and probabilities
             out[f.name] = [float(v) for v in value]
-        elif isinstance(value, bool):  # TradeoffCurve.symmetric
+        elif isinstance(value, (bool, str)):  # TradeoffCurve.symmetric, ReportNoisyMax.noise
             out[f.name] = value
         elif isinstance(value, numbers.Integral):
             out[f.name] = int(value)
@@ -189,6 +194,8 @@ def mechanism_from_dict(data, *, depth: int = 0) -> Mechanism:
             kwargs[key] = mechanism_from_dict(value, depth=depth + 1)
         elif isinstance(value, bool) and isinstance(fields[key].default, bool):
             kwargs[key] = value  # a flag (TradeoffCurve.symmetric)
+        elif isinstance(value, str) and isinstance(fields[key].default, str):
+            kwargs[key] = value  # a word (ReportNoisyMax.noise); the mechanism checks it
         elif isinstance(value, numbers.Real) and not isinstance(value, bool):
             kwargs[key] = value
         elif isinstance(value, list) and all(
@@ -196,7 +203,8 @@ def mechanism_from_dict(data, *, depth: int = 0) -> Mechanism:
         ):
             kwargs[key] = tuple(value)  # the mechanism checks the length and the values
         else:
-            raise ValueError(f"{name}.{key} must be a number or a list of numbers, got {value!r}")
+            raise ValueError(f"{name}.{key} must be a number, a list of numbers or the word "
+                             f"its field takes, got {value!r}")
     try:
         return cls(**kwargs)
     except TypeError as exc:

@@ -106,3 +106,51 @@ def double_mixture_delta(sigma, sensitivities, probabilities, other_sensitivitie
     if direction == "remove":  # P(L > eps) - e^eps Q(L > eps)
         return p_above - mpmath.exp(eps) * q_above
     return (1 - q_above) - mpmath.exp(eps) * (1 - p_above)  # Q(L < -eps) - e^eps P(L < -eps)
+
+
+def _laplace_sf(y, center):
+    """``P(Y > y)`` for ``Y ~ Lap(center, 1)``."""
+    z = y - center
+    return mpmath.exp(-z) / 2 if z >= 0 else 1 - mpmath.exp(z) / 2
+
+
+def laplace_mixture_delta(scale, sensitivities, probabilities, eps, direction="max"):
+    """``delta(eps)`` of ``P = sum_k w_k Lap(c_k, b)`` against ``Q = Lap(0, b)`` (remove), the
+    reverse (add) or the larger. The loss ``log sum_k w_k e^{|y| - |y - u_k|}`` does not
+    decrease in ``y`` and is flat below 0 and above ``max u_k``: the optimal set is a half-line
+    cut where it crosses ``eps`` (or ``-eps``), found by bisection, or everything, or nothing.
+    Written from the definitions, not from plda's segment formulas."""
+    if direction == "max":
+        return max(laplace_mixture_delta(scale, sensitivities, probabilities, eps, d)
+                   for d in ("remove", "add"))
+    b, eps = mpmath.mpf(scale), mpmath.mpf(eps)
+    total = mpmath.fsum(mpmath.mpf(p) for p in probabilities)
+    comps = [(mpmath.mpf(p) / total, mpmath.mpf(c) / b)
+             for c, p in zip(sensitivities, probabilities, strict=True) if p > 0]
+    top = max(u for _, u in comps)
+
+    def loss(y):
+        return mpmath.log(mpmath.fsum(w * mpmath.exp(abs(y) - abs(y - u)) for w, u in comps))
+
+    def tails(y):  # P(Y > y), Q(Y > y)
+        return (mpmath.fsum(w * _laplace_sf(y, u) for w, u in comps), _laplace_sf(y, 0))
+
+    e = mpmath.exp(eps)
+    low, high = loss(mpmath.mpf(-1)), loss(top + 1)
+    target = eps if direction == "remove" else -eps
+    if target < low:  # every output's loss is above the target
+        return 1 - e if direction == "remove" else mpmath.mpf(0)
+    if target >= high:  # none is
+        return mpmath.mpf(0) if direction == "remove" else 1 - e
+    lo, hi = mpmath.mpf(0), top
+    for _ in range(mpmath.mp.prec + 20):  # the cut: loss(y) <= target below it
+        mid = (lo + hi) / 2
+        if loss(mid) <= target:
+            lo = mid
+        else:
+            hi = mid
+    p_above, q_above = tails(hi)
+    if direction == "remove":  # {loss > eps} = {Y > cut}
+        return max(p_above - e * q_above, 0)
+    # add: P' = Q, Q' = P and {-loss > eps} = {loss < -eps} = {Y < cut}
+    return max((1 - q_above) - e * (1 - p_above), 0)

@@ -2,6 +2,7 @@
 
 import json
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -466,6 +467,12 @@ mechanisms = st.one_of(
     st.builds(plda.DiscreteLaplace, st.floats(0.01, 10), st.integers(1, 5)),
     st.builds(plda.DiscreteGaussian, st.floats(0.5, 100), st.integers(1, 5)),
     st.builds(plda.ApproximateDP, st.floats(0, 10), st.floats(0, 1)),
+    st.builds(plda.ExponentialMechanism, st.floats(0.01, 100)),
+    st.builds(plda.PermuteAndFlip, st.floats(0.01, 100)),
+    st.builds(plda.ReportNoisyMax, st.floats(0.01, 100),
+              st.sampled_from(["laplace", "exponential", "gumbel"])),
+    st.builds(plda.LaplaceMixture, st.floats(0.5, 10), st.just((0.0, 1.0, 2.5)),
+              st.just((0.5, 0.3, 0.2))),
 )
 
 
@@ -476,6 +483,19 @@ def test_mechanism_serialization_round_trips_exactly(mechanism, rate):
         mechanism = plda.PoissonSampled(mechanism, sample_rate=rate)
     data = json.loads(json.dumps(mechanism_to_dict(mechanism)))
     assert mechanism_from_dict(data) == mechanism
+
+
+def test_selection_steps_and_laplace_groups_survive_a_checkpoint():
+    """The accountant's state holds every mechanism it recorded, selections included (the
+    exponential mechanism once made state_dict raise)."""
+    acct = PLDAccountant(accuracy=COARSE)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", plda.NotTightWarning)
+        acct.compose(plda.ExponentialMechanism(0.5), 3)
+        acct.compose(plda.ReportNoisyMax(0.2, noise="laplace"), 2)
+        acct.compose(plda.PoissonSampled(plda.Laplace(2.0), 0.1, group_size=3), 5)
+        restored = PLDAccountant.from_state_dict(json.loads(json.dumps(acct.state_dict())))
+        assert restored.epsilon_bounds(DELTA) == acct.epsilon_bounds(DELTA)
 
 
 def test_save_and_load_pld_keeps_its_bounds(tmp_path):

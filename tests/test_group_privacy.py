@@ -184,7 +184,8 @@ def test_the_command_line_takes_group_size(capsys):
     ({"group_size": 2.5}, ValueError, "group_size"),
     ({"group_size": 10_001}, ValueError, "group_size"),
     ({"group_size": True}, TypeError, "group_size"),
-    ({"group_size": 2, "mechanism": plda.Laplace(1.0)}, ValueError, "plda.Gaussian base"),
+    ({"group_size": 2, "mechanism": plda.DiscreteLaplace(1.0)}, ValueError,
+     "plda.Gaussian or plda.Laplace base"),
     ({"group_size": 2, "sample_rate": 0.0}, ValueError, "sample_rate"),
 ])
 def test_bad_groups_name_the_argument(kwargs, error, match):

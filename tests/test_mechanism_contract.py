@@ -23,7 +23,12 @@ import mpmath
 import numpy as np
 import pytest
 from guarantee_reference import polyline_delta, profile_delta
-from mixture_reference import binomial_weights, double_mixture_delta, mixture_delta
+from mixture_reference import (
+    binomial_weights,
+    double_mixture_delta,
+    laplace_mixture_delta,
+    mixture_delta,
+)
 
 import plda
 from plda import testing
@@ -160,6 +165,17 @@ def poisson_group_reference(params, count, eps):
     sigma, q, k = params
     assert count == 1
     return mixture_delta(sigma, range(k + 1), binomial_weights(k, q), eps)
+
+
+def laplace_mixture_reference(params, count, eps):
+    assert count == 1
+    return laplace_mixture_delta(*params, eps)
+
+
+def poisson_laplace_group_reference(params, count, eps):
+    scale, q, k = params
+    assert count == 1
+    return laplace_mixture_delta(scale, range(k + 1), binomial_weights(k, q), eps)
 
 
 def double_mixture_reference(params, count, eps):
@@ -370,6 +386,16 @@ FAMILIES = [
     Family("bounded_range_pair", lambda p: BoundedRangePair(*p), bounded_range_pair_reference,
            (((1.0, 0.5), 1), ((0.1, 0.3), 100), ((2.0, 0.1), 20), ((1e-3, 0.5), 1000)),
            (0.0, 0.05, 0.5, 2.0, 8.0)),
+    # groups with a Laplace base (issue 26): sum_k p_k Lap(c_k, b) against Lap(0, b)
+    Family("laplace_mixture", lambda p: plda.LaplaceMixture(*p), laplace_mixture_reference,
+           (((1.0, (0, 1, 2), (0.81, 0.18, 0.01)), 1), ((0.5, (0, 1), (0.99, 0.01)), 1),
+            ((2.0, (0.5, 1.7), (0.5, 0.5)), 1), ((0.01, (0, 1, 2, 3), (0.7, 0.2, 0.05, 0.05)), 1)),
+           (0.0, 0.05, 0.2, 0.5, 2.0, 8.0, 250.0)),
+    Family("poisson_laplace_group",
+           lambda p: plda.PoissonSampled(plda.Laplace(p[0]), p[1], group_size=p[2]),
+           poisson_laplace_group_reference,
+           (((1.0, 0.01, 4), 1), ((0.5, 0.3, 3), 1), ((3.0, 0.9, 16), 1), ((0.2, 1e-4, 32), 1)),
+           (0.0, 0.5, 2.0, 8.0, 40.0)),
     # permute-and-flip and report-noisy-max (issue 29): the realized two-candidate pairs
     Family("two_candidate_pair", lambda p: TwoCandidatePair(*p), two_candidate_reference,
            (((1.0, "exponential", -1.0), 1), ((0.1, "laplace", -2.0), 100),

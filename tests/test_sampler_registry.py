@@ -278,8 +278,12 @@ def test_gradient_accumulation_is_described_to_the_registry():
         plda.PoissonSampled(G, 0.05))
     with pytest.raises(ValueError, match="accumulation_steps=2 applies to sampler='poisson'"):
         sampled_mechanism(G, "shuffled", num_steps=4, accumulation_steps=2)
-    with pytest.raises(ValueError, match="plda.Gaussian base"):
-        sampled_mechanism(plda.Laplace(1.0), "poisson", sample_rate=0.05, accumulation_steps=2)
+    with pytest.raises(ValueError, match="plda.Gaussian or plda.Laplace base"):
+        sampled_mechanism(plda.DiscreteLaplace(1.0), "poisson", sample_rate=0.05,
+                          accumulation_steps=2)
+    assert sampled_mechanism(plda.Laplace(1.0), "poisson", sample_rate=0.05,
+                             accumulation_steps=2) == plda.PoissonSampled(
+        plda.Laplace(1.0), 0.05, group_size=2)
     with pytest.raises(ValueError, match="no replace-one analysis"):
         sampled_mechanism(G, "poisson", sample_rate=0.05, accumulation_steps=2,
                           relation="replace_one")

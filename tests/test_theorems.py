@@ -489,13 +489,29 @@ def test_group_privacy_of_gaussian_matches_closed_form():
 
 
 @needs_engine
+def test_group_privacy_of_a_sampled_laplace_is_its_group_mixture():
+    """Issue 26: the theorem no longer refuses a sampled Laplace; the exact group law is far
+    below the post-hoc theorem applied to the one-record guarantee."""
+    import plda
+
+    step = plda.PoissonSampled(plda.Laplace(1.0), 0.1)
+    result = theorems.group_privacy_mechanism(step, 3, 1e-6, count=10)
+    exact = plda.PrivacyLossDistribution.from_mechanism(
+        plda.PoissonSampled(plda.Laplace(1.0), 0.1, group_size=3), 10).epsilon_bounds(1e-6)
+    assert result.epsilon == exact.upper
+    single = theorems.group_privacy_mechanism(step, 1, 1e-6 / 100, count=10).epsilon
+    assert result.epsilon < theorems.group_privacy(single, 1e-6 / 100, 3).epsilon
+
+
+@needs_engine
 def test_group_privacy_mechanism_refuses_unsupported_mechanisms():
     import plda
 
     with pytest.raises(TypeError, match="sensitivity"):
         theorems.group_privacy_mechanism(plda.ApproximateDP(1.0, 1e-6), 2, 1e-5)
-    with pytest.raises(TypeError, match="Gaussian base only"):
-        theorems.group_privacy_mechanism(plda.PoissonSampled(plda.Laplace(1.0), 0.1), 2, 1e-5)
+    with pytest.raises(TypeError, match="Gaussian or Laplace base only"):
+        theorems.group_privacy_mechanism(plda.PoissonSampled(plda.DiscreteLaplace(1.0), 0.1),
+                                         2, 1e-5)
     with pytest.raises(TypeError, match="mechanism"):
         theorems.group_privacy_mechanism((1.0, 1e-6), 2, 1e-5)
     with pytest.raises(ValueError, match="group_size"):

@@ -30,6 +30,8 @@ MECHANISM_SPECS = {
     "permute_and_flip": (PermuteAndFlip, ("epsilon",)),
     "report_noisy_max": (ReportNoisyMax, ("epsilon", "noise")),
 }
+#: keys every spec takes: Poisson sampling of the mechanism, and a group of records
+SAMPLING_KEYS = ("sample_rate", "group_size")
 #: keys whose values are words, not numbers
 TEXT_KEYS = ("noise",)
 
@@ -42,7 +44,7 @@ def parse_mechanism(spec: str) -> Mechanism:
     spec : str
         ``"gaussian:sigma=2"``, ``"laplace:scale=3,sensitivity=2"``, ... (the names and keys of
         :data:`MECHANISM_SPECS`); a ``sample_rate=q`` key wraps the mechanism in
-        :class:`~plda.PoissonSampled`.
+        :class:`~plda.PoissonSampled`, with ``group_size=K`` records each sampled.
 
     Returns
     -------
@@ -64,14 +66,14 @@ def parse_mechanism(spec: str) -> Mechanism:
         )
     cls, keys = MECHANISM_SPECS[name]
     kwargs = {}
-    sample_rate = None
+    sample_rate, group_size = None, None
     for item in filter(None, (p.strip() for p in rest.split(","))):
         key, eq, value = item.partition("=")
         key = key.strip()
-        if not eq or (key not in keys and key != "sample_rate"):
+        if not eq or (key not in keys and key not in SAMPLING_KEYS):
             raise UsageError(
                 f"argument --mechanism: bad parameter {item!r} in {spec!r} ({name} takes "
-                f"{', '.join(keys)}, sample_rate)"
+                f"{', '.join(keys)}, {', '.join(SAMPLING_KEYS)})"
             )
         if key in TEXT_KEYS:
             kwargs[key] = value.strip()
@@ -84,12 +86,18 @@ def parse_mechanism(spec: str) -> Mechanism:
             ) from None
         if key == "sample_rate":
             sample_rate = number
+        elif key == "group_size":
+            group_size = int(number) if number.is_integer() else number
         else:
             kwargs[key] = int(number) if number.is_integer() and key == "sensitivity" else number
     try:
         mechanism = cls(**kwargs)
+        if group_size is not None and sample_rate is None:
+            raise UsageError(f"argument --mechanism: {spec!r}: group_size needs sample_rate "
+                             "(a group of records, each Poisson-sampled)")
         if sample_rate is not None:
-            mechanism = PoissonSampled(mechanism, sample_rate=sample_rate)
+            mechanism = PoissonSampled(mechanism, sample_rate=sample_rate,
+                                       group_size=1 if group_size is None else group_size)
     except TypeError as exc:
         raise UsageError(f"argument --mechanism: {spec!r}: {exc}") from None
     except ValueError as exc:

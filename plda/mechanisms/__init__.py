@@ -11,6 +11,7 @@ from plda.mechanisms.gaussian import Gaussian
 from plda.mechanisms.gaussian_mixture import GaussianMixture
 from plda.mechanisms.imported import ZCDP, GaussianDP, RenyiDP
 from plda.mechanisms.laplace import Laplace
+from plda.mechanisms.laplace_mixture import LaplaceMixture
 from plda.mechanisms.law import PrivacyLossLaw
 from plda.mechanisms.noisy_max import PermuteAndFlip, ReportNoisyMax
 from plda.mechanisms.privacy_profile import PrivacyProfile
@@ -31,6 +32,7 @@ __all__ = [
     "GaussianDoubleMixture",
     "GaussianMixture",
     "Laplace",
+    "LaplaceMixture",
     "LossLaw",
     "Mechanism",
     "NotTightWarning",

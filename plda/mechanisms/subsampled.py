@@ -16,6 +16,8 @@ from plda._internal.validation import MIN_SAMPLE_RATE, count, in_range, probabil
 from plda.mechanisms.base import Mechanism
 from plda.mechanisms.gaussian import Gaussian
 from plda.mechanisms.gaussian_mixture import MAX_GROUP_SIZE, GaussianMixture
+from plda.mechanisms.laplace import Laplace
+from plda.mechanisms.laplace_mixture import LaplaceMixture
 from plda.mechanisms.law import PrivacyLossLaw, ReversedLaw
 
 
@@ -31,8 +33,9 @@ class PoissonSampled(Mechanism):
     own (a user's examples; or one record over ``K`` independently sampled micro-batches whose
     clipped gradients are summed before the noise): ``k ~ Binomial(K, q)`` of them are in the
     step, and the pair is the mixture ``sum_k Bin(k; K, q) N(k Δ, σ^2)`` against
-    ``N(0, σ^2)`` (:meth:`group_mixture`; realized and dominating, ``docs/accountant.md``).
-    Gaussian bases and add/remove only.
+    ``N(0, σ^2)`` (:meth:`group_mixture`; realized and dominating, ``docs/accountant.md``), or
+    ``sum_k Bin(k; K, q) Lap(k Δ, b)`` against ``Lap(0, b)`` for a Laplace base. Gaussian and
+    Laplace bases, add/remove only.
 
     Parameters
     ----------
@@ -42,15 +45,16 @@ class PoissonSampled(Mechanism):
         The probability ``q`` that a record is kept, in ``[1e-12, 1]``.
     group_size : int, optional
         Records ``K`` of the protected unit, each sampled independently, in ``[1, 10000]``
-        (1: one record; ``K > 1`` needs a :class:`~plda.Gaussian` base).
+        (1: one record; ``K > 1`` needs a :class:`~plda.Gaussian` or :class:`~plda.Laplace`
+        base).
 
     Raises
     ------
     TypeError
         If ``mechanism`` is not a plda mechanism, or a value is not a number.
     ValueError
-        If a value is outside its range, or ``group_size > 1`` with a base that is not a
-        Gaussian (the message names the argument).
+        If a value is outside its range, or ``group_size > 1`` with a base that is neither a
+        Gaussian nor a Laplace (the message names the argument).
     """
 
     mechanism: Mechanism
@@ -74,40 +78,48 @@ class PoissonSampled(Mechanism):
         group = count("group_size", self.group_size, minimum=1, maximum=MAX_GROUP_SIZE)
         object.__setattr__(self, "group_size", group)
         if group > 1:
-            if type(self.mechanism) is not Gaussian:
+            if type(self.mechanism) not in (Gaussian, Laplace):
                 raise ValueError(
-                    f"group_size={group} needs a plda.Gaussian base (its group law is a "
-                    f"Gaussian mixture), got {type(self.mechanism).__name__}; for another "
-                    "base bound the group with plda.theorems.group_privacy"
+                    f"group_size={group} needs a plda.Gaussian or plda.Laplace base (its group "
+                    f"law is a mixture of the base's noise), got "
+                    f"{type(self.mechanism).__name__}; for another base bound the group with "
+                    "plda.theorems.group_privacy"
                 )
-            self.group_mixture()  # validates K sensitivity / sigma
+            self.group_mixture()  # validates K sensitivity / sigma (or / scale)
 
-    def group_mixture(self) -> GaussianMixture:
-        """The group's add/remove pair as a mixture (``group_size > 1``, Gaussian base).
+    def group_mixture(self) -> GaussianMixture | LaplaceMixture:
+        """The group's add/remove pair as a mixture (``group_size > 1``).
 
         Returns
         -------
-        GaussianMixture
-            ``sum_k Bin(k; K, q) N(k Δ, σ^2)`` against ``N(0, σ^2)``, ``k = 0..K``
-            (binomial weights to within half an ulp).
+        GaussianMixture or LaplaceMixture
+            ``sum_k Bin(k; K, q) N(k Δ, σ^2)`` against ``N(0, σ^2)`` for a Gaussian base,
+            ``sum_k Bin(k; K, q) Lap(k Δ, b)`` against ``Lap(0, b)`` for a Laplace base,
+            ``k = 0..K`` (binomial weights to within half an ulp).
 
         Raises
         ------
         ValueError
-            If the base is not a :class:`~plda.Gaussian`.
+            If the base is neither a :class:`~plda.Gaussian` nor a :class:`~plda.Laplace`.
         """
         base = self.mechanism
-        if type(base) is not Gaussian:
+        if type(base) not in (Gaussian, Laplace):
             raise ValueError(
-                f"group_mixture needs a plda.Gaussian base, got {type(base).__name__}"
+                f"group_mixture needs a plda.Gaussian or plda.Laplace base, got "
+                f"{type(base).__name__}"
             )
         # remembered: the constructor's validation and both directions' laws read it, and the
         # exact binomial weights of a large group cost milliseconds each time
         return remembered(self, "group_mixture", self._group_mixture)
 
-    def _group_mixture(self) -> GaussianMixture:
+    def _group_mixture(self) -> GaussianMixture | LaplaceMixture:
         base = self.mechanism
         counts, weights = binomial_probabilities(self.group_size, self.sample_rate)
+        if type(base) is Laplace:
+            return LaplaceMixture(scale=base.scale,
+                                  sensitivities=tuple(float(k) * base.sensitivity
+                                                      for k in counts),
+                                  probabilities=weights)
         return GaussianMixture(sigma=base.sigma,
                                sensitivities=tuple(float(k) * base.sensitivity for k in counts),
                                probabilities=weights)
@@ -184,7 +196,8 @@ class PoissonSampled(Mechanism):
             raise ValueError(
                 f"PoissonSampled(group_size={self.group_size}) has no replace-one analysis "
                 "(relation='replace_one') in "
-                "plda: its add/remove pair (a Gaussian mixture) is proven to dominate, but no "
+                "plda: its add/remove pair (a mixture of the base's noise) is proven to "
+                "dominate, but no "
                 "pair is known to dominate every substitution of a group's records; use "
                 "relation='add_remove'"
             )

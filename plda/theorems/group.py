@@ -8,6 +8,7 @@ from dataclasses import replace
 
 from plda.mechanisms.base import Mechanism
 from plda.mechanisms.gaussian import Gaussian
+from plda.mechanisms.laplace import Laplace
 from plda.mechanisms.subsampled import PoissonSampled
 from plda.pld import PrivacyLossDistribution
 from plda.theorems.common import Guarantee, count_value, delta_value, epsilon_value, round_up
@@ -63,7 +64,8 @@ def group_privacy_mechanism(
 
     Datasets that differ in ``k`` records change a query of sensitivity ``s`` by at most ``k s``
     (triangle inequality), so the group guarantee is that of the same mechanism with
-    ``sensitivity * k``. A Poisson-sampled Gaussian's group is not sampled as a block: each of
+    ``sensitivity * k``. A Poisson-sampled Gaussian's (or Laplace's) group is not sampled as a
+    block: each of
     its ``k`` records is sampled on its own, and the group's pair is the mixture of
     ``PoissonSampled(..., group_size=k)`` (exact, far below the post-hoc theorem
     :func:`group_privacy` applied to the one-record guarantee). Other sampled mechanisms are
@@ -74,7 +76,8 @@ def group_privacy_mechanism(
     mechanism : Mechanism
         A mechanism with a ``sensitivity`` field (:class:`~plda.Gaussian`,
         :class:`~plda.Laplace`, :class:`~plda.DiscreteLaplace`, :class:`~plda.DiscreteGaussian`)
-        or a :class:`~plda.PoissonSampled` Gaussian (its ``group_size`` multiplied by ``k``).
+        or a :class:`~plda.PoissonSampled` Gaussian or Laplace (its ``group_size`` multiplied by
+        ``k``).
     group_size : int
         The number of records ``k`` in which the datasets differ, at least 1.
     delta : float
@@ -100,9 +103,9 @@ def group_privacy_mechanism(
     if not isinstance(mechanism, Mechanism):
         raise TypeError(f"mechanism must be a plda mechanism, got {type(mechanism).__name__}")
     poisson = type(mechanism) is PoissonSampled
-    if poisson and type(mechanism.mechanism) is not Gaussian:
+    if poisson and type(mechanism.mechanism) not in (Gaussian, Laplace):
         raise TypeError(
-            "a Poisson-sampled group has a certified law for a Gaussian base only, got "
+            "a Poisson-sampled group has a certified law for a Gaussian or Laplace base only, got "
             f"PoissonSampled({type(mechanism.mechanism).__name__}); apply group_privacy to "
             "its (epsilon, delta) instead"
         )
