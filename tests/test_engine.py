@@ -102,15 +102,20 @@ def test_refinement_loop_stops_at_the_floor_and_at_the_cap():
 
 
 def test_refinement_gives_a_near_miss_one_more_round():
-    """A gap that barely shrinks but is within four times the accuracy (epsilon on an atom of a
-    Laplace mixture: 1.27e-3, then 1.23e-3, then 4.0e-4) gets one more grid; a second stall
-    stops."""
+    """A gap that barely shrinks (or grows) but is within ten times the accuracy (epsilon on
+    an atom of a Laplace mixture: 1.27e-3, then 1.23e-3, then 4.0e-4) gets one more grid; a
+    second stall stops."""
     gaps = {1.0: 1.27e-3, 0.5: 1.23e-3, 0.25: 4.0e-4}
     assert refine(1.0, gaps[1.0], gaps.__getitem__, 1e-3, lambda h, g: h / 2) == (0.25, 4.0e-4)
     stalls = {1.0: 1.27e-3, 0.5: 1.23e-3, 0.25: 1.2e-3, 0.125: 1e-4}
     assert refine(1.0, stalls[1.0], stalls.__getitem__, 1e-3, lambda h, g: h / 2) == (
         0.25, 1.2e-3)
     far = {1.0: 0.9, 0.5: 0.89, 0.25: 1e-4}  # far above the accuracy: the floor, no retry
+    grew = {1.0: 0.128, 0.5: 2.95e-3, 0.25: 7.8e-3, 0.125: 8.1e-4}  # a sampled Laplace's grids
+    assert refine(1.0, grew[1.0], grew.__getitem__, 1e-3, lambda h, g: h / 2) == (0.125, 8.1e-4)
+    worse = {1.0: 0.128, 0.5: 2.95e-3, 0.25: 7.8e-3, 0.125: 6e-3}  # the retry is no better:
+    assert refine(1.0, worse[1.0], worse.__getitem__, 1e-3, lambda h, g: h / 2) == (
+        0.5, 2.95e-3)  # the best grid tried, not the last
     assert refine(1.0, far[1.0], far.__getitem__, 1e-3, lambda h, g: h / 2) == (0.5, 0.89)
 
 

@@ -247,6 +247,41 @@ def two_candidate_reference(params, count, eps):
     return worst
 
 
+def repeat_and_select_reference(params, count, eps):
+    """Random stopping over randomized response ``RR_eps0``: the best-of-``K`` output law is
+    ``A(y) = f(F_<=(y)) - f(F_<(y))`` in score order, ``f(x) = E[x^K]``; the worst of both
+    strict score orders, a score tying both outputs (then the first run, or any run, is
+    released: the base's law) and both directions (``K = 0`` has the same mass on both sides
+    and adds nothing at ``eps >= 0``)."""
+    epsilon0, mean, law = params
+    assert count == 1
+    mu = mpmath.mpf(mean)
+    if law == "poisson":
+        def pgf(x):
+            return mpmath.exp(mu * (x - 1))
+    else:  # geometric: P(K = k) = gamma (1 - gamma)^(k - 1), mean 1 / gamma
+        gamma = 1 / mu
+
+        def pgf(x):
+            return gamma * x / (1 - (1 - gamma) * x)
+    high = mpmath.exp(mpmath.mpf(epsilon0)) / (1 + mpmath.exp(mpmath.mpf(epsilon0)))
+    p, q = [high, 1 - high], [1 - high, high]
+    e = mpmath.exp(mpmath.mpf(eps))
+    worst = max(mpmath.fsum(max(x - e * z, 0) for x, z in zip(a, b, strict=True))
+                for a, b in ((p, q), (q, p)))  # the tie: the base itself
+    for order in ((0, 1), (1, 0)):
+        laws = []
+        for base in (p, q):
+            out, below = [0, 0], mpmath.mpf(0)
+            for y in order:
+                out[y] = pgf(below + base[y]) - pgf(below)
+                below += base[y]
+            laws.append(out)
+        for a, b in (laws, laws[::-1]):
+            worst = max(worst, mpmath.fsum(max(x - e * z, 0) for x, z in zip(a, b, strict=True)))
+    return worst
+
+
 def _largest_coordinate(pdf, cdf, shift, steps):
     """Density of the largest of ``steps`` coordinates, one of them shifted by ``shift``."""
 
@@ -396,6 +431,12 @@ FAMILIES = [
            poisson_laplace_group_reference,
            (((1.0, 0.01, 4), 1), ((0.5, 0.3, 3), 1), ((3.0, 0.9, 16), 1), ((0.2, 1e-4, 32), 1)),
            (0.0, 0.5, 2.0, 8.0, 40.0)),
+    # tuning by random stopping (issue 29): its certified bound on an exactly enumerable base
+    Family("repeat_and_select",
+           lambda p: plda.RepeatAndSelect(plda.ApproximateDP(p[0]), p[1], p[2]),
+           repeat_and_select_reference,
+           (((1.0, 5.0, "geometric"), 1), ((0.5, 3.0, "poisson"), 1)),
+           (0.0, 0.5, 1.5, 3.0)),
     # permute-and-flip and report-noisy-max (issue 29): the realized two-candidate pairs
     Family("two_candidate_pair", lambda p: TwoCandidatePair(*p), two_candidate_reference,
            (((1.0, "exponential", -1.0), 1), ((0.1, "laplace", -2.0), 100),

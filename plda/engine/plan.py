@@ -399,10 +399,9 @@ def refine(step: float, gap: float, gap_at: Callable[[float], float], accuracy: 
     """The one refinement loop: finer steps while the gap misses the accuracy.
 
     Stops when the gap meets the accuracy, when it stops shrinking (``> 0.7`` of the previous
-    one: the floor; a near miss, within 4x the accuracy, gets one more round), when
+    one: the floor; a near miss, within 10x the accuracy, gets one more round), when
     ``next_step`` returns None (finer than allowed), or when the finer composition does not
-    fit (``gap_at`` raises ``MemoryError``, which :class:`~plda._internal.errors.GridTooLarge`
-    is).
+    fit (``gap_at`` raises ``MemoryError``: :class:`~plda._internal.errors.GridTooLarge`).
 
     Parameters
     ----------
@@ -422,13 +421,13 @@ def refine(step: float, gap: float, gap_at: Callable[[float], float], accuracy: 
     Returns
     -------
     tuple of float
-        The last step tried successfully and its gap.
+        The step of the smallest gap tried, and that gap.
     """
-    previous, stalled = math.inf, False
+    previous, stalled, best = math.inf, False, (gap, step)
     for _ in range(rounds):
         # past 0.7 of the previous gap: the floor, unless a near miss seen once (with large
-        # atoms the gap jumps with the grid's alignment: 2.81e-3, 2.79e-3, then 1.8e-4)
-        floor = gap > 0.7 * previous and (stalled or gap > 4.0 * accuracy)
+        # atoms the gap jumps with the grid's alignment: 2.95e-3, 7.8e-3, then 8.1e-4)
+        floor = gap > 0.7 * previous and (stalled or gap > 10.0 * accuracy)
         if gap <= accuracy or floor:
             break
         stalled = gap > 0.7 * previous
@@ -440,7 +439,8 @@ def refine(step: float, gap: float, gap_at: Callable[[float], float], accuracy: 
         except MemoryError:
             break
         step, previous, gap = finer, gap, finer_gap
-    return step, gap
+        best = min(best, (gap, step))  # a later grid may be worse (an atom's alignment)
+    return best[1], best[0]
 
 
 def common_unit(values: np.ndarray, smallest: float) -> float | None:

@@ -135,7 +135,15 @@ class LaplaceMixtureLaw(PrivacyLossLaw):
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             excess = np.expm1(x) + self._one_minus_a[m]  # e^x - A_m, >= B_m e^(2 u_m) > 0
             y = 0.5 * (np.log(np.maximum(excess, 0.0)) - np.log(self._b[m]))
-        return np.clip(np.where(np.isfinite(y), y, self._starts[m]), 0.0, self._starts[-1])
+        # kept inside the segment that x selects, so y never decreases as x grows. Where the
+        # components above are negligible (B_m e^(2y) below an ulp of e^x) the loss is flat
+        # to within an ulp over the segment and excess is rounding noise: y may land anywhere
+        # in it, which moves mass by less than an ulp of loss. The ends are exact: no
+        # continuous mass above the top loss (it would be read as mass at +inf), none below
+        # the bottom one.
+        y = np.clip(np.where(np.isfinite(y), y, self._starts[m]), self._starts[m],
+                    self._starts[m + 1])
+        return np.where(x >= hi, self._starts[-1], np.where(x <= lo, 0.0, y))
 
     def _tails(self, x, hypothesis):
         """Continuous mass below and above the loss ``x``: ``(0, y)`` and ``(y, u_max)``."""
