@@ -29,7 +29,13 @@ from plda.mechanisms.base import Mechanism
 from plda.mechanisms.gaussian import MU_RANGE, GaussianLaw
 from plda.mechanisms.law import AtomLaw, PrivacyLossLaw
 
-__all__ = ["GaussianMixture", "GaussianMixtureLaw", "log_sum_of_lines"]
+__all__ = [
+    "GaussianMixture",
+    "GaussianMixtureLaw",
+    "checked_mixture",
+    "distinct_components",
+    "log_sum_of_lines",
+]
 
 #: largest group (records of a protected unit times micro-batches per step) of
 #: :class:`~plda.PoissonSampled`, and most components a mixture may have, minus one: every point
@@ -217,6 +223,76 @@ class GaussianMixtureLaw(PrivacyLossLaw):
         return float(a), float(b)
 
 
+def checked_mixture(sensitivities, probabilities) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """Validate a mixture's shifts and probabilities (shared by the mixture mechanisms).
+
+    Parameters
+    ----------
+    sensitivities, probabilities : sequence of float
+        Shifts ``>= 0`` and their probabilities in ``[0, 1]``, summing to 1 within
+        :data:`PROBABILITY_TOLERANCE`, one per shift, at most ``MAX_GROUP_SIZE + 1``.
+
+    Returns
+    -------
+    tuple of (tuple of float, tuple of float)
+        The two sequences as tuples of floats.
+
+    Raises
+    ------
+    TypeError
+        If either is not a sequence of real numbers.
+    ValueError
+        If either is empty, too long or holds a NaN or an infinity, if their lengths differ, a
+        shift is negative, a probability outside ``[0, 1]`` or their sum off 1.
+    """
+    sensitivities = real_sequence("sensitivities", sensitivities, max_length=_COMPONENTS)
+    probabilities = real_sequence("probabilities", probabilities, max_length=_COMPONENTS)
+    if len(sensitivities) != len(probabilities):
+        raise ValueError(
+            f"sensitivities and probabilities must have one length, got "
+            f"{len(sensitivities)} and {len(probabilities)}"
+        )
+    if min(sensitivities) < 0:
+        raise ValueError(f"sensitivities must be >= 0, got {min(sensitivities)!r}")
+    if not all(0 <= p <= 1 for p in probabilities):
+        bad = next(p for p in probabilities if not 0 <= p <= 1)
+        raise ValueError(f"probabilities must be in [0, 1], got {bad!r}")
+    total = math.fsum(probabilities)
+    if abs(total - 1.0) > PROBABILITY_TOLERANCE:
+        raise ValueError(
+            f"probabilities must sum to 1 (within {PROBABILITY_TOLERANCE:g}), got {total!r}"
+        )
+    return sensitivities, probabilities
+
+
+def distinct_components(sensitivities, probabilities, scale: float):
+    """The distinct shifts over ``scale`` of positive probability and their probabilities.
+
+    Parameters
+    ----------
+    sensitivities, probabilities : sequence of float
+        A validated mixture (:func:`checked_mixture`).
+    scale : float
+        The noise scale the shifts are measured in.
+
+    Returns
+    -------
+    tuple of (tuple of float, tuple of float)
+        Increasing shifts, and their probabilities (equal shifts added, all divided by the sum
+        of ``probabilities``).
+    """
+    grouped: dict[float, list[float]] = {}
+    for c, p in zip(sensitivities, probabilities, strict=True):
+        if p > 0:
+            grouped.setdefault(c, []).append(p)
+    total = math.fsum(probabilities)
+    keys = sorted(grouped)
+    return (
+        tuple(c / scale for c in keys),
+        tuple(math.fsum(grouped[c]) / total for c in keys),
+    )
+
+
 @dataclass(frozen=True)
 class GaussianMixture(Mechanism):
     """Gaussian noise of standard deviation ``sigma`` on a shift ``c_i`` of probability ``p_i``.
@@ -267,23 +343,7 @@ class GaussianMixture(Mechanism):
 
     def __post_init__(self):
         sigma = positive_float("sigma", self.sigma)
-        sensitivities = real_sequence("sensitivities", self.sensitivities, max_length=_COMPONENTS)
-        probabilities = real_sequence("probabilities", self.probabilities, max_length=_COMPONENTS)
-        if len(sensitivities) != len(probabilities):
-            raise ValueError(
-                f"sensitivities and probabilities must have one length, got "
-                f"{len(sensitivities)} and {len(probabilities)}"
-            )
-        if min(sensitivities) < 0:
-            raise ValueError(f"sensitivities must be >= 0, got {min(sensitivities)!r}")
-        if not all(0 <= p <= 1 for p in probabilities):
-            bad = next(p for p in probabilities if not 0 <= p <= 1)
-            raise ValueError(f"probabilities must be in [0, 1], got {bad!r}")
-        total = math.fsum(probabilities)
-        if abs(total - 1.0) > PROBABILITY_TOLERANCE:
-            raise ValueError(
-                f"probabilities must sum to 1 (within {PROBABILITY_TOLERANCE:g}), got {total!r}"
-            )
+        sensitivities, probabilities = checked_mixture(self.sensitivities, self.probabilities)
         top = max(c for c, p in zip(sensitivities, probabilities, strict=True) if p > 0)
         if top > 0:
             in_range("max(sensitivities) / sigma", top / sigma, MU_RANGE[0], MU_RANGE[1],
@@ -302,16 +362,7 @@ class GaussianMixture(Mechanism):
             increasing order, and their probabilities (those of equal shifts added, all divided
             by the sum of ``probabilities``).
         """
-        grouped: dict[float, list[float]] = {}
-        for c, p in zip(self.sensitivities, self.probabilities, strict=True):
-            if p > 0:
-                grouped.setdefault(c, []).append(p)
-        total = math.fsum(self.probabilities)
-        keys = sorted(grouped)
-        return (
-            tuple(c / self.sigma for c in keys),
-            tuple(math.fsum(grouped[c]) / total for c in keys),
-        )
+        return distinct_components(self.sensitivities, self.probabilities, self.sigma)
 
     @property
     def symmetric(self) -> bool:  # type: ignore[override]

@@ -14,17 +14,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from plda._internal.validation import in_range, positive_float, real_sequence
+from plda._internal.validation import in_range, positive_float
 from plda.mechanisms.base import Mechanism
+from plda.mechanisms.gaussian_mixture import checked_mixture, distinct_components
 from plda.mechanisms.laplace import MAX_EPSILON, LaplaceLaw
 from plda.mechanisms.law import AtomLaw, PrivacyLossLaw
 
 __all__ = ["LaplaceMixture", "LaplaceMixtureLaw", "laplace_interval_mass"]
 
-#: most components a mixture may have (every evaluation visits each segment)
-MAX_COMPONENTS = 10_001
-#: the probabilities must sum to 1 within this (they are then divided by their sum)
-PROBABILITY_TOLERANCE = 1e-12
 
 
 def laplace_interval_mass(center: float, a, c):
@@ -235,22 +232,7 @@ class LaplaceMixture(Mechanism):
 
     def __post_init__(self):
         scale = positive_float("scale", self.scale)
-        sensitivities = real_sequence("sensitivities", self.sensitivities,
-                                      max_length=MAX_COMPONENTS)
-        probabilities = real_sequence("probabilities", self.probabilities,
-                                      max_length=MAX_COMPONENTS)
-        if len(sensitivities) != len(probabilities):
-            raise ValueError(f"sensitivities and probabilities must have one length, got "
-                             f"{len(sensitivities)} and {len(probabilities)}")
-        if min(sensitivities) < 0:
-            raise ValueError(f"sensitivities must be >= 0, got {min(sensitivities)!r}")
-        if not all(0 <= p <= 1 for p in probabilities):
-            bad = next(p for p in probabilities if not 0 <= p <= 1)
-            raise ValueError(f"probabilities must be in [0, 1], got {bad!r}")
-        total = math.fsum(probabilities)
-        if abs(total - 1.0) > PROBABILITY_TOLERANCE:
-            raise ValueError(f"probabilities must sum to 1 (within {PROBABILITY_TOLERANCE:g}), "
-                             f"got {total!r}")
+        sensitivities, probabilities = checked_mixture(self.sensitivities, self.probabilities)
         top = max(c for c, p in zip(sensitivities, probabilities, strict=True) if p > 0)
         if top > 0:
             # past 700 the atom at L_lo has a P-mass below the smallest double (as Laplace)
@@ -270,14 +252,7 @@ class LaplaceMixture(Mechanism):
             increasing order, and their probabilities (those of equal shifts added, all divided
             by the sum of ``probabilities``).
         """
-        grouped: dict[float, list[float]] = {}
-        for c, p in zip(self.sensitivities, self.probabilities, strict=True):
-            if p > 0:
-                grouped.setdefault(c, []).append(p)
-        total = math.fsum(self.probabilities)
-        keys = sorted(grouped)
-        return (tuple(c / self.scale for c in keys),
-                tuple(math.fsum(grouped[c]) / total for c in keys))
+        return distinct_components(self.sensitivities, self.probabilities, self.scale)
 
     @property
     def symmetric(self) -> bool:  # type: ignore[override]
