@@ -113,9 +113,11 @@ def test_refinement_gives_a_near_miss_one_more_round():
     far = {1.0: 0.9, 0.5: 0.89, 0.25: 1e-4}  # far above the accuracy: the floor, no retry
     grew = {1.0: 0.128, 0.5: 2.95e-3, 0.25: 7.8e-3, 0.125: 8.1e-4}  # a sampled Laplace's grids
     assert refine(1.0, grew[1.0], grew.__getitem__, 1e-3, lambda h, g: h / 2) == (0.125, 8.1e-4)
-    worse = {1.0: 0.128, 0.5: 2.95e-3, 0.25: 7.8e-3, 0.125: 6e-3}  # the retry is no better:
+    # the retry is no better: the finest grid is kept (later queries at other deltas start from
+    # it, and a finer grid serves them better than the one with the smallest gap here)
+    worse = {1.0: 0.128, 0.5: 2.95e-3, 0.25: 7.8e-3, 0.125: 6e-3}
     assert refine(1.0, worse[1.0], worse.__getitem__, 1e-3, lambda h, g: h / 2) == (
-        0.5, 2.95e-3)  # the best grid tried, not the last
+        0.125, 6e-3)
     assert refine(1.0, far[1.0], far.__getitem__, 1e-3, lambda h, g: h / 2) == (0.5, 0.89)
 
 

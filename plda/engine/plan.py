@@ -399,7 +399,7 @@ def refine(step: float, gap: float, gap_at: Callable[[float], float], accuracy: 
     """The one refinement loop: finer steps while the gap misses the accuracy.
 
     Stops when the gap meets the accuracy, when it stops shrinking (``> 0.7`` of the previous
-    one: the floor; a near miss, within 10x the accuracy, gets one more round), when
+    one: the floor; a near miss, within 10x the accuracy and 1e-2, gets one more round), when
     ``next_step`` returns None (finer than allowed), or when the finer composition does not
     fit (``gap_at`` raises ``MemoryError``: :class:`~plda._internal.errors.GridTooLarge`).
 
@@ -421,13 +421,13 @@ def refine(step: float, gap: float, gap_at: Callable[[float], float], accuracy: 
     Returns
     -------
     tuple of float
-        The step of the smallest gap tried, and that gap.
+        The last step tried successfully (the finest) and its gap.
     """
-    previous, stalled, best = math.inf, False, (gap, step)
+    previous, stalled = math.inf, False
     for _ in range(rounds):
         # past 0.7 of the previous gap: the floor, unless a near miss seen once (with large
         # atoms the gap jumps with the grid's alignment: 2.95e-3, 7.8e-3, then 8.1e-4)
-        floor = gap > 0.7 * previous and (stalled or gap > 10.0 * accuracy)
+        floor = gap > 0.7 * previous and (stalled or gap > min(10.0 * accuracy, 1e-2))
         if gap <= accuracy or floor:
             break
         stalled = gap > 0.7 * previous
@@ -439,8 +439,7 @@ def refine(step: float, gap: float, gap_at: Callable[[float], float], accuracy: 
         except MemoryError:
             break
         step, previous, gap = finer, gap, finer_gap
-        best = min(best, (gap, step))  # a later grid may be worse (an atom's alignment)
-    return best[1], best[0]
+    return step, gap
 
 
 def common_unit(values: np.ndarray, smallest: float) -> float | None:
