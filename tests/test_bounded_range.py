@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
+from selection_reference import homogeneous_hockey_stick, instances
 
 import plda
 from plda import testing
@@ -48,30 +49,6 @@ def hockey_stick(p_runs, q_runs, eps):
         p = mpmath.fprod(run[o] for run, o in zip(p_runs, outputs, strict=True))
         q = mpmath.fprod(run[o] for run, o in zip(q_runs, outputs, strict=True))
         total += max(p - e * q, 0)
-    return total
-
-
-def instances(candidates: int):
-    """Every pair of integer utility vectors in {0, 1, 2}, coordinates moving by at most 1."""
-    vectors = list(itertools.product(range(3), repeat=candidates))
-    for u in vectors:
-        for v in vectors:
-            if u < v and max(abs(a - b) for a, b in zip(u, v, strict=True)) <= 1:
-                yield u, v
-
-
-def homogeneous_hockey_stick(p, q, count, eps):
-    """:func:`hockey_stick` of ``count`` runs of one pair, summed over the output counts (every
-    sequence with the same counts has the same probabilities): exact, and cheap for 10 runs."""
-    e = mpmath.exp(mpmath.mpf(eps))
-    total = mpmath.mpf(0)
-    for counts in itertools.product(range(count + 1), repeat=len(p)):
-        if sum(counts) != count:
-            continue
-        ways = math.factorial(count) // math.prod(math.factorial(c) for c in counts)
-        first = mpmath.fprod(pi**c for pi, c in zip(p, counts, strict=True))
-        second = mpmath.fprod(qi**c for qi, c in zip(q, counts, strict=True))
-        total += ways * max(first - e * second, 0)
     return total
 
 

@@ -18,6 +18,7 @@ import warnings
 import mpmath
 import numpy as np
 import pytest
+from selection_reference import homogeneous_hockey_stick, instances
 
 import plda
 from plda.mechanisms.noisy_max import (
@@ -90,29 +91,6 @@ def laplace_law(utilities, epsilon, digits):
 
 
 LAWS = {"exponential": permute_and_flip_law, "laplace": laplace_noisy_max_law}
-
-
-def instances(candidates: int):
-    """Every pair of integer utility vectors in {0, 1, 2}, coordinates moving by at most 1."""
-    vectors = list(itertools.product(range(3), repeat=candidates))
-    for u in vectors:
-        for v in vectors:
-            if u < v and max(abs(a - b) for a, b in zip(u, v, strict=True)) <= 1:
-                yield u, v
-
-
-def homogeneous_hockey_stick(p, q, count, eps):
-    """Exact ``delta(eps)`` of ``count`` runs of one pair, summed over the output counts."""
-    e = mpmath.exp(mpmath.mpf(eps))
-    total = mpmath.mpf(0)
-    for counts in itertools.product(range(count + 1), repeat=len(p)):
-        if sum(counts) != count:
-            continue
-        ways = math.factorial(count) // math.prod(math.factorial(c) for c in counts)
-        first = mpmath.fprod(pi**c for pi, c in zip(p, counts, strict=True))
-        second = mpmath.fprod(qi**c for qi, c in zip(q, counts, strict=True))
-        total += ways * max(first - e * second, 0)
-    return total
 
 
 # ------------------------------------------------------------------ the guarantee relied on
