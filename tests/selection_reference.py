@@ -19,8 +19,9 @@ def instances(candidates: int):
 
 
 def homogeneous_hockey_stick(p, q, count, eps):
-    """:func:`hockey_stick` of ``count`` runs of one pair, summed over the output counts (every
-    sequence with the same counts has the same probabilities): exact, and cheap for 10 runs."""
+    """Exact ``delta(eps)`` of ``count`` runs of one pair (output laws ``p`` against ``q``),
+    summed over the output counts (every sequence with the same counts has the same
+    probabilities): cheap for 10 runs."""
     e = mpmath.exp(mpmath.mpf(eps))
     total = mpmath.mpf(0)
     for counts in itertools.product(range(count + 1), repeat=len(p)):
