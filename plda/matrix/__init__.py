@@ -9,6 +9,7 @@ reduction assumes of the training loop: ``docs/howto/dp-ftrl.md``.
 from __future__ import annotations
 
 from plda.matrix.amplified import CyclicPoissonBandMF
+from plda.matrix.conditional import PoissonMatrixMechanism
 from plda.matrix.reductions import MatrixReduction, MultiEpochMF, TreeAggregation, tree_depth
 from plda.matrix.sensitivity import Sensitivity, sensitivity
 from plda.matrix.strategies import (
@@ -22,6 +23,7 @@ __all__ = [
     "CyclicPoissonBandMF",
     "MatrixReduction",
     "MultiEpochMF",
+    "PoissonMatrixMechanism",
     "Sensitivity",
     "ToeplitzStrategy",
     "column_norms",

@@ -241,3 +241,10 @@ def norms_of(checked: Checked) -> np.ndarray:
         squares = np.cumsum(checked.column**2)[::-1]  # column j keeps n - j coefficients
         return np.sqrt(squares)
     return np.sqrt(np.einsum("ij,ij->j", checked.matrix, checked.matrix))
+
+
+def dense_of(checked: Checked) -> np.ndarray:
+    """A checked strategy as a dense array (Toeplitz coefficients laid out)."""
+    if checked.is_toeplitz:
+        return toeplitz_strategy(checked.column).dense()
+    return checked.matrix
