@@ -46,6 +46,27 @@ def test_a_dense_strategy_without_sampling_is_the_library_answer(files, capsys):
     assert got["sensitivity"] == want.sensitivity.value
 
 
+def test_every_step_poisson_sampled_is_the_library_answer(files, capsys):
+    got = _json(capsys, ["epsilon", "--strategy", files["toeplitz"], "--strategy-steps", "30",
+                         "--noise-multiplier", "4", "--sample-rate", "0.1",
+                         "--strategy-sampling", "poisson", "--delta", "1e-5"])
+    want = pm.PoissonMatrixMechanism(pm.toeplitz_strategy([1.0, 0.5, 0.25], 30), 4.0, 0.1)
+    bounds = want.epsilon_bounds(1e-5)
+    assert (got["epsilon_lower"], got["epsilon_upper"]) == (bounds.lower, bounds.upper)
+    assert got["sampling"] == "poisson" and got["exact"] is False
+    assert got["tail_probability"] == 1e-10
+
+
+@pytest.mark.parametrize(("extra", "flag"), [
+    (["--strategy-sampling", "poisson"], "--strategy-sampling"),  # without --sample-rate
+    (["--sample-rate", "0.1", "--strategy-sampling", "poisson", "--bands", "3"], "--bands"),
+])
+def test_poisson_strategy_sampling_refuses_what_it_cannot_use(files, capsys, extra, flag):
+    assert main(["epsilon", "--strategy", files["toeplitz"], "--noise-multiplier", "4",
+                 "--delta", "1e-5", *extra]) == 2
+    assert f"argument {flag}" in capsys.readouterr().err
+
+
 def test_the_human_output_names_the_reduction(files, capsys):
     assert main(["epsilon", "--strategy", files["toeplitz"], "--noise-multiplier", "1",
                  "--sample-rate", "0.1", "--delta", "1e-5"]) == 0

@@ -8,7 +8,12 @@ import numpy as np
 
 from plda.cli.checks import UsageError, check_accuracy
 from plda.cli.samplers import SIZE_FLAGS
-from plda.matrix import CyclicPoissonBandMF, MultiEpochMF, toeplitz_strategy
+from plda.matrix import (
+    CyclicPoissonBandMF,
+    MultiEpochMF,
+    PoissonMatrixMechanism,
+    toeplitz_strategy,
+)
 
 __all__ = ["add_strategy_flags", "matrix_reduction", "strategy_from_file"]
 
@@ -39,6 +44,12 @@ def add_strategy_flags(parser) -> None:
     parser.add_argument(
         "--min-separation", type=int, metavar="S",
         help="without --sample-rate: the least distance between two of them (default 1)")
+    parser.add_argument(
+        "--strategy-sampling", choices=("cyclic", "poisson"), default=None,
+        help="with --sample-rate: 'cyclic' (default), cyclic Poisson BandMF, each step "
+        "sampling its own part of the data (an exact reduction); 'poisson', every step "
+        "sampling the whole data (any strategy; a certified upper bound by conditional "
+        "composition)")
     parser.add_argument(
         "--bands", type=int, metavar="B",
         help="with --sample-rate (cyclic Poisson BandMF): the number of parts (default: the "
@@ -88,9 +99,10 @@ def strategy_from_file(path: str, steps: int | None):
 def matrix_reduction(args):
     """The reduction the flags describe, and its description for the output.
 
-    ``--sample-rate`` gives cyclic Poisson BandMF (:class:`~plda.matrix.CyclicPoissonBandMF`);
-    without it, the unsampled multi-participation mechanism
-    (:class:`~plda.matrix.MultiEpochMF`).
+    ``--sample-rate`` gives cyclic Poisson BandMF (:class:`~plda.matrix.CyclicPoissonBandMF`),
+    or with ``--strategy-sampling poisson`` every step Poisson-sampled
+    (:class:`~plda.matrix.PoissonMatrixMechanism`); without it, the unsampled
+    multi-participation mechanism (:class:`~plda.matrix.MultiEpochMF`).
 
     Parameters
     ----------
@@ -100,7 +112,9 @@ def matrix_reduction(args):
     Returns
     -------
     tuple
-        ``(reduction, description)``: a :class:`~plda.matrix.MatrixReduction` and a dict.
+        ``(reduction, description)``: what answers ``epsilon_bounds`` and ``delta_bounds``
+        (a :class:`~plda.matrix.MatrixReduction` or a
+        :class:`~plda.matrix.PoissonMatrixMechanism`) and a dict.
 
     Raises
     ------
@@ -122,11 +136,23 @@ def matrix_reduction(args):
         raise UsageError("argument --noise-multiplier: required with --strategy")
     strategy = strategy_from_file(args.strategy, args.strategy_steps)
     described = {"strategy": args.strategy, "noise_multiplier": args.noise_multiplier}
+    sampling = getattr(args, "strategy_sampling", None)
+    if sampling is not None and args.sample_rate is None:
+        raise UsageError("argument --strategy-sampling: only with --sample-rate")
     try:
         if args.sample_rate is not None:
             if args.participations is not None or args.min_separation is not None:
-                raise UsageError("argument --participations: not with --sample-rate (cyclic "
-                                 "Poisson sampling sets the participations)")
+                raise UsageError("argument --participations: not with --sample-rate (Poisson "
+                                 "sampling sets the participations)")
+            if sampling == "poisson":
+                if args.bands is not None:
+                    raise UsageError("argument --bands: only with cyclic Poisson BandMF (not "
+                                     "with --strategy-sampling poisson)")
+                reduction = PoissonMatrixMechanism(strategy, args.noise_multiplier,
+                                                   args.sample_rate)
+                described.update(sample_rate=args.sample_rate, sampling="poisson",
+                                 tail_probability=reduction.charged_tail, exact=False)
+                return reduction, described
             reduction = CyclicPoissonBandMF(strategy, args.noise_multiplier, args.sample_rate,
                                             bands=args.bands)
             described.update(sample_rate=args.sample_rate, bands=reduction.bands,

@@ -180,6 +180,11 @@ def describe(described: dict) -> str:
         return "; ".join(f"{m['count']} x {m['mechanism']}" for m in described["mechanisms"])
     if "strategy" in described:
         exact = "exact" if described["exact"] else "upper bound; lower from a realized run"
+        if described.get("sampling") == "poisson":
+            return (f"matrix mechanism {described['strategy']} ({exact}): every step "
+                    f"Poisson-sampled at rate {described['sample_rate']:.6g}, noise multiplier "
+                    f"{described['noise_multiplier']}, conditional composition (tail "
+                    f"{described['tail_probability']:.3g} charged to delta)")
         if "sample_rate" in described:
             return (f"matrix mechanism {described['strategy']} ({exact}): cyclic Poisson "
                     f"BandMF, {described['bands']} bands, sample rate "
