@@ -91,3 +91,29 @@ def test_bad_input_changes_nothing():
         MatrixAccountant(np.eye(5), -1.0)
     with pytest.raises(ValueError, match="participations"):
         MatrixAccountant(np.eye(5), 1.0, participations=9)
+
+
+@pytest.mark.filterwarnings("ignore::plda.AccuracyWarning")  # the bound's own gap
+def test_every_step_poisson_sampled_is_the_conditional_bound_of_the_leading_block():
+    strategy = pm.toeplitz_strategy([0.9, 0.4, 0.2], 60)
+    run = MatrixAccountant(strategy, 4.0, sample_rate=0.02, strategy_sampling="poisson")
+    uppers = []
+    for t in (10, 30, 60):
+        run.step(t - run.steps)
+        prefix = pm.PoissonMatrixMechanism(pm.toeplitz_strategy([0.9, 0.4, 0.2], t), 4.0, 0.02)
+        assert tuple(run.epsilon_bounds(DELTA)) == tuple(prefix.epsilon_bounds(DELTA))
+        uppers.append(run.epsilon(DELTA))
+    assert uppers[0] < uppers[1] < uppers[2]
+    resumed = MatrixAccountant(strategy, 4.0, sample_rate=0.02, strategy_sampling="poisson")
+    resumed.load_state_dict(run.state_dict())
+    assert tuple(resumed.delta_bounds(1.0)) == tuple(run.delta_bounds(1.0))
+
+
+@pytest.mark.parametrize("options, match", [
+    (dict(strategy_sampling="poisson"), "sample_rate"),
+    (dict(sample_rate=0.1, strategy_sampling="poisson", bands=2), "bands"),
+    (dict(sample_rate=0.1, strategy_sampling="shuffled"), "strategy_sampling"),
+])
+def test_strategy_sampling_refuses_what_it_cannot_use(options, match):
+    with pytest.raises(ValueError, match=match):
+        MatrixAccountant(np.eye(5), 1.0, **options)

@@ -21,6 +21,17 @@ def test_band_mf_meets_an_epsilon_target_within_the_tolerance():
     assert (again.lower, again.upper) == (found.lower, found.upper)
 
 
+def test_every_step_poisson_sampled_meets_an_epsilon_target():
+    run = pm.PoissonMatrixMechanism(pm.toeplitz_strategy([0.9, 0.4], 100), 4.0, 0.02)
+    with pytest.warns(plda.AccuracyWarning, match="relative gap"):  # the bound's own gap
+        found = calibrate_matrix_noise_multiplier(run, target_epsilon=1.0, target_delta=1e-6)
+    assert 1.0 * (1 - 1e-2) <= found.upper <= 1.0 and found.lower <= found.upper
+    again = dataclasses.replace(run, noise_multiplier=found.value).epsilon_bounds(1e-6)
+    assert again.upper <= 1.0
+    with pytest.raises(ValueError, match="epsilon target only"):
+        calibrate_matrix_noise_multiplier(run, target_advantage=0.1)
+
+
 def test_an_unsampled_identity_run_lands_on_the_gaussian_dp_noise():
     """``C = I``, ``k`` participations: a Gaussian of sensitivity ``sqrt(k)``, so the noise is
     ``sqrt(k) / mu`` for the mu-GDP that meets the target exactly."""

@@ -46,6 +46,7 @@ def test_a_dense_strategy_without_sampling_is_the_library_answer(files, capsys):
     assert got["sensitivity"] == want.sensitivity.value
 
 
+@pytest.mark.filterwarnings("ignore::plda.AccuracyWarning")  # the bound's own gap
 def test_every_step_poisson_sampled_is_the_library_answer(files, capsys):
     got = _json(capsys, ["epsilon", "--strategy", files["toeplitz"], "--strategy-steps", "30",
                          "--noise-multiplier", "4", "--sample-rate", "0.1",

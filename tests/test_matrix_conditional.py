@@ -13,6 +13,9 @@ import plda
 import plda.matrix as pm
 from plda.matrix import PoissonMatrixMechanism
 
+# the bound's own gap exceeds the default accuracy and is said (tested below, once)
+pytestmark = pytest.mark.filterwarnings("ignore::plda.AccuracyWarning")
+
 
 def exact_two_step_delta(strategy, sigma, q, epsilon, direction):
     """delta(eps) of a 2-step matrix mechanism, Poisson rate q, one record moving by 1.
@@ -148,6 +151,16 @@ def test_delta_at_or_below_the_tail_reads_the_unamplified_gaussian():
     assert run.epsilon(1e-6) == unamplified.epsilon(1e-6)
     assert run.epsilon(1e-5) < unamplified.epsilon(1e-5)
     assert run.delta(50.0) >= 0 and run.delta_bounds(0.5).upper >= 1e-6
+
+
+@pytest.mark.filterwarnings("error::plda.AccuracyWarning")
+def test_a_gap_wider_than_the_accuracy_is_said_and_an_upper_bound_alone_is_quiet():
+    run = PoissonMatrixMechanism(pm.toeplitz_strategy([1.0, 0.5], 30), 4.0, 0.01)
+    with pytest.warns(plda.AccuracyWarning, match="conditional-composition"):
+        run.epsilon_bounds(1e-6)
+    with pytest.warns(plda.AccuracyWarning, match="conditional-composition"):
+        run.delta_bounds(0.02)
+    assert run.epsilon(1e-6) > 0 and run.delta(0.02) > 0  # no warning: nothing to judge
 
 
 def test_shared_between_threads_every_answer_is_the_same():

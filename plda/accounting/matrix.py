@@ -15,7 +15,13 @@ import numpy as np
 
 from plda._internal.validation import count as check_count
 from plda.bounds import Bounds
-from plda.matrix import CyclicPoissonBandMF, MultiEpochMF, ToeplitzStrategy, toeplitz_strategy
+from plda.matrix import (
+    CyclicPoissonBandMF,
+    MultiEpochMF,
+    PoissonMatrixMechanism,
+    ToeplitzStrategy,
+    toeplitz_strategy,
+)
 from plda.matrix.reductions import MatrixReduction
 from plda.pld import DEFAULT_ACCURACY
 
@@ -26,7 +32,9 @@ class MatrixAccountant:
     """Certified privacy of a matrix-mechanism run so far, recorded as the steps happen.
 
     With ``sample_rate`` the run is cyclic Poisson BandMF
-    (:class:`~plda.matrix.CyclicPoissonBandMF`); without it, the unsampled mechanism where a
+    (:class:`~plda.matrix.CyclicPoissonBandMF`), or with ``strategy_sampling="poisson"`` every
+    step Poisson-sampled from the whole data (:class:`~plda.matrix.PoissonMatrixMechanism`, a
+    certified upper bound by conditional composition); without it, the unsampled mechanism where a
     record takes part in at most ``participations`` steps at least ``min_separation`` apart
     (:class:`~plda.matrix.MultiEpochMF`). After ``t`` steps the queries answer for the prefix
     strategy ``C[:t, :t]``: a record's participations among the first ``t`` steps, at most
@@ -43,6 +51,9 @@ class MatrixAccountant:
         Cyclic Poisson sampling at this rate within a part; None: no sampling.
     bands : int, optional
         With ``sample_rate``: the number of parts (default the strategy's bands).
+    strategy_sampling : str, optional
+        With ``sample_rate``: ``"cyclic"`` (default, cyclic Poisson BandMF) or ``"poisson"``
+        (every step samples the whole data).
     participations : int, optional
         Without ``sample_rate``: the most steps a record takes part in (default 1).
     min_separation : int, optional
@@ -70,13 +81,21 @@ class MatrixAccountant:
 
     def __init__(self, strategy, noise_multiplier: float, *, sample_rate: float | None = None,
                  bands: int | None = None, participations: int | None = None,
-                 min_separation: int | None = None, accuracy: float = DEFAULT_ACCURACY):
+                 min_separation: int | None = None, accuracy: float = DEFAULT_ACCURACY,
+                 strategy_sampling: str = "cyclic"):
         if sample_rate is not None and (participations is not None
                                         or min_separation is not None):
             raise ValueError("participations and min_separation describe an unsampled run; "
                              "with sample_rate (cyclic Poisson BandMF) leave them out")
         if sample_rate is None and bands is not None:
             raise ValueError("bands is for cyclic Poisson BandMF: give sample_rate too")
+        if strategy_sampling not in ("cyclic", "poisson"):
+            raise ValueError("strategy_sampling must be 'cyclic' or 'poisson', got "
+                             f"{strategy_sampling!r}")
+        if strategy_sampling == "poisson" and (sample_rate is None or bands is not None):
+            raise ValueError("strategy_sampling='poisson' needs sample_rate and takes no "
+                             "bands (every step samples the whole data)")
+        self.strategy_sampling = strategy_sampling
         self.options = dict(noise_multiplier=noise_multiplier, sample_rate=sample_rate,
                             participations=participations or 1,
                             min_separation=min_separation or 1)
@@ -89,14 +108,17 @@ class MatrixAccountant:
         # the whole run's reduction validates every argument now, before any step; its parts
         # are the run's parts at every prefix
         self.whole = self._reduction(strategy, self.size, bands)
-        self.bands = self.whole.bands if sample_rate is not None else None
+        self.bands = self.whole.bands if sample_rate is not None and (
+            strategy_sampling == "cyclic") else None
         self.steps = 0
         # the reduction of the latest prefix asked, with its PLDs: an epsilon and a delta query
         # between two steps (or a query repeated) build and discretize it once
         self._last: tuple[int, MatrixReduction] | None = None
 
-    def _reduction(self, strategy, t: int, bands: int | None) -> MatrixReduction:
+    def _reduction(self, strategy, t: int, bands: int | None):
         o = self.options
+        if self.strategy_sampling == "poisson":  # the prefix run: the same bound on C[:t, :t]
+            return PoissonMatrixMechanism(strategy, o["noise_multiplier"], o["sample_rate"])
         if o["sample_rate"] is not None:
             # the first t steps of a run in b parts are in min(b, t) parts, one round each
             return CyclicPoissonBandMF(strategy, o["noise_multiplier"], o["sample_rate"],
@@ -129,12 +151,12 @@ class MatrixAccountant:
                              f"{n} steps: a matrix mechanism's run is as long as its strategy")
         self.steps += count
 
-    def reduction(self) -> MatrixReduction:
+    def reduction(self) -> MatrixReduction | PoissonMatrixMechanism:
         """The reduction of the run so far: the same mechanism on ``C[:t, :t]``.
 
         Returns
         -------
-        MatrixReduction
+        MatrixReduction or PoissonMatrixMechanism
             Of the prefix strategy.
 
         Raises

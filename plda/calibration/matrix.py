@@ -10,6 +10,7 @@ from plda._internal.errors import check_bracket, quiet_accuracy
 from plda.calibration.core import solve
 from plda.calibration.problem import SEARCH_ACCURACY, CalibrationResult, Parameter, Target
 from plda.calibration.targets import check_options, make_target
+from plda.matrix.conditional import PoissonMatrixMechanism
 from plda.matrix.reductions import MatrixReduction
 
 __all__ = ["calibrate_matrix_noise_multiplier"]
@@ -39,6 +40,10 @@ class _MatrixEvaluator:
     def __call__(self, value, accuracy: float, search: bool) -> tuple[float, float]:
         reduction = dataclasses.replace(self.template, noise_multiplier=float(value))
         accuracy = max(accuracy, SEARCH_ACCURACY) if search else accuracy
+        if isinstance(reduction, PoissonMatrixMechanism):  # its bound is not one PLD's
+            with quiet_accuracy():
+                bounds = reduction.epsilon_bounds(self.target.delta, accuracy=accuracy)
+            return float(bounds.lower), float(bounds.upper)
         try:
             with quiet_accuracy():  # the solver reports the accuracy of its result once
                 upper = float(_objective(reduction.pld(accuracy=accuracy), self.target).upper)
@@ -66,14 +71,16 @@ def calibrate_matrix_noise_multiplier(
     """The smallest noise multiplier of a matrix mechanism whose certified bound meets a target.
 
     ``reduction`` gives everything but the noise multiplier (its own is only a template): a
-    :class:`~plda.matrix.CyclicPoissonBandMF`, :class:`~plda.matrix.MultiEpochMF` or
-    :class:`~plda.matrix.TreeAggregation`. The search is the DP-SGD calibration's
+    :class:`~plda.matrix.CyclicPoissonBandMF`, :class:`~plda.matrix.MultiEpochMF`,
+    :class:`~plda.matrix.TreeAggregation` or :class:`~plda.matrix.PoissonMatrixMechanism`
+    (an epsilon target only: its bound adds a tail probability to delta, which the risk
+    conversions of one PLD do not take). The search is the DP-SGD calibration's
     (:func:`plda.calibration.solve`) on the reduction's certified upper bound; the result's
     lower bound is the reduction's (from a realized run where the reduction is not exact).
 
     Parameters
     ----------
-    reduction : MatrixReduction
+    reduction : MatrixReduction or PoissonMatrixMechanism
         The run, at any noise multiplier.
     target_epsilon, target_delta : float, optional
         An epsilon target (``epsilon_upper(target_delta) <= target_epsilon``).
@@ -94,7 +101,8 @@ def calibrate_matrix_noise_multiplier(
     TypeError
         If ``reduction`` is not a matrix reduction, or a target is not a real number.
     ValueError
-        If the target is not exactly one complete target in range.
+        If the target is not exactly one complete target in range, or is a risk target for
+        a :class:`~plda.matrix.PoissonMatrixMechanism`.
     CalibrationError
         If no noise multiplier in ``[0.01, 1e4]`` meets the target.
 
@@ -107,13 +115,17 @@ def calibrate_matrix_noise_multiplier(
     >>> found.upper <= 2.0
     True
     """
-    if not isinstance(reduction, MatrixReduction):
+    if not isinstance(reduction, (MatrixReduction, PoissonMatrixMechanism)):
         raise TypeError("reduction must be a plda.matrix reduction (CyclicPoissonBandMF, "
-                        f"MultiEpochMF or TreeAggregation), got {type(reduction).__name__}")
+                        "MultiEpochMF, TreeAggregation or PoissonMatrixMechanism), got "
+                        f"{type(reduction).__name__}")
     target = make_target(target_epsilon, target_delta,
                          target_true_positive_rate=target_true_positive_rate,
                          at_false_positive_rate=at_false_positive_rate,
                          target_advantage=target_advantage)
+    if isinstance(reduction, PoissonMatrixMechanism) and target.objective != "epsilon":
+        raise ValueError("PoissonMatrixMechanism takes an epsilon target only (target_epsilon "
+                         "and target_delta): its bound adds a tail probability to delta")
     accuracy, rtol = check_options(accuracy, rtol, None, target)
     parameter = Parameter(
         name="noise_multiplier", low=SIGMA_RANGE[0], high=SIGMA_RANGE[1], increasing=False,

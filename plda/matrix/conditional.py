@@ -18,7 +18,7 @@ from scipy.linalg import svdvals
 from scipy.special import ndtri
 
 from plda._internal.caches import remembered
-from plda._internal.errors import check_bracket
+from plda._internal.errors import check_bracket, quiet_accuracy, warn_if_inaccurate
 from plda._internal.validation import nonnegative_float, positive_float, probability
 from plda.bounds import Bounds, check_relation
 from plda.matrix.row_mixtures import merge_dominated, row_blocks, row_key, row_mixture
@@ -27,6 +27,9 @@ from plda.mechanisms import Gaussian, GaussianMixture, PoissonSampled
 from plda.pld import DEFAULT_ACCURACY, PrivacyLossDistribution
 
 __all__ = ["PoissonMatrixMechanism"]
+
+_ADVICE = ("the gap is mostly the conditional-composition bound's (docs/howto/dp-ftrl.md, "
+           "'What it costs'): a larger noise multiplier or fewer bands narrow it.")
 
 @dataclass(frozen=True, eq=False)
 class PoissonMatrixMechanism:
@@ -287,18 +290,26 @@ class PoissonMatrixMechanism:
             If ``delta``, ``relation`` or ``accuracy`` is out of range.
         InvertedBracketError
             If the lower bound exceeds the upper one (a defect, never clamped).
+
+        Warns
+        -----
+        AccuracyWarning
+            Where the interval is wider than ``accuracy`` (relative): the bound's own gap.
         """
         delta = self._checked_query("delta", delta, relation)
         tail = self.charged_tail
-        upper = PrivacyLossDistribution.from_mechanism(
-            self.unamplified, accuracy=accuracy).epsilon(delta)
-        if delta > tail:
-            # delta - tail rounded down, so that the epsilon read at it only grows
-            budget = float(np.nextafter(delta - tail, 0.0)) if tail else delta
-            upper = min(upper, float(self.pld(accuracy=accuracy).epsilon(budget)))
-        lower_pld = self.lower_pld(accuracy=accuracy)
-        lower = 0.0 if lower_pld is None else float(lower_pld.epsilon_bounds(delta).lower)
+        with quiet_accuracy():  # the gap of the whole is judged below, once
+            upper = PrivacyLossDistribution.from_mechanism(
+                self.unamplified, accuracy=accuracy).epsilon(delta)
+            if delta > tail:
+                # delta - tail rounded down, so that the epsilon read at it only grows
+                budget = float(np.nextafter(delta - tail, 0.0)) if tail else delta
+                upper = min(upper, float(self.pld(accuracy=accuracy).epsilon(budget)))
+            lower_pld = self.lower_pld(accuracy=accuracy)
+            lower = 0.0 if lower_pld is None else float(lower_pld.epsilon_bounds(delta).lower)
         check_bracket(lower, upper, query="PoissonMatrixMechanism.epsilon_bounds")
+        warn_if_inaccurate(lower, upper, accuracy, query="PoissonMatrixMechanism.epsilon_bounds",
+                           advice=_ADVICE)
         return Bounds(lower=lower, upper=float(upper))
 
     def delta_bounds(self, epsilon: float, *, relation: str = "add_remove",
@@ -326,16 +337,24 @@ class PoissonMatrixMechanism:
             If ``epsilon``, ``relation`` or ``accuracy`` is out of range.
         InvertedBracketError
             If the lower bound exceeds the upper one (a defect, never clamped).
+
+        Warns
+        -----
+        AccuracyWarning
+            Where the interval is wider than ``accuracy`` (relative): the bound's own gap.
         """
         epsilon = self._checked_query("epsilon", epsilon, relation)
-        mixtures = float(self.pld(accuracy=accuracy).delta(epsilon))
-        charged = float(np.nextafter(mixtures + self.charged_tail, np.inf))
-        unamplified = float(PrivacyLossDistribution.from_mechanism(
-            self.unamplified, accuracy=accuracy).delta(epsilon))
-        upper = min(1.0, charged, unamplified)
-        lower_pld = self.lower_pld(accuracy=accuracy)
-        lower = 0.0 if lower_pld is None else float(lower_pld.delta_bounds(epsilon).lower)
+        with quiet_accuracy():  # the gap of the whole is judged below, once
+            mixtures = float(self.pld(accuracy=accuracy).delta(epsilon))
+            charged = float(np.nextafter(mixtures + self.charged_tail, np.inf))
+            unamplified = float(PrivacyLossDistribution.from_mechanism(
+                self.unamplified, accuracy=accuracy).delta(epsilon))
+            upper = min(1.0, charged, unamplified)
+            lower_pld = self.lower_pld(accuracy=accuracy)
+            lower = 0.0 if lower_pld is None else float(lower_pld.delta_bounds(epsilon).lower)
         check_bracket(lower, upper, query="PoissonMatrixMechanism.delta_bounds")
+        warn_if_inaccurate(lower, upper, accuracy, query="PoissonMatrixMechanism.delta_bounds",
+                           advice=_ADVICE)
         return Bounds(lower=lower, upper=upper)
 
     def epsilon(self, delta: float, *, relation: str = "add_remove") -> float:
@@ -357,7 +376,8 @@ class PoissonMatrixMechanism:
         ValueError
             If ``delta`` or ``relation`` is out of range.
         """
-        return self.epsilon_bounds(delta, relation=relation).upper
+        with quiet_accuracy():  # an upper bound alone: no interval to judge
+            return self.epsilon_bounds(delta, relation=relation).upper
 
     def delta(self, epsilon: float, *, relation: str = "add_remove") -> float:
         """Certified upper bound on delta at ``epsilon`` (:meth:`delta_bounds`' upper).
@@ -378,7 +398,8 @@ class PoissonMatrixMechanism:
         ValueError
             If ``epsilon`` or ``relation`` is out of range.
         """
-        return self.delta_bounds(epsilon, relation=relation).upper
+        with quiet_accuracy():
+            return self.delta_bounds(epsilon, relation=relation).upper
 
     @staticmethod
     def _checked_query(name: str, value, relation: str) -> float:
