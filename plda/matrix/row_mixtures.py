@@ -17,7 +17,10 @@ __all__ = ["merge_dominated", "round_up", "row_blocks", "row_key", "row_mixture"
 #: rows with at most this many non-zero entries get their mixture by exact enumeration; longer
 #: rows on a grid of GRID_CELLS cells, each entry rounded up to a whole cell
 EXACT_ENTRIES = 12
-GRID_CELLS = 4096
+GRID_CELLS = 1 << 16
+#: most components of a row's mixture: more are merged by rounding shifts up to as many levels
+#: (every discretization point evaluates every component)
+MAX_COMPONENTS = 512
 #: mass of a row's top components moved to its largest shift (moving mass up keeps the pair
 #: dominating); it only trims components no query can see
 TRIM_MASS = 1e-18
@@ -72,8 +75,9 @@ def row_mixture(entries: np.ndarray, rates: np.ndarray) -> tuple[tuple, tuple]:
     """Shifts and weights of ``sum_j entries_j X_j``, ``X_j ~ Bernoulli(rates_j)`` independent.
 
     Exact for at most :data:`EXACT_ENTRIES` non-zero entries; otherwise every entry is
-    rounded up to a whole cell of a grid over ``[0, sum entries]``, so the sum only grows (a
-    dominating pair).
+    rounded up to a whole cell of a grid over ``[0, sum entries]``; beyond
+    :data:`MAX_COMPONENTS` components, shifts are rounded up to that many levels. Each step
+    only makes the sum larger (a dominating pair).
 
     Parameters
     ----------
@@ -113,6 +117,13 @@ def row_mixture(entries: np.ndarray, rates: np.ndarray) -> tuple[tuple, tuple]:
             weights[:k] *= 1 - p
             top += k
         shifts = np.arange(weights.size) * cell * (1 + 4 * np.finfo(float).eps)
+    if shifts.size > MAX_COMPONENTS:  # round shifts up to MAX_COMPONENTS levels over [0, top]
+        level = float(shifts[-1]) / (MAX_COMPONENTS - 1)
+        index = np.minimum(np.ceil(shifts / level * (1 + 4 * np.finfo(float).eps)),
+                           MAX_COMPONENTS - 1).astype(int)
+        weights = np.bincount(index, weights=weights, minlength=MAX_COMPONENTS)
+        shifts = np.maximum(np.arange(MAX_COMPONENTS) * level, np.where(
+            np.arange(MAX_COMPONENTS) == MAX_COMPONENTS - 1, shifts[-1], 0.0))
     # the float products may misplace about (entries + 2) ulps of each tail's mass: move
     # more than that from the smallest shift to the largest, so every tail only grows
     weights = weights / math.fsum(weights)
