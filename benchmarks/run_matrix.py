@@ -436,8 +436,9 @@ def main() -> None:
                      f"{laws} | {unamplified:.4f} | {dp_sgd:.4f} |")
     samples = args.monte_carlo_samples
     lines += ["", f"Monte Carlo ({samples} outputs per direction, forward algorithm over the "
-              "band) of the *realized* run behind the lower bound's pair family (the record's "
-              "gradient one unit vector at every step, every other gradient 0), epsilon at "
+              "band) of the *realized* run (the record's gradient one unit vector at every "
+              "step, every other gradient 0; the lower bound is a post-processing of it), "
+              "epsilon at "
               "delta = 1e-3 for the 3-band strategy, n = 2000, q = 0.01. It estimates one "
               "realized pair, so it is not a certificate; a value inside plda's bracket says "
               "where the truth likely is.", "",
