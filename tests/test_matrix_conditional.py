@@ -138,6 +138,24 @@ def test_a_banded_run_sits_between_its_lower_bound_and_the_unamplified_gaussian(
     assert lower == dp_sgd.epsilon_bounds(1e-6).lower
 
 
+def test_every_record_in_every_step_is_the_unamplified_gaussian():
+    strategy = np.array([[1.0, 0, 0], [0.5, 1.0, 0], [0.2, 0.5, 1.0]])
+    run = PoissonMatrixMechanism(strategy, 2.0, 1.0)  # q = 1: nothing to amplify
+    unamplified = plda.PrivacyLossDistribution.from_mechanism(run.unamplified).epsilon(1e-6)
+    assert run.epsilon(1e-6) == unamplified
+    # signs do not matter to the bound (|C| enters it), nor to the realized lower bound
+    assert (PoissonMatrixMechanism(-strategy, 2.0, 0.1).epsilon_bounds(1e-6)
+            == PoissonMatrixMechanism(strategy, 2.0, 0.1).epsilon_bounds(1e-6))
+
+
+def test_a_singular_strategy_keeps_its_upper_bound_and_a_zero_lower_bound():
+    run = PoissonMatrixMechanism(np.array([[1.0, 0, 0], [0.5, 0.0, 0], [0.2, 0.5, 1.0]]), 2.0,
+                                 0.1)
+    assert run.lower_noise_multiplier == np.inf and run.lower_pld() is None
+    lower, upper = run.epsilon_bounds(1e-6)
+    assert lower == 0.0 and 0 < upper < np.inf
+
+
 def test_more_noise_never_costs_more():
     strategy = pm.toeplitz_strategy([0.8, 0.6], 60)
     uppers = [PoissonMatrixMechanism(strategy, s, 0.05).epsilon(1e-6) for s in (2.0, 3.0, 5.0)]
