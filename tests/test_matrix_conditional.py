@@ -12,6 +12,7 @@ from scipy.optimize import brentq
 import plda
 import plda.matrix as pm
 from plda.matrix import PoissonMatrixMechanism
+from plda.matrix.row_mixtures import realized_row_mixture
 
 # the bound's own gap exceeds the default accuracy and is said (tested below, once)
 pytestmark = pytest.mark.filterwarnings("ignore::plda.AccuracyWarning")
@@ -95,6 +96,37 @@ def test_the_exact_reference_is_the_dp_sgd_value_for_the_identity():
         assert lower <= worst * (1 + 1e-9) and worst <= upper * (1 + 1e-9)
 
 
+def test_the_thinned_rows_lower_bound_meets_the_exact_value_of_a_diagonal_strategy():
+    # a diagonal strategy is 1-banded: every row is kept and the thinned pair is the run itself
+    strategy, sigma, q = [[1.0, 0.0], [0.0, 0.8]], 1.0, 0.3
+    run = PoissonMatrixMechanism(np.array(strategy), sigma, q)
+    for epsilon in (0.1, 0.5):
+        exact = max(exact_two_step_delta(strategy, sigma, q, epsilon, d) for d in ("remove", "add"))
+        lower, upper = run.delta_bounds(epsilon)
+        assert exact * (1 - 2e-3) <= lower <= exact * (1 + 1e-9) and exact <= upper
+
+
+def test_the_thinned_rows_are_every_band_th_row_from_the_last():
+    c, q, sigma = (0.9, 0.4), 0.05, 2.0
+    run = PoissonMatrixMechanism(pm.toeplitz_strategy(c, 5), sigma, q)
+    thinned = run.lower_plds()[-1]  # rows 4, 2, 0: windows {3, 4}, {1, 2}, {0}
+    pair = plda.GaussianMixture(sigma, (0.0, 0.4, 0.9, 1.3),
+                                ((1 - q) ** 2, q * (1 - q), q * (1 - q), q * q))
+    single = plda.GaussianMixture(sigma, (0.0, 0.9), (1 - q, q))
+    by_hand = plda.PrivacyLossDistribution(((pair, 2), (single, 1)))
+    np.testing.assert_allclose(tuple(thinned.epsilon_bounds(1e-6)),
+                               tuple(by_hand.epsilon_bounds(1e-6)), rtol=1e-9)
+
+
+def test_the_realized_row_mixture_rounds_toward_a_weaker_pair():
+    shifts, weights = realized_row_mixture(np.array([0.3, 0.7]), 0.2)
+    assert all(a <= b for a, b in zip(shifts, (0.0, 0.3, 0.7, 1.0), strict=True))
+    assert abs(sum(weights) - 1) < 1e-15 and weights[-1] <= 0.04
+    assert realized_row_mixture(np.array([0.3, -0.7]), 0.2) is None  # mixed signs
+    assert realized_row_mixture(-np.array([0.3, 0.7]), 0.2) == (shifts, weights)  # mirrored
+    assert realized_row_mixture(np.ones(13), 0.2) is None  # beyond exact enumeration
+
+
 def test_the_posterior_bound_is_needed():
     # the test can fail: rows read as independent mixtures at the prior rate (no posterior
     # bound) under-report the exact two-step delta
@@ -135,7 +167,8 @@ def test_a_banded_run_sits_between_its_lower_bound_and_the_unamplified_gaussian(
     assert 0 < lower < upper < unamplified / 10  # amplification is worth more than 10x here
     dp_sgd = plda.PrivacyLossDistribution.from_mechanism(
         plda.PoissonSampled(plda.Gaussian(run.lower_noise_multiplier), 0.01), 200)
-    assert lower == dp_sgd.epsilon_bounds(1e-6).lower
+    assert lower == max(pld.epsilon_bounds(1e-6).lower for pld in run.lower_plds())
+    assert lower >= dp_sgd.epsilon_bounds(1e-6).lower
 
 
 def test_every_record_in_every_step_is_the_unamplified_gaussian():
@@ -151,7 +184,7 @@ def test_every_record_in_every_step_is_the_unamplified_gaussian():
 def test_a_singular_strategy_keeps_its_upper_bound_and_a_zero_lower_bound():
     run = PoissonMatrixMechanism(np.array([[1.0, 0, 0], [0.5, 0.0, 0], [0.2, 0.5, 1.0]]), 2.0,
                                  0.1)
-    assert run.lower_noise_multiplier == np.inf and run.lower_pld() is None
+    assert run.lower_noise_multiplier == np.inf and run.lower_plds() == ()
     lower, upper = run.epsilon_bounds(1e-6)
     assert lower == 0.0 and 0 < upper < np.inf
 

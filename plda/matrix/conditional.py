@@ -21,7 +21,13 @@ from plda._internal.caches import remembered
 from plda._internal.errors import check_bracket, quiet_accuracy, warn_if_inaccurate
 from plda._internal.validation import nonnegative_float, positive_float, probability
 from plda.bounds import Bounds, check_relation
-from plda.matrix.row_mixtures import merge_dominated, row_blocks, row_key, row_mixture
+from plda.matrix.row_mixtures import (
+    merge_dominated,
+    realized_row_mixture,
+    row_blocks,
+    row_key,
+    row_mixture,
+)
 from plda.matrix.strategies import Checked, check_strategy, dense_of, norms_of
 from plda.mechanisms import Gaussian, GaussianMixture, PoissonSampled
 from plda.pld import DEFAULT_ACCURACY, PrivacyLossDistribution
@@ -52,9 +58,10 @@ class PoissonMatrixMechanism:
     ``delta(eps) <= delta_mixtures(eps) + tail_probability``.
 
     The upper bound is the smaller of that and the Gaussian of a record taking part in every
-    step (no amplification); the lower bound is the realized pair ``x + (sigma / s) N(0, I)``
-    (``s <= sigma_min(C)``, a post-processing of ``C^{-1}`` of the output): DP-SGD with
-    :attr:`lower_noise_multiplier`. With ``C = I`` both are DP-SGD (no tail is charged).
+    step (no amplification); the lower bound is the larger over two post-processings of a
+    realized run (:meth:`lower_plds`): DP-SGD at :attr:`lower_noise_multiplier` (the output
+    times ``C^{-1}``, whitened), and for a banded strategy every ``b``-th row alone. With
+    ``C = I`` both bounds are DP-SGD (no tail is charged).
     The proof, and what is assumed of the training loop: ``docs/howto/dp-ftrl.md``.
 
     Parameters
@@ -240,8 +247,18 @@ class PoissonMatrixMechanism:
             return self.noise_multiplier / s if s > 0 else math.inf
         return remembered(self, ("lower sigma",), compute)
 
-    def lower_pld(self, *, accuracy: float = DEFAULT_ACCURACY) -> PrivacyLossDistribution | None:
-        """DP-SGD at :attr:`lower_noise_multiplier` for ``n`` steps: a realized lower bound.
+    def lower_plds(self, *, accuracy: float = DEFAULT_ACCURACY) -> tuple:
+        """PLDs of post-processings of the realized run: their lower bounds hold.
+
+        The realized run has the record's gradient one unit vector at every step and every
+        other gradient 0. Two post-processings of it:
+
+        - ``C^{-1} y`` whitened: DP-SGD at :attr:`lower_noise_multiplier` for ``n`` steps
+          (when ``C`` is invertible);
+        - for a ``b``-banded strategy, every ``b``-th row from the last: their entries touch
+          disjoint steps and their noises are independent, so they compose as
+          ``GaussianMixture`` pairs of ``sum_j C_ij X_j`` (rows of one sign, at most 12
+          entries; the others dropped).
 
         Parameters
         ----------
@@ -250,19 +267,38 @@ class PoissonMatrixMechanism:
 
         Returns
         -------
-        PrivacyLossDistribution or None
-            None when ``C`` is singular (the lower bound is then 0).
+        tuple of PrivacyLossDistribution
+            Possibly empty (a singular strategy with no usable row): the lower bound is then 0.
 
         Raises
         ------
         ValueError
             If ``accuracy`` is out of range.
         """
+        return remembered(self, ("lower plds", accuracy), lambda: self._lower_plds(accuracy))
+
+    def _lower_plds(self, accuracy):
+        found = []
         sigma = self.lower_noise_multiplier
-        if not math.isfinite(sigma):
-            return None
-        step = PoissonSampled(Gaussian(sigma=sigma), sample_rate=self.sample_rate)
-        return PrivacyLossDistribution.from_mechanism(step, self.steps, accuracy=accuracy)
+        if math.isfinite(sigma):
+            step = PoissonSampled(Gaussian(sigma=sigma), sample_rate=self.sample_rate)
+            found.append(PrivacyLossDistribution.from_mechanism(step, self.steps,
+                                                                accuracy=accuracy))
+        bands = self._checked.bands or self.steps
+        if bands < self.steps:
+            dense = dense_of(self._checked)
+            rows: dict[tuple, int] = {}
+            for i in range(self.steps - 1, -1, -bands):  # disjoint windows [i - b + 1, i]
+                mixture = realized_row_mixture(dense[i, max(0, i - bands + 1) : i + 1],
+                                               self.sample_rate)
+                if mixture is not None:
+                    rows[mixture] = rows.get(mixture, 0) + 1
+            if rows:
+                laws = tuple((GaussianMixture(sigma=self.noise_multiplier, sensitivities=shifts,
+                                              probabilities=weights), count)
+                             for (shifts, weights), count in rows.items())
+                found.append(PrivacyLossDistribution(laws, "add_remove", accuracy))
+        return tuple(found)
 
     # ------------------------------------------------------------ queries
     def epsilon_bounds(self, delta: float, *, relation: str = "add_remove",
@@ -282,7 +318,7 @@ class PoissonMatrixMechanism:
         -------
         Bounds
             ``upper = min(eps_mixtures(delta - tail), eps_unamplified(delta))``, ``lower``
-            from :meth:`lower_pld`.
+            the largest over :meth:`lower_plds`.
 
         Raises
         ------
@@ -305,8 +341,8 @@ class PoissonMatrixMechanism:
                 # delta - tail rounded down, so that the epsilon read at it only grows
                 budget = float(np.nextafter(delta - tail, 0.0)) if tail else delta
                 upper = min(upper, float(self.pld(accuracy=accuracy).epsilon(budget)))
-            lower_pld = self.lower_pld(accuracy=accuracy)
-            lower = 0.0 if lower_pld is None else float(lower_pld.epsilon_bounds(delta).lower)
+            lower = max((float(p.epsilon_bounds(delta).lower)
+                         for p in self.lower_plds(accuracy=accuracy)), default=0.0)
         check_bracket(lower, upper, query="PoissonMatrixMechanism.epsilon_bounds")
         warn_if_inaccurate(lower, upper, accuracy, query="PoissonMatrixMechanism.epsilon_bounds",
                            advice=_ADVICE)
@@ -329,7 +365,7 @@ class PoissonMatrixMechanism:
         -------
         Bounds
             ``upper = min(1, delta_mixtures(eps) + tail, delta_unamplified(eps))``, ``lower``
-            from :meth:`lower_pld`.
+            the largest over :meth:`lower_plds`.
 
         Raises
         ------
@@ -350,8 +386,8 @@ class PoissonMatrixMechanism:
             unamplified = float(PrivacyLossDistribution.from_mechanism(
                 self.unamplified, accuracy=accuracy).delta(epsilon))
             upper = min(1.0, charged, unamplified)
-            lower_pld = self.lower_pld(accuracy=accuracy)
-            lower = 0.0 if lower_pld is None else float(lower_pld.delta_bounds(epsilon).lower)
+            lower = max((float(p.delta_bounds(epsilon).lower)
+                         for p in self.lower_plds(accuracy=accuracy)), default=0.0)
         check_bracket(lower, upper, query="PoissonMatrixMechanism.delta_bounds")
         warn_if_inaccurate(lower, upper, accuracy, query="PoissonMatrixMechanism.delta_bounds",
                            advice=_ADVICE)

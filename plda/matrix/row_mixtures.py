@@ -12,7 +12,14 @@ import math
 
 import numpy as np
 
-__all__ = ["merge_dominated", "round_up", "row_blocks", "row_key", "row_mixture"]
+__all__ = [
+    "merge_dominated",
+    "realized_row_mixture",
+    "round_up",
+    "row_blocks",
+    "row_key",
+    "row_mixture",
+]
 
 #: rows with at most this many non-zero entries get their mixture by exact enumeration; longer
 #: rows on a grid of GRID_CELLS cells, each entry rounded up to a whole cell
@@ -196,3 +203,46 @@ def merge_dominated(rows: dict[tuple, int]) -> dict[tuple, int]:
                 merged[other] = total + merged.pop(key)
                 break
     return merged
+
+
+def realized_row_mixture(entries: np.ndarray, rate: float) -> tuple[tuple, tuple] | None:
+    """Shifts and weights of ``sum_j entries_j X_j``, ``X_j ~ Bernoulli(rate)``, rounded down.
+
+    For a lower bound: every shift is lowered by a few ulps per entry and the float error of
+    the weights moved from the largest shift to the smallest, so the pair is dominated by the
+    exact one.
+
+    Parameters
+    ----------
+    entries : numpy.ndarray
+        A row's entries, all of one sign (a negative row is the mirror image of its absolute
+        values, a post-processing); at most :data:`EXACT_ENTRIES` non-zero.
+    rate : float
+        The Poisson rate, in ``(0, 1]``.
+
+    Returns
+    -------
+    tuple of (tuple of float, tuple of float) or None
+        Increasing shifts and their probabilities; None for a row of mixed signs, more
+        entries, or no non-zero entry.
+    """
+    if np.any(entries > 0) and np.any(entries < 0):
+        return None
+    entries = np.abs(entries[entries != 0])
+    if not 0 < entries.size <= EXACT_ENTRIES:
+        return None
+    law: dict[float, float] = {0.0: 1.0}
+    for c in entries.tolist():
+        moved: dict[float, float] = {}
+        for shift, w in law.items():
+            moved[shift] = moved.get(shift, 0.0) + w * (1 - rate)
+            moved[shift + c] = moved.get(shift + c, 0.0) + w * rate
+        law = moved
+    shifts = np.array(sorted(law)) * (1 - 4 * entries.size * np.finfo(float).eps)
+    weights = np.array([law[s] for s in sorted(law)])
+    weights = weights / math.fsum(weights)
+    lift = min(float(weights[-1]), 16 * (entries.size + 2) * np.finfo(float).eps)
+    weights[-1] -= lift
+    weights[0] += lift
+    positive = weights > 0
+    return tuple(shifts[positive].tolist()), tuple(weights[positive].tolist())
