@@ -34,6 +34,9 @@ from plda.pld import DEFAULT_ACCURACY, PrivacyLossDistribution
 
 __all__ = ["PoissonMatrixMechanism"]
 
+#: most distinct rows the thinned lower bound composes (a dense strategy's rows all differ)
+LOWER_LAWS = 16
+
 _ADVICE = ("the gap is mostly the conditional-composition bound's (docs/howto/dp-ftrl.md, "
            "'What it costs'): a larger noise multiplier or fewer bands narrow it.")
 
@@ -258,7 +261,8 @@ class PoissonMatrixMechanism:
         - for a ``b``-banded strategy, every ``b``-th row from the last: their entries touch
           disjoint steps and their noises are independent, so they compose as
           ``GaussianMixture`` pairs of ``sum_j C_ij X_j`` (rows of one sign, at most 12
-          entries; the others dropped).
+          entries, at most :data:`LOWER_LAWS` distinct ones, the most frequent first; the
+          others dropped).
 
         Parameters
         ----------
@@ -293,10 +297,13 @@ class PoissonMatrixMechanism:
                                                self.sample_rate)
                 if mixture is not None:
                     rows[mixture] = rows.get(mixture, 0) + 1
-            if rows:
+            # at most LOWER_LAWS distinct rows (each costs a discretization): the most frequent,
+            # then the largest; dropping the others is a post-processing too
+            kept = sorted(rows.items(), key=lambda item: (-item[1], -item[0][0][-1]))
+            if kept:
                 laws = tuple((GaussianMixture(sigma=self.noise_multiplier, sensitivities=shifts,
                                               probabilities=weights), count)
-                             for (shifts, weights), count in rows.items())
+                             for (shifts, weights), count in kept[:LOWER_LAWS])
                 found.append(PrivacyLossDistribution(laws, "add_remove", accuracy))
         return tuple(found)
 
