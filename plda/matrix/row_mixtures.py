@@ -78,6 +78,20 @@ def round_up(values: np.ndarray, bits: int = SIGNIFICANT_BITS) -> np.ndarray:
     return np.ldexp(np.ceil(np.ldexp(mantissa, bits)), exponent - bits)
 
 
+def _subset_sums(entries: np.ndarray, rates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The law of ``sum_j entries_j X_j``, ``X_j ~ Bernoulli(rates_j)``, by enumeration in
+    floats: increasing sums and their probabilities (equal sums merged)."""
+    law: dict[float, float] = {0.0: 1.0}
+    for c, p in zip(entries.tolist(), rates.tolist(), strict=True):
+        moved: dict[float, float] = {}
+        for shift, w in law.items():
+            moved[shift] = moved.get(shift, 0.0) + w * (1 - p)
+            moved[shift + c] = moved.get(shift + c, 0.0) + w * p
+        law = moved
+    shifts = sorted(law)
+    return np.array(shifts), np.array([law[s] for s in shifts])
+
+
 def row_mixture(entries: np.ndarray, rates: np.ndarray) -> tuple[tuple, tuple]:
     """Shifts and weights of ``sum_j entries_j X_j``, ``X_j ~ Bernoulli(rates_j)`` independent.
 
@@ -102,15 +116,7 @@ def row_mixture(entries: np.ndarray, rates: np.ndarray) -> tuple[tuple, tuple]:
     nonzero = entries > 0
     entries, rates = entries[nonzero], rates[nonzero]
     if entries.size <= EXACT_ENTRIES:
-        law: dict[float, float] = {0.0: 1.0}
-        for c, p in zip(entries.tolist(), rates.tolist(), strict=True):
-            moved: dict[float, float] = {}
-            for shift, w in law.items():
-                moved[shift] = moved.get(shift, 0.0) + w * (1 - p)
-                moved[shift + c] = moved.get(shift + c, 0.0) + w * p
-            law = moved
-        shifts = np.array(sorted(law))
-        weights = np.array([law[s] for s in shifts.tolist()])
+        shifts, weights = _subset_sums(entries, rates)
         # float sums of the entries may round down: lift every shift by a few ulps per entry
         shifts = shifts * (1 + 4 * entries.size * np.finfo(float).eps)
     else:
@@ -231,15 +237,8 @@ def realized_row_mixture(entries: np.ndarray, rate: float) -> tuple[tuple, tuple
     entries = np.abs(entries[entries != 0])
     if not 0 < entries.size <= EXACT_ENTRIES:
         return None
-    law: dict[float, float] = {0.0: 1.0}
-    for c in entries.tolist():
-        moved: dict[float, float] = {}
-        for shift, w in law.items():
-            moved[shift] = moved.get(shift, 0.0) + w * (1 - rate)
-            moved[shift + c] = moved.get(shift + c, 0.0) + w * rate
-        law = moved
-    shifts = np.array(sorted(law)) * (1 - 4 * entries.size * np.finfo(float).eps)
-    weights = np.array([law[s] for s in sorted(law)])
+    shifts, weights = _subset_sums(entries, np.full(entries.size, rate))
+    shifts = shifts * (1 - 4 * entries.size * np.finfo(float).eps)  # float sums: lowered
     weights = weights / math.fsum(weights)
     lift = min(float(weights[-1]), 16 * (entries.size + 2) * np.finfo(float).eps)
     weights[-1] -= lift
