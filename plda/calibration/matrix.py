@@ -42,6 +42,9 @@ class _MatrixEvaluator:
         accuracy = max(accuracy, SEARCH_ACCURACY) if search else accuracy
         if isinstance(reduction, PoissonMatrixMechanism):  # its bound is not one PLD's
             with quiet_accuracy():
+                if search:  # the upper bound alone: no SVD or realized rows per trial
+                    upper = reduction.epsilon(self.target.delta, accuracy=accuracy)
+                    return upper, upper
                 bounds = reduction.epsilon_bounds(self.target.delta, accuracy=accuracy)
             return float(bounds.lower), float(bounds.upper)
         try:

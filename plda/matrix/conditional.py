@@ -182,8 +182,7 @@ class PoissonMatrixMechanism:
 
     def _build_laws(self):
         sigma, q = self.noise_multiplier, self.sample_rate
-        dense = np.abs(dense_of(self._checked))
-        rates = self._rates.copy()
+        dense, rates = np.abs(dense_of(self._checked)), self._rates
         rows: dict[tuple, int] = {}
         for start, end in row_blocks(self.steps):
             # the block's envelope by offset k = i - j: the largest |C[i, i - k]| and rate over
@@ -193,8 +192,8 @@ class PoissonMatrixMechanism:
             for i in range(start, end):
                 row = dense[i, i::-1]  # offsets 0, 1, ..., i
                 entries[: i + 1] = np.maximum(entries[: i + 1], row)
-                envelope[1 : i + 1] = np.maximum(envelope[1 : i + 1], rates[i - 1 :: -1]
-                                                 if i > 0 else envelope[1:1])
+                if i > 0:  # columns i - 1, ..., 0 at offsets 1, ..., i
+                    envelope[1 : i + 1] = np.maximum(envelope[1 : i + 1], rates[i - 1 :: -1])
             envelope[0] = q  # the step's own participation: prior q
             key = row_key(entries, envelope)
             rows[key] = rows.get(key, 0) + (end - start)
@@ -233,10 +232,16 @@ class PoissonMatrixMechanism:
     @property
     def unamplified(self) -> Gaussian:
         """``Gaussian(sigma, || |C| 1 ||)``: a record in every step, no amplification."""
-        dense = dense_of(self._checked)
-        value = float(np.linalg.norm(np.abs(dense).sum(axis=1)))
-        return Gaussian(sigma=self.noise_multiplier,
-                        sensitivity=value * (1 + 4 * self.steps * np.finfo(float).eps))
+        def compute():
+            value = float(np.linalg.norm(np.abs(dense_of(self._checked)).sum(axis=1)))
+            return Gaussian(sigma=self.noise_multiplier,
+                            sensitivity=value * (1 + 4 * self.steps * np.finfo(float).eps))
+        return remembered(self, ("unamplified",), compute)
+
+    def _unamplified_pld(self, accuracy: float) -> PrivacyLossDistribution:
+        return remembered(self, ("unamplified pld", accuracy),
+                          lambda: PrivacyLossDistribution.from_mechanism(self.unamplified,
+                                                                         accuracy=accuracy))
 
     # ------------------------------------------------------------ the realized lower bound
     @property
@@ -340,16 +345,9 @@ class PoissonMatrixMechanism:
             Where the interval is wider than ``accuracy`` (relative): the bound's own gap.
         """
         delta = self._checked_query("delta", delta, relation)
-        tail = self.charged_tail
         with quiet_accuracy():  # the gap of the whole is judged below, once
-            upper = PrivacyLossDistribution.from_mechanism(
-                self.unamplified, accuracy=accuracy).epsilon(delta)
-            if delta > tail:
-                # delta - tail rounded down, so that the epsilon read at it only grows
-                budget = float(np.nextafter(delta - tail, 0.0)) if tail else delta
-                upper = min(upper, float(self.pld(accuracy=accuracy).epsilon(budget)))
-            lower = max((float(p.epsilon_bounds(delta).lower)
-                         for p in self.lower_plds(accuracy=accuracy)), default=0.0)
+            upper = self._epsilon_upper(delta, accuracy)
+            lower = self._realized_lower("epsilon", delta, accuracy)
         check_bracket(lower, upper, query="PoissonMatrixMechanism.epsilon_bounds")
         warn_if_inaccurate(lower, upper, accuracy, query="PoissonMatrixMechanism.epsilon_bounds",
                            advice=_ADVICE)
@@ -388,20 +386,18 @@ class PoissonMatrixMechanism:
         """
         epsilon = self._checked_query("epsilon", epsilon, relation)
         with quiet_accuracy():  # the gap of the whole is judged below, once
-            mixtures = float(self.pld(accuracy=accuracy).delta(epsilon))
-            charged = float(np.nextafter(mixtures + self.charged_tail, np.inf))
-            unamplified = float(PrivacyLossDistribution.from_mechanism(
-                self.unamplified, accuracy=accuracy).delta(epsilon))
-            upper = min(1.0, charged, unamplified)
-            lower = max((float(p.delta_bounds(epsilon).lower)
-                         for p in self.lower_plds(accuracy=accuracy)), default=0.0)
+            upper = self._delta_upper(epsilon, accuracy)
+            lower = self._realized_lower("delta", epsilon, accuracy)
         check_bracket(lower, upper, query="PoissonMatrixMechanism.delta_bounds")
         warn_if_inaccurate(lower, upper, accuracy, query="PoissonMatrixMechanism.delta_bounds",
                            advice=_ADVICE)
         return Bounds(lower=lower, upper=upper)
 
-    def epsilon(self, delta: float, *, relation: str = "add_remove") -> float:
+    def epsilon(self, delta: float, *, relation: str = "add_remove",
+                accuracy: float = DEFAULT_ACCURACY) -> float:
         """Certified upper bound on epsilon at ``delta`` (:meth:`epsilon_bounds`' upper).
+
+        The lower bound is not computed (no SVD, no realized rows).
 
         Parameters
         ----------
@@ -409,6 +405,8 @@ class PoissonMatrixMechanism:
             In ``(0, 1)``.
         relation : str, optional
             ``"add_remove"`` only.
+        accuracy : float, optional
+            Target relative gap of each PLD's bounds, in (0, 1).
 
         Returns
         -------
@@ -417,13 +415,17 @@ class PoissonMatrixMechanism:
         Raises
         ------
         ValueError
-            If ``delta`` or ``relation`` is out of range.
+            If ``delta``, ``relation`` or ``accuracy`` is out of range.
         """
+        delta = self._checked_query("delta", delta, relation)
         with quiet_accuracy():  # an upper bound alone: no interval to judge
-            return self.epsilon_bounds(delta, relation=relation).upper
+            return self._epsilon_upper(delta, accuracy)
 
-    def delta(self, epsilon: float, *, relation: str = "add_remove") -> float:
+    def delta(self, epsilon: float, *, relation: str = "add_remove",
+              accuracy: float = DEFAULT_ACCURACY) -> float:
         """Certified upper bound on delta at ``epsilon`` (:meth:`delta_bounds`' upper).
+
+        The lower bound is not computed (no SVD, no realized rows).
 
         Parameters
         ----------
@@ -431,6 +433,8 @@ class PoissonMatrixMechanism:
             At least 0.
         relation : str, optional
             ``"add_remove"`` only.
+        accuracy : float, optional
+            Target relative gap of each PLD's bounds, in (0, 1).
 
         Returns
         -------
@@ -439,10 +443,31 @@ class PoissonMatrixMechanism:
         Raises
         ------
         ValueError
-            If ``epsilon`` or ``relation`` is out of range.
+            If ``epsilon``, ``relation`` or ``accuracy`` is out of range.
         """
+        epsilon = self._checked_query("epsilon", epsilon, relation)
         with quiet_accuracy():
-            return self.delta_bounds(epsilon, relation=relation).upper
+            return self._delta_upper(epsilon, accuracy)
+
+    def _epsilon_upper(self, delta: float, accuracy: float) -> float:
+        upper = float(self._unamplified_pld(accuracy).epsilon(delta))
+        tail = self.charged_tail
+        if delta > tail:
+            # delta - tail rounded down, so that the epsilon read at it only grows
+            budget = float(np.nextafter(delta - tail, 0.0)) if tail else delta
+            upper = min(upper, float(self.pld(accuracy=accuracy).epsilon(budget)))
+        return upper
+
+    def _delta_upper(self, epsilon: float, accuracy: float) -> float:
+        mixtures = float(self.pld(accuracy=accuracy).delta(epsilon))
+        charged = float(np.nextafter(mixtures + self.charged_tail, np.inf))
+        return min(1.0, charged, float(self._unamplified_pld(accuracy).delta(epsilon)))
+
+    def _realized_lower(self, query: str, value: float, accuracy: float) -> float:
+        """The largest lower bound of ``query`` (``"epsilon"`` or ``"delta"``) over
+        :meth:`lower_plds`, 0 without one."""
+        return max((float(getattr(p, f"{query}_bounds")(value).lower)
+                    for p in self.lower_plds(accuracy=accuracy)), default=0.0)
 
     @staticmethod
     def _checked_query(name: str, value, relation: str) -> float:
