@@ -11,6 +11,7 @@ import numpy as np
 
 from plda._internal.caches import cached
 from plda._internal.errors import GridTooLarge
+from plda._internal.floats import dot
 from plda.discretization.discretize import UPPER_TAIL, discretize, loss_support
 from plda.grid.moments import ladder_chernoff
 
@@ -181,13 +182,13 @@ def second_order_step(pilots: list, accuracy: float) -> float:
         The step, or 0 where the model does not apply (no spread, no steps).
     """
     count = sum(k for _, k in pilots)
-    mean = sum(k * float(np.dot(law.probs, law.losses)) / max(float(law.probs.sum()), 1e-300)
+    mean = sum(k * dot(law.probs, law.losses) / max(float(law.probs.sum()), 1e-300)
                for law, k in pilots)
     variance = 0.0
     for law, k in pilots:
         mass = max(float(law.probs.sum()), 1e-300)
-        centre = float(np.dot(law.probs, law.losses)) / mass
-        variance += k * float(np.dot(law.probs, (law.losses - centre) ** 2)) / mass
+        centre = dot(law.probs, law.losses) / mass
+        variance += k * dot(law.probs, (law.losses - centre) ** 2) / mass
     spread = math.sqrt(variance)
     epsilon = mean + _GAP_QUANTILE * spread
     if not (count > 0 and spread > 0 and epsilon > 0 and math.isfinite(epsilon)):

@@ -17,7 +17,7 @@ from scipy.special import ndtr
 
 from plda._internal import fft
 from plda._internal.convolve import root_sum_squares, split_convolve
-from plda._internal.floats import UNIT_ROUNDOFF
+from plda._internal.floats import UNIT_ROUNDOFF, dot
 
 
 def normal_cell_masses(z: np.ndarray):
@@ -396,6 +396,6 @@ def delta_bracket(mu: float, t: int, epsilon: float, w: float, w_cap: float):
     ratio_u = np.arange(len(upper)) * (w / t)
     ratio_l = np.maximum(np.arange(len(low_r)) * w + off_r, 0.0) / t
     e = math.exp(epsilon)
-    hi = float(np.dot(upper, np.maximum(ratio_u - e, 0.0))) + inf_mean / t
-    lo = float(np.dot(low_r, np.maximum(ratio_l - e, 0.0)))
+    hi = dot(upper, np.maximum(ratio_u - e, 0.0)) + inf_mean / t
+    lo = dot(low_r, np.maximum(ratio_l - e, 0.0))
     return lo * (1 - 1e-12), hi * (1 + 1e-12)

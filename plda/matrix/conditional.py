@@ -19,6 +19,7 @@ from scipy.special import ndtri
 
 from plda._internal.caches import remembered
 from plda._internal.errors import check_bracket, quiet_accuracy, warn_if_inaccurate
+from plda._internal.floats import dot
 from plda._internal.validation import nonnegative_float, positive_float, probability
 from plda.bounds import Bounds, check_relation
 from plda.matrix.row_mixtures import (
@@ -134,7 +135,7 @@ class PoissonMatrixMechanism:
         columns = int(np.count_nonzero(below))
         if columns == 0:
             return np.full(checked.steps, q), False
-        gram_sums = dense.T @ dense.sum(axis=1)  # (|C|^T |C| 1)_j
+        gram_sums = dot(dense.sum(axis=1), dense)  # (|C|^T |C| 1)_j
         squares = np.einsum("ij,ij->j", dense, dense)
         cross = np.maximum(gram_sums - squares, 0.0)
         t = -float(ndtri(tail / (2 * columns)))

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from plda._internal.floats import dot
 from plda.matrix.gram import BandedGram, banded_gram
 from plda.matrix.patterns import (
     best_separated_sum,
@@ -116,7 +117,7 @@ def _toeplitz_earliest(column: np.ndarray, k: int, s: int) -> float:
     v = strided.copy()
     if k * s < n:
         v[k * s :] -= strided[: n - k * s]  # drop the terms m >= k
-    return float(np.dot(v, v))
+    return dot(v, v)
 
 
 def _realized(gram: BandedGram, steps: tuple[int, ...]) -> float:
@@ -131,12 +132,12 @@ def _realized(gram: BandedGram, steps: tuple[int, ...]) -> float:
     for _ in range(50):
         changed = False
         for i in range(idx.size):
-            want = 1.0 if off[i] @ u >= 0 else -1.0
+            want = 1.0 if dot(off[i], u) >= 0 else -1.0
             if want != u[i]:
                 u[i], changed = want, True
         if not changed:
             break
-    return float(u @ block @ u)
+    return dot(u, dot(block, u))
 
 
 def sensitivity(

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from plda._internal import validation as check
+from plda._internal.floats import dot
 from plda.conversions.gdp import log_gaussian_delta
 from plda.mechanisms.base import Mechanism
 from plda.mechanisms.gaussian import Gaussian
@@ -324,7 +325,7 @@ def _mixture_chi2(mixture) -> float | None:
     ``q^2 (e^{mu0^2} - 1)``)."""
     shifts, weights = (np.asarray(v) for v in mixture.components())
     with np.errstate(over="ignore"):
-        total = float(weights @ np.exp(np.multiply.outer(shifts, shifts)) @ weights)
+        total = dot(weights, dot(np.exp(np.multiply.outer(shifts, shifts)), weights))
     return max(0.0, total - 1.0) if math.isfinite(total) else None
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from plda._internal.floats import UNIT_ROUNDOFF
+from plda._internal.floats import UNIT_ROUNDOFF, dot
 from plda.testing._internal.numerics import TINY
 
 
@@ -81,7 +81,7 @@ class FloatAtoms:
                 log_err + x_err[terms] / np.abs(xa)
                 + 4 * UNIT_ROUNDOFF * (np.abs(log_terms) + abs(top) + 4)
             )
-            rel = float(np.dot(weights, kappa)) / total + UNIT_ROUNDOFF * (16 + math.log2(len(xa)))
+            rel = dot(weights, kappa) / total + UNIT_ROUNDOFF * (16 + math.log2(len(xa)))
         value = self.infinity_mass + finite
         tiny = 8 * TINY if finite > 0 else 0.0
         return value, finite * rel + self.infinity_mass * 4 * UNIT_ROUNDOFF + abs_err + tiny
