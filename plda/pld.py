@@ -368,22 +368,34 @@ class PrivacyLossDistribution(CompositionQueries):
             first use: the pessimistic ones of this composition (:meth:`discrete`) and, as the
             optimistic side, its own or, when a factor is not ``tight``, those of every
             realized composition (keys ``"remove"``, ``"add"``, then ``"remove/1"``, ...).
+            Always on the first grid (not :meth:`discrete`'s latest one), so that what the
+            conversions answer does not depend on the queries asked before.
         """
         return ComposedLaws(
             steps=add_remove_steps(self.components, self.relation), grid=self._grid_laws
         )
 
+    def _first_grid(self, bound: str) -> dict[str, DiscreteLoss]:
+        # the conversions read the first grid, never the latest query's: a tradeoff curve or a
+        # Renyi bound must not depend on which epsilon was asked before (nor in which thread)
+        versions, _ = self._query(realized=False).grid()
+        return {d: getattr(v, bound) for d, v in versions.items()}
+
     def _grid_laws(self, bound: str) -> dict[str, DiscreteLoss]:
         if bound == "upper" or not self._realized:
-            return self.discrete(bound)
+            return self._first_grid(bound)
         laws = {}
         for i, realized in enumerate(self._realized):
-            for direction, law in realized.discrete("lower").items():
+            for direction, law in realized._first_grid("lower").items():
                 laws[direction if i == 0 else f"{direction}/{i}"] = law
         return laws
 
     def discrete(self, bound: str = "upper") -> dict[str, DiscreteLoss]:
-        """The composed grid law per direction, the raw material of the other conversions.
+        """The composed grid law per direction, on the grid the latest query reached.
+
+        The grid of the latest ``epsilon_bounds``/``delta_bounds`` call (never coarser than
+        the first grid; the first grid before any query): for inspection. The queries
+        themselves never read it, so their answers do not depend on what was asked before.
 
         Parameters
         ----------
@@ -402,14 +414,17 @@ class PrivacyLossDistribution(CompositionQueries):
         """
         if bound not in ("upper", "lower"):
             raise ValueError(f"bound must be 'upper' or 'lower', got {bound!r}")
-        return {d: getattr(v, bound) for d, v in self._query(realized=False).grid().items()}
+        versions, _ = self._query(realized=False).latest()
+        return {d: getattr(v, bound) for d, v in versions.items()}
 
     @property
     def grid_step(self) -> float:
-        """The grid step of the current discretization."""
-        query = self._query(realized=False)
-        query.grid()
-        return query.policy.current(self._cache.get("plan"))
+        """The grid step of :meth:`discrete`'s laws.
+
+        The latest query's (the first grid's before any query).
+        """
+        _, step = self._query(realized=False).latest()
+        return step
 
 
 # ---------------------------------------------------------------- helpers

@@ -469,3 +469,15 @@ def test_epsilon_block_search_agrees_with_full_segments(
             assert float(law.delta(np.array(fast * (1 - 1e-9) - 1e-12))) > delta
     if upper and math.isfinite(fast):
         assert float(law.delta(np.array(fast))) <= delta * (1 + 1e-9) + 1e-15
+
+
+def test_an_answer_does_not_depend_on_the_questions_asked_before():
+    def make():
+        return plda.PrivacyLossDistribution.from_mechanism(
+            plda.PoissonSampled(plda.Gaussian(0.9), 0.01), 500)
+
+    asked = make()
+    asked.delta_bounds(1.0)
+    asked.epsilon_bounds(1e-3)
+    assert asked.epsilon_bounds(1e-7) == make().epsilon_bounds(1e-7)
+    assert asked.delta_bounds(0.3) == make().delta_bounds(0.3)

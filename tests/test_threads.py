@@ -6,6 +6,8 @@ tests compare floats exactly.
 
 from __future__ import annotations
 
+import ast
+import pathlib
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -189,3 +191,64 @@ def test_selections_and_laplace_groups_in_many_threads_answer_as_one_thread(fami
     for answers, i in _run_in_threads(bounds, epsilons, threads=8, repeats=2):
         for r, value in enumerate(answers):
             assert value == serial[epsilons[(i + r) % len(epsilons)]]
+
+
+# ------------------------------------------------------ no reduction split across BLAS threads
+# OpenBLAS splits a long dot product (and a vector-matrix product) among its worker threads, and
+# how many it uses depends on what else is running: the rounding then changes in the last bits.
+# A grid step is a continuous function of such sums, so one changed bit moved a certified lower
+# bound by 1e-14 between threads (CI, stop 32). plda's products go through
+# ``plda._internal.floats.dot`` (einsum, on the calling thread, one summation order). Matrix-matrix
+# products keep BLAS: it splits rows and columns among threads, never the sum of one entry.
+MATRIX_PRODUCTS = {"plda/matrix/gram.py": 1}  # the dense Gram matrix C^T C
+
+
+def blas_products(source: str) -> int:
+    """The ``a @ b`` and ``np.dot``/``np.inner``/``np.vdot``/``np.matmul`` calls in ``source``."""
+    found = 0
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
+            found += 1
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and node.func.attr in {"dot", "inner", "vdot", "matmul"}
+              and isinstance(node.func.value, ast.Name) and node.func.value.id in {"np", "numpy"}):
+            found += 1
+    return found
+
+
+def test_no_vector_product_is_handed_to_a_threaded_blas():
+    root = pathlib.Path(plda.__file__).parent
+    found = {}
+    for path in sorted(root.rglob("*.py")):
+        name = path.relative_to(root.parent).as_posix()
+        count = blas_products(path.read_text())
+        if count and name != "plda/_internal/floats.py":
+            found[name] = count
+    assert found == MATRIX_PRODUCTS
+
+
+def test_the_product_scan_sees_every_spelling():
+    source = ("import numpy as np\nx = a @ b\ny = np.dot(a, b)\n"
+              "z = np.inner(a, b) + numpy.vdot(a, b)\n")
+    assert blas_products(source) == 4
+    assert blas_products("from plda._internal.floats import dot\nx = dot(a, b)\n") == 0
+
+
+# ------------------------------------------------------------ one PLD, mixed queries, any order
+def test_one_pld_shared_by_threads_asking_different_questions_answers_as_fresh_objects():
+    # a query used to start its grid where the last one (of any thread) had ended, so an
+    # epsilon query after another thread's delta query came out different in the last bits
+    # (CI, stop 32): the grid of a query is now a function of the query alone
+    def make():
+        step = plda.PoissonSampled(plda.Gaussian(1.0), 0.02)
+        return plda.PrivacyLossDistribution.from_mechanism(step, 300)
+
+    questions = [("epsilon_bounds", 1e-6), ("delta_bounds", 0.5), ("epsilon_bounds", 1e-3),
+                 ("delta_bounds", 2.0)]
+    fresh = {q: tuple(getattr(make(), q[0])(q[1])) for q in questions}
+    shared = make()
+    results = _run_in_threads(lambda q: (q, tuple(getattr(shared, q[0])(q[1]))), questions,
+                              threads=8, repeats=4)
+    for answers, _ in results:
+        for question, value in answers:
+            assert value == fresh[question]

@@ -102,43 +102,63 @@ class Query:
             self.cache[key] = self.composer(key[1])
         return self.cache[key]
 
-    def grid(self, targets: np.ndarray | None = None, coarse_start: bool = True) -> dict:
-        """The versions on the policy's current grid, coarsened until it fits, refined if asked.
+    def grid(self, targets: np.ndarray | None = None, start: float | None = None) -> tuple:
+        """The versions on a grid that fits, refined for ``targets`` if given.
+
+        A pure function of the composition, ``targets`` and ``start``: equal queries get equal
+        answers in any order and thread (the step reached is recorded for :meth:`latest` only).
 
         Parameters
         ----------
         targets
             Deltas at which the epsilon gap must meet the accuracy (the grid is refined until
             it does), or None (no refinement).
-        coarse_start
-            Refine from the policy's coarse start (else from the current step).
+        start
+            The step to start from; default: the policy's first step (its coarse start when
+            refining).
 
         Returns
         -------
-        dict
-            ``{direction: pair}`` on the grid reached.
+        tuple
+            ``(versions, step)``: ``{direction: pair}`` on the grid reached, and its step.
 
         Raises
         ------
         GridTooLarge
             When no coarsening fits (never expected: each retry shrinks the grid).
         """
-        policy, cache = self.policy, self.cache
-        step = policy.current(cache.get("plan"), refined=targets is not None and coarse_start)
+        if start is None:
+            start = self.policy.current(None, refined=targets is not None)
+        versions, step = self._fitting(start)
+        if targets is not None and self.policy.fixed is None:
+            step = self.refined(step, targets)
+            versions = self.versions(step)
+        self.cache["plan"] = Plan(step=step)
+        return versions, step
+
+    def latest(self) -> tuple:
+        """The versions on the grid the latest query reached, for inspection.
+
+        Returns
+        -------
+        tuple
+            ``(versions, step)``, never coarser than the policy's first unrefined step.
+
+        Raises
+        ------
+        GridTooLarge
+            When no coarsening fits (never expected)."""
+        return self._fitting(self.policy.current(self.cache.get("plan")))
+
+    def _fitting(self, step: float) -> tuple:
+        """``(versions, step)`` on ``step``, coarsened by the policy until the composition
+        fits; raises :class:`GridTooLarge` when no coarsening does (never expected)."""
         for _ in range(16):
             try:
-                versions = self.versions(step)
-                break
+                return self.versions(step), step
             except GridTooLarge as exc:
-                step = policy.coarser(step, exc)
-                cache["plan"] = Plan(step=step)
-        else:  # pragma: no cover - each retry shrinks the grid by at least 1.25x
-            raise GridTooLarge(0, MAX_GRID)
-        if targets is None or policy.fixed is not None:
-            return versions
-        step = self.refined(step, targets)
-        cache["plan"] = Plan(step=step)
-        return self.versions(step)
+                step = self.policy.coarser(step, exc)
+        raise GridTooLarge(0, MAX_GRID)  # pragma: no cover - each retry shrinks the grid 1.25x
 
     def refined(self, step: float, targets: np.ndarray) -> float:
         """The step the refinement loop (:func:`plda.engine.plan.refine`) reaches.
@@ -226,13 +246,12 @@ class Query:
         InvertedBracketError
             Where the lower bound exceeds the upper one (a defect, never hidden)."""
         flat = np.ravel(d)
-        versions = self.grid(flat[(flat >= REFINE_FLOOR) | (flat == flat.max())])
+        versions, step = self.grid(flat[(flat >= REFINE_FLOOR) | (flat == flat.max())])
         lower, upper = bounds_over_directions(versions, methodcaller("epsilon", d))
         lower, upper = np.ravel(lower), np.ravel(upper)
         small = (flat > TILT_FLOOR) & (flat < FFT_FLOOR)
         small &= relative_gap(lower, upper) > self.accuracy
         if small.any():
-            step = self.policy.current(self.cache.get("plan"), refined=True)
             lower, upper = self.tilted(versions, step, small, flat, lower, upper, "epsilon")
         lower, upper = lower.reshape(d.shape), upper.reshape(d.shape)
         warn_if_inaccurate(lower, upper, self.accuracy, query="epsilon_bounds")
@@ -261,18 +280,17 @@ class Query:
         ------
         InvertedBracketError
             Where the lower bound exceeds the upper one (a defect, never hidden)."""
-        versions = self.grid()
+        versions, step = self.grid()
         known = None
         if self.policy.fixed is None:
             known = {d: pair.upper.delta(e) for d, pair in versions.items()}
             probe = probes(list(known.values()))
             if probe.size:
-                versions, known = self.grid(probe, coarse_start=False), None
+                (versions, step), known = self.grid(probe, start=step), None
         lower, upper = bounds_over_directions(versions, methodcaller("delta", e), known=known)
         flat, lower, upper = np.ravel(e), np.ravel(lower), np.ravel(upper)
         small = (upper > TILT_FLOOR) & (upper < FFT_FLOOR) & (lower < upper * (1 - self.accuracy))
         if small.any():
-            step = self.policy.current(self.cache.get("plan"))
             lower, upper = self.tilted(versions, step, small, flat, lower, upper, "delta")
         lower, upper = lower.reshape(e.shape), upper.reshape(e.shape)
         if self.realized:

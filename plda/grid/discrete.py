@@ -334,8 +334,10 @@ class DiscreteLoss:
             ``delta``; ``inf`` where no finite ``eps`` reaches ``delta``.
         """
         d = np.asarray(delta, dtype=float)
-        if d.size <= _LOCAL_QUERIES and not self.tilt and "_profile_cache" not in self.__dict__:
-            # a few deltas on a fresh law (an accountant query): block search, see _crossing
+        if d.size <= _LOCAL_QUERIES and not self.tilt:
+            # a few deltas (an accountant query): block search, see _crossing. Chosen by the
+            # question alone, never by whether another query built the segment arrays: the two
+            # routes round differently, and an answer must not depend on what was asked before
             return np.array([self._epsilon_one(float(x)) for x in d.ravel()]).reshape(d.shape)
         a, s, cuts, at_cuts = self._profile_segments()
         # first cut j with delta(l_j) <= d  (at_cuts is non-increasing)
