@@ -567,3 +567,16 @@ def test_epoch_samplers_are_plotted_at_whole_epochs_of_training_steps(ax):
         steps_plots.epsilon_vs_steps(accountant, [15], 1e-5)
     with pytest.raises(ValueError, match="inside an epoch"):
         steps_plots.epsilon_vs_steps(epoch, [5], 1e-5)
+
+
+def test_privacy_profile_lower_line_is_the_realized_one_where_a_factor_is_not_tight(ax):
+    # fixed-size batches under replace-one: the dominating pair's optimistic version says
+    # delta(0) >= 0.8004, but only the symmetric input's 0.776277 is known to be reached (mpmath
+    # in tests/test_symmetrized.py); the plot drew the former as a certified lower bound
+    wor = plda.SampledWithoutReplacement(plda.Gaussian(1.0), batch_size=9, dataset_size=10)
+    with pytest.warns(plda.NotTightWarning):
+        pld = plda.PrivacyLossDistribution.from_mechanism(wor, 2, relation="replace_one")
+        profiles.privacy_profile(pld, ax, epsilon=[0.0, 0.1, 0.2])
+    upper_line, lower_line = ax.get_lines()[:2]
+    assert lower_line.get_data()[1][0] <= 0.776278
+    assert upper_line.get_data()[1][0] >= 0.776277
