@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import mpmath
 import numpy as np
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 import plda
@@ -50,6 +50,8 @@ def test_moments_of_a_dp_sgd_step_bound_and_match_the_exact_ones():
     tiny=st.booleans(),
 )
 @examples(25)
+# tiny masses whose products underflowed: the bound held but was 40 too high in the log
+@example(offset=0, length=69, step_exponent=0, seed=0, tiny=True)
 def test_moments_are_upper_bounds_on_any_grid(offset, length, step_exponent, seed, tiny):
     rng = np.random.default_rng(seed)
     probs = rng.random(length) * (rng.random(length) < 0.7)

@@ -116,11 +116,12 @@ def log_mgf_ladder(law, j0: int, j1: int) -> tuple[np.ndarray, np.ndarray]:
 
     Rounding (each term kept an upper bound): the table entries are correctly rounded
     ``exp`` of exponents of size at most 150 that carry a relative error of ``2u``, so each is
-    within a factor ``e^{600 u}`` of its exact value; products and the block sums add
-    ``(B + 1) u`` relative; a product that underflows loses at most ``2^-1074`` (absolute,
-    added back per block); the block centres' exponents ``t l_c`` are off by at most
-    ``4u t max|l|``; the log-sum-exp over blocks adds ``(nb + 4) u``. All of it is added to the
-    logarithm.
+    within a factor ``e^{600 u}`` of its exact value; each block is divided by its largest
+    mass (``u`` relative, and ``log`` of that mass adds ``u`` times its size); products and the
+    block sums add ``(B + 1) u`` relative; a product that underflows loses at most
+    ``2^-1074`` of the scaled block (added back per block); the block centres' exponents
+    ``t l_c`` are off by at most ``4u t max|l|``; the log-sum-exp over blocks adds
+    ``(nb + 4) u``. All of it is added to the logarithm.
 
     Parameters
     ----------
@@ -156,6 +157,14 @@ def log_mgf_ladder(law, j0: int, j1: int) -> tuple[np.ndarray, np.ndarray]:
         padded = padded.reshape(blocks, width)
         occupied = padded.any(axis=1)
         padded = padded[occupied]
+        # each block scaled by its largest mass: a block of masses near the smallest double
+        # would otherwise underflow in its products, and the 2^-1074 added back for them, times
+        # e^{t l_c}, swamped the true sum (an upper bound still, but 40 too high in the log at
+        # order 16 for masses of 1e-300). Scaled, an underflow loses at most 2^-1074 of a sum
+        # of at least e^-150
+        scale = padded.max(axis=1)
+        padded = padded / scale[:, None]
+        log_scale = np.log(scale)
         # the centre of block b is at grid index offset + b * width + (width - 1) / 2; |l_c| is
         # at most the largest |loss| on the padded grid
         centres = (offset + np.nonzero(occupied)[0] * width + (width - 1) // 2) * step
@@ -168,13 +177,16 @@ def log_mgf_ladder(law, j0: int, j1: int) -> tuple[np.ndarray, np.ndarray]:
             sums[len(members) + i] = dot(padded, table[::-1])
         sums += width * 2.0**-1074
         signed = np.concatenate([t, -t])
-        exponents = np.log(sums) + signed[:, None] * centres[None, :]
+        exponents = np.log(sums) + log_scale[None, :] + signed[:, None] * centres[None, :]
         m = np.max(exponents, axis=1)
         values = m + np.log(np.sum(np.exp(exponents - m[:, None]), axis=1))
         values += (
             4 * UNIT_ROUNDOFF * np.abs(signed) * loss_max
             + 600 * UNIT_ROUNDOFF
             + (width + len(padded) + 8) * UNIT_ROUNDOFF
+            # the division by the block's largest mass (u relative) and log(scale) (u times
+            # its size)
+            + (4 * float(np.max(np.abs(log_scale))) + 4) * UNIT_ROUNDOFF
         )
         up[rows], down[rows] = values[: len(rows)], values[len(rows) :]
     return up, down

@@ -250,7 +250,7 @@ class RepeatAndSelect(Mechanism):
         base_eps = np.linspace(0.0, top, PROFILE_BASE_POINTS)
         # the profile is read on a grid pinned at a quarter of the step that query refined to
         # (a query never starts from where the last one ended, so it is pinned here): on the
-        # benchmark's run the selection's epsilon(1e-6) is 3.0719 instead of 3.0748 on the
+        # benchmark's run the selection's epsilon(1e-6) is 3.0718 instead of about 3.075 on the
         # delta query's own grid, for 0.3 s more
         coarse = dataclasses.replace(coarse, step=coarse.grid_step / 4)
         with warnings.catch_warnings():
