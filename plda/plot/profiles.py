@@ -277,14 +277,14 @@ def privacy_profile(
         # mechanism: for fixed-size batches under replace-one it drew 0.8004 at epsilon 0,
         # where only 0.7763 is known to be reached)
         composed = pld.composed_laws()
-        upper = np.max([law.delta(e) for law in composed.grid("upper").values()], axis=0)
-        lower = np.max([law.delta(e) for law in composed.grid("lower").values()], axis=0)
+        upper = np.max([law.delta(e) for law in composed.laws("upper").values()], axis=0)
+        lower = np.max([law.delta(e) for law in composed.laws("lower").values()], axis=0)
         # near and below the FFT's rounding floor (delta ~ 1e-11) the engine resolves delta by
         # recomposing under an exponential tilt; on the same grid step, fixed so that nothing
         # is refined (a few compositions). Both are certified: keep the tighter of each bound
         unclear = (upper > 0) & (upper < 1e-8) & (lower < upper * (1 - 1e-2))
         if unclear.any():
-            step = next(iter(composed.grid("upper").values())).step
+            step = next(iter(composed.laws("upper").values())).step
             fixed = PrivacyLossDistribution(components=pld.components, relation=pld.relation,
                                             accuracy=pld.accuracy, step=step)
             sharper = fixed.delta_bounds(e[unclear])
