@@ -252,3 +252,21 @@ def test_one_pld_shared_by_threads_asking_different_questions_answers_as_fresh_o
     for answers, _ in results:
         for question, value in answers:
             assert value == fresh[question]
+
+
+def test_one_accountant_shared_by_threads_asking_different_questions_answers_as_fresh_ones():
+    def make():
+        accountant = plda.PLDAccountant()
+        accountant.step(1.0, 0.02, count=300)
+        accountant.step(1.3, 0.01, count=200)
+        return accountant
+
+    questions = [("epsilon_bounds", 1e-6), ("delta_bounds", 0.5), ("epsilon_bounds", 1e-3),
+                 ("delta_bounds", 2.0), ("epsilon", 1e-5)]
+    fresh = {q: getattr(make(), q[0])(q[1]) for q in questions}
+    shared = make()
+    results = _run_in_threads(lambda q: (q, getattr(shared, q[0])(q[1])), questions,
+                              threads=8, repeats=5)
+    for answers, _ in results:
+        for question, value in answers:
+            assert value == fresh[question]
