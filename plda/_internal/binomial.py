@@ -11,7 +11,12 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-__all__ = ["MERGED_TAIL", "binomial_probabilities", "poisson_binomial_probabilities"]
+__all__ = [
+    "MERGED_TAIL",
+    "binomial_probabilities",
+    "hypergeometric_probabilities",
+    "poisson_binomial_probabilities",
+]
 
 #: the smallest masses, up to this much in all, are moved onto the largest count instead of kept
 #: (those that underflow, and a little more)
@@ -113,3 +118,56 @@ def poisson_binomial_probabilities(sample_rates) -> tuple[tuple, tuple]:
     # true P(K = m) plus what was dropped)
     rest = math.nextafter(1.0 - math.fsum(probabilities), math.inf)
     return (*counts, m), (*probabilities, rest)
+
+
+def hypergeometric_probabilities(population: int, group: int, draws: int) -> tuple[tuple, tuple]:
+    """``(counts, probabilities)`` of ``K ~ Hypergeometric(population, group, draws)``, rounded
+    so that ``K`` only grows stochastically (a fixed-size batch's count of a group's records).
+
+    ``K`` counts the group's records among ``draws`` records drawn without replacement from
+    ``population``. Unnormalized weights run the recurrence
+    ``w_{k+1} = w_k (group - k)(draws - k) / ((k + 1)(population - group - draws + k + 1))``
+    from the smallest possible count on integers with 128-bit mantissas (relative error below
+    ``3 group 2^-127`` each, the sum likewise), and each probability ``w_k / sum w`` is rounded
+    to the nearest float and then down by ``2^-50`` relative: at most its true value. Masses
+    below 1e-300 are dropped, and the largest count takes the rest, rounded up: every tail
+    ``P(K >= t)`` is at least the true one.
+
+    Parameters
+    ----------
+    population : int
+        Records drawn from (``>= group`` and ``>= draws``).
+    group : int
+        The group's records among them.
+    draws : int
+        Records drawn.
+
+    Returns
+    -------
+    tuple
+        The kept counts, increasing (the largest is ``min(group, draws)``), and their
+        probabilities (summing to 1 within a few ulps).
+    """
+    n, m, b = int(population), int(group), int(draws)
+    lo, hi = max(0, b - (n - m)), min(m, b)
+    if lo == hi:
+        return (hi,), (1.0,)
+    mantissa, exponent = 1, 0
+    weights = []
+    for k in range(lo, hi + 1):
+        weights.append((mantissa, exponent))
+        if k == hi:
+            break
+        mantissa, exponent = _rounded(mantissa * (m - k) * (b - k), exponent)
+        divisor = (k + 1) * (n - m - b + k + 1)
+        shift = _PRECISION + divisor.bit_length()
+        mantissa, exponent = _rounded((mantissa << shift) // divisor, exponent - shift)
+    # on one exponent, as integers: int / int is correctly rounded however long the integers
+    low = min(e for _, e in weights)
+    scaled = [w << (e - low) for w, e in weights]
+    total = sum(scaled)
+    values = [(w / total) * (1 - 2.0**-50) for w in scaled[:-1]]
+    counts = [lo + i for i, value in enumerate(values) if value > 1e-300]
+    probabilities = [values[k - lo] for k in counts]
+    rest = math.nextafter(1.0 - math.fsum(probabilities), math.inf)
+    return (*counts, hi), (*probabilities, rest)
