@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from plda._internal import validation as check
@@ -160,9 +160,9 @@ class SamplerSpec:
         True when its one mechanism is a whole epoch of ``num_steps`` steps, False per step.
     relations
         The relations it has an analysis under with a Gaussian base (other bases: ``advice``).
-    accumulation
-        Whether a step may sum ``accumulation_steps`` micro-batches before the noise is added,
-        and protect a ``group_size`` of records sampled one by one.
+    accumulation, groups
+        Whether a step may sum ``accumulation_steps`` micro-batches before the noise is added;
+        whether it may protect a ``group_size`` of records.
     advice, summary
         What to do instead where plda has no replace-one analysis; ``--sampler``'s help line.
     """
@@ -175,6 +175,7 @@ class SamplerSpec:
     epoch: bool = False
     relations: tuple[str, ...] = RELATIONS
     accumulation: bool = False
+    groups: bool = False
     advice: str = "use relation='add_remove'"
     summary: str = ""
 
@@ -221,7 +222,7 @@ SAMPLERS: Mapping[str, SamplerSpec] = MappingProxyType({
     spec.name: spec for spec in (
         SamplerSpec(
             name="poisson", mechanism=PoissonSampled, build=_poisson,
-            needs=(("sample_rate",),), accumulation=True,
+            needs=(("sample_rate",),), accumulation=True, groups=True,
             advice="plda's replace-one analysis of Poisson subsampling is for Gaussian bases; "
             + _GAUSSIAN_ONLY,
             summary="poisson",
@@ -229,7 +230,7 @@ SAMPLERS: Mapping[str, SamplerSpec] = MappingProxyType({
         SamplerSpec(
             name="without-replacement", mechanism=SampledWithoutReplacement,
             build=_without_replacement, needs=(("batch_size", "sample_rate"), ("dataset_size",)),
-            summary="without-replacement (fixed-size batches)",
+            groups=True, summary="without-replacement (fixed-size batches)",
         ),
         SamplerSpec(
             name="truncated-poisson", mechanism=TruncatedPoisson, build=_truncated_poisson,
@@ -315,9 +316,9 @@ def sampled_mechanism(
         ``"truncated-poisson"`` ``sample_rate``, ``max_batch_size``, ``dataset_size``; the
         epoch samplers ``num_steps`` (and ``num_selected``). An unused one is an error.
     accumulation_steps, group_size
-        ``m`` micro-batches summed per step, noise added once; a protected unit of ``K``
-        records each sampled on its own (``"poisson"``, Gaussian base): the unit enters
-        ``K m`` draws, ``PoissonSampled(mechanism, q, group_size=K m)``, a mixture.
+        ``m`` micro-batches summed per step, noise added once (``"poisson"``); a protected unit
+        of ``K`` records (``"poisson"``: ``K m`` draws; ``"without-replacement"``: a
+        hypergeometric mixture), with a Gaussian or Laplace base.
     relation
         ``"add_remove"`` or ``"replace_one"``, that of the accounting: combinations without a
         sound analysis in plda are refused here.
@@ -352,12 +353,14 @@ def sampled_mechanism(
     spec = sampler_spec(sampler)
     check_relation(relation)
     draws = 1
-    for name, value in (("accumulation_steps", accumulation_steps), ("group_size", group_size)):
+    for name, value, attribute in (("accumulation_steps", accumulation_steps, "accumulation"),
+                                   ("group_size", group_size, "groups")):
         value = check.count(name, value, minimum=1, maximum=MAX_GROUP_SIZE)
-        if value > 1 and not spec.accumulation:
+        if value > 1 and not getattr(spec, attribute):
+            where = " or ".join(repr(n) for n, o in SAMPLERS.items() if getattr(o, attribute))
             raise ValueError(
-                f"{name}={value} applies to sampler='poisson' only (records sampled one by "
-                f"one), got sampler={sampler!r}; plda has no analysis of it for {sampler}"
+                f"{name}={value} applies to sampler={where} only, got sampler={sampler!r}; "
+                f"plda has no analysis of it for {sampler}"
             )
         draws *= value
     if draws > MAX_GROUP_SIZE:
@@ -386,21 +389,18 @@ def sampled_mechanism(
         if type(mechanism) not in (Gaussian, Laplace):
             raise ValueError("accumulation_steps and group_size apply to a plda.Gaussian or "
                              f"plda.Laplace base, got {type(mechanism).__name__}")
-        out = PoissonSampled(mechanism, out.sample_rate, group_size=draws)
+        out = replace(out, group_size=draws)  # K m draws (Poisson); K records (fixed-size)
+    reason = None
     if relation not in spec.relations:
-        raise ValueError(
-            f"sampler={sampler!r} with base {type(mechanism).__name__} has no sound "
-            f"replace-one analysis in plda ({spec.mechanism.__name__} is analysed under "
-            f"{' and '.join(spec.relations)} only): {spec.advice}"
-        )
-    if relation == "replace_one":
+        reason = f"{spec.mechanism.__name__} is analysed under {' and '.join(spec.relations)} only"
+    elif relation == "replace_one":
         try:
             out.under_replace_one()
         except ValueError as error:
-            raise ValueError(
-                f"sampler={sampler!r} with base {type(mechanism).__name__} has no sound "
-                f"replace-one analysis in plda ({error}): {spec.advice}"
-            ) from None
+            reason = str(error)
+    if reason is not None:
+        raise ValueError(f"sampler={sampler!r} with base {type(mechanism).__name__} has no "
+                         f"sound replace-one analysis in plda ({reason}): {spec.advice}")
     return out
 
 

@@ -144,6 +144,19 @@ def _poisson_group(q, k):
     )
 
 
+def _wor_group(n, b, k):
+    return Point(
+        f"wor-group{k}-n{n}-b{b}",
+        Sampler("without-replacement", batch_size=b, dataset_size=n, group_size=k),
+        lambda base: plda.SampledWithoutReplacement(base, b, n, group_size=k),
+        # the group's k records at +C, the others at -C (SampledWithoutReplacement's docstring)
+        {"add_remove": ((-1,) * (n - k) + (1,) * k, (-1,) * (n - k))},
+        step={"sampler": "without-replacement", "batch_size": b, "dataset_size": n,
+              "group_size": k},
+        bases=("gaussian", "laplace"),  # a hypergeometric mixture (issue 26)
+    )
+
+
 POINTS = (
     _poisson(0.5),
     _poisson(0.9),
@@ -151,6 +164,7 @@ POINTS = (
     _poisson_group(0.3, 3),
     _wor(4, 3),
     _wor(10, 9),  # issue 24's point (q = 0.9): the others take one common value
+    _wor_group(5, 2, 2),  # issue 26: a group under fixed-size batches, every dataset enumerated
     _truncated(4, 3, 0.9),
     _truncated(10, 9, 0.9),  # issue 24's point
     Point(
@@ -184,6 +198,8 @@ UNSUPPORTED = {
     ("poisson-group3-q0.3", "gaussian", "replace_one"),
     ("poisson-group2-q0.5", "laplace", "replace_one"),
     ("poisson-group3-q0.3", "laplace", "replace_one"),
+    ("wor-group2-n5-b2", "gaussian", "replace_one"),
+    ("wor-group2-n5-b2", "laplace", "replace_one"),
 }
 
 #: known under-reports of today's code: (point, base, relation) -> (first failing step, reason).

@@ -162,10 +162,11 @@ def test_the_command_line_takes_group_size(capsys):
                  "300", "--delta", "1e-5", "--group-size", "4", "--relation",
                  "replace_one"]) == 2
     assert "replace-one" in capsys.readouterr().err
-    assert main(["epsilon", "--noise-multiplier", "1.0", "--sampler", "without-replacement",
-                 "--batch-size", "10", "--dataset-size", "1000", "--steps", "10", "--delta",
-                 "1e-5", "--group-size", "2"]) == 2
-    assert "group_size=2 applies to sampler='poisson'" in capsys.readouterr().err
+    assert main(["epsilon", "--noise-multiplier", "1.0", "--sampler", "truncated-poisson",
+                 "--sample-rate", "0.01", "--max-batch-size", "20", "--dataset-size", "1000",
+                 "--steps", "10", "--delta", "1e-5", "--group-size", "2"]) == 2
+    assert ("group_size=2 applies to sampler='poisson' or 'without-replacement' only"
+            in capsys.readouterr().err)
     # calibration: the noise multiplier or the steps of a group, never its sample rate
     assert main(["calibrate", "--epsilon", "8", "--delta", "1e-5", "--noise-multiplier", "1.0",
                  "--sample-rate", "0.01", "--group-size", "4", "--json"]) == 0

@@ -137,14 +137,14 @@ class PLDAccountant(CompositionQueries):
         count : int, optional
             Steps recorded; a multiple of ``num_steps`` for an epoch sampler.
         sampler : str, optional
-            ``"poisson"``, ``"without-replacement"``, ``"truncated-poisson"``, ``"shuffled"``
-            or ``"random-allocation"``.
+            A name of :data:`plda.samplers.SAMPLERS` (default ``"poisson"``).
         batch_size, dataset_size, max_batch_size, num_steps, num_selected : int, optional
             The sampler's sizes (:func:`plda.sampled_mechanism`).
         accumulation_steps, group_size : int, optional
             ``m`` Poisson micro-batches summed per step, noise added once; a protected unit of
-            ``K`` records each sampled on its own (``"poisson"``, add/remove): the unit enters
-            ``K m`` draws, the mixture of ``plda.PoissonSampled(..., group_size=K m)``.
+            ``K`` records (add/remove): ``K m`` draws under ``"poisson"``
+            (``plda.PoissonSampled(..., group_size=K m)``), a hypergeometric mixture under
+            ``"without-replacement"``.
 
         Raises
         ------

@@ -196,19 +196,19 @@ def describe(described: dict) -> str:
                 f"{described['sensitivity']:.6g}, noise multiplier "
                 f"{described['noise_multiplier']}")
     sampler = described.get("sampler", DEFAULT_SAMPLER)
+    draws = "".join(
+        f", {described[key]} {words}"
+        for key, words in (("group_size", "records per protected unit"),
+                           ("accumulation_steps", "micro-batches per step"))
+        if described.get(key, 1) != 1
+    )
     if sampler == DEFAULT_SAMPLER:
-        draws = "".join(
-            f", {described[key]} {words}"
-            for key, words in (("group_size", "records per protected unit"),
-                               ("accumulation_steps", "micro-batches per step"))
-            if described.get(key, 1) != 1
-        )
         return (
             f"DP-SGD: noise multiplier {described['noise_multiplier']}, sample rate "
             f"{described['sample_rate']:.6g}{draws}, {described['steps']} steps"
         )
     how = SAMPLER_NAMES[sampler].format(**{"num_selected": 1, **described})
     return (
-        f"DP-SGD ({how}): noise multiplier {described['noise_multiplier']}, "
+        f"DP-SGD ({how}): noise multiplier {described['noise_multiplier']}{draws}, "
         f"{described['steps']} steps"
     )

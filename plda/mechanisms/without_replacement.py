@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from plda._internal.binomial import hypergeometric_probabilities
+from plda._internal.caches import remembered
 from plda._internal.validation import MIN_SAMPLE_RATE, count, in_range
 from plda.mechanisms.base import BracketedMechanism, Mechanism
 from plda.mechanisms.gaussian import Gaussian
+from plda.mechanisms.gaussian_mixture import MAX_GROUP_SIZE, GaussianMixture
 from plda.mechanisms.laplace import Laplace
+from plda.mechanisms.laplace_mixture import LaplaceMixture
 from plda.mechanisms.subsampled import PoissonSampled
 from plda.mechanisms.symmetrized import SymmetrizedPoissonSampled
 
@@ -63,6 +67,13 @@ class SampledWithoutReplacement(Mechanism):
     covered. Fixed-size batches are *not* Poisson sampling, and how the bracket is certified:
     ``docs/howto/samplers.md`` ("Fixed-size batches are not Poisson sampling").
 
+    With ``group_size=K`` the protected unit is a group of ``K`` records of the dataset: a
+    batch holds ``k ~ Hypergeometric(dataset_size, K, batch_size)`` of them, each swapped for
+    another record when the group is removed, so the pair is ``sum_k h_k N(2 k Δ, σ^2)``
+    against ``N(0, σ^2)`` (a Laplace base alike), realized and dominating under add/remove
+    (:meth:`group_mixture`; the proof is in ``docs/howto/user-level-privacy.md``). Replace-one
+    is refused for groups.
+
     Parameters
     ----------
     mechanism : Gaussian or Laplace
@@ -71,6 +82,9 @@ class SampledWithoutReplacement(Mechanism):
         Records per batch, an integer in ``[1, dataset_size]``.
     dataset_size : int
         Records in the dataset, an integer in ``[1, 1e12]``.
+    group_size : int, optional
+        Records per protected unit, an integer in ``[1, min(dataset_size, 10000)]``
+        (default 1: one record).
 
     Raises
     ------
@@ -79,7 +93,8 @@ class SampledWithoutReplacement(Mechanism):
         ``dataset_size`` is a bool.
     ValueError
         If ``dataset_size`` is not an integer in ``[1, 1e12]``, ``batch_size`` not an integer
-        in ``[1, dataset_size]``, or ``batch_size / dataset_size`` is below ``1e-12``.
+        in ``[1, dataset_size]``, ``batch_size / dataset_size`` is below ``1e-12``, or
+        ``group_size`` not an integer in ``[1, min(dataset_size, 10000)]``.
 
     Examples
     --------
@@ -95,6 +110,7 @@ class SampledWithoutReplacement(Mechanism):
     mechanism: Mechanism
     batch_size: int
     dataset_size: int
+    group_size: int = 1
 
     def __post_init__(self):
         check_base("SampledWithoutReplacement", self.mechanism)
@@ -109,6 +125,9 @@ class SampledWithoutReplacement(Mechanism):
         object.__setattr__(self, "batch_size", size)
         in_range("batch_size / dataset_size", self.sample_rate, MIN_SAMPLE_RATE, 1.0,
                  "smaller rates give only loose bounds on the grid")
+        group = count("group_size", self.group_size, minimum=1,
+                      maximum=min(self.dataset_size, MAX_GROUP_SIZE))
+        object.__setattr__(self, "group_size", group)
 
     @property
     def sample_rate(self) -> float:
@@ -123,22 +142,66 @@ class SampledWithoutReplacement(Mechanism):
         PoissonSampled
             ``PoissonSampled(mechanism.under_replace_one(), sample_rate)``: the base with its
             replace-one (doubled) sensitivity, at rate ``q``.
+
+        Raises
+        ------
+        ValueError
+            For ``group_size > 1``: a group's laws are the hypergeometric mixture
+            (:meth:`group_mixture`), not a Poisson-sampled law.
         """
+        if self.group_size > 1:
+            raise ValueError(
+                f"SampledWithoutReplacement(group_size={self.group_size}) has no equivalent "
+                "PoissonSampled mechanism (a fixed-size batch holds a hypergeometric count of "
+                "the group's records): use group_mixture()"
+            )
         return PoissonSampled(self.mechanism.under_replace_one(), self.sample_rate)
+
+    def group_mixture(self) -> GaussianMixture | LaplaceMixture:
+        """The group's add/remove pair as a mixture (any ``group_size``).
+
+        A batch holds ``k ~ Hypergeometric(dataset_size, group_size, batch_size)`` of the
+        group's records; removing the group swaps each for another record, which moves the sum
+        by at most ``2 k Δ``.
+
+        Returns
+        -------
+        GaussianMixture or LaplaceMixture
+            ``sum_k h_k N(2 k Δ, σ^2)`` against ``N(0, σ^2)`` (``sum_k h_k Lap(2 k Δ, b)``
+            against ``Lap(0, b)`` for a Laplace base), the weights rounded so that ``k`` only
+            grows stochastically.
+        """
+        return remembered(self, "group_mixture", self._group_mixture)
+
+    def _group_mixture(self) -> GaussianMixture | LaplaceMixture:
+        doubled = self.mechanism.under_replace_one()
+        counts, weights = hypergeometric_probabilities(self.dataset_size, self.group_size,
+                                                       self.batch_size)
+        shifts = tuple(float(k) * doubled.sensitivity for k in counts)
+        if type(doubled) is Laplace:
+            return LaplaceMixture(scale=doubled.scale, sensitivities=shifts,
+                                  probabilities=weights)
+        return GaussianMixture(sigma=doubled.sigma, sensitivities=shifts, probabilities=weights)
+
+    def _laws(self) -> Mechanism:
+        """The mechanism whose laws are this one's: the mixture, or the Poisson equivalent."""
+        if self.group_size > 1:
+            return self.group_mixture()
+        return self.equivalent_poisson()
 
     @property
     def symmetric(self) -> bool:  # type: ignore[override]
-        """Whether both directions have one law: as for :meth:`equivalent_poisson`."""
-        return self.equivalent_poisson().symmetric
+        """Whether both directions have one law: as for the laws' mechanism."""
+        return self._laws().symmetric
 
     def _remove_law(self):
-        return self.equivalent_poisson().privacy_loss("remove")
+        return self._laws().privacy_loss("remove")
 
     def _add_law(self):
-        return self.equivalent_poisson().privacy_loss("add")
+        return self._laws().privacy_loss("add")
 
     def _coarsened(self) -> Mechanism:
-        return self.equivalent_poisson()._coarsened()
+        return self._laws()._coarsened()
 
     def under_replace_one(self) -> Mechanism:
         """The sampler under replace-one: a symmetrized upper pair, realized pairs below.
@@ -156,7 +219,19 @@ class SampledWithoutReplacement(Mechanism):
             The replace-one reading, whose laws warn with ``NotTightWarning``; with
             ``batch_size == dataset_size`` the base at doubled sensitivity
             (:meth:`equivalent_poisson`, exact).
+
+        Raises
+        ------
+        ValueError
+            For ``group_size > 1`` (no replace-one analysis of a group).
         """
+        if self.group_size > 1:
+            raise ValueError(
+                f"SampledWithoutReplacement(group_size={self.group_size}) has no replace-one "
+                "analysis (relation='replace_one') in plda: its add/remove pair (a "
+                "hypergeometric mixture) is proven to dominate, but no substitution pair of a "
+                "group is known to; account under relation='add_remove'"
+            )
         if self.sample_rate == 1.0:  # the whole dataset in every batch: the base, doubled
             return self.equivalent_poisson()
         return _ReplaceOneWithoutReplacement(self.mechanism, self.batch_size, self.dataset_size)
