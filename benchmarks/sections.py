@@ -2,7 +2,8 @@
 
 ``RESULTS.md`` is the engine report of ``run_engine.py`` followed by marked sections that other
 scripts own: ``run_accountant.py`` (accountant loops and calibration, per-step schedules) and
-``run_samplers.py`` (the samplers against dp_accounting and PLD_accounting). Each script
+``run_samplers.py`` (the samplers against dp_accounting and PLD_accounting), ``run_groups.py``
+(group privacy). Each script
 replaces only its own section, so all results stay in one file, in a fixed order.
 """
 
@@ -15,6 +16,7 @@ RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 MARKERS = {
     "accountant": "<!-- accountant benchmark: written by run_accountant.py -->",
     "samplers": "<!-- sampler benchmark: written by run_samplers.py -->",
+    "groups": "<!-- group privacy benchmark: written by run_groups.py -->",
 }
 
 
@@ -46,7 +48,10 @@ def write_head(head: str, path: Path = RESULTS) -> None:
 
 
 def write_section(name: str, body: str, path: Path = RESULTS) -> None:
-    """Replace (or add) the section ``name``, keeping the rest."""
+    """Replace (or add) the section ``name``, keeping the rest (a name without a marker is an
+    error: it would be dropped silently)."""
+    if name not in MARKERS:
+        raise ValueError(f"no section {name!r} in RESULTS.md: add its marker to MARKERS")
     head, sections = split(path.read_text(encoding="utf-8") if path.exists() else "")
     sections[name] = body
     path.write_text(join(head, sections), encoding="utf-8")
