@@ -39,10 +39,10 @@ OPTIONAL_FLAGS: dict[str, tuple[str, ...]] = {
 }
 #: every size flag -> its namespace attribute
 SIZE_FLAGS = {size_flag(size): size for size in SIZES}
-#: the flags of a protected unit that enters several Poisson draws per step (poisson only)
+#: the flags of a protected unit that enters several draws per step
 DRAW_FLAGS = {
-    "--group-size": "records of the protected unit (a user's examples), each sampled on its "
-    "own: a Gaussian mixture per step (default 1; poisson, add_remove)",
+    "--group-size": "records of the protected unit (a user's examples): a mixture per step, "
+    "binomial under poisson, hypergeometric under without-replacement (default 1; add_remove)",
     "--accumulation-steps": "Poisson micro-batches summed per optimizer step before the noise "
     "(default 1; poisson, add_remove)",
 }
