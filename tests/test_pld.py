@@ -481,3 +481,16 @@ def test_an_answer_does_not_depend_on_the_questions_asked_before():
     asked.epsilon_bounds(1e-3)
     assert asked.epsilon_bounds(1e-7) == make().epsilon_bounds(1e-7)
     assert asked.delta_bounds(0.3) == make().delta_bounds(0.3)
+
+
+def test_a_conversion_leaves_the_latest_query_grid_alone():
+    # the conversions read the first grid; reading it must not overwrite what discrete() and
+    # grid_step show (the grid the latest epsilon/delta query reached)
+    pld = plda.PrivacyLossDistribution.from_mechanism(
+        plda.PoissonSampled(plda.Gaussian(0.8), 0.001), 1000)
+    first = pld.grid_step
+    pld.epsilon_bounds(1e-10)
+    refined = pld.grid_step
+    assert refined < first
+    pld.tradeoff_bounds(0.1)
+    assert pld.grid_step == refined

@@ -105,8 +105,8 @@ class Query:
     def grid(self, targets: np.ndarray | None = None, start: float | None = None) -> tuple:
         """The versions on a grid that fits, refined for ``targets`` if given.
 
-        A pure function of the composition, ``targets`` and ``start``: equal queries get equal
-        answers in any order and thread (the step reached is recorded for :meth:`latest` only).
+        A pure function of the composition, ``targets`` and ``start``, with no side effect but
+        the shared compositions: equal queries get equal answers in any order and thread.
 
         Parameters
         ----------
@@ -133,11 +133,10 @@ class Query:
         if targets is not None and self.policy.fixed is None:
             step = self.refined(step, targets)
             versions = self.versions(step)
-        self.cache["plan"] = Plan(step=step)
         return versions, step
 
     def latest(self) -> tuple:
-        """The versions on the grid the latest query reached, for inspection.
+        """The versions on the grid the latest epsilon or delta query reached, for inspection.
 
         Returns
         -------
@@ -247,6 +246,7 @@ class Query:
             Where the lower bound exceeds the upper one (a defect, never hidden)."""
         flat = np.ravel(d)
         versions, step = self.grid(flat[(flat >= REFINE_FLOOR) | (flat == flat.max())])
+        self.cache["plan"] = Plan(step=step)  # for inspection (latest) only
         lower, upper = bounds_over_directions(versions, methodcaller("epsilon", d))
         lower, upper = np.ravel(lower), np.ravel(upper)
         small = (flat > TILT_FLOOR) & (flat < FFT_FLOOR)
@@ -287,6 +287,7 @@ class Query:
             probe = probes(list(known.values()))
             if probe.size:
                 (versions, step), known = self.grid(probe, start=step), None
+        self.cache["plan"] = Plan(step=step)  # for inspection (latest) only
         lower, upper = bounds_over_directions(versions, methodcaller("delta", e), known=known)
         flat, lower, upper = np.ravel(e), np.ravel(lower), np.ravel(upper)
         small = (upper > TILT_FLOOR) & (upper < FFT_FLOOR) & (lower < upper * (1 - self.accuracy))
