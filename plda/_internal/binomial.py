@@ -15,6 +15,7 @@ __all__ = [
     "MERGED_TAIL",
     "binomial_probabilities",
     "hypergeometric_probabilities",
+    "mode_takes_rest",
     "poisson_binomial_probabilities",
 ]
 
@@ -86,9 +87,7 @@ def poisson_binomial_probabilities(sample_rates) -> tuple[tuple, tuple]:
     The recurrence ``p'_k = p_k (1 - q_i) + p_{k-1} q_i`` adds positive terms only, so after
     ``m`` records each float ``p_k`` is within a relative ``3 (m + 1) u`` of its true value
     (``u = 2^-53``: the ``1 - q_i``, the two products and the sum, per record); ``gamma =
-    4 (m + 1) u`` is charged. Each count below the largest keeps ``p_k (1 - gamma)``, at most
-    its true mass, and the largest takes the rest: every tail ``P(K >= t)`` is then at least
-    the true one. Masses below 1e-300 are dropped onto the largest count the same way.
+    4 (m + 1) u`` is charged, and :func:`mode_takes_rest` rounds.
 
     Parameters
     ----------
@@ -109,15 +108,7 @@ def poisson_binomial_probabilities(sample_rates) -> tuple[tuple, tuple]:
             nxt[k] += value * keep
             nxt[k + 1] += value * q
         p = nxt
-    m = len(p) - 1
-    gamma = 4 * (m + 1) * 2.0**-53
-    counts = [k for k in range(m) if p[k] * (1 - gamma) > 1e-300]
-    probabilities = [p[k] * (1 - gamma) for k in counts]
-    # the largest count takes the rest, rounded up: 1 - sum of what was kept (fsum is correctly
-    # rounded; the kept masses are each at most their true value, so the rest is at least the
-    # true P(K = m) plus what was dropped)
-    rest = math.nextafter(1.0 - math.fsum(probabilities), math.inf)
-    return (*counts, m), (*probabilities, rest)
+    return mode_takes_rest(p, 0, 4 * len(p) * 2.0**-53)
 
 
 def hypergeometric_probabilities(population: int, group: int, draws: int) -> tuple[tuple, tuple]:
@@ -128,9 +119,8 @@ def hypergeometric_probabilities(population: int, group: int, draws: int) -> tup
     ``population``. Unnormalized weights run the recurrence
     ``w_{k+1} = w_k (group - k)(draws - k) / ((k + 1)(population - group - draws + k + 1))``
     from the smallest possible count on integers with 128-bit mantissas (relative error below
-    ``3 group 2^-127`` each, the sum likewise), and each probability ``w_k / sum w`` is rounded
-    to the nearest float and then down by ``2^-50`` relative: at most its true value. Masses
-    below 1e-300 are dropped, and the largest count takes the rest, rounded up: every tail
+    ``3 group 2^-127`` each, the sum likewise); each probability ``w_k / sum w`` is rounded to
+    the nearest float, and :func:`mode_takes_rest` rounds them so that every tail
     ``P(K >= t)`` is at least the true one.
 
     Parameters
@@ -166,8 +156,58 @@ def hypergeometric_probabilities(population: int, group: int, draws: int) -> tup
     low = min(e for _, e in weights)
     scaled = [w << (e - low) for w, e in weights]
     total = sum(scaled)
-    values = [(w / total) * (1 - 2.0**-50) for w in scaled[:-1]]
-    counts = [lo + i for i, value in enumerate(values) if value > 1e-300]
-    probabilities = [values[k - lo] for k in counts]
-    rest = math.nextafter(1.0 - math.fsum(probabilities), math.inf)
-    return (*counts, hi), (*probabilities, rest)
+    # int / int is correctly rounded: each value within half an ulp (and the recurrence's
+    # 3 group 2^-127) of the truth, which 2^-50 covers
+    return mode_takes_rest([w / total for w in scaled], lo, 2.0**-50)
+
+
+def mode_takes_rest(values: list, first: int, gamma: float) -> tuple[tuple, tuple]:
+    """Probabilities of the counts ``first, first + 1, ...`` rounded so that the count only
+    grows stochastically, moving as little mass as that needs.
+
+    Each value is within a relative ``gamma`` of its true probability. Counts below the most
+    likely one keep ``value (1 - gamma)``, at most their true mass; counts above it keep
+    ``value (1 + gamma)``, at least theirs; the most likely count takes the rest, rounded up.
+    Every tail ``P(K >= t)`` is then at least the true one: above the mode, each term is; at or
+    below it, the tail is one minus masses that are each at most their true one. (Giving the
+    rest to the largest count instead, as an earlier version did, put about ``gamma`` of mass
+    on a shift far beyond every likely one: a 50-record group at rate 0.001 then spread its
+    composed law over a grid too wide for any accuracy.) Masses below 1e-300 below the mode
+    are dropped (their mass goes to the mode: up); above it they are added, rounded up, to
+    the largest count.
+
+    Parameters
+    ----------
+    values : list of float
+        The probabilities of the counts, in order.
+    first : int
+        The first count.
+    gamma : float
+        The relative error bound of the values.
+
+    Returns
+    -------
+    tuple
+        The kept counts, increasing (the largest is ``first + len(values) - 1``), and their
+        probabilities (summing to 1 within a few ulps, at least 1).
+    """
+    last = first + len(values) - 1
+    if len(values) == 1:
+        return (first,), (1.0,)
+    mode = max(range(len(values)), key=values.__getitem__)
+    below = [(first + i, v * (1 - gamma)) for i, v in enumerate(values[:mode])]
+    above = [(first + mode + 1 + i, v * (1 + gamma)) for i, v in enumerate(values[mode + 1:])]
+    kept = [(k, p) for k, p in below + above if p > 1e-300]
+    merged = [p for k, p in above if p <= 1e-300]
+    if merged:  # onto the largest count, rounded up (each within an ulp or 5e-324)
+        extra = math.fsum(merged) * (1 + 2.0**-50) + 5e-324 * len(merged)
+        if kept and kept[-1][0] == last:
+            kept[-1] = (last, math.nextafter(kept[-1][1] + extra, math.inf))
+        else:
+            kept.append((last, extra))
+    # 1 - fsum is within half an ulp of 1 of the exact rest: 2^-53 more, then up, makes the
+    # total at least 1
+    # (at most 1: a rest above 1 means the kept masses are below 1e-16 in all, and 1 covers it)
+    rest = min(1.0, math.nextafter(1.0 - math.fsum(p for _, p in kept) + 2.0**-53, math.inf))
+    kept = sorted([*kept, (first + mode, rest)])
+    return tuple(k for k, _ in kept), tuple(p for _, p in kept)
