@@ -494,7 +494,8 @@ def _quietly(function, *args, allow_accuracy_warning=False):
 def test_delta_bounds_bracket_the_exact_value(family, parameter, count):
     pld = plda.PrivacyLossDistribution.from_mechanism(family.make(parameter), count)
     eps = np.array(family.epsilons)
-    bounds = _quietly(pld.delta_bounds, eps)
+    # where neither interval meets the accuracy (atoms, steep profiles) it says so (documented)
+    bounds = _quietly(pld.delta_bounds, eps, allow_accuracy_warning=True)
     assert not np.any(np.isnan(bounds.lower)) and not np.any(np.isnan(bounds.upper))
     # non-increasing in eps (the lower bound up to its floating-point error terms)
     assert np.all(np.diff(bounds.upper) <= 0) and np.all(np.diff(bounds.lower) <= 1e-12)

@@ -7,7 +7,8 @@ import warnings
 import numpy as np
 
 import plda
-from plda.engine.query import FFT_FLOOR, probes, realized_queries, recipe_query
+from plda.engine.gaps import FFT_FLOOR, probes
+from plda.engine.query import realized_queries, recipe_query
 from plda.engine.recipe import add_remove_steps, bounds_over_directions, laws_by_direction
 
 PLD = plda.PrivacyLossDistribution

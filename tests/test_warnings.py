@@ -137,3 +137,28 @@ def test_readme_filter_line_takes_effect(tmp_path):
     strict = subprocess.run(command[:3] + ["-W", "error::plda.AccuracyWarning"] + command[3:],
                             capture_output=True, text=True, env=env, cwd=tmp_path)
     assert strict.returncode == 1 and "AccuracyWarning" in strict.stdout  # now an error
+
+
+def test_delta_bounds_warn_where_the_grid_cannot_meet_the_accuracy():
+    # a 50-record group at sigma 0.5: the rare batches holding many of its records put losses
+    # in the tens of thousands, and the grid cap leaves the bracket wide. delta_bounds once said
+    # nothing (epsilon_bounds warned); it now judges the epsilon gap at the deltas it reports
+    step = plda.SampledWithoutReplacement(plda.Gaussian(0.5), 1000, 10**6, group_size=50)
+    pld = plda.PrivacyLossDistribution.from_mechanism(step, 10)
+    _check(_recorded(lambda: pld.delta_bounds(0.1)), {plda.AccuracyWarning})
+    accountant = plda.PLDAccountant()
+    accountant.compose(step, 10)
+    _check(_recorded(lambda: accountant.delta_bounds(0.1)), {plda.AccuracyWarning})
+    assert _recorded(lambda: accountant.delta(0.1)) == []  # the upper bound alone: no gap
+
+
+def test_delta_bounds_that_meet_the_accuracy_say_nothing():
+    # near epsilon = 0 the epsilon gap at the delta reported is ill-conditioned (a relative gap
+    # of a tiny epsilon) while the delta interval is tight: either suffices
+    step = plda.PoissonSampled(plda.Gaussian(1.0), 0.01)
+    pld = plda.PrivacyLossDistribution.from_mechanism(step, 1000)
+    epsilons = [0.0, 0.01, 0.5, 1.0, 3.0]
+    assert _recorded(lambda: pld.delta_bounds(epsilons)) == []
+    accountant = plda.PLDAccountant()
+    accountant.step(1.0, 0.01, count=1000)
+    assert _recorded(lambda: accountant.delta_bounds(epsilons)) == []

@@ -31,8 +31,9 @@ from plda.accounting.history import (
 from plda.accounting.history import horizon as horizon_of
 from plda.conversions.renyi import currency_capped
 from plda.engine.composer import Composer
+from plda.engine.gaps import FFT_FLOOR, probes, warn_where_delta_misses
 from plda.engine.plan import MIN_STEP, pilot
-from plda.engine.query import FFT_FLOOR, Query, probes, realized_queries, recipe_query
+from plda.engine.query import Query, realized_queries, recipe_query
 from plda.engine.recipe import add_remove_steps, bounds_over_directions
 from plda.engine.recipe import merge as merge_runs
 from plda.mechanisms.base import DIRECTIONS
@@ -175,7 +176,7 @@ class HistoryComposition:
     def epsilon_pair(self, history, d: np.ndarray, need_lower: bool):
         """``(lower, upper)`` epsilon bounds of ``history`` at ``d``.
 
-        Deltas below :data:`~plda.engine.query.FFT_FLOOR` go to the one-shot driver, whose
+        Deltas below :data:`~plda.engine.gaps.FFT_FLOOR` go to the one-shot driver, whose
         exponentially tilted composition resolves them (this path's FFT floor would leave a
         gap of several percent there); the others take the cached-spectrum composition.
 
@@ -220,7 +221,7 @@ class HistoryComposition:
         """``(lower, upper)`` delta bounds of ``history`` at ``e``.
 
         On the grid refined for the epsilon gap at the deltas reported
-        (:func:`~plda.engine.query.probes`), the horizon's if it fits; deltas below the FFT's
+        (:func:`~plda.engine.gaps.probes`), the horizon's if it fits; deltas below the FFT's
         floor from the one-shot driver (decided on the upper bound, which both ``delta`` and
         ``delta_bounds`` compute, so they stay equal).
 
@@ -257,7 +258,8 @@ class HistoryComposition:
                 refined = self._refine(components, first, probe, unit)[0]
             if refined is not None:
                 try:
-                    found = self._bounds_at(components, refined, "delta", e, need_lower)
+                    found, first = self._bounds_at(components, refined, "delta", e,
+                                                   need_lower), refined
                 except GridTooLarge:
                     pass
         if found is None:
@@ -266,6 +268,9 @@ class HistoryComposition:
             except GridTooLarge:
                 return tuple(self._one_shot(components).delta_bounds(e))
         lower, upper = found
+        if need_lower:  # delta_bounds says where its answer misses the accuracy
+            warn_where_delta_misses(self.versions(components, first, both=DIRECTIONS), lower,
+                                    upper, self._accuracy)
         small = np.ravel((upper > 0) & (upper < FFT_FLOOR))
         if small.any():
             tilted_lower, tilted_upper = self._one_shot(components).delta_bounds(

@@ -14,6 +14,14 @@ from operator import methodcaller
 import numpy as np
 
 from plda._internal.errors import GridTooLarge, check_bracket, quiet_accuracy, warn_if_inaccurate
+from plda.engine.gaps import (
+    FFT_FLOOR,
+    REFINE_FLOOR,
+    TILT_FLOOR,
+    probes,
+    relative_gap,
+    warn_where_delta_misses,
+)
 from plda.engine.plan import MAX_GRID, Pilot, PilotSteps, Plan, StepPredictor, pilot, refine
 from plda.engine.recipe import (
     bounds_over_directions,
@@ -24,26 +32,12 @@ from plda.engine.recipe import (
 from plda.engine.tilt import chernoff_tilts
 
 __all__ = [
-    "FFT_FLOOR",
-    "REFINE_FLOOR",
-    "TILT_FLOOR",
     "Query",
     "one_shot",
-    "probes",
     "realized_lower",
     "realized_queries",
     "recipe_query",
-    "relative_gap",
 ]
-
-#: an FFT composition resolves deltas down to about this fraction of its mass: smaller deltas
-#: are answered by a composition under an exponential tilt (:mod:`plda.engine.tilt`)
-FFT_FLOOR = 1e-8
-#: deltas below this sit on the FFT's rounding floor, where refining the grid cannot help
-REFINE_FLOOR = 1e-10
-#: targets below this are left to the untilted bounds (no tilt resolves them)
-TILT_FLOOR = 1e-60
-
 
 @dataclass(frozen=True)
 class Query:
@@ -274,7 +268,8 @@ class Query:
         Returns
         -------
         tuple of numpy.ndarray
-            ``(lower, upper)``, shaped like ``e``.
+            ``(lower, upper)``, shaped like ``e``; warns (:class:`~plda.AccuracyWarning`)
+            where the epsilon gap at the deltas reported misses the accuracy.
 
         Raises
         ------
@@ -290,6 +285,7 @@ class Query:
         self.cache["plan"] = Plan(step=step)  # for inspection (latest) only
         lower, upper = bounds_over_directions(versions, methodcaller("delta", e), known=known)
         flat, lower, upper = np.ravel(e), np.ravel(lower), np.ravel(upper)
+        warn_where_delta_misses(versions, lower, upper, self.accuracy)
         small = (upper > TILT_FLOOR) & (upper < FFT_FLOOR) & (lower < upper * (1 - self.accuracy))
         if small.any():
             lower, upper = self.tilted(versions, step, small, flat, lower, upper, "delta")
@@ -458,43 +454,3 @@ def realized_queries(steps, accuracy: float) -> tuple[Query, ...]:
         One :func:`recipe_query` per :func:`plda.engine.recipe.realized_recipes` recipe;
         empty when every factor is tight."""
     return tuple(recipe_query(recipe, accuracy) for recipe in realized_recipes(steps))
-
-
-def relative_gap(lower, upper) -> np.ndarray:
-    """``(upper - lower) / upper`` elementwise.
-
-    Parameters
-    ----------
-    lower
-        Lower bounds.
-    upper
-        Upper bounds.
-
-    Returns
-    -------
-    numpy.ndarray
-        The gaps: 0 where ``upper`` is 0 or infinite, inf where only ``lower`` is infinite.
-    """
-    with np.errstate(invalid="ignore", divide="ignore"):
-        gap = np.where(
-            np.isfinite(upper) & (upper > 0), (upper - lower) / np.maximum(upper, 1e-300), 0.0
-        )
-    return np.where(np.isfinite(lower) | ~np.isfinite(upper), gap, np.inf)
-
-
-def probes(uppers: list) -> np.ndarray:
-    """The deltas a delta query refines its grid for.
-
-    Parameters
-    ----------
-    uppers
-        Each direction's upper bounds on delta at the epsilons asked.
-
-    Returns
-    -------
-    numpy.ndarray
-        Their maximum at each epsilon, those between :data:`REFINE_FLOOR` and 1, every
-        ``n // 16``-th of them (at most about 16)."""
-    probe = np.ravel(np.max(uppers, axis=0))
-    probe = probe[(probe > REFINE_FLOOR) & (probe < 1)]
-    return probe[:: max(1, probe.size // 16)]
