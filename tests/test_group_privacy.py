@@ -17,6 +17,9 @@ import warnings
 import mpmath
 import numpy as np
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+from hypothesis_settings import examples
 from mixture_reference import binomial_weights, mixture_delta
 
 import plda
@@ -262,6 +265,29 @@ def test_the_same_count_law_two_ways_gives_overlapping_brackets():
         a, b = records.epsilon_bounds(DELTA), group.epsilon_bounds(DELTA)
     assert max(a.lower, b.lower) <= min(a.upper, b.upper)
     assert (a.upper - a.lower) / a.upper <= 1e-3
+
+
+def _gap(bounds) -> float:
+    return (bounds.upper - bounds.lower) / bounds.upper if bounds.upper > 0 else 0.0
+
+
+@given(group=st.integers(2, 60), rate=st.floats(1e-4, 0.3), sigma=st.floats(0.7, 4.0),
+       steps=st.sampled_from([1, 10, 300]))
+@example(group=50, rate=0.001, sigma=2.0, steps=1000)  # the weights' rest on the largest count
+@examples(8)
+def test_a_group_and_its_records_at_one_rate_are_one_truth(group, rate, sigma, steps):
+    # the binomial count two ways (a Poisson group, and records of one rate): one truth, so the
+    # brackets overlap, and neither is much wider than the other (the same law up to rounding)
+    records = PLD.from_mechanism(
+        plda.GaussianMixture.independent_records(sigma, [rate] * group), steps)
+    pooled = PLD.from_mechanism(plda.PoissonSampled(plda.Gaussian(sigma), rate, group_size=group),
+                                steps)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", plda.AccuracyWarning)
+        for query, at in (("epsilon_bounds", DELTA), ("delta_bounds", 1.0)):
+            a, b = getattr(records, query)(at), getattr(pooled, query)(at)
+            assert max(a.lower, b.lower) <= min(a.upper, b.upper) * (1 + 1e-12) + 1e-300
+            assert _gap(a) <= 2 * max(_gap(b), 1e-3) and _gap(b) <= 2 * max(_gap(a), 1e-3)
 
 
 @pytest.mark.parametrize(("rates", "error", "match"), [
