@@ -4,7 +4,7 @@ Certified bounds need every computed probability rounded the safe way: up on the
 side, down on the optimistic one. ``u = 2^-53`` is the unit roundoff of float64. Here: the
 directed roundings, the chance of a union of independent events, products of arrays on the
 calling thread (:func:`dot`) and discounted tail sums (:func:`discounted_tails`), each with the
-rounding its callers charge.
+rounding its callers charge; and the relative gap of a bracket (:func:`relative_gap`).
 """
 
 from __future__ import annotations
@@ -143,3 +143,25 @@ def discounted_tails(values: np.ndarray, ratio: float) -> np.ndarray:
         k = np.arange(width, dtype=float)
         y += np.multiply.outer(np.array(starts[1:]), ratio ** (width - k))
     return padded[:n]
+
+
+def relative_gap(lower, upper) -> np.ndarray:
+    """``(upper - lower) / upper`` elementwise.
+
+    Parameters
+    ----------
+    lower
+        Lower bounds.
+    upper
+        Upper bounds.
+
+    Returns
+    -------
+    numpy.ndarray
+        The gaps: 0 where ``upper`` is 0 or infinite, inf where only ``lower`` is infinite.
+    """
+    with np.errstate(invalid="ignore", divide="ignore"):
+        gap = np.where(
+            np.isfinite(upper) & (upper > 0), (upper - lower) / np.maximum(upper, 1e-300), 0.0
+        )
+    return np.where(np.isfinite(lower) | ~np.isfinite(upper), gap, np.inf)

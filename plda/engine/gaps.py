@@ -1,5 +1,5 @@
-"""How a query's answer is judged: the relative gap, the floors of the FFT, the deltas a delta
-query refines for, and the accuracy warning of delta answers.
+"""How a query's answer is judged: the floors of the FFT, the deltas a delta query refines
+for, and the accuracy warning of delta answers.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from operator import methodcaller
 import numpy as np
 
 from plda._internal.errors import warn_if_inaccurate
+from plda._internal.floats import relative_gap
 from plda.engine.recipe import bounds_over_directions
 
 __all__ = [
@@ -16,7 +17,6 @@ __all__ = [
     "REFINE_FLOOR",
     "TILT_FLOOR",
     "probes",
-    "relative_gap",
     "warn_where_delta_misses",
 ]
 
@@ -27,28 +27,6 @@ FFT_FLOOR = 1e-8
 REFINE_FLOOR = 1e-10
 #: targets below this are left to the untilted bounds (no tilt resolves them)
 TILT_FLOOR = 1e-60
-
-
-def relative_gap(lower, upper) -> np.ndarray:
-    """``(upper - lower) / upper`` elementwise.
-
-    Parameters
-    ----------
-    lower
-        Lower bounds.
-    upper
-        Upper bounds.
-
-    Returns
-    -------
-    numpy.ndarray
-        The gaps: 0 where ``upper`` is 0 or infinite, inf where only ``lower`` is infinite.
-    """
-    with np.errstate(invalid="ignore", divide="ignore"):
-        gap = np.where(
-            np.isfinite(upper) & (upper > 0), (upper - lower) / np.maximum(upper, 1e-300), 0.0
-        )
-    return np.where(np.isfinite(lower) | ~np.isfinite(upper), gap, np.inf)
 
 
 def probes(uppers: list) -> np.ndarray:

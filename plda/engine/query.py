@@ -14,12 +14,12 @@ from operator import methodcaller
 import numpy as np
 
 from plda._internal.errors import GridTooLarge, check_bracket, quiet_accuracy, warn_if_inaccurate
+from plda._internal.floats import relative_gap
 from plda.engine.gaps import (
     FFT_FLOOR,
     REFINE_FLOOR,
     TILT_FLOOR,
     probes,
-    relative_gap,
     warn_where_delta_misses,
 )
 from plda.engine.plan import MAX_GRID, Pilot, PilotSteps, Plan, StepPredictor, pilot, refine
