@@ -219,3 +219,18 @@ def test_other_bases_are_refused_naming_the_ones_that_work():
 def test_bad_mixtures_name_the_argument(kwargs, error, match):
     with pytest.raises(error, match=match):
         plda.LaplaceMixture(**kwargs)
+
+
+def test_a_large_group_at_a_high_rate_keeps_its_bracket():
+    # next to the atom at the top of the loss the density of the continuous part is singular;
+    # the optimistic split of that cell trusted a quadrature that found 4e-5 more than the
+    # cell's mass, and the lower version's delta exceeded the upper one's (InvertedBracketError
+    # from delta_bounds, for a valid mechanism)
+    step = plda.PoissonSampled(plda.Laplace(0.5), 0.9, group_size=16)
+    pld = plda.PrivacyLossDistribution.from_mechanism(step, 1)
+    epsilons = [0.0, 1.0, 4.0, 20.0, 30.0]
+    lower, upper = pld.delta_bounds(epsilons)
+    with mpmath.workdps(30):
+        for e, lo, up in zip(epsilons, lower, upper, strict=True):
+            exact = laplace_mixture_delta(0.5, range(17), binomial_weights(16, 0.9), e)
+            assert lo <= exact <= up
