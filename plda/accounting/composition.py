@@ -251,15 +251,15 @@ class HistoryComposition:
             probe = probes([v.upper.delta(e) for v in self.versions(components, first).values()])
         except GridTooLarge:  # beyond this path's grid cap: the driver's (capped) grid
             return tuple(self._one_shot(components).delta_bounds(e))
-        found = None
+        found, used = None, first  # the bounds, and the grid step they were read on
         if probe.size:
             refined = self.horizon_step(components, probe)
             if refined is None:
                 refined = self._refine(components, first, probe, unit)[0]
             if refined is not None:
                 try:
-                    found, first = self._bounds_at(components, refined, "delta", e,
-                                                   need_lower), refined
+                    found = self._bounds_at(components, refined, "delta", e, need_lower)
+                    used = refined
                 except GridTooLarge:
                     pass
         if found is None:
@@ -269,7 +269,7 @@ class HistoryComposition:
                 return tuple(self._one_shot(components).delta_bounds(e))
         lower, upper = found
         if need_lower:  # delta_bounds says where its answer misses the accuracy
-            warn_where_delta_misses(self.versions(components, first, both=DIRECTIONS), lower,
+            warn_where_delta_misses(self.versions(components, used, both=DIRECTIONS), lower,
                                     upper, self._accuracy)
         small = np.ravel((upper > 0) & (upper < FFT_FLOOR))
         if small.any():

@@ -145,9 +145,10 @@ def _paired(law, step, lo, p_low, p_high, u_low, v_high):
             # certified mass: next to an atom of a Laplace mixture the density is singular,
             # and the split once put 4e-5 more than the cell's mass there (a lower version of
             # mass 1 + 3.5e-7, whose delta exceeded the upper version's)
-            if split is not None and p_low[j] * (1 - 1e-10) <= (split[0] + split[1]) / (
-                1 - 1e-9
-            ) <= p_high[j] * (1 + 1e-10):
+            if split is None:
+                continue
+            found = (split[0] + split[1]) / (1 - 1e-9)  # the quadrature's cell mass
+            if p_low[j] * (1 - 1e-10) <= found <= p_high[j] * (1 + 1e-10):
                 scale = min(1.0, p_low[j] / (split[0] + split[1]))  # never above p_low
                 down[j], up[j] = split[0] * scale, split[1] * scale
     out = np.zeros(n + 1)
