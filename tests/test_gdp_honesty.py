@@ -99,3 +99,23 @@ def test_the_tradeoff_plot_refuses_an_infinite_reference_mu():
         assert any(line.get_label() == f"{mu:.3g}-GDP" for line in ax.get_lines())
     finally:
         plt.close(figure)
+
+
+@pytest.mark.parametrize(
+    "step",
+    [plda.ApproximateDP(epsilon=1000.0), plda.DiscreteLaplace(parameter=200.0)],
+    ids=["approximate-dp", "discrete-laplace"],
+)
+def test_a_long_run_of_large_losses_does_not_exhaust_memory(step):
+    # a million steps of loss ~1e3 put the composed grid ~1e9 steps beyond 0: the certificate
+    # built one segment per grid index up to there (hundreds of GB) before keeping those below
+    # MAX_EPSILON; it raised MemoryError. Its answer is certified: never below the refuted mu.
+    pld = plda.PrivacyLossDistribution.from_mechanism(step, 10**6)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        mu = pld.gdp_mu()
+        summary = pld.gdp_summary(delta_floor=1e-9)
+    assert mu >= summary.mu_lower > 0
+    assert summary.mu >= summary.mu_lower
+    if math.isinf(mu):
+        assert any(issubclass(w.category, plda.GaussianDPWarning) for w in record)

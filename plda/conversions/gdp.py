@@ -201,6 +201,9 @@ def _gdp_certificate(composed: ComposedLaws, delta_floor: float):
     laws = select_laws(composed, "upper", None)
     step = laws[0].step
     top = max(law.offset + len(law.probs) for law in laws)
+    # segments start at eps <= MAX_EPSILON only: cap the index range before building it (a long
+    # composition of large losses has its grid far beyond, offsets of billions of steps)
+    top = min(top, math.floor(MAX_EPSILON / step) + 1)
     m = np.arange(1, max(top, 0) + 2)
     m = m[(m - 1) * step <= MAX_EPSILON]
     eps0, eps1 = (m - 1) * step, m * step
