@@ -621,3 +621,28 @@ def test_poisson_near_one_fixed_size_above_ten():
                                steps).epsilon_bounds(1e-5)
     assert 0.9 < poisson.lower <= poisson.upper < 1.0
     assert 10.0 < fixed.lower <= fixed.upper < 10.5
+
+
+@pytest.mark.parametrize("via_pld", [True, False], ids=["pld", "accountant"])
+def test_poisson_replace_one_at_rate_one_is_the_gaussian_at_doubled_sensitivity(via_pld):
+    # at q = 1 the replace-one mixture law's lower branch log1p(q expm1(z)) cancelled to
+    # log1p(-1) = -inf, its tails read as infinite losses, and every query raised MemoryError
+    # ("a grid ... over [-48.8, inf] is too large"); sampling every record is the Gaussian pair
+    # N(1/sigma) against N(-1/sigma): mu = 2 / sigma
+    sigma, delta = 0.5, 1e-5
+    step = plda.PoissonSampled(plda.Gaussian(sigma=sigma), sample_rate=1.0)
+    if via_pld:
+        lower, upper = PLD.from_mechanism(step, 3, relation="replace_one").epsilon_bounds(delta)
+    else:
+        accountant = plda.PLDAccountant(relation="replace_one")
+        accountant.step(noise_multiplier=sigma, sample_rate=1.0, count=3)
+        lower, upper = accountant.epsilon_bounds(delta)
+    mu = mpmath.sqrt(3) * 2 / mpmath.mpf(sigma)
+
+    def excess(eps):
+        return (mpmath.ncdf(mu / 2 - eps / mu) - mpmath.exp(eps) * mpmath.ncdf(-mu / 2 - eps / mu)
+                - delta)
+
+    truth = float(mpmath.findroot(excess, 40))
+    assert lower <= truth <= upper
+    assert upper - lower <= 1e-3 * upper

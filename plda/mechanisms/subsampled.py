@@ -185,7 +185,8 @@ class PoissonSampled(Mechanism):
         Returns
         -------
         Mechanism
-            The sampled Gaussian read under replace-one.
+            The sampled Gaussian read under replace-one (at ``q = 1``, the base's
+            replace-one reading: the Gaussian at doubled sensitivity).
 
         Raises
         ------
@@ -206,6 +207,11 @@ class PoissonSampled(Mechanism):
                 "relation='replace_one' with PoissonSampled is supported for Gaussian base "
                 f"mechanisms only, got {type(self.mechanism).__name__}"
             )
+        if self.sample_rate == 1:
+            # every record is kept: the pair is N(Δ) against N(-Δ), the Gaussian at doubled
+            # sensitivity; the mixture law would take log1p(-1) = -inf for its lower branch
+            # (the loss 2 mu x read as +-inf beyond |x| ~ 20, a grid over [a, inf])
+            return self.mechanism.under_replace_one()
         return _ReplaceOneSampledGaussian(self.mechanism, self.sample_rate)
 
 
