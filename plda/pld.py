@@ -292,7 +292,12 @@ class PrivacyLossDistribution(CompositionQueries):
             The upper bound (a number for a number); ``inf`` when ``delta`` is below the mass
             at infinite loss.
         """
-        return self.epsilon_bounds(delta).upper
+        d = check.array_in("delta", delta, 0.0, 1.0)
+        # the upper bound only: the realized compositions' lower bounds are not computed
+        _, upper = self._query(realized=False).epsilon_bounds(d)
+        if not self._dominating:  # never looser than the whole in its own currency (zCDP, RDP)
+            upper = currency_capped(upper, self.components, self.relation, d, "epsilon")
+        return float(upper) if np.ndim(delta) == 0 else upper
 
     def epsilon_bounds(self, delta: ArrayLike) -> Bounds:
         """Certified lower and upper bounds on ``epsilon(delta)``.

@@ -513,3 +513,23 @@ def test_a_sparse_heavy_tailed_composition_meets_the_accuracy():
         assert 0.2130 < lower <= upper < 0.2140 and upper - lower <= 1e-3 * upper
     assert max(pld_bounds.lower, accountant_bounds.lower) <= min(pld_bounds.upper,
                                                                  accountant_bounds.upper)
+
+
+def test_epsilon_alone_composes_no_realized_pair(monkeypatch):
+    # epsilon() is the upper bound only: the realized compositions that certify a lower bound
+    # for a factor that is not tight (a shuffled epoch: seconds) are not its business
+    import warnings
+
+    from plda.engine import query
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("epsilon() composed the realized pairs")
+
+    pld = plda.PrivacyLossDistribution.from_mechanism(plda.ZCDP(0.1), 10)
+    expected = pld.epsilon_bounds(1e-5).upper
+    monkeypatch.setattr(query, "realized_lower", refuse)
+    fresh = plda.PrivacyLossDistribution.from_mechanism(plda.ZCDP(0.1), 10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert fresh.epsilon(1e-5) == expected
+        assert list(fresh.epsilon([1e-5])) == [expected]

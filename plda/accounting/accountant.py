@@ -290,8 +290,10 @@ class PLDAccountant(CompositionQueries):
         Returns
         -------
         Bounds
-            ``lower <= epsilon(delta) <= upper``, both certified, a relative gap of at most
-            ``accuracy`` (else an :class:`~plda.AccuracyWarning`); zeros before any step.
+            ``lower <= epsilon(delta) <= upper``, both certified; zeros before any step. The
+            computation's gap is at most ``accuracy`` (else an :class:`~plda.AccuracyWarning`);
+            a step that is not ``tight`` (a guarantee such as ``ZCDP``, or a sampler that warns
+            :class:`~plda.NotTightWarning`) widens the interval by its analysis's own gap.
 
         Raises
         ------
