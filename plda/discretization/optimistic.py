@@ -1,7 +1,8 @@
 """The optimistic version of a continuous law on the grid: an exact post-processing of the true
 pair, by *pairing* of neighbouring cells or the *martingale sweep* through the bulk, whichever
-keeps more of ``E_P[L]`` (:func:`continuous_lower`). The derivations: docs/concepts/
-discretization.md, sections "Optimistic side" and "The martingale sweep".
+keeps more of ``E_P[L]``, after merging the atoms among the cells with thin slices of them
+(:func:`continuous_lower`). The derivations: docs/concepts/discretization.md, sections
+"Optimistic side" and "The martingale sweep".
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import math
 
 import numpy as np
 
-from plda._internal.floats import dot
+from plda._internal.floats import UNIT_ROUNDOFF, dot
 from plda.discretization.cells import CDF_RTOL, NODES, WEIGHTS, coarse_tail
 
 
@@ -115,11 +116,11 @@ def _threshold_split(law, step, index, v_capacity, u_needed, pieces=256):
     return (1 - phi[k]) * p_bottom[k] * shrink, (p_top[k] + phi[k] * p_bottom[k]) * shrink
 
 
-def _paired(law, step, lo, p_low, p_high, u_low, v_high):
-    """Pairing of neighbouring cells (fractions ``a_j`` down, ``b_j`` up): masses on grid
-    points ``lo .. lo + n``."""
+def _paired(law, step, lo, p_low, p_high, u_low, v_high, mode, kept):
+    """Pairing of neighbouring cells (fractions ``a_j`` down, ``b_j`` up), the two recursions
+    meeting at cell ``mode``: masses on grid points ``lo .. lo + n``. ``kept``: the fraction of
+    each cell's content the moments hold (the rest went to :func:`atom_groups`)."""
     n = len(p_low)
-    mode = int(np.argmax(p_low))
     with np.errstate(divide="ignore", invalid="ignore"):
         a, b = _pair_down(u_low, v_high, mode, n)
         a_up, b_up = _pair_up(u_low, v_high, mode, n)
@@ -140,14 +141,20 @@ def _paired(law, step, lo, p_low, p_high, u_low, v_high):
         # instead: a top slice goes up, the rest down -- far less is rounded down
         for j in np.nonzero(leftover * p_low > 1e-3 * p_low.max())[0][:8]:
             need_below = b[j - 1] * v_high[j - 1] if j > 0 else 0.0
-            split = _threshold_split(law, step, lo + j, b[j] * v_high[j], need_below)
+            if not kept[j] > 0:
+                continue
+            # the moments hold the fraction kept[j] of the cell, a proportional slice: its
+            # split is that fraction of the whole cell's split for the needs scaled up
+            split = _threshold_split(law, step, lo + j, b[j] * v_high[j] / kept[j],
+                                     need_below / kept[j])
             # the split trusts its quadrature only where that quadrature finds the cell's
             # certified mass: next to an atom of a Laplace mixture the density is singular,
             # and the split once put 4e-5 more than the cell's mass there (a lower version of
             # mass 1 + 3.5e-7, whose delta exceeded the upper version's)
             if split is None:
                 continue
-            found = (split[0] + split[1]) / (1 - 1e-9)  # the quadrature's cell mass
+            split = (split[0] * kept[j], split[1] * kept[j])
+            found = (split[0] + split[1]) / (1 - 1e-9)  # the quadrature's mass of the slice
             if p_low[j] * (1 - 1e-10) <= found <= p_high[j] * (1 + 1e-10):
                 scale = min(1.0, p_low[j] / (split[0] + split[1]))  # never above p_low
                 down[j], up[j] = split[0] * scale, split[1] * scale
@@ -318,7 +325,7 @@ ROUGH = 0.05
 SWEEP_WORTH = 3.0
 
 
-def bulk_sweep(step, p_low, p_high, u_low, v_high):
+def bulk_sweep(step, p_low, p_high, u_low, v_high, mode):
     """The martingale sweep through the bulk, pairing below and above it.
 
     Parameters
@@ -333,6 +340,8 @@ def bulk_sweep(step, p_low, p_high, u_low, v_high):
         Their ``u`` moments, rounded down.
     v_high
         Their ``v`` moments, rounded up.
+    mode
+        The cell of the density's mode (an atom's cell may hold more).
 
     Returns
     -------
@@ -345,7 +354,7 @@ def bulk_sweep(step, p_low, p_high, u_low, v_high):
     bulk = np.nonzero(p_low > WINDOW * p_low.max())[0]
     if not len(bulk) or bulk[-1] - bulk[0] > MAX_SWEEP:
         return None
-    first, last, mode = int(bulk[0]), int(bulk[-1]), int(np.argmax(p_low))
+    first, last = int(bulk[0]), int(bulk[-1])
     core = np.nonzero(p_low > 1e-3 * p_low.max())[0]
     with np.errstate(divide="ignore", invalid="ignore"):
         jumps = np.abs(np.diff(np.log(p_low[core[0] : core[-1] + 1])))
@@ -400,7 +409,88 @@ def bulk_sweep(step, p_low, p_high, u_low, v_high):
     return out
 
 
-def continuous_lower(law, step, lo, hi, moments):
+#: the largest gap, in loss units, between an atom and the cells merged with it (their factors
+#: e^{gap} stay far from overflow)
+ATOM_REACH = 50.0
+#: atoms grouped per law, the heaviest first (each costs a pass over the cells); any others are
+#: rounded down alone
+MAX_GROUPED_ATOMS = 16
+
+
+def atom_groups(step, atoms, p_low, p_high, u_low, v_high):
+    """Atoms merged with a thin proportional slice of the cells on one side, onto a grid point.
+
+    An atom at ``l`` inside cell ``[l_j, l_{j+1})`` rounded down alone costs ``e^{eps - l} p
+    (l - l_j)`` of delta, first order in the step; an atom holding much of a law's mass (a
+    subsampled Laplace step puts 80% of its mass on two) cannot be balanced by its neighbours.
+    Instead it is merged with the fraction ``phi`` of *every* cell above ``l_{j+1}`` (within
+    ``ATOM_REACH``) whose surplus pays the atom's deficit ``v`` (the group's loss is then at
+    least ``l_{j+1}``), or with the fraction of every cell below ``l_j`` whose deficit its
+    surplus ``u`` pays (loss at least ``l_j``), whichever collapses less mass. ``phi`` is of
+    the order of the step over the law's width, so what the merge loses is second order. A
+    proportional slice of a cell is a randomized post-processing whose moments are the cell's
+    times ``phi``; the rest of each cell goes on to pairing. Surpluses are rounded down and
+    deficits up; an atom that neither side can balance is rounded down alone.
+
+    Parameters
+    ----------
+    step
+        The grid step.
+    atoms
+        ``(cells, p, u, v)``: each atom's cell (counted from the first), its P-mass and its
+        ``u`` (rounded down) and ``v`` (rounded up) moments about its cell.
+    p_low, p_high, u_low, v_high
+        The cells' moments (see :func:`continuous_lower`).
+
+    Returns
+    -------
+    tuple
+        The atoms' masses on the ``n + 1`` grid points, the four moment arrays of what is left
+        of the cells, and the fraction of each cell left.
+    """
+    n = len(p_low)
+    p_low, p_high, u_low, v_high = (np.array(x, dtype=float) for x in (p_low, p_high, u_low,
+                                                                        v_high))
+    out = np.zeros(n + 1)
+    kept = np.ones(n)
+    cells, mass, atom_u, atom_v = atoms
+    for rank, k in enumerate(np.argsort(-mass, kind="stable")):
+        j, p_a = int(cells[k]), float(mass[k]) * (1 - 8 * UNIT_ROUNDOFF)
+        if rank >= MAX_GROUPED_ATOMS:
+            out[j] += p_a  # rounded down alone
+            continue
+        options = []
+        # up: cells m > j (d = m - j - 1 steps above l_{j+1}); surplus p (1 - e^{-dh}) + e^{-dh} u
+        d = np.arange(n - j - 1) * step
+        reach = d <= ATOM_REACH
+        surplus = (dot(p_low[j + 1 :] * reach, -np.expm1(-d))
+                   + dot(u_low[j + 1 :] * reach, np.exp(-d))) * (1 - MARGIN)
+        if surplus > 0 and math.isfinite(atom_v[k]):
+            phi = float(atom_v[k]) * (1 + MARGIN) / surplus
+            if phi <= 1:
+                options.append((phi * float(np.sum(p_low[j + 1 :] * reach)), j + 1,
+                                slice(j + 1, n), phi * reach))
+        # down: cells m < j (d = j - m - 1 steps below l_j); deficit e^{dh} v + (e^{dh} - 1) p
+        d = np.arange(j - 1, -1, -1) * step
+        reach = d <= ATOM_REACH
+        deficit = (dot(v_high[:j] * reach, np.exp(np.minimum(d, ATOM_REACH)))
+                   + dot(p_high[:j] * reach, np.expm1(np.minimum(d, ATOM_REACH)))) * (1 + MARGIN)
+        if deficit > 0 and math.isfinite(deficit) and atom_u[k] > 0:
+            psi = float(atom_u[k]) * (1 - MARGIN) / deficit
+            if psi <= 1:
+                options.append((psi * float(np.sum(p_low[:j] * reach)), j, slice(0, j),
+                                psi * reach))
+        if not options:
+            out[j] += p_a  # rounded down alone
+            continue
+        _, point, part, taken = min(options, key=lambda option: option[0])
+        out[point] += p_a + dot(taken, p_low[part])
+        for x in (p_low, p_high, u_low, v_high, kept):
+            x[part] *= 1 - taken
+    return out, (p_low, p_high, u_low, v_high), kept
+
+
+def continuous_lower(law, step, lo, hi, moments, atoms=None):
     """The optimistic masses of the continuous part on the grid.
 
     An exact post-processing of the true pair: pairing of neighbouring cells, or the
@@ -429,6 +519,10 @@ def continuous_lower(law, step, lo, hi, moments):
     moments
         The fine cells' moments (:func:`plda.discretization.cells.cell_moments`); coarse cells
         follow up to ``hi``.
+    atoms
+        ``(cells, p, u, v)`` of atoms inside the fine cells (cells counted from ``lo``, ``u``
+        rounded down, ``v`` up), paired with the cells' content rather than rounded down
+        alone; None for none.
 
     Returns
     -------
@@ -444,17 +538,27 @@ def continuous_lower(law, step, lo, hi, moments):
     # capped at the largest double: a cell too wide to bound its Q-moment (see _cdf_moments)
     # then pairs nothing, without inf * 0 = NaN in the balances below
     v_high = np.nan_to_num(np.minimum(v + ev, np.finfo(float).max), nan=np.finfo(float).max)
-    fine = _paired(law, step, lo, p_low, p_high, u_low, v_high)
+    # the recursions meet at the density's mode
+    mode = int(np.argmax(p_low))
+    grouped, kept = None, np.ones(len(p))
+    if atoms is not None:
+        grouped, (p_low, p_high, u_low, v_high), kept = atom_groups(
+            step, atoms, p_low, p_high, u_low, v_high
+        )
+        p, u = p_low, u_low  # what is left of the cells, for the choice below
+    fine = _paired(law, step, lo, p_low, p_high, u_low, v_high, mode, kept)
     grid = (lo + np.arange(len(fine))) * step
     # E_P[L] of the cells under connect-the-dots, sum p_j l_j + h sum min(u_j / (1 - e^-h), p_j)
     upper_mean = dot(p, grid[:-1]) + step * float(np.sum(np.minimum(u / -np.expm1(-step), p)))
     wasted = upper_mean - dot(fine, grid)
     if wasted > SWEEP_WORTH * step * step / 12 * float(np.sum(p)):
-        swept = bulk_sweep(step, p_low, p_high, u_low, v_high)
+        swept = bulk_sweep(step, p_low, p_high, u_low, v_high, mode)
         if swept is not None and np.all(np.isfinite(swept)) and dot(swept, grid) > dot(fine, grid):
             fine = swept
     out = np.zeros(hi - lo + 1)
     out[: len(fine)] += fine
+    if grouped is not None:
+        out[: len(grouped)] += grouped
     index, tail = coarse_tail(law, step, mid, hi, upper=False)
     np.add.at(out, index - lo, tail)
     above_hi = law.continuous_sf(np.array([hi * step]), "P")[0]
