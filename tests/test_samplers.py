@@ -646,3 +646,48 @@ def test_poisson_replace_one_at_rate_one_is_the_gaussian_at_doubled_sensitivity(
     truth = float(mpmath.findroot(excess, 40))
     assert lower <= truth <= upper
     assert upper - lower <= 1e-3 * upper
+
+
+@pytest.mark.parametrize("direction", ["remove", "add"])
+def test_losses_keep_their_digits_at_a_rate_near_one(direction):
+    # log1p(q expm1(z)) cancels where q expm1(z) is near -1: at q = 1 - 1e-9 the loss of a very
+    # negative output lost 1e-7 of its value (about 1e8 ulps), beyond every error term charged
+    q = 1 - 1e-9
+    law = plda.PoissonSampled(plda.Gaussian(sigma=0.5), sample_rate=q).privacy_loss(direction)
+    mapped = law.subsampled_loss if direction == "remove" else law.base.subsampled_loss
+    with mpmath.workdps(40):
+        qq = mpmath.mpf(q)
+        for y in (-40.0, -25.0, -3.0, 0.4, 5.0):  # base losses
+            exact = float(mpmath.log(1 - qq + qq * mpmath.exp(y)))
+            assert abs(float(mapped(y)) - exact) <= 1e-14 * max(1.0, abs(exact)), y
+
+
+@pytest.mark.parametrize(("sigma", "q"), [(0.05, 0.5), (0.06, 0.9)])
+def test_replace_one_with_small_noise_reads_its_far_losses(sigma, q):
+    # the replace-one law's loss overflowed beyond losses of ~700 (e^{mu x} in expm1): its cdf
+    # read P(L <= -1000) = 1 and P(L <= 1000) = 0, and the far-tail discretization of sigma =
+    # 0.05 asked for a grid over [-404, inf] (MemoryError on a valid mechanism)
+    step = plda.PoissonSampled(plda.Gaussian(sigma=sigma), sample_rate=q)
+    law = step.under_replace_one().privacy_loss("remove")
+    cdf = law.continuous_cdf(np.array([-1000.0, 1000.0]), "P")
+    assert cdf[0] < 1e-300 and cdf[1] == 1.0
+    lower, upper = PLD.from_mechanism(step, relation="replace_one").epsilon_bounds(1e-5)
+    with mpmath.workdps(40):
+        qq, mu = mpmath.mpf(q), 1 / mpmath.mpf(sigma)
+
+        def loss(x):  # P = (1-q) N(0) + q N(mu), Q = (1-q) N(0) + q N(-mu), unit variance
+            return (mpmath.log(1 - qq + qq * mpmath.exp(mu * x - mu**2 / 2))
+                    - mpmath.log(1 - qq + qq * mpmath.exp(-mu * x - mu**2 / 2)))
+
+        def delta(eps):  # the loss is increasing in x: the optimal set is x > x*
+            lo, hi = mpmath.mpf(-200), mpmath.mpf(200)
+            for _ in range(200):  # bisection: the loss is increasing in x
+                mid = (lo + hi) / 2
+                lo, hi = (mid, hi) if loss(mid) < eps else (lo, mid)
+            x = (lo + hi) / 2
+            p = (1 - qq) * mpmath.ncdf(-x) + qq * mpmath.ncdf(mu - x)
+            q_mass = (1 - qq) * mpmath.ncdf(-x) + qq * mpmath.ncdf(-mu - x)
+            return p - mpmath.exp(eps) * q_mass
+
+        assert delta(mpmath.mpf(upper)) <= 1e-5 <= delta(mpmath.mpf(lower))
+    assert upper - lower <= 1e-3 * upper

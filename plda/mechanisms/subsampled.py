@@ -11,7 +11,7 @@ from scipy.special import ndtr, ndtri
 
 from plda._internal.binomial import binomial_probabilities
 from plda._internal.caches import remembered
-from plda._internal.floats import UNIT_ROUNDOFF
+from plda._internal.floats import UNIT_ROUNDOFF, log_mixture
 from plda._internal.validation import MIN_SAMPLE_RATE, count, in_range, probability
 from plda.mechanisms.base import Mechanism
 from plda.mechanisms.gaussian import Gaussian
@@ -279,14 +279,7 @@ class SubsampledLaw(PrivacyLossLaw):
         numpy.ndarray
             ``log(1 + q (e^y - 1))`` (increasing, ``0`` at ``0``).
         """
-        loss = np.asarray(loss, dtype=float)
-        q = self.sample_rate
-        with np.errstate(over="ignore"):
-            # log(1 + q(e^l - 1)); for large l it is l + log q + log1p((1-q) e^{-l} / q)
-            big = loss > 30
-            small = np.log1p(q * np.expm1(np.where(big, 0.0, loss)))
-            large = loss + np.log(q) + np.log1p((1 - q) * np.exp(-np.where(big, loss, 30.0)) / q)
-        return np.where(big, large, small)
+        return log_mixture(self.sample_rate, loss)
 
     def base_loss(self, loss):
         """The base loss that maps to a subsampled loss (the inverse of :meth:`subsampled_loss`).
@@ -397,13 +390,11 @@ class ReplaceOneSampledGaussianLaw(PrivacyLossLaw):
     def _loss_terms(self, x):
         """The two logarithms whose difference is the loss (their sizes bound its rounding)."""
         q, m = self.sample_rate, self.mu
-        a = np.log1p(q * np.expm1(m * x - m * m / 2))
-        b = np.log1p(q * np.expm1(-m * x - m * m / 2))
-        return a, b
+        return log_mixture(q, m * x - m * m / 2), log_mixture(q, -m * x - m * m / 2)
 
     def _slope(self, x):
         q, m = self.sample_rate, self.mu
-        with np.errstate(over="ignore"):
+        with np.errstate(over="ignore", invalid="ignore"):  # inf / inf is replaced by m
             up = q * np.exp(m * x - m * m / 2)
             down = q * np.exp(-m * x - m * m / 2)
             s1 = np.where(np.isfinite(up), m * up / (1 - q + up), m)
