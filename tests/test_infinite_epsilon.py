@@ -148,3 +148,17 @@ def test_the_dp_accounting_adapter_reports_delta_at_infinite_epsilon():
     assert 0.0 <= bounds.lower <= bounds.upper < 1e-300
     with pytest.raises(ValueError, match="epsilon must be in"):
         accountant.get_delta(math.nan)
+
+
+@pytest.mark.parametrize("sigma", [0.05, 0.1, 0.2, 0.5])
+def test_an_unbounded_discrete_loss_has_infinite_epsilon_at_delta_zero(sigma):
+    # a discrete Gaussian's loss is unbounded, so delta(eps) > 0 at every eps: at sigma <= 0.2
+    # the atoms beyond ~38 sigma and their tail bound rounded to 0, and epsilon(0) came out
+    # 600.2 (sigma 0.05), an upper bound below the truth; through the accountant too
+    pld = _pld(plda.DiscreteGaussian(sigma), 1)
+    assert pld.epsilon_bounds(0.0).upper == math.inf
+    assert pld.delta_bounds(1e4).upper > 0
+    accountant = plda.PLDAccountant()
+    accountant.compose(plda.DiscreteGaussian(sigma), 1)
+    assert accountant.epsilon(0.0) == math.inf
+    assert math.isfinite(pld.epsilon_bounds(1e-300).upper)

@@ -16,6 +16,8 @@ import numpy as np
 
 #: unit roundoff of float64
 UNIT_ROUNDOFF = 2.0**-53
+#: the smallest positive float64: a bound on any mass that rounds to 0
+TINY = float(np.nextafter(0.0, 1.0))
 
 
 def round_up(value: float, relative_error: float) -> float:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy.special import logsumexp
 
+from plda._internal.floats import TINY
 from plda._internal.validation import in_range, positive_float
 from plda.mechanisms.base import Mechanism
 from plda.mechanisms.law import AtomLaw
@@ -161,6 +162,10 @@ class DiscreteGaussian(Mechanism):
         tail = float(np.exp(-(reach**2) / (2 * s * s) - log_z) * (1 + s * s / reach))
         keep = probs > 0
         order = np.argsort(losses[keep])
+        # the loss is unbounded, so some mass always lies beyond: never 0, even where the bound
+        # and the atoms dropped for underflowing (below 5e-324 each) round to 0 (at sigma =
+        # 0.05, epsilon(0) came out 600.2 instead of inf)
+        tail = max(tail, TINY) + TINY * int(np.count_nonzero(~keep))
         return AtomLaw(
             atom_losses=losses[keep][order], atom_probs=probs[keep][order], truncated_mass=tail
         )

@@ -8,6 +8,8 @@ import math
 
 import numpy as np
 
+from plda._internal.floats import TINY  # a converted delta that underflows is reported as this
+
 #: points of the epsilon grid a zCDP or Rényi guarantee is converted at
 PROFILE_POINTS = 2048
 #: the smallest delta the converted profile resolves: beyond the epsilon where the conversion
@@ -16,8 +18,6 @@ DELTA_FLOOR = 1e-300
 #: relative amount every converted delta is rounded up by (the float error of the formula is
 #: below 1e-12 relative)
 ROUND_UP = 1e-9
-#: the smallest positive float: a converted delta that underflows is reported as this
-TINY = float(np.nextafter(0.0, 1.0))
 #: the orders a zCDP guarantee is converted through: 1 + 10^-6 ... 1 + 10^6
 ZCDP_ORDERS = 1.0 + np.logspace(-6, 6, 1201)
 
