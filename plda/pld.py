@@ -80,9 +80,7 @@ class PrivacyLossDistribution(CompositionQueries):
     def __post_init__(self):
         if self.relation not in RELATIONS:
             raise ValueError(f"relation must be one of {RELATIONS}, got {self.relation!r}")
-        check.positive_float("accuracy", self.accuracy)
-        if not self.accuracy < 1:
-            raise ValueError(f"accuracy must be in (0, 1), got {self.accuracy!r}")
+        check.fraction("accuracy", self.accuracy)
         if self.step is not None:
             check.positive_float("step", self.step)
         for item in self.components:

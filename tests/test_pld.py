@@ -533,3 +533,14 @@ def test_epsilon_alone_composes_no_realized_pair(monkeypatch):
         warnings.simplefilter("error")
         assert fresh.epsilon(1e-5) == expected
         assert list(fresh.epsilon([1e-5])) == [expected]
+
+
+@pytest.mark.parametrize("make", [
+    lambda a: plda.PrivacyLossDistribution.from_mechanism(plda.Gaussian(1.0), accuracy=a),
+    lambda a: plda.PLDAccountant(accuracy=a),
+])
+@pytest.mark.parametrize("bad", [0.0, -1.0, 1.0, 2.0, float("nan")])
+def test_an_accuracy_out_of_range_is_refused_with_its_range(make, bad):
+    # accuracy = 0 was refused as "a finite number in (0, inf)", a range 2.0 is in
+    with pytest.raises(ValueError, match=r"accuracy must be in \(0, 1\)"):
+        make(bad)

@@ -268,8 +268,8 @@ def test_other_bad_arguments():
     pld = P(plda.Gaussian(1.0))
     with pytest.raises(ValueError, match="direction"):
         pld.tradeoff(0.5, direction="sideways")
-    with pytest.raises(ValueError, match="delta_floor"):
-        pld.gdp_mu(delta_floor=0.0)
+    with pytest.raises(ValueError, match=r"delta_floor must be in \[1e-250, 1\)"):
+        pld.gdp_mu(delta_floor=0.0)  # (it said "(0, inf)", which 1.0 is in)
     with pytest.raises(ValueError, match="delta_floor"):
         pld.gdp_summary(delta_floor=1.0)
     with pytest.raises(ValueError, match="mu"):

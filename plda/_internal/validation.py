@@ -17,6 +17,19 @@ def positive_float(name: str, value, *, allow_inf: bool = False) -> float:
     return v
 
 
+def fraction(name: str, value, *, low: float = 0.0, closed_low: bool = False) -> float:
+    """``value`` as a float in ``(low, 1)`` (``[low, 1)`` with ``closed_low``): an accuracy, a
+    tolerance, a floor on delta."""
+    bracket = "[" if closed_low else "("
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number in {bracket}{low:g}, 1), got "
+                        f"{type(value).__name__}")
+    v = float(value)
+    if not ((v >= low if closed_low else v > low) and v < 1):
+        raise ValueError(f"{name} must be in {bracket}{low:g}, 1), got {value!r}")
+    return v
+
+
 def nonnegative_float(name: str, value, *, upper: float | None = None, closed: bool = True):
     """``value`` as a float in [0, upper] (``closed``) or [0, upper)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):

@@ -84,9 +84,7 @@ class PLDAccountant(CompositionQueries):
 
     def __init__(self, relation: str = "add_remove", accuracy: float = DEFAULT_ACCURACY):
         check_relation(relation)
-        accuracy = check.positive_float("accuracy", accuracy)
-        if not accuracy < 1:
-            raise ValueError(f"accuracy must be in (0, 1), got {accuracy!r}")
+        accuracy = check.fraction("accuracy", accuracy)
         self._relation = relation
         self._accuracy = accuracy
         self._history: list[list] = []  # run-length [mechanism, count]

@@ -40,11 +40,9 @@ def parse_state(state) -> tuple[str, float, list]:
     )
     relation = check_relation(state["relation"], "state relation")
     try:
-        accuracy = check.positive_float("accuracy", state["accuracy"])
-    except TypeError as exc:
-        raise ValueError(f"state accuracy: {exc}") from exc
-    if not accuracy < 1:
-        raise ValueError(f"state accuracy must be in (0, 1), got {accuracy!r}")
+        accuracy = check.fraction("accuracy", state["accuracy"])
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"state {exc}") from exc
     if not isinstance(state["history"], list):
         raise ValueError("state history must be a list of {'mechanism': ..., 'count': ...}")
     history = []

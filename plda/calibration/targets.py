@@ -274,10 +274,8 @@ def check_options(accuracy, rtol, progress, target: Target) -> tuple[float, floa
         rtol = DEFAULT_RTOL if epsilon else RISK_RTOL
     if accuracy is None:
         accuracy = DEFAULT_ACCURACY if epsilon else RISK_ACCURACY
-    accuracy = check.positive_float("accuracy", accuracy)
-    rtol = check.positive_float("rtol", rtol)
-    if not accuracy < 1 or not rtol < 1:
-        raise ValueError(f"accuracy and rtol must be in (0, 1), got {accuracy!r}, {rtol!r}")
+    accuracy = check.fraction("accuracy", accuracy)
+    rtol = check.fraction("rtol", rtol)
     if progress is not None and not callable(progress):
         raise TypeError(
             f"progress must be a callable (fraction, message) or None, got {progress!r}"

@@ -248,10 +248,7 @@ def _gdp_certificate(composed: ComposedLaws, delta_floor: float):
 
 
 def _floor(delta_floor) -> float:
-    value = check.positive_float("delta_floor", delta_floor)
-    if not DELTA_FLOOR <= value < 1:
-        raise ValueError(f"delta_floor must be in [{DELTA_FLOOR:g}, 1), got {delta_floor!r}")
-    return value
+    return check.fraction("delta_floor", delta_floor, low=DELTA_FLOOR, closed_low=True)
 
 
 def gdp_mu(composed: ComposedLaws, *, delta_floor: float = DELTA_FLOOR) -> float:
