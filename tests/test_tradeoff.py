@@ -304,3 +304,15 @@ def test_conversions_read_composed_laws_without_a_pld():
         ComposedLaws.from_laws(upper=pld.discrete("upper"), lower={"sideways": None})
     with pytest.raises(ValueError, match="relation"):
         add_remove_steps((), relation="swap")
+
+
+def test_a_long_run_leaks_no_numpy_warning():
+    # the Chernoff bound of a far grid point overflowed in np.exp (a bound above 1, clipped
+    # later) and numpy's RuntimeWarning reached the user from tradeoff_bounds and gdp_summary
+    import warnings
+
+    pld = P(plda.Gaussian(0.5), 10**6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        pld.tradeoff_bounds([1e-6, 0.1])
+        pld.gdp_summary()

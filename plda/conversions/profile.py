@@ -103,7 +103,8 @@ def _chernoff_full(law: DiscreteLoss, eps: np.ndarray) -> np.ndarray:
     for start in range(0, len(eps), 4096):  # chunks keep the (points x orders) array small
         e = eps[start : start + 4096]
         out[start : start + 4096] = np.min(base[None, :] - np.multiply.outer(e, t), axis=1)
-    return law.chernoff_infinity_mass + np.exp(out) * (1 + 1e-9)
+    with np.errstate(over="ignore"):  # a bound above 1 (inf) says nothing: the callers clip it
+        return law.chernoff_infinity_mass + np.exp(out) * (1 + 1e-9)
 
 
 def chernoff_at(law: DiscreteLoss, eps: np.ndarray) -> np.ndarray:
@@ -130,7 +131,8 @@ def chernoff_at(law: DiscreteLoss, eps: np.ndarray) -> np.ndarray:
     p = np.clip(np.searchsorted(samples, eps, side="right") - 1, 0, len(samples) - 1)
     lo, hi = best[p], best[np.minimum(p + 1, len(samples) - 1)]
     exponent = np.minimum(base[lo] - t[lo] * eps, base[hi] - t[hi] * eps)
-    return law.chernoff_infinity_mass + np.exp(exponent) * (1 + 1e-9)
+    with np.errstate(over="ignore"):  # a bound above 1 (inf) says nothing: the callers clip it
+        return law.chernoff_infinity_mass + np.exp(exponent) * (1 + 1e-9)
 
 
 def _chernoff_end(law: DiscreteLoss) -> float:
