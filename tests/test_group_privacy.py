@@ -168,8 +168,9 @@ def test_the_command_line_takes_group_size(capsys):
     assert main(["epsilon", "--noise-multiplier", "1.0", "--sampler", "truncated-poisson",
                  "--sample-rate", "0.01", "--max-batch-size", "20", "--dataset-size", "1000",
                  "--steps", "10", "--delta", "1e-5", "--group-size", "2"]) == 2
-    assert ("group_size=2 applies to sampler='poisson' or 'without-replacement' only"
-            in capsys.readouterr().err)
+    err = capsys.readouterr().err
+    assert "group_size=2 applies to sampler='poisson' or 'without-replacement' only" in err
+    assert "plda.theorems.group_privacy(epsilon, delta, group_size)" in err  # what to use
     # calibration: the noise multiplier or the steps of a group, never its sample rate
     assert main(["calibrate", "--epsilon", "8", "--delta", "1e-5", "--noise-multiplier", "1.0",
                  "--sample-rate", "0.01", "--group-size", "4", "--json"]) == 0
