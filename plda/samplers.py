@@ -358,13 +358,10 @@ def sampled_mechanism(
         value = check.count(name, value, minimum=1, maximum=MAX_GROUP_SIZE)
         if value > 1 and not getattr(spec, attribute):
             where = " or ".join(repr(n) for n, o in SAMPLERS.items() if getattr(o, attribute))
-            advice = ("; for a valid but looser bound, account one record and apply "
-                      "plda.theorems.group_privacy(epsilon, delta, group_size) to its "
-                      "guarantee" if name == "group_size" else "")
-            raise ValueError(
-                f"{name}={value} applies to sampler={where} only, got sampler={sampler!r}; "
-                f"plda has no analysis of it for {sampler}{advice}"
-            )
+            advice = ("; a valid, looser bound: apply plda.theorems.group_privacy(epsilon, "
+                      "delta, group_size) to one record's" if name == "group_size" else "")
+            raise ValueError(f"{name}={value} applies to sampler={where} only, got sampler="
+                             f"{sampler!r}; plda has no analysis of it for {sampler}{advice}")
         draws *= value
     if draws > MAX_GROUP_SIZE:
         raise ValueError(f"accumulation_steps * group_size must be at most {MAX_GROUP_SIZE}, "

@@ -25,6 +25,9 @@ NODES, WEIGHTS = np.polynomial.legendre.leggauss(6)
 NODES, WEIGHTS = (NODES + 1) / 2, WEIGHTS / 2
 _NODES_C, _WEIGHTS_C = np.polynomial.legendre.leggauss(4)
 _NODES_C, _WEIGHTS_C = (_NODES_C + 1) / 2, _WEIGHTS_C / 2
+#: relative margin on every balance the optimistic version computes (covers the float rounding
+#: of the few products in each)
+MARGIN = 1e-9
 #: cells wider than this (in loss units) are integrated piece by piece, at most MAX_PIECES
 WIDE, MAX_PIECES = 1.0, 1024
 

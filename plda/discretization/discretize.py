@@ -10,6 +10,7 @@ import numpy as np
 from plda._internal.caches import ByteBoundedCache, cached, register
 from plda._internal.chernoff import CHERNOFF_ORDERS
 from plda._internal.floats import UNIT_ROUNDOFF
+from plda.discretization.atoms import atoms_in_cells
 from plda.discretization.cells import FINE_TAIL, cell_moments, continuous_upper
 from plda.discretization.optimistic import continuous_lower
 from plda.grid.discrete import DiscreteLoss
@@ -68,39 +69,6 @@ def _snap_excess(law: PrivacyLossLaw, step: float, keep) -> float:
         return 0.0
     index, _ = _atoms_lower(law, step, keep)
     return max(0.0, float(np.max(index * step - losses)))
-
-
-def _paired_atoms(law: PrivacyLossLaw, step: float, lo: int, mid: int):
-    """The atoms inside the fine cells ``lo..mid-1``, as the optimistic version pairs them
-    (:func:`~plda.discretization.optimistic.continuous_lower`), and the mask of the others.
-
-    Rounded down alone, an atom at ``l`` in cell ``[l_j, l_{j+1})`` costs ``e^{eps - l} p
-    (l - l_j)`` of delta, first order in the step (a subsampled Laplace step's atom at its top
-    loss held the lower bound 4% low over 5000 steps); as more content of its cell, with
-    ``u = p (1 - e^{-(l - l_j)})`` and ``v = p (e^{l_{j+1} - l} - 1)``, it is merged onto a grid
-    point. ``l - l_j`` is taken a few ulps of ``|l|`` low, so ``u`` is rounded down and ``v``
-    up, as the balances need; an atom within 1e-9 steps above a grid point stays with
-    :func:`_atoms_lower`, which puts it on that point.
-
-    Returns
-    -------
-    tuple
-        ``((cells, p, u, v) or None, mask of the atoms left to _atoms_lower)``.
-    """
-    losses, probs = law.atom_losses, law.atom_probs
-    ratio = losses / step
-    index = np.floor(ratio).astype(np.int64)
-    near = np.abs(ratio - np.round(ratio)) <= 1e-9
-    inside = (probs > 0) & ~near & (index >= lo) & (index < mid)
-    if not inside.any():
-        return None, probs > 0
-    j, mass = index[inside], probs[inside]
-    slack = 8 * UNIT_ROUNDOFF * (np.abs(losses[inside]) + np.abs(j * step) + step)
-    offset = np.clip(losses[inside] - j * step - slack, 0.0, step)
-    with np.errstate(over="ignore"):
-        v = mass * np.expm1(step - offset) * (1 + 8 * UNIT_ROUNDOFF)
-    u = mass * -np.expm1(-offset) * (1 - 8 * UNIT_ROUNDOFF)
-    return (j - lo, mass, u, v), (probs > 0) & ~inside
 
 
 def _assemble(step, parts, infinity_mass, upper, extra_loss_error=0.0, **chernoff):
@@ -238,7 +206,7 @@ def _discretize(
         if lower:
             atoms = None
             if loose.any():
-                atoms, loose = _paired_atoms(law, step, lo, mid)
+                atoms, loose = atoms_in_cells(law, step, lo, mid)
             lower_parts.append((grid, continuous_lower(law, step, lo, hi, moments, atoms)))
         inf_upper += above
     if not upper_parts:  # only infinite masses

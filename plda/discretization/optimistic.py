@@ -11,8 +11,9 @@ import math
 
 import numpy as np
 
-from plda._internal.floats import UNIT_ROUNDOFF, dot
-from plda.discretization.cells import CDF_RTOL, NODES, WEIGHTS, coarse_tail
+from plda._internal.floats import dot
+from plda.discretization.atoms import atom_groups
+from plda.discretization.cells import CDF_RTOL, MARGIN, NODES, WEIGHTS, coarse_tail
 
 
 # ------------------------------------------------------------------------------------ pairing
@@ -180,8 +181,6 @@ def _tail_pairing(p_low, u_low, v_high, upward: bool):
 #: most cells one group may draw on (beyond its own): bounds the spread a group merges, so the
 #: information lost by merging stays second order in the step
 SPAN = 4
-#: relative margin on every computed balance (covers float rounding of the few products)
-MARGIN = 1e-9
 
 
 def sweep_up(p_low, u_low, v_high, step, k, rho, stop, out):
@@ -407,87 +406,6 @@ def bulk_sweep(step, p_low, p_high, u_low, v_high, mode):
         out[k] += lifted * p_low[k - 1]
         out[k - 1] += (up[-1] - lifted) * p_low[k - 1]
     return out
-
-
-#: the largest gap, in loss units, between an atom and the cells merged with it (their factors
-#: e^{gap} stay far from overflow)
-ATOM_REACH = 50.0
-#: atoms grouped per law, the heaviest first (each costs a pass over the cells); any others are
-#: rounded down alone
-MAX_GROUPED_ATOMS = 16
-
-
-def atom_groups(step, atoms, p_low, p_high, u_low, v_high):
-    """Atoms merged with a thin proportional slice of the cells on one side, onto a grid point.
-
-    An atom at ``l`` inside cell ``[l_j, l_{j+1})`` rounded down alone costs ``e^{eps - l} p
-    (l - l_j)`` of delta, first order in the step; an atom holding much of a law's mass (a
-    subsampled Laplace step puts 80% of its mass on two) cannot be balanced by its neighbours.
-    Instead it is merged with the fraction ``phi`` of *every* cell above ``l_{j+1}`` (within
-    ``ATOM_REACH``) whose surplus pays the atom's deficit ``v`` (the group's loss is then at
-    least ``l_{j+1}``), or with the fraction of every cell below ``l_j`` whose deficit its
-    surplus ``u`` pays (loss at least ``l_j``), whichever collapses less mass. ``phi`` is of
-    the order of the step over the law's width, so what the merge loses is second order. A
-    proportional slice of a cell is a randomized post-processing whose moments are the cell's
-    times ``phi``; the rest of each cell goes on to pairing. Surpluses are rounded down and
-    deficits up; an atom that neither side can balance is rounded down alone.
-
-    Parameters
-    ----------
-    step
-        The grid step.
-    atoms
-        ``(cells, p, u, v)``: each atom's cell (counted from the first), its P-mass and its
-        ``u`` (rounded down) and ``v`` (rounded up) moments about its cell.
-    p_low, p_high, u_low, v_high
-        The cells' moments (see :func:`continuous_lower`).
-
-    Returns
-    -------
-    tuple
-        The atoms' masses on the ``n + 1`` grid points, the four moment arrays of what is left
-        of the cells, and the fraction of each cell left.
-    """
-    n = len(p_low)
-    p_low, p_high, u_low, v_high = (np.array(x, dtype=float) for x in (p_low, p_high, u_low,
-                                                                        v_high))
-    out = np.zeros(n + 1)
-    kept = np.ones(n)
-    cells, mass, atom_u, atom_v = atoms
-    for rank, k in enumerate(np.argsort(-mass, kind="stable")):
-        j, p_a = int(cells[k]), float(mass[k]) * (1 - 8 * UNIT_ROUNDOFF)
-        if rank >= MAX_GROUPED_ATOMS:
-            out[j] += p_a  # rounded down alone
-            continue
-        options = []
-        # up: cells m > j (d = m - j - 1 steps above l_{j+1}); surplus p (1 - e^{-dh}) + e^{-dh} u
-        d = np.arange(n - j - 1) * step
-        reach = d <= ATOM_REACH
-        surplus = (dot(p_low[j + 1 :] * reach, -np.expm1(-d))
-                   + dot(u_low[j + 1 :] * reach, np.exp(-d))) * (1 - MARGIN)
-        if surplus > 0 and math.isfinite(atom_v[k]):
-            phi = float(atom_v[k]) * (1 + MARGIN) / surplus
-            if phi <= 1:
-                options.append((phi * float(np.sum(p_low[j + 1 :] * reach)), j + 1,
-                                slice(j + 1, n), phi * reach))
-        # down: cells m < j (d = j - m - 1 steps below l_j); deficit e^{dh} v + (e^{dh} - 1) p
-        d = np.arange(j - 1, -1, -1) * step
-        reach = d <= ATOM_REACH
-        deficit = (dot(v_high[:j] * reach, np.exp(np.minimum(d, ATOM_REACH)))
-                   + dot(p_high[:j] * reach, np.expm1(np.minimum(d, ATOM_REACH)))) * (1 + MARGIN)
-        if deficit > 0 and math.isfinite(deficit) and atom_u[k] > 0:
-            psi = float(atom_u[k]) * (1 - MARGIN) / deficit
-            if psi <= 1:
-                options.append((psi * float(np.sum(p_low[:j] * reach)), j, slice(0, j),
-                                psi * reach))
-        if not options:
-            out[j] += p_a  # rounded down alone
-            continue
-        _, point, part, taken = min(options, key=lambda option: option[0])
-        out[point] += p_a + dot(taken, p_low[part])
-        for x in (p_low, p_high, u_low, v_high, kept):
-            x[part] *= 1 - taken
-    return out, (p_low, p_high, u_low, v_high), kept
 
 
 def continuous_lower(law, step, lo, hi, moments, atoms=None):
