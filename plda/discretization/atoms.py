@@ -80,7 +80,9 @@ def atom_groups(step, atoms, p_low, p_high, u_low, v_high):
     ``ATOM_REACH``) whose surplus pays the atom's deficit ``v`` (the group's loss is then at
     least ``l_{j+1}``), or with the fraction of every cell below ``l_j`` whose deficit its
     surplus ``u`` pays (loss at least ``l_j``), whichever collapses less mass. ``phi`` is of
-    the order of the step over the law's width, so what the merge loses is second order. A
+    the order of the step over the law's width, so the merge loses about ``p h D`` of the mean
+    loss (``D`` the distance to the cells merged) instead of ``p h / 2``: far less for a law
+    narrower than a loss unit. A
     proportional slice of a cell is a randomized post-processing whose moments are the cell's
     times ``phi``; the rest of each cell goes on to pairing. Surpluses are rounded down and
     deficits up; an atom that neither side can balance is rounded down alone.
