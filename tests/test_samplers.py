@@ -691,3 +691,31 @@ def test_replace_one_with_small_noise_reads_its_far_losses(sigma, q):
 
         assert delta(mpmath.mpf(upper)) <= 1e-5 <= delta(mpmath.mpf(lower))
     assert upper - lower <= 1e-3 * upper
+
+
+@pytest.mark.parametrize("q", [0.5, 0.999999])
+def test_poisson_with_small_noise_reads_its_density_beyond_loss_700(q):
+    # the remove law's density overflowed (e^l / (e^l - 1 + q) = inf / inf) above losses of
+    # ~709 and read 0 there: the cells' quadrature was 0, their moments fell back on the
+    # cdf's trivial bounds, and the pessimistic grid version held up to 3 times its mass
+    # (eps(1e-5) in [962.57, 980.19] at q = 0.5; composed 1500 times its delta read NaN)
+    step = plda.PoissonSampled(plda.Gaussian(sigma=0.025), sample_rate=q)
+    law = step.privacy_loss("remove")
+    assert law.continuous_pdf(np.array([800.0]), "P")[0] > 1e-4
+    pld = PLD.from_mechanism(step)
+    upper_mass = sum(v.probs.sum() + v.infinity_mass for v in pld.discrete("upper").values())
+    assert upper_mass <= 2 * (1 + 1e-9)  # two directions, each a probability law
+    lower, upper = pld.epsilon_bounds(1e-5)
+    with mpmath.workdps(40):
+        qq, mu = mpmath.mpf(q), 1 / mpmath.mpf(0.025)
+
+        def delta(eps):  # remove: P = q N(mu) + (1-q) N(0) against N(0); loss > eps iff x > t
+            t = (mpmath.log((mpmath.expm1(eps) + qq) / qq) + mu**2 / 2) / mu
+            p = qq * mpmath.ncdf(mu - t) + (1 - qq) * mpmath.ncdf(-t)
+            return p - mpmath.exp(eps) * mpmath.ncdf(-t)
+
+        truth = float(mpmath.findroot(lambda e: delta(e) - mpmath.mpf("1e-5"), 965))
+    assert lower <= truth <= upper
+    assert upper - lower <= 1e-3 * upper
+    composed = PLD.from_mechanism(step).self_compose(1500).delta_bounds(1e4)
+    assert not math.isnan(composed.upper) and composed.lower <= composed.upper

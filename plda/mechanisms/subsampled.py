@@ -350,7 +350,20 @@ class SubsampledLaw(PrivacyLossLaw):
             else:
                 out *= g
             out *= q
-        return np.where(inside & np.isfinite(out), out, 0.0)
+        out = np.where(inside & np.isfinite(out), out, 0.0)
+        # e^l overflows beyond l = 709 (inf / inf read 0 there, so the pessimistic grid version
+        # of a small-sigma step held up to 3 times its mass): above l = 30, g = 1 / (1 - (1-q)
+        # e^{-l}) and the Q density is e^{-l} times the P density (the likelihood ratio)
+        big = x > 30
+        if np.any(big):
+            high = x[big]
+            with np.errstate(under="ignore"):
+                g = 1.0 / (1.0 + (q - 1.0) * np.exp(-high))
+                dens = q * g * g * self.base._cont_pdf(self.base_loss(high), "P")
+                if hypothesis == "Q":
+                    dens = dens * np.exp(-high)
+            out[big] = dens
+        return out
 
     def _cont_tail(self, mass, hypothesis):
         ap, bp = self.base._cont_tail(mass, "P")
