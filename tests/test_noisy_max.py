@@ -293,3 +293,19 @@ def test_bad_noise_and_lead_are_named():
         TwoCandidatePair(epsilon=1.0, lead=math.inf)
     with pytest.raises(TypeError, match="lead"):
         TwoCandidatePair(epsilon=1.0, lead="1")
+
+
+def test_a_large_epsilon_reads_its_two_point_pairs_without_overflow():
+    # expm1(-low) overflowed for a realized pair's loss below -709: PermuteAndFlip(1000), inside
+    # EPSILON_RANGE, raised OverflowError from epsilon_bounds
+    from plda.mechanisms.noisy_max import two_point
+
+    law = two_point(1000.0, -800.0)
+    with mpmath.workdps(50):
+        up, down = mpmath.expm1(800), -mpmath.expm1(-1000)
+        exact_low = float(down / (up + down))
+    assert abs(law.atom_probs[0] - exact_low) <= 1e-14 * exact_low
+    assert abs(law.atom_probs[1] - 1.0) <= 1e-15
+    lower, upper = plda.PrivacyLossDistribution.from_mechanism(
+        plda.PermuteAndFlip(1000.0)).epsilon_bounds(1e-5)
+    assert 0 < lower <= upper <= 1000.0

@@ -206,9 +206,14 @@ def two_point(high: float, low: float) -> AtomLaw:
     AtomLaw
         Atoms ``low`` and ``high`` with their ``P`` probabilities.
     """
-    up, down = math.expm1(-low), -math.expm1(-high)
-    return AtomLaw(atom_losses=np.array([low, high]),
-                   atom_probs=np.array([down / (up + down), up / (up + down)]))
+    down = -math.expm1(-high)
+    if low > -700:
+        up = math.expm1(-low)
+        probs = [down / (up + down), up / (up + down)]
+    else:  # e^{-low} overflows: both masses scaled by e^{low} (-expm1(low) is then 1)
+        scaled = down * math.exp(low)
+        probs = [scaled / (1.0 + scaled), 1.0 / (1.0 + scaled)]
+    return AtomLaw(atom_losses=np.array([low, high]), atom_probs=np.array(probs))
 
 
 def _checked_epsilon(epsilon) -> float:
