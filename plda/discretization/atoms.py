@@ -15,6 +15,31 @@ from plda.discretization.cells import MARGIN
 from plda.mechanisms.law import PrivacyLossLaw
 
 
+def atom_cells(losses: np.ndarray, step: float) -> tuple[np.ndarray, np.ndarray]:
+    """The cell of each atom on a grid, and whether it is taken to be on a grid point.
+
+    An atom within 1e-9 steps of a grid point is on it (float inputs): the optimistic version
+    puts it there and charges the move as a loss error; the others lie inside their cell.
+
+    Parameters
+    ----------
+    losses
+        The atoms' losses.
+    step
+        The grid step.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(index, near)``: the grid index of each atom's cell (of its grid point where
+        ``near``), and the mask of the atoms on a grid point.
+    """
+    ratio = losses / step
+    near = np.abs(ratio - np.round(ratio)) <= 1e-9
+    index = np.where(near, np.round(ratio), np.floor(ratio)).astype(np.int64)
+    return index, near
+
+
 def atoms_in_cells(law: PrivacyLossLaw, step: float, lo: int, mid: int):
     """The atoms inside the fine cells ``lo..mid-1``, with their moments about their cells.
 
@@ -26,8 +51,7 @@ def atoms_in_cells(law: PrivacyLossLaw, step: float, lo: int, mid: int):
     loss held the lower bound 4% low over 5000 steps); as more content of its cell, with
     ``u = p (1 - e^{-(l - l_j)})`` and ``v = p (e^{l_{j+1} - l} - 1)``, it is merged onto a grid
     point. ``l - l_j`` is taken a few ulps of ``|l|`` low, so ``u`` is rounded down and ``v``
-    up, as the balances need; an atom within 1e-9 steps above a grid point stays with
-    ``_atoms_lower`` (:mod:`plda.discretization.discretize`), which puts it on that point.
+    up, as the balances need; an atom on a grid point (:func:`atom_cells`) is left where it is.
 
     Parameters
     ----------
@@ -47,9 +71,7 @@ def atoms_in_cells(law: PrivacyLossLaw, step: float, lo: int, mid: int):
         cells counted from ``lo``.
     """
     losses, probs = law.atom_losses, law.atom_probs
-    ratio = losses / step
-    index = np.floor(ratio).astype(np.int64)
-    near = np.abs(ratio - np.round(ratio)) <= 1e-9
+    index, near = atom_cells(losses, step)
     inside = (probs > 0) & ~near & (index >= lo) & (index < mid)
     if not inside.any():
         return None, probs > 0

@@ -10,7 +10,7 @@ import numpy as np
 from plda._internal.caches import ByteBoundedCache, cached, register
 from plda._internal.chernoff import CHERNOFF_ORDERS
 from plda._internal.floats import UNIT_ROUNDOFF
-from plda.discretization.atoms import atoms_in_cells
+from plda.discretization.atoms import atom_cells, atoms_in_cells
 from plda.discretization.cells import FINE_TAIL, cell_moments, continuous_upper
 from plda.discretization.optimistic import continuous_lower
 from plda.grid.discrete import DiscreteLoss
@@ -49,16 +49,11 @@ def _atoms_upper(law: PrivacyLossLaw, step: float):
     return index, probs * (1 - w) + err, probs * w + err
 
 
-def _atoms_lower(law: PrivacyLossLaw, step: float, keep=None):
-    losses, probs = law.atom_losses, law.atom_probs
-    keep = probs > 0 if keep is None else keep
-    losses, probs = losses[keep], probs[keep]
-    ratio = losses / step
-    index = np.floor(ratio).astype(np.int64)
-    # an atom within 1e-9 of a step above a grid point is taken to be on it (float inputs)
-    near = np.abs(ratio - np.round(ratio)) <= 1e-9
-    index = np.where(near, np.round(ratio).astype(np.int64), index)
-    return index, probs * (1 - 8 * UNIT_ROUNDOFF)
+def _atoms_lower(law: PrivacyLossLaw, step: float, keep):
+    """The atoms ``keep`` rounded down to their cell's grid point (or put on the grid point
+    they are taken to lie on, :func:`~plda.discretization.atoms.atom_cells`)."""
+    index, _ = atom_cells(law.atom_losses[keep], step)
+    return index, law.atom_probs[keep] * (1 - 8 * UNIT_ROUNDOFF)
 
 
 def _snap_excess(law: PrivacyLossLaw, step: float, keep) -> float:
