@@ -291,11 +291,7 @@ class PrivacyLossDistribution(CompositionQueries):
             at infinite loss.
         """
         d = check.array_in("delta", delta, 0.0, 1.0)
-        # the upper bound only: the realized compositions' lower bounds are not computed
-        _, upper = self._query(realized=False).epsilon_bounds(d)
-        if not self._dominating:  # never looser than the whole in its own currency (zCDP, RDP)
-            upper = currency_capped(upper, self.components, self.relation, d, "epsilon")
-        return float(upper) if np.ndim(delta) == 0 else upper
+        return self._answer("epsilon", d, delta, realized=False).upper
 
     def epsilon_bounds(self, delta: ArrayLike) -> Bounds:
         """Certified lower and upper bounds on ``epsilon(delta)``.
@@ -311,13 +307,7 @@ class PrivacyLossDistribution(CompositionQueries):
             ``(lower, upper)``: numbers for a number, arrays shaped like ``delta`` otherwise.
         """
         d = check.array_in("delta", delta, 0.0, 1.0)
-        lower, upper = self._query().epsilon_bounds(d)
-        if not self._dominating:  # never looser than the whole in its own currency (zCDP, RDP)
-            upper = currency_capped(upper, self.components, self.relation, d, "epsilon")
-            check_bracket(lower, upper, query="epsilon_bounds")  # a cap is never below the truth
-        if np.ndim(delta) == 0:  # a number in, numbers out
-            return Bounds(float(lower), float(upper))
-        return Bounds(lower, upper)
+        return self._answer("epsilon", d, delta, realized=True)
 
     @overload
     def delta(self, epsilon: float) -> float: ...
@@ -336,7 +326,8 @@ class PrivacyLossDistribution(CompositionQueries):
         float or numpy.ndarray
             The upper bound (a number for a number).
         """
-        return self.delta_bounds(epsilon).upper
+        e = check.array_in("epsilon", epsilon, 0.0, np.inf)
+        return self._answer("delta", e, epsilon, realized=False).upper
 
     def delta_bounds(self, epsilon: ArrayLike) -> Bounds:
         """Certified lower and upper bounds on ``delta(epsilon)``.
@@ -352,11 +343,21 @@ class PrivacyLossDistribution(CompositionQueries):
             ``(lower, upper)``: numbers for a number, arrays shaped like ``epsilon`` otherwise.
         """
         e = check.array_in("epsilon", epsilon, 0.0, np.inf)
-        lower, upper = self._query().delta_bounds(e)
-        if not self._dominating:  # never looser than the whole in its own currency (zCDP, RDP)
-            upper = currency_capped(upper, self.components, self.relation, e, "delta")
-            check_bracket(lower, upper, query="delta_bounds")  # a cap is never below the truth
-        if np.ndim(epsilon) == 0:  # a number in, numbers out
+        return self._answer("delta", e, epsilon, realized=True)
+
+    def _answer(self, kind: str, targets: np.ndarray, asked, *, realized: bool) -> Bounds:
+        """``epsilon_bounds`` or ``delta_bounds`` at the validated ``targets``, capped by the
+        composition in its own currency (zCDP, RDP); with the realized compositions' lower
+        bounds only if ``realized`` (an upper-bound query needs none of them). Numbers for a
+        number ``asked``."""
+        query = self._query(realized=realized)
+        lower, upper = (query.epsilon_bounds if kind == "epsilon" else query.delta_bounds)(targets)
+        if not self._dominating:
+            upper = currency_capped(upper, self.components, self.relation, targets, kind)
+            if realized:  # a cap is never below the truth (the own lower bound of a pair that
+                # is not tight brackets its dominating pair, which a cap may undercut)
+                check_bracket(lower, upper, query=f"{kind}_bounds")
+        if np.ndim(asked) == 0:  # a number in, numbers out
             return Bounds(float(lower), float(upper))
         return Bounds(lower, upper)
 

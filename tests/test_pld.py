@@ -544,3 +544,18 @@ def test_an_accuracy_out_of_range_is_refused_with_its_range(make, bad):
     # accuracy = 0 was refused as "a finite number in (0, inf)", a range 2.0 is in
     with pytest.raises(ValueError, match=r"accuracy must be in \(0, 1\)"):
         make(bad)
+
+
+def test_delta_alone_composes_no_realized_pair(monkeypatch):
+    # delta() is the upper bound only, like epsilon(): it returned delta_bounds().upper
+    from plda.engine import query
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("delta() composed the realized pairs")
+
+    expected = plda.PrivacyLossDistribution.from_mechanism(plda.ZCDP(0.1), 10).delta_bounds(
+        [0.5, 2.0]).upper
+    monkeypatch.setattr(query, "realized_lower", refuse)
+    fresh = plda.PrivacyLossDistribution.from_mechanism(plda.ZCDP(0.1), 10)
+    assert list(fresh.delta([0.5, 2.0])) == list(expected)
+    assert fresh.delta(0.5) == expected[0]
