@@ -17,9 +17,11 @@ The realized pairs of a relation (:func:`realized_pairs`):
   dataset's batches are the larger's with ``x`` taken out, its slot left empty -- the same
   output law as ``x`` contributing 0.
 - ``replace_one``: ``O + (x,)`` against ``O + (x',)`` for ``(x, x') = (+1, -1)`` and
-  ``(+1, 0)`` (the others are mirror images), both orders; a run may also flip the orientation
-  at any step (an adaptive query that swaps what ``x`` and ``x'`` contribute), so the battery
-  composes ``k`` steps of one orientation with ``T - k`` of the other.
+  ``(+1, 0)`` (the others are mirror images), both orders; with ``group_size = K``,
+  ``O + G`` against ``O + G'`` for every two distinct multisets of ``K`` values; a run may
+  also flip the orientation at any step (an adaptive query that swaps what ``x`` and ``x'``
+  contribute), so the battery composes ``k`` steps of one orientation with ``T - k`` of the
+  other.
 
 Pairs are reduced to a canonical form (translation, mirror image, permutation of the output
 coordinates: each a bijection of the output space) so that equal pairs are computed once.
@@ -219,6 +221,13 @@ def realized_pairs(sampler: Sampler, noise: str, scale: float, relation: str
                 groups = [g for g in itertools.combinations_with_replacement(
                     VALUES, sampler.group_size) if any(g)]
                 cases = [c for g in groups for c in ((others + g, others), (others, others + g))]
+            elif sampler.group_size > 1:  # replace-one: the group's K records replaced
+                others = others[: len(others) - (sampler.group_size - 1)]
+                if len(others) + sampler.group_size != size:
+                    continue
+                groups = list(itertools.combinations_with_replacement(VALUES,
+                                                                      sampler.group_size))
+                cases = [(others + g, others + h) for g in groups for h in groups if g < h]
             elif relation == "add_remove":
                 absent = others + (0,) if sampler.kind == "shuffled" else others
                 cases = [(others + (1,), absent), (absent, others + (1,))]

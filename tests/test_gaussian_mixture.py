@@ -215,14 +215,19 @@ def test_delta_grows_with_a_sensitivity(shifts, raw, which, bump, eps):
 
 
 # ------------------------------------------------------------------ relations
-def test_replace_one_with_several_micro_batches_is_refused_with_the_reason():
+def test_replace_one_with_several_micro_batches_is_the_double_mixture():
+    """Accumulation under replace-one is the Poisson group's double mixture (issue 26); a
+    mixture of arbitrary shifts stays add/remove only, and its refusal says what to use."""
     accountant = plda.PLDAccountant(relation="replace_one")
-    with pytest.raises(ValueError, match="no replace-one analysis.*relation='add_remove'"):
-        accountant.step(1.0, 0.01, accumulation_steps=2)
-    assert len(accountant) == 0
-    accountant.step(1.0, 0.01, accumulation_steps=1)  # one micro-batch: the usual Poisson step
-    with pytest.raises(ValueError, match="replace-one"):
-        plda.PrivacyLossDistribution.from_mechanism(_accumulation(1.0, 0.01, 2),
+    accountant.step(1.0, 0.01, count=50, accumulation_steps=2)
+    group = plda.PoissonSampled(plda.Gaussian(1.0), 0.01, group_size=2)
+    ours = accountant.epsilon_bounds(DELTA)
+    expected = plda.PrivacyLossDistribution.from_mechanism(
+        group, 50, relation="replace_one").epsilon_bounds(DELTA)
+    assert max(ours.lower, expected.lower) <= min(ours.upper, expected.upper)  # one law
+    assert accountant.history == ((group, 50),)
+    with pytest.raises(ValueError, match="no replace-one analysis.*group_size=K.*add_remove"):
+        plda.PrivacyLossDistribution.from_mechanism(group.group_mixture(),
                                                     relation="replace_one").epsilon(DELTA)
 
 

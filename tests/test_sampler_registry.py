@@ -284,8 +284,10 @@ def test_gradient_accumulation_is_described_to_the_registry():
     assert sampled_mechanism(plda.Laplace(1.0), "poisson", sample_rate=0.05,
                              accumulation_steps=2) == plda.PoissonSampled(
         plda.Laplace(1.0), 0.05, group_size=2)
-    with pytest.raises(ValueError, match="no replace-one analysis"):
-        sampled_mechanism(G, "poisson", sample_rate=0.05, accumulation_steps=2,
+    assert sampled_mechanism(G, "poisson", sample_rate=0.05, accumulation_steps=2,
+                             relation="replace_one") == mixture.__class__(G, 0.05, group_size=2)
+    with pytest.raises(ValueError, match="no sound replace-one analysis"):
+        sampled_mechanism(plda.Laplace(1.0), "poisson", sample_rate=0.05, accumulation_steps=2,
                           relation="replace_one")
 
 

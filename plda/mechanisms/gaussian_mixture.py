@@ -380,10 +380,11 @@ class GaussianMixture(Mechanism):
     def under_replace_one(self) -> Mechanism:
         """Refused: a mixture has no replace-one analysis in plda.
 
-        A mixture is defined by its add/remove pair, and for accumulation over ``m > 1``
-        micro-batches the realized replace-one pair is not known to dominate
-        (``docs/accountant.md``, "Gradient accumulation"; ``m = 1`` is
-        :class:`~plda.PoissonSampled`'s Zhu-Dong-Wang pair).
+        A mixture is defined by its add/remove pair; its shifts and weights do not say what
+        replaces the record. A group of ``K`` records (or one record over ``m``
+        micro-batches), each Poisson-sampled, has a replace-one pair:
+        ``PoissonSampled(Gaussian(sigma), q, group_size=K)`` read under replace-one, the
+        binomial double mixture (``docs/howto/user-level-privacy.md``).
 
         Returns
         -------
@@ -396,10 +397,11 @@ class GaussianMixture(Mechanism):
             Always, saying to account under ``relation='add_remove'``.
         """
         raise ValueError(
-            "GaussianMixture (and gradient accumulation over more than one micro-batch) has "
-            "no replace-one analysis in plda: its add/remove pair is proven to dominate, but "
-            "no replace-one pair is known to dominate every substitution of a record when it "
-            "can be in several micro-batches; use relation='add_remove'"
+            "GaussianMixture has no replace-one analysis in plda: it is an add/remove pair, "
+            "and its shifts do not say what replaces the record; for a group of records or "
+            "gradient accumulation, each Poisson-sampled, account PoissonSampled(Gaussian("
+            "sigma), q, group_size=K) (accumulation_steps=m) under replace-one, or "
+            "use relation='add_remove'"
         )
 
     @classmethod

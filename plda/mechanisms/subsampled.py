@@ -14,6 +14,7 @@ from plda._internal.caches import remembered
 from plda._internal.floats import UNIT_ROUNDOFF, log_mixture
 from plda._internal.validation import MIN_SAMPLE_RATE, count, in_range, probability
 from plda.mechanisms.base import Mechanism
+from plda.mechanisms.double_mixture import GaussianDoubleMixture
 from plda.mechanisms.gaussian import Gaussian
 from plda.mechanisms.gaussian_mixture import MAX_GROUP_SIZE, GaussianMixture
 from plda.mechanisms.laplace import Laplace
@@ -34,8 +35,8 @@ class PoissonSampled(Mechanism):
     clipped gradients are summed before the noise): ``k ~ Binomial(K, q)`` of them are in the
     step, and the pair is the mixture ``sum_k Bin(k; K, q) N(k Δ, σ^2)`` against
     ``N(0, σ^2)`` (:meth:`group_mixture`; realized and dominating, ``docs/accountant.md``), or
-    ``sum_k Bin(k; K, q) Lap(k Δ, b)`` against ``Lap(0, b)`` for a Laplace base. Gaussian and
-    Laplace bases, add/remove only.
+    ``sum_k Bin(k; K, q) Lap(k Δ, b)`` against ``Lap(0, b)`` for a Laplace base. Under
+    replace-one (Gaussian base) see :meth:`under_replace_one`.
 
     Parameters
     ----------
@@ -176,42 +177,40 @@ class PoissonSampled(Mechanism):
     def under_replace_one(self) -> Mechanism:
         """The mechanism whose add/remove laws are this one's replace-one laws.
 
-        The replaced record's contribution moves between ``±sensitivity`` around the rest of
-        the sum, sampled with probability q: the symmetric pair
-        ``((1-q) N(0) + q N(Δ), (1-q) N(0) + q N(-Δ))`` (Zhu, Dong & Wang 2022), tighter than
-        doubling the sensitivity. One record only: a group's replace-one pair is not known to
-        dominate.
+        One record moves between ``±Δ`` around the rest of the sum, kept with probability q:
+        the pair ``((1-q) N(0) + q N(Δ), (1-q) N(0) + q N(-Δ))`` (Zhu, Dong & Wang 2022),
+        tighter than doubling the sensitivity. A group of ``K`` records, each kept on its own,
+        is ``K`` removals and ``K`` insertions: ``sum_k Bin(k; K, q) N(kΔ)`` against
+        ``sum_j Bin(j; K, q) N(-jΔ)``, a :class:`~plda.GaussianDoubleMixture` (Schuchardt,
+        Stoian, Kosmala & Günnemann 2024, Thm. 3.8; ``docs/howto/user-level-privacy.md``).
 
         Returns
         -------
         Mechanism
-            The sampled Gaussian read under replace-one (at ``q = 1``, the base's
-            replace-one reading: the Gaussian at doubled sensitivity).
+            The sampled Gaussian read under replace-one (at ``q = 1``, the Gaussian at
+            sensitivity ``2 K Δ``).
 
         Raises
         ------
         ValueError
-            If the base mechanism is not a :class:`~plda.Gaussian`, or ``group_size > 1``.
+            If the base mechanism is not a :class:`~plda.Gaussian`.
         """
-        if self.group_size > 1:
-            raise ValueError(
-                f"PoissonSampled(group_size={self.group_size}) has no replace-one analysis "
-                "(relation='replace_one') in "
-                "plda: its add/remove pair (a mixture of the base's noise) is proven to "
-                "dominate, but no "
-                "pair is known to dominate every substitution of a group's records; use "
-                "relation='add_remove'"
-            )
         if type(self.mechanism) is not Gaussian:
             raise ValueError(
                 "relation='replace_one' with PoissonSampled is supported for Gaussian base "
                 f"mechanisms only, got {type(self.mechanism).__name__}"
             )
         if self.sample_rate == 1:
-            # every record is kept: the pair is N(Δ) against N(-Δ), the Gaussian at doubled
-            # sensitivity; the mixture law would take log1p(-1) = -inf for its lower branch
-            # (the loss 2 mu x read as +-inf beyond |x| ~ 20, a grid over [a, inf])
-            return self.mechanism.under_replace_one()
+            # every record is kept: N(K Δ) against N(-K Δ); the mixture law would take
+            # log1p(-1) = -inf for its lower branch
+            base = self.mechanism
+            return Gaussian(base.sigma, self.group_size * base.sensitivity).under_replace_one()
+        if self.group_size > 1:
+            mix = self.group_mixture()
+            return GaussianDoubleMixture(
+                sigma=mix.sigma, sensitivities=mix.sensitivities, probabilities=mix.probabilities,
+                other_sensitivities=mix.sensitivities, other_probabilities=mix.probabilities,
+            ).under_replace_one()
         return _ReplaceOneSampledGaussian(self.mechanism, self.sample_rate)
 
 
