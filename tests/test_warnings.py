@@ -8,6 +8,7 @@ come once per call (a calibration met its sampler's warnings at every evaluation
 each), and no message may name a private class or function (``_ReplaceOneShuffled``).
 """
 
+import math
 import os
 import re
 import subprocess
@@ -16,6 +17,7 @@ import warnings
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import plda
@@ -162,3 +164,21 @@ def test_delta_bounds_that_meet_the_accuracy_say_nothing():
     accountant = plda.PLDAccountant()
     accountant.step(1.0, 0.01, count=1000)
     assert _recorded(lambda: accountant.delta_bounds(epsilons)) == []
+
+
+def test_an_infinite_upper_bound_over_a_finite_lower_one_warns():
+    """[5.96, inf] missed any accuracy but was silent (only finite upper bounds were judged):
+    RandomAllocation at its noise limit charges the lattice's atom at ratio 0 to +inf in the add
+    direction (5.8e-5 of mass), so no finite epsilon reaches delta = 1e-5 on its upper side."""
+    from plda._internal.errors import warn_if_inaccurate
+
+    with pytest.warns(plda.AccuracyWarning, match=r"\[5, inf\] has relative gap inf"):
+        warn_if_inaccurate(np.array([5.0]), np.array([np.inf]), 1e-3, query="q")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warn_if_inaccurate(np.array([np.inf]), np.array([np.inf]), 1e-3, query="q")  # exact
+    pld = plda.PrivacyLossDistribution.from_mechanism(plda.RandomAllocation(plda.Gaussian(0.7),
+                                                                            2))
+    with pytest.warns(plda.AccuracyWarning, match="inf"):
+        bounds = pld.epsilon_bounds(1e-5)
+    assert math.isfinite(bounds.lower) and bounds.upper == math.inf

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 import sys
 import threading
 import warnings
@@ -212,16 +213,21 @@ def warn_if_inaccurate(
     lower, upper = np.asarray(lower, dtype=float), np.asarray(upper, dtype=float)
     finite = np.isfinite(upper)
     with np.errstate(invalid="ignore"):
-        missed = finite & (upper - lower > accuracy * upper + ABSOLUTE_SLACK)
+        # an infinite upper bound over a finite lower one misses any accuracy (a grid law that
+        # charges a tail to +inf, RandomAllocation at its noise limit); both infinite is exact
+        unbounded = ~finite & np.isfinite(lower)
+        missed = (finite & (upper - lower > accuracy * upper + ABSOLUTE_SLACK)) | unbounded
     if not np.any(missed):
         return
     with np.errstate(invalid="ignore", divide="ignore"):
-        gaps = np.where(missed, (upper - lower) / np.maximum(upper, 1e-300), -1.0)
+        gaps = np.where(unbounded, np.inf,
+                        np.where(missed, (upper - lower) / np.maximum(upper, 1e-300), -1.0))
     worst = int(np.argmax(gaps))
     lo, hi = float(np.ravel(lower)[worst]), float(np.ravel(upper)[worst])
     warn(
         f"{query}: the certified interval [{lo:.6g}, {hi:.6g}] has relative gap "
-        f"{(hi - lo) / hi:.3g}, above the requested accuracy {accuracy:g} (the grid reached its "
+        f"{(hi - lo) / hi if math.isfinite(hi) else math.inf:.3g}, above the requested "
+        f"accuracy {accuracy:g} (the grid reached its "
         "size cap, the query lies below what the composition resolves, or a sampler's upper "
         "bound comes from a dominating pair that no datasets are known to realize, so the gap "
         "includes that analysis's: see NotTightWarning). Both bounds still hold; "
