@@ -42,9 +42,10 @@ SIZE_FLAGS = {size_flag(size): size for size in SIZES}
 #: the flags of a protected unit that enters several draws per step
 DRAW_FLAGS = {
     "--group-size": "records of the protected unit (a user's examples): a mixture per step, "
-    "binomial under poisson, hypergeometric under without-replacement (default 1; add_remove)",
+    "binomial under poisson, hypergeometric under without-replacement (default 1; "
+    "replace_one: poisson only, the double mixture)",
     "--accumulation-steps": "Poisson micro-batches summed per optimizer step before the noise "
-    "(default 1; poisson, add_remove)",
+    "(default 1; poisson)",
 }
 
 
