@@ -274,3 +274,19 @@ def test_small_delta_stays_finite():
     pld = plda.PrivacyLossDistribution.from_mechanism(epoch, 3, accuracy=1e-2)
     bounds = pld.epsilon_bounds(1e-8)
     assert bounds.lower <= bounds.upper < 1.01 * bounds.lower
+
+
+@pytest.mark.parametrize("sigma", [0.7, 0.8])
+def test_the_add_direction_near_the_noise_limit_is_finite(sigma):
+    """Two steps near sigma = 0.7: the shared lattice (step 0.02) spread 0.76% of each term's
+    mass onto ratio 0, and both terms there (5.8e-5) were add-direction loss +inf, so
+    epsilon(1e-5) was [5.96, inf]. The add side's own finer lattice, its terms clipped (loss
+    only moved up), keeps 7e-12 there; the exact add delta (mpmath) stays below it."""
+    epoch = RandomAllocation(plda.Gaussian(sigma), 2)
+    upper, lower = epoch.privacy_loss("add").bracket
+    assert upper.infinity_mass < 1e-10
+    for eps in (0.0, 1.0, 3.0, 5.0):
+        exact = _exact_two_steps_add(1 / sigma, eps)
+        assert float(lower.delta(eps)) <= exact <= float(upper.delta(eps)) * (1 + 1e-12)
+    bounds = plda.PrivacyLossDistribution.from_mechanism(epoch).epsilon_bounds(1e-5)
+    assert bounds.lower <= bounds.upper <= bounds.lower * (1 + 2e-3)
