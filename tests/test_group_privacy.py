@@ -293,6 +293,38 @@ def test_replace_one_groups_in_the_plane_are_dominated(seed):
             assert realized <= pld.delta_bounds(eps).upper + 1e-6
 
 
+def _realized_1d_delta(first, second, q, eps):
+    """delta(eps), both orders, of the outputs of two groups of contributions (one dimension,
+    each kept with rate q, N(0, 1) noise), by the trapezoid rule on a fine grid (the loss of
+    such a pair need not be monotone, so there is no half-line to bisect for)."""
+    grid = np.linspace(-16.0, 16.0, 64001)
+
+    def density(values):
+        out = np.zeros_like(grid)
+        for kept in itertools.product((0, 1), repeat=len(values)):
+            weight = math.prod(q if k else 1 - q for k in kept)
+            out += weight * np.exp(-(grid - sum(v for v, k in zip(values, kept,
+                                                                  strict=True) if k)) ** 2 / 2)
+        return out / math.sqrt(2 * math.pi)
+
+    p, r = density(first), density(second)
+    return max(np.trapezoid(np.maximum(p - math.exp(eps) * r, 0.0), grid),
+               np.trapezoid(np.maximum(r - math.exp(eps) * p, 0.0), grid))
+
+
+@given(k=st.integers(2, 4), q=st.floats(0.02, 0.9), eps=st.floats(0.0, 3.0),
+       first=st.lists(st.floats(-1.0, 1.0), min_size=4, max_size=4),
+       second=st.lists(st.floats(-1.0, 1.0), min_size=4, max_size=4))
+@example(k=2, q=0.5, eps=0.5, first=[1.0] * 4, second=[-1.0] * 4)  # the double mixture itself
+@examples(10)
+def test_every_substitution_of_a_group_is_below_the_double_mixture(k, q, eps, first, second):
+    """The users' contributions anywhere in [-C, C] (C = 1, sigma = 1): the realized delta of
+    the substitution never exceeds plda's upper bound (one step)."""
+    realized = _realized_1d_delta(first[:k], second[:k], q, eps)
+    upper = PLD.from_mechanism(_group(1.0, q, k), relation="replace_one").delta_bounds(eps).upper
+    assert realized <= upper + 1e-7  # the trapezoid rule at a kink: h^2 / 8 = 3e-8
+
+
 def test_the_accountant_and_the_command_line_take_a_group_under_replace_one(capsys):
     expected = PLD.from_mechanism(_group(1.0, 0.01, 4), 300,
                                   relation="replace_one").epsilon_bounds(DELTA)
