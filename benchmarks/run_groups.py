@@ -30,6 +30,7 @@ import argparse
 import datetime
 import importlib.metadata
 import json
+import math
 import platform
 import subprocess
 import sys
@@ -159,6 +160,11 @@ print(json.dumps({{"per_record": one.epsilon_bounds(delta).upper, "post_hoc": be
 """
 
 
+def _ratio(exact: float, post_hoc: float) -> str:
+    """``exact / post_hoc``, or a dash where the theorem gives no finite bound."""
+    return f"{exact / post_hoc:.3f}" if math.isfinite(post_hoc) else "—"
+
+
 def replace_one(script: str) -> str:
     """The same script under replace-one (the post-hoc theorem's delta grid widened: its factor
     ``(e^{K eps} - 1) / (e^eps - 1)`` is larger at the per-record replace-one epsilon)."""
@@ -276,7 +282,7 @@ def main() -> None:
         lines.append(
             f"| {sigma} | {q} | {k} | {steps} | [{ours['lower']:.4f}, {ours['upper']:.4f}] | "
             f"{ours['seconds']:.2f} | {ours['rss_mb']:.0f} | {ref['per_record']:.4f} | "
-            f"{ref['post_hoc']:.4f} | {ours['upper'] / ref['post_hoc']:.3f} |")
+            f"{ref['post_hoc']:.4f} | {_ratio(ours['upper'], ref['post_hoc'])} |")
         print(lines[-1], flush=True)
     lines += [
         "",
