@@ -137,42 +137,27 @@ def _opacus(case: Case):
     return None
 
 
-def test_gradient_accumulation_is_accounted():
-    """Opacus with ``accumulated_iterations = 4``: sigma 0.8, q 0.05, one step. The realized
-    pair (others absent, x in Binomial(4, q) micro-batches, noise once) has delta(3) = 1.08e-3;
-    the rate-4q pair, which the adapter recorded before issue 24 item 2, 6.4e-5."""
+@pytest.mark.parametrize("relation", ["add_remove", "replace_one"])
+def test_gradient_accumulation_is_accounted(relation):
+    """Opacus with ``accumulated_iterations = 4``: sigma 0.8, q 0.05, one step, the record in
+    Binomial(4, q) micro-batches, noise once. Add/remove: the realized pair (others absent) has
+    delta(3) = 1.08e-3, the rate-4q pair the adapter recorded before issue 24 item 2 6.4e-5.
+    Replace-one: the record at +C against -C, the double mixture (Schuchardt et al. 2024),
+    refused until issue 26 (realized delta(0) 1.36e-3 against the rate-4q pair's 1.2e-4). The
+    hook records the step and its bracket holds every realized pair (tight: it is realized)."""
     from plda.adapters.opacus import PLDOpacusAccountant
 
-    accountant = PLDOpacusAccountant()
-    hook = accountant.get_optimizer_hook_fn(sample_rate=0.05)
-    hook(SimpleNamespace(noise_multiplier=0.8, accumulated_iterations=4))
-    eps = (0.0, 1.0, 3.0)
-    bounds = accountant.accountant.delta_bounds(np.array(eps))
-    sampler = Sampler("accumulated", Fraction(1, 20), micro_batches=4)
-    worst = worst_cases(sampler, "gaussian", 0.8, "add_remove", (1,), eps)[1]
-    assert np.all(worst.lower <= bounds.upper + TOL), (
-        f"eps {eps}: plda upper {bounds.upper}, realized {worst.lower} by {worst.argmax}")
-    assert np.all(bounds.lower <= worst.upper + TOL)  # the mixture is realized: tight
-
-
-def test_gradient_accumulation_under_replace_one_is_accounted():
-    """Replace-one with ``accumulated_iterations = 4``: the record at +C against -C in
-    Binomial(4, q) micro-batches each, the double mixture (Schuchardt et al. 2024). It was
-    refused until issue 26 (realized delta(0) 1.36e-3 against the 1.2e-4 of the rate-4q pair);
-    now the hook records it and its bracket holds every realized pair."""
-    from plda.adapters.opacus import PLDOpacusAccountant
-
-    accountant = PLDOpacusAccountant(relation="replace_one")
+    accountant = PLDOpacusAccountant(relation=relation)
     hook = accountant.get_optimizer_hook_fn(sample_rate=0.05)
     hook(SimpleNamespace(noise_multiplier=0.8, accumulated_iterations=4))
     assert len(accountant) == 1
     eps = (0.0, 1.0, 3.0)
     bounds = accountant.accountant.delta_bounds(np.array(eps))
     sampler = Sampler("accumulated", Fraction(1, 20), micro_batches=4)
-    worst = worst_cases(sampler, "gaussian", 0.8, "replace_one", (1,), eps)[1]
+    worst = worst_cases(sampler, "gaussian", 0.8, relation, (1,), eps)[1]
     assert np.all(worst.lower <= bounds.upper + TOL), (
         f"eps {eps}: plda upper {bounds.upper}, realized {worst.lower} by {worst.argmax}")
-    assert np.all(bounds.lower <= worst.upper + TOL)  # the double mixture is realized: tight
+    assert np.all(bounds.lower <= worst.upper + TOL)
 
 
 def test_gradient_accumulation_of_one_is_poisson():
