@@ -72,8 +72,16 @@ def _plan(n: int, forward: bool):
     plans = _thread_plans()
     plan = plans.get(key)
     if plan is None:
-        real = _fftw.empty_aligned(n, dtype="float64")
-        spectrum = _fftw.empty_aligned(n // 2 + 1, dtype="complex128")
+        # the forward and the backward plan of one length share their two buffers: a call fills
+        # its input, runs and copies its output out, all on this thread, so neither buffer
+        # holds anything between calls (a 2-million-point pair is 32 MB saved)
+        twin = plans.get((n, not forward))
+        if twin is not None:
+            real, spectrum = ((twin.output_array, twin.input_array) if forward
+                              else (twin.input_array, twin.output_array))
+        else:
+            real = _fftw.empty_aligned(n, dtype="float64")
+            spectrum = _fftw.empty_aligned(n // 2 + 1, dtype="complex128")
         if forward:
             plan = _fftw.FFTW(real, spectrum, threads=THREADS, flags=("FFTW_ESTIMATE",))
         else:
@@ -82,7 +90,7 @@ def _plan(n: int, forward: bool):
                 flags=("FFTW_ESTIMATE", "FFTW_DESTROY_INPUT"),
             )
         if len(plans) > 64:
-            plans.clear()
+            plans.clear()  # (a twin dropped here keeps its buffers alive through this plan)
         plans[key] = plan
     return plan
 
