@@ -316,3 +316,34 @@ def test_a_long_run_leaks_no_numpy_warning():
         warnings.simplefilter("error", RuntimeWarning)
         pld.tradeoff_bounds([1e-6, 0.1])
         pld.gdp_summary()
+
+
+# ------------------------------------------------------------------ realized grids, f near 1
+def test_realized_compositions_on_their_own_grids_keep_the_bracket():
+    """PermuteAndFlip(0.01) takes its lower bounds from realized pairs composed on grids of
+    their own steps; read as if on the first one, their samples sat up to 4% off in epsilon and
+    the tradeoff's upper bound fell 1e-8 below its lower one (InvertedBracketError). The truth
+    lies above randomized response's 1 - e^eps alpha (an epsilon-DP pair) and in the bracket."""
+    eps = 0.01
+    pld = plda.PrivacyLossDistribution.from_mechanism(plda.PermuteAndFlip(eps))
+    alpha = np.array([1e-6, 1e-3, 0.1])
+    with mpmath.workdps(30):
+        rr = np.array([float(1 - mpmath.exp(eps) * mpmath.mpf(a)) for a in alpha])
+    bounds = pld.tradeoff_bounds(alpha)
+    assert np.all(bounds.lower <= bounds.upper)
+    assert np.all(bounds.upper >= rr) and np.all(bounds.upper - bounds.lower < 1e-9)
+    samples = pld.symmetric_profile("lower")  # certified lower samples, every grid's
+    worst = (math.exp(eps) - np.exp(samples.epsilon)) / (1 + math.exp(eps))
+    assert np.all(samples.delta <= np.maximum(worst, 0.0) + 1e-15)
+
+
+def test_a_tiny_true_positive_rate_is_not_lost_to_cancellation():
+    """1 - f at f near 1: formed as 1 - (1 - x), a true-positive rate of 3.2e-11 lost 2e-6 of
+    itself and its lower bound rose above the truth e^eps alpha (InvertedBracketError)."""
+    eps, alpha = 1e-6, 3.1622776601683795e-11
+    pld = plda.PrivacyLossDistribution.from_mechanism(plda.ApproximateDP(eps))
+    with mpmath.workdps(30):
+        exact = float(mpmath.exp(eps) * mpmath.mpf(alpha))
+    bounds = pld.true_positive_rate_bounds(alpha)
+    assert bounds.lower <= exact <= bounds.upper
+    assert bounds.upper - bounds.lower < 2e-6 * exact  # at worst [alpha, e^eps alpha]

@@ -195,6 +195,30 @@ def samples(laws: list[DiscreteLoss], m_lo: int, m_hi: int, stride: int = 1) -> 
     if stride != 1 and not laws[0].upper:
         raise ValueError("only samples of an upper (pessimistic) law may skip grid losses")
     step = laws[0].step
+    steps = list(dict.fromkeys(law.step for law in laws))
+    if len(steps) > 1 and laws[0].upper:
+        # an upper sample must bound every direction at once: one grid only
+        raise ValueError("upper grid laws on different steps have no common samples")
+    if len(steps) > 1:
+        # the realized compositions of a factor that is not tight sit on grids of their own:
+        # a grid loss m means m times *its* step. Each grid's samples are certified lower
+        # bounds on the same profile, so their union is (read on laws[0]'s step, a lattice
+        # pair on a finer grid put its samples up to 4% off in epsilon, enough to push
+        # PermuteAndFlip(0.01)'s tradeoff upper bound 1e-8 below its lower one)
+        groups = [samples([law for law in laws if law.step == g],
+                          math.floor(m_lo * step / g),
+                          max(math.ceil(m_hi * step / g),
+                              max(law.offset + len(law.probs) for law in laws if law.step == g)),
+                          stride)
+                  for g in steps]
+        eps = np.concatenate([g.epsilon for g in groups])
+        order = np.argsort(eps, kind="stable")
+        return ProfileSamples(
+            epsilon=eps[order],
+            exp_epsilon=np.concatenate([g.exp_epsilon for g in groups])[order],
+            delta=np.concatenate([g.delta for g in groups])[order],
+            upper=False,
+        )
     upper = laws[0].upper
     m_lo = max(m_lo, int(math.ceil(-MAX_EPSILON / step)))
     m_hi = max(min(m_hi, int(MAX_EPSILON / step)), m_lo)
