@@ -371,6 +371,10 @@ LOG_ALPHA = np.logspace(-12, 0, 25)
 @example(kind="PermuteAndFlip", epsilon=0.003, count=3)
 @example(kind="PermuteAndFlip", epsilon=0.003, count=20)
 @example(kind="PermuteAndFlip", epsilon=0.01, count=1)  # the first inversion, grids mixed
+# one direction's curve raised ValueError (no finite line) once the support passed e^700
+@example(kind="ApproximateDP", epsilon=300.0, count=3)
+@example(kind="ApproximateDP", epsilon=1000.0, count=1)
+@example(kind="ExponentialMechanism", epsilon=300.0, count=5)
 def test_finite_mechanisms_bracket_their_exact_curves(kind, epsilon, count):
     """Every bracket of a mechanism with finite laws holds the exact curves (mpmath, from the
     laws; tests/tradeoff_reference.py): the lower bounds lie below the curve of the law the

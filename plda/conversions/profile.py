@@ -240,7 +240,12 @@ def samples(laws: list[DiscreteLoss], m_lo: int, m_hi: int, stride: int = 1) -> 
             upper=False,
         )
     upper = laws[0].upper
-    m_lo = max(m_lo, int(math.ceil(-MAX_EPSILON / step)))
+    # the range asked for is cut to |eps| <= MAX_EPSILON at both ends: a law whose support lies
+    # wholly beyond it (3 runs of ApproximateDP(300), losses 803 to 900 on the grid) asked for
+    # samples from its support's foot only, at e^eps = inf, and one direction's tradeoff curve
+    # found no finite line (ValueError). Below the support the profile is a single line, so
+    # its sample at MAX_EPSILON stands for the ones beyond, to within e^-MAX_EPSILON
+    m_lo = min(max(m_lo, int(math.ceil(-MAX_EPSILON / step))), int(MAX_EPSILON / step))
     m_hi = max(min(m_hi, int(MAX_EPSILON / step)), m_lo)
     m = np.arange(m_lo, m_hi + 1, stride)
     if m[-1] != m_hi:
