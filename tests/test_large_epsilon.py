@@ -9,9 +9,11 @@ the k-fold Gaussian's privacy loss is exactly ``N(mu^2/2, mu^2)`` with ``mu = sq
 from __future__ import annotations
 
 import math
+import warnings
 from fractions import Fraction
 
 import mpmath
+import numpy as np
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
@@ -264,3 +266,55 @@ def test_the_accountant_at_large_epsilon():
     bounds = accountant.epsilon_bounds(1e-5)
     assert bounds.lower <= reference <= bounds.upper
     assert accountant.epsilon(1e-5) == bounds.upper
+
+
+# ------------------------------------------------------------- the largest epsilons and inf
+@pytest.mark.parametrize("eps", [1e300, 9e307, 1e308, 1.7976931348623157e308, math.inf])
+@pytest.mark.parametrize("delta,count", [(1e-6, 1), (1e-6, 10), (0.5, 3), (0.0, 1)])
+def test_delta_at_the_largest_epsilons_is_the_mass_at_infinity(eps, delta, count):
+    """Past every finite loss ``delta(eps)`` is the mass at infinity, ``1 - (1 - delta)^k`` for
+    ``k`` runs of ``(1, delta)``-DP. Past eps = 9e307, ``2 |eps|`` in the rounding slack
+    overflowed: the slack was inf, the pessimistic law was read at eps = -inf and the upper
+    bound was 1.0 (for 1e-6), with numpy's overflow RuntimeWarning leaking."""
+    pld = plda.PrivacyLossDistribution.from_mechanism(plda.ApproximateDP(1.0, delta))
+    pld = pld.self_compose(count) if count > 1 else pld
+    with mpmath.workdps(50):
+        exact = float(1 - (1 - mpmath.mpf(delta)) ** count)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        bounds = pld.delta_bounds(eps)
+        value = pld.delta(eps)
+    assert bounds.lower <= exact <= bounds.upper <= exact * (1 + 1e-12) + 1e-300
+    assert value == bounds.upper
+
+
+@pytest.mark.parametrize("eps", [1e300, 1e308, 1.7976931348623157e308, math.inf])
+def test_gaussian_delta_at_the_largest_epsilons(eps):
+    """A Gaussian has no mass at infinity and delta(eps) > 0 at every finite eps (below the
+    smallest double here): the upper bound is tiny, not 1.0 (it was past 9e307)."""
+    pld = plda.PrivacyLossDistribution.from_mechanism(plda.Gaussian(1.0)).self_compose(100)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        bounds = pld.delta_bounds(eps)
+    assert bounds.lower == 0.0 and 0.0 <= bounds.upper < 1e-300
+    assert bounds.upper <= pld.delta_bounds(1e3).upper  # delta never increases in eps
+
+
+def test_a_nan_moment_says_nothing_in_the_chernoff_bound():
+    """An order whose moment is NaN gives no Chernoff bound: it was read as a bound of 0 (NaN >
+    -inf is False), so a pessimistic law's delta fell to its mass at infinity wherever the
+    profile itself said more (0.001 for 0.115 at eps = 0)."""
+    from plda._internal.chernoff import CHERNOFF_ORDERS
+    from plda.grid.discrete import DiscreteLoss
+
+    probs = np.array([0.25, 0.25, 0.5])
+    eps = np.array([0.0, 0.05, 0.15, 1e308, np.inf])
+    mass = dict(infinity_mass=1e-3, chernoff_infinity_mass=1e-3)
+    plain = DiscreteLoss(step=0.1, offset=0, probs=probs, **mass)
+    for broken in (np.full(len(CHERNOFF_ORDERS), np.nan),
+                   np.where(np.arange(len(CHERNOFF_ORDERS)) % 2, np.nan, np.inf)):
+        law = DiscreteLoss(step=0.1, offset=0, probs=probs, log_mgf=broken, **mass)
+        value = law.delta(eps)
+        np.testing.assert_array_equal(value[:3], plain.delta(eps[:3]))
+        # past the last loss, and at inf: the mass at infinity
+        assert np.all((value[3:] >= 1e-3) & (value[3:] <= 1e-3 * (1 + 1e-12)))

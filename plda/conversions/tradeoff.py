@@ -129,8 +129,9 @@ def _tradeoff_pair(composed: ComposedLaws, alpha: np.ndarray, direction: str | N
         upper = np.where(alpha < 1.0 - a0, 1.0 - alpha, upper)
     # lines beyond |eps| = MAX_EPSILON are not formed; they only matter below alpha ~ e^-700,
     # where the upper bound falls back to the trivial 1 - alpha
-    reach = lower_laws[0].step * max(
-        max(abs(law.offset), abs(law.offset + len(law.probs))) for law in lower_laws
+    # (each law in its own step: the realized compositions sit on grids of their own)
+    reach = max(
+        law.step * max(abs(law.offset), abs(law.offset + len(law.probs))) for law in lower_laws
     )
     if reach > MAX_EPSILON:
         upper = np.where(alpha < 1e-290, 1.0 - alpha, upper)

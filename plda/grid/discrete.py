@@ -260,7 +260,9 @@ class DiscreteLoss:
         ``u`` relative, i.e. a few ``u`` of the exponent. Each is a small move of ``eps``, which
         is harmless where ``delta`` is smooth but is all of ``delta`` at a cut just above ``eps``
         (where ``A_j - S_j`` cancels): so ``eps`` is moved, never ``delta`` rescaled."""
-        rounding = 8 * UNIT_ROUNDOFF * (2 * np.abs(eps) + self.step + 1)
+        # 16 u |eps|, not 8 u (2 |eps| + ...): 2 |eps| overflows past 9e307, the slack became inf
+        # and an upper version read delta at eps = -inf (1.0 at eps = 1e308, for 1e-6)
+        rounding = 16 * UNIT_ROUNDOFF * np.abs(eps) + 8 * UNIT_ROUNDOFF * (self.step + 1)
         return np.where(np.isfinite(eps), self.loss_error + rounding, 0.0)
 
     def delta(self, epsilon: np.ndarray) -> np.ndarray:
@@ -284,7 +286,8 @@ class DiscreteLoss:
         """
         given = np.asarray(epsilon, dtype=float)
         slack = self._loss_slack(given)
-        eps = given - slack if self.upper else given + slack
+        with np.errstate(over="ignore"):  # a lower version's eps past 1.8e308 is +inf: delta(inf)
+            eps = given - slack if self.upper else given + slack
         a, s, cuts, _ = self._profile_segments()
         j = np.searchsorted(cuts, eps, side="right")  # first cut strictly above eps
         j = np.minimum(j, len(a) - 1)
@@ -305,13 +308,22 @@ class DiscreteLoss:
             return np.full(np.shape(eps), np.inf)
         t = CHERNOFF_ORDERS
         log_c = CHERNOFF_LOG_C
-        exponent = (self.log_mgf + log_c)[None, :] - np.multiply.outer(np.ravel(eps), t)
+        flat = np.ravel(eps)
+        # t eps overflows to inf past eps ~ 1e308 / t: the exponent is then -inf, read below
+        with np.errstate(over="ignore", invalid="ignore"):
+            exponent = (self.log_mgf + log_c)[None, :] - np.multiply.outer(flat, t)
         smallest = np.min(exponent, axis=1)
         # a bound that underflows is rounded up to the smallest double, not down to 0 (the true
-        # delta of a Gaussian at eps = 1e5 is 3e-5406995: positive, so 0 would under-report)
+        # delta of a Gaussian at eps = 1e5 is 3e-5406995: positive, so 0 would under-report;
+        # at a finite eps whose products overflowed, too). It is 0 only where it is exact: at
+        # eps = +inf if some order's moment is finite, or when no finite loss has mass
+        # (log_mgf = -inf at every order)
+        finite_order = bool(np.any(np.isfinite(self.log_mgf)))
+        exact_zero = ((flat == np.inf) & finite_order) | bool(np.all(self.log_mgf == -np.inf))
         with np.errstate(over="ignore"):  # a bound above 1 says nothing; it is clipped later
-            bound = np.where(smallest > -np.inf, np.maximum(np.exp(smallest), 5e-324), 0.0)
-        bound = bound.reshape(np.shape(eps))
+            bound = np.where(exact_zero, 0.0, np.maximum(np.exp(smallest), 5e-324))
+        # a NaN order (inf - inf in a moment) says nothing: never let it through np.minimum
+        bound = np.where(np.isnan(bound), np.inf, bound).reshape(np.shape(eps))
         # 1e-9 relative margin covers rounding in the log-sum-exp of the moments
         return self.chernoff_infinity_mass + bound * (1 + 1e-9)
 
