@@ -186,6 +186,29 @@ def _crossings(laws: list[DiscreteLoss], m: np.ndarray):
     return np.log(x), x, delta
 
 
+def by_grid(laws: list[DiscreteLoss]) -> list[list[DiscreteLoss]]:
+    """The laws grouped by grid step, in first-seen order.
+
+    The realized compositions of a factor that is not ``tight`` sit on grids of their own:
+    a grid loss ``m`` means ``m`` times *its* step, so samples and envelopes are formed one
+    grid at a time.
+
+    Parameters
+    ----------
+    laws : list of DiscreteLoss
+        Grid laws.
+
+    Returns
+    -------
+    list of list of DiscreteLoss
+        One list per distinct step.
+    """
+    groups: dict = {}
+    for law in laws:
+        groups.setdefault(law.step, []).append(law)
+    return list(groups.values())
+
+
 def samples(laws: list[DiscreteLoss], m_lo: int, m_hi: int, stride: int = 1) -> ProfileSamples:
     """Samples of the profile ``max_d delta_d`` of grid laws at the grid losses.
 
@@ -195,7 +218,8 @@ def samples(laws: list[DiscreteLoss], m_lo: int, m_hi: int, stride: int = 1) -> 
     Parameters
     ----------
     laws : list of DiscreteLoss
-        One grid law per direction, on the same step, all upper or all lower.
+        Grid laws, all upper (one step) or all lower (optimistic laws on several grids, the
+        realized compositions', are sampled grid by grid, :func:`by_grid`).
     m_lo, m_hi : int
         The grid losses ``m * step`` sampled, ``m_lo <= m <= m_hi``.
     stride : int, optional
@@ -210,27 +234,24 @@ def samples(laws: list[DiscreteLoss], m_lo: int, m_hi: int, stride: int = 1) -> 
     Raises
     ------
     ValueError
-        If ``stride`` is not 1 for lower laws.
+        If ``stride`` is not 1 for lower laws, or upper laws lie on different steps.
     """
     if stride != 1 and not laws[0].upper:
         raise ValueError("only samples of an upper (pessimistic) law may skip grid losses")
     step = laws[0].step
-    steps = list(dict.fromkeys(law.step for law in laws))
-    if len(steps) > 1 and laws[0].upper:
+    grids = by_grid(laws)
+    if len(grids) > 1 and laws[0].upper:
         # an upper sample must bound every direction at once: one grid only
         raise ValueError("upper grid laws on different steps have no common samples")
-    if len(steps) > 1:
-        # the realized compositions of a factor that is not tight sit on grids of their own:
-        # a grid loss m means m times *its* step. Each grid's samples are certified lower
-        # bounds on the same profile, so their union is (read on laws[0]'s step, a lattice
-        # pair on a finer grid put its samples up to 4% off in epsilon, enough to push
-        # PermuteAndFlip(0.01)'s tradeoff upper bound 1e-8 below its lower one)
-        groups = [samples([law for law in laws if law.step == g],
-                          math.floor(m_lo * step / g),
-                          max(math.ceil(m_hi * step / g),
-                              max(law.offset + len(law.probs) for law in laws if law.step == g)),
-                          stride)
-                  for g in steps]
+    if len(grids) > 1:
+        # each grid's samples are certified lower bounds on the same profile, so their union
+        # is (read on laws[0]'s step, a lattice pair on a finer grid put its samples up to 4%
+        # off in epsilon, enough to push PermuteAndFlip(0.01)'s tradeoff upper bound 1e-8
+        # below its lower one)
+        groups = [samples(grid, math.floor(m_lo * step / grid[0].step),
+                          max(math.ceil(m_hi * step / grid[0].step),
+                              max(law.offset + len(law.probs) for law in grid)), stride)
+                  for grid in grids]
         eps = np.concatenate([g.epsilon for g in groups])
         order = np.argsort(eps, kind="stable")
         return ProfileSamples(

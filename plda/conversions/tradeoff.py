@@ -16,7 +16,7 @@ from plda.bounds import Bounds
 from plda.conversions.common import scalar_like, unit_interval
 from plda.conversions.composed import ComposedLaws
 from plda.conversions.envelope import LowerEnvelope
-from plda.conversions.profile import MAX_EPSILON, cached_for, samples, select_laws
+from plda.conversions.profile import MAX_EPSILON, by_grid, cached_for, samples, select_laws
 from plda.grid.discrete import DiscreteLoss
 
 #: lines kept for the certified lower bound on a tradeoff curve (the upper bound keeps them all)
@@ -100,8 +100,8 @@ def _one_minus_lower(laws, alpha):
     formed without the cancellation of ``1 - f`` at ``f`` near 1 (a true-positive rate of
     3e-11 lost 2e-6 of itself there and rose above the truth)."""
     out = np.full(alpha.shape, -np.inf)
-    for step in dict.fromkeys(law.step for law in laws):
-        one_minus, minus = _symmetric_parts([law for law in laws if law.step == step], alpha)
+    for grid in by_grid(laws):
+        one_minus, minus = _symmetric_parts(grid, alpha)
         out = np.maximum(out, np.minimum(one_minus * (1 - _MARGIN),
                                          1.0 + minus - 4 * UNIT_ROUNDOFF))
     return out
@@ -115,9 +115,8 @@ def _tradeoff_pair(composed: ComposedLaws, alpha: np.ndarray, direction: str | N
         lower = np.nextafter(1.0 - one_minus, -np.inf)
         # each realized composition (its own grid) bounds f from above: the smallest bound
         upper = np.full(alpha.shape, np.inf)
-        for step in dict.fromkeys(law.step for law in lower_laws):
-            one_minus, minus = _symmetric_parts([law for law in lower_laws if law.step == step],
-                                                alpha)
+        for grid in by_grid(lower_laws):
+            one_minus, minus = _symmetric_parts(grid, alpha)
             upper = np.minimum(upper, np.maximum(1.0 - one_minus * (1 - _MARGIN),
                                                  -minus + 4 * UNIT_ROUNDOFF))
         upper = np.nextafter(upper, np.inf)
