@@ -1,6 +1,6 @@
 """The optimistic version of a continuous law on the grid: an exact post-processing of the true
 pair, by *pairing* of neighbouring cells or the *martingale sweep* through the bulk, whichever
-keeps more of ``E_P[L]``, after merging the atoms among the cells with thin slices of them
+keeps more of ``E_P[L]``, after merging the atoms among the cells with their nearest cells
 (:func:`continuous_lower`). The derivations: docs/concepts/discretization.md, sections
 "Optimistic side" and "The martingale sweep".
 """
@@ -324,7 +324,7 @@ ROUGH = 0.05
 SWEEP_WORTH = 3.0
 
 
-def bulk_sweep(step, p_low, p_high, u_low, v_high, mode):
+def bulk_sweep(step, p_low, p_high, u_low, v_high, mode, upward=None):
     """The martingale sweep through the bulk, pairing below and above it.
 
     Parameters
@@ -365,7 +365,9 @@ def bulk_sweep(step, p_low, p_high, u_low, v_high, mode):
     lists = [x[r0:r1].tolist() for x in (p_low, p_high, u_low, v_high)]
     acc = [0.0] * (r1 - r0 + 1)
     out = np.zeros(n + 1)
-    if mode - first <= last - mode:  # the mode nearer the bottom: sweep up, end in the upper tail
+    if upward is None:
+        upward = mode - first <= last - mode
+    if upward:  # the mode nearer the bottom: sweep up, end in the upper tail
         k, rho = 0, 1.0
         if first > 0:
             stay, up = _tail_pairing(p_low[:first], u_low[:first], v_high[:first], True)
@@ -464,15 +466,22 @@ def continuous_lower(law, step, lo, hi, moments, atoms=None):
             step, atoms, p_low, p_high, u_low, v_high
         )
         p, u = p_low, u_low  # what is left of the cells, for the choice below
+        mode = int(np.argmax(p_low))  # of what is left: the merges may empty cells
     fine = _paired(law, step, lo, p_low, p_high, u_low, v_high, mode, kept)
     grid = (lo + np.arange(len(fine))) * step
     # E_P[L] of the cells under connect-the-dots, sum p_j l_j + h sum min(u_j / (1 - e^-h), p_j)
     upper_mean = dot(p, grid[:-1]) + step * float(np.sum(np.minimum(u / -np.expm1(-step), p)))
     wasted = upper_mean - dot(fine, grid)
     if wasted > SWEEP_WORTH * step * step / 12 * float(np.sum(p)):
-        swept = bulk_sweep(step, p_low, p_high, u_low, v_high, mode)
-        if swept is not None and np.all(np.isfinite(swept)) and dot(swept, grid) > dot(fine, grid):
-            fine = swept
+        # a law with atoms may hold a second dense end (a Laplace mixture's mass piles up
+        # below its top atom), where the sweep's one unbalanced group would land: both
+        # directions are tried there (halved the lower version's loss of E_P[L] on the
+        # Laplace mixtures of the tests)
+        for upward in (None,) if grouped is None else (True, False):
+            swept = bulk_sweep(step, p_low, p_high, u_low, v_high, mode, upward)
+            if (swept is not None and np.all(np.isfinite(swept))
+                    and dot(swept, grid) > dot(fine, grid)):
+                fine = swept
     out = np.zeros(hi - lo + 1)
     out[: len(fine)] += fine
     if grouped is not None:
