@@ -144,6 +144,11 @@ def _random_allocation(base: Mechanism, *, num_steps, num_selected=1) -> Mechani
     return RandomAllocation(base, num_steps=num_steps, num_selected=num_selected)
 
 
+#: a substitution is two add/remove links (a removal and an insertion) per record of a group
+_GAUSSIAN_ONLY = ("plda.theorems.group_privacy(epsilon, delta, 2 * group_size) applied to the "
+                  "relation='add_remove' guarantee bounds it; or use a plda.Gaussian base")
+
+
 @dataclass(frozen=True)
 class SamplerSpec:
     """One batch sampler: what describes it and what it builds (build by keyword).
@@ -176,7 +181,7 @@ class SamplerSpec:
     relations: tuple[str, ...] = RELATIONS
     accumulation: bool = False
     groups: bool = False
-    advice: str = "use relation='add_remove'"
+    advice: str = _GAUSSIAN_ONLY
     summary: str = ""
 
     @property
@@ -215,17 +220,13 @@ class SamplerSpec:
         return sizes["batch_size"] / sizes["dataset_size"]
 
 
-_GAUSSIAN_ONLY = "use relation='add_remove', or a plda.Gaussian base"
 
 #: every sampler plda has an analysis of, by name
 SAMPLERS: Mapping[str, SamplerSpec] = MappingProxyType({
     spec.name: spec for spec in (
         SamplerSpec(
             name="poisson", mechanism=PoissonSampled, build=_poisson,
-            needs=(("sample_rate",),), accumulation=True, groups=True,
-            advice="plda's replace-one analysis of Poisson subsampling is for Gaussian bases; "
-            + _GAUSSIAN_ONLY,
-            summary="poisson",
+            needs=(("sample_rate",),), accumulation=True, groups=True, summary="poisson",
         ),
         SamplerSpec(
             name="without-replacement", mechanism=SampledWithoutReplacement,
@@ -235,8 +236,6 @@ SAMPLERS: Mapping[str, SamplerSpec] = MappingProxyType({
         SamplerSpec(
             name="truncated-poisson", mechanism=TruncatedPoisson, build=_truncated_poisson,
             needs=(("sample_rate",), ("max_batch_size",), ("dataset_size",)),
-            advice="plda's replace-one analysis of truncated Poisson sampling is for Gaussian "
-            "bases; " + _GAUSSIAN_ONLY,
             summary="truncated-poisson",
         ),
         SamplerSpec(
@@ -247,10 +246,11 @@ SAMPLERS: Mapping[str, SamplerSpec] = MappingProxyType({
             name="random-allocation", mechanism=RandomAllocation, build=_random_allocation,
             needs=(("num_steps",),), optional=("num_selected",), epoch=True,
             relations=("add_remove",),
-            advice="random allocation is analysed under add/remove only; use "
-            "relation='add_remove', or (a certified upper bound without amplification: each "
-            "record takes part in one step per epoch) compose the base mechanism once per epoch "
-            "with relation='replace_one'",
+            advice="random allocation is analysed under add/remove only; a substitution is "
+            "one record's removal and another's insertion, so plda.theorems.group_privacy("
+            "epsilon, delta, 2) applied to the relation='add_remove' guarantee bounds it; or (a "
+            "certified upper bound without amplification: each record takes part in one step "
+            "per epoch) compose the base mechanism once per epoch with relation='replace_one'",
             summary="random-allocation (balls-in-bins)",
         ),
     )

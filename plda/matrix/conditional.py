@@ -475,7 +475,8 @@ class PoissonMatrixMechanism:
         if check_relation(relation) != "add_remove":
             raise ValueError(
                 "relation: PoissonMatrixMechanism has an add/remove analysis only (Poisson "
-                "sampling adds or removes a record); use relation='add_remove'"
+                "sampling adds or removes a record); use relation='add_remove' (a substitution "
+                "is two such links: plda.theorems.group_privacy(epsilon, delta, 2) on it)"
             )
         if name == "delta":
             v = probability("delta", value, open_low=True)

@@ -278,11 +278,13 @@ class LaplaceMixture(Mechanism):
         Raises
         ------
         ValueError
-            Always, saying to account under ``relation='add_remove'``.
+            Always, saying how plda.theorems.group_privacy bounds it.
         """
         raise ValueError(
             "LaplaceMixture (a group under Poisson sampling with a Laplace base) has no "
             "replace-one analysis in plda: its add/remove pair is proven to dominate, but no "
-            "replace-one pair is known to dominate every substitution of a group; use "
-            "relation='add_remove'"
+            "replace-one pair is known to dominate every substitution of a group; a "
+            "substitution of K records is 2K add/remove links, so plda.theorems."
+            "group_privacy(epsilon, delta, 2 * K) on the relation='add_remove' guarantee of "
+            "one record bounds it"
         )

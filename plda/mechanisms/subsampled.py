@@ -198,7 +198,9 @@ class PoissonSampled(Mechanism):
         if type(self.mechanism) is not Gaussian:
             raise ValueError(
                 "relation='replace_one' with PoissonSampled is supported for Gaussian base "
-                f"mechanisms only, got {type(self.mechanism).__name__}"
+                f"mechanisms only, got {type(self.mechanism).__name__}; a substitution is a "
+                "removal and an insertion per record, so plda.theorems.group_privacy(epsilon, "
+                f"delta, {2 * self.group_size}) on the relation='add_remove' guarantee bounds it"
             )
         if self.sample_rate == 1:
             # every record is kept: N(K Δ) against N(-K Δ); the mixture law would take

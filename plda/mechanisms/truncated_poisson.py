@@ -246,8 +246,9 @@ class TruncatedPoisson(BracketedMechanism):
         if type(self.mechanism) is not Gaussian:
             raise ValueError(
                 "relation='replace_one' with TruncatedPoisson is supported for Gaussian base "
-                f"mechanisms only, got {type(self.mechanism).__name__}; use "
-                "relation='add_remove'"
+                f"mechanisms only, got {type(self.mechanism).__name__}; a substitution is a "
+                "removal and an insertion, so plda.theorems.group_privacy(epsilon, delta, 2) on "
+                "the relation='add_remove' guarantee bounds it"
             )
         return _ReplaceOneTruncatedPoisson(
             self.mechanism, self.sample_rate, self.max_batch_size, self.dataset_size

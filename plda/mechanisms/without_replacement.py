@@ -230,7 +230,9 @@ class SampledWithoutReplacement(Mechanism):
                 f"SampledWithoutReplacement(group_size={self.group_size}) has no replace-one "
                 "analysis (relation='replace_one') in plda: its add/remove pair (a "
                 "hypergeometric mixture) is proven to dominate, but no substitution pair of a "
-                "group is known to; account under relation='add_remove'"
+                "group is known to; plda.theorems.group_privacy(epsilon, delta, "
+                f"{self.group_size}) on one record's replace-one guarantee (group_size=1) "
+                "bounds it"
             )
         if self.sample_rate == 1.0:  # the whole dataset in every batch: the base, doubled
             return self.equivalent_poisson()
