@@ -223,3 +223,40 @@ def test_second_order_step_is_zero_without_spread():
     assert second_order_step([(point, 0)], 1e-3) == 0.0
     gauss = discretize(plda.Gaussian(1.0).privacy_loss("remove"), 0.01)[0]
     assert 0 < second_order_step([(gauss, 100)], 1e-3) < 1
+
+
+def test_history_composer_adds_the_chernoff_moments_of_appended_factors_only(monkeypatch):
+    # a noise schedule's query used to sum every step's ladder moments again (a third of
+    # S1's time); the kept sums are extended by the new factors, in the same order, so the
+    # composed law is bit for bit the one from scratch
+    from plda.grid import moments
+    from plda.grid.discrete import DiscreteLoss
+
+    laws = _step_laws(12)
+    histories = [[(law, 1) for law in laws[:10]], [(law, 1) for law in laws[:11]],
+                 [(law, 1) for law in laws[:11]] + [(laws[11], 2)]]
+    spans = {moments.ladder_range(moments.composed_variance(h), (0.25, 64.0), laws[0].step)
+             for h in histories}
+    assert len(spans) == 1  # the fixture keeps the ladder range put
+    read = []
+    original = DiscreteLoss.ladder_log_mgf
+
+    def counting(self, j0, j1):
+        read.append(id(self))
+        return original(self, j0, j1)
+
+    monkeypatch.setattr(DiscreteLoss, "ladder_log_mgf", counting)
+    kept = Composer(tail=1e-14, ladder=True, keep=True, from_zero=True)
+    results = []
+    for history in histories:
+        read.clear()
+        results.append(kept.compose(history, 1 << 22, length=4096))
+    assert read == [id(laws[11])]  # the eleven distinct laws' sums were kept
+    read.clear()
+    kept.compose(histories[2], 1 << 22, length=4096)
+    assert read == []  # asked again: nothing added
+    for history, result in zip(histories, results, strict=True):
+        fresh = Composer(tail=1e-14, ladder=True, keep=True, from_zero=True)
+        again = fresh.compose(history, 1 << 22, length=4096)
+        assert np.array_equal(result.probs, again.probs) and result.offset == again.offset
+        assert result.infinity_mass == again.infinity_mass

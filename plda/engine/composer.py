@@ -17,7 +17,7 @@ from plda.engine.grouping import group_spectrum, plan_group
 from plda.engine.plan import ladder_length
 from plda.engine.spectra import Spectrum, spectrum_of
 from plda.grid.discrete import DiscreteLoss
-from plda.grid.moments import ladder_chernoff
+from plda.grid.moments import composed_variance, ladder_cuts, ladder_range, ladder_sums
 
 #: bounds below e^-700 are replaced by e^-700 (still a bound, and exp of deeply underflowing
 #: arguments is many times slower than of ordinary ones)
@@ -74,12 +74,16 @@ class Composer:
         # product and error sums, so that a history that only appended factors (a noise
         # schedule changed at every step) multiplies in the new ones
         self._prefixes: OrderedDict = OrderedDict()
+        # per (first law, last law, size): the factors, their composed variance and their
+        # Chernoff sums per ladder range, extended the same way
+        self._ladders: OrderedDict = OrderedDict()
 
     def clear(self) -> None:
-        """Forget every kept spectrum and running product."""
+        """Forget every kept spectrum, running product and Chernoff sum."""
         self._spectra.clear()
         self._lengths.clear()
         self._prefixes.clear()
+        self._ladders.clear()
         self._bytes = 0
 
     def _spectrum(self, law: DiscreteLoss, n: int, count: int) -> Spectrum:
@@ -212,9 +216,7 @@ class Composer:
         lowest index, and the Chernoff bounds of the mass below and above the window."""
         lo_exact = sum(k * f.offset for f, k in factors)
         hi_exact = sum(k * (f.offset + len(f.probs) - 1) for f, k in factors)
-        lo_loss, hi_loss, orders, log_up, log_down = ladder_chernoff(
-            factors, self.tail, self.order_range, step
-        )
+        lo_loss, hi_loss, orders, log_up, log_down = self._chernoff(factors, step)
         # no finite mass at all (e.g. delta = 1) leaves the moments at -inf: the exact support
         if math.isfinite(hi_loss):
             hi = int(min(hi_exact, math.ceil(hi_loss / step) + 1))
@@ -242,6 +244,44 @@ class Composer:
             below = math.exp(min(exponent, 0.0))
         return lo, hi, lo_exact, below, above
 
+    def _chernoff(self, factors, step: float) -> tuple:
+        """:func:`~plda.grid.moments.ladder_chernoff` of ``factors``: the cuts, the orders and
+        the composed moments. A composer that keeps them extends the sums of the longest kept
+        prefix of ``factors`` by the new factors (added in the same order, so bit for bit the
+        sums from scratch: a noise schedule's query adds its new steps, not all of them)."""
+        start, hit = 0, None
+        if self.keep:
+            start, hit = _longest_prefix(self._ladders, factors)
+        held = self._ladders[hit] if hit is not None else ([], 0.0, {})
+        singles = max((i + 1 for i, (_, k) in enumerate(factors) if k == 1), default=0)
+        variance = composed_variance(factors[start:], held[1])
+        j0, j1 = ladder_range(variance, self.order_range, step)
+        sums = held[2].get((j0, j1))
+        if sums is None:
+            start, sums = 0, None
+        if self.keep and start < singles < len(factors):
+            # the distinct laws come first (see _product): their sums serve the next query too
+            sums = ladder_sums(factors[start:singles], j0, j1, sums)
+            self._keep_ladder(factors[:singles], composed_variance(factors[:singles]), (j0, j1),
+                              sums)
+            start = singles
+        up, down = ladder_sums(factors[start:], j0, j1, sums)
+        if self.keep and len(factors) > 1:
+            self._keep_ladder(factors, variance, (j0, j1), (up, down))
+        orders = [2.0 ** (j / 2) for j in range(j0, j1 + 1)]
+        log_up, log_down = up.tolist(), down.tolist()
+        return (*ladder_cuts(log_up, log_down, orders, self.tail), orders, log_up, log_down)
+
+    def _keep_ladder(self, factors, variance: float, span: tuple, sums: tuple) -> None:
+        key = (id(factors[0][0]), id(factors[-1][0]), len(factors))
+        held = self._ladders.get(key)
+        if held is None or held[1] != variance:
+            held = self._ladders[key] = (list(factors), variance, {})
+        held[2][span] = sums
+        self._ladders.move_to_end(key)
+        while len(self._ladders) > self.prefixes_kept:
+            self._ladders.popitem(last=False)
+
     def _product(self, factors, n: int):
         """Spectrum of the composition at length ``n``, ``log`` of its componentwise bound and
         the relative error of the computed product (see :class:`Spectrum`).
@@ -252,17 +292,7 @@ class Composer:
         relative = 0.0
         start, hit = 0, None
         if self.keep:
-            for key, prefix in self._prefixes.items():
-                size = len(prefix[0])
-                if (
-                    key[0] == n
-                    and start < size <= len(factors)
-                    and all(
-                        g is f and j == k
-                        for (g, j), (f, k) in zip(prefix[0], factors[:size], strict=True)
-                    )
-                ):
-                    start, hit = size, key
+            start, hit = _longest_prefix(self._prefixes, factors, length=n)
         if hit is not None:
             _, spectrum, log_bound, relative = self._prefixes[hit]
             self._prefixes.move_to_end(hit)
@@ -301,6 +331,24 @@ class Composer:
         self._prefixes[key] = (list(factors), spectrum, log_bound, relative)
         while len(self._prefixes) > self.prefixes_kept:
             self._prefixes.popitem(last=False)
+
+
+def _longest_prefix(store, factors, length: int | None = None) -> tuple[int, object]:
+    """``(size, key)`` of the longest kept prefix of ``factors`` in ``store`` (each value
+    starting with its factor list; with ``length``, among the keys of that FFT length), or
+    ``(0, None)``. Laws are compared by identity (a kept list holds them, so ids stay unique)."""
+    start, hit = 0, None
+    for key, held in store.items():
+        kept = held[0]
+        size = len(kept)
+        if (
+            (length is None or key[0] == length)
+            and start < size <= len(factors)
+            and kept[-1][0] is factors[size - 1][0]
+            and all(g is f and j == k for (g, j), (f, k) in zip(kept, factors[:size], strict=True))
+        ):
+            start, hit = size, key
+    return start, hit
 
 
 def compose(factors, tail: float = 1e-20, max_size: int = 1 << 23) -> DiscreteLoss:

@@ -14,10 +14,9 @@ from plda._internal.chernoff import CHERNOFF_LOG_C, CHERNOFF_ORDERS
 from plda._internal.floats import UNIT_ROUNDOFF, discounted_tails, dot
 from plda.grid.moments import exp_neg_grid, log_mgf_ladder
 
-#: block length of the crossing search of :meth:`DiscreteLoss.epsilon` for a few deltas
-_BLOCK = 256
-#: at most this many deltas use the block search; more share the full segment arrays
-_LOCAL_QUERIES = 4
+#: block length of the crossing search of :meth:`DiscreteLoss.epsilon` for a few deltas, and
+#: at most how many deltas use it (more share the full segment arrays)
+_BLOCK, _LOCAL_QUERIES = 256, 4
 
 
 @dataclass(frozen=True, eq=False)
@@ -138,8 +137,14 @@ class DiscreteLoss:
         cache[(j0, j1)] = (pairs[:, 0], pairs[:, 1])
         return cache[(j0, j1)]
 
-    def _spread(self) -> tuple[float, float]:
-        """Mean and variance of the normalized finite part (cached)."""
+    def spread(self) -> tuple[float, float]:
+        """Mean and variance of the normalized finite part (cached).
+
+        Returns
+        -------
+        tuple of float
+            ``(mean, variance)``; ``(0, 0)`` without finite mass.
+        """
         cached = self.__dict__.get("_spread_cache")
         if cached is None:
             mass = self.probs.sum()

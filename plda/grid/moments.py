@@ -192,10 +192,103 @@ def log_mgf_ladder(law, j0: int, j1: int) -> tuple[np.ndarray, np.ndarray]:
     return up, down
 
 
+def ladder_range(variance: float, order_range: tuple[float, float],
+                 min_spread: float) -> tuple[int, int]:
+    """The ladder indices ``j0 <= j <= j1`` (orders ``t = 2^(j/2)``) for a composition's cuts.
+
+    Parameters
+    ----------
+    variance
+        The composition's variance, ``sum_f k_f Var(law_f)``.
+    order_range
+        The orders used, in units of ``1 / spread`` (the composed standard deviation); the
+        lowest is also at most ``order_range[0]`` itself.
+    min_spread
+        The smallest spread assumed.
+
+    Returns
+    -------
+    tuple of int
+        ``(j0, j1)``.
+    """
+    spread = math.sqrt(max(variance, min_spread * min_spread))
+    # the lowest order is also at most order_range[0] itself: a composition whose spread is
+    # small but whose tail is heavy (Poisson rate 1e-4 over 5000 steps: spread 0.045, losses up
+    # to 18 per sampling) has its best cut near order 1, far below 0.5 / spread = 11, where the
+    # moments of the rare large losses explode; cut at order 8 its window was 9000 wide, the
+    # grid cap forced a step of 4e-3 and the bracket on epsilon(1e-5) was [0, 0.236]
+    j0 = math.floor(2 * math.log2(min(order_range[0] / spread, order_range[0])))
+    j1 = math.ceil(2 * math.log2(order_range[1] / spread))
+    return j0, j1
+
+
+def ladder_sums(factors, j0: int, j1: int, start=None) -> tuple[np.ndarray, np.ndarray]:
+    """``sum_f k_f log E[e^{+-tL_f}]`` at the ladder orders, added factor by factor.
+
+    In order, one factor at a time, so the sums of a list extended by more factors, started
+    from the sums of the list (``start``), are bit for bit those of the whole: a composer that
+    keeps them for a growing history adds only the new factors, and its answers still depend
+    on the history alone.
+
+    Parameters
+    ----------
+    factors
+        ``[(law, count), ...]``.
+    j0, j1
+        The ladder indices.
+    start
+        ``(up, down)`` sums of the factors before these, or None.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(up, down)``, one entry per order (new arrays).
+    """
+    up, down = (None, None) if start is None else start
+    with np.errstate(invalid="ignore"):  # inf - inf: that order gives no bound (NaN, skipped)
+        for f, k in factors:
+            u, v = f.ladder_log_mgf(j0, j1)
+            up = k * u if up is None else up + k * u
+            down = k * v if down is None else down + k * v
+    if up is None:
+        up, down = np.zeros(j1 - j0 + 1), np.zeros(j1 - j0 + 1)
+    return up, down
+
+
+def ladder_cuts(log_up, log_down, orders, tail: float) -> tuple[float, float]:
+    """The loss cuts with at most ``tail`` of the composed mass beyond each, by Chernoff.
+
+    Parameters
+    ----------
+    log_up, log_down
+        ``log E[e^{+-tL}]`` of the composition at ``orders`` (floats).
+    orders
+        The orders ``t``.
+    tail
+        The mass allowed beyond each cut.
+
+    Returns
+    -------
+    tuple of float
+        ``(lo_loss, hi_loss)``, infinite where no order bounds it (e.g. no finite mass).
+    """
+    log_tail = math.log(tail)
+    # orders whose moment overflowed (inf or NaN) give no bound and are skipped
+    hi_loss = min(
+        ((u - log_tail) / t for u, t in zip(log_up, orders, strict=True) if u < math.inf),
+        default=math.inf,
+    )
+    lo_loss = max(
+        (-(v - log_tail) / t for v, t in zip(log_down, orders, strict=True) if v < math.inf),
+        default=-math.inf,
+    )
+    return lo_loss, hi_loss
+
+
 def ladder_chernoff(factors, tail: float, order_range: tuple[float, float], min_spread: float):
     """Chernoff cuts of a composition at the ladder orders, from each factor's cached moments.
 
-    Plain floats: a few dozen numbers, where numpy calls cost more than the work.
+    :func:`ladder_range`, :func:`ladder_sums` and :func:`ladder_cuts` in one call.
 
     Parameters
     ----------
@@ -217,41 +310,31 @@ def ladder_chernoff(factors, tail: float, order_range: tuple[float, float], min_
         no finite mass), and ``log E[e^{+-tL}]`` of the composition at ``orders`` for further
         tail bounds.
     """
-    variance = sum(k * f._spread()[1] for f, k in factors)
-    spread = math.sqrt(max(variance, min_spread * min_spread))
-    # the lowest order is also at most order_range[0] itself: a composition whose spread is
-    # small but whose tail is heavy (Poisson rate 1e-4 over 5000 steps: spread 0.045, losses up
-    # to 18 per sampling) has its best cut near order 1, far below 0.5 / spread = 11, where the
-    # moments of the rare large losses explode; cut at order 8 its window was 9000 wide, the
-    # grid cap forced a step of 4e-3 and the bracket on epsilon(1e-5) was [0, 0.236]
-    j0 = math.floor(2 * math.log2(min(order_range[0] / spread, order_range[0])))
-    j1 = math.ceil(2 * math.log2(order_range[1] / spread))
+    j0, j1 = ladder_range(composed_variance(factors), order_range, min_spread)
     orders = [2.0 ** (j / 2) for j in range(j0, j1 + 1)]
-    if len(factors) <= 4:
-        log_up = [0.0] * len(orders)
-        log_down = [0.0] * len(orders)
-        for f, k in factors:
-            up, down = f.ladder_log_mgf(j0, j1)
-            for i, (u, v) in enumerate(zip(up.tolist(), down.tolist(), strict=True)):
-                log_up[i] += k * u
-                log_down[i] += k * v
-    else:  # many factors (a noise schedule changed every step): one matrix product
-        moments = [f.ladder_log_mgf(j0, j1) for f, _ in factors]
-        counts = np.array([k for _, k in factors], dtype=float)
-        with np.errstate(invalid="ignore"):
-            log_up = dot(counts, np.array([m[0] for m in moments])).tolist()
-            log_down = dot(counts, np.array([m[1] for m in moments])).tolist()
-    log_tail = math.log(tail)
-    # orders whose moment overflowed (inf or NaN) give no bound and are skipped
-    hi_loss = min(
-        ((u - log_tail) / t for u, t in zip(log_up, orders, strict=True) if u < math.inf),
-        default=math.inf,
-    )
-    lo_loss = max(
-        (-(v - log_tail) / t for v, t in zip(log_down, orders, strict=True) if v < math.inf),
-        default=-math.inf,
-    )
-    return lo_loss, hi_loss, orders, log_up, log_down
+    up, down = ladder_sums(factors, j0, j1)
+    log_up, log_down = up.tolist(), down.tolist()
+    return (*ladder_cuts(log_up, log_down, orders, tail), orders, log_up, log_down)
+
+
+def composed_variance(factors, start: float = 0.0) -> float:
+    """``start + sum_f k_f Var(law_f)``, added in order (so a prefix's sum extends exactly).
+
+    Parameters
+    ----------
+    factors
+        ``[(law, count), ...]`` of :class:`~plda.grid.discrete.DiscreteLoss`.
+    start
+        The sum over the factors before these.
+
+    Returns
+    -------
+    float
+        The variance of the composition.
+    """
+    for f, k in factors:
+        start = start + k * f.spread()[1]
+    return start
 
 
 def power_support(factors: list) -> tuple[int, int]:
