@@ -309,3 +309,35 @@ def test_a_large_epsilon_reads_its_two_point_pairs_without_overflow():
     lower, upper = plda.PrivacyLossDistribution.from_mechanism(
         plda.PermuteAndFlip(1000.0)).epsilon_bounds(1e-5)
     assert 0 < lower <= upper <= 1000.0
+
+
+def _exact_losses(noise, epsilon, lead):
+    """The remove law's losses ``(b, a)`` of a realized pair, at 40 digits with mpmath: the
+    differences of ``log P(the first candidate wins)`` and of ``log P(it loses)`` between the
+    datasets where it leads by ``lead + 2`` and by ``lead``."""
+    with mpmath.workdps(40):
+        def log_win_lose(first):
+            x = mpmath.mpf(epsilon) * abs(mpmath.mpf(first)) / 2
+            small = {"exponential": mpmath.exp(-x) / 2,
+                     "laplace": mpmath.exp(-x) * (1 + x / 2) / 2,
+                     "gumbel": 1 / (1 + mpmath.exp(x))}[noise]
+            pair = (mpmath.log(1 - small), mpmath.log(small))
+            return pair if first >= 0 else pair[::-1]
+
+        p, q = log_win_lose(lead + 2), log_win_lose(lead)
+        return sorted((p[0] - q[0], p[1] - q[1]))
+
+
+@pytest.mark.parametrize("noise", ["exponential", "laplace", "gumbel"])
+@pytest.mark.parametrize("epsilon", [0.001, 0.0123, 0.3, 2.0, 17.0, 30.0])
+def test_lower_pairs_never_exceed_the_exact_losses(noise, epsilon):
+    """Read as computed, the top loss of the lead -1 pair was eps (1 + 9e-16), above what an
+    eps-DP selection allows: the pairs its lower bounds compose are moved inward by their
+    rounding and clamped to [-eps, eps]."""
+    for lead in LOWER_LEADS:
+        b, a = _exact_losses(noise, epsilon, lead)
+        law = inward_lattice_pair(TwoCandidatePair(epsilon=epsilon, noise=noise, lead=lead))
+        losses = law.privacy_loss("remove").atom_losses
+        if losses.size == 2:
+            assert b <= losses[0] < 0 < losses[1] <= a
+            assert -epsilon <= losses[0] and losses[1] <= epsilon

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from plda._internal.errors import warn
+from plda._internal.floats import UNIT_ROUNDOFF
 from plda._internal.validation import in_range, positive_float
 from plda.mechanisms.approximate import ApproximateDP
 from plda.mechanisms.base import BracketedMechanism, Mechanism, NotTightWarning, public_name
@@ -167,13 +168,18 @@ def inward_lattice_pair(pair: TwoCandidatePair) -> Mechanism:
     Returns
     -------
     Mechanism
-        ``pair`` itself when symmetric (its losses ``+-a`` are a lattice already), otherwise the
-        two-point pair (:func:`two_point`) with losses ``floor(a/h) h`` and ``ceil(b/h) h``,
-        ``h = max(a, -b) / LATTICE`` (the pair without loss if one of them is 0).
+        The two-point pair (:func:`two_point`) with losses ``+-a`` when ``pair`` is symmetric
+        (a lattice already), otherwise with losses ``floor(a/h) h`` and ``ceil(b/h) h``, ``h =
+        max(a, -b) / LATTICE`` (the pair without loss if one of them is 0); ``a`` and ``b``
+        first moved inward by their rounding (:func:`_inward_losses`).
     """
-    if pair.symmetric:
-        return pair
-    high, low = (float(x) for x in pair.privacy_loss("remove").atom_losses[::-1])
+    high, low = _inward_losses(pair)
+    if pair.symmetric:  # the losses +-a of one pair read both ways: a lattice already
+        a = min(high, -low)
+        if a <= 0:
+            return GaussianDP(0.0)
+        return CustomMechanism(remove=two_point(a, -a), add=two_point(a, -a),
+                               name=f"inward pair of {pair!r}")
     step = max(high, -low) / LATTICE
     up = math.floor(high / step)
     if (up + 1) * step <= high:  # the division rounded down across a lattice point
@@ -188,6 +194,24 @@ def inward_lattice_pair(pair: TwoCandidatePair) -> Mechanism:
     high, low = up * step, down * step
     return CustomMechanism(remove=two_point(high, low), add=two_point(-low, -high),
                            name=f"inward lattice pair of {pair!r}")
+
+
+def _inward_losses(pair: TwoCandidatePair) -> tuple[float, float]:
+    """The losses ``a > 0 > b`` of ``pair``'s remove law, each moved toward 0 by its rounding.
+
+    A loss is a difference of two log-probabilities, each a few ulps of its own size off: read
+    as computed, the top loss of the lead ``-1`` pair was ``eps (1 + 9e-16)``, above what an
+    ``eps``-DP selection allows, and a lower bound composed from it could exceed the truth.
+    Moved inward by 8 ulps of the log-probabilities and clamped to ``[-eps, eps]``, the pair is
+    dominated by the true one."""
+    p = log_win_lose(pair.noise, pair.epsilon, pair.lead + 2.0)
+    q = log_win_lose(pair.noise, pair.epsilon, pair.lead)
+    losses = []
+    for first, second in zip(p, q, strict=True):
+        loss = first - second
+        slack = 8 * UNIT_ROUNDOFF * (abs(first) + abs(second))
+        losses.append(math.copysign(max(abs(loss) - slack, 0.0), loss))
+    return min(max(losses), pair.epsilon), max(min(losses), -pair.epsilon)
 
 
 def two_point(high: float, low: float) -> AtomLaw:
