@@ -383,9 +383,15 @@ def select_laws(composed: ComposedLaws, bound: str, direction: str | None) -> li
     keys = sorted(laws, key=lambda key: (key.partition("/")[2], key != "remove"))
     if direction is None:
         return [laws[key] for key in keys]
-    chosen = [laws[key] for key in keys if key.partition("/")[0] == direction]
-    # a symmetric composition has one law for both directions
-    return chosen or [laws[key] for key in keys if key.partition("/")[0] == "remove"]
+    # per composition (the key's suffix): its law of that direction; a symmetric composition
+    # has one law for both, its "remove" one (taking it only when no composition had the
+    # direction left a symmetric realized pair out of the other direction's bounds)
+    compositions: dict = {}
+    for key in keys:
+        side, _, which = key.partition("/")
+        compositions.setdefault(which, {})[side] = laws[key]
+    return [found.get(direction, found.get("remove")) for found in compositions.values()
+            if direction in found or "remove" in found]
 
 
 def symmetric_profile(composed: ComposedLaws, bound: str = "upper") -> ProfileSamples:

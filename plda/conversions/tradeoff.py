@@ -123,9 +123,13 @@ def _tradeoff_pair(composed: ComposedLaws, alpha: np.ndarray, direction: str | N
     else:
         envelope, _ = _direction_envelope(upper_laws[0])
         lower = np.nextafter(-envelope(alpha) - 4 * UNIT_ROUNDOFF, -np.inf)
-        envelope, a0 = _direction_envelope(lower_laws[0])
-        upper = np.nextafter(-envelope(alpha) + 4 * UNIT_ROUNDOFF, np.inf)
-        upper = np.where(alpha < 1.0 - a0, 1.0 - alpha, upper)
+        # each realized composition bounds f from above: the smallest bound (the first alone
+        # left the others' tighter curves unread)
+        upper = np.full(alpha.shape, np.inf)
+        for law in lower_laws:
+            envelope, a0 = _direction_envelope(law)
+            bound = np.nextafter(-envelope(alpha) + 4 * UNIT_ROUNDOFF, np.inf)
+            upper = np.minimum(upper, np.where(alpha < 1.0 - a0, 1.0 - alpha, bound))
     # lines beyond |eps| = MAX_EPSILON are not formed; they only matter below alpha ~ e^-700,
     # where the upper bound falls back to the trivial 1 - alpha
     # (each law in its own step: the realized compositions sit on grids of their own)
