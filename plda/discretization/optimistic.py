@@ -179,11 +179,12 @@ def _tail_pairing(p_low, u_low, v_high, upward: bool):
 
 # ------------------------------------------------------------------------ the martingale sweep
 #: most cells one group may draw on (beyond its own): bounds the spread a group merges, so the
-#: information lost by merging stays second order in the step
-SPAN = 4
+#: information lost stays second order; ATOM_SPAN on a law with atoms, whose mass piles up below
+#: its top atom (a Laplace mixture), where four cells lost up to 0.02 steps of the mean loss
+SPAN, ATOM_SPAN = 4, 16
 
 
-def sweep_up(p_low, u_low, v_high, step, k, rho, stop, out):
+def sweep_up(p_low, u_low, v_high, step, k, rho, stop, out, span=SPAN):
     """The martingale sweep upward, from a state until the pending cell reaches ``stop``.
 
     Parameters
@@ -204,6 +205,8 @@ def sweep_up(p_low, u_low, v_high, step, k, rho, stop, out):
         The cell index at which the sweep stops.
     out
         The grouped P-masses, by grid point (``len(p_low) + 1`` of them), added to in place.
+    span
+        The most cells a group may draw on beyond its own.
 
     Returns
     -------
@@ -211,8 +214,8 @@ def sweep_up(p_low, u_low, v_high, step, k, rho, stop, out):
         The final state ``(k, rho)``.
     """
     n = len(p_low)
-    decay = [math.exp(-d * step) for d in range(SPAN + 1)]
-    gain = [-math.expm1(-d * step) for d in range(SPAN + 1)]  # 1 - decay, without cancellation
+    decay = [math.exp(-d * step) for d in range(span + 1)]
+    gain = [-math.expm1(-d * step) for d in range(span + 1)]  # 1 - decay, without cancellation
     shrink = 1.0 - MARGIN
     while k < stop and k < n - 1:
         if rho <= 0.0:  # nothing pending: the next cell goes up whole
@@ -224,7 +227,7 @@ def sweep_up(p_low, u_low, v_high, step, k, rho, stop, out):
         taken = 0.0  # P-mass of the cells taken whole
         j = g
         while True:
-            if j >= n or j - g >= SPAN:
+            if j >= n or j - g >= span:
                 # the cells in reach cannot pay: lift the part of cell k they pay for, round the
                 # rest of it down to its own grid point (alone, its balance is positive)
                 lifted = min(rho, paid / v_high[k]) if v_high[k] > 0 else rho
@@ -245,7 +248,7 @@ def sweep_up(p_low, u_low, v_high, step, k, rho, stop, out):
     return k, rho
 
 
-def sweep_down(p_low, p_high, u_low, v_high, step, k, sigma, stop, out):
+def sweep_down(p_low, p_high, u_low, v_high, step, k, sigma, stop, out, span=SPAN):
     """The martingale sweep downward, from a state until ``k <= stop``.
 
     Parameters
@@ -268,6 +271,8 @@ def sweep_down(p_low, p_high, u_low, v_high, step, k, sigma, stop, out):
         The cell index at which the sweep stops.
     out
         The grouped P-masses, by grid point, added to in place.
+    span
+        The most cells a group may draw on beyond its own.
 
     Returns
     -------
@@ -276,7 +281,7 @@ def sweep_down(p_low, p_high, u_low, v_high, step, k, sigma, stop, out):
         reached the bottom cell).
     """
     # e^{mh} - 1, infinite for cells wider than ~709 / m (math.expm1 raises instead)
-    grow = [math.expm1(m * step) if m * step < 700 else math.inf for m in range(SPAN + 1)]
+    grow = [math.expm1(m * step) if m * step < 700 else math.inf for m in range(span + 1)]
     widen = 1.0 + MARGIN
     while k > stop and k > 0:
         if sigma <= 0.0:  # nothing stays: the next cell down stays whole
@@ -289,7 +294,7 @@ def sweep_down(p_low, p_high, u_low, v_high, step, k, sigma, stop, out):
             if j < 0:  # no cell left below: the surplus left is rounded away with its group
                 k, sigma = -1, 0.0
                 break
-            if k - j > SPAN:  # as far as a group reaches: the next one starts at cell j
+            if k - j > span:  # as far as a group reaches: the next one starts at cell j
                 k, sigma = j, 1.0
                 break
             m = k - j - 1
@@ -306,25 +311,22 @@ def sweep_down(p_low, p_high, u_low, v_high, step, k, sigma, stop, out):
 
 
 # ------------------------------------------------------------------ the better of the two
-#: cells holding less than this fraction of the largest cell's mass are left to pairing: the
-#: sweep's one unbalanced group sits where they start, so what it wastes is negligible
-WINDOW = 1e-10
-#: the sweep is a Python loop (well under a microsecond per cell): beyond this many bulk cells only
-#: pairing runs
+#: cells below this fraction of the largest cell's mass are left to pairing (the sweep's one
+#: unbalanced group sits where they start, so what it wastes is negligible); pairing's mismatch
+#: is first order only where the mass changes by a large factor from a cell to the next (a bulk
+#: a few cells wide, a steep end of the support): where the log-mass of the cells holding 1e-3
+#: of the largest changes by less than ROUGH per cell, only pairing runs
+WINDOW, ROUGH = 1e-10, 0.05
+#: beyond this many bulk cells only pairing runs (the sweep is a Python loop, < 1 us per cell)
 MAX_SWEEP = 1 << 16
-#: pairing's mismatch is first order only where the mass changes by a large factor from a cell to
-#: the next (a bulk a few cells wide, a steep end of the support); where the log-mass of the
-#: cells holding 1e-3 of the largest changes by less than this per cell, only pairing runs
-ROUGH = 0.05
 #: the sweep runs only where pairing loses more than this many times the pessimistic version's
 #: own error of ``E_P[L]`` (about ``h^2 / 12`` per unit of mass for a density smooth on the
-#: scale of a cell: connect-the-dots keeps the P- and Q-mass of every cell). Below that the
-#: sweep gains little (measured: at most 2x on ``E_P[L]`` for DP-SGD steps whose bulk spans
-#: 100+ cells) and costs its Python loop, a few milliseconds per law.
+#: scale of a cell: connect-the-dots keeps the P- and Q-mass of every cell). Below that the sweep
+#: gains at most 2x on ``E_P[L]`` (DP-SGD steps, bulk of 100+ cells) for a few ms per law.
 SWEEP_WORTH = 3.0
 
 
-def bulk_sweep(step, p_low, p_high, u_low, v_high, mode, upward=None):
+def bulk_sweep(step, p_low, p_high, u_low, v_high, mode, upward=None, span=SPAN):
     """The martingale sweep through the bulk, pairing below and above it.
 
     Parameters
@@ -341,6 +343,11 @@ def bulk_sweep(step, p_low, p_high, u_low, v_high, mode, upward=None):
         Their ``v`` moments, rounded up.
     mode
         The cell of the density's mode (an atom's cell may hold more).
+    upward
+        Sweep up from the bottom (True) or down from the top (False); None: from the end
+        nearer the mode.
+    span
+        The most cells a group may draw on beyond its own.
 
     Returns
     -------
@@ -359,9 +366,9 @@ def bulk_sweep(step, p_low, p_high, u_low, v_high, mode, upward=None):
         jumps = np.abs(np.diff(np.log(p_low[core[0] : core[-1] + 1])))
     if len(jumps) and np.all(jumps < ROUGH):  # NaN and inf jumps count as rough
         return None
-    # the sweep runs on Python lists of the bulk and the SPAN cells around it (a group reaches
-    # at most SPAN cells past where the sweep stops)
-    r0, r1 = max(first - SPAN - 1, 0), min(last + SPAN + 2, n)
+    # the sweep runs on Python lists of the bulk and the span cells around it (a group reaches
+    # at most span cells past where the sweep stops)
+    r0, r1 = max(first - span - 1, 0), min(last + span + 2, n)
     lists = [x[r0:r1].tolist() for x in (p_low, p_high, u_low, v_high)]
     acc = [0.0] * (r1 - r0 + 1)
     out = np.zeros(n + 1)
@@ -374,7 +381,7 @@ def bulk_sweep(step, p_low, p_high, u_low, v_high, mode, upward=None):
             out[:first] += stay * p_low[:first]
             out[1:first] += up[:-1] * p_low[: first - 1]
             k, rho = first - 1, float(up[-1])
-        k, rho = sweep_up(lists[0], lists[2], lists[3], step, k - r0, rho, last - r0, acc)
+        k, rho = sweep_up(lists[0], lists[2], lists[3], step, k - r0, rho, last - r0, acc, span)
         out[r0 : r1 + 1] += acc
         k += r0
         if k + 1 < n:  # cells above: pairing down from the top; its bottom group pays for rho
@@ -393,7 +400,7 @@ def bulk_sweep(step, p_low, p_high, u_low, v_high, mode, upward=None):
         out[last + 1 : n] += stay[1:] * p_low[last + 1 :]
         out[last + 1 :] += up * p_low[last:]
         k, sigma = last, float(stay[0])
-    k, sigma = sweep_down(*lists, step, k - r0, sigma, first - r0, acc)
+    k, sigma = sweep_down(*lists, step, k - r0, sigma, first - r0, acc, span)
     out[r0 : r1 + 1] += acc
     if k < 0:  # the sweep reached the bottom cell
         return out
@@ -473,12 +480,12 @@ def continuous_lower(law, step, lo, hi, moments, atoms=None):
     upper_mean = dot(p, grid[:-1]) + step * float(np.sum(np.minimum(u / -np.expm1(-step), p)))
     wasted = upper_mean - dot(fine, grid)
     if wasted > SWEEP_WORTH * step * step / 12 * float(np.sum(p)):
-        # a law with atoms may hold a second dense end (a Laplace mixture's mass piles up
-        # below its top atom), where the sweep's one unbalanced group would land: both
-        # directions are tried there (halved the lower version's loss of E_P[L] on the
-        # Laplace mixtures of the tests)
+        # a law with atoms may hold a second dense end (a Laplace mixture's mass piles up below
+        # its top atom), where the sweep's one unbalanced group would land: both directions are
+        # tried there, with groups reaching ATOM_SPAN cells
+        span = SPAN if grouped is None else ATOM_SPAN
         for upward in (None,) if grouped is None else (True, False):
-            swept = bulk_sweep(step, p_low, p_high, u_low, v_high, mode, upward)
+            swept = bulk_sweep(step, p_low, p_high, u_low, v_high, mode, upward, span)
             if (swept is not None and np.all(np.isfinite(swept))
                     and dot(swept, grid) > dot(fine, grid)):
                 fine = swept
