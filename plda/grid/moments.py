@@ -296,11 +296,8 @@ def ladder_chernoff(factors, tail: float, order_range: tuple[float, float], min_
         ``[(law, count), ...]``.
     tail
         The mass allowed beyond each cut.
-    order_range
-        The orders used, in units of ``1 / spread`` (the composed standard deviation); the
-        lowest is also at most ``order_range[0]`` itself.
-    min_spread
-        The smallest spread assumed.
+    order_range, min_spread
+        As in :func:`ladder_range`.
 
     Returns
     -------
