@@ -249,22 +249,24 @@ class Composer:
         the composed moments. A composer that keeps them extends the sums of the longest kept
         prefix of ``factors`` by the new factors (added in the same order, so bit for bit the
         sums from scratch: a noise schedule's query adds its new steps, not all of them)."""
-        start, hit = 0, None
+        start, held = 0, ([], 0.0, {})
         if self.keep:
             start, hit = _longest_prefix(self._ladders, factors)
-        held = self._ladders[hit] if hit is not None else ([], 0.0, {})
+            held = self._ladders[hit] if hit is not None else held
+        # the distinct laws come first (see _product): with repeated ones after them, their
+        # sums are kept apart too and serve the next query; every sum is extended in order
         singles = max((i + 1 for i, (_, k) in enumerate(factors) if k == 1), default=0)
-        variance = composed_variance(factors[start:], held[1])
+        split = singles if self.keep and start < singles < len(factors) else start
+        head = composed_variance(factors[start:split], held[1])
+        variance = composed_variance(factors[split:], head)
         j0, j1 = ladder_range(variance, self.order_range, step)
         sums = held[2].get((j0, j1))
-        if sums is None:
-            start, sums = 0, None
-        if self.keep and start < singles < len(factors):
-            # the distinct laws come first (see _product): their sums serve the next query too
-            sums = ladder_sums(factors[start:singles], j0, j1, sums)
-            self._keep_ladder(factors[:singles], composed_variance(factors[:singles]), (j0, j1),
-                              sums)
-            start = singles
+        if sums is None:  # kept for another ladder range: from scratch
+            start = 0
+        if split > start:  # the head's sums are kept for the next query
+            sums = ladder_sums(factors[start:split], j0, j1, sums)
+            self._keep_ladder(factors[:split], head, (j0, j1), sums)
+            start = split
         up, down = ladder_sums(factors[start:], j0, j1, sums)
         if self.keep and len(factors) > 1:
             self._keep_ladder(factors, variance, (j0, j1), (up, down))
@@ -275,7 +277,7 @@ class Composer:
     def _keep_ladder(self, factors, variance: float, span: tuple, sums: tuple) -> None:
         key = (id(factors[0][0]), id(factors[-1][0]), len(factors))
         held = self._ladders.get(key)
-        if held is None or held[1] != variance:
+        if held is None or not _starts_with(factors, held[0]):
             held = self._ladders[key] = (list(factors), variance, {})
         held[2][span] = sums
         self._ladders.move_to_end(key)
@@ -344,11 +346,18 @@ def _longest_prefix(store, factors, length: int | None = None) -> tuple[int, obj
         if (
             (length is None or key[0] == length)
             and start < size <= len(factors)
-            and kept[-1][0] is factors[size - 1][0]
-            and all(g is f and j == k for (g, j), (f, k) in zip(kept, factors[:size], strict=True))
+            and _starts_with(factors, kept)
         ):
             start, hit = size, key
     return start, hit
+
+
+def _starts_with(factors, kept) -> bool:
+    """Whether ``factors`` begins with the kept list (laws by identity, counts equal; the last
+    law compared first, as a different list almost always differs there)."""
+    size = len(kept)
+    return (size <= len(factors) and kept[-1][0] is factors[size - 1][0]
+            and all(g is f and j == k for (g, j), (f, k) in zip(kept, factors[:size], strict=True)))
 
 
 def compose(factors, tail: float = 1e-20, max_size: int = 1 << 23) -> DiscreteLoss:
