@@ -57,8 +57,18 @@ def masses_from(cdf: np.ndarray, sf: np.ndarray):
     return np.maximum(mass, 0.0), err, cdf[0], sf[-1]
 
 
-def coarse_tail(law, step, start: int, hi: int, upper: bool):
-    """Masses of the coarse cells of the upper tail, from sf differences (no cancellation).
+def coarse_cells(law, step, lo: int, first: int, mid: int, hi: int, upper: bool):
+    """The coarse cells of both tails, ``COARSE`` steps wide: ``lo..first`` and ``mid..hi``.
+
+    Their masses come from cdf (below) or sf (above) differences of numbers that are all small,
+    so nothing cancels.
+
+    The pessimistic version puts each cell's P-mass at its upper end, rounded up: losses only
+    rise, and the Q-mass this no longer accounts for sits at loss ``-inf``, where it costs
+    nothing. The optimistic version puts at the lower end ``l_j`` of an upper-tail cell its
+    P-mass rounded down, and of a lower-tail cell ``e^{l_j}`` times its Q-mass rounded down (at
+    most its P-mass, as ``L >= l_j`` there): in the lower tail, where ``Q`` may hold nearly all
+    of its mass, rounding the losses down with the P-mass kept would inflate the Q-mass.
 
     Parameters
     ----------
@@ -66,27 +76,43 @@ def coarse_tail(law, step, start: int, hi: int, upper: bool):
         The privacy-loss law.
     step
         The grid step.
-    start
-        The grid index where the coarse cells (``COARSE`` steps wide) start.
-    hi
-        The grid index where they end.
+    lo, first
+        The grid indices where the lower coarse cells start and the fine cells start.
+    mid, hi
+        The grid indices where the fine cells end and the upper coarse cells end.
     upper
-        Put each cell's mass at its upper end, rounded up (pessimistic), or at its lower end,
-        rounded down.
+        The pessimistic (True) or the optimistic (False) version.
 
     Returns
     -------
     tuple of numpy.ndarray
-        The grid indices and the masses put there (empty when ``hi <= start``).
+        The grid indices and the masses put there (empty when there are no coarse cells).
     """
-    if hi <= start:
-        return np.zeros(0, dtype=np.int64), np.zeros(0)
-    edges = np.unique(np.append(np.arange(start, hi, COARSE), hi))
-    sf = law.continuous_sf(edges * step, "P")
-    mass = np.maximum(sf[:-1] - sf[1:], 0.0)
-    if upper:
-        return edges[1:], mass + CDF_RTOL * (sf[:-1] + sf[1:])
-    return edges[:-1], np.maximum(mass - CDF_RTOL * (sf[:-1] + sf[1:]), 0.0)
+    indices, masses = [np.zeros(0, dtype=np.int64)], [np.zeros(0)]
+    if first > lo:
+        edges = np.unique(np.append(np.arange(lo, first, COARSE), first))
+        cdf_p = law.continuous_cdf(edges * step, "P")
+        mass = np.maximum(np.diff(cdf_p), 0.0)
+        err = CDF_RTOL * (cdf_p[:-1] + cdf_p[1:])
+        if upper:
+            indices.append(edges[1:])
+            masses.append(mass + err)
+        else:
+            cdf_q = law.continuous_cdf(edges * step, "Q")
+            q_low = np.maximum(np.diff(cdf_q) - CDF_RTOL * (cdf_q[:-1] + cdf_q[1:]), 0.0)
+            with np.errstate(divide="ignore", over="ignore"):
+                # e^{l_j} q in log space: e^{l_j} alone may overflow where q is 0
+                lifted = np.exp(edges[:-1] * step + np.log(q_low))
+            indices.append(edges[:-1])
+            masses.append(np.minimum(np.maximum(mass - err, 0.0), lifted))
+    if hi > mid:
+        edges = np.unique(np.append(np.arange(mid, hi, COARSE), hi))
+        sf = law.continuous_sf(edges * step, "P")
+        mass = np.maximum(sf[:-1] - sf[1:], 0.0)
+        err = CDF_RTOL * (sf[:-1] + sf[1:])
+        indices.append(edges[1:] if upper else edges[:-1])
+        masses.append(mass + err if upper else np.maximum(mass - err, 0.0))
+    return np.concatenate(indices), np.concatenate(masses)
 
 
 def _cdf_moments(law: PrivacyLossLaw, step: float, lo: int, mid: int):
@@ -160,16 +186,18 @@ def cell_moments(law: PrivacyLossLaw, step: float, lo: int, mid: int):
         if pieces > 1:
             nodes = ((np.arange(pieces)[:, None] + nodes[None, :]) / pieces).ravel()
             weights = np.tile(weights / pieces, pieces)
-        points = left[:, None] + step * nodes[None, :]
-        dens = law.continuous_pdf(points, "P") * (weights * step)[None, :]
+        # one row per node, so every sum over the nodes runs along contiguous rows (a sum over
+        # a short trailing axis is several times slower in numpy)
+        points = left[None, :] + step * nodes[:, None]
+        dens = law.continuous_pdf(points, "P") * (weights * step)[:, None]
         with np.errstate(over="ignore", invalid="ignore"):
             # e^{h(1 - x)} overflows for cells wider than ~709 (compositions of 1e9 steps):
             # such cells take the cdf values below
             out.append(
                 (
-                    dens.sum(axis=1),
-                    dot(dens, -np.expm1(-step * nodes)),
-                    dot(dens, np.expm1(step * (1 - nodes))),
+                    dens.sum(axis=0),
+                    dot(-np.expm1(-step * nodes), dens),
+                    dot(np.expm1(step * (1 - nodes)), dens),
                 )
             )
     (p, u, v), (pc, uc, vc) = out
@@ -195,7 +223,7 @@ def cell_moments(law: PrivacyLossLaw, step: float, lo: int, mid: int):
     )
 
 
-def continuous_upper(law, step, lo, hi, moments):
+def continuous_upper(law, step, lo, hi, moments, first=None):
     """The pessimistic masses of the continuous part on the grid, by connect-the-dots.
 
     The share of cell ``[l_j, l_j + h]`` sent to ``l_{j+1}`` is ``u_j / (1 - e^{-h})``, which
@@ -212,7 +240,10 @@ def continuous_upper(law, step, lo, hi, moments):
     hi
         The grid index of the last point.
     moments
-        The fine cells' moments (:func:`cell_moments`); coarse cells follow up to ``hi``.
+        The fine cells' moments (:func:`cell_moments`) from cell ``first`` on; the coarse cells
+        on either side (:func:`coarse_cells`) are added by the caller.
+    first
+        The grid index of the first fine cell (``lo`` if None).
 
     Returns
     -------
@@ -221,15 +252,13 @@ def continuous_upper(law, step, lo, hi, moments):
         mass above ``l_hi``, charged to ``+inf``.
     """
     p, ep, u, eu, _, _ = moments
-    mid = lo + len(p)  # the cells' moments reach the end of the fine part
+    start = (lo if first is None else first) - lo
     denom = -np.expm1(-step)
     up = np.minimum(u / denom, p)
     err = eu / denom + ep
     out = np.zeros(hi - lo + 1)
-    out[: mid - lo] += p - up + err
-    out[1 : mid - lo + 1] += up + err
-    index, tail = coarse_tail(law, step, mid, hi, upper=True)
-    np.add.at(out, index - lo, tail)
+    out[start : start + len(p)] += p - up + err
+    out[start + 1 : start + len(p) + 1] += up + err
     below = law.continuous_cdf(np.array([lo * step]), "P")[0]
     above = law.continuous_sf(np.array([hi * step]), "P")[0]
     out[0] += below * (1 + CDF_RTOL)  # lower tail moved up to l_lo

@@ -11,7 +11,13 @@ from plda._internal.caches import ByteBoundedCache, cached, register
 from plda._internal.chernoff import CHERNOFF_ORDERS
 from plda._internal.floats import UNIT_ROUNDOFF
 from plda.discretization.atoms import atom_cells, atoms_in_cells
-from plda.discretization.cells import FINE_TAIL, cell_moments, continuous_upper
+from plda.discretization.cells import (
+    COARSE,
+    FINE_TAIL,
+    cell_moments,
+    coarse_cells,
+    continuous_upper,
+)
 from plda.discretization.optimistic import continuous_lower
 from plda.grid.discrete import DiscreteLoss
 from plda.mechanisms.law import PrivacyLossLaw
@@ -190,19 +196,26 @@ def _discretize(
             raise MemoryError(f"a grid of step {step:g} over [{a:g}, {b:g}] is too large")
         lo, hi = int(np.floor(a / step)), int(np.ceil(b / step))
         hi = max(hi, lo + 1)
-        # the bulk, in cells of one step; above the point with FINE_TAIL of the mass above it,
-        # coarse cells (cells.coarse_tail)
-        _, fine = law.tail_points(FINE_TAIL, "P")
-        mid = int(np.clip(np.ceil(fine / step), lo + 1, hi))
-        moments = cell_moments(law, step, lo, mid)
-        cont, above = continuous_upper(law, step, lo, hi, moments)
+        # the bulk, in cells of one step; beyond the points with FINE_TAIL of the mass beyond
+        # them, coarse cells (cells.coarse_cells): a first-order error on a mass so small that
+        # it changes delta by less than 1e-12 of this mass times the step count
+        fine_lo, fine_hi = law.tail_points(FINE_TAIL, "P")
+        mid = int(np.clip(np.ceil(fine_hi / step), lo + 1, hi))
+        first = int(np.clip(np.floor(fine_lo / step), lo, mid - 1))
+        if first - lo < 2 * COARSE:  # too few cells below to be worth coarse ones
+            first = lo
+        moments = cell_moments(law, step, first, mid)
+        cont, above = continuous_upper(law, step, lo, hi, moments, first)
         grid = np.arange(lo, hi + 1)
-        upper_parts.append((grid, cont))
+        upper_parts += [(grid, cont), coarse_cells(law, step, lo, first, mid, hi, True)]
         if lower:
             atoms = None
             if loose.any():
-                atoms, loose = atoms_in_cells(law, step, lo, mid)
-            lower_parts.append((grid, continuous_lower(law, step, lo, hi, moments, atoms)))
+                atoms, loose = atoms_in_cells(law, step, first, mid)
+            lower_parts += [
+                (grid, continuous_lower(law, step, lo, hi, moments, atoms, first)),
+                coarse_cells(law, step, lo, first, mid, hi, False),
+            ]
         inf_upper += above
     if not upper_parts:  # only infinite masses
         upper_parts = lower_parts = [(np.array([0]), np.array([0.0]))]

@@ -13,7 +13,7 @@ import numpy as np
 
 from plda._internal.floats import dot
 from plda.discretization.atoms import atom_groups
-from plda.discretization.cells import CDF_RTOL, MARGIN, NODES, WEIGHTS, coarse_tail
+from plda.discretization.cells import CDF_RTOL, MARGIN, NODES, WEIGHTS
 
 
 # ------------------------------------------------------------------------------------ pairing
@@ -417,7 +417,7 @@ def bulk_sweep(step, p_low, p_high, u_low, v_high, mode, upward=None, span=SPAN)
     return out
 
 
-def continuous_lower(law, step, lo, hi, moments, atoms=None):
+def continuous_lower(law, step, lo, hi, moments, atoms=None, first=None):
     """The optimistic masses of the continuous part on the grid.
 
     An exact post-processing of the true pair: pairing of neighbouring cells, or the
@@ -444,12 +444,14 @@ def continuous_lower(law, step, lo, hi, moments, atoms=None):
     hi
         The grid index of the last point.
     moments
-        The fine cells' moments (:func:`plda.discretization.cells.cell_moments`); coarse cells
-        follow up to ``hi``.
+        The fine cells' moments (:func:`plda.discretization.cells.cell_moments`) from cell
+        ``first`` on; the coarse cells on either side are added by the caller.
     atoms
-        ``(cells, p, u, v)`` of atoms inside the fine cells (cells counted from ``lo``, ``u``
-        rounded down, ``v`` up), paired with the cells' content rather than rounded down
+        ``(cells, p, u, v)`` of atoms inside the fine cells (cells counted from ``first``,
+        ``u`` rounded down, ``v`` up), paired with the cells' content rather than rounded down
         alone; None for none.
+    first
+        The grid index of the first fine cell (``lo`` if None).
 
     Returns
     -------
@@ -457,7 +459,7 @@ def continuous_lower(law, step, lo, hi, moments, atoms=None):
         The masses on grid points ``lo..hi`` (the mass above ``l_hi`` rounded down onto it).
     """
     p, ep, u, eu, v, ev = moments
-    mid = lo + len(p)  # the cells' moments reach the end of the fine part
+    first = lo if first is None else first
     # conservative versions: the balance must hold for the true p, u, v
     p_low = np.maximum(p - ep, 0.0)
     p_high = np.minimum(p + ep, np.finfo(float).max)
@@ -474,8 +476,8 @@ def continuous_lower(law, step, lo, hi, moments, atoms=None):
         )
         p, u = p_low, u_low  # what is left of the cells, for the choice below
         mode = int(np.argmax(p_low))  # of what is left: the merges may empty cells
-    fine = _paired(law, step, lo, p_low, p_high, u_low, v_high, mode, kept)
-    grid = (lo + np.arange(len(fine))) * step
+    fine = _paired(law, step, first, p_low, p_high, u_low, v_high, mode, kept)
+    grid = (first + np.arange(len(fine))) * step
     # E_P[L] of the cells under connect-the-dots, sum p_j l_j + h sum min(u_j / (1 - e^-h), p_j)
     upper_mean = dot(p, grid[:-1]) + step * float(np.sum(np.minimum(u / -np.expm1(-step), p)))
     wasted = upper_mean - dot(fine, grid)
@@ -490,11 +492,9 @@ def continuous_lower(law, step, lo, hi, moments, atoms=None):
                     and dot(swept, grid) > dot(fine, grid)):
                 fine = swept
     out = np.zeros(hi - lo + 1)
-    out[: len(fine)] += fine
+    out[first - lo : first - lo + len(fine)] += fine
     if grouped is not None:
-        out[: len(grouped)] += grouped
-    index, tail = coarse_tail(law, step, mid, hi, upper=False)
-    np.add.at(out, index - lo, tail)
+        out[first - lo : first - lo + len(grouped)] += grouped
     above_hi = law.continuous_sf(np.array([hi * step]), "P")[0]
     out[-1] += above_hi * (1 - CDF_RTOL)  # upper tail rounded down to the last grid point
     return out

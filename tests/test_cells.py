@@ -1,0 +1,87 @@
+"""The cells of a continuous law on the grid (:mod:`plda.discretization.cells`): the coarse
+cells of both tails keep the pessimistic version above and the optimistic version below the
+exact delta, and the optimistic version a pair whose Q-mass is at most one."""
+
+from __future__ import annotations
+
+import math
+
+import mpmath
+import numpy as np
+import pytest
+
+import plda
+from plda.discretization.cells import COARSE, FINE_TAIL
+from plda.discretization.discretize import discretize
+
+
+@pytest.fixture(autouse=True)
+def _precision():
+    with mpmath.workdps(40):
+        yield
+
+
+def _losses(version):
+    return (version.offset + np.arange(len(version.probs))) * version.step
+
+
+def _grid_delta(version, eps):
+    """``delta(eps)`` of a grid version, summed with fsum."""
+    losses = _losses(version)
+    keep = losses > eps
+    terms = version.probs[keep] * -np.expm1(eps - losses[keep])
+    return math.fsum(terms.tolist()) + version.infinity_mass
+
+
+def _gaussian_delta(mu, eps):
+    """``Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)`` at 40 digits."""
+    mu, eps = mpmath.mpf(mu), mpmath.mpf(eps)
+    return mpmath.ncdf(-eps / mu + mu / 2) - mpmath.exp(eps) * mpmath.ncdf(-eps / mu - mu / 2)
+
+
+def _lower_tail_is_coarse(law, version):
+    """Whether the version's grid points below the point with FINE_TAIL of the mass below it
+    are COARSE steps apart (nonzero only there)."""
+    fine_lo, _ = law.tail_points(FINE_TAIL, "P")
+    losses = _losses(version)
+    below = np.flatnonzero((losses < fine_lo - 2 * version.step) & (version.probs > 0))
+    return len(below) > 1 and bool(np.all(np.diff(below) % COARSE == 0))
+
+
+@pytest.mark.parametrize(("sigma", "step"), [(0.1, 2.0**-6), (0.5, 2.0**-8), (1.0, 2.0**-10)])
+def test_coarse_lower_tail_of_a_gaussian_stays_bracketed(sigma, step):
+    # L ~ N(mu^2/2, mu^2) under P: the lower tail from 1e-24 to 1e-13 of the mass spans 2.75 mu
+    # of loss, COARSE cells of one step each would be hundreds to thousands of cells
+    mu = 1 / sigma
+    law = plda.Gaussian(sigma).privacy_loss("remove")
+    upper, lower = discretize(law, step)
+    assert _lower_tail_is_coarse(law, upper) and _lower_tail_is_coarse(law, lower)
+    for eps in np.linspace(-mu * mu / 2, mu * mu / 2 + 4 * mu, 25):
+        exact = _gaussian_delta(mu, eps)
+        assert _grid_delta(lower, eps) <= exact * (1 + 1e-12) + 1e-300, eps
+        assert _grid_delta(upper, eps) >= exact * (1 - 1e-12), eps
+
+
+@pytest.mark.parametrize(("sigma", "step"), [(0.1, 2.0**-6), (0.5, 2.0**-8)])
+def test_coarse_lower_tail_keeps_the_lower_q_mass_at_most_one(sigma, step):
+    # most of Q's mass lies in P's lower tail (mu = 10: Q(L < -23) = 0.997); rounding those
+    # cells' losses down with their P-mass kept would raise the Q-mass by up to e^{COARSE h}
+    # (1.9 at h = 2^-6); each cell's P-mass is e^{l_j} times its Q-mass there instead
+    lower = discretize(plda.Gaussian(sigma).privacy_loss("remove"), step)[1]
+    assert math.fsum((lower.probs * np.exp(-_losses(lower))).tolist()) <= 1 + 1e-12
+    assert math.fsum(lower.probs.tolist()) <= 1 + 1e-12
+
+
+@pytest.mark.parametrize(("q", "sigma", "count", "delta"), [(0.001, 0.8, 2000, 1e-6),
+                                                            (0.01, 1.0, 300, 1e-5)])
+def test_coarse_lower_tail_of_a_sampled_gaussian_composes_within_accuracy(q, sigma, count,
+                                                                          delta):
+    # the add direction's lower tail reaches loss -5 (q = 0.001, sigma = 0.8); its coarse
+    # cells move at most FINE_TAIL of mass per step by at most COARSE steps
+    pld = plda.PrivacyLossDistribution.from_mechanism(
+        plda.PoissonSampled(plda.Gaussian(sigma), q)
+    ).self_compose(count)
+    fine = pld.with_accuracy(1e-6).epsilon_bounds(delta)
+    coarse = pld.epsilon_bounds(delta)
+    assert max(coarse.lower, fine.lower) <= min(coarse.upper, fine.upper)
+    assert (coarse.upper - coarse.lower) / coarse.upper <= 1e-3
