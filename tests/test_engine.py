@@ -241,9 +241,9 @@ def test_history_composer_adds_the_chernoff_moments_of_appended_factors_only(mon
     read = []
     original = DiscreteLoss.ladder_log_mgf
 
-    def counting(self, j0, j1):
+    def counting(self, j0, j1, batch=None):
         read.append(id(self))
-        return original(self, j0, j1)
+        return original(self, j0, j1, batch)
 
     monkeypatch.setattr(DiscreteLoss, "ladder_log_mgf", counting)
     kept = Composer(tail=1e-14, ladder=True, keep=True, from_zero=True)
@@ -251,7 +251,8 @@ def test_history_composer_adds_the_chernoff_moments_of_appended_factors_only(mon
     for history in histories:
         read.clear()
         results.append(kept.compose(history, 1 << 22, length=4096))
-    assert read == [id(laws[11])]  # the eleven distinct laws' sums were kept
+    # the eleven distinct laws' sums were kept (at each order the walk visits)
+    assert read and set(read) == {id(laws[11])}
     read.clear()
     kept.compose(histories[2], 1 << 22, length=4096)
     assert read == []  # asked again: nothing added

@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
+import math
+
 import mpmath
 import numpy as np
+import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
 import plda
 from plda.discretization.discretize import discretize
 from plda.grid.discrete import DiscreteLoss
-from plda.grid.moments import log_mgf_ladder
+from plda.grid.moments import (
+    ladder_chernoff,
+    ladder_range,
+    ladder_start,
+    ladder_sums,
+    ladder_walk,
+    log_mgf_ladder,
+)
 from tests.hypothesis_settings import examples
 
 
@@ -74,3 +84,63 @@ def test_a_law_without_finite_mass_has_moments_minus_infinity():
     law = DiscreteLoss(step=0.1, offset=0, probs=np.zeros(3), infinity_mass=1.0, upper=True)
     up, down = log_mgf_ladder(law, 0, 2)
     assert np.all(up == -np.inf) and np.all(down == -np.inf)
+
+
+def _every_order_cuts(factors, tail, order_range, min_spread):
+    """The cuts of a composition by the best of every ladder order (what the walk replaces)."""
+    variance = sum(k * f.spread()[1] for f, k in factors)
+    j0, j1 = ladder_range(variance, order_range, min_spread)
+    up, down = ladder_sums(factors, j0, j1)
+    orders = 2.0 ** (np.arange(j0, j1 + 1) / 2)
+    finite_up, finite_down = up < np.inf, down < np.inf
+    hi = np.min((up[finite_up] - math.log(tail)) / orders[finite_up], initial=np.inf)
+    lo = -np.min((down[finite_down] - math.log(tail)) / orders[finite_down], initial=np.inf)
+    return lo, hi, j1 - j0 + 1
+
+
+@given(
+    sigma=st.floats(0.5, 8.0),
+    log_q=st.floats(-4.0, 0.0),
+    count=st.integers(1, 100000),
+    log2_step=st.integers(-12, -6),
+    tail=st.sampled_from([1e-20, 1e-10, 1e-3]),
+)
+@examples(25)
+def test_the_walk_finds_the_best_ladder_order(sigma, log_q, count, log2_step, tail):
+    # the cut exponent is quasi-convex in the order, so the downhill walk's cuts are those of
+    # every order (a tie broken by rounding may differ in the last bits)
+    mechanism = plda.PoissonSampled(plda.Gaussian(sigma), 10.0**log_q)
+    step = 2.0**log2_step
+    factors = [(discretize(mechanism.privacy_loss("remove"), step)[0], count),
+               (discretize(mechanism.privacy_loss("add"), step)[0], 1)]
+    lo, hi, *_ = ladder_chernoff(factors, tail, (0.25, 64.0), step)
+    lo_all, hi_all, _ = _every_order_cuts(factors, tail, (0.25, 64.0), step)
+    assert hi == pytest.approx(hi_all, rel=1e-12, abs=1e-12)
+    assert lo == pytest.approx(lo_all, rel=1e-12, abs=1e-12)
+
+
+def test_the_walk_visits_a_few_orders_of_a_long_dp_sgd_run():
+    # B3 (q = 0.001, sigma = 0.8, 1e5 steps): 17 ladder orders, the walk visits 6
+    law = discretize(plda.PoissonSampled(plda.Gaussian(0.8), 0.001).privacy_loss("remove"),
+                     2.0**-13)[0]
+    _, _, orders, log_up, log_down = ladder_chernoff([(law, 100000)], 1e-20, (0.25, 64.0),
+                                                     2.0**-13)
+    *_, every = _every_order_cuts([(law, 100000)], 1e-20, (0.25, 64.0), 2.0**-13)
+    assert len(orders) <= 6 < every
+    assert len(log_up) == len(log_down) == len(orders)
+
+
+def test_a_walk_that_meets_only_overflowed_orders_tries_every_order():
+    # orders 0..4 overflowed (inf) or undefined (nan); order 6 bounds the tail
+    values = {j: (math.inf if j < 5 else float(j), math.nan if j < 5 else float(j))
+              for j in range(0, 9)}
+    lo, hi, orders, _, _ = ladder_walk(values.__getitem__, 0, 8, 2, 1e-3)
+    expected = min((j - math.log(1e-3)) / 2.0 ** (j / 2) for j in range(5, 9))
+    assert hi == expected and lo == -expected
+    assert len(orders) == 9
+
+
+def test_the_walk_starts_at_the_gaussian_order_within_the_range():
+    assert ladder_start(1.0, 1e-20, 1e-3, -10, 10) == round(2 * math.log2(math.sqrt(
+        2 * math.log(1e20))))
+    assert ladder_start(1e-12, 1e-20, 1e-3, -10, 10) == 10  # clipped

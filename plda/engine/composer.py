@@ -17,7 +17,13 @@ from plda.engine.grouping import group_spectrum, plan_group
 from plda.engine.plan import ladder_length
 from plda.engine.spectra import Spectrum, spectrum_of
 from plda.grid.discrete import DiscreteLoss
-from plda.grid.moments import composed_variance, ladder_cuts, ladder_range, ladder_sums
+from plda.grid.moments import (
+    composed_variance,
+    ladder_range,
+    ladder_start,
+    ladder_sums,
+    ladder_walk,
+)
 
 #: bounds below e^-700 are replaced by e^-700 (still a bound, and exp of deeply underflowing
 #: arguments is many times slower than of ordinary ones)
@@ -245,10 +251,11 @@ class Composer:
         return lo, hi, lo_exact, below, above
 
     def _chernoff(self, factors, step: float) -> tuple:
-        """:func:`~plda.grid.moments.ladder_chernoff` of ``factors``: the cuts, the orders and
-        the composed moments. A composer that keeps them extends the sums of the longest kept
-        prefix of ``factors`` by the new factors (added in the same order, so bit for bit the
-        sums from scratch: a noise schedule's query adds its new steps, not all of them)."""
+        """:func:`~plda.grid.moments.ladder_chernoff` of ``factors``: the cuts, the orders
+        visited and the composed moments there. A composer that keeps them extends the sums of
+        the longest kept prefix of ``factors`` by the new factors, order by order (added in the
+        same order, so bit for bit the sums from scratch: a noise schedule's query adds its new
+        steps, not all of them)."""
         start, held = 0, ([], 0.0, {})
         if self.keep:
             start, hit = _longest_prefix(self._ladders, factors)
@@ -260,26 +267,35 @@ class Composer:
         head = composed_variance(factors[start:split], held[1])
         variance = composed_variance(factors[split:], head)
         j0, j1 = ladder_range(variance, self.order_range, step)
-        sums = held[2].get((j0, j1))
-        if sums is None:  # kept for another ladder range: from scratch
-            start = 0
-        if split > start:  # the head's sums are kept for the next query
-            sums = ladder_sums(factors[start:split], j0, j1, sums)
-            self._keep_ladder(factors[:split], head, (j0, j1), sums)
-            start = split
-        up, down = ladder_sums(factors[start:], j0, j1, sums)
-        if self.keep and len(factors) > 1:
-            self._keep_ladder(factors, variance, (j0, j1), (up, down))
-        orders = [2.0 ** (j / 2) for j in range(j0, j1 + 1)]
-        log_up, log_down = up.tolist(), down.tolist()
-        return (*ladder_cuts(log_up, log_down, orders, self.tail), orders, log_up, log_down)
+        kept, heads, wholes = held[2], {}, {}
+        # a kept history's laws meet many compositions whose walks start at different orders:
+        # each computes the whole range at once, as it did before the walk
+        batch = (j0, j1) if self.keep else None
 
-    def _keep_ladder(self, factors, variance: float, span: tuple, sums: tuple) -> None:
+        def sums_at(j: int) -> tuple[float, float]:
+            sums, first = kept.get(j), start
+            if sums is None:  # not kept at this order: from scratch
+                first = 0
+            if split > first:  # the head's sums are kept for the next query
+                sums = heads[j] = ladder_sums(factors[first:split], j, j, sums, batch)
+                first = split
+            up, down = wholes[j] = ladder_sums(factors[first:], j, j, sums, batch)
+            return float(up[0]), float(down[0])
+
+        cuts = ladder_walk(sums_at, j0, j1, ladder_start(variance, self.tail, step, j0, j1),
+                           self.tail)
+        if heads:
+            self._keep_ladder(factors[:split], head, heads)
+        if self.keep and len(factors) > 1:
+            self._keep_ladder(factors, variance, wholes)
+        return cuts
+
+    def _keep_ladder(self, factors, variance: float, sums: dict) -> None:
         key = (id(factors[0][0]), id(factors[-1][0]), len(factors))
         held = self._ladders.get(key)
         if held is None or not _starts_with(factors, held[0]):
             held = self._ladders[key] = (list(factors), variance, {})
-        held[2][span] = sums
+        held[2].update(sums)
         self._ladders.move_to_end(key)
         while len(self._ladders) > self.prefixes_kept:
             self._ladders.popitem(last=False)

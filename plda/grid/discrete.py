@@ -102,7 +102,8 @@ class DiscreteLoss:
         terms = np.exp(orders[:, None] * (losses[None, :] - ref[:, None]))
         return orders * ref + np.log(dot(terms, p))
 
-    def ladder_log_mgf(self, j0: int, j1: int) -> tuple[np.ndarray, np.ndarray]:
+    def ladder_log_mgf(self, j0: int, j1: int, batch: tuple[int, int] | None = None
+                       ) -> tuple[np.ndarray, np.ndarray]:
         """Upper bounds on ``log E[e^{+-tL}; L finite]`` at the ladder orders, cached per order.
 
         A fixed ladder lets callers reuse the moments of a law across compositions whose
@@ -110,32 +111,31 @@ class DiscreteLoss:
 
         Parameters
         ----------
-        j0
-            The lowest ladder index: orders ``t = 2^(j/2)``, ``j0 <= j <= j1``.
-        j1
-            The highest ladder index.
+        j0, j1
+            The ladder indices: orders ``t = 2^(j/2)``, ``j0 <= j <= j1``.
+        batch
+            The indices computed with a missing order, in one call (default: two beyond the
+            missing ones, for a walk that asks its neighbours next); the bounds do not depend
+            on it.
 
         Returns
         -------
         tuple of numpy.ndarray
             The bounds for ``+t`` and for ``-t``, one per order.
         """
-        cache = self.__dict__.get("_ladder_cache")
-        if cache is None:
-            cache = {}
-            object.__setattr__(self, "_ladder_cache", cache)
+        cache = self.__dict__.setdefault("_ladder_cache", {})  # not a field: a memo
         hit = cache.get((j0, j1))
         if hit is not None:
             return hit
         missing = [j for j in range(j0, j1 + 1) if j not in cache]
         if missing:
-            first = min(missing)
-            up, down = log_mgf_ladder(self, first, max(missing))
-            for j in range(first, max(missing) + 1):
-                cache[j] = (up[j - first], down[j - first])
+            first, last = batch or (min(missing) - 2, max(missing) + 2)
+            first, last = min(first, *missing), max(last, *missing)
+            up, down = log_mgf_ladder(self, first, last)
+            for j in range(first, last + 1):
+                cache.setdefault(j, (up[j - first], down[j - first]))
         pairs = np.array([cache[j] for j in range(j0, j1 + 1)])
-        cache[(j0, j1)] = (pairs[:, 0], pairs[:, 1])
-        return cache[(j0, j1)]
+        return cache.setdefault((j0, j1), (pairs[:, 0], pairs[:, 1]))
 
     def spread(self) -> tuple[float, float]:
         """Mean and variance of the normalized finite part (cached).

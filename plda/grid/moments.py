@@ -222,7 +222,8 @@ def ladder_range(variance: float, order_range: tuple[float, float],
     return j0, j1
 
 
-def ladder_sums(factors, j0: int, j1: int, start=None) -> tuple[np.ndarray, np.ndarray]:
+def ladder_sums(factors, j0: int, j1: int, start=None, batch=None
+                ) -> tuple[np.ndarray, np.ndarray]:
     """``sum_f k_f log E[e^{+-tL_f}]`` at the ladder orders, added factor by factor.
 
     In order, one factor at a time, so the sums of a list extended by more factors, started
@@ -238,6 +239,9 @@ def ladder_sums(factors, j0: int, j1: int, start=None) -> tuple[np.ndarray, np.n
         The ladder indices.
     start
         ``(up, down)`` sums of the factors before these, or None.
+    batch
+        The orders a factor computes along with a missing one
+        (:meth:`~plda.grid.discrete.DiscreteLoss.ladder_log_mgf`).
 
     Returns
     -------
@@ -247,7 +251,7 @@ def ladder_sums(factors, j0: int, j1: int, start=None) -> tuple[np.ndarray, np.n
     up, down = (None, None) if start is None else start
     with np.errstate(invalid="ignore"):  # inf - inf: that order gives no bound (NaN, skipped)
         for f, k in factors:
-            u, v = f.ladder_log_mgf(j0, j1)
+            u, v = f.ladder_log_mgf(j0, j1, batch)
             up = k * u if up is None else up + k * u
             down = k * v if down is None else down + k * v
     if up is None:
@@ -255,40 +259,96 @@ def ladder_sums(factors, j0: int, j1: int, start=None) -> tuple[np.ndarray, np.n
     return up, down
 
 
-def ladder_cuts(log_up, log_down, orders, tail: float) -> tuple[float, float]:
-    """The loss cuts with at most ``tail`` of the composed mass beyond each, by Chernoff.
+def ladder_start(variance: float, tail: float, min_spread: float, j0: int, j1: int) -> int:
+    """The ladder index where :func:`ladder_walk` starts.
+
+    The order that cuts ``tail`` best for a Gaussian of the composition's variance,
+    ``t = sqrt(2 log(1/tail)) / spread``, clipped to ``[j0, j1]``.
 
     Parameters
     ----------
-    log_up, log_down
-        ``log E[e^{+-tL}]`` of the composition at ``orders`` (floats).
-    orders
-        The orders ``t``.
+    variance
+        The composition's variance.
+    tail
+        The mass allowed beyond each cut.
+    min_spread
+        The smallest spread assumed.
+    j0, j1
+        The ladder indices (:func:`ladder_range`).
+
+    Returns
+    -------
+    int
+        The ladder index.
+    """
+    spread = math.sqrt(max(variance, min_spread * min_spread))
+    guess = 2 * math.log2(math.sqrt(-2 * math.log(tail)) / spread)
+    return min(max(round(guess), j0), j1)
+
+
+def ladder_walk(sums_at, j0: int, j1: int, start: int, tail: float) -> tuple:
+    """The Chernoff cuts of a composition from the ladder orders a downhill walk visits.
+
+    A cut's exponent ``(log E[e^{tL}] + log(1/tail)) / t`` is quasi-convex in ``t`` (its
+    derivative's numerator ``t Lambda'(t) - Lambda(t) - log(1/tail)`` grows with ``t``, as
+    ``Lambda`` is convex), so walking downhill from a good start finds the best ladder order of
+    each side after a few orders instead of all of them; a side whose walk meets only orders
+    without a bound (overflowed moments) tries every order. Any order bounds the tail, so a
+    walk stopped early by rounding still gives a valid cut.
+
+    Parameters
+    ----------
+    sums_at
+        ``sums_at(j) -> (up, down)``, floats: ``log E[e^{+-tL}]`` of the composition at
+        ``t = 2^(j/2)``.
+    j0, j1
+        The ladder indices allowed.
+    start
+        The index where both walks start (:func:`ladder_start`).
     tail
         The mass allowed beyond each cut.
 
     Returns
     -------
-    tuple of float
-        ``(lo_loss, hi_loss)``, infinite where no order bounds it (e.g. no finite mass).
+    tuple
+        ``(lo_loss, hi_loss, orders, log_up, log_down)``: all but ``tail`` of the composed mass
+        lies above ``lo_loss`` and below ``hi_loss`` (infinite where no order bounds it, e.g.
+        no finite mass), and the moments at the orders visited (for further tail bounds).
     """
     log_tail = math.log(tail)
-    # orders whose moment overflowed (inf or NaN) give no bound and are skipped
-    hi_loss = min(
-        ((u - log_tail) / t for u, t in zip(log_up, orders, strict=True) if u < math.inf),
-        default=math.inf,
-    )
-    lo_loss = max(
-        (-(v - log_tail) / t for v, t in zip(log_down, orders, strict=True) if v < math.inf),
-        default=-math.inf,
-    )
-    return lo_loss, hi_loss
+    seen: dict = {}
+
+    def exponent(j: int, side: int) -> float:
+        if j not in seen:
+            seen[j] = sums_at(j)
+        value = seen[j][side]
+        # orders whose moment overflowed (inf or NaN) give no bound
+        return (value - log_tail) / 2.0 ** (j / 2) if value < math.inf else math.inf
+
+    def walk(side: int) -> float:
+        best, low = start, exponent(start, side)
+        for direction in (1, -1):
+            j = best + direction
+            while j0 <= j <= j1 and exponent(j, side) < low:
+                best, low = j, exponent(j, side)
+                j += direction
+            if best != start:
+                break
+        if low == math.inf:
+            low = min(exponent(j, side) for j in range(j0, j1 + 1))
+        return low
+
+    hi_loss, lo_loss = walk(0), -walk(1)
+    orders = sorted(seen)
+    return (lo_loss, hi_loss, [2.0 ** (j / 2) for j in orders],
+            [float(seen[j][0]) for j in orders], [float(seen[j][1]) for j in orders])
 
 
 def ladder_chernoff(factors, tail: float, order_range: tuple[float, float], min_spread: float):
     """Chernoff cuts of a composition at the ladder orders, from each factor's cached moments.
 
-    :func:`ladder_range`, :func:`ladder_sums` and :func:`ladder_cuts` in one call.
+    :func:`ladder_range`, :func:`ladder_start`, :func:`ladder_sums` and :func:`ladder_walk` in
+    one call.
 
     Parameters
     ----------
@@ -307,11 +367,14 @@ def ladder_chernoff(factors, tail: float, order_range: tuple[float, float], min_
         no finite mass), and ``log E[e^{+-tL}]`` of the composition at ``orders`` for further
         tail bounds.
     """
-    j0, j1 = ladder_range(composed_variance(factors), order_range, min_spread)
-    orders = [2.0 ** (j / 2) for j in range(j0, j1 + 1)]
-    up, down = ladder_sums(factors, j0, j1)
-    log_up, log_down = up.tolist(), down.tolist()
-    return (*ladder_cuts(log_up, log_down, orders, tail), orders, log_up, log_down)
+    variance = composed_variance(factors)
+    j0, j1 = ladder_range(variance, order_range, min_spread)
+    start = ladder_start(variance, tail, min_spread, j0, j1)
+    def sums_at(j: int) -> tuple[float, float]:
+        up, down = ladder_sums(factors, j, j)
+        return float(up[0]), float(down[0])
+
+    return ladder_walk(sums_at, j0, j1, start, tail)
 
 
 def composed_variance(factors, start: float = 0.0) -> float:
