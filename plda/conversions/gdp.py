@@ -213,7 +213,8 @@ def _gdp_certificate(composed: ComposedLaws, delta_floor: float):
         a, b, _ = law.segments()
         k = np.clip(m - law.offset, 0, len(law.probs))
         value = segment_values(law, k, x0)
-        chernoff = chernoff_at(law, eps0) if law.log_mgf is not None else np.full(len(m), np.inf)
+        chernoff = (chernoff_at(law, eps0) if law.chernoff() is not None
+                    else np.full(len(m), np.inf))
         active = (value > delta_floor) & (chernoff > delta_floor)
         checks.append(
             (

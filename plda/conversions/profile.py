@@ -96,18 +96,19 @@ def _cut_values(law: DiscreteLoss, m: np.ndarray, x: np.ndarray) -> np.ndarray:
 
 def _chernoff_terms(law: DiscreteLoss):
     t = CHERNOFF_ORDERS
-    return t, law.log_mgf + t * np.log(t) - (t + 1) * np.log1p(t)
+    log_mgf, infinity = law.chernoff()
+    return t, log_mgf + t * np.log(t) - (t + 1) * np.log1p(t), infinity
 
 
 def _chernoff_full(law: DiscreteLoss, eps: np.ndarray) -> np.ndarray:
     """The Chernoff bound of an upper grid law, best order per point (see DiscreteLoss.delta)."""
-    t, base = _chernoff_terms(law)
+    t, base, infinity = _chernoff_terms(law)
     out = np.empty(len(eps))
     for start in range(0, len(eps), 4096):  # chunks keep the (points x orders) array small
         e = eps[start : start + 4096]
         out[start : start + 4096] = np.min(base[None, :] - np.multiply.outer(e, t), axis=1)
     with np.errstate(over="ignore"):  # a bound above 1 (inf) says nothing: the callers clip it
-        return law.chernoff_infinity_mass + np.exp(out) * (1 + 1e-9)
+        return infinity + np.exp(out) * (1 + 1e-9)
 
 
 def chernoff_at(law: DiscreteLoss, eps: np.ndarray) -> np.ndarray:
@@ -119,7 +120,7 @@ def chernoff_at(law: DiscreteLoss, eps: np.ndarray) -> np.ndarray:
     Parameters
     ----------
     law : DiscreteLoss
-        A pessimistic grid law with its ``log_mgf``.
+        A pessimistic grid law with Chernoff moments (``law.chernoff()``).
     eps : numpy.ndarray
         Ascending points.
 
@@ -128,14 +129,14 @@ def chernoff_at(law: DiscreteLoss, eps: np.ndarray) -> np.ndarray:
     numpy.ndarray
         Upper bounds on ``delta(eps)``.
     """
-    t, base = _chernoff_terms(law)
+    t, base, infinity = _chernoff_terms(law)
     samples = np.linspace(eps[0], eps[-1], _CHERNOFF_SAMPLES)
     best = np.argmin(base[None, :] - np.multiply.outer(samples, t), axis=1)
     p = np.clip(np.searchsorted(samples, eps, side="right") - 1, 0, len(samples) - 1)
     lo, hi = best[p], best[np.minimum(p + 1, len(samples) - 1)]
     exponent = np.minimum(base[lo] - t[lo] * eps, base[hi] - t[hi] * eps)
     with np.errstate(over="ignore"):  # a bound above 1 (inf) says nothing: the callers clip it
-        return law.chernoff_infinity_mass + np.exp(exponent) * (1 + 1e-9)
+        return infinity + np.exp(exponent) * (1 + 1e-9)
 
 
 def _chernoff_end(law: DiscreteLoss) -> float:
@@ -146,10 +147,12 @@ def _chernoff_end(law: DiscreteLoss) -> float:
     (1.0000000000000114e-250 for DP-SGD), so a last sample meant to close the profile at the
     floor did not, and :meth:`~plda.PrivacyLossDistribution.gdp_mu` found no certified ``mu``
     at the default floor."""
-    room = DELTA_FLOOR / 2 - law.chernoff_infinity_mass
-    if law.log_mgf is None or room <= 0:
+    if law.chernoff() is None:
         return math.inf
-    t, base = _chernoff_terms(law)
+    t, base, infinity = _chernoff_terms(law)
+    room = DELTA_FLOOR / 2 - infinity
+    if room <= 0:
+        return math.inf
     return float(np.min((base + 1e-9 - math.log(room)) / t))
 
 
@@ -277,7 +280,7 @@ def samples(laws: list[DiscreteLoss], m_lo: int, m_hi: int, stride: int = 1) -> 
     values = []
     for law in laws:
         value = _cut_values(law, m, x)
-        if upper and law.log_mgf is not None and inside.any():
+        if upper and law.chernoff() is not None and inside.any():
             value[inside] = np.minimum(value[inside], chernoff_at(law, eps[inside]))
         values.append(value)
     parts = [(eps, x, np.max(values, axis=0))]
@@ -290,7 +293,7 @@ def samples(laws: list[DiscreteLoss], m_lo: int, m_hi: int, stride: int = 1) -> 
             for law in laws:
                 beyond = np.full(len(tail), law.offset + len(law.probs))
                 value = _cut_values(law, beyond, tail_x)
-                if law.log_mgf is not None:
+                if law.chernoff() is not None:
                     value = np.minimum(value, _chernoff_full(law, tail))
                 values.append(value)
             parts.append((tail, tail_x, np.max(values, axis=0)))

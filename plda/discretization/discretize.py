@@ -5,6 +5,8 @@ Why each version bounds the true law: docs/concepts/discretization.md.
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from plda._internal.caches import ByteBoundedCache, cached, register
@@ -73,8 +75,8 @@ def _snap_excess(law: PrivacyLossLaw, step: float, keep) -> float:
 
 
 def _assemble(step, parts, infinity_mass, upper, extra_loss_error=0.0, **chernoff):
-    """Sum ``(index_array, mass_array)`` parts onto one grid array (``chernoff``: the upper
-    version's ``log_mgf`` and ``chernoff_infinity_mass``).
+    """Sum ``(index_array, mass_array)`` parts onto one grid array (``chernoff``: what gives
+    the upper version's Chernoff moments, ``far_tail``).
 
     Its ``loss_error``: the grid points ``i * step`` and the atoms are floats, a few ulps off
     the losses they stand for, and the cdf values were taken at the rounded points; 8 ulps of
@@ -117,7 +119,7 @@ def _assemble(step, parts, infinity_mass, upper, extra_loss_error=0.0, **chernof
     )
 
 
-@cached(maxsize=512)
+@cached(maxsize=4096)  # 48 floats each; a noise schedule has a law per step
 def far_tail_moments(law: PrivacyLossLaw) -> tuple[np.ndarray, float]:
     """``log E[e^{tL}; L finite]`` at the Chernoff orders, and the mass at ``+inf``, of a coarse
     pessimistic discretization reaching ``FAR_UPPER_TAIL``: any pessimistic grid version is a
@@ -221,8 +223,8 @@ def _discretize(
         upper_parts = lower_parts = [(np.array([0]), np.array([0.0]))]
     chernoff = {}
     if far_tail:
-        moments_far, far_infinity = far_tail_moments(law)
-        chernoff = dict(log_mgf=moments_far, chernoff_infinity_mass=far_infinity)
+        # computed when a query first needs them (plda.grid.chernoff)
+        chernoff = dict(far_tail=partial(far_tail_moments, law))
     upper = _assemble(step, upper_parts, inf_upper, True, **chernoff)
     if not lower:
         return upper, None

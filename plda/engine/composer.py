@@ -16,6 +16,7 @@ from plda._internal.floats import UNIT_ROUNDOFF, dot, union_probability
 from plda.engine.grouping import group_spectrum, plan_group
 from plda.engine.plan import ladder_length
 from plda.engine.spectra import Spectrum, spectrum_of
+from plda.grid.chernoff import composed_tail
 from plda.grid.discrete import DiscreteLoss
 from plda.grid.moments import (
     composed_variance,
@@ -449,7 +450,6 @@ def from_spectrum(factors, spectrum, bound, relative, n, window, infinity) -> Di
     # composed losses are sums of the factors' losses: their errors add (1e-9: rounding of the sum)
     loss_error = sum(k * f.loss_error for f, k in factors) * (1 + 1e-9)
     if first.upper:
-        chernoff = all(f.log_mgf is not None for f, _ in factors)
         return DiscreteLoss(
             step=first.step,
             offset=lo,
@@ -457,12 +457,9 @@ def from_spectrum(factors, spectrum, bound, relative, n, window, infinity) -> Di
             infinity_mass=min(1.0, infinity + above),
             upper=True,
             entry_error=entry_error,
-            log_mgf=sum(k * f.log_mgf for f, k in factors) if chernoff else None,
-            chernoff_infinity_mass=union_probability(
-                ((f.chernoff_infinity_mass, k) for f, k in factors), upper=True
-            ),
             l2_error=l2_error,
             loss_error=loss_error,
+            far_tail=composed_tail(factors),  # the factors' moments summed when first asked
         )
     # spurious mass the factors bring in: a factor ``f`` holding ``exact_f + spurious_f``
     # (``spurious_f >= 0`` of mass at most ``s_f``) composes to at most ``conv(exact) +

@@ -10,6 +10,7 @@ import numpy as np
 from plda._internal.chernoff import CHERNOFF_ORDERS
 from plda._internal.floats import union_probability
 from plda.engine.composer import compose
+from plda.grid.chernoff import composed_tail
 from plda.grid.discrete import DiscreteLoss
 from plda.grid.moments import power_support
 
@@ -103,18 +104,8 @@ def compose_tilted(
         valid_from,
         loss_error=inner.loss_error,
     )
-    if upper:
-        object.__setattr__(
-            out,
-            "log_mgf",
-            sum(k * f.log_mgf for f, k in factors)
-            if all(f.log_mgf is not None for f, _ in factors)
-            else None,
-        )
-        chernoff_infinity = union_probability(
-            ((f.chernoff_infinity_mass, k) for f, k in factors), upper=True
-        )
-        object.__setattr__(out, "chernoff_infinity_mass", chernoff_infinity)
+    if upper:  # the factors' Chernoff moments, summed when first asked
+        object.__setattr__(out, "far_tail", composed_tail(factors))
     return out
 
 
@@ -138,7 +129,8 @@ def chernoff_tilts(versions: dict, targets: np.ndarray, kind: str) -> np.ndarray
     """
     t = CHERNOFF_ORDERS
     log_c = t * np.log(t) - (t + 1) * np.log1p(t)
-    moments = [v.upper.log_mgf for v in versions.values() if v.upper.log_mgf is not None]
+    found = [v.upper.chernoff() for v in versions.values()]
+    moments = [m[0] for m in found if m is not None]
     if not moments:
         return np.ones(len(targets))
     log_mgf = np.max(moments, axis=0)

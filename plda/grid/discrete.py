@@ -6,12 +6,14 @@ terms: docs/concepts/discretization.md (From the grid law to epsilon).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from plda._internal.chernoff import CHERNOFF_LOG_C, CHERNOFF_ORDERS
+from plda._internal.chernoff import CHERNOFF_ORDERS
 from plda._internal.floats import UNIT_ROUNDOFF, discounted_tails, dot
+from plda.grid.chernoff import chernoff_delta, chernoff_epsilon, chernoff_worth
 from plda.grid.moments import exp_neg_grid, log_mgf_ladder
 
 #: block length of the crossing search of :meth:`DiscreteLoss.epsilon` for a few deltas, and
@@ -43,6 +45,9 @@ class DiscreteLoss:
     log_mgf
         ``log E[exp(t L); L finite]`` at the orders ``CHERNOFF_ORDERS`` (upper versions only):
         a Chernoff tail bound that takes over where ``delta`` is below the FFT's resolution.
+    far_tail
+        Instead of ``log_mgf`` and ``chernoff_infinity_mass``: what computes them when a query
+        first needs them (:mod:`plda.grid.chernoff`).
     """
 
     step: float
@@ -70,12 +75,40 @@ class DiscreteLoss:
     #: it; compositions add it up. At eps ~ 1000 a few ulps of loss are 1e-13, which is all of
     #: delta at an atom just above eps (a single Laplace step at eps = eps0 rounded down)
     loss_error: float = 0.0
+    far_tail: Callable[[], tuple[np.ndarray, float]] | None = field(default=None, repr=False)
 
     # ------------------------------------------------------------------ basics
     @property
     def losses(self) -> np.ndarray:
         """Grid losses ``l_i`` of ``probs``."""
         return (self.offset + np.arange(len(self.probs))) * self.step
+
+    def chernoff_source(self):
+        """What gives this version's Chernoff moments, without computing them.
+
+        Returns
+        -------
+        tuple, callable or None
+            ``(log_mgf, chernoff_infinity_mass)`` if known, else :attr:`far_tail`; None
+            without moments.
+        """
+        if self.log_mgf is not None:
+            return self.log_mgf, self.chernoff_infinity_mass
+        return self.__dict__.get("_far_memo") or self.far_tail
+
+    def chernoff(self) -> tuple[np.ndarray, float] | None:
+        """``(log_mgf, chernoff_infinity_mass)``, computed on first use; None without.
+
+        Returns
+        -------
+        tuple or None
+            The Chernoff moments at ``CHERNOFF_ORDERS`` and the mass at +inf they leave out.
+        """
+        source = self.chernoff_source()
+        if source is None or isinstance(source, tuple):
+            return source
+        # a race between threads only computes the same moments twice
+        return self.__dict__.setdefault("_far_memo", source())
 
     def finite_log_mgf(self, orders: np.ndarray = CHERNOFF_ORDERS) -> np.ndarray:
         """``log sum_i p_i exp(t l_i)`` for each order ``t``.
@@ -304,33 +337,12 @@ class DiscreteLoss:
         unknown = eps < self.valid_from  # below a tilted law's range nothing is claimed
         if self.upper:
             value = np.where(unknown, 1.0, value * (1 + 8 * UNIT_ROUNDOFF))
-            value = np.minimum(value, self._chernoff_delta(eps))
+            worth = unknown | chernoff_worth(self, value) | bool(self.tilt)
+            if np.any(worth):
+                value = np.where(worth, np.minimum(value, chernoff_delta(self.chernoff(), eps)),
+                                 value)
             return np.clip(value, 0.0, 1.0)
         return np.clip(np.where(unknown, 0.0, value), 0.0, 1.0)
-
-    def _chernoff_delta(self, eps: np.ndarray) -> np.ndarray:
-        if self.log_mgf is None:
-            return np.full(np.shape(eps), np.inf)
-        t = CHERNOFF_ORDERS
-        log_c = CHERNOFF_LOG_C
-        flat = np.ravel(eps)
-        # t eps overflows to inf past eps ~ 1e308 / t: the exponent is then -inf, read below
-        with np.errstate(over="ignore", invalid="ignore"):
-            exponent = (self.log_mgf + log_c)[None, :] - np.multiply.outer(flat, t)
-        smallest = np.min(exponent, axis=1)
-        # a bound that underflows is rounded up to the smallest double, not down to 0 (the true
-        # delta of a Gaussian at eps = 1e5 is 3e-5406995: positive, so 0 would under-report;
-        # at a finite eps whose products overflowed, too). It is 0 only where it is exact: at
-        # eps = +inf if some order's moment is finite, or when no finite loss has mass
-        # (log_mgf = -inf at every order)
-        finite_order = bool(np.any(np.isfinite(self.log_mgf)))
-        exact_zero = ((flat == np.inf) & finite_order) | bool(np.all(self.log_mgf == -np.inf))
-        with np.errstate(over="ignore"):  # a bound above 1 says nothing; it is clipped later
-            bound = np.where(exact_zero, 0.0, np.maximum(np.exp(smallest), 5e-324))
-        # a NaN order (inf - inf in a moment) says nothing: never let it through np.minimum
-        bound = np.where(np.isnan(bound), np.inf, bound).reshape(np.shape(eps))
-        # 1e-9 relative margin covers rounding in the log-sum-exp of the moments
-        return self.chernoff_infinity_mass + bound * (1 + 1e-9)
 
     # ---------------------------------------------------------------- epsilon(delta)
     def epsilon(self, delta: np.ndarray) -> np.ndarray:
@@ -377,8 +389,8 @@ class DiscreteLoss:
                 if self.upper
                 else np.where(out >= self.valid_from, out, 0.0)
             )
-        if self.upper:
-            out = np.minimum(out, self._chernoff_epsilon(d))
+        if self.upper and (self.tilt or np.any(~found | chernoff_worth(self, d))):
+            out = np.minimum(out, chernoff_epsilon(self.chernoff(), d))
         # the true epsilon lies on the safe side: move by far more than the rounding in log/exp
         # (1e-12 relative, at least the few u of :meth:`_loss_slack`) and by the loss error
         finite = np.isfinite(out)
@@ -476,25 +488,9 @@ class DiscreteLoss:
             else:
                 out = left
             out = min(max(out, left), cut)
-        if self.upper and self.log_mgf is not None:
-            room = d - self.chernoff_infinity_mass
-            if room > 0:
-                exponent = self.log_mgf + CHERNOFF_LOG_C + 1e-9 - math.log(room)
-                out = min(out, float((exponent / CHERNOFF_ORDERS).min()))
+        if self.upper and (out == math.inf or chernoff_worth(self, d)):
+            out = min(out, float(chernoff_epsilon(self.chernoff(), np.array(d))))
         if math.isfinite(out):
             nudge = float(self._epsilon_nudge(out))
             out = out + nudge if self.upper else out - nudge
         return max(out, 0.0)
-
-    def _chernoff_epsilon(self, d: np.ndarray) -> np.ndarray:
-        if self.log_mgf is None:
-            return np.full(d.shape, np.inf)
-        t = CHERNOFF_ORDERS
-        log_c = CHERNOFF_LOG_C
-        room = np.ravel(d) - self.chernoff_infinity_mass
-        with np.errstate(divide="ignore", invalid="ignore"):
-            log_room = np.where(room > 0, np.log(np.maximum(room, 1e-320)), -np.inf)
-            eps = (self.log_mgf + log_c + 1e-9)[None, :] - log_room[:, None]
-            eps = np.min(eps / t[None, :], axis=1)
-        eps = np.where(room > 0, eps, np.inf)
-        return eps.reshape(d.shape)

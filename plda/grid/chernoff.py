@@ -1,0 +1,171 @@
+"""The Chernoff tail bound of a pessimistic grid law, for deltas below the FFT's resolution.
+
+``delta(eps) <= P(L = inf) + min_t c(t) exp(log E[e^{tL}; L finite] - t eps)`` with
+``c(t) = t^t / (t+1)^(t+1)`` (docs/concepts/discretization.md, "Tiny δ"). The moments come
+from a coarse discretization that reaches far into the tail, computed only when a query
+needs them (:data:`CHERNOFF_GATE`): a composition's are the sum of its factors'.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from plda._internal.chernoff import CHERNOFF_LOG_C, CHERNOFF_ORDERS
+from plda._internal.floats import union_probability
+
+__all__ = ["CHERNOFF_GATE", "ComposedTail", "chernoff_delta", "chernoff_epsilon",
+           "chernoff_worth", "composed_tail"]
+
+#: the Chernoff bound is consulted where the grid's delta is at most this many times what the
+#: grid cannot resolve (its mass at +inf and the bound on its rounding). Above that, what the
+#: grid adds to the true delta is at most a thousandth of it besides the discretization's own
+#: error, while a Chernoff bound of a composed law exceeds the truth by a factor of order
+#: ``t sigma`` (its optimal constant is sharp only for a single atom). Either is a valid upper
+#: bound: the gate only decides which work a query does
+CHERNOFF_GATE = 1e3
+
+
+@dataclass(frozen=True)
+class ComposedTail:
+    """The Chernoff moments of a composition, from its factors' when first asked.
+
+    It holds what gives each factor's moments (the moments, or what computes them from the
+    continuous law), not the factors' grid laws, which it would keep alive.
+
+    Attributes
+    ----------
+    sources
+        ``((source, count), ...)``: each source ``(log_mgf, infinity_mass)`` or a callable
+        returning it (:meth:`~plda.grid.discrete.DiscreteLoss.chernoff_source`).
+    """
+
+    sources: tuple
+
+    def __call__(self) -> tuple[np.ndarray, float]:
+        """``(sum_f k_f log_mgf_f, mass at +inf of the union)``.
+
+        Returns
+        -------
+        tuple
+            The composed ``log E[e^{tL}; L finite]`` at ``CHERNOFF_ORDERS`` and the
+            probability that some factor's loss is infinite.
+        """
+        moments = [(s if isinstance(s, tuple) else s(), k) for s, k in self.sources]
+        return (
+            sum(k * m[0] for m, k in moments),
+            union_probability(((m[1], k) for m, k in moments), upper=True),
+        )
+
+
+def composed_tail(factors) -> ComposedTail | None:
+    """The lazy Chernoff moments of a composition; None if a factor has none.
+
+    Parameters
+    ----------
+    factors
+        ``[(law, count), ...]`` of pessimistic grid laws.
+
+    Returns
+    -------
+    ComposedTail or None
+        What the composed law's :meth:`~plda.grid.discrete.DiscreteLoss.chernoff` calls.
+    """
+    sources = tuple((f.chernoff_source(), k) for f, k in factors)
+    if all(s is not None for s, _ in sources):
+        return ComposedTail(sources)
+    return None
+
+
+def chernoff_worth(law, value) -> np.ndarray:
+    """Where a query of a pessimistic grid law consults its Chernoff bound.
+
+    Parameters
+    ----------
+    law
+        The :class:`~plda.grid.discrete.DiscreteLoss`.
+    value
+        The grid's deltas (asked, or found at the epsilons asked).
+
+    Returns
+    -------
+    numpy.ndarray of bool
+        Where ``value`` is within :data:`CHERNOFF_GATE` of what the grid cannot resolve: its
+        mass at +inf and the bound on its rounding.
+    """
+    n = len(law.probs)
+    floor = law.infinity_mass + min(law.entry_error * n, law.l2_error * math.sqrt(n))
+    return np.asarray(value) <= CHERNOFF_GATE * floor
+
+
+def chernoff_delta(moments, eps: np.ndarray) -> np.ndarray:
+    """The Chernoff bound on ``delta`` at ``eps``.
+
+    Parameters
+    ----------
+    moments
+        ``(log_mgf, infinity_mass)`` (:meth:`~plda.grid.discrete.DiscreteLoss.chernoff`), or
+        None.
+    eps
+        Epsilons, any shape.
+
+    Returns
+    -------
+    numpy.ndarray
+        Upper bounds on ``delta``, shaped like ``eps`` (``inf`` without moments).
+    """
+    if moments is None:
+        return np.full(np.shape(eps), np.inf)
+    log_mgf, infinity = moments
+    t = CHERNOFF_ORDERS
+    flat = np.ravel(eps)
+    # t eps overflows to inf past eps ~ 1e308 / t: the exponent is then -inf, read below
+    with np.errstate(over="ignore", invalid="ignore"):
+        exponent = (log_mgf + CHERNOFF_LOG_C)[None, :] - np.multiply.outer(flat, t)
+    smallest = np.min(exponent, axis=1)
+    # a bound that underflows is rounded up to the smallest double, not down to 0 (the true
+    # delta of a Gaussian at eps = 1e5 is 3e-5406995: positive, so 0 would under-report;
+    # at a finite eps whose products overflowed, too). It is 0 only where it is exact: at
+    # eps = +inf if some order's moment is finite, or when no finite loss has mass
+    # (log_mgf = -inf at every order)
+    finite_order = bool(np.any(np.isfinite(log_mgf)))
+    exact_zero = ((flat == np.inf) & finite_order) | bool(np.all(log_mgf == -np.inf))
+    with np.errstate(over="ignore"):  # a bound above 1 says nothing; it is clipped later
+        bound = np.where(exact_zero, 0.0, np.maximum(np.exp(smallest), 5e-324))
+    # a NaN order (inf - inf in a moment) says nothing: never let it through np.minimum
+    bound = np.where(np.isnan(bound), np.inf, bound).reshape(np.shape(eps))
+    # 1e-9 relative margin covers rounding in the log-sum-exp of the moments
+    return infinity + bound * (1 + 1e-9)
+
+
+def chernoff_epsilon(moments, d: np.ndarray) -> np.ndarray:
+    """The Chernoff bound on ``epsilon`` at ``d``.
+
+    Parameters
+    ----------
+    moments
+        ``(log_mgf, infinity_mass)`` (:meth:`~plda.grid.discrete.DiscreteLoss.chernoff`), or
+        None.
+    d
+        Deltas, any shape.
+
+    Returns
+    -------
+    numpy.ndarray
+        Upper bounds on ``epsilon``, shaped like ``d`` (``inf`` where ``d`` is at most the
+        mass at +inf, or without moments).
+    """
+    d = np.asarray(d, dtype=float)
+    if moments is None:
+        return np.full(d.shape, np.inf)
+    log_mgf, infinity = moments
+    t = CHERNOFF_ORDERS
+    room = np.ravel(d) - infinity
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_room = np.where(room > 0, np.log(np.maximum(room, 1e-320)), -np.inf)
+        eps = (log_mgf + CHERNOFF_LOG_C + 1e-9)[None, :] - log_room[:, None]
+        eps = np.min(eps / t[None, :], axis=1)
+    eps = np.where(room > 0, eps, np.inf)
+    return eps.reshape(d.shape)
