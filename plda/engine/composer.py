@@ -373,8 +373,10 @@ def _starts_with(factors, kept) -> bool:
     """Whether ``factors`` begins with the kept list (laws by identity, counts equal; the last
     law compared first, as a different list almost always differs there)."""
     size = len(kept)
+    # list equality compares in C: identical entries first, then (law, count) tuples, whose
+    # laws (DiscreteLoss, Spectrum: eq=False) compare by identity, counts by value
     return (size <= len(factors) and kept[-1][0] is factors[size - 1][0]
-            and all(g is f and j == k for (g, j), (f, k) in zip(kept, factors[:size], strict=True)))
+            and list(factors[:size]) == kept)
 
 
 def compose(factors, tail: float = 1e-20, max_size: int = 1 << 23) -> DiscreteLoss:

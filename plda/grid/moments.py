@@ -152,11 +152,15 @@ def log_mgf_ladder(law, j0: int, j1: int) -> tuple[np.ndarray, np.ndarray]:
         groups.setdefault(len(table), []).append((row, t, table))
     for width, members in groups.items():
         blocks = -(-len(probs) // width)
-        padded = np.zeros(blocks * width)
-        padded[: len(probs)] = probs
-        padded = padded.reshape(blocks, width)
-        occupied = padded.any(axis=1)
-        padded = padded[occupied]
+        if blocks == 1:  # one block holds the law (every small order): no padded copy, the
+            # table's first len(probs) entries meet the masses (the padding added zeros only)
+            padded, occupied = probs[None, :], np.ones(1, dtype=bool)
+        else:
+            padded = np.zeros(blocks * width)
+            padded[: len(probs)] = probs
+            padded = padded.reshape(blocks, width)
+            occupied = padded.any(axis=1)
+            padded = padded[occupied]
         # each block scaled by its largest mass: a block of masses near the smallest double
         # would otherwise underflow in its products, and the 2^-1074 added back for them, times
         # e^{t l_c}, swamped the true sum (an upper bound still, but 40 too high in the log at
@@ -173,8 +177,8 @@ def log_mgf_ladder(law, j0: int, j1: int) -> tuple[np.ndarray, np.ndarray]:
         t = np.array([t for _, t, _ in members])
         sums = np.empty((2 * len(members), len(padded)))
         for i, (_, _, table) in enumerate(members):
-            sums[i] = dot(padded, table)
-            sums[len(members) + i] = dot(padded, table[::-1])
+            sums[i] = dot(padded, table[: padded.shape[1]])
+            sums[len(members) + i] = dot(padded, table[::-1][: padded.shape[1]])
         sums += width * 2.0**-1074
         signed = np.concatenate([t, -t])
         exponents = np.log(sums) + log_scale[None, :] + signed[:, None] * centres[None, :]
