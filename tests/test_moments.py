@@ -144,3 +144,27 @@ def test_the_walk_starts_at_the_gaussian_order_within_the_range():
     assert ladder_start(1.0, 1e-20, 1e-3, -10, 10) == round(2 * math.log2(math.sqrt(
         2 * math.log(1e20))))
     assert ladder_start(1e-12, 1e-20, 1e-3, -10, 10) == 10  # clipped
+
+
+@given(
+    offset=st.integers(-3000, 3000),
+    length=st.integers(1, 2000),
+    step_exponent=st.integers(-12, -2),
+    count=st.integers(1, 10**6),
+    seed=st.integers(0, 2**32 - 1),
+    tail=st.sampled_from([1e-20, 1e-8]),
+)
+@examples(25)
+def test_the_walk_finds_the_best_order_of_any_grid_law(offset, length, step_exponent, count,
+                                                       seed, tail):
+    # arbitrary masses (gaps, spikes, heavy ends): the quasi-convexity holds for any law
+    rng = np.random.default_rng(seed)
+    probs = rng.random(length) ** 4 * (rng.random(length) < 0.6)
+    probs[rng.integers(length)] += 1e-3
+    probs /= probs.sum() * (1 + 1e-9)
+    step = 2.0**step_exponent
+    law = DiscreteLoss(step=step, offset=offset, probs=probs, infinity_mass=0.0, upper=True)
+    lo, hi, *_ = ladder_chernoff([(law, count)], tail, (0.25, 64.0), step)
+    lo_all, hi_all, _ = _every_order_cuts([(law, count)], tail, (0.25, 64.0), step)
+    assert hi == pytest.approx(hi_all, rel=1e-12, abs=1e-12)
+    assert lo == pytest.approx(lo_all, rel=1e-12, abs=1e-12)
