@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from plda._internal.caches import register
-from plda._internal.chernoff import CHERNOFF_ORDERS
+from plda._internal.chernoff import CHERNOFF_LOG_C, CHERNOFF_ORDERS
 from plda._internal.floats import UNIT_ROUNDOFF
 from plda.conversions.composed import ComposedLaws, steps_of
 from plda.grid.discrete import DiscreteLoss
@@ -95,9 +95,8 @@ def _cut_values(law: DiscreteLoss, m: np.ndarray, x: np.ndarray) -> np.ndarray:
 
 
 def _chernoff_terms(law: DiscreteLoss):
-    t = CHERNOFF_ORDERS
     log_mgf, infinity = law.chernoff()
-    return t, log_mgf + t * np.log(t) - (t + 1) * np.log1p(t), infinity
+    return CHERNOFF_ORDERS, log_mgf + CHERNOFF_LOG_C, infinity
 
 
 def _chernoff_full(law: DiscreteLoss, eps: np.ndarray) -> np.ndarray:

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from plda._internal.chernoff import CHERNOFF_ORDERS
+from plda._internal.chernoff import CHERNOFF_LOG_C, CHERNOFF_ORDERS
 from plda._internal.floats import union_probability
 from plda.engine.composer import compose
 from plda.grid.chernoff import composed_tail
@@ -127,8 +127,7 @@ def chernoff_tilts(versions: dict, targets: np.ndarray, kind: str) -> np.ndarray
         One order per target, rounded to a power of sqrt(2) (so that compositions are reused);
         all ones where no upper version has moments.
     """
-    t = CHERNOFF_ORDERS
-    log_c = t * np.log(t) - (t + 1) * np.log1p(t)
+    t, log_c = CHERNOFF_ORDERS, CHERNOFF_LOG_C
     found = [v.upper.chernoff() for v in versions.values()]
     moments = [m[0] for m in found if m is not None]
     if not moments:
