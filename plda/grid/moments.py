@@ -330,13 +330,12 @@ def ladder_walk(sums_at, j0: int, j1: int, start: int, tail: float) -> tuple:
         return (value - log_tail) / 2.0 ** (j / 2) if value < math.inf else math.inf
 
     def walk(side: int) -> float:
-        best, low = start, exponent(start, side)
+        low = exponent(start, side)
         for direction in (1, -1):
-            j = best + direction
-            while j0 <= j <= j1 and exponent(j, side) < low:
-                best, low = j, exponent(j, side)
-                j += direction
-            if best != start:
+            j = start + direction
+            while j0 <= j <= j1 and (value := exponent(j, side)) < low:
+                low, j = value, j + direction
+            if j != start + direction:  # moved: the other way only climbs
                 break
         if low == math.inf:
             low = min(exponent(j, side) for j in range(j0, j1 + 1))
@@ -374,6 +373,7 @@ def ladder_chernoff(factors, tail: float, order_range: tuple[float, float], min_
     variance = composed_variance(factors)
     j0, j1 = ladder_range(variance, order_range, min_spread)
     start = ladder_start(variance, tail, min_spread, j0, j1)
+
     def sums_at(j: int) -> tuple[float, float]:
         up, down = ladder_sums(factors, j, j)
         return float(up[0]), float(down[0])
