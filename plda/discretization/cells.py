@@ -57,11 +57,11 @@ def masses_from(cdf: np.ndarray, sf: np.ndarray):
     return np.maximum(mass, 0.0), err, cdf[0], sf[-1]
 
 
-def coarse_cells(law, step, lo: int, first: int, mid: int, hi: int, upper: bool):
+def coarse_cells(law, step, lo: int, first: int, mid: int, hi: int, lower: bool = True):
     """The coarse cells of both tails, ``COARSE`` steps wide: ``lo..first`` and ``mid..hi``.
 
     Their masses come from cdf (below) or sf (above) differences of numbers that are all small,
-    so nothing cancels.
+    so nothing cancels; both versions are made from one set of them.
 
     The pessimistic version puts each cell's P-mass at its upper end, rounded up: losses only
     rise, and the Q-mass this no longer accounts for sits at loss ``-inf``, where it costs
@@ -80,39 +80,42 @@ def coarse_cells(law, step, lo: int, first: int, mid: int, hi: int, upper: bool)
         The grid indices where the lower coarse cells start and the fine cells start.
     mid, hi
         The grid indices where the fine cells end and the upper coarse cells end.
-    upper
-        The pessimistic (True) or the optimistic (False) version.
+    lower
+        Whether to make the optimistic version too.
 
     Returns
     -------
-    tuple of numpy.ndarray
-        The grid indices and the masses put there (empty when there are no coarse cells).
+    tuple
+        ``(indices, masses)`` of the pessimistic version and of the optimistic one (None if
+        not ``lower``): the grid indices and the masses put there, empty without coarse cells.
     """
-    indices, masses = [np.zeros(0, dtype=np.int64)], [np.zeros(0)]
+    empty = (np.zeros(0, dtype=np.int64), np.zeros(0))
+    upper_parts, lower_parts = [empty], [empty]
     if first > lo:
         edges = np.unique(np.append(np.arange(lo, first, COARSE), first))
         cdf_p = law.continuous_cdf(edges * step, "P")
         mass = np.maximum(np.diff(cdf_p), 0.0)
         err = CDF_RTOL * (cdf_p[:-1] + cdf_p[1:])
-        if upper:
-            indices.append(edges[1:])
-            masses.append(mass + err)
-        else:
+        upper_parts.append((edges[1:], mass + err))
+        if lower:
             cdf_q = law.continuous_cdf(edges * step, "Q")
             q_low = np.maximum(np.diff(cdf_q) - CDF_RTOL * (cdf_q[:-1] + cdf_q[1:]), 0.0)
             with np.errstate(divide="ignore", over="ignore"):
                 # e^{l_j} q in log space: e^{l_j} alone may overflow where q is 0
                 lifted = np.exp(edges[:-1] * step + np.log(q_low))
-            indices.append(edges[:-1])
-            masses.append(np.minimum(np.maximum(mass - err, 0.0), lifted))
+            lower_parts.append((edges[:-1], np.minimum(np.maximum(mass - err, 0.0), lifted)))
     if hi > mid:
         edges = np.unique(np.append(np.arange(mid, hi, COARSE), hi))
         sf = law.continuous_sf(edges * step, "P")
         mass = np.maximum(sf[:-1] - sf[1:], 0.0)
         err = CDF_RTOL * (sf[:-1] + sf[1:])
-        indices.append(edges[1:] if upper else edges[:-1])
-        masses.append(mass + err if upper else np.maximum(mass - err, 0.0))
-    return np.concatenate(indices), np.concatenate(masses)
+        upper_parts.append((edges[1:], mass + err))
+        lower_parts.append((edges[:-1], np.maximum(mass - err, 0.0)))
+
+    def joined(parts):
+        return np.concatenate([i for i, _ in parts]), np.concatenate([m for _, m in parts])
+
+    return joined(upper_parts), (joined(lower_parts) if lower else None)
 
 
 def _cdf_moments(law: PrivacyLossLaw, step: float, lo: int, mid: int):

@@ -209,14 +209,15 @@ def _discretize(
         moments = cell_moments(law, step, first, mid)
         cont, above = continuous_upper(law, step, lo, hi, moments, first)
         grid = np.arange(lo, hi + 1)
-        upper_parts += [(grid, cont), coarse_cells(law, step, lo, first, mid, hi, True)]
+        coarse_upper, coarse_lower = coarse_cells(law, step, lo, first, mid, hi, lower)
+        upper_parts += [(grid, cont), coarse_upper]
         if lower:
             atoms = None
             if loose.any():
                 atoms, loose = atoms_in_cells(law, step, first, mid)
             lower_parts += [
                 (grid, continuous_lower(law, step, lo, hi, moments, atoms, first)),
-                coarse_cells(law, step, lo, first, mid, hi, False),
+                coarse_lower,
             ]
         inf_upper += above
     if not upper_parts:  # only infinite masses
