@@ -77,3 +77,34 @@ def test_bad_hypothesis_is_a_value_error(method):
 def test_bad_tail_mass_is_a_value_error(mass):
     with pytest.raises(ValueError, match="mass"):
         _gaussian_law().tail_points(mass)
+
+
+@pytest.mark.parametrize("sigma", [0.05, 0.8, 30.0])
+def test_gaussian_cdf_sf_together_are_the_four_alone(sigma):
+    # continuous_cdf_sf takes one ndtr per hypothesis (the smaller tail and its complement):
+    # each of the four must be the one continuous_cdf / continuous_sf give, to full relative
+    # accuracy in both tails (a complement formed on the small side would lose it there)
+    law = _gaussian_law(sigma)
+    mu = 1.0 / sigma
+    z = np.concatenate([np.linspace(-38, 38, 2001), [-1.0, -0.999, 0.0, 0.999, 1.0]])
+    for index, (hypothesis, mean) in enumerate((("P", mu**2 / 2), ("Q", -(mu**2) / 2))):
+        x = mean + mu * z
+        cdf, sf = law.continuous_cdf_sf(x)[2 * index : 2 * index + 2]
+        np.testing.assert_allclose(cdf, law.continuous_cdf(x, hypothesis), rtol=1e-15, atol=0)
+        np.testing.assert_allclose(sf, law.continuous_sf(x, hypothesis), rtol=1e-15, atol=0)
+        assert cdf[0] < 1e-300 and sf[-6] < 1e-300  # the tails reached
+
+
+def test_subsampled_base_loss_inverts_the_loss_map_above_30():
+    # above loss 30 the base loss takes the form l - log q + log1p((q - 1) e^{-l}), computed
+    # only for those entries; checked against 50 digits on both sides of the switch
+    q = 0.01
+    law = plda.PoissonSampled(plda.Gaussian(1.0), q).privacy_loss("remove")
+    losses = np.array([-1.0, 0.0, 0.5, 29.999, 30.0, 30.001, 45.0, 700.0, 800.0])
+    got = law.base_loss(losses)
+    assert got[0] == -np.inf  # at or below log(1 - q): no base loss maps there
+    with mpmath.workdps(50):
+        for loss, value in zip(losses[1:], got[1:], strict=True):
+            exact = mpmath.log(1 + mpmath.expm1(mpmath.mpf(loss)) / q)
+            assert value == pytest.approx(float(exact), rel=1e-14, abs=1e-300)
+    assert float(law.base_loss(45.0)) == got[6]  # a scalar takes the same path

@@ -33,6 +33,7 @@ from mixture_reference import (
 import plda
 from plda import testing
 from plda.mechanisms.bounded_range import BoundedRangeLaw, BoundedRangePair
+from plda.mechanisms.law import PIECE
 from plda.mechanisms.noisy_max import TwoCandidatePair
 from plda.mechanisms.symmetrized import SymmetrizedPoissonSampled
 
@@ -531,3 +532,27 @@ def test_epsilon_grows_with_the_count(family):
         for k in (1, 4, 16)
     ]
     assert uppers == sorted(uppers)
+
+
+@pytest.mark.parametrize("family", FAMILIES, ids=lambda f: f.name)
+def test_density_in_pieces_is_the_density_pointwise(family):
+    # continuous_pdf evaluates an array longer than PIECE piece by piece (the pieces cut across
+    # the rows of the cell quadrature's nodes-by-cells array): every family's density must be
+    # pointwise, and the pieces put back in place
+    mechanism = family.make(family.cases[0][0])
+    for direction in ("remove", "add"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            law = mechanism.privacy_loss(direction)
+        if not (law.has_continuous_part and law.has_density):
+            continue
+        lo, hi = law.tail_points(1e-12)
+        width = PIECE // 2 + 3  # each row one piece, the whole three-plus pieces
+        points = np.linspace(lo, hi, 6 * width).reshape(6, width)
+        for hypothesis in ("P", "Q"):
+            whole = law.continuous_pdf(points, hypothesis)
+            rows = np.stack([law.continuous_pdf(row, hypothesis) for row in points])
+            assert whole.shape == points.shape
+            # the same points, so the same values (a tolerance of a few roundings only for a
+            # vectorized math library that rounds an array's last lanes differently)
+            np.testing.assert_allclose(whole, rows, rtol=1e-13, atol=0)

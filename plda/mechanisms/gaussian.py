@@ -100,6 +100,24 @@ class GaussianLaw(PrivacyLossLaw):
     def _cont_sf(self, x, hypothesis):
         return ndtr(-(np.asarray(x) - self._mean(hypothesis)) / self.mu)
 
+    def _cont_cdf_sf(self, x):
+        # one ndtr per hypothesis: the smaller tail ndtr(-|z|) and its complement, which for
+        # |z| >= 1 is ndtr(|z|) to the bit (both are 1 - erfc(|z|/sqrt(2))/2 there); the centre
+        # |z| < 1, where ndtr goes through erf instead, takes ndtr itself (the values are those
+        # of _cont_cdf and _cont_sf)
+        out = []
+        for hypothesis in ("P", "Q"):
+            z = (x - self._mean(hypothesis)) / self.mu
+            size = np.abs(z)
+            small = ndtr(-size)
+            large = 1.0 - small
+            centre = size < 1.0
+            if centre.any():
+                large[centre] = ndtr(size[centre])
+            below = z < 0
+            out += [np.where(below, small, large), np.where(below, large, small)]
+        return tuple(out)
+
     def _cont_pdf(self, x, hypothesis):
         z = np.asarray(x, dtype=float) - self._mean(hypothesis)
         z *= 1.0 / self.mu

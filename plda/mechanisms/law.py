@@ -16,6 +16,14 @@ from plda._internal.floats import dot
 
 HYPOTHESES = ("P", "Q")
 
+#: the hooks are pointwise (the value at ``x`` depends on ``x`` alone), so
+#: :meth:`PrivacyLossLaw.continuous_pdf` evaluates a longer array in pieces of this many points:
+#: a density makes several temporaries the size of its input, and in pieces they stay in the
+#: processor's cache (measured: a Poisson-sampled Gaussian's density at 226k points took 5.5 ms
+#: at once and 2.0-3.5 ms in pieces of 16k; the cdf and sf, dominated by ``ndtr``, gained
+#: nothing)
+PIECE = 1 << 14
+
 
 def _bad_hypothesis(hypothesis) -> ValueError:
     """The error of a public method given a ``hypothesis`` not in :data:`HYPOTHESES` (each
@@ -172,7 +180,13 @@ class PrivacyLossLaw:
         """
         if hypothesis not in HYPOTHESES:
             raise _bad_hypothesis(hypothesis)
-        return self._cont_pdf(np.asarray(x, dtype=float), hypothesis)
+        x = np.asarray(x, dtype=float)
+        if x.size <= PIECE:
+            return self._cont_pdf(x, hypothesis)
+        flat = x.reshape(-1)
+        pieces = [self._cont_pdf(flat[i : i + PIECE], hypothesis)
+                  for i in range(0, flat.size, PIECE)]
+        return np.concatenate(pieces).reshape(x.shape)
 
     def continuous_cdf_sf(self, x) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``(F_c^P(x), S_c^P(x), F_c^Q(x), S_c^Q(x))`` together.

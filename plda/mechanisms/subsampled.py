@@ -295,15 +295,15 @@ class SubsampledLaw(PrivacyLossLaw):
         numpy.ndarray
             The base losses; ``-inf`` at or below ``log(1 - q)``.
         """
-        loss = np.asarray(loss, dtype=float)
+        loss, q = np.asarray(loss, dtype=float), self.sample_rate
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            ratio = np.expm1(loss) / self.sample_rate
-            small = np.where(ratio > -1, np.log1p(np.maximum(ratio, -1.0)), -np.inf)
-            # for large losses: log(1 + (e^l - 1)/q) = l - log q + log1p((q - 1) e^{-l})
-            large = loss - np.log(self.sample_rate) + np.log1p(
-                (self.sample_rate - 1) * np.exp(-np.maximum(loss, 30.0))
-            )
-            return np.where(loss > 30, large, small)
+            ratio = np.expm1(loss) / q
+            out = np.where(ratio > -1, np.log1p(np.maximum(ratio, -1.0)), -np.inf)
+            big = loss > 30  # few or none: only those take log(1 + (e^l - 1)/q) =
+            if big.any():  # l - log q + log1p((q - 1) e^{-l})
+                high = loss[big]
+                out[big] = high - np.log(q) + np.log1p((q - 1) * np.exp(-high))
+            return out
 
     def _cont_cdf(self, x, hypothesis):
         y = self.base_loss(x)
