@@ -168,3 +168,18 @@ def test_the_walk_finds_the_best_order_of_any_grid_law(offset, length, step_expo
     lo_all, hi_all, _ = _every_order_cuts([(law, count)], tail, (0.25, 64.0), step)
     assert hi == pytest.approx(hi_all, rel=1e-12, abs=1e-12)
     assert lo == pytest.approx(lo_all, rel=1e-12, abs=1e-12)
+
+
+
+@pytest.mark.parametrize(("length", "step_exponent"), [(200_000, -14), (100_000, -13), (5000, -8)])
+def test_long_laws_take_product_tables_within_the_charged_rounding(length, step_exponent):
+    # beyond 1024 entries a side the block tables are products of two exponentials (a
+    # one-shot query builds each once, for laws of ~10^5 entries); a sparse law reaching the
+    # tables' far ends checks every order's bound against 40 digits
+    rng = np.random.default_rng(length)
+    probs = np.zeros(length)
+    probs[rng.choice(length, 300, replace=False)] = rng.random(300)
+    probs[[0, -1]] = 0.25
+    law = DiscreteLoss(step=2.0**step_exponent, offset=-length // 3, probs=probs,
+                       infinity_mass=0.0, upper=True)
+    _check(law, -6, 8)
