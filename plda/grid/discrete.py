@@ -367,7 +367,11 @@ class DiscreteLoss:
             # a few deltas (an accountant query): block search, see _crossing. Chosen by the
             # question alone, never by whether another query built the segment arrays: the two
             # routes round differently, and an answer must not depend on what was asked before
-            return np.array([self._epsilon_one(float(x)) for x in d.ravel()]).reshape(d.shape)
+            # remembered per delta (not a field: a memo): the driver asks a version for its gap
+            memo = self.__dict__.setdefault("_epsilon_memo", {})  # and then for its answer
+            out = [memo[x] if x in memo else memo.setdefault(x, self._epsilon_one(x))
+                   for x in map(float, d.ravel())]
+            return np.array(out).reshape(d.shape)
         a, s, cuts, at_cuts = self._profile_segments()
         # first cut j with delta(l_j) <= d  (at_cuts is non-increasing)
         j = np.searchsorted(-at_cuts, -d, side="left")
@@ -423,14 +427,14 @@ class DiscreteLoss:
         blocks = padded.reshape(nb, _BLOCK)
         # weights r^m, r = e^-h, within a block: each block's sum discounted to its start
         weights = np.exp(-self.step * np.arange(_BLOCK))
-        mass_sums = blocks.sum(axis=1).tolist()
+        # tails at block starts, summed from the end (in the order of a loop) and discounted
+        mass = np.cumsum(blocks.sum(axis=1)[::-1])[::-1].tolist() + [0.0]
         discounted = dot(blocks, weights).tolist()
         r_block = math.exp(-self.step * _BLOCK)
-        mass, scaled = [0.0] * (nb + 1), [0.0] * (nb + 1)
-        for b in range(nb - 1, -1, -1):  # tails at block starts, discounted to each start
-            mass[b] = mass_sums[b] + mass[b + 1]
+        scaled = [0.0] * (nb + 1)
+        for b in range(nb - 1, -1, -1):
             scaled[b] = discounted[b] + r_block * scaled[b + 1]
-        starts = [min(b * _BLOCK, n) for b in range(nb + 1)]
+        starts = [*range(0, nb * _BLOCK, _BLOCK), n]
         k = self._bisect(d, starts, mass, scaled)
         if k > nb:
             return n + 1, 0.0, 0.0

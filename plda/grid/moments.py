@@ -131,13 +131,13 @@ def log_mgf_ladder(law, j0: int, j1: int) -> tuple[np.ndarray, np.ndarray]:
     each order costs one matrix-vector product instead of an ``exp`` per entry; blocks are summed
     in log space.
 
-    Rounding (each term kept an upper bound): the table entries are ``exp`` of exponents of
-    size at most 150 that carry a relative error of ``2u`` (or products of two such, see
-    :func:`_exp_steps`), so each is within a factor ``e^{600 u}`` of its exact value; each block is divided by its largest
-    mass (``u`` relative, and ``log`` of that mass adds ``u`` times its size); products and the
-    block sums add ``(B + 1) u`` relative; a product that underflows loses at most
-    ``2^-1074`` of the scaled block (added back per block); the block centres' exponents
-    ``t l_c`` are off by at most ``4u t max|l|``; the log-sum-exp over blocks adds
+    Rounding (each term kept an upper bound): the table entries are ``exp`` of exponents of size
+    at most 150 that carry a relative error of ``2u`` (or products of two such, see
+    :func:`_exp_steps`), so each is within a factor ``e^{600 u}`` of its exact value; each block
+    is divided by its largest mass (``u`` relative, and ``log`` of that mass adds ``u`` times
+    its size); products and the block sums add ``(B + 1) u`` relative; a product that underflows
+    loses at most ``2^-1074`` of the scaled block (added back per block); the block centres'
+    exponents ``t l_c`` are off by at most ``4u t max|l|``; the log-sum-exp over blocks adds
     ``(nb + 4) u``. All of it is added to the logarithm.
 
     Parameters

@@ -1,0 +1,46 @@
+"""The grid law's epsilon(delta) (plda.grid.discrete)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+import plda
+from plda.discretization.discretize import discretize
+from plda.grid.discrete import DiscreteLoss
+
+
+def _law() -> DiscreteLoss:
+    law = plda.PoissonSampled(plda.Gaussian(0.9), 0.01).privacy_loss("remove")
+    return discretize(law, 2.0**-9)[0]
+
+
+def _fresh(law: DiscreteLoss) -> DiscreteLoss:
+    """The same version, with nothing remembered."""
+    return dataclasses.replace(law)
+
+
+def test_a_version_remembers_its_epsilons_per_delta():
+    # the driver asks a version for its gap and then for its answer: the second ask reads the
+    # first one's answer; another delta, or an array of them, is solved for itself
+    law = _law()
+    calls = []
+    crossing = law._crossing
+
+    def counting(d):
+        calls.append(d)
+        return crossing(d)
+
+    object.__setattr__(law, "_crossing", counting)
+    try:
+        first = law.epsilon(np.array(1e-5))
+        assert law.epsilon(np.array(1e-5)) == first
+        assert calls == [1e-5]
+        both = law.epsilon(np.array([1e-3, 1e-5]))
+        assert calls == [1e-5, 1e-3]
+    finally:
+        object.__delattr__(law, "_crossing")
+    fresh = _fresh(law)
+    assert both[1] == first == fresh.epsilon(np.array(1e-5))
+    assert both[0] == fresh.epsilon(np.array(1e-3)) and both[0] < first
