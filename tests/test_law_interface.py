@@ -93,6 +93,10 @@ def test_gaussian_cdf_sf_together_are_the_four_alone(sigma):
         np.testing.assert_allclose(cdf, law.continuous_cdf(x, hypothesis), rtol=1e-15, atol=0)
         np.testing.assert_allclose(sf, law.continuous_sf(x, hypothesis), rtol=1e-15, atol=0)
         assert cdf[0] < 1e-300 and sf[-6] < 1e-300  # the tails reached
+    # a scalar in, scalars out (the one-entry array's values)
+    single = law.continuous_cdf_sf(0.3)
+    assert all(np.ndim(v) == 0 for v in single)
+    assert [float(v) for v in single] == [float(v[0]) for v in law.continuous_cdf_sf([0.3])]
 
 
 def test_subsampled_base_loss_inverts_the_loss_map_above_30():

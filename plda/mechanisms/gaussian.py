@@ -105,9 +105,9 @@ class GaussianLaw(PrivacyLossLaw):
         # |z| >= 1 is ndtr(|z|) to the bit (both are 1 - erfc(|z|/sqrt(2))/2 there); the centre
         # |z| < 1, where ndtr goes through erf instead, takes ndtr itself (the values are those
         # of _cont_cdf and _cont_sf)
-        out = []
+        out, shape = [], np.shape(x)
         for hypothesis in ("P", "Q"):
-            z = (x - self._mean(hypothesis)) / self.mu
+            z = np.atleast_1d((x - self._mean(hypothesis)) / self.mu)
             size = np.abs(z)
             small = ndtr(-size)
             large = 1.0 - small
@@ -116,7 +116,7 @@ class GaussianLaw(PrivacyLossLaw):
                 large[centre] = ndtr(size[centre])
             below = z < 0
             out += [np.where(below, small, large), np.where(below, large, small)]
-        return tuple(out)
+        return tuple(part.reshape(shape)[()] for part in out)  # [()]: a scalar for a scalar
 
     def _cont_pdf(self, x, hypothesis):
         z = np.asarray(x, dtype=float) - self._mean(hypothesis)
