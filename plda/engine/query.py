@@ -24,6 +24,7 @@ from plda.engine.gaps import (
 )
 from plda.engine.plan import MAX_GRID, Pilot, PilotSteps, Plan, StepPredictor, pilot, refine
 from plda.engine.recipe import (
+    Screen,
     bounds_over_directions,
     grid_versions,
     laws_by_direction,
@@ -411,8 +412,10 @@ def one_shot(
         found = pilot(laws, accuracy) if found is None else found
         predictor = StepPredictor(accuracy=accuracy, unit=found.atom_unit)
         policy = PilotSteps(accuracy=accuracy, pilot=found, predictor=predictor)
+    # the directions after the first, each screened on its coarse pilot grid once per query
+    screens = {d: Screen(factors) for d, factors in list(laws.items())[1:]}
     return Query(
-        accuracy=accuracy, policy=policy, composer=partial(grid_versions, laws),
+        accuracy=accuracy, policy=policy, composer=partial(grid_versions, laws, screens=screens),
         cache={} if cache is None else cache, realized=realized,
     )
 
