@@ -261,3 +261,22 @@ def test_history_composer_adds_the_chernoff_moments_of_appended_factors_only(mon
         again = fresh.compose(history, 1 << 22, length=4096)
         assert np.array_equal(result.probs, again.probs) and result.offset == again.offset
         assert result.infinity_mass == again.infinity_mass
+
+
+def test_kept_running_products_are_not_changed_by_the_histories_that_extend_them():
+    # a history's running product is extended in place once a query owns its arrays: histories
+    # branching from one kept prefix (and asked again) must each get what a fresh composer
+    # computes, so no kept product may be written by a later extension
+    laws = _step_laws(14)
+    base = [(law, 1) for law in laws[:10]]
+    branches = [base, base + [(laws[10], 1), (laws[11], 1)], base + [(laws[12], 1)],
+                base + [(laws[10], 1), (laws[11], 1)], base + [(laws[13], 1), (laws[0], 5)],
+                # resumes from the product kept after the last single step of the one before
+                base + [(laws[13], 1), (laws[0], 6)]]
+    kept = Composer(tail=1e-14, ladder=True, keep=True, from_zero=True)
+    for history in branches:
+        result = kept.compose(history, 1 << 22, length=4096)
+        fresh = Composer(tail=1e-14, ladder=True, keep=True, from_zero=True)
+        again = fresh.compose(history, 1 << 22, length=4096)
+        assert np.array_equal(result.probs, again.probs) and result.offset == again.offset
+        assert result.entry_error == again.entry_error and result.l2_error == again.l2_error

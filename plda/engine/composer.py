@@ -307,9 +307,8 @@ class Composer:
         A kept running product of a prefix of ``factors`` is extended by the new factors only:
         the same products in the same order, so the result is bit for bit the one computed
         from scratch."""
-        spectrum = log_bound = None
-        relative = 0.0
-        start, hit = 0, None
+        spectrum = log_bound = hit = None
+        relative, start = 0.0, 0
         if self.keep:
             start, hit = _longest_prefix(self._prefixes, factors, length=n)
         if hit is not None:
@@ -319,15 +318,17 @@ class Composer:
         # distinct per-step laws come first, repeated ones last, see plda.accounting): the
         # next query, with more steps of the repeated laws, resumes from there
         singles = max((i + 1 for i, (_, k) in enumerate(factors) if k == 1), default=0)
+        owned = False  # once this call owns the running arrays (not a kept prefix's, nor a
+        # spectrum's powers) they are updated in place: the same operations, no new arrays
         for i, (f, k) in enumerate(factors[start:], start=start):
             # a group enters as its spectrum (plda.engine.grouping), a law as itself
             if isinstance(f, Spectrum):
                 s = f
             else:
                 s = self._spectrum(f, n, k) if self.keep else spectrum_of(f, n)
-            term = k * s.amplitude_log
-            log_bound = term if log_bound is None else log_bound + term
-            if self.keep:
+            if self.keep and k == 1:
+                x, rounding = s.powers[0], s.binary_power_rounding(1)  # read, never written
+            elif self.keep:
                 before = s.nbytes
                 x, rounding = s.binary_power(k)
                 if s.nbytes != before:  # new binary powers were cached
@@ -336,10 +337,20 @@ class Composer:
             else:
                 x, rounding = s.log_power(k)
             # |X^k - X_true^k| <= k eta amp^(k-1), plus the rounding of the power
-            relative = relative + (k * s.relative + rounding)
-            spectrum = x if spectrum is None else spectrum * x
+            term, error = k * s.amplitude_log, k * s.relative + rounding
+            if spectrum is None:
+                log_bound, relative, owned = term, relative + error, True
+                spectrum = x.copy() if x is s.powers[0] else x
+            elif owned:
+                log_bound += term
+                relative += error
+                spectrum *= x
+            else:
+                log_bound, relative = log_bound + term, relative + error
+                spectrum, owned = spectrum * x, True
             if self.keep and i + 1 == singles and 1 < singles < len(factors):
                 self._keep_prefix(n, factors[:singles], spectrum, log_bound, relative)
+                owned = False  # held by the kept prefix now
         if self.keep and len(factors) > 1 and start < len(factors):
             self._keep_prefix(n, factors, spectrum, log_bound, relative)
         return spectrum, log_bound, relative

@@ -84,7 +84,23 @@ class Spectrum:
                     out *= self.powers[j]
             rest >>= 1
             j += 1
-        return out, 8 * UNIT_ROUNDOFF * (k + 2 * k.bit_length())
+        return out, self.binary_power_rounding(k)
+
+    @staticmethod
+    def binary_power_rounding(k: int) -> float:
+        """The relative rounding :meth:`binary_power` adds to ``X^k``: ``8u (k + 2 log2 k)``.
+
+        Parameters
+        ----------
+        k
+            The power, at least 1.
+
+        Returns
+        -------
+        float
+            The bound (``X`` itself, ``k = 1``, read as it is, is charged the same).
+        """
+        return 8 * UNIT_ROUNDOFF * (k + 2 * k.bit_length())
 
     def log_power(self, k: int) -> tuple[np.ndarray, np.ndarray]:
         """``X^k`` as ``exp(k log X)``, nothing cached.
