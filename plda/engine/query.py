@@ -405,7 +405,8 @@ def one_shot(
     Returns
     -------
     Query
-        With :class:`PilotSteps` and :func:`plda.engine.recipe.grid_versions` of ``laws``."""
+        With :class:`PilotSteps` and :func:`plda.engine.recipe.grid_versions` of ``laws``,
+        each direction after the first with its :class:`~plda.engine.recipe.Screen`."""
     if step is not None:
         policy = PilotSteps(accuracy=accuracy, fixed=step)
     else:

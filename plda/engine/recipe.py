@@ -247,9 +247,9 @@ SCREEN_RATIO = 4.0
 
 
 class Screen:
-    """One direction's composition on its laws' coarse pilot grid, composed once per query.
+    """One direction's compositions on coarse grids, each composed at most once per query.
 
-    Its pessimistic version is certified like any other, so where its bound lies at or below
+    A pessimistic version there is certified like any other, so where its bound lies at or below
     the leading direction's lower bound the direction cannot move either bound of the maximum
     over directions, and its composition on the plan's fine grid is never needed: for DP-SGD
     the add direction, 5-40% below the removal one (measured on B1-B3), costs a coarse
