@@ -326,9 +326,7 @@ class Composer:
                 s = f
             else:
                 s = self._spectrum(f, n, k) if self.keep else spectrum_of(f, n)
-            if self.keep and k == 1:
-                x, rounding = s.powers[0], s.binary_power_rounding(1)  # read, never written
-            elif self.keep:
+            if self.keep:
                 before = s.nbytes
                 x, rounding = s.binary_power(k)
                 if s.nbytes != before:  # new binary powers were cached
@@ -340,7 +338,8 @@ class Composer:
             term, error = k * s.amplitude_log, k * s.relative + rounding
             if spectrum is None:
                 log_bound, relative, owned = term, relative + error, True
-                spectrum = x.copy() if x is s.powers[0] else x
+                # a power may be the spectrum's kept array (k a power of two): copied once
+                spectrum = x.copy() if any(x is p for p in s.powers) else x
             elif owned:
                 log_bound += term
                 relative += error

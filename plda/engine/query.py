@@ -413,7 +413,7 @@ def one_shot(
         found = pilot(laws, accuracy) if found is None else found
         predictor = StepPredictor(accuracy=accuracy, unit=found.atom_unit)
         policy = PilotSteps(accuracy=accuracy, pilot=found, predictor=predictor)
-    # the directions after the first, each screened on its coarse pilot grid once per query
+    # the directions after the first, each screened on coarse grids composed once per query
     screens = {d: Screen(factors) for d, factors in list(laws.items())[1:]}
     return Query(
         accuracy=accuracy, policy=policy, composer=partial(grid_versions, laws, screens=screens),

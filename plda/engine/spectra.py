@@ -68,9 +68,11 @@ class Spectrum:
         -------
         tuple
             ``X^k`` and the relative rounding it adds, ~``k + 2 log2 k`` products (relative
-            errors double under squaring, so the squarings add up to ``k`` roundings).
+            errors double under squaring, so the squarings add up to ``k`` roundings). For a
+            power of two ``k`` the array is the kept power itself, not a copy: read it, never
+            write it (a noise schedule's steps, ``k = 1``, enter a product as they are).
         """
-        out = None
+        out, kept = None, False
         j, rest = 0, k
         while rest:
             while len(self.powers) <= j:
@@ -79,28 +81,14 @@ class Spectrum:
                 self.nbytes += last.nbytes
             if rest & 1:
                 if out is None:
-                    out = self.powers[j].copy()
+                    out, kept = self.powers[j], True
+                elif kept:  # the first product is a new array, written from then on
+                    out, kept = out * self.powers[j], False
                 else:
                     out *= self.powers[j]
             rest >>= 1
             j += 1
-        return out, self.binary_power_rounding(k)
-
-    @staticmethod
-    def binary_power_rounding(k: int) -> float:
-        """The relative rounding :meth:`binary_power` adds to ``X^k``: ``8u (k + 2 log2 k)``.
-
-        Parameters
-        ----------
-        k
-            The power, at least 1.
-
-        Returns
-        -------
-        float
-            The bound (``X`` itself, ``k = 1``, read as it is, is charged the same).
-        """
-        return 8 * UNIT_ROUNDOFF * (k + 2 * k.bit_length())
+        return out, 8 * UNIT_ROUNDOFF * (k + 2 * k.bit_length())
 
     def log_power(self, k: int) -> tuple[np.ndarray, np.ndarray]:
         """``X^k`` as ``exp(k log X)``, nothing cached.
@@ -119,8 +107,8 @@ class Spectrum:
             error 1 (its whole value, at most the bound, is charged).
         """
         x = self.powers[0]
-        if k == 1:
-            return x.copy(), np.full(len(x), 4 * UNIT_ROUNDOFF)
+        if k == 1:  # X itself, not a copy: read it, never write it
+            return x, np.full(len(x), 4 * UNIT_ROUNDOFF)
         band = k * self.amplitude_log > LOG_FLOOR
         out = np.zeros(len(x), dtype=complex)
         relative = np.ones(len(x))  # outside the band: all of the (tiny) value is error
