@@ -105,3 +105,16 @@ def test_without_moments_the_bounds_say_nothing():
     assert np.all(chernoff_epsilon(None, np.array([1e-5])) == np.inf)
     law = DiscreteLoss(step=0.1, offset=0, probs=np.array([0.5, 0.5]))
     assert law.chernoff() is None and law.chernoff_source() is None
+
+
+def test_the_delta_bound_at_many_points_is_the_bound_at_each():
+    # chernoff_delta works through long arrays in chunks (the profile samples its tail with
+    # it): each point gets the bound it gets alone, the underflow floor included
+    law = discretize_module.discretize(
+        plda.PoissonSampled(plda.Gaussian(0.9), 0.01).privacy_loss("remove"), 2.0**-8)[0]
+    moments = law.chernoff()
+    eps = np.concatenate([np.linspace(0.0, 50.0, 9000), [1e5, np.inf]])
+    many = chernoff_delta(moments, eps)
+    alone = np.array([float(chernoff_delta(moments, np.array(e))) for e in eps[::97]])
+    assert np.array_equal(many[::97], alone)
+    assert np.all(np.diff(many[:-2]) <= 0) and many[-2] > 0  # 5e-324, not 0, at eps = 1e5

@@ -20,6 +20,7 @@ from plda._internal.caches import register
 from plda._internal.chernoff import CHERNOFF_LOG_C, CHERNOFF_ORDERS
 from plda._internal.floats import UNIT_ROUNDOFF
 from plda.conversions.composed import ComposedLaws, steps_of
+from plda.grid.chernoff import chernoff_delta, chernoff_epsilon
 from plda.grid.discrete import DiscreteLoss
 
 #: largest eps used for a line (e^eps stays finite)
@@ -99,17 +100,6 @@ def _chernoff_terms(law: DiscreteLoss):
     return CHERNOFF_ORDERS, log_mgf + CHERNOFF_LOG_C, infinity
 
 
-def _chernoff_full(law: DiscreteLoss, eps: np.ndarray) -> np.ndarray:
-    """The Chernoff bound of an upper grid law, best order per point (see DiscreteLoss.delta)."""
-    t, base, infinity = _chernoff_terms(law)
-    out = np.empty(len(eps))
-    for start in range(0, len(eps), 4096):  # chunks keep the (points x orders) array small
-        e = eps[start : start + 4096]
-        out[start : start + 4096] = np.min(base[None, :] - np.multiply.outer(e, t), axis=1)
-    with np.errstate(over="ignore"):  # a bound above 1 (inf) says nothing: the callers clip it
-        return infinity + np.exp(out) * (1 + 1e-9)
-
-
 def chernoff_at(law: DiscreteLoss, eps: np.ndarray) -> np.ndarray:
     """The Chernoff bound of a pessimistic grid law on ``delta`` at many points.
 
@@ -146,13 +136,7 @@ def _chernoff_end(law: DiscreteLoss) -> float:
     (1.0000000000000114e-250 for DP-SGD), so a last sample meant to close the profile at the
     floor did not, and :meth:`~plda.PrivacyLossDistribution.gdp_mu` found no certified ``mu``
     at the default floor."""
-    if law.chernoff() is None:
-        return math.inf
-    t, base, infinity = _chernoff_terms(law)
-    room = DELTA_FLOOR / 2 - infinity
-    if room <= 0:
-        return math.inf
-    return float(np.min((base + 1e-9 - math.log(room)) / t))
+    return float(chernoff_epsilon(law.chernoff(), np.array(DELTA_FLOOR / 2)))
 
 
 def _crossings(laws: list[DiscreteLoss], m: np.ndarray):
@@ -293,7 +277,7 @@ def samples(laws: list[DiscreteLoss], m_lo: int, m_hi: int, stride: int = 1) -> 
                 beyond = np.full(len(tail), law.offset + len(law.probs))
                 value = _cut_values(law, beyond, tail_x)
                 if law.chernoff() is not None:
-                    value = np.minimum(value, _chernoff_full(law, tail))
+                    value = np.minimum(value, chernoff_delta(law.chernoff(), tail))
                 values.append(value)
             parts.append((tail, tail_x, np.max(values, axis=0)))
     elif len(laws) > 1:

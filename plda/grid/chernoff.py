@@ -119,12 +119,14 @@ def chernoff_delta(moments, eps: np.ndarray) -> np.ndarray:
     if moments is None:
         return np.full(np.shape(eps), np.inf)
     log_mgf, infinity = moments
-    t = CHERNOFF_ORDERS
+    t, base = CHERNOFF_ORDERS, log_mgf + CHERNOFF_LOG_C
     flat = np.ravel(eps)
-    # t eps overflows to inf past eps ~ 1e308 / t: the exponent is then -inf, read below
-    with np.errstate(over="ignore", invalid="ignore"):
-        exponent = (log_mgf + CHERNOFF_LOG_C)[None, :] - np.multiply.outer(flat, t)
-    smallest = np.min(exponent, axis=1)
+    smallest = np.empty(len(flat))
+    for start in range(0, len(flat), 4096):  # chunks keep the (points x orders) array small
+        # t eps overflows to inf past eps ~ 1e308 / t: the exponent is then -inf, read below
+        with np.errstate(over="ignore", invalid="ignore"):
+            exponent = base[None, :] - np.multiply.outer(flat[start : start + 4096], t)
+        smallest[start : start + 4096] = np.min(exponent, axis=1)
     # a bound that underflows is rounded up to the smallest double, not down to 0 (the true
     # delta of a Gaussian at eps = 1e5 is 3e-5406995: positive, so 0 would under-report;
     # at a finite eps whose products overflowed, too). It is 0 only where it is exact: at
