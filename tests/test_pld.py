@@ -490,7 +490,7 @@ def test_a_conversion_leaves_the_latest_query_grid_alone():
     pld = plda.PrivacyLossDistribution.from_mechanism(
         plda.PoissonSampled(plda.Gaussian(0.8), 0.001), 1000)
     first = pld.grid_step
-    pld.epsilon_bounds(1e-10)
+    pld.epsilon_bounds(1e-5)  # (its start grid misses the accuracy: two rounds)
     refined = pld.grid_step
     assert refined < first
     pld.tradeoff_bounds(0.1)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import warnings
+from types import SimpleNamespace
 
 import numpy as np
 
 import plda
-from plda.engine.gaps import FFT_FLOOR, probes
+from plda.engine.gaps import FFT_FLOOR, RESOLUTION, probes, rounding_floor
 from plda.engine.query import realized_queries, recipe_query
 from plda.engine.recipe import add_remove_steps, bounds_over_directions, laws_by_direction
 
@@ -86,3 +87,55 @@ def test_laws_by_direction_merges_gaussians_and_keeps_one_direction_when_symmetr
     assert list(laws) == ["remove"] and len(laws["remove"]) == 1
     sampled = plda.PoissonSampled(plda.Gaussian(1.0), 0.1)
     assert list(laws_by_direction(((sampled, 2),))) == ["remove", "add"]
+
+
+def test_a_delta_on_the_rounding_floor_is_tilted_not_refined():
+    # 1e4 steps at rate 1e-3: the untilted grid's rounding terms on delta are about 1e-9, so
+    # at delta 1e-8 (exactly the old fixed FFT floor, so never tilted) refining only added
+    # rounding: three grids up to 8e5 points, 0.4 s, and [0.585968, 0.588115] (gap 3.6e-3,
+    # with an AccuracyWarning). Below the rounding floor the start grid is tilted instead.
+    mechanism = plda.PoissonSampled(plda.Gaussian(1.1), 0.001)
+    for delta in (3e-8, 1e-8, 9.9e-9):
+        pld = PLD.from_mechanism(mechanism, 10000)
+        first = pld.grid_step
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", plda.AccuracyWarning)
+            lower, upper = pld.epsilon_bounds(delta)
+        assert 0 < lower <= upper and (upper - lower) / upper <= pld.accuracy
+        assert pld.grid_step >= first  # not refined: refining cannot resolve it
+        versions = {"upper": pld.discrete("upper"), "lower": pld.discrete("lower")}
+        floor = rounding_floor(
+            {d: SimpleNamespace(upper=law) for d, law in versions["upper"].items()},
+            pld.accuracy,
+        )
+        assert FFT_FLOOR < floor and delta < floor
+        # the untilted bounds on the same grid hold too: tilting may only tighten them
+        d = np.array([delta])
+        assert upper <= max(float(v.epsilon(d)[0]) for v in versions["upper"].values())
+        assert lower >= max(float(v.epsilon(d)[0]) for v in versions["lower"].values())
+
+
+def test_the_rounding_floor_rises_with_the_rounding_terms_and_the_accuracy():
+    law = SimpleNamespace(probs=np.full(10**4, 1e-4), entry_error=1e-14, l2_error=1e-12)
+    versions = {"remove": SimpleNamespace(upper=law)}
+    # min(1e-14 * 1e4, 1e-12 * 100) = 1e-10, plus 4 n u
+    rounding = 1e-10 + 4 * 10**4 * 2.0**-53
+    assert rounding_floor(versions, 1e-3) == rounding / (RESOLUTION * 1e-3)
+    assert rounding_floor(versions, 1e-4) == rounding / (RESOLUTION * 1e-4)
+    tiny = SimpleNamespace(probs=np.ones(4), entry_error=0.0, l2_error=0.0)
+    assert rounding_floor({"remove": SimpleNamespace(upper=tiny)}, 1e-3) == FFT_FLOOR
+    broken = SimpleNamespace(probs=np.ones(4), entry_error=np.inf, l2_error=np.inf)
+    assert rounding_floor({"remove": SimpleNamespace(upper=broken)}, 1e-3) == 1.0
+
+
+def test_a_delta_answer_on_the_rounding_floor_is_tilted_on_the_grid_reached():
+    # delta(0.587) is about 1e-8 for the composition above: the untilted grid gave
+    # [9.55e-9, 1.046e-8] (a gap of 9%, and its epsilon at the delta reported missed 1e-3)
+    pld = PLD.from_mechanism(plda.PoissonSampled(plda.Gaussian(1.1), 0.001), 10000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", plda.AccuracyWarning)
+        lower, upper = pld.delta_bounds(0.587)
+    assert 0 < lower <= upper and (upper - lower) / upper <= 0.02
+    e = np.array([0.587])
+    assert upper <= max(float(v.delta(e)[0]) for v in pld.discrete("upper").values())
+    assert lower >= max(float(v.delta(e)[0]) for v in pld.discrete("lower").values())

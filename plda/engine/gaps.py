@@ -4,19 +4,22 @@ for, and the accuracy warning of delta answers.
 
 from __future__ import annotations
 
+import math
 from operator import methodcaller
 
 import numpy as np
 
 from plda._internal.errors import warn_if_inaccurate
-from plda._internal.floats import relative_gap
+from plda._internal.floats import UNIT_ROUNDOFF, relative_gap
 from plda.engine.recipe import bounds_over_directions
 
 __all__ = [
     "FFT_FLOOR",
     "REFINE_FLOOR",
+    "RESOLUTION",
     "TILT_FLOOR",
     "probes",
+    "rounding_floor",
     "warn_where_delta_misses",
 ]
 
@@ -27,6 +30,41 @@ FFT_FLOOR = 1e-8
 REFINE_FLOOR = 1e-10
 #: targets below this are left to the untilted bounds (no tilt resolves them)
 TILT_FLOOR = 1e-60
+#: an untilted composition resolves a delta when its rounding error terms on delta are below
+#: this many accuracies times that delta (see :func:`rounding_floor`)
+RESOLUTION = 5.0
+
+
+def rounding_floor(versions: dict, accuracy: float) -> float:
+    """The smallest delta that an untilted composition resolves to the accuracy.
+
+    Its upper version's delta carries a floating-point error term of at most
+    ``F = min(e n, e_2 sqrt(n)) + 4 n u`` (``e``, ``e_2``: its entry and L2 error, ``n`` its
+    length; see :meth:`plda.grid.discrete.DiscreteLoss.delta`), which a finer grid does not
+    shrink (it grows with ``n``). An error ``F`` moves ``epsilon(delta)`` by about
+    ``F / (delta d log delta / d epsilon)``, and ``d log delta / d log epsilon`` is 20-40 for
+    DP-SGD at deltas 1e-5 to 1e-10 (measured: at ``F = 10 accuracy delta`` the gap is within
+    the accuracy, at 30 it is not). Below ``F / (RESOLUTION * accuracy)`` refining the grid is
+    wasted and the exponentially tilted composition answers instead.
+
+    Parameters
+    ----------
+    versions
+        ``{direction: pair}``: a composition's versions on a grid (the leading direction's
+        upper version is read).
+    accuracy
+        The requested relative gap of epsilon.
+
+    Returns
+    -------
+    float
+        The floor, at least :data:`FFT_FLOOR`.
+    """
+    law = next(iter(versions.values())).upper
+    n = len(law.probs)
+    rounding = min(law.entry_error * n, law.l2_error * math.sqrt(n)) + 4 * n * UNIT_ROUNDOFF
+    floor = rounding / (RESOLUTION * accuracy)
+    return max(FFT_FLOOR, floor) if math.isfinite(floor) else 1.0
 
 
 def probes(uppers: list) -> np.ndarray:
@@ -47,14 +85,16 @@ def probes(uppers: list) -> np.ndarray:
     return probe[:: max(1, probe.size // 16)]
 
 
-def warn_where_delta_misses(versions: dict, lower, upper, accuracy: float) -> None:
+def warn_where_delta_misses(
+    versions: dict, lower, upper, accuracy: float, floor: float = FFT_FLOOR
+) -> None:
     """Warn where a delta answer misses the accuracy.
 
     That is where neither its own interval nor the epsilon interval at the delta it reports is
     within ``accuracy`` (relative). The epsilon gap at the deltas reported is what a delta
     query refines for; near ``epsilon = 0`` it is ill-conditioned (a relative gap of a tiny
     epsilon) while the delta interval is tight, so either suffices. Judged where the FFT
-    resolves the answer (an upper bound of at least :data:`FFT_FLOOR`, below 1), at
+    resolves the answer (an upper bound of at least ``floor``, below 1), at
     :func:`probes` of those. Silent inside :func:`plda._internal.errors.quiet_accuracy`.
 
     Parameters
@@ -67,6 +107,9 @@ def warn_where_delta_misses(versions: dict, lower, upper, accuracy: float) -> No
         The reported upper bounds on delta.
     accuracy
         The requested relative gap.
+    floor
+        The smallest delta the untilted grid resolves (:func:`rounding_floor`); smaller
+        answers are the tilted composition's, judged by the caller.
 
     Returns
     -------
@@ -74,7 +117,7 @@ def warn_where_delta_misses(versions: dict, lower, upper, accuracy: float) -> No
         Warns (:class:`~plda.AccuracyWarning`) naming the epsilon interval and its gap.
     """
     lower, upper = np.ravel(lower), np.ravel(upper)
-    loose = (relative_gap(lower, upper) > accuracy) & (upper >= FFT_FLOOR)
+    loose = (relative_gap(lower, upper) > accuracy) & (upper >= floor)
     probe = probes([upper[loose]])
     if probe.size:
         low, high = bounds_over_directions(versions, methodcaller("epsilon", probe))

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from operator import methodcaller
 
@@ -15,13 +15,7 @@ import numpy as np
 
 from plda._internal.errors import GridTooLarge, check_bracket, quiet_accuracy, warn_if_inaccurate
 from plda._internal.floats import relative_gap
-from plda.engine.gaps import (
-    FFT_FLOOR,
-    REFINE_FLOOR,
-    TILT_FLOOR,
-    probes,
-    warn_where_delta_misses,
-)
+from plda.engine.gaps import TILT_FLOOR, probes, rounding_floor, warn_where_delta_misses
 from plda.engine.plan import MAX_GRID, Pilot, PilotSteps, Plan, StepPredictor, pilot, refine
 from plda.engine.recipe import (
     Screen,
@@ -50,7 +44,7 @@ class Query:
         Target relative gap ``(upper - lower) / upper`` of ``epsilon(delta)``.
     policy
         The step policy: :class:`PilotSteps`, or the accountant's ladder
-        (:class:`plda.accounting.composition.LadderSteps`). It gives ``current(plan,
+        (:class:`plda.accounting.ladder.LadderSteps`). It gives ``current(plan,
         refined)``, ``next_step(step, gap)``, ``coarser(step, exc)``, ``fixed`` (a step never
         refined, or None) and ``margin`` (None, or the margin within which a trial grid reads
         a non-leading direction's optimistic version).
@@ -240,11 +234,16 @@ class Query:
         InvertedBracketError
             Where the lower bound exceeds the upper one (a defect, never hidden)."""
         flat = np.ravel(d)
-        versions, step = self.grid(flat[(flat >= REFINE_FLOOR) | (flat == flat.max())])
+        versions, step = self._fitting(self.policy.current(None, refined=True))
+        # refining cannot resolve a delta below the rounding floor: those are left to the tilt
+        resolved = flat[flat >= rounding_floor(versions, self.accuracy)]
+        if resolved.size:
+            versions, step = self.grid(resolved, start=step)
         self.cache["plan"] = Plan(step=step)  # for inspection (latest) only
         lower, upper = bounds_over_directions(versions, methodcaller("epsilon", d))
         lower, upper = np.ravel(lower), np.ravel(upper)
-        small = (flat > TILT_FLOOR) & (flat < FFT_FLOOR)
+        # (the floor of the grid reached: a finer grid rounds more)
+        small = (flat > TILT_FLOOR) & (flat < rounding_floor(versions, self.accuracy))
         small &= relative_gap(lower, upper) > self.accuracy
         if small.any():
             lower, upper = self.tilted(versions, step, small, flat, lower, upper, "epsilon")
@@ -281,13 +280,16 @@ class Query:
         if self.policy.fixed is None:
             known = {d: pair.upper.delta(e) for d, pair in versions.items()}
             probe = probes(list(known.values()))
+            # refining cannot resolve a delta below the rounding floor: those are left to the tilt
+            probe = probe[probe >= rounding_floor(versions, self.accuracy)]
             if probe.size:
                 (versions, step), known = self.grid(probe, start=step), None
         self.cache["plan"] = Plan(step=step)  # for inspection (latest) only
         lower, upper = bounds_over_directions(versions, methodcaller("delta", e), known=known)
         flat, lower, upper = np.ravel(e), np.ravel(lower), np.ravel(upper)
-        warn_where_delta_misses(versions, lower, upper, self.accuracy)
-        small = (upper > TILT_FLOOR) & (upper < FFT_FLOOR) & (lower < upper * (1 - self.accuracy))
+        floor = rounding_floor(versions, self.accuracy)  # of the grid reached
+        warn_where_delta_misses(versions, lower, upper, self.accuracy, floor=floor)
+        small = (upper > TILT_FLOOR) & (upper < floor) & (lower < upper * (1 - self.accuracy))
         if small.any():
             lower, upper = self.tilted(versions, step, small, flat, lower, upper, "delta")
         lower, upper = lower.reshape(e.shape), upper.reshape(e.shape)
@@ -301,14 +303,19 @@ class Query:
         """Below the FFT's rounding floor, the bounds recomposed under an exponential tilt.
 
         Each ``small`` target gets the tilt aimed at it (:func:`plda.engine.tilt.chernoff_tilts`
-        from the untilted ``versions``); the tighter of the two certified bounds is kept.
+        from the untilted ``versions``); the tighter of the certified bounds is kept. Where an
+        epsilon's tilted gap still misses the accuracy, finer grids follow (the refinement
+        loop, with a step predictor of its own: the tilted gap is another function of the step
+        than the untilted one); every grid's bounds are certified, so the tightest are kept. (A
+        delta's own relative gap is some 20-40 times its epsilon gap, which is what a delta
+        query refines for: its tilted answer is the one on the grid reached.)
 
         Parameters
         ----------
         versions
             ``{direction: pair}``, untilted.
         step
-            The grid step to recompose on.
+            The grid step to recompose on first.
         small
             Boolean mask of the targets to tilt for.
         targets
@@ -325,10 +332,29 @@ class Query:
         tuple of numpy.ndarray
             ``(lower, upper)``, new arrays.
         """
-        tilts = chernoff_tilts(versions, targets[small], kind)
+        index = np.nonzero(small)[0]
+        tilts = chernoff_tilts(versions, targets[index], kind)
         lower, upper = lower.copy(), upper.copy()
+        self._tilted_at(step, tilts, index, targets, lower, upper, kind)
+        missing = relative_gap(lower[index], upper[index]) > self.accuracy
+        predictor = getattr(self.policy, "predictor", None)
+        if kind == "epsilon" and missing.any() and self.policy.fixed is None and predictor:
+            index, tilts = index[missing], tilts[missing]
+
+            def gap_at(finer: float) -> float:
+                self._tilted_at(finer, tilts, index, targets, lower, upper, kind)
+                return float(np.max(relative_gap(lower[index], upper[index])))
+
+            own = replace(self.policy, predictor=StepPredictor(self.accuracy, unit=predictor.unit))
+            refine(step, float(np.max(relative_gap(lower[index], upper[index]))), gap_at,
+                   self.accuracy, own.next_step)
+        return lower, upper
+
+    def _tilted_at(self, step: float, tilts, index, targets, lower, upper, kind: str) -> None:
+        """Tighten ``lower`` and ``upper`` (in place) at ``targets[index]`` by the compositions
+        on ``step`` under ``tilts`` (one per target)."""
         for tilt in np.unique(tilts):
-            pick = np.nonzero(small)[0][tilts == tilt]
+            pick = index[tilts == tilt]
             # the Chernoff-optimal tilt puts the tilted mass slightly beyond the crossing loss;
             # where the optimistic side's error terms still swamp it there (its bound drops to
             # 0), a smaller tilt resolves it: 1e3 steps at q=0.01, sigma=2.29, delta=1e-12 give
@@ -340,12 +366,11 @@ class Query:
                 except MemoryError:
                     continue
                 lo, up = bounds_over_directions(tilted, methodcaller(kind, targets[pick]))
-                # fmin/fmax ignore a NaN from the tilted side: the untilted bound stands then
+                # fmin/fmax ignore a NaN from the tilted side: the other bound stands then
                 upper[pick] = np.fmin(upper[pick], up)
-                lower[pick] = np.minimum(np.fmax(lower[pick], lo), upper[pick])
+                lower[pick] = np.fmax(lower[pick], lo)
                 if np.all(relative_gap(lower[pick], upper[pick]) <= self.accuracy):
                     break
-        return lower, upper
 
 
 def realized_lower(realized: tuple, kind: str, targets: np.ndarray) -> np.ndarray:
