@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import plda
-from plda.accounting.composition import halved_step, ladder_step
+from plda.accounting.ladder import halved_step, ladder_step
 from plda.discretization.discretize import discretize
 from plda.engine import composer as composer_module
 from plda.engine.composer import Composer, compose

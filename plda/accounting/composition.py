@@ -2,16 +2,15 @@
 
 Each answer takes the stages of :class:`plda.engine.query.Query`; a history adds its caching
 composer (:class:`~plda.accounting.composer.HistoryComposer`), its step policy on a ladder set
-by the *horizon* (:class:`LadderSteps`), checkpoint dominance (a direction a longer history's
-bound shows dominated is not composed) and the hand-off of deltas below the FFT floor to the
-one-shot driver. Every choice depends on the history and the query alone, so a reloaded
-accountant answers bit for bit like the original. Why each holds: ``docs/accountant.md``.
+by the *horizon* (:class:`~plda.accounting.ladder.LadderSteps`), checkpoint dominance (a
+direction a longer history's bound shows dominated is not composed) and the hand-off of deltas
+below the FFT's rounding floor to the one-shot driver. Every choice depends on the history and
+the query alone, so a reloaded accountant answers bit for bit like the original. Why each
+holds: ``docs/accountant.md``.
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
 from operator import methodcaller
 
 import numpy as np
@@ -29,116 +28,15 @@ from plda.accounting.history import (
     coarsened,
 )
 from plda.accounting.history import horizon as horizon_of
+from plda.accounting.ladder import LadderSteps, ladder_step
 from plda.conversions.renyi import currency_capped
 from plda.engine.composer import Composer
 from plda.engine.gaps import FFT_FLOOR, probes, warn_where_delta_misses
-from plda.engine.plan import MIN_STEP, pilot
+from plda.engine.plan import pilot
 from plda.engine.query import Query, realized_queries, recipe_query
 from plda.engine.recipe import add_remove_steps, bounds_over_directions
 from plda.engine.recipe import merge as merge_runs
 from plda.mechanisms.base import DIRECTIONS
-
-
-def ladder_step(step: float, unit: float | None) -> float:
-    """Largest step at most ``step`` on the ladder ``unit * 2^-j``.
-
-    The ladder keeps the grid put while a history grows, so discretizations and spectra are
-    reused.
-
-    Parameters
-    ----------
-    step
-        The step asked for.
-    unit
-        The atoms' common spacing, or None (the ladder of powers of two then).
-
-    Returns
-    -------
-    float
-        The ladder step.
-    """
-    if unit and unit >= step / 4:
-        if unit <= step:
-            return float(unit)
-        return float(unit / 2.0 ** math.ceil(math.log2(unit / step) - 1e-12))
-    return float(2.0 ** math.floor(math.log2(step) + 1e-12))
-
-
-def halved_step(step: float, gap: float, accuracy: float, unit: float | None) -> float:
-    """The next step of a refinement on the ladder of :func:`ladder_step`.
-
-    Half the step, or a quarter when the gap is so far off (16x) that halving cannot close it
-    even where it falls like ``h^4`` (on coarse grids the gap falls faster than ``h^2``, so a
-    step predicted from ``h^2`` would often be finer than needed, which every later query of a
-    history pays for; the coarse trials are cheap).
-
-    Parameters
-    ----------
-    step
-        The current step.
-    gap
-        Its measured relative gap.
-    accuracy
-        The target gap.
-    unit
-        The atoms' common spacing, or None.
-
-    Returns
-    -------
-    float
-        The next ladder step.
-    """
-    far = not np.isfinite(gap) or gap > 16 * accuracy
-    return ladder_step(step * (0.25 if far else 0.5), unit)
-
-
-@dataclass(frozen=True)
-class LadderSteps:
-    """The accountant's step policy: grid steps on a power-of-two ladder.
-
-    What :meth:`plda.engine.query.Query.refined` and :meth:`~plda.engine.query.Query.gap`
-    read: each refinement halves the step on the ladder of :func:`ladder_step`
-    (or quarters it when the gap is far off, :func:`halved_step`), so the
-    grid stays put while the history grows; a trial grid is judged on its leading direction
-    first, reading another direction's optimistic version only within ``margin`` (the
-    accuracy) of the upper bound.
-
-    Attributes
-    ----------
-    accuracy : float
-        Target relative gap of ``epsilon(delta)``; also the margin.
-    unit : float or None
-        The atoms' common spacing (the ladder's top rung), or None.
-    """
-
-    accuracy: float
-    unit: float | None = None
-    #: the accountant's steps are always refined (no step is fixed)
-    fixed = None
-
-    @property
-    def margin(self) -> float:
-        """The margin of a trial grid's non-leading directions: the accuracy."""
-        return self.accuracy
-
-    def next_step(self, step: float, gap: float) -> float | None:
-        """The next rung of the ladder below ``step``.
-
-        Parameters
-        ----------
-        step : float
-            The current grid step.
-        gap : float
-            The relative gap reached on it.
-
-        Returns
-        -------
-        float or None
-            The step halved (or quartered when the gap is far off), None below the finest
-            step.
-        """
-        finer = halved_step(step, gap, self.accuracy, self.unit)
-        return finer if finer >= MIN_STEP else None
 
 
 class HistoryComposition:
