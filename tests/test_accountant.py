@@ -548,3 +548,24 @@ def test_random_histories_agree_with_direct_composition(steps, delta, laplace):
     assert ours.lower <= direct.upper * (1 + 1e-9) and direct.lower <= ours.upper * (1 + 1e-9)
     fresh = PLDAccountant.from_state_dict(acct.state_dict())
     assert fresh.epsilon_bounds(delta) == ours
+
+
+def test_deltas_below_the_rounding_floor_go_to_the_one_shot_driver():
+    # 1e4 steps at rate 1e-3: the fast path's rounding floor is about 1e-7, and at delta 1e-8
+    # (not below the fixed 1e-8, so kept) its refinement could not help: [0.58615, 0.58792],
+    # gap 3e-3 with an AccuracyWarning, after three grids
+    acct = PLDAccountant()
+    acct.step(noise_multiplier=1.1, sample_rate=0.001, count=10000)
+    pld = acct.pld
+    for delta in (3e-8, 1e-8):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", plda.AccuracyWarning)
+            lower, upper = acct.epsilon_bounds(delta)
+        assert 0 < lower <= upper and (upper - lower) / upper <= acct.accuracy
+        assert acct.epsilon(delta) == upper  # decided on the history alone
+        other = pld.epsilon_bounds(delta)  # the same answer as the PLD's, both certified
+        assert lower <= other.upper and other.lower <= upper
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", plda.AccuracyWarning)
+        lower, upper = acct.delta_bounds(0.587)  # delta about 1e-8: the tilted answer
+    assert 0 < lower <= upper and (upper - lower) / upper <= 0.02

@@ -257,6 +257,7 @@ PAGES_WITH_CLAIMS = [p for p in PAGES if QUOTES.claims(p.read_text(encoding="utf
 #: prose intervals that are not plda's output today, so no code can produce them (each says why)
 UNCHECKED_INTERVALS = {
     ("docs/accountant.md", "[3.46, 5.22]"): "what the fast path gave before the tilted composition",
+    ("docs/accountant.md", "[0.58615, 0.58792]"): "what the fast path gave above its fixed floor",
 }
 _PROSE_INTERVAL = re.compile(r"\[\s*-?\d+\.\d{2,}\s*,\s*-?\d+\.\d{2,}\s*\]")
 

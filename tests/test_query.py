@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 from types import SimpleNamespace
 
 import numpy as np
 
 import plda
-from plda.engine.gaps import FFT_FLOOR, RESOLUTION, probes, rounding_floor
+from plda.engine.gaps import FFT_FLOOR, RESOLUTION, monotone_envelope, probes, rounding_floor
 from plda.engine.query import realized_queries, recipe_query
 from plda.engine.recipe import add_remove_steps, bounds_over_directions, laws_by_direction
 
@@ -139,3 +140,34 @@ def test_a_delta_answer_on_the_rounding_floor_is_tilted_on_the_grid_reached():
     e = np.array([0.587])
     assert upper <= max(float(v.delta(e)[0]) for v in pld.discrete("upper").values())
     assert lower >= max(float(v.delta(e)[0]) for v in pld.discrete("lower").values())
+
+
+def test_the_monotone_envelope_tightens_each_bound_by_its_neighbours():
+    # epsilon(delta) is non-increasing: an upper bound holds for every larger delta, a lower
+    # bound for every smaller one (the targets in any order)
+    targets = np.array([1e-5, 1e-10, 1e-2, 1e-8])
+    lower = np.array([1.0, 1.5, 0.2, 1.6])  # 1e-8's lower beats 1e-10's
+    upper = np.array([2.0, 1.9, 0.5, 2.5])  # 1e-10's upper beats 1e-8's and 1e-5's
+    low, up = monotone_envelope(targets, lower, upper)
+    assert list(up) == [1.9, 1.9, 0.5, 1.9] and list(low) == [1.0, 1.6, 0.2, 1.6]
+    assert list(lower) == [1.0, 1.5, 0.2, 1.6]  # new arrays
+    # a NaN never replaces a bound (and a bound that holds there replaces it)
+    low, up = monotone_envelope(np.array([1e-3, 1e-6]), np.array([np.nan, 1.0]),
+                                np.array([np.nan, 2.0]))
+    assert np.isnan(low[0]) and low[1] == 1.0 and list(up) == [2.0, 2.0]
+
+
+def test_an_answer_at_several_deltas_never_grows_as_delta_grows():
+    # a one-way curve through randomized response's (eps = 0.5), 4 steps: delta 1e-10 is
+    # tilted, delta 1e-5 is not, and the tilted upper bound (2.00015) was below the untilted
+    # one at 1e-5 (2.00144)
+    corner = 1 / (1 + math.exp(0.5))
+    alpha = np.array([0.0, corner / 2, corner, (corner + 1) / 2, 1.0])
+    beta = np.maximum.reduce([np.zeros(5), 1 - math.exp(0.5) * alpha,
+                              math.exp(-0.5) * (1 - alpha)])
+    pld = PLD.from_mechanism(plda.TradeoffCurve(alpha=alpha, beta=beta, symmetric=False), 4)
+    deltas = np.array([1e-2, 1e-5, 1e-10])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", plda.AccuracyWarning)
+        lower, upper = pld.epsilon_bounds(deltas)
+    assert np.all(np.diff(upper) >= 0) and np.all(np.diff(lower) >= 0)

@@ -31,7 +31,13 @@ from plda.accounting.history import horizon as horizon_of
 from plda.accounting.ladder import LadderSteps, ladder_step
 from plda.conversions.renyi import currency_capped
 from plda.engine.composer import Composer
-from plda.engine.gaps import FFT_FLOOR, probes, warn_where_delta_misses
+from plda.engine.gaps import (
+    FFT_FLOOR,
+    monotone_envelope,
+    probes,
+    rounding_floor,
+    warn_where_delta_misses,
+)
 from plda.engine.plan import pilot
 from plda.engine.query import Query, realized_queries, recipe_query
 from plda.engine.recipe import add_remove_steps, bounds_over_directions
@@ -74,8 +80,9 @@ class HistoryComposition:
     def epsilon_pair(self, history, d: np.ndarray, need_lower: bool):
         """``(lower, upper)`` epsilon bounds of ``history`` at ``d``.
 
-        Deltas below :data:`~plda.engine.gaps.FFT_FLOOR` go to the one-shot driver, whose
-        exponentially tilted composition resolves them (this path's FFT floor would leave a
+        Deltas below the rounding floor (:func:`plda.engine.gaps.rounding_floor` of the horizon
+        history on its first grid, see :meth:`horizon_step`) go to the one-shot driver,
+        whose exponentially tilted composition resolves them (this path's grids would leave a
         gap of several percent there); the others take the cached-spectrum composition.
 
         Parameters
@@ -100,7 +107,7 @@ class HistoryComposition:
     def _uncapped_epsilon_pair(self, history, d: np.ndarray, need_lower: bool):
         components = merge_runs(history)
         flat = np.ravel(d)
-        small = (flat > 0) & (flat < FFT_FLOOR)
+        small = (flat > 0) & (flat < self._horizon(components, flat)[3])
         if not small.any():
             return self._fast_epsilon_pair(components, d, need_lower)
         with quiet_accuracy():  # epsilon_bounds warns once, for the whole answer
@@ -113,6 +120,8 @@ class HistoryComposition:
             rest_lower, rest_upper = self._fast_epsilon_pair(components, flat[~small], need_lower)
             upper[~small] = rest_upper
             lower[~small] = rest_lower if need_lower else 0.0
+            # (the two paths' bounds, made consistent: epsilon(delta) is non-increasing)
+            lower, upper = monotone_envelope(flat, lower, upper)
         return (lower.reshape(d.shape) if need_lower else None), upper.reshape(d.shape)
 
     def delta_pair(self, history, e: np.ndarray, need_lower: bool):
@@ -146,7 +155,10 @@ class HistoryComposition:
         components = merge_runs(history)
         first, unit = self._grid_step(components)
         try:
-            probe = probes([v.upper.delta(e) for v in self.versions(components, first).values()])
+            versions = self.versions(components, first)
+            probe = probes([v.upper.delta(e) for v in versions.values()])
+            floor = rounding_floor(versions, self._accuracy)
+            probe = probe[probe >= floor]  # (those below are the tilt's: refining cannot help)
         except GridTooLarge:  # beyond this path's grid cap: the driver's (capped) grid
             return tuple(self._one_shot(components).delta_bounds(e))
         found, used = None, first  # the bounds, and the grid step they were read on
@@ -168,19 +180,21 @@ class HistoryComposition:
         lower, upper = found
         if need_lower:  # delta_bounds says where its answer misses the accuracy
             warn_where_delta_misses(self.versions(components, used, both=DIRECTIONS), lower,
-                                    upper, self._accuracy)
-        small = np.ravel((upper > 0) & (upper < FFT_FLOOR))
+                                    upper, self._accuracy, floor=floor)
+        small = np.ravel((upper > 0) & (upper < floor))
         if small.any():
             tilted_lower, tilted_upper = self._one_shot(components).delta_bounds(
                 np.ravel(e)[small]
             )
             upper = np.ravel(upper).copy()
             upper[small] = np.ravel(tilted_upper)
+            low = np.ravel(lower).copy() if need_lower else np.zeros(upper.shape)
+            low[small] = np.ravel(tilted_lower)
+            # (the two paths' bounds, made consistent: delta(epsilon) is non-increasing)
+            low, upper = monotone_envelope(np.ravel(e), low, upper)
             upper = upper.reshape(np.shape(e))
             if need_lower:
-                lower = np.ravel(lower).copy()
-                lower[small] = np.ravel(tilted_lower)
-                lower = lower.reshape(np.shape(e))
+                lower = low.reshape(np.shape(e))
                 check_bracket(lower, upper, query="delta_bounds")
         return lower, upper
 
@@ -220,7 +234,7 @@ class HistoryComposition:
         grid cap, the step is refined on the history itself (and beyond that the one-shot
         driver takes over)."""
         flat = np.ravel(d)
-        step, horizon_uppers, order = self._horizon(components, flat)
+        step, horizon_uppers, order, _ = self._horizon(components, flat)
         if step is not None:
             try:
                 return self._directed_pair(components, step, d, need_lower, horizon_uppers, order)
@@ -307,15 +321,18 @@ class HistoryComposition:
         Returns
         -------
         float or None
-            The step; None if the horizon does not fit under the grid cap.
+            The step; None if the horizon does not fit under the grid cap, or if every delta
+            lies below its rounding floor (refining cannot resolve those).
         """
         return self._horizon(components, d)[0]
 
     def _horizon(self, components, d: np.ndarray) -> tuple:
-        """``(step, uppers, order)``: :meth:`horizon_step`, each direction's epsilon upper
-        bound at ``d`` for the horizon history on that step (a dominance bound, as the horizon
-        history has at least as many steps of every mechanism), and the directions by
-        decreasing bound (the leading one first)."""
+        """``(step, uppers, order, floor)``: :meth:`horizon_step`, each direction's epsilon
+        upper bound at ``d`` for the horizon history on that step (a dominance bound, as the
+        horizon history has at least as many steps of every mechanism), the directions by
+        decreasing bound (the leading one first), and the rounding floor of the horizon's first
+        grid (:func:`plda.engine.gaps.rounding_floor`: the deltas below it are not refined for,
+        they go to the one-shot driver)."""
         horizon = self._coarsened(components)[1]
         key = (horizon, d.tobytes(), d.shape)
         hit = self._refined.get(key)
@@ -323,13 +340,21 @@ class HistoryComposition:
             first, unit = self._grid_step(components)
             if len(self._refined) > 256:
                 self._refined.clear()
-            step, _, _, uppers = self._refine(horizon, first, d, unit, kept=False)
+            try:  # (the refinement's own first grid)
+                floor = rounding_floor(self.versions(horizon, first, both=("remove",), kept=False),
+                                       self._accuracy)
+            except GridTooLarge:
+                floor = FFT_FLOOR
+            resolved = d[d >= floor]  # (no step for none: every delta is the one-shot's)
+            step, uppers = None, None
+            if resolved.size:
+                step, _, _, uppers = self._refine(horizon, first, resolved, unit, kept=False)
             order = (
                 sorted(uppers, key=lambda D: -float(np.max(uppers[D])))
                 if uppers is not None
                 else None
             )
-            hit = self._refined[key] = (step, uppers, order)
+            hit = self._refined[key] = (step, uppers, order, floor)
         return hit
 
     def _refine(self, components, step: float, d: np.ndarray, unit, kept: bool = True):

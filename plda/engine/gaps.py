@@ -18,6 +18,7 @@ __all__ = [
     "REFINE_FLOOR",
     "RESOLUTION",
     "TILT_FLOOR",
+    "monotone_envelope",
     "probes",
     "rounding_floor",
     "warn_where_delta_misses",
@@ -65,6 +66,38 @@ def rounding_floor(versions: dict, accuracy: float) -> float:
     rounding = min(law.entry_error * n, law.l2_error * math.sqrt(n)) + 4 * n * UNIT_ROUNDOFF
     floor = rounding / (RESOLUTION * accuracy)
     return max(FFT_FLOOR, floor) if math.isfinite(floor) else 1.0
+
+
+def monotone_envelope(targets: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> tuple:
+    """Bounds at several targets tightened by the monotonicity of the answer.
+
+    ``epsilon(delta)`` and ``delta(epsilon)`` are both non-increasing, so an upper bound at a
+    target bounds every larger target too, and a lower bound every smaller one. Bounds from
+    different grids (a tilted target's and an untilted one's) may be tighter at one target than
+    at a larger one; the envelope keeps every answer consistent with the others, and certified
+    (``lower > upper`` after it means some bound was wrong: the caller's bracket check raises).
+
+    Parameters
+    ----------
+    targets
+        The deltas (epsilon queries) or epsilons (delta queries), flat.
+    lower
+        Certified lower bounds there, flat.
+    upper
+        Certified upper bounds there, flat.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(lower, upper)``: ``upper`` at a target is the least upper bound at any target up to
+        it, ``lower`` the largest lower bound at any target from it on (new arrays).
+    """
+    order = np.argsort(targets, kind="stable")
+    lower, upper = np.array(lower, dtype=float), np.array(upper, dtype=float)
+    # fmin/fmax: a NaN never replaces a bound (and is kept only where nothing else is known)
+    upper[order] = np.fmin.accumulate(upper[order])
+    lower[order] = np.fmax.accumulate(lower[order][::-1])[::-1]
+    return lower, upper
 
 
 def probes(uppers: list) -> np.ndarray:

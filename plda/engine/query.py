@@ -15,7 +15,13 @@ import numpy as np
 
 from plda._internal.errors import GridTooLarge, check_bracket, quiet_accuracy, warn_if_inaccurate
 from plda._internal.floats import relative_gap
-from plda.engine.gaps import TILT_FLOOR, probes, rounding_floor, warn_where_delta_misses
+from plda.engine.gaps import (
+    TILT_FLOOR,
+    monotone_envelope,
+    probes,
+    rounding_floor,
+    warn_where_delta_misses,
+)
 from plda.engine.plan import MAX_GRID, Pilot, PilotSteps, Plan, StepPredictor, pilot, refine
 from plda.engine.recipe import (
     Screen,
@@ -247,6 +253,7 @@ class Query:
         small &= relative_gap(lower, upper) > self.accuracy
         if small.any():
             lower, upper = self.tilted(versions, step, small, flat, lower, upper, "epsilon")
+            lower, upper = monotone_envelope(flat, lower, upper)
         lower, upper = lower.reshape(d.shape), upper.reshape(d.shape)
         warn_if_inaccurate(lower, upper, self.accuracy, query="epsilon_bounds")
         if self.realized:
@@ -292,6 +299,7 @@ class Query:
         small = (upper > TILT_FLOOR) & (upper < floor) & (lower < upper * (1 - self.accuracy))
         if small.any():
             lower, upper = self.tilted(versions, step, small, flat, lower, upper, "delta")
+            lower, upper = monotone_envelope(flat, lower, upper)
         lower, upper = lower.reshape(e.shape), upper.reshape(e.shape)
         if self.realized:
             lower = realized_lower(self.realized, "delta", e)
