@@ -311,12 +311,9 @@ class Query:
         """Below the FFT's rounding floor, the bounds recomposed under an exponential tilt.
 
         Each ``small`` target gets the tilt aimed at it (:func:`plda.engine.tilt.chernoff_tilts`
-        from the untilted ``versions``); the tighter of the certified bounds is kept. Where an
-        epsilon's tilted gap still misses the accuracy, finer grids follow (the refinement
-        loop, with a step predictor of its own: the tilted gap is another function of the step
-        than the untilted one); every grid's bounds are certified, so the tightest are kept. (A
-        delta's own relative gap is some 20-40 times its epsilon gap, which is what a delta
-        query refines for: its tilted answer is the one on the grid reached.)
+        from the untilted ``versions``); the tightest certified bounds are kept. An epsilon whose
+        tilted gap misses the accuracy is refined under its tilt (a predictor of its own); a
+        delta is not (its relative gap is 20-40 times the epsilon gap a delta query refines for).
 
         Parameters
         ----------
@@ -348,13 +345,12 @@ class Query:
         predictor = getattr(self.policy, "predictor", None)
         if kind == "epsilon" and missing.any() and self.policy.fixed is None and predictor:
             index, tilts = index[missing], tilts[missing]
+            own = replace(self.policy, predictor=StepPredictor(self.accuracy, unit=predictor.unit))
+            seen: list = []
 
             def gap_at(finer: float) -> float:
                 self._tilted_at(finer, tilts, index, targets, lower, upper, kind)
                 return float(np.max(relative_gap(lower[index], upper[index])))
-
-            own = replace(self.policy, predictor=StepPredictor(self.accuracy, unit=predictor.unit))
-            seen: list = []
 
             def finer(at: float, gap: float) -> float | None:
                 # a tilted gap that a finer grid did not shrink is not the discretization's (a
