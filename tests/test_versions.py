@@ -210,3 +210,21 @@ def test_screening_changes_no_bound_and_skips_the_dominated_fine_grid(
     assert np.array_equal(deltas.upper, expected.upper)
     if (sigma, rate) != (2.0, 0.3):  # a grid at most 4x finer than the pilot's: no screen
         assert fine_uppers == {"remove": True, "add": False}
+
+
+def test_a_tilted_plan_is_screened_by_the_untilted_coarse_grids(monkeypatch):
+    # delta 1e-8 after 1e4 steps lies below the rounding floor: the answer is the tilted
+    # composition's, and the add direction's untilted coarse bound settles it there too
+    mechanism = plda.PoissonSampled(plda.Gaussian(1.1), 0.001)
+    screened = PLD.from_mechanism(mechanism, 10_000)
+    eps = screened.epsilon_bounds(1e-8)
+    tilted_uppers = {
+        direction: pair._upper is not None
+        for key, versions in screened._cache.items()
+        if isinstance(key, tuple) and key[0] == "grid" and key[1].tilt
+        for direction, pair in versions.items()
+    }
+    assert tilted_uppers == {"remove": True, "add": False}
+    plda.clear_caches()
+    monkeypatch.setattr(Screen, "version", lambda self, index, step: None)  # screens off
+    assert PLD.from_mechanism(mechanism, 10_000).epsilon_bounds(1e-8) == eps

@@ -336,8 +336,8 @@ def grid_pair(laws: list, plan: Plan, leading: bool, screen: Screen | None = Non
         laws' optimistic versions are then discretized with the pessimistic ones (one pass over
         the cells).
     screen
-        The direction's :class:`Screen`, or None. An untilted plan, where the screen's coarse
-        grid fits, composes both versions only when first read.
+        The direction's :class:`Screen`, or None. Where the screen's coarse grid fits, the plan
+        (tilted or not) composes both versions only when first read.
 
     Returns
     -------
@@ -353,7 +353,9 @@ def grid_pair(laws: list, plan: Plan, leading: bool, screen: Screen | None = Non
             return compose_tilted(factors, plan.tilt, tail=plan.tail, max_size=MAX_GRID)
         return compose(factors, tail=plan.tail, max_size=MAX_GRID)
 
-    if screen is not None and not plan.tilt and plan.tail == screen.tail:
+    # (a tilted plan too: the coarse grids' untilted versions are certified bounds as well, so
+    # a direction they settle is composed under no tilt at all)
+    if screen is not None and plan.tail == screen.tail:
         views = tuple(partial(screen.version, step=h) for h in screen.steps(plan.step))
         if views[0](0) is not None:
             return GridPair(None, lambda: side(1), compose_upper=lambda: side(0), screen=views)
