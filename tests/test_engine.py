@@ -280,3 +280,16 @@ def test_kept_running_products_are_not_changed_by_the_histories_that_extend_them
         again = fresh.compose(history, 1 << 22, length=4096)
         assert np.array_equal(result.probs, again.probs) and result.offset == again.offset
         assert result.entry_error == again.entry_error and result.l2_error == again.l2_error
+
+
+def test_the_error_sum_bound_takes_the_smaller_of_its_two_norms():
+    from plda._internal.floats import error_sum_bound
+
+    # |e_i| <= 1e-3 and ||e||_2 <= 1e-2 over 400 entries: sum |e_i| <= min(0.4, 0.2)
+    assert error_sum_bound(1e-3, 1e-2, 400) == 1e-2 * 20.0  # the L2 bound
+    assert error_sum_bound(1e-2, 1e-4, 400) == 1e-4 * 20.0
+    assert error_sum_bound(1e-5, 1e-2, 400) == 1e-5 * 400  # the entrywise bound
+    # weighted: sum w |e_i| <= min(e sum w, e2 sqrt(sum w^2)), elementwise on arrays
+    got = error_sum_bound(1e-3, 1e-2, np.array([4.0, 400.0]), np.array([16.0, 1e4]))
+    assert np.allclose(got, [4e-3, 0.4]) and isinstance(got, np.ndarray)
+    assert isinstance(error_sum_bound(1e-3, 1e-2, 9), float)  # scalars stay scalar

@@ -10,7 +10,7 @@ from operator import methodcaller
 import numpy as np
 
 from plda._internal.errors import warn_if_inaccurate
-from plda._internal.floats import UNIT_ROUNDOFF, relative_gap
+from plda._internal.floats import UNIT_ROUNDOFF, error_sum_bound, relative_gap
 from plda.engine.recipe import bounds_over_directions
 
 __all__ = [
@@ -63,7 +63,7 @@ def rounding_floor(versions: dict, accuracy: float) -> float:
     """
     law = next(iter(versions.values())).upper
     n = len(law.probs)
-    rounding = min(law.entry_error * n, law.l2_error * math.sqrt(n)) + 4 * n * UNIT_ROUNDOFF
+    rounding = error_sum_bound(law.entry_error, law.l2_error, n) + 4 * n * UNIT_ROUNDOFF
     floor = rounding / (RESOLUTION * accuracy)
     return max(FFT_FLOOR, floor) if math.isfinite(floor) else 1.0
 

@@ -7,13 +7,12 @@ The error analysis: docs/concepts/fft-composition.md.
 
 from __future__ import annotations
 
-import math
 from dataclasses import InitVar, dataclass, field
 
 import numpy as np
 
 from plda._internal import fft
-from plda._internal.floats import UNIT_ROUNDOFF
+from plda._internal.floats import UNIT_ROUNDOFF, error_sum_bound
 
 #: powers whose bound falls below e^LOG_FLOOR are set to 0 and charged in full (their values
 #: are below the smallest normal double; computing them costs many times an ordinary exp)
@@ -161,5 +160,5 @@ def spectrum_of(law, n: int) -> Spectrum:
         # ||e||_1 <= min(len * entry_error, sqrt(len) * l2_error) at every frequency, on top
         # of the transform's own rounding. (A discretized law has both at 0: nothing added.)
         size = len(law.probs)
-        eta += min(law.entry_error * size, law.l2_error * math.sqrt(size))
+        eta += error_sum_bound(law.entry_error, law.l2_error, size)
     return Spectrum(powers=[x], eta=eta)

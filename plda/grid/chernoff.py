@@ -8,13 +8,12 @@ needs them (:data:`CHERNOFF_GATE`): a composition's are the sum of its factors'.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from plda._internal.chernoff import CHERNOFF_LOG_C, CHERNOFF_ORDERS
-from plda._internal.floats import union_probability
+from plda._internal.floats import error_sum_bound, union_probability
 
 __all__ = ["CHERNOFF_GATE", "ComposedTail", "chernoff_delta", "chernoff_epsilon",
            "chernoff_worth", "composed_tail"]
@@ -96,7 +95,7 @@ def chernoff_worth(law, value) -> np.ndarray:
         mass at +inf and the bound on its rounding.
     """
     n = len(law.probs)
-    floor = law.infinity_mass + min(law.entry_error * n, law.l2_error * math.sqrt(n))
+    floor = law.infinity_mass + error_sum_bound(law.entry_error, law.l2_error, n)
     return np.asarray(value) <= CHERNOFF_GATE * floor
 
 

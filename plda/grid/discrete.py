@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from plda._internal.chernoff import CHERNOFF_ORDERS
-from plda._internal.floats import UNIT_ROUNDOFF, discounted_tails, dot
+from plda._internal.floats import UNIT_ROUNDOFF, discounted_tails, dot, error_sum_bound
 from plda.grid.chernoff import chernoff_delta, chernoff_epsilon, chernoff_worth
 from plda.grid.moments import exp_neg_grid, log_mgf_ladder
 
@@ -203,7 +203,7 @@ class DiscreteLoss:
         # rounding of the tail sums: (n u) * sum of magnitudes for the mass, and (3 n u) for the
         # discounted tail S_j of _profile_segments (r^m by repeated products: 2 m u, sums: n u),
         # whose weights e^(eps - l_i) are at most 1, so both are bounded by multiples of the mass
-        fp_error = np.minimum(self.entry_error * count, self.l2_error * np.sqrt(count))
+        fp_error = error_sum_bound(self.entry_error, self.l2_error, count)
         fp_error = fp_error + 4.0 * n * UNIT_ROUNDOFF * tail_mass
         if self.upper:
             a = self.infinity_mass + tail_mass + fp_error
@@ -229,7 +229,7 @@ class DiscreteLoss:
                 w = np.exp(self.log_scale - self.tilt * losses)
             w_sum = np.concatenate([np.cumsum(w[::-1])[::-1], [0.0]])
             w2_sum = np.concatenate([np.cumsum((w * w)[::-1])[::-1], [0.0]])
-            fp_error = np.minimum(self.entry_error * w_sum, self.l2_error * np.sqrt(w2_sum))
+            fp_error = error_sum_bound(self.entry_error, self.l2_error, w_sum, w2_sum)
             fp_error = fp_error + 4.0 * n * UNIT_ROUNDOFF * tail_mass  # as in _tail_terms
             spurious = self.spurious_mass * np.concatenate([w, [0.0]])  # w decreases in l
             if self.upper:
@@ -469,7 +469,7 @@ class DiscreteLoss:
 
     def _scalar_tail_term(self, count: int, tail_mass: float) -> float:
         """:meth:`_tail_terms` for one cut, in scalar arithmetic (untilted laws)."""
-        fp_error = min(self.entry_error * count, self.l2_error * math.sqrt(count))
+        fp_error = error_sum_bound(self.entry_error, self.l2_error, count)
         fp_error += 4.0 * len(self.probs) * UNIT_ROUNDOFF * tail_mass
         if self.upper:
             a = self.infinity_mass + tail_mass + fp_error
