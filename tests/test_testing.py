@@ -434,6 +434,12 @@ def test_epsilon_edge_cases():
     # pure DP: delta reaches 0 at k * epsilon0
     assert approximate_dp_composition_epsilon(0.0, step_epsilon=0.3, step_delta=0.0,
                                               count=10) == 3.0
+    # ten runs of 0.1 lie 5.5e-17 above the float 1.0: the largest loss is rounded up (taken
+    # as the float 1.0, the tiniest deltas read no finite epsilon)
+    tiny = approximate_dp_composition_epsilon(1e-20, step_epsilon=0.1, step_delta=0.0, count=10)
+    assert 1.0 <= tiny <= 1.0 + 1e-14
+    assert approximate_dp_composition_delta(tiny, step_epsilon=0.1, step_delta=0.0, count=10,
+                                            precise=True) <= 1e-20
     # delta below the mass at +inf: no finite epsilon
     assert approximate_dp_composition_epsilon(5e-3, step_epsilon=0.3, step_delta=1e-3,
                                               count=10) == math.inf

@@ -105,7 +105,9 @@ def _precise_delta(step_epsilon: float, step_delta: float, count: int):
 
     return Profile(
         atoms.delta, precise_delta, atoms.infinity_mass, infinity_mass,
-        max_loss=count * step_epsilon,
+        # the atoms' largest loss, rounded up: count * step_epsilon rounds to nearest, and 10
+        # runs of 0.1 lie 5.5e-17 above the float 1.0, which left epsilon(1e-20) = inf
+        max_loss=atoms.max_loss,
     )
 
 
