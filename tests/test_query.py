@@ -7,6 +7,7 @@ import warnings
 from types import SimpleNamespace
 
 import numpy as np
+import pytest
 
 import plda
 from plda.engine.gaps import FFT_FLOOR, RESOLUTION, monotone_envelope, probes, rounding_floor
@@ -174,9 +175,35 @@ def test_an_answer_at_several_deltas_never_grows_as_delta_grows():
 
 
 def test_a_tilted_gap_that_a_finer_grid_does_not_shrink_stops_the_refinement(monkeypatch):
-    # 1e5 steps at q = 0.01, sigma = 0.8: epsilon(1e-8) is about 52 and the tilted gap stays
-    # near 4e-3 on every grid (not the discretization's); a near-miss round on a 2.7e6-point
-    # grid took 8 s for nothing. Two tilted grids, then the answer (with its warning).
+    # a tilted gap held at 1% on every grid (as a lower version's error terms once held it at
+    # 4e-3 at epsilon 52): a near-miss round on a 2.7e6-point grid took 8 s for nothing. Two
+    # tilted grids, then the answer (with its warning)
+    import plda.engine.query as query
+
+    steps = set()
+    versions, tilted_at = query.Query.versions, query.Query._tilted_at
+
+    def counted(self, step, tilt=0.0):
+        if tilt:
+            steps.add(step)
+        return versions(self, step, tilt)
+
+    def stuck(self, step, tilts, index, targets, lower, upper, kind):
+        tilted_at(self, step, tilts, index, targets, lower, upper, kind)
+        lower[index] = 0.99 * upper[index]
+
+    monkeypatch.setattr(query.Query, "versions", counted)
+    monkeypatch.setattr(query.Query, "_tilted_at", stuck)
+    pld = PLD.from_mechanism(plda.PoissonSampled(plda.Gaussian(1.1), 0.001), 10000)
+    with pytest.warns(plda.AccuracyWarning):
+        lower, upper = pld.epsilon_bounds(1e-8)
+    assert lower == pytest.approx(0.99 * upper) and len(steps) == 2
+
+
+def test_a_huge_epsilon_below_the_floor_meets_the_accuracy_on_one_tilted_grid(monkeypatch):
+    # 1e5 steps at q = 0.01, sigma = 0.8: epsilon(1e-8) is about 52. The tilted lower version's
+    # lowest losses are swamped by its error terms; its profile's envelope, taken from the left,
+    # held the gap at 4e-3 on every grid ([52.058, 52.272], two tilted grids and a warning)
     import plda.engine.query as query
 
     steps = set()
@@ -190,6 +217,7 @@ def test_a_tilted_gap_that_a_finer_grid_does_not_shrink_stops_the_refinement(mon
     monkeypatch.setattr(query.Query, "versions", counted)
     pld = PLD.from_mechanism(plda.PoissonSampled(plda.Gaussian(0.8), 0.01), 100000)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", plda.AccuracyWarning)
+        warnings.simplefilter("error", plda.AccuracyWarning)
         lower, upper = pld.epsilon_bounds(1e-8)
-    assert 52.0 < lower <= upper < 52.3 and len(steps) == 2
+    assert 52.2 < lower <= upper < 52.3 and (upper - lower) / upper <= 1e-3
+    assert len(steps) == 1

@@ -14,11 +14,12 @@ import numpy as np
 from plda._internal.chernoff import CHERNOFF_ORDERS
 from plda._internal.floats import UNIT_ROUNDOFF, discounted_tails, dot, error_sum_bound
 from plda.grid.chernoff import chernoff_delta, chernoff_epsilon, chernoff_worth
+from plda.grid.crossing import crossing
 from plda.grid.moments import exp_neg_grid, log_mgf_ladder
 
-#: block length of the crossing search of :meth:`DiscreteLoss.epsilon` for a few deltas, and
-#: at most how many deltas use it (more share the full segment arrays)
-_BLOCK, _LOCAL_QUERIES = 256, 4
+#: at most how many deltas :meth:`DiscreteLoss.epsilon` solves by the crossing search
+#: (:mod:`plda.grid.crossing`); more share the full segment arrays
+_LOCAL_QUERIES = 4
 
 
 @dataclass(frozen=True, eq=False)
@@ -285,8 +286,14 @@ class DiscreteLoss:
         s = np.zeros(len(self.probs) + 1)
         s[:-1] = discounted_tails(self.probs, discount)
         at_cuts = a - s  # delta at each cut (e^0 = 1); past the last entry only A remains
-        # error terms make tiny steps: keep the profile at the cuts monotone
-        at_cuts = np.minimum.accumulate(at_cuts)
+        # error terms make steps: keep the profile at the cuts monotone, by what the true delta
+        # (non-increasing) allows: an upper bound holds at every larger loss, a lower one at
+        # every smaller loss (taken from the left, a tilted lower version's error-swamped low
+        # losses, at -6e3, had made every cut read below any delta and its epsilon 0)
+        if self.upper:
+            at_cuts = np.minimum.accumulate(at_cuts)
+        else:
+            at_cuts = np.maximum.accumulate(at_cuts[::-1])[::-1]
         result = (a, s, cuts, at_cuts)
         object.__setattr__(self, "_profile_cache", result)
         return result
@@ -363,7 +370,7 @@ class DiscreteLoss:
             ``delta``; ``inf`` where no finite ``eps`` reaches ``delta``.
         """
         d = np.asarray(delta, dtype=float)
-        if d.size <= _LOCAL_QUERIES and not self.tilt:
+        if d.size <= _LOCAL_QUERIES:
             # a few deltas (an accountant query): block search, see _crossing. Chosen by the
             # question alone, never by whether another query built the segment arrays: the two
             # routes round differently, and an answer must not depend on what was asked before
@@ -408,83 +415,48 @@ class DiscreteLoss:
         return 1e-12 * (1 + np.abs(out)) + 8 * UNIT_ROUNDOFF * self.step + self.loss_error
 
     def _crossing(self, d: float) -> tuple[int, float, float]:
-        """A cut ``j`` (``0..n``) with ``delta(l_j) <= d < delta(l_{j-1})`` (``n + 1`` if none),
-        its tail mass ``sum_{i >= j} p_i`` and its discounted tail ``S_j`` (see
-        :meth:`_profile_segments`).
+        """:func:`plda.grid.crossing.crossing` of this version at ``d``."""
+        return crossing(self.probs, self.step, d, self._cut_term)
 
-        Found by bisection: over the ``n / _BLOCK`` block starts, then inside the crossing
-        block (``O(n)`` vectorized sums, ``O(log n)`` scalar evaluations, none of the full-length
-        sequential scans of :meth:`_profile_segments`: an accountant composes a fresh law for
-        every query). Bisection keeps ``delta(l_{j-1}) > d``, which is all either version
-        needs: an upper version may solve on any cut at or below ``d``; for a lower version the
-        true ``delta`` exceeds ``d`` up to ``l_{j-1}`` (it is above the lower one, and
-        non-increasing), so the epsilon solved on segment ``j`` stays below the true one."""
-        p = self.probs
-        n = len(p)
-        nb = -(-n // _BLOCK)
-        padded = np.zeros(nb * _BLOCK)
-        padded[:n] = p
-        blocks = padded.reshape(nb, _BLOCK)
-        # weights r^m, r = e^-h, within a block: each block's sum discounted to its start
-        weights = np.exp(-self.step * np.arange(_BLOCK))
-        # tails at block starts, summed from the end (in the order of a loop) and discounted
-        mass = np.cumsum(blocks.sum(axis=1)[::-1])[::-1].tolist() + [0.0]
-        discounted = dot(blocks, weights).tolist()
-        r_block = math.exp(-self.step * _BLOCK)
-        scaled = [0.0] * (nb + 1)
-        for b in range(nb - 1, -1, -1):
-            scaled[b] = discounted[b] + r_block * scaled[b + 1]
-        starts = [*range(0, nb * _BLOCK, _BLOCK), n]
-        k = self._bisect(d, starts, mass, scaled)
-        if k > nb:
-            return n + 1, 0.0, 0.0
-        if k == 0:
-            return 0, mass[0], scaled[0]
-        lo, hi = starts[k - 1], starts[k]
-        # tails at the cuts lo+1..hi from the block's own entries and the tail beyond it
-        local = padded[lo + 1 : hi]
-        r = math.exp(-self.step)
-        local_mass = (np.cumsum(local[::-1])[::-1] + mass[k]).tolist() + [mass[k]]
-        tail_from = discounted_tails(local, r)
-        carry = scaled[k] * r ** np.arange(hi - lo - 1, 0, -1)  # S_hi discounted down to j
-        local_scaled = (tail_from + carry).tolist() + [scaled[k]]
-        cuts = list(range(lo + 1, hi + 1))
-        first = self._bisect(d, cuts, local_mass, local_scaled)
-        first = min(first, len(cuts) - 1)  # the block's last cut is its end, known to cross
-        return cuts[first], local_mass[first], local_scaled[first]
-
-    def _bisect(self, d: float, cuts: list, mass: list, scaled: list) -> int:
-        """Smallest index ``i`` with ``delta(l_{cuts[i]}) <= d`` (``len(cuts)`` if none),
-        ``delta`` at a cut being ``A_j - S_j`` from its tail sums."""
+    def _cut_term(self, j: int, tail_mass: float) -> float:
+        """``A_j`` (see :meth:`_tail_mass_terms`) at one cut, in scalar arithmetic."""
         n = len(self.probs)
-        lo, hi = 0, len(cuts)
-        while lo < hi:
-            mid = (lo + hi) // 2
-            a = self._scalar_tail_term(n - cuts[mid], mass[mid])
-            if a - scaled[mid] <= d:
-                hi = mid
-            else:
-                lo = mid + 1
-        return lo
-
-    def _scalar_tail_term(self, count: int, tail_mass: float) -> float:
-        """:meth:`_tail_terms` for one cut, in scalar arithmetic (untilted laws)."""
-        fp_error = error_sum_bound(self.entry_error, self.l2_error, count)
-        fp_error += 4.0 * len(self.probs) * UNIT_ROUNDOFF * tail_mass
+        if self.tilt:
+            w, w_sum, w2_sum = self._tilt_weights(j)
+            fp_error = error_sum_bound(self.entry_error, self.l2_error, w_sum, w2_sum)
+        else:
+            w, fp_error = 1.0, error_sum_bound(self.entry_error, self.l2_error, n - j)
+        fp_error += 4.0 * n * UNIT_ROUNDOFF * tail_mass
         if self.upper:
             a = self.infinity_mass + tail_mass + fp_error
             return math.inf if math.isnan(a) else a
-        return self.infinity_mass + tail_mass - fp_error - self.spurious_mass
+        return self.infinity_mass + tail_mass - fp_error - self.spurious_mass * w
+
+    def _tilt_weights(self, j: int) -> tuple[float, float, float]:
+        """A tilted law's weight ``w_j = exp(log_scale - tilt l_j)`` and its suffix sums
+        ``sum_{i >= j} w_i`` and ``sum_{i >= j} w_i^2`` (zero past the last entry), as
+        geometric sums (``w_{j+m} = w_j e^{-a m}``, ``a = tilt h``) rounded up: ``expm1``, the
+        quotient and the products add a few ``u`` relative, covered by ``8u``."""
+        m = len(self.probs) - j
+        if m <= 0:
+            return 0.0, 0.0, 0.0
+        log_w = self.log_scale - self.tilt * ((self.offset + j) * self.step)
+        w = math.exp(log_w) if log_w < 709.0 else math.inf
+        a = self.tilt * self.step
+        count = math.expm1(-a * m) / math.expm1(-a) if a != 0 else m
+        count2 = math.expm1(-2 * a * m) / math.expm1(-2 * a) if a != 0 else m
+        widen = 1 + 8 * UNIT_ROUNDOFF
+        return w, w * count * widen, w * w * count2 * widen
 
     def _epsilon_one(self, d: float) -> float:
-        """:meth:`epsilon` at one ``d`` for an untilted law, in scalar arithmetic on the cut
-        found by :meth:`_crossing` (the same closed form, error terms and margins)."""
+        """:meth:`epsilon` at one ``d``, in scalar arithmetic on the cut found by
+        :meth:`_crossing` (the same closed form, error terms and margins)."""
         n = len(self.probs)
         j, tail_mass, s = self._crossing(d)
         if j > n:
             out = math.inf
         else:
-            a = self._scalar_tail_term(n - j, tail_mass)
+            a = self._cut_term(j, tail_mass)
             left = (self.offset + j - 1) * self.step if j > 0 else -math.inf
             cut = (self.offset + j) * self.step if j < n else math.inf
             if s > 0:
@@ -492,7 +464,10 @@ class DiscreteLoss:
             else:
                 out = left
             out = min(max(out, left), cut)
-        if self.upper and (out == math.inf or chernoff_worth(self, d)):
+        if self.valid_from > -math.inf:  # as in epsilon
+            out = max(out, self.valid_from) if self.upper else (
+                out if out >= self.valid_from else 0.0)
+        if self.upper and (self.tilt or out == math.inf or chernoff_worth(self, d)):
             out = min(out, float(chernoff_epsilon(self.chernoff(), np.array(d))))
         if math.isfinite(out):
             nudge = float(self._epsilon_nudge(out))
