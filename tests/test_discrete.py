@@ -44,3 +44,26 @@ def test_a_version_remembers_its_epsilons_per_delta():
     fresh = _fresh(law)
     assert both[1] == first == fresh.epsilon(np.array(1e-5))
     assert both[0] == fresh.epsilon(np.array(1e-3)) and both[0] < first
+
+
+def test_a_walk_down_the_ladder_computes_each_order_once(monkeypatch):
+    # a Chernoff walk asks one order at a time, next to those it has: each call extends the
+    # orders its way (centred on the order asked, every call recomputed two known orders; a
+    # tilted factor of 8e4 entries costs 0.3 ms per order). The bounds do not depend on it.
+    import plda.grid.discrete as discrete
+
+    computed = []
+    ladder = discrete.log_mgf_ladder
+
+    def counting(law, j0, j1):
+        computed.extend(range(j0, j1 + 1))
+        return ladder(law, j0, j1)
+
+    monkeypatch.setattr(discrete, "log_mgf_ladder", counting)
+    law = _fresh(_law())
+    walked = [law.ladder_log_mgf(j, j) for j in range(13, 1, -1)]
+    walked += [law.ladder_log_mgf(j, j) for j in range(14, 18)]  # and back up
+    assert len(computed) == len(set(computed)) <= len(walked) + 6
+    whole = ladder(law, 2, 17)
+    for j, (up, down) in zip([*range(13, 1, -1), *range(14, 18)], walked, strict=True):
+        assert up[0] == whole[0][j - 2] and down[0] == whole[1][j - 2]

@@ -163,8 +163,14 @@ class DiscreteLoss:
             return hit
         missing = [j for j in range(j0, j1 + 1) if j not in cache]
         if missing:
-            first, last = batch or (min(missing) - 2, max(missing) + 2)
-            first, last = min(first, *missing), max(last, *missing)
+            low, high = min(missing), max(missing)
+            # a walk asks one order at a time next to those it has: extended its way (centred
+            # on the order asked, each call recomputed two known orders)
+            below = above = 2
+            if (high + 1 in cache) != (low - 1 in cache):
+                below, above = (4, 0) if high + 1 in cache else (0, 4)
+            first, last = batch or (low - below, high + above)
+            first, last = min(first, low), max(last, high)
             up, down = log_mgf_ladder(self, first, last)
             for j in range(first, last + 1):
                 cache.setdefault(j, (up[j - first], down[j - first]))
