@@ -580,3 +580,21 @@ def test_privacy_profile_lower_line_is_the_realized_one_where_a_factor_is_not_ti
     upper_line, lower_line = ax.get_lines()[:2]
     assert lower_line.get_data()[1][0] <= 0.776278
     assert upper_line.get_data()[1][0] >= 0.776277
+
+
+def test_an_inverted_bracket_is_raised_by_the_plots_not_clamped(pld, ax, monkeypatch):
+    # the plots envelope the bounds (both still certified); a lower bound above an upper one
+    # after that is a defect to report, never a band to draw clamped onto its upper edge
+    def inverted(self, targets):  # 2e-6 above 1e-6 from epsilon 1 on
+        targets = np.asarray(targets)
+        return plda.Bounds(lower=np.where(targets > 1.0, 2e-6, 0.0),
+                           upper=np.full(targets.shape, 1e-6))
+
+    monkeypatch.setattr(plda.PrivacyLossDistribution, "delta_bounds", inverted)
+    with pytest.raises(plda.InvertedBracketError):
+        profiles.privacy_profile(pld, ax, epsilon=np.linspace(0, 3, 7), refine=True)
+    monkeypatch.setattr(plda.PrivacyLossDistribution, "true_positive_rate_bounds",
+                        lambda self, a: plda.Bounds(lower=np.where(a > 0.5, 0.9, 0.0),
+                                                    upper=np.full(np.shape(a), 0.8)))
+    with pytest.raises(plda.InvertedBracketError):
+        profiles.tradeoff(pld, ax, log_scale=True, alpha=np.linspace(0.1, 1, 7))

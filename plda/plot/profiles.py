@@ -13,6 +13,7 @@ import numpy as np
 from scipy.special import ndtr, ndtri
 
 from plda._internal import validation as check
+from plda._internal.errors import check_bracket
 from plda.accounting.accountant import PLDAccountant
 from plda.conversions.gdp import gaussian_tradeoff
 from plda.pld import PrivacyLossDistribution
@@ -103,6 +104,8 @@ def tradeoff(
     ValueError
         For an empty accountant, a ``reference_mu`` that is negative or infinite, or an
         ``alpha`` outside [0, 1] (or without a positive value for ``log_scale``).
+    InvertedBracketError
+        If a certified lower bound exceeds an upper one (a defect in plda).
     """
     pld = as_pld(pld)
     if reference_mu is not None:
@@ -128,7 +131,8 @@ def tradeoff(
         # TPR is non-decreasing in FPR: the running minimum of upper bounds from the right and
         # the running maximum of lower bounds from the left are still certified at each alpha
         upper = np.minimum.accumulate(np.asarray(bounds.upper, dtype=float)[::-1])[::-1]
-        lower = np.minimum(np.maximum.accumulate(np.asarray(bounds.lower, dtype=float)), upper)
+        lower = np.maximum.accumulate(np.asarray(bounds.lower, dtype=float))
+        check_bracket(lower, upper, query="plot.tradeoff")  # raised, never clamped
         show = resolved(lower, upper)
         line, band = draw_band(ax, a, lower, upper, primary="upper", color=color,
                                show=show, label=f"{label}: certified max TPR",
@@ -244,6 +248,8 @@ def privacy_profile(
         If ``pld`` is of another type, or ``refine`` is not a bool.
     ValueError
         For an empty accountant, a ``resolved_ratio`` not above 1, or a negative ``epsilon``.
+    InvertedBracketError
+        If a certified lower bound exceeds an upper one (a defect in plda).
     """
     pld = as_pld(pld)
     resolved_ratio = check.positive_float("resolved_ratio", resolved_ratio)
@@ -293,7 +299,8 @@ def privacy_profile(
     # delta(eps) is non-increasing: the running minimum of upper bounds from the left and the
     # running maximum of lower bounds from the right are still certified bounds at each eps
     upper = np.minimum.accumulate(upper)
-    lower = np.minimum(np.maximum.accumulate(lower[::-1])[::-1], upper)
+    lower = np.maximum.accumulate(lower[::-1])[::-1]
+    check_bracket(lower, upper, query="plot.privacy_profile")  # raised, never clamped
     zero = upper <= 0
     show = resolved(lower, upper, resolved_ratio)
     line, band = draw_band(ax, e, lower, upper, primary="upper", color=color, show=show,
