@@ -14,7 +14,7 @@ import plda
 from plda.discretization.discretize import discretize
 from plda.engine.tilt import compose_tilted
 from plda.grid.discrete import DiscreteLoss
-from plda.testing import gaussian_epsilon
+from plda.testing import discrete_laplace_composition_epsilon, gaussian_epsilon
 
 SIGMA, STEPS, TILT = 2.0, 16, 3.0
 MU = math.sqrt(STEPS) / SIGMA
@@ -70,3 +70,15 @@ def test_tilted_weight_sums_bound_the_exact_sums():
             assert w == pytest.approx(float(exact[j]), rel=1e-14)
         else:
             assert (w, w_sum, w2_sum) == (0.0, 0.0, 0.0)
+
+
+def test_a_swamped_tilted_lower_version_is_solved_on_its_full_profile():
+    # 300 discrete Laplace runs tilted at order 4, far from delta = 1e-40's Chernoff order: the
+    # lower version's low losses read below every delta, the bisection stopped on the first cut
+    # and answered 0; that one case goes to the full profile (enveloped from the right)
+    pair = discretize(plda.DiscreteLaplace(0.5).privacy_loss("remove"), 2.0**-7)
+    law = compose_tilted([(pair[1], 300)], 4.0)
+    one = float(law.epsilon(np.array(1e-40)))
+    full = float(dataclasses.replace(law).epsilon(np.full(5, 1e-40))[0])
+    exact = discrete_laplace_composition_epsilon(1e-40, parameter=0.5, count=300)
+    assert one == full and 0.99 * exact < one <= exact

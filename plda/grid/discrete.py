@@ -385,6 +385,10 @@ class DiscreteLoss:
             out = [memo[x] if x in memo else memo.setdefault(x, self._epsilon_one(x))
                    for x in map(float, d.ravel())]
             return np.array(out).reshape(d.shape)
+        return self._epsilon_segments(d)
+
+    def _epsilon_segments(self, d: np.ndarray) -> np.ndarray:
+        """:meth:`epsilon` on the full segment arrays (:meth:`_profile_segments`)."""
         a, s, cuts, at_cuts = self._profile_segments()
         # first cut j with delta(l_j) <= d  (at_cuts is non-increasing)
         j = np.searchsorted(-at_cuts, -d, side="left")
@@ -459,6 +463,11 @@ class DiscreteLoss:
         :meth:`_crossing` (the same closed form, error terms and margins)."""
         n = len(self.probs)
         j, tail_mass, s = self._crossing(d)
+        if j == 0 and self.tilt and not self.upper:
+            # a tilted lower version's lowest losses may be swamped by their error terms (their
+            # profile reads below any delta): the bisection then stops on the first cut and
+            # answers 0, where the full profile, enveloped from the right, finds the crossing
+            return float(self._epsilon_segments(np.array([d]))[0])
         if j > n:
             out = math.inf
         else:
