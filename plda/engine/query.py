@@ -30,7 +30,7 @@ from plda.engine.recipe import (
     laws_by_direction,
     realized_recipes,
 )
-from plda.engine.tilt import chernoff_tilts
+from plda.engine.tilt import chernoff_tilts, tilt_attempts
 
 __all__ = [
     "Query",
@@ -369,21 +369,21 @@ class Query:
         on ``step`` under ``tilts`` (one per target)."""
         for tilt in np.unique(tilts):
             pick = index[tilts == tilt]
-            # the Chernoff-optimal tilt puts the tilted mass slightly beyond the crossing loss;
-            # where the optimistic side's error terms still swamp it there (its bound drops to
-            # 0), a smaller tilt resolves it: 1e3 steps at q=0.01, sigma=2.29, delta=1e-12 give
-            # [0.926, 0.999] with t=32 and [0.999013, 0.999018] with t=16; at delta=1e-20 t=22.6
-            # is needed ([1.36, 1.38] at t=16 and 32, [1.380245, 1.380325] at 22.6)
-            for attempt in (tilt, tilt / math.sqrt(2), tilt / 2):
+            gap = math.inf  # larger tilts are tried while each narrows its own gap
+            for attempt in tilt_attempts(tilt):
                 try:
                     tilted = self.versions(step, tilt=float(attempt))
-                except MemoryError:
+                except MemoryError:  # beyond a larger tilt that does not fit, none helped
+                    if attempt > tilt:
+                        break
                     continue
                 lo, up = bounds_over_directions(tilted, methodcaller(kind, targets[pick]))
                 # fmin/fmax ignore a NaN from the tilted side: the other bound stands then
                 upper[pick] = np.fmin(upper[pick], up)
                 lower[pick] = np.fmax(lower[pick], lo)
-                if np.all(relative_gap(lower[pick], upper[pick]) <= self.accuracy):
+                last, gap = gap, float(np.max(relative_gap(lo, up)))  # this tilt's own gap
+                if np.all(relative_gap(lower[pick], upper[pick]) <= self.accuracy) or (
+                        attempt > 2 * tilt and gap >= min(last, 1.0)):
                     break
 
 
