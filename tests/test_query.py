@@ -174,53 +174,53 @@ def test_an_answer_at_several_deltas_never_grows_as_delta_grows():
     assert np.all(np.diff(upper) >= 0) and np.all(np.diff(lower) >= 0)
 
 
+def _tilted_grids(monkeypatch) -> list:
+    """``(step, tilt)`` of every tilted composition the driver asks for, recorded."""
+    import plda.engine.query as query
+
+    asked = []
+    versions = query.Query.versions
+
+    def counted(self, step, tilt=0.0):
+        if tilt:
+            asked.append((step, tilt))
+        return versions(self, step, tilt)
+
+    monkeypatch.setattr(query.Query, "versions", counted)
+    return asked
+
+
 def test_a_tilted_gap_that_a_finer_grid_does_not_shrink_stops_the_refinement(monkeypatch):
     # a tilted gap held at 1% on every grid (as a lower version's error terms once held it at
     # 4e-3 at epsilon 52): a near-miss round on a 2.7e6-point grid took 8 s for nothing. Two
     # tilted grids, then the answer (with its warning)
     import plda.engine.query as query
 
-    steps = set()
-    versions, tilted_at = query.Query.versions, query.Query._tilted_at
-
-    def counted(self, step, tilt=0.0):
-        if tilt:
-            steps.add(step)
-        return versions(self, step, tilt)
+    asked = _tilted_grids(monkeypatch)
+    tilted_at = query.Query._tilted_at
 
     def stuck(self, step, tilts, index, targets, lower, upper, kind):
         tilted_at(self, step, tilts, index, targets, lower, upper, kind)
         lower[index] = 0.99 * upper[index]
 
-    monkeypatch.setattr(query.Query, "versions", counted)
     monkeypatch.setattr(query.Query, "_tilted_at", stuck)
     pld = PLD.from_mechanism(plda.PoissonSampled(plda.Gaussian(1.1), 0.001), 10000)
     with pytest.warns(plda.AccuracyWarning):
         lower, upper = pld.epsilon_bounds(1e-8)
-    assert lower == pytest.approx(0.99 * upper) and len(steps) == 2
+    assert lower == pytest.approx(0.99 * upper) and len({step for step, _ in asked}) == 2
 
 
 def test_a_huge_epsilon_below_the_floor_meets_the_accuracy_on_one_tilted_grid(monkeypatch):
     # 1e5 steps at q = 0.01, sigma = 0.8: epsilon(1e-8) is about 52. The tilted lower version's
     # lowest losses are swamped by its error terms; its profile's envelope, taken from the left,
     # held the gap at 4e-3 on every grid ([52.058, 52.272], two tilted grids and a warning)
-    import plda.engine.query as query
-
-    steps = set()
-    versions = query.Query.versions
-
-    def counted(self, step, tilt=0.0):
-        if tilt:
-            steps.add(step)
-        return versions(self, step, tilt)
-
-    monkeypatch.setattr(query.Query, "versions", counted)
+    asked = _tilted_grids(monkeypatch)
     pld = PLD.from_mechanism(plda.PoissonSampled(plda.Gaussian(0.8), 0.01), 100000)
     with warnings.catch_warnings():
         warnings.simplefilter("error", plda.AccuracyWarning)
         lower, upper = pld.epsilon_bounds(1e-8)
     assert 52.2 < lower <= upper < 52.3 and (upper - lower) / upper <= 1e-3
-    assert len(steps) == 1
+    assert len({step for step, _ in asked}) == 1
 
 
 def test_a_sampled_step_at_a_tiny_delta_climbs_to_a_larger_tilt(monkeypatch):
@@ -228,19 +228,11 @@ def test_a_sampled_step_at_a_tiny_delta_climbs_to_a_larger_tilt(monkeypatch):
     # on the rare large losses of a sampled step, far above epsilon(1e-20) ~ 0.019: the bounds
     # stayed [0.0124, 0.0340] (and a warning). Tilts up to 16 times larger are tried while each
     # narrows its own gap
-    import plda.engine.query as query
-
-    tilts = set()
-    versions = query.Query.versions
-
-    def counted(self, step, tilt=0.0):
-        tilts.add(tilt)
-        return versions(self, step, tilt)
-
-    monkeypatch.setattr(query.Query, "versions", counted)
+    asked = _tilted_grids(monkeypatch)
     pld = PLD.from_mechanism(plda.PoissonSampled(plda.Gaussian(3.0), 0.001), 20)
     with warnings.catch_warnings():
         warnings.simplefilter("error", plda.AccuracyWarning)
         lower, upper = pld.epsilon_bounds(1e-20)
     assert 0.0124 < lower <= upper < 0.0340 and (upper - lower) / upper <= 1e-3
-    assert max(tilts) > 8 * min(t for t in tilts if t > 0)
+    tilts = [tilt for _, tilt in asked]
+    assert max(tilts) > 8 * min(tilts)
