@@ -202,20 +202,21 @@ class DiscreteLoss:
         """``exp(-l_i)`` for the grid losses (see :func:`plda.grid.moments.exp_neg_grid`)."""
         return exp_neg_grid(self.step, self.offset, len(self.probs))
 
-    def _tail_terms(self, tail_mass, count) -> np.ndarray:
-        """``A_j`` (the mass term of ``delta`` on the segment below cut ``j``) from the tail mass
-        ``sum_{i >= j} p_i`` and the number of entries ``count = n - j`` above the cut, with
-        the floating-point error terms folded in (untilted laws)."""
-        n = len(self.probs)
+    def _mass_term(self, tail_mass, fp_error, weight):
+        """``A_j`` (the mass term of ``delta`` on the segment below cut ``j``), arrays or scalars:
+        the tail mass ``sum_{i >= j} p_i`` plus the mass at infinity, with the bound
+        ``fp_error`` on the weighted entry errors above the cut and the tilt weight ``w_j`` of
+        the spurious mass (1 untilted) folded in."""
         # rounding of the tail sums: (n u) * sum of magnitudes for the mass, and (3 n u) for the
         # discounted tail S_j of _profile_segments (r^m by repeated products: 2 m u, sums: n u),
         # whose weights e^(eps - l_i) are at most 1, so both are bounded by multiples of the mass
-        fp_error = error_sum_bound(self.entry_error, self.l2_error, count)
-        fp_error = fp_error + 4.0 * n * UNIT_ROUNDOFF * tail_mass
+        fp_error = fp_error + 4.0 * len(self.probs) * UNIT_ROUNDOFF * tail_mass
         if self.upper:
             a = self.infinity_mass + tail_mass + fp_error
-            return np.where(np.isnan(a), np.inf, a)  # never let NaN through an upper bound
-        return self.infinity_mass + tail_mass - fp_error - self.spurious_mass
+            # never let NaN through an upper bound
+            return np.where(np.isnan(a), np.inf, a) if np.ndim(a) else (
+                math.inf if math.isnan(a) else a)
+        return self.infinity_mass + tail_mass - fp_error - self.spurious_mass * weight
 
     def _tail_mass_terms(self) -> tuple[np.ndarray, np.ndarray]:
         """Per grid cut ``j``: ``A_j`` (the tail mass ``sum_{i >= j} p_i`` plus the infinite
@@ -229,23 +230,17 @@ class DiscreteLoss:
         losses = self.losses
         # suffix sums accumulate the small upper-tail terms first (better relative accuracy)
         tail_mass = np.concatenate([np.cumsum(p[::-1])[::-1], [0.0]])
-        count = n - np.arange(n + 1)  # entries strictly above a cut
         if self.tilt:
             # errors of the tilted law scale back by w_i = exp(log_scale - tilt l_i)
             with np.errstate(over="ignore"):
-                w = np.exp(self.log_scale - self.tilt * losses)
-            w_sum = np.concatenate([np.cumsum(w[::-1])[::-1], [0.0]])
-            w2_sum = np.concatenate([np.cumsum((w * w)[::-1])[::-1], [0.0]])
+                w = np.concatenate([np.exp(self.log_scale - self.tilt * losses), [0.0]])
+            w_sum = np.cumsum(w[::-1])[::-1]  # (the appended 0 first: the same sums)
+            w2_sum = np.cumsum((w * w)[::-1])[::-1]
             fp_error = error_sum_bound(self.entry_error, self.l2_error, w_sum, w2_sum)
-            fp_error = fp_error + 4.0 * n * UNIT_ROUNDOFF * tail_mass  # as in _tail_terms
-            spurious = self.spurious_mass * np.concatenate([w, [0.0]])  # w decreases in l
-            if self.upper:
-                a = self.infinity_mass + tail_mass + fp_error
-                a = np.where(np.isnan(a), np.inf, a)
-            else:
-                a = self.infinity_mass + tail_mass - fp_error - spurious
         else:
-            a = self._tail_terms(tail_mass, count)
+            w = 1.0  # entries strictly above a cut: n - j
+            fp_error = error_sum_bound(self.entry_error, self.l2_error, n - np.arange(n + 1))
+        a = self._mass_term(tail_mass, fp_error, w)
         result = (a, np.concatenate([losses, [np.inf]]))
         object.__setattr__(self, "_tail_cache", result)
         return result
@@ -282,7 +277,7 @@ class DiscreteLoss:
         overflows or underflows at large losses (the form ``A_j - e^eps B_j`` loses ``B_j`` to
         underflow once losses pass ~745 and ``e^eps`` to overflow past ~709, which put lower
         bounds above the truth there). Its rounding is charged in ``A_j`` (see
-        :meth:`_tail_terms`)."""
+        :meth:`_mass_term`)."""
         cached = self.__dict__.get("_profile_cache")
         if cached is not None:
             return cached
@@ -430,17 +425,12 @@ class DiscreteLoss:
 
     def _cut_term(self, j: int, tail_mass: float) -> float:
         """``A_j`` (see :meth:`_tail_mass_terms`) at one cut, in scalar arithmetic."""
-        n = len(self.probs)
         if self.tilt:
             w, w_sum, w2_sum = self._tilt_weights(j)
             fp_error = error_sum_bound(self.entry_error, self.l2_error, w_sum, w2_sum)
         else:
-            w, fp_error = 1.0, error_sum_bound(self.entry_error, self.l2_error, n - j)
-        fp_error += 4.0 * n * UNIT_ROUNDOFF * tail_mass
-        if self.upper:
-            a = self.infinity_mass + tail_mass + fp_error
-            return math.inf if math.isnan(a) else a
-        return self.infinity_mass + tail_mass - fp_error - self.spurious_mass * w
+            w, fp_error = 1.0, error_sum_bound(self.entry_error, self.l2_error, len(self.probs) - j)
+        return self._mass_term(tail_mass, fp_error, w)
 
     def _tilt_weights(self, j: int) -> tuple[float, float, float]:
         """A tilted law's weight ``w_j = exp(log_scale - tilt l_j)`` and its suffix sums
