@@ -16,6 +16,7 @@ from plda._internal import validation as check
 from plda._internal.errors import check_bracket
 from plda.accounting.accountant import PLDAccountant
 from plda.conversions.gdp import gaussian_tradeoff
+from plda.engine.gaps import monotone_envelope
 from plda.pld import PrivacyLossDistribution
 from plda.plot.common import (
     CURVE_GID,
@@ -128,10 +129,9 @@ def tradeoff(
         if not len(a):
             raise ValueError("alpha must hold a false-positive rate in (0, 1] for log_scale")
         bounds = pld.true_positive_rate_bounds(a)
-        # TPR is non-decreasing in FPR: the running minimum of upper bounds from the right and
-        # the running maximum of lower bounds from the left are still certified at each alpha
-        upper = np.minimum.accumulate(np.asarray(bounds.upper, dtype=float)[::-1])[::-1]
-        lower = np.maximum.accumulate(np.asarray(bounds.lower, dtype=float))
+        # TPR is non-decreasing in FPR, i.e. non-increasing in -alpha: the engine's envelope
+        # keeps each bound certified at each alpha
+        lower, upper = monotone_envelope(-a, bounds.lower, bounds.upper)
         check_bracket(lower, upper, query="plot.tradeoff")  # raised, never clamped
         show = resolved(lower, upper)
         line, band = draw_band(ax, a, lower, upper, primary="upper", color=color,
@@ -296,10 +296,9 @@ def privacy_profile(
             sharper = fixed.delta_bounds(e[unclear])
             upper[unclear] = np.fmin(upper[unclear], sharper.upper)
             lower[unclear] = np.fmax(lower[unclear], sharper.lower)
-    # delta(eps) is non-increasing: the running minimum of upper bounds from the left and the
-    # running maximum of lower bounds from the right are still certified bounds at each eps
-    upper = np.minimum.accumulate(upper)
-    lower = np.maximum.accumulate(lower[::-1])[::-1]
+    # delta(eps) is non-increasing: the engine's envelope keeps each bound certified at each
+    # eps (the fixed-grid bounds merged above may be tighter at one eps than at a smaller one)
+    lower, upper = monotone_envelope(e, lower, upper)
     check_bracket(lower, upper, query="plot.privacy_profile")  # raised, never clamped
     zero = upper <= 0
     show = resolved(lower, upper, resolved_ratio)
