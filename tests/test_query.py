@@ -210,29 +210,30 @@ def test_a_tilted_gap_that_a_finer_grid_does_not_shrink_stops_the_refinement(mon
     assert lower == pytest.approx(0.99 * upper) and len({step for step, _ in asked}) == 2
 
 
-def test_a_huge_epsilon_below_the_floor_meets_the_accuracy_on_one_tilted_grid(monkeypatch):
-    # 1e5 steps at q = 0.01, sigma = 0.8: epsilon(1e-8) is about 52. The tilted lower version's
-    # lowest losses are swamped by its error terms; its profile's envelope, taken from the left,
-    # held the gap at 4e-3 on every grid ([52.058, 52.272], two tilted grids and a warning)
+@pytest.mark.parametrize(
+    "mechanism, count, delta, low, high, asked_ok",
+    [
+        # 1e5 steps at q = 0.01, sigma = 0.8: epsilon(1e-8) is about 52. The tilted lower
+        # version's lowest losses are swamped by its error terms; its profile's envelope, taken
+        # from the left, held the gap at 4e-3 on every grid ([52.058, 52.272], two tilted grids
+        # and a warning). Now one tilted grid
+        (plda.PoissonSampled(plda.Gaussian(0.8), 0.01), 100000, 1e-8, 52.2, 52.3,
+         lambda asked: len({step for step, _ in asked}) == 1),
+        # 20 steps at q = 1e-3, sigma = 3: the tilted mass of the Chernoff-optimal tilt (90.5)
+        # sits on the rare large losses of a sampled step, far above epsilon(1e-20) ~ 0.019:
+        # the bounds stayed [0.0124, 0.0340] (and a warning). Tilts up to 16 times larger are
+        # tried while each narrows its own gap
+        (plda.PoissonSampled(plda.Gaussian(3.0), 0.001), 20, 1e-20, 0.0124, 0.0340,
+         lambda asked: max(t for _, t in asked) > 8 * min(t for _, t in asked)),
+    ],
+    ids=["huge-epsilon-one-grid", "sampled-step-climbs-tilts"],
+)
+def test_a_tiny_delta_meets_the_accuracy_by_tilting(monkeypatch, mechanism, count, delta, low,
+                                                    high, asked_ok):
     asked = _tilted_grids(monkeypatch)
-    pld = PLD.from_mechanism(plda.PoissonSampled(plda.Gaussian(0.8), 0.01), 100000)
+    pld = PLD.from_mechanism(mechanism, count)
     with warnings.catch_warnings():
         warnings.simplefilter("error", plda.AccuracyWarning)
-        lower, upper = pld.epsilon_bounds(1e-8)
-    assert 52.2 < lower <= upper < 52.3 and (upper - lower) / upper <= 1e-3
-    assert len({step for step, _ in asked}) == 1
-
-
-def test_a_sampled_step_at_a_tiny_delta_climbs_to_a_larger_tilt(monkeypatch):
-    # 20 steps at q = 1e-3, sigma = 3: the tilted mass of the Chernoff-optimal tilt (90.5) sits
-    # on the rare large losses of a sampled step, far above epsilon(1e-20) ~ 0.019: the bounds
-    # stayed [0.0124, 0.0340] (and a warning). Tilts up to 16 times larger are tried while each
-    # narrows its own gap
-    asked = _tilted_grids(monkeypatch)
-    pld = PLD.from_mechanism(plda.PoissonSampled(plda.Gaussian(3.0), 0.001), 20)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", plda.AccuracyWarning)
-        lower, upper = pld.epsilon_bounds(1e-20)
-    assert 0.0124 < lower <= upper < 0.0340 and (upper - lower) / upper <= 1e-3
-    tilts = [tilt for _, tilt in asked]
-    assert max(tilts) > 8 * min(tilts)
+        lower, upper = pld.epsilon_bounds(delta)
+    assert low < lower <= upper < high and (upper - lower) / upper <= 1e-3
+    assert asked_ok(asked)
