@@ -53,23 +53,30 @@ def test_one_tilted_delta_reads_no_full_profile(monkeypatch):
     assert float(law.epsilon(np.array(1e-12))) >= gaussian_epsilon(1e-12, MU)
 
 
-def test_tilted_weight_sums_bound_the_exact_sums():
-    # the geometric closed form is rounded up: never below the sums the error terms weigh
-    law = _tilted(True)
+@pytest.mark.parametrize("shift", [0.0, -600.0])
+def test_tilted_weight_sums_bound_the_exact_sums(shift):
+    # the geometric closed form is rounded up: never below the sums the error terms weigh. At
+    # weights near e^-600 (deltas near 1e-200) the squares underflow: the root of their sum came
+    # out 0 and the L2 error term vanished (Laplace(4) x 1000 at 1e-200: a lower bound 300
+    # times the delta); the root is now w_j times the root of a geometric sum
+    law = dataclasses.replace(_tilted(True), log_scale=_tilted(True).log_scale + shift)
     n = len(law.probs)
     mpmath.mp.dps = 40
     exact = [mpmath.exp(mpmath.mpf(law.log_scale) - mpmath.mpf(law.tilt)
                         * (law.offset + i) * mpmath.mpf(law.step)) for i in range(n)]
-    for j in (0, 1, n // 2, n - 1, n):
-        w, w_sum, w2_sum = law._tilt_weights(j)
+    cuts = (0, 1, n // 2, n - 1, n)
+    arrays = law._tilt_weights(np.array(cuts))
+    for k, j in enumerate(cuts):
+        w, w_sum, w2_root = law._tilt_weights(j)
         total = mpmath.fsum(exact[j:])
-        squares = mpmath.fsum(x * x for x in exact[j:])
-        assert mpmath.mpf(w_sum) >= total and mpmath.mpf(w2_sum) >= squares
-        assert w_sum <= float(total) * (1 + 1e-13) and w2_sum <= float(squares) * (1 + 1e-13)
+        root = mpmath.sqrt(mpmath.fsum(x * x for x in exact[j:]))
+        assert mpmath.mpf(w_sum) >= total and mpmath.mpf(w2_root) >= root
+        assert w_sum <= float(total) * (1 + 1e-13) and w2_root <= float(root) * (1 + 1e-13)
+        assert (w, w_sum, w2_root) == pytest.approx(tuple(a[k] for a in arrays), rel=1e-13)
         if j < n:
-            assert w == pytest.approx(float(exact[j]), rel=1e-14)
+            assert w == pytest.approx(float(exact[j]), rel=1e-14) and w2_root > 0
         else:
-            assert (w, w_sum, w2_sum) == (0.0, 0.0, 0.0)
+            assert (w, w_sum, w2_root) == (0.0, 0.0, 0.0)
 
 
 def test_a_swamped_tilted_lower_version_is_solved_on_its_full_profile():

@@ -88,16 +88,19 @@ _TAIL_BLOCK = 64
 _SHORT, _SHORT_SPAN = 1024, 8.0
 
 
-def error_sum_bound(entry_error: float, l2_error: float, weights, squares=None):
+def error_sum_bound(entry_error: float, l2_error: float, weights, squares=None, root=None):
     """A bound on ``sum_i w_i |e_i|`` for an error vector with ``|e_i| <= entry_error`` and
     ``||e||_2 <= l2_error``: ``min(entry_error W, l2_error sqrt(W2))`` (Hoelder and
     Cauchy-Schwarz), with ``W = sum w_i`` (``weights``: a count for unit weights) and
-    ``W2 = sum w_i^2`` (``squares``; default ``weights``, as for unit weights). Scalars are
-    bounded in scalar arithmetic (Python's ``min``), arrays elementwise (``np.minimum``)."""
-    squares = weights if squares is None else squares
-    if np.ndim(weights) == 0 and np.ndim(squares) == 0:
-        return min(entry_error * weights, l2_error * math.sqrt(squares))
-    return np.minimum(entry_error * weights, l2_error * np.sqrt(squares))
+    ``W2 = sum w_i^2`` (``squares``; default ``weights``, as for unit weights), or its root
+    given (``root``: tiny weights, whose squares would underflow). Scalars are bounded in
+    scalar arithmetic (Python's ``min``), arrays elementwise (``np.minimum``)."""
+    if root is None:
+        squares = weights if squares is None else squares
+        root = math.sqrt(squares) if np.ndim(squares) == 0 else np.sqrt(squares)
+    if np.ndim(weights) == 0 and np.ndim(root) == 0:
+        return min(entry_error * weights, l2_error * root)
+    return np.minimum(entry_error * weights, l2_error * root)
 
 
 def tail_rounding(n: int) -> float:
