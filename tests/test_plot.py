@@ -158,22 +158,25 @@ def test_privacy_profile_plot(pld, ax, tmp_path):
 
 def test_privacy_profile_marks_the_floor_instead_of_drawing_it(pld, ax):
     # the reproduction of issue 15 item 8: over a wide range the old plot drew the FFT's rounding
-    # floor (~1e-11), then a drop to the truncated tail's mass, then a band down to 1e-300
-    epsilon = np.linspace(0, 14, 200)
+    # floor (~1e-11), then a drop to the truncated tail's mass, then a band down to 1e-300. Now
+    # tilts resolve delta down to ~1e-73 here (eps ~ 25; the laws' kept tail held it at 1e-28)
+    epsilon = np.linspace(0, 50, 200)
     profiles.privacy_profile(pld, ax, epsilon=epsilon)
     upper_line, lower_line = ax.get_lines()
     x, upper = drawn(upper_line)
     lower = drawn(lower_line)[1]
     assert np.all(lower > 0) and np.all(upper <= 10 * lower)  # resolved points only
-    assert x.max() > 6  # well below the FFT's floor (delta ~ 1e-11 near eps = 4.5) on tilts
+    assert x.max() > 20  # far below the FFT's floor (delta ~ 1e-11 near eps = 4.5) on tilts
     ((level, x0, x1),) = floors(ax)
     assert x1 == epsilon[-1] and x0 == epsilon[np.searchsorted(epsilon, x.max()) + 1]
     assert np.all(upper >= level)  # no drawn upper bound below the floor
-    assert level < 1e-25
-    # no vertical drop: consecutive drawn points of either edge within a decade
+    assert level < 1e-60
+    # no vertical drop: consecutive drawn points of either edge within a decade (up to eps 20:
+    # past it a delta query's tilt groups, at most three tilts per call, leave its upper bound
+    # up to 14 times its lower one at a group's end, and steps of 1.4 decades between groups)
     for line in (upper_line, lower_line):
-        y = np.asarray(line.get_data()[1], dtype=float)
-        pairs = np.isfinite(y[1:]) & np.isfinite(y[:-1])
+        t, y = (np.asarray(v, dtype=float) for v in line.get_data())
+        pairs = np.isfinite(y[1:]) & np.isfinite(y[:-1]) & (t[1:] <= 20)
         assert np.all(np.abs(np.diff(np.log10(y)))[pairs] < 1)
     assert np.all(band_vertices(ax)[:, 1] >= lower.min() * (1 - 1e-12))
     assert ax.get_ylim()[0] >= min(level, lower.min()) / 4  # nothing drawn down to 1e-300
@@ -183,7 +186,9 @@ def test_privacy_profile_marks_the_floor_instead_of_drawing_it(pld, ax):
 def test_privacy_profile_of_the_issue_run(ax):
     # issue 15 item 8: q = 0.01, sigma = 1, 1000 steps, eps in [0, 12]. The old plot drew the
     # FFT's rounding floor flat (3e-11 from eps 3.7 to 4.7), the truncated tail's mass flat (1e-20
-    # at eps 8.0-8.2, after a drop of 1.16 decades in one point) and the band down to 1e-300
+    # at eps 8.0-8.2, after a drop of 1.16 decades in one point) and the band down to 1e-300.
+    # Then a floor at the laws' truncated tails' mass (1e-29, past eps = 9); now tilted queries
+    # keep the laws further out, and the whole range is drawn (down to ~2e-39)
     run = plda.PrivacyLossDistribution.from_mechanism(
         plda.PoissonSampled(plda.Gaussian(1.0), sample_rate=0.01), count=1000
     )
@@ -196,8 +201,7 @@ def test_privacy_profile_of_the_issue_run(ax):
     assert np.all(upper[step:] < 0.8 * upper[:-step])  # no flat stretch drawn as data
     assert np.all(np.abs(np.diff(np.log10(upper))) < 1)  # and no drop
     assert np.all(lower > 0) and np.all(band_vertices(ax)[:, 1] >= lower.min())
-    ((level, x0, x1),) = floors(ax)
-    assert 1e-30 < level < 1e-28 and x0 > 9  # the truncated tails' mass, past eps = 9
+    assert floors(ax) == [] and x.max() == epsilon[-1] and upper.min() < 1e-35
 
 
 def test_privacy_profile_of_a_gaussian_against_the_closed_form(ax):
@@ -209,10 +213,12 @@ def test_privacy_profile_of_a_gaussian_against_the_closed_form(ax):
     lower = drawn(lower_line)[1]
     exact = np.array([gaussian_delta(e) for e in x])
     assert np.all(lower <= exact) and np.all(exact <= upper)
-    ((level, x0, x1),) = floors(ax)
-    assert gaussian_delta(x0) <= level  # the floor is a certified bound where it is drawn
-    assert x0 > x.max()
-    assert x1 == 40 and ax.get_ylim()[0] > 1e-40
+    # resolved down to ~1e-180 (eps 29; a tilted delta query's gap grows with eps, so some
+    # points on the way are marked too), then a floor to the end of the range
+    marked = floors(ax)
+    assert all(gaussian_delta(x0) <= level for level, x0, _ in marked)  # certified where drawn
+    (level, x0, x1) = marked[-1]
+    assert x0 > x.max() > 25 and x1 == 40 and ax.get_ylim()[0] > 1e-300
 
 
 def test_privacy_profile_refined(ax):

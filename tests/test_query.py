@@ -181,10 +181,10 @@ def _tilted_grids(monkeypatch) -> list:
     asked = []
     versions = query.Query.versions
 
-    def counted(self, step, tilt=0.0):
+    def counted(self, step, tilt=0.0, *tail):
         if tilt:
             asked.append((step, tilt))
-        return versions(self, step, tilt)
+        return versions(self, step, tilt, *tail)
 
     monkeypatch.setattr(query.Query, "versions", counted)
     return asked
@@ -199,8 +199,8 @@ def test_a_tilted_gap_that_a_finer_grid_does_not_shrink_stops_the_refinement(mon
     asked = _tilted_grids(monkeypatch)
     tilted_at = query.Query._tilted_at
 
-    def stuck(self, step, tilts, index, targets, lower, upper, kind):
-        tilted_at(self, step, tilts, index, targets, lower, upper, kind)
+    def stuck(self, step, tilts, tails, index, targets, lower, upper, kind):
+        tilted_at(self, step, tilts, tails, index, targets, lower, upper, kind)
         lower[index] = 0.99 * upper[index]
 
     monkeypatch.setattr(query.Query, "_tilted_at", stuck)
@@ -237,3 +237,91 @@ def test_a_tiny_delta_meets_the_accuracy_by_tilting(monkeypatch, mechanism, coun
         lower, upper = pld.epsilon_bounds(delta)
     assert low < lower <= upper < high and (upper - lower) / upper <= 1e-3
     assert asked_ok(asked)
+
+
+# ---------------------------------------------------------------- laws kept further out
+@pytest.mark.parametrize("delta", [1e-30, 1e-100, 1e-280])
+def test_a_delta_below_the_laws_kept_tail_meets_the_accuracy(monkeypatch, delta):
+    # each step's pessimistic version charges its mass beyond the grid (1e-32 here) to +inf:
+    # 1000 steps held 1e-29 there, above these deltas, so only the Chernoff bound answered
+    # ([9.34, 12.53] at 1e-30; below 1e-60 no tilt was tried at all). A tilted query keeps the
+    # laws as far out as its delta needs, in cells of one step (the coarse tail cells had cost
+    # three refinements at 1e-25): one tilted grid
+    asked = _tilted_grids(monkeypatch)
+    pld = PLD.from_mechanism(plda.PoissonSampled(plda.Gaussian(1.0), 0.01), 1000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", plda.AccuracyWarning)
+        lower, upper = pld.epsilon_bounds(delta)
+        low, high = pld.delta_bounds(np.array([lower, upper]))
+    assert (upper - lower) / upper <= 1e-3 and len({step for step, _ in asked}) == 1
+    assert high[0] >= delta >= low[1]  # the delta query agrees (and raised no inversion)
+
+
+@pytest.mark.parametrize("count, delta", [(100, 1e-100), (100, 1e-250), (1, 1e-280)])
+def test_a_gaussian_at_a_tiny_delta_is_bracketed_as_mpmath_computes_it(count, delta):
+    # the composition is one Gaussian law: composed once, it is exact as discretized, and no
+    # tilt may lose its tilted masses that underflow (a delta query at 1e-250 under t = 90.5
+    # gave an upper bound of 1.7e-257 against 9.9e-251: an inverted bracket)
+    mu = math.sqrt(count) / 3.0
+    pld = PLD.from_mechanism(plda.Gaussian(3.0), count)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", plda.AccuracyWarning)
+        lower, upper = pld.epsilon_bounds(delta)
+    exact = plda.testing.gaussian_epsilon(delta, mu, precise=True)
+    assert lower <= exact <= upper and (upper - lower) / upper <= 1e-3
+    epsilons = np.array([lower, exact, upper])
+    low, high = pld.delta_bounds(epsilons)
+    truth = np.array([plda.testing.gaussian_delta(e, mu, precise=True) for e in epsilons])
+    assert np.all(low <= truth) and np.all(truth <= high)
+
+
+@pytest.mark.parametrize("parameter", [0.3, 1.0, 2.0])
+@pytest.mark.parametrize("delta", [1e-60, 1e-100])
+def test_a_discrete_laplace_composition_at_a_tiny_delta_contains_the_exact_epsilon(parameter,
+                                                                                  delta):
+    # composed by the tilted FFT (at and below 1e-60 only the Chernoff bound answered); the
+    # exact epsilon from plda.testing's enumeration
+    pld = PLD.from_mechanism(plda.DiscreteLaplace(parameter), 100)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", plda.AccuracyWarning)
+        lower, upper = pld.epsilon_bounds(delta)
+    exact = plda.testing.discrete_laplace_composition_epsilon(delta, parameter=parameter,
+                                                              count=100)
+    assert lower <= exact <= upper and (upper - lower) / upper <= 1e-3
+
+
+def test_a_laplace_composition_at_1e_200_brackets_its_delta():
+    # at 1e-200 the tilt weights fall below 1e-154, where their squares underflowed and the L2
+    # error term vanished: the delta query at the epsilon bounds found a lower bound 300 times
+    # the delta, above its upper bound
+    pld = PLD.from_mechanism(plda.Laplace(4.0), 1000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", plda.AccuracyWarning)
+        lower, upper = pld.epsilon_bounds(1e-200)
+        low, high = pld.delta_bounds(np.array([lower, upper]))
+    assert (upper - lower) / upper <= 1e-3 and high[0] >= 1e-200 >= low[1]
+
+
+def test_the_laws_kept_tail_leaves_their_mass_at_infinity_below_a_share_of_the_delta():
+    from plda.discretization.discretize import UPPER_TAIL
+    from plda.engine.tilt import DEEPEST_LAW_TAIL, INFINITY_SHARE, law_tail
+
+    assert law_tail(None, 1e-30, 1e-3) == UPPER_TAIL  # nothing known: the default
+    assert law_tail(1e-29, 1e-20, 1e-3) == UPPER_TAIL  # within its share: the default
+    for infinity, delta in [(1e-29, 1e-30), (1e-27, 1e-100), (1e-29, 1e-280)]:
+        tail = law_tail(infinity, delta, 1e-3)
+        decades = -math.log10(tail)
+        assert decades == pytest.approx(10 * round(decades / 10))  # ten decades a step
+        # the mass at +inf scales with the tail it was kept to
+        assert infinity * tail / UPPER_TAIL <= INFINITY_SHARE * 1e-3 * delta or (
+            tail == DEEPEST_LAW_TAIL)
+    assert law_tail(1e-29, 1e-300, 1e-3) == DEEPEST_LAW_TAIL
+
+
+def test_one_law_composed_once_is_not_tilted():
+    from plda.discretization.discretize import discretize
+    from plda.engine.tilt import compose_tilted
+
+    upper, lower = discretize(plda.Gaussian(1.0).privacy_loss("remove"), 2.0**-8)
+    assert compose_tilted([(upper, 1)], 90.5) is upper
+    assert compose_tilted([(lower, 1)], 4.0) is lower

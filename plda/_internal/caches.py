@@ -75,7 +75,7 @@ class ByteBoundedCache:
     the number of entries either thrashes (every query rediscretizes everything) or, for large
     grids, holds gigabytes; the bound is on bytes instead.
 
-    ``function(law, step, lower)`` returns ``(upper, lower version or None)``. A caller that
+    ``function(law, step, lower, *tails)`` returns ``(upper, lower version or None)``. A caller that
     needs only the upper version asks with ``lower=False`` (an upper-bound query of a long
     noise schedule never needs the optimistic versions of its laws: computing and keeping
     them would cost a third of the time and half of the memory); asked for the lower version
@@ -89,15 +89,16 @@ class ByteBoundedCache:
         self.lock = threading.Lock()  # filters may run accountants from several threads
         functools.update_wrapper(self, function)
 
-    def __call__(self, law, step, lower: bool = True):
-        key = (law, step)
+    def __call__(self, law, step, lower: bool = True, *tails: float):
+        # (a law kept to tails of its own, for tilted queries, is a separate entry)
+        key = (law, step, *tails)
         with self.lock:
             hit = self.entries.get(key)
             if hit is not None:
                 self.entries.move_to_end(key)
                 if hit[0][1] is not None or not lower:
                     return hit[0]
-        value = self.function(law, step, lower)  # outside the lock: two threads may both compute
+        value = self.function(law, step, lower, *tails)  # outside the lock: two may compute
         with self.lock:
             held = self.entries.get(key)
             if held is not None:

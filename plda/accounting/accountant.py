@@ -22,7 +22,7 @@ from plda.accounting.state import FORMAT, VERSION, parse_state
 from plda.bounds import Bounds, check_relation
 from plda.conversions.composed import ComposedLaws
 from plda.conversions.queries import CompositionQueries
-from plda.engine.query import realized_lower
+from plda.engine.realized import realized_lower
 from plda.engine.recipe import add_remove_steps
 from plda.engine.recipe import merge as merge_runs
 from plda.mechanisms import Gaussian, Mechanism

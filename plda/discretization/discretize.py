@@ -175,16 +175,19 @@ def _discretize(
     step: float,
     lower: bool = True,
     upper_tail: float = UPPER_TAIL,
+    fine_tail: float = FINE_TAIL,
     far_tail: bool = True,
 ) -> tuple[DiscreteLoss, DiscreteLoss | None]:
     """``(upper, lower)`` grid versions of ``law`` with grid step ``step``; the lower one only
-    if ``lower`` (else None). The continuous part is kept up to ``upper_tail`` of its mass; the
-    upper version carries the Chernoff moments of the far tail if ``far_tail`` (the coarse
-    discretization that computes them, :func:`far_tail_moments`, asks without)."""
+    if ``lower`` (else None). The continuous part is kept up to ``upper_tail`` of its mass, in
+    cells of one step up to ``fine_tail`` (coarse beyond); the upper version carries the
+    Chernoff moments of the far tail if ``far_tail`` (the coarse discretization that computes
+    them, :func:`far_tail_moments`, asks without)."""
     bracket = getattr(law, "bracket", None)
     if bracket is not None:  # known through a dominating and a dominated law (RandomAllocation)
-        upper = _discretize(bracket[0], step, False, upper_tail, far_tail)[0]
-        return upper, (_discretize(bracket[1], step)[1] if lower else None)
+        upper = _discretize(bracket[0], step, False, upper_tail, fine_tail, far_tail)[0]
+        return upper, (_discretize(bracket[1], step, True, upper_tail, fine_tail)[1]
+                       if lower else None)
     upper_parts, lower_parts = [], []
     loose = law.atom_probs > 0  # the atoms the optimistic version rounds down alone
     if len(law.atom_losses):
@@ -202,6 +205,8 @@ def _discretize(
         # them, coarse cells (cells.coarse_cells): a first-order error on a mass so small that
         # it changes delta by less than 1e-12 of this mass times the step count
         fine_lo, fine_hi = law.tail_points(FINE_TAIL, "P")
+        if fine_tail < FINE_TAIL:
+            _, fine_hi = law.tail_points(fine_tail, "P")
         mid = int(np.clip(np.ceil(fine_hi / step), lo + 1, hi))
         first = int(np.clip(np.floor(fine_lo / step), lo, mid - 1))
         if first - lo < 2 * COARSE:  # too few cells below to be worth coarse ones

@@ -17,9 +17,8 @@ from plda.grid.moments import ladder_chernoff
 
 #: largest FFT length used (2^22 doubles = 32 MiB per array)
 MAX_GRID = 1 << 22
-#: finest grid step: losses narrower than this (e.g. ``ApproximateDP(1e-185)``) sit within one
-#: cell, which is certified (the upper version rounds up, the lower one down) though coarse;
-#: below it spreads and Chernoff orders would underflow
+#: finest grid step: narrower losses (``ApproximateDP(1e-185)``) sit within one cell, certified
+#: (rounded up, and down) though coarse; below it, Chernoff orders would underflow
 MIN_STEP = 2.0**-36
 #: grid refinements tried when the epsilon gap misses the accuracy target
 REFINEMENTS = 6
@@ -34,19 +33,21 @@ class Plan:
     step
         Grid step of the losses.
     length
-        Smallest FFT length to use (0: the shortest that holds the window). A history's
-        planner passes the length of its horizon, so that the length, and with it the
-        factors' spectra, stays put while the history grows.
+        Smallest FFT length to use (0: the shortest that holds the window); a history's planner
+        passes its horizon's, so that the factors' spectra stay put while the history grows.
     tail
         Composed mass allowed outside the FFT window on each side.
     tilt
         Exponential tilt of the composition (0: none; see :mod:`plda.engine.tilt`).
+    law_tail
+        Continuous mass each law leaves out above its grid, to ``+inf`` (see ``tilt.law_tail``).
     """
 
     step: float
     length: int = 0
     tail: float = 1e-20
     tilt: float = 0.0
+    law_tail: float = UPPER_TAIL
 
 
 @dataclass(frozen=True)
@@ -483,10 +484,7 @@ def common_unit(values: np.ndarray, smallest: float) -> float | None:
 @cached(maxsize=512)  # laws are cached per mechanism; their tails cost tens of microseconds
 def loss_scale(law) -> float:
     """A width of one factor's loss law (inter-decile range, or atom spacing)."""
-    lo, hi = np.inf, -np.inf
-    if law.has_continuous_part:
-        a, b = law.tail_points(0.1, "P")
-        lo, hi = min(lo, a), max(hi, b)
+    lo, hi = law.tail_points(0.1, "P") if law.has_continuous_part else (np.inf, -np.inf)
     if len(law.atom_losses):
         lo, hi = min(lo, law.atom_losses.min()), max(hi, law.atom_losses.max())
     width = hi - lo

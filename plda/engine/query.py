@@ -13,16 +13,19 @@ from operator import methodcaller
 
 import numpy as np
 
-from plda._internal.errors import GridTooLarge, check_bracket, quiet_accuracy, warn_if_inaccurate
+from plda._internal.errors import GridTooLarge, check_bracket, warn_if_inaccurate
 from plda._internal.floats import relative_gap
+from plda.discretization.discretize import UPPER_TAIL
 from plda.engine.gaps import (
     TILT_FLOOR,
+    TILT_REFINE,
     monotone_envelope,
     probes,
     rounding_floor,
     warn_where_delta_misses,
 )
 from plda.engine.plan import MAX_GRID, Pilot, PilotSteps, Plan, StepPredictor, pilot, refine
+from plda.engine.realized import realized_lower
 from plda.engine.recipe import (
     Screen,
     bounds_over_directions,
@@ -30,12 +33,11 @@ from plda.engine.recipe import (
     laws_by_direction,
     realized_recipes,
 )
-from plda.engine.tilt import chernoff_tilts, tilt_attempts
+from plda.engine.tilt import chernoff_tilts, law_tails, tilt_attempts
 
 __all__ = [
     "Query",
     "one_shot",
-    "realized_lower",
     "realized_queries",
     "recipe_query",
 ]
@@ -73,7 +75,7 @@ class Query:
     realized: tuple = ()
 
     # ------------------------------------------------------------------ the grid
-    def versions(self, step: float, tilt: float = 0.0) -> dict:
+    def versions(self, step: float, tilt: float = 0.0, law_tail: float = UPPER_TAIL) -> dict:
         """The composition's versions on a grid, kept per plan.
 
         Parameters
@@ -82,6 +84,8 @@ class Query:
             The grid step.
         tilt
             The exponential tilt (0: none).
+        law_tail
+            The continuous mass each law leaves out above its grid (:func:`~.tilt.law_tail`).
 
         Returns
         -------
@@ -92,7 +96,7 @@ class Query:
         ------
         GridTooLarge
             When the composition does not fit under the grid cap."""
-        key = ("grid", Plan(step=step, tilt=tilt))
+        key = ("grid", Plan(step=step, tilt=tilt, law_tail=law_tail))
         if key not in self.cache:
             self.cache[key] = self.composer(key[1])
         return self.cache[key]
@@ -339,17 +343,22 @@ class Query:
         """
         index = np.nonzero(small)[0]
         tilts = chernoff_tilts(versions, targets[index], kind)
+        # the laws kept as far out as the smallest delta to resolve needs: an epsilon query's
+        # target; a delta query's upper bound's millionth
+        smallest = targets[index] if kind == "epsilon" else upper[index] * 1e-6
+        tails = law_tails(versions, smallest, self.accuracy)
         lower, upper = lower.copy(), upper.copy()
-        self._tilted_at(step, tilts, index, targets, lower, upper, kind)
-        missing = relative_gap(lower[index], upper[index]) > self.accuracy
+        self._tilted_at(step, tilts, tails, index, targets, lower, upper, kind)
+        gap = relative_gap(lower[index], upper[index])  # (past TILT_REFINE: the tilt's own)
+        missing = (gap > self.accuracy) & (gap <= TILT_REFINE)
         predictor = getattr(self.policy, "predictor", None)
         if kind == "epsilon" and missing.any() and self.policy.fixed is None and predictor:
-            index, tilts = index[missing], tilts[missing]
+            index, tilts, tails = index[missing], tilts[missing], tails[missing]
             own = replace(self.policy, predictor=StepPredictor(self.accuracy, unit=predictor.unit))
             seen: list = []
 
             def gap_at(finer: float) -> float:
-                self._tilted_at(finer, tilts, index, targets, lower, upper, kind)
+                self._tilted_at(finer, tilts, tails, index, targets, lower, upper, kind)
                 return float(np.max(relative_gap(lower[index], upper[index])))
 
             def finer(at: float, gap: float) -> float | None:
@@ -364,15 +373,16 @@ class Query:
                    self.accuracy, finer)
         return lower, upper
 
-    def _tilted_at(self, step: float, tilts, index, targets, lower, upper, kind: str) -> None:
+    def _tilted_at(self, step: float, tilts, tails, index, targets, lower, upper, kind: str
+                   ) -> None:
         """Tighten ``lower`` and ``upper`` (in place) at ``targets[index]`` by the compositions
-        on ``step`` under ``tilts`` (one per target)."""
-        for tilt in np.unique(tilts):
-            pick = index[tilts == tilt]
+        on ``step`` under ``tilts``, of the laws kept to ``tails`` (one of each per target)."""
+        for tilt, tail in sorted(set(zip(tilts, tails, strict=True))):
+            pick = index[(tilts == tilt) & (tails == tail)]
             gap = math.inf  # larger tilts are tried while each narrows its own gap
             for attempt in tilt_attempts(tilt):
                 try:
-                    tilted = self.versions(step, tilt=float(attempt))
+                    tilted = self.versions(step, float(attempt), float(tail))
                 except MemoryError:  # beyond a larger tilt that does not fit, none helped
                     if attempt > tilt:
                         break
@@ -385,34 +395,6 @@ class Query:
                 if np.all(relative_gap(lower[pick], upper[pick]) <= self.accuracy) or (
                         attempt > 2 * tilt and gap >= min(last, 1.0)):
                     break
-
-
-def realized_lower(realized: tuple, kind: str, targets: np.ndarray) -> np.ndarray:
-    """The certified lower bound of a composition whose factors are not all ``tight``.
-
-    Each realized composition is realized by one pair of neighbouring datasets, so its lower
-    bound is certified, while the composition's own lower bound brackets a dominating pair
-    that no datasets are known to realize.
-
-    Parameters
-    ----------
-    realized
-        The :class:`Query` of each realized composition (:func:`realized_queries`).
-    kind
-        ``"epsilon"`` (``targets`` are deltas) or ``"delta"`` (``targets`` are epsilons).
-    targets
-        Where the bound is asked for.
-
-    Returns
-    -------
-    numpy.ndarray
-        The largest of their lower bounds, shaped like ``targets``."""
-    with quiet_accuracy():  # the caller warns once, for its own answer
-        found = [
-            r.epsilon_bounds(targets) if kind == "epsilon" else r.delta_bounds(targets)
-            for r in realized
-        ]
-    return np.max([lower for lower, _ in found], axis=0)
 
 
 def one_shot(

@@ -13,6 +13,7 @@ from functools import partial
 import numpy as np
 
 from plda._internal.errors import GridTooLarge, check_bracket
+from plda._internal.floats import union_probability
 from plda.bounds import RELATIONS
 from plda.discretization.discretize import discretize
 from plda.engine.composer import compose
@@ -184,13 +185,14 @@ class GridPair:
         finest of theirs that fits.
     """
 
-    __slots__ = ("_upper", "_lower", "_compose_upper", "_compose_lower", "screen")
+    __slots__ = ("_upper", "_lower", "_compose_upper", "_compose_lower", "screen", "_infinity")
 
     def __init__(self, upper: DiscreteLoss | None, compose_lower: Callable[[], DiscreteLoss],
                  compose_upper: Callable[[], DiscreteLoss] | None = None,
-                 screen: tuple = ()):
+                 screen: tuple = (), law_infinity: Callable[[], float] | None = None):
         self._upper, self._lower = upper, None
         self._compose_upper, self._compose_lower, self.screen = compose_upper, compose_lower, screen
+        self._infinity = law_infinity
         if upper is not None and len(upper.probs) > EAGER_LENGTH:
             self._lower = compose_lower()
 
@@ -221,6 +223,17 @@ class GridPair:
             found = self._lower = self._composed(self._compose_lower, 1)
         return found
 
+    def law_infinity(self) -> float | None:
+        """The laws' own mass at ``+inf`` in the pessimistic version, or None where not known.
+
+        Their tails beyond the grid count; the mass beyond the composition's window does not.
+
+        Returns
+        -------
+        float or None
+            The steps' union of it (see :func:`plda.engine.tilt.law_tail`)."""
+        return None if self._infinity is None else self._infinity()
+
     def __getitem__(self, index: int) -> DiscreteLoss:
         if index in (0, -2):
             return self.upper
@@ -237,7 +250,7 @@ class GridPair:
     def __setstate__(self, state: dict) -> None:
         self._upper, self._lower = state["upper"], state["lower"]
         self._compose_upper = self._compose_lower = None
-        self.screen = ()
+        self.screen, self._infinity = (), None
 
 
 #: a direction is screened on grids at least this many times coarser than the plan's (its
@@ -348,18 +361,27 @@ def grid_pair(laws: list, plan: Plan, leading: bool, screen: Screen | None = Non
 
     def side(index: int) -> DiscreteLoss:
         both = leading or index == 1
-        factors = [(discretize(law, plan.step, lower=both)[index], k) for law, k in laws]
-        if plan.tilt:
+        if plan.tilt:  # the laws in fine cells up to their kept tail, where the tilt looks
+            factors = [(discretize(law, plan.step, both, plan.law_tail, plan.law_tail)[index], k)
+                       for law, k in laws]
             return compose_tilted(factors, plan.tilt, tail=plan.tail, max_size=MAX_GRID)
+        factors = [(discretize(law, plan.step, lower=both)[index], k) for law, k in laws]
         return compose(factors, tail=plan.tail, max_size=MAX_GRID)
+
+    def law_infinity() -> float:
+        tails = (plan.law_tail, plan.law_tail) if plan.tilt else ()
+        return union_probability(
+            ((discretize(law, plan.step, False, *tails)[0].infinity_mass, k) for law, k in laws),
+            upper=True)
 
     # (a tilted plan too: the coarse grids' untilted versions are certified bounds as well, so
     # a direction they settle is composed under no tilt at all)
     if screen is not None and plan.tail == screen.tail:
         views = tuple(partial(screen.version, step=h) for h in screen.steps(plan.step))
         if views[0](0) is not None:
-            return GridPair(None, lambda: side(1), compose_upper=lambda: side(0), screen=views)
-    return GridPair(side(0), lambda: side(1))
+            return GridPair(None, lambda: side(1), compose_upper=lambda: side(0), screen=views,
+                            law_infinity=law_infinity)
+    return GridPair(side(0), lambda: side(1), law_infinity=law_infinity)
 
 
 def grid_versions(laws: dict[str, list], plan: Plan,

@@ -1,6 +1,7 @@
 """Tilted composition: the FFT's resolution moved to the tiny deltas of large epsilons
 (:func:`compose_tilted`), at the Chernoff-optimal tilts (:func:`chernoff_tilts`) and their
-neighbours (:func:`tilt_attempts`)."""
+neighbours (:func:`tilt_attempts`), on laws kept to the tail that the deltas need
+(:func:`law_tail`, :func:`law_tails`)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,16 @@ import math
 import numpy as np
 
 from plda._internal.chernoff import CHERNOFF_LOG_C, CHERNOFF_ORDERS
-from plda._internal.floats import union_probability
+from plda._internal.floats import UNIT_ROUNDOFF, union_probability
+from plda.discretization.discretize import UPPER_TAIL
 from plda.engine.composer import compose
 from plda.grid.chernoff import composed_tail
 from plda.grid.discrete import DiscreteLoss
 from plda.grid.moments import power_support
+
+_SMALLEST_NORMAL = float(np.finfo(float).tiny)
+#: a tilted mass below this exponent is subnormal or 0 (2 above log(tiny) = -708.4)
+_LOG_SMALLEST_NORMAL = math.log(_SMALLEST_NORMAL) + 2.0
 
 
 def compose_tilted(
@@ -53,11 +59,22 @@ def compose_tilted(
     """
     if tilt <= 0:
         raise ValueError("tilt must be positive")
+    if len(factors) == 1 and factors[0][1] == 1:
+        # one law once is exact as it is (no FFT error to move), where tilting it back would
+        # lose the masses whose tilted values underflow (Gaussian mu = 3.33 at 1e-250, t = 90.5:
+        # delta 1.7e-257 against 9.9e-251)
+        return factors[0][0]
     tilted, log_scale = [], 0.0
+    # rounding of the tilt (see _tilt_rounding): relative on every tilted mass, absolute on
+    # those below the smallest normal float
+    relative, absolute = 0.0, 0.0
     for f, k in factors:
         c = float(f.finite_log_mgf(np.array([tilt]))[0])
         log_scale += k * c
-        probs = np.exp(np.log(np.maximum(f.probs, 1e-320)) + tilt * f.losses - c) * (f.probs > 0)
+        exponent = np.log(np.maximum(f.probs, 1e-320)) + tilt * f.losses - c
+        probs = np.exp(exponent) * (f.probs > 0)
+        eta, lost = _tilt_rounding(f, exponent, tilt, c)
+        relative, absolute = relative + k * eta, absolute + k * lost
         tilted.append(
             (
                 DiscreteLoss(
@@ -69,7 +86,8 @@ def compose_tilted(
         )
     inner = compose(tilted, tail=tail, max_size=max_size)
     first = factors[0][0]
-    infinity = union_probability(((f.infinity_mass, k) for f, k in factors), upper=first.upper)
+    upper = first.upper
+    infinity = union_probability(((f.infinity_mass, k) for f, k in factors), upper=upper)
     losses = inner.losses
     exponent = log_scale - tilt * losses
     keep = exponent < 340.0  # weights and their squares stay finite
@@ -79,27 +97,34 @@ def compose_tilted(
         )
     start = int(np.argmax(keep))
     weights = np.exp(exponent[start:])
-    probs = inner.probs[start:] * weights
+    # the tilted-back masses carry the factors' tilt rounding and the weights' own (their
+    # exponent rounded by a few u of its terms): a factor 1 +- 2R covers e^(+-R)
+    relative += 4 * UNIT_ROUNDOFF * (abs(log_scale) + tilt * float(np.max(np.abs(losses)))) + 4 * (
+        UNIT_ROUNDOFF)
+    scale = 1 + 2 * relative if upper else max(0.0, 1 - 2 * relative)
+    probs = inner.probs[start:] * weights * scale
     above_weight = math.exp(min(log_scale - tilt * (losses[-1] + first.step), 690.0))
-    upper = first.upper
-    infinity_total = infinity + (inner.infinity_mass * above_weight if upper else 0.0)
+    infinity_total = infinity + (inner.infinity_mass * above_weight * scale if upper else 0.0)
     # the tilted window drops the tilted mass below it (it wraps onto the window's top, where
     # untilting shrinks it by e^(-tilt * width)): an upper version then knows nothing below
     # its first loss. (Laplace(0.0298) x 10 at eps 1e-3 under its top: the tilted upper delta was
     # 8e-38, the exact one 3.3e-14.) The lower version may drop mass: only the kept range counts
     dropped = inner.offset > power_support(tilted)[0]
     valid_from = float(losses[start]) if start > 0 or (upper and dropped) else -np.inf
+    # the error terms are tilted masses: an upper version's scale with them, and each composed
+    # entry may be off by the masses lost below the smallest normal (in L1, so in L2 too)
+    error_scale = scale if upper else 1.0
     out = DiscreteLoss(
         first.step,
         inner.offset + start,
         probs,
         min(1.0, infinity_total),
         upper,
-        inner.entry_error,
+        (inner.entry_error + absolute) * error_scale,
         inner.spurious_mass,
         None,
         0.0,
-        inner.l2_error,
+        (inner.l2_error + absolute) * error_scale,
         tilt,
         log_scale,
         valid_from,
@@ -108,6 +133,23 @@ def compose_tilted(
     if upper:  # the factors' Chernoff moments, summed when first asked
         object.__setattr__(out, "far_tail", composed_tail(factors))
     return out
+
+
+def _tilt_rounding(factor: DiscreteLoss, exponent: np.ndarray, tilt: float, c: float):
+    """``(eta, lost)``: ``exp(exponent)``, a factor's tilted masses, are within ``e^(+-eta)`` of
+    the exact ones where normal, and each below the smallest normal float is off by less than
+    it (``lost`` sums that over the factor).
+
+    The exponent ``log p_i + t l_i - c`` is rounded by a few ``u`` of its terms' magnitudes
+    (``log`` and ``exp`` add an ulp each): at ``t l_i`` near 1e4 that is 1e-12 relative, and a
+    thousand factors make it 1e-9 of delta, which the composition alone does not see."""
+    positive = factor.probs > 0
+    if not positive.any():
+        return 0.0, 0.0
+    size = (float(np.max(np.abs(np.log(factor.probs[positive])))) + tilt * float(
+        np.max(np.abs(factor.losses))) + abs(c))
+    lost = _SMALLEST_NORMAL * int(np.count_nonzero(positive & (exponent < _LOG_SMALLEST_NORMAL)))
+    return 4 * UNIT_ROUNDOFF * size + 4 * UNIT_ROUNDOFF, lost
 
 
 def chernoff_tilts(versions: dict, targets: np.ndarray, kind: str) -> np.ndarray:
@@ -166,6 +208,72 @@ def tilt_attempts(tilt: float) -> tuple:
     Returns
     -------
     tuple of float
-        ``t, t / sqrt 2, t / 2, 2 t, 4 t, 8 t, 16 t``.
+        ``t, t / sqrt 2, t / 2, sqrt 2 t, 2 t, 4 t, 8 t, 16 t``.
     """
-    return (tilt, tilt / math.sqrt(2), tilt / 2, 2 * tilt, 4 * tilt, 8 * tilt, 16 * tilt)
+    root = math.sqrt(2)
+    return (tilt, tilt / root, tilt / 2, root * tilt, 2 * tilt, 4 * tilt, 8 * tilt, 16 * tilt)
+
+
+
+#: a tilted upper version whose mass at +inf exceeds this fraction of (accuracy x delta) is
+#: recomposed from laws kept further out
+INFINITY_SHARE = 0.1
+#: the deepest tail kept (the tails' points stay normal floats)
+DEEPEST_LAW_TAIL = 1e-300
+
+
+def law_tail(infinity: float | None, delta: float, accuracy: float) -> float:
+    """The continuous tail each law leaves out (to ``+inf``) for a tilted query at ``delta``.
+
+    Every step's pessimistic version moves the mass above its grid to ``+inf``, where the
+    composition holds the steps' sum of it whatever the tilt, and an upper bound on delta is
+    never below that: laws kept to :data:`~plda.discretization.discretize.UPPER_TAIL` put
+    1e-29 there after 1000 steps of a sampled Gaussian (q = 0.01, sigma = 1: [9.34, 12.53] at
+    delta = 1e-30). Where that mass is over :data:`INFINITY_SHARE` of ``accuracy * delta``,
+    the laws are kept further out by the factor it misses, to a tail in steps of ten decades
+    (one discretization serves a range of deltas), at most :data:`DEEPEST_LAW_TAIL`.
+
+    Parameters
+    ----------
+    infinity
+        The laws' mass at ``+inf``, kept to ``UPPER_TAIL`` and composed, or None (unknown).
+    delta
+        The smallest delta the tilted composition is to resolve.
+    accuracy
+        The query's relative accuracy.
+
+    Returns
+    -------
+    float
+        ``UPPER_TAIL``, or a smaller power of ten where the mass at ``+inf`` is too large.
+    """
+    allowed = INFINITY_SHARE * accuracy * delta
+    if infinity is None or not infinity > allowed:
+        return UPPER_TAIL
+    need = max(UPPER_TAIL * allowed / infinity, DEEPEST_LAW_TAIL)
+    return max(10.0 ** -(10 * math.ceil(-math.log10(need) / 10)), DEEPEST_LAW_TAIL)
+
+
+def law_tails(versions: dict, deltas: np.ndarray, accuracy: float) -> np.ndarray:
+    """:func:`law_tail` for each of ``deltas``, from the leading direction's untilted pair.
+
+    Its ``law_infinity`` (the laws' own mass at ``+inf``) sets the tail; the default tail is
+    kept where a pair has none.
+
+    Parameters
+    ----------
+    versions
+        ``{direction: pair}`` of the untilted composition, the leading direction first.
+    deltas
+        The smallest delta to resolve, per target.
+    accuracy
+        The query's relative accuracy.
+
+    Returns
+    -------
+    numpy.ndarray
+        One tail per target.
+    """
+    known = getattr(next(iter(versions.values())), "law_infinity", None)  # (a GridPair's)
+    infinity = known() if known else None
+    return np.array([law_tail(infinity, float(d), accuracy) for d in deltas])
