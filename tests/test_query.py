@@ -325,3 +325,25 @@ def test_one_law_composed_once_is_not_tilted():
     upper, lower = discretize(plda.Gaussian(1.0).privacy_loss("remove"), 2.0**-8)
     assert compose_tilted([(upper, 1)], 90.5) is upper
     assert compose_tilted([(lower, 1)], 4.0) is lower
+
+
+def test_a_tilt_is_composed_on_one_kept_tail_for_all_its_targets(monkeypatch):
+    # a delta query over eps in [0, 40] (a profile plot): its targets' deltas span 1e-30 to
+    # 1e-110, and each asked for its own kept tail: one tilt was composed nine times, 12 s for
+    # 400 points. The deepest tail its targets need serves them all
+    import plda.engine.query as query
+
+    asked: dict = {}
+    versions = query.Query.versions
+
+    def recorded(self, step, tilt=0.0, *tail):
+        if tilt:
+            asked.setdefault((step, tilt), set()).add(tail)
+        return versions(self, step, tilt, *tail)
+
+    monkeypatch.setattr(query.Query, "versions", recorded)
+    pld = PLD.from_mechanism(plda.PoissonSampled(plda.Gaussian(1.0), 0.02), 200)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", plda.AccuracyWarning)
+        pld.delta_bounds(np.linspace(0, 40, 400))
+    assert asked and all(len(tails) == 1 for tails in asked.values())
