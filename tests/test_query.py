@@ -240,7 +240,7 @@ def test_a_tiny_delta_meets_the_accuracy_by_tilting(monkeypatch, mechanism, coun
 
 
 # ---------------------------------------------------------------- laws kept further out
-@pytest.mark.parametrize("delta", [1e-30, 1e-100, 1e-280])
+@pytest.mark.parametrize("delta", [1e-30, 1e-100, 1e-300])
 def test_a_delta_below_the_laws_kept_tail_meets_the_accuracy(monkeypatch, delta):
     # each step's pessimistic version charges its mass beyond the grid (1e-32 here) to +inf:
     # 1000 steps held 1e-29 there, above these deltas, so only the Chernoff bound answered
@@ -255,9 +255,12 @@ def test_a_delta_below_the_laws_kept_tail_meets_the_accuracy(monkeypatch, delta)
         low, high = pld.delta_bounds(np.array([lower, upper]))
     assert (upper - lower) / upper <= 1e-3 and len({step for step, _ in asked}) == 1
     assert high[0] >= delta >= low[1]  # the delta query agrees (and raised no inversion)
+    # and is tight: its first tails came from its untilted upper bounds (1e-220 at 1e-300),
+    # then from its tilted ones
+    assert high[1] <= 1.01 * delta and low[0] >= 0.99 * delta
 
 
-@pytest.mark.parametrize("count, delta", [(100, 1e-100), (100, 1e-250), (1, 1e-280)])
+@pytest.mark.parametrize("count, delta", [(100, 1e-100), (100, 1e-250), (1, 1e-300)])
 def test_a_gaussian_at_a_tiny_delta_is_bracketed_as_mpmath_computes_it(count, delta):
     # the composition is one Gaussian law: composed once, it is exact as discretized, and no
     # tilt may lose its tilted masses that underflow (a delta query at 1e-250 under t = 90.5
@@ -330,7 +333,8 @@ def test_one_law_composed_once_is_not_tilted():
 def test_a_tilt_is_composed_on_one_kept_tail_for_all_its_targets(monkeypatch):
     # a delta query over eps in [0, 40] (a profile plot): its targets' deltas span 1e-30 to
     # 1e-110, and each asked for its own kept tail: one tilt was composed nine times, 12 s for
-    # 400 points. The deepest tail its targets need serves them all
+    # 400 points. The deepest tail its targets need serves them all (a delta query's second
+    # pass, on the tails its tilted bounds ask for, may add one more)
     import plda.engine.query as query
 
     asked: dict = {}
@@ -346,4 +350,4 @@ def test_a_tilt_is_composed_on_one_kept_tail_for_all_its_targets(monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", plda.AccuracyWarning)
         pld.delta_bounds(np.linspace(0, 40, 400))
-    assert asked and all(len(tails) == 1 for tails in asked.values())
+    assert asked and all(len(tails) <= 2 for tails in asked.values())

@@ -31,9 +31,9 @@ FFT_FLOOR = 1e-8
 #: deltas below this sit on the FFT's rounding floor, where refining the grid cannot help
 REFINE_FLOOR = 1e-10
 #: targets below this are left to the untilted bounds: the laws' deepest kept tail
-#: (:data:`plda.engine.tilt.DEEPEST_LAW_TAIL`, 1e-300) times 1e5 steps must stay below the
-#: deltas a tilt resolves, and masses below 2.2e-308 go to +inf
-TILT_FLOOR = 1e-290
+#: (:data:`plda.engine.tilt.DEEPEST_LAW_TAIL`, 1e-310) and their masses below 2.2e-308 (moved
+#: to +inf) hold about 1e-305 at +inf after 1000 steps
+TILT_FLOOR = 1e-305
 #: a tilted gap above this is refined no further: it is the tilt's (its tilted mass held by a
 #: sampled step's rare large losses, far from the answer), which no finer grid narrows
 #: (q = 1e-3, sigma = 1, 1e3 steps at 1e-200 refined to a 2e6-point grid for 2.4 s, its gap

@@ -352,6 +352,17 @@ class Query:
         tails = np.array([tails[tilts == t].min() for t in tilts])
         lower, upper = lower.copy(), upper.copy()
         self._tilted_at(step, tilts, tails, index, targets, lower, upper, kind)
+        if kind == "delta":
+            # a delta query's first tails came from the untilted upper bounds, which may sit far
+            # above the delta (B1 at eps 85.5: 1e-220 against 1e-300); the tilted bounds say
+            found = np.where(lower[index] > 0, lower[index], upper[index] * 1e-6)
+            again = law_tails(versions, found, self.accuracy)
+            again = np.array([again[tilts == t].min() for t in tilts])
+            redo = again < tails
+            if redo.any():
+                tails = np.where(redo, again, tails)
+                self._tilted_at(step, tilts[redo], tails[redo], index[redo], targets, lower,
+                                upper, kind)
         gap = relative_gap(lower[index], upper[index])  # (past TILT_REFINE: the tilt's own)
         missing = (gap > self.accuracy) & (gap <= TILT_REFINE)
         predictor = getattr(self.policy, "predictor", None)

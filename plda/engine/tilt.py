@@ -218,8 +218,9 @@ def tilt_attempts(tilt: float) -> tuple:
 #: a tilted upper version whose mass at +inf exceeds this fraction of (accuracy x delta) is
 #: recomposed from laws kept further out
 INFINITY_SHARE = 0.1
-#: the deepest tail kept (the tails' points stay normal floats)
-DEEPEST_LAW_TAIL = 1e-300
+#: the deepest tail kept (cells below the smallest normal float, 2.2e-308, go to +inf as twice
+#: their mass anyway)
+DEEPEST_LAW_TAIL = 1e-310
 
 
 def law_tail(infinity: float | None, delta: float, accuracy: float) -> float:
