@@ -315,7 +315,9 @@ class Query:
         """Below the FFT's rounding floor, the bounds recomposed under an exponential tilt.
 
         Each ``small`` target gets the tilt aimed at it (:func:`plda.engine.tilt.chernoff_tilts`
-        from the untilted ``versions``); the tightest certified bounds are kept. An epsilon whose
+        from the untilted ``versions``), on laws kept as far out as its delta needs
+        (:func:`plda.engine.tilt.law_tails`; a delta query recomposes once on the tails its
+        tilted bounds ask for); the tightest certified bounds are kept. An epsilon whose
         tilted gap misses the accuracy is refined under its tilt (a predictor of its own); a
         delta is not (its relative gap is 20-40 times the epsilon gap a delta query refines for).
 
@@ -354,7 +356,7 @@ class Query:
         self._tilted_at(step, tilts, tails, index, targets, lower, upper, kind)
         if kind == "delta":
             # a delta query's first tails came from the untilted upper bounds, which may sit far
-            # above the delta (B1 at eps 85.5: 1e-220 against 1e-300); the tilted bounds say
+            # above the delta (B1 at eps 85.5: 1e-220 against 1e-300): the tilted ones say more
             found = np.where(lower[index] > 0, lower[index], upper[index] * 1e-6)
             again = law_tails(versions, found, self.accuracy)
             again = np.array([again[tilts == t].min() for t in tilts])

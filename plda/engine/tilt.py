@@ -34,7 +34,9 @@ def compose_tilted(
     Chernoff point of ``t``: the composed law is recovered as ``y_i = y~_i exp(C - t l_i)`` with
     ``C = sum_f k_f log M_f(t)``, and the absolute FFT error of ``y~`` becomes an error relative
     to the (tiny) deltas found there. Losses where the weight ``exp(C - t l_i)`` would overflow
-    are left out (``valid_from``). ``+inf`` masses are carried untilted.
+    are left out (``valid_from``). ``+inf`` masses are carried untilted. The tilt's own rounding
+    is charged (:func:`_tilt_rounding`); one law composed once is returned as it is (exact, and
+    tilting it back would lose the masses whose tilted values underflow).
 
     Parameters
     ----------
@@ -50,7 +52,8 @@ def compose_tilted(
     Returns
     -------
     DiscreteLoss
-        The composed law, untilted, with its ``tilt``, ``log_scale`` and ``valid_from``.
+        The composed law, untilted, with its ``tilt``, ``log_scale`` and ``valid_from`` (the
+        factor itself for one law composed once).
 
     Raises
     ------
@@ -99,8 +102,8 @@ def compose_tilted(
     weights = np.exp(exponent[start:])
     # the tilted-back masses carry the factors' tilt rounding and the weights' own (their
     # exponent rounded by a few u of its terms): a factor 1 +- 2R covers e^(+-R)
-    relative += 4 * UNIT_ROUNDOFF * (abs(log_scale) + tilt * float(np.max(np.abs(losses)))) + 4 * (
-        UNIT_ROUNDOFF)
+    largest = abs(log_scale) + tilt * float(np.max(np.abs(losses)))
+    relative += 4 * UNIT_ROUNDOFF * (largest + 1)
     scale = 1 + 2 * relative if upper else max(0.0, 1 - 2 * relative)
     probs = inner.probs[start:] * weights * scale
     above_weight = math.exp(min(log_scale - tilt * (losses[-1] + first.step), 690.0))
@@ -214,9 +217,8 @@ def tilt_attempts(tilt: float) -> tuple:
     return (tilt, tilt / root, tilt / 2, root * tilt, 2 * tilt, 4 * tilt, 8 * tilt, 16 * tilt)
 
 
-
-#: a tilted upper version whose mass at +inf exceeds this fraction of (accuracy x delta) is
-#: recomposed from laws kept further out
+#: where the laws' own mass at +inf exceeds this fraction of (accuracy x delta), a tilted query
+#: keeps them further out (:func:`law_tail`)
 INFINITY_SHARE = 0.1
 #: the deepest tail kept (cells below the smallest normal float, 2.2e-308, go to +inf as twice
 #: their mass anyway)
