@@ -348,18 +348,14 @@ class Query:
         # the laws kept as far out as the smallest delta to resolve needs: an epsilon query's
         # target; a delta query's upper bound's millionth
         smallest = targets[index] if kind == "epsilon" else upper[index] * 1e-6
-        tails = law_tails(versions, smallest, self.accuracy)
-        # one tail per tilt, the deepest its targets need (it serves them all): a delta query
-        # over eps in [0, 40] split one tilt nine ways and took 12 s for 400 points
-        tails = np.array([tails[tilts == t].min() for t in tilts])
+        tails = law_tails(versions, tilts, smallest, self.accuracy)
         lower, upper = lower.copy(), upper.copy()
         self._tilted_at(step, tilts, tails, index, targets, lower, upper, kind)
         if kind == "delta":
             # a delta query's first tails came from the untilted upper bounds, which may sit far
             # above the delta (B1 at eps 85.5: 1e-220 against 1e-300): the tilted ones say more
             found = np.where(lower[index] > 0, lower[index], upper[index] * 1e-6)
-            again = law_tails(versions, found, self.accuracy)
-            again = np.array([again[tilts == t].min() for t in tilts])
+            again = law_tails(versions, tilts, found, self.accuracy)
             redo = again < tails
             if redo.any():
                 tails = np.where(redo, again, tails)

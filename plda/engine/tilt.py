@@ -74,9 +74,10 @@ def compose_tilted(
     for f, k in factors:
         c = float(f.finite_log_mgf(np.array([tilt]))[0])
         log_scale += k * c
-        exponent = np.log(np.maximum(f.probs, 1e-320)) + tilt * f.losses - c
+        log_p = np.log(np.maximum(f.probs, 1e-320))
+        exponent = log_p + tilt * f.losses - c
         probs = np.exp(exponent) * (f.probs > 0)
-        eta, lost = _tilt_rounding(f, exponent, tilt, c)
+        eta, lost = _tilt_rounding(f, log_p, exponent, tilt, c)
         relative, absolute = relative + k * eta, absolute + k * lost
         tilted.append(
             (
@@ -138,10 +139,11 @@ def compose_tilted(
     return out
 
 
-def _tilt_rounding(factor: DiscreteLoss, exponent: np.ndarray, tilt: float, c: float):
-    """``(eta, lost)``: ``exp(exponent)``, a factor's tilted masses, are within ``e^(+-eta)`` of
-    the exact ones where normal, and each below the smallest normal float is off by less than
-    it (``lost`` sums that over the factor).
+def _tilt_rounding(factor: DiscreteLoss, log_p: np.ndarray, exponent: np.ndarray, tilt: float,
+                   c: float):
+    """``(eta, lost)``: ``exp(exponent)`` (``exponent = log_p + t l - c``), a factor's tilted
+    masses, are within ``e^(+-eta)`` of the exact ones where normal, and each below the smallest
+    normal float is off by less than it (``lost`` sums that over the factor).
 
     The exponent ``log p_i + t l_i - c`` is rounded by a few ``u`` of its terms' magnitudes
     (``log`` and ``exp`` add an ulp each): at ``t l_i`` near 1e4 that is 1e-12 relative, and a
@@ -149,8 +151,9 @@ def _tilt_rounding(factor: DiscreteLoss, exponent: np.ndarray, tilt: float, c: f
     positive = factor.probs > 0
     if not positive.any():
         return 0.0, 0.0
-    size = (float(np.max(np.abs(np.log(factor.probs[positive])))) + tilt * float(
-        np.max(np.abs(factor.losses))) + abs(c))
+    # (the largest |loss| is at an end of the grid)
+    largest = factor.step * max(abs(factor.offset), abs(factor.offset + len(factor.probs) - 1))
+    size = float(np.max(np.abs(log_p[positive]))) + tilt * largest + abs(c)
     lost = _SMALLEST_NORMAL * int(np.count_nonzero(positive & (exponent < _LOG_SMALLEST_NORMAL)))
     return 4 * UNIT_ROUNDOFF * size + 4 * UNIT_ROUNDOFF, lost
 
@@ -257,16 +260,21 @@ def law_tail(infinity: float | None, delta: float, accuracy: float) -> float:
     return max(10.0 ** -(10 * math.ceil(-math.log10(need) / 10)), DEEPEST_LAW_TAIL)
 
 
-def law_tails(versions: dict, deltas: np.ndarray, accuracy: float) -> np.ndarray:
-    """:func:`law_tail` for each of ``deltas``, from the leading direction's untilted pair.
+def law_tails(versions: dict, tilts: np.ndarray, deltas: np.ndarray, accuracy: float
+              ) -> np.ndarray:
+    """:func:`law_tail` for targets under ``tilts``: per tilt, the deepest its targets need.
 
-    Its ``law_infinity`` (the laws' own mass at ``+inf``) sets the tail; the default tail is
-    kept where a pair has none.
+    The laws' own mass at ``+inf`` comes from the leading direction's untilted pair (its
+    ``law_infinity``; the default tail is kept where a pair has none). A deeper tail serves
+    every target of its tilt, and one tail per tilt composes each tilt once: a delta query over
+    eps in [0, 40] had composed one tilt on nine tails, 12 s for 400 points.
 
     Parameters
     ----------
     versions
         ``{direction: pair}`` of the untilted composition, the leading direction first.
+    tilts
+        The tilt of each target.
     deltas
         The smallest delta to resolve, per target.
     accuracy
@@ -275,8 +283,9 @@ def law_tails(versions: dict, deltas: np.ndarray, accuracy: float) -> np.ndarray
     Returns
     -------
     numpy.ndarray
-        One tail per target.
+        One tail per target, equal across the targets of a tilt.
     """
     known = getattr(next(iter(versions.values())), "law_infinity", None)  # (a GridPair's)
     infinity = known() if known else None
-    return np.array([law_tail(infinity, float(d), accuracy) for d in deltas])
+    tails = np.array([law_tail(infinity, float(d), accuracy) for d in deltas])
+    return np.array([tails[tilts == t].min() for t in tilts])
