@@ -174,8 +174,9 @@ def test_an_answer_at_several_deltas_never_grows_as_delta_grows():
     assert np.all(np.diff(upper) >= 0) and np.all(np.diff(lower) >= 0)
 
 
-def _tilted_grids(monkeypatch) -> list:
-    """``(step, tilt)`` of every tilted composition the driver asks for, recorded."""
+def _tilted_grids(monkeypatch, tails: dict | None = None) -> list:
+    """``(step, tilt)`` of every tilted composition the driver asks for, recorded (and the laws'
+    kept tails asked per ``(step, tilt)`` into ``tails``, if given)."""
     import plda.engine.query as query
 
     asked = []
@@ -184,6 +185,8 @@ def _tilted_grids(monkeypatch) -> list:
     def counted(self, step, tilt=0.0, *tail):
         if tilt:
             asked.append((step, tilt))
+            if tails is not None:
+                tails.setdefault((step, tilt), set()).add(tail)
         return versions(self, step, tilt, *tail)
 
     monkeypatch.setattr(query.Query, "versions", counted)
@@ -335,17 +338,8 @@ def test_a_tilt_is_composed_on_one_kept_tail_for_all_its_targets(monkeypatch):
     # 1e-110, and each asked for its own kept tail: one tilt was composed nine times, 12 s for
     # 400 points. The deepest tail its targets need serves them all (a delta query's second
     # pass, on the tails its tilted bounds ask for, may add one more)
-    import plda.engine.query as query
-
     asked: dict = {}
-    versions = query.Query.versions
-
-    def recorded(self, step, tilt=0.0, *tail):
-        if tilt:
-            asked.setdefault((step, tilt), set()).add(tail)
-        return versions(self, step, tilt, *tail)
-
-    monkeypatch.setattr(query.Query, "versions", recorded)
+    _tilted_grids(monkeypatch, asked)
     pld = PLD.from_mechanism(plda.PoissonSampled(plda.Gaussian(1.0), 0.02), 200)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", plda.AccuracyWarning)
