@@ -345,3 +345,28 @@ def test_a_tilt_is_composed_on_one_kept_tail_for_all_its_targets(monkeypatch):
         warnings.simplefilter("ignore", plda.AccuracyWarning)
         pld.delta_bounds(np.linspace(0, 40, 400))
     assert asked and all(len(tails) <= 2 for tails in asked.values())
+
+
+@pytest.mark.parametrize("relation", ["add_remove", "replace_one"])
+@pytest.mark.parametrize("count", [1, 2, 3, 10])
+def test_tilted_tiny_deltas_agree_across_entry_points_and_counts(relation, count):
+    # a one-step check misses composition pitfalls: laws kept further out, one law composed
+    # once returned untilted, and the tilt-rounding charge, at 1, 2, 3 and 10 steps, through the
+    # PLD and the accountant (which hands these deltas to the same driver), both relations.
+    # The discrete Laplace steps also against their exact epsilon (add/remove)
+    deltas = np.array([1e-60, 1e-100])
+    for mechanism in (plda.DiscreteLaplace(1.0), plda.PoissonSampled(plda.Gaussian(1.0), 0.1)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", plda.AccuracyWarning)
+            pld = PLD.from_mechanism(mechanism, count, relation=relation).epsilon_bounds(deltas)
+            accountant = plda.PLDAccountant(relation=relation)
+            accountant.compose(mechanism, count)
+            theirs = accountant.epsilon_bounds(deltas)
+        assert np.allclose(pld.lower, theirs.lower, rtol=1e-12)
+        assert np.allclose(pld.upper, theirs.upper, rtol=1e-12)
+        assert np.all(pld.lower <= pld.upper)
+        if isinstance(mechanism, plda.DiscreteLaplace) and relation == "add_remove":
+            exact = [plda.testing.discrete_laplace_composition_epsilon(d, parameter=1.0,
+                                                                       count=count)
+                     for d in deltas]
+            assert np.all(pld.lower <= exact) and np.all(exact <= pld.upper)
