@@ -16,6 +16,7 @@ from plda.discretization.atoms import atom_cells, atoms_in_cells
 from plda.discretization.cells import (
     COARSE,
     FINE_TAIL,
+    NEGLIGIBLE_CDF_ERROR,
     cell_moments,
     coarse_cells,
     continuous_upper,
@@ -211,7 +212,10 @@ def _discretize(
         first = int(np.clip(np.floor(fine_lo / step), lo, mid - 1))
         if first - lo < 2 * COARSE:  # too few cells below to be worth coarse ones
             first = lo
-        moments = cell_moments(law, step, first, mid)
+        # the shortcut of cdf moments only on the default tails: the tilted queries' laws, kept
+        # to deeper tails in fine cells, weigh those tail cells by up to e^{t l}
+        default = upper_tail == UPPER_TAIL and fine_tail == FINE_TAIL
+        moments = cell_moments(law, step, first, mid, NEGLIGIBLE_CDF_ERROR if default else 0.0)
         cont, above = continuous_upper(law, step, lo, hi, moments, first)
         grid = np.arange(lo, hi + 1)
         coarse_upper, coarse_lower = coarse_cells(law, step, lo, first, mid, hi, lower)
