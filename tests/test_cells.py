@@ -85,3 +85,53 @@ def test_coarse_lower_tail_of_a_sampled_gaussian_composes_within_accuracy(q, sig
     coarse = pld.epsilon_bounds(delta)
     assert max(coarse.lower, fine.lower) <= min(coarse.upper, fine.upper)
     assert (coarse.upper - coarse.lower) / coarse.upper <= 1e-3
+
+
+def _counting_pdf(monkeypatch):
+    """Count the density evaluations of every law (points asked for)."""
+    from plda.mechanisms.law import PrivacyLossLaw
+
+    counted = [0]
+    original = PrivacyLossLaw.continuous_pdf
+
+    def counting(self, x, hypothesis="P"):
+        counted[0] += np.size(x)
+        return original(self, x, hypothesis)
+
+    monkeypatch.setattr(PrivacyLossLaw, "continuous_pdf", counting)
+    return counted
+
+
+@pytest.mark.parametrize("sigma, q, step", [(1.0, 0.01, 2.0**-10), (0.8, 1e-3, 5e-4)])
+def test_cells_with_negligible_cdf_error_skip_the_quadrature(monkeypatch, sigma, q, step):
+    from plda.discretization.cells import NEGLIGIBLE_CDF_ERROR, cell_moments
+
+    law = plda.PoissonSampled(plda.Gaussian(sigma), q).privacy_loss("remove")
+    lo = math.floor(law.tail_points(1e-24, "P")[0] / step)
+    mid = math.ceil(law.tail_points(FINE_TAIL, "P")[1] / step)
+    counted = _counting_pdf(monkeypatch)
+    full = cell_moments(law, step, lo, mid)
+    integrated, counted[0] = counted[0], 0
+    quick = cell_moments(law, step, lo, mid, NEGLIGIBLE_CDF_ERROR)
+    # most cells keep their cdf moments: fewer than half the density evaluations
+    assert counted[0] < integrated / 2
+    # every moment consistent with the fully integrated one, within both error bars
+    for i in range(0, 6, 2):
+        assert np.all(np.abs(quick[i] - full[i]) <= quick[i + 1] + full[i + 1] + 1e-300)
+    # and the error the shortcut adds is at most the negligible amount
+    denom = -math.expm1(-step)
+    extra = (quick[1] - full[1]) + (quick[3] - full[3] + quick[5] - full[5]) / denom
+    assert float(np.sum(np.maximum(extra, 0.0))) <= NEGLIGIBLE_CDF_ERROR
+
+
+def test_tilted_plans_integrate_every_cell(monkeypatch):
+    import plda.discretization.discretize as module
+
+    asked = []
+    original = module.cell_moments
+    monkeypatch.setattr(module, "cell_moments",
+                        lambda *a: asked.append(a[-1]) or original(*a))
+    law = plda.PoissonSampled(plda.Gaussian(1.0), 0.01).privacy_loss("remove")
+    module.discretize.function(law, 2.0**-9, True, 1e-30, 1e-30)
+    module.discretize.function(law, 2.0**-9, True)
+    assert asked[0] == 0.0 and asked[1] > 0.0
