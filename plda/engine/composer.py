@@ -12,11 +12,10 @@ import numpy as np
 
 from plda._internal import fft
 from plda._internal.errors import GridTooLarge
-from plda._internal.floats import UNIT_ROUNDOFF, dot, union_probability
+from plda._internal.floats import union_probability
 from plda.engine.grouping import group_spectrum, plan_group
 from plda.engine.plan import ladder_length
-from plda.engine.spectra import Spectrum, spectrum_of
-from plda.grid.chernoff import composed_tail
+from plda.engine.spectra import Spectrum, from_spectrum, spectrum_of
 from plda.grid.discrete import DiscreteLoss
 from plda.grid.moments import (
     composed_variance,
@@ -413,87 +412,3 @@ def compose(factors, tail: float = 1e-20, max_size: int = 1 << 23) -> DiscreteLo
         The composed law, with certified error terms.
     """
     return Composer(tail=tail, group=True).compose(factors, max_size)
-
-
-def from_spectrum(factors, spectrum, bound, relative, n, window, infinity) -> DiscreteLoss:
-    """The composed grid law from its spectrum and the certified error terms.
-
-    Parameters
-    ----------
-    factors
-        ``[(law, count), ...]``, what was composed.
-    spectrum
-        The computed spectrum ``Y`` of the composition.
-    bound
-        ``bound[j] >= |Y_j|``.
-    relative
-        ``relative[j] * bound[j] >= |computed Y_j - Y_j|`` (forward transforms and powers).
-    n
-        The FFT length.
-    window
-        ``(lo, width, base, below, above)``: the window's first grid index and width, the
-        grid index of spectrum position 0, and the Chernoff bounds of the mass outside.
-    infinity
-        The composed mass at ``+inf``.
-
-    Returns
-    -------
-    DiscreteLoss
-        The composed law on the window.
-    """
-    lo, width, base, below, above = window
-    first = factors[0][0]
-    y = fft.irfft(spectrum, n)
-    # |dy_t| <= (2/n) sum_j |dY_j| (real inverse transform) plus the inverse transform's own error
-    inverse_error = fft.transform_error(n, 2.0 / n * float(bound.sum()))
-    weighted = bound * relative
-    entry_error = 2.0 / n * float(weighted.sum()) + inverse_error
-    # Parseval: ||dy||_2 = ||dY||_2 / sqrt(n), |dY_j| counted twice for the conjugate half
-    l2_error = math.sqrt(2.0 / n * dot(weighted, weighted)) + math.sqrt(n) * inverse_error
-    # the window starts at cyclic position (lo - base) mod n (a rotation by slicing: np.roll
-    # costs several times as much at these lengths)
-    shift = (lo - base) % n
-    if shift + width <= n:
-        y = y[shift : shift + width]
-    else:
-        y = np.concatenate((y[shift:], y[: shift + width - n]))
-    # entries are exact probabilities up to entry_error: clipping at 0 only moves toward the truth
-    np.maximum(y, 0.0, out=y)
-    # composed losses are sums of the factors' losses: their errors add (1e-9: rounding of the sum)
-    loss_error = sum(k * f.loss_error for f, k in factors) * (1 + 1e-9)
-    if first.upper:
-        return DiscreteLoss(
-            step=first.step,
-            offset=lo,
-            probs=y,
-            infinity_mass=min(1.0, infinity + above),
-            upper=True,
-            entry_error=entry_error,
-            l2_error=l2_error,
-            loss_error=loss_error,
-            far_tail=composed_tail(factors),  # the factors' moments summed when first asked
-        )
-    # spurious mass the factors bring in: a factor ``f`` holding ``exact_f + spurious_f``
-    # (``spurious_f >= 0`` of mass at most ``s_f``) composes to at most ``conv(exact) +
-    # (prod_f (m_f + s_f)^{k_f} - prod_f m_f^{k_f})`` where the exact law has mass, ``m_f <= 1``
-    # the exact finite masses; the excess is at most ``prod (1 + s_f)^{k_f} - 1 <= e^S - 1 <=
-    # S (1 + S)`` for ``S = sum_f k_f s_f <= 1`` (rounded up by a few ulps). Discretized laws
-    # carry none: 0 then, exactly.
-    carried = sum(k * f.spurious_mass for f, k in factors)
-    if carried <= 0:
-        carried = 0.0
-    elif carried <= 1:
-        carried = min(1.0, carried * (1 + carried) * (1 + 8 * UNIT_ROUNDOFF))
-    else:
-        carried = 1.0
-    return DiscreteLoss(
-        step=first.step,
-        offset=lo,
-        probs=y,
-        infinity_mass=infinity,
-        upper=False,
-        entry_error=entry_error,
-        spurious_mass=below + above + carried,
-        l2_error=l2_error,
-        loss_error=loss_error,
-    )

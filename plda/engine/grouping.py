@@ -171,7 +171,7 @@ def group_spectrum(members, n: int, multiply) -> Spectrum:
     bound = np.exp(np.maximum(log_bound, -700.0))
     b = bound * relative
     y = fft.irfft(spectrum, n_g)
-    # the inverse transform's rounding per entry (as in plda.engine.composer.from_spectrum)
+    # the inverse transform's rounding per entry (as in plda.engine.spectra.from_spectrum)
     rho = fft.transform_error(n_g, 2.0 / n_g * float(bound.sum()))
     # half-spectrum index k stands for k and n_g - k, except k = 0 and k = n_g / 2
     single = np.zeros(len(b), dtype=bool)

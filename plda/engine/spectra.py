@@ -1,4 +1,5 @@
-"""The spectrum of a grid law at an FFT length, with its certified error terms and powers.
+"""The spectrum of a grid law at an FFT length, with its certified error terms and powers, and
+the composed grid law read back from a product of spectra (:func:`from_spectrum`).
 
 The composer (:mod:`plda.engine.composer`) multiplies the factors' spectra raised to their counts:
 binary powers kept for a history whose counts grow, ``exp(k log X)`` for one-shot compositions.
@@ -7,12 +8,15 @@ The error analysis: docs/concepts/fft-composition.md.
 
 from __future__ import annotations
 
+import math
 from dataclasses import InitVar, dataclass, field
 
 import numpy as np
 
 from plda._internal import fft
-from plda._internal.floats import UNIT_ROUNDOFF, error_sum_bound
+from plda._internal.floats import UNIT_ROUNDOFF, dot, error_sum_bound
+from plda.grid.chernoff import composed_tail
+from plda.grid.discrete import DiscreteLoss
 
 #: powers whose bound falls below e^LOG_FLOOR are set to 0 and charged in full (their values
 #: are below the smallest normal double; computing them costs many times an ordinary exp)
@@ -162,3 +166,87 @@ def spectrum_of(law, n: int) -> Spectrum:
         size = len(law.probs)
         eta += error_sum_bound(law.entry_error, law.l2_error, size)
     return Spectrum(powers=[x], eta=eta)
+
+
+def from_spectrum(factors, spectrum, bound, relative, n, window, infinity) -> DiscreteLoss:
+    """The composed grid law from its spectrum and the certified error terms.
+
+    Parameters
+    ----------
+    factors
+        ``[(law, count), ...]``, what was composed.
+    spectrum
+        The computed spectrum ``Y`` of the composition.
+    bound
+        ``bound[j] >= |Y_j|``.
+    relative
+        ``relative[j] * bound[j] >= |computed Y_j - Y_j|`` (forward transforms and powers).
+    n
+        The FFT length.
+    window
+        ``(lo, width, base, below, above)``: the window's first grid index and width, the
+        grid index of spectrum position 0, and the Chernoff bounds of the mass outside.
+    infinity
+        The composed mass at ``+inf``.
+
+    Returns
+    -------
+    DiscreteLoss
+        The composed law on the window.
+    """
+    lo, width, base, below, above = window
+    first = factors[0][0]
+    y = fft.irfft(spectrum, n)
+    # |dy_t| <= (2/n) sum_j |dY_j| (real inverse transform) plus the inverse transform's own error
+    inverse_error = fft.transform_error(n, 2.0 / n * float(bound.sum()))
+    weighted = bound * relative
+    entry_error = 2.0 / n * float(weighted.sum()) + inverse_error
+    # Parseval: ||dy||_2 = ||dY||_2 / sqrt(n), |dY_j| counted twice for the conjugate half
+    l2_error = math.sqrt(2.0 / n * dot(weighted, weighted)) + math.sqrt(n) * inverse_error
+    # the window starts at cyclic position (lo - base) mod n (a rotation by slicing: np.roll
+    # costs several times as much at these lengths)
+    shift = (lo - base) % n
+    if shift + width <= n:
+        y = y[shift : shift + width]
+    else:
+        y = np.concatenate((y[shift:], y[: shift + width - n]))
+    # entries are exact probabilities up to entry_error: clipping at 0 only moves toward the truth
+    np.maximum(y, 0.0, out=y)
+    # composed losses are sums of the factors' losses: their errors add (1e-9: rounding of the sum)
+    loss_error = sum(k * f.loss_error for f, k in factors) * (1 + 1e-9)
+    if first.upper:
+        return DiscreteLoss(
+            step=first.step,
+            offset=lo,
+            probs=y,
+            infinity_mass=min(1.0, infinity + above),
+            upper=True,
+            entry_error=entry_error,
+            l2_error=l2_error,
+            loss_error=loss_error,
+            far_tail=composed_tail(factors),  # the factors' moments summed when first asked
+        )
+    # spurious mass the factors bring in: a factor ``f`` holding ``exact_f + spurious_f``
+    # (``spurious_f >= 0`` of mass at most ``s_f``) composes to at most ``conv(exact) +
+    # (prod_f (m_f + s_f)^{k_f} - prod_f m_f^{k_f})`` where the exact law has mass, ``m_f <= 1``
+    # the exact finite masses; the excess is at most ``prod (1 + s_f)^{k_f} - 1 <= e^S - 1 <=
+    # S (1 + S)`` for ``S = sum_f k_f s_f <= 1`` (rounded up by a few ulps). Discretized laws
+    # carry none: 0 then, exactly.
+    carried = sum(k * f.spurious_mass for f, k in factors)
+    if carried <= 0:
+        carried = 0.0
+    elif carried <= 1:
+        carried = min(1.0, carried * (1 + carried) * (1 + 8 * UNIT_ROUNDOFF))
+    else:
+        carried = 1.0
+    return DiscreteLoss(
+        step=first.step,
+        offset=lo,
+        probs=y,
+        infinity_mass=infinity,
+        upper=False,
+        entry_error=entry_error,
+        spurious_mass=below + above + carried,
+        l2_error=l2_error,
+        loss_error=loss_error,
+    )
