@@ -263,6 +263,41 @@ def test_history_composer_adds_the_chernoff_moments_of_appended_factors_only(mon
         assert result.infinity_mass == again.infinity_mass
 
 
+def test_history_composer_computes_new_moments_near_the_orders_its_last_walk_visited(
+        monkeypatch):
+    # the whole ladder range held about twice the orders S1's walks ever visit: a new law's
+    # moments are computed at the last walk's orders and one more on either side (bit for bit
+    # the same bounds: a law's moment at an order does not depend on which others it computes)
+    from plda.grid import discrete, moments
+
+    visited, computed = [], {}
+    walk, ladder = composer_module.ladder_walk, discrete.log_mgf_ladder
+
+    def recording_walk(sums_at, *args):
+        visited.append([])
+        return walk(lambda j: visited[-1].append(j) or sums_at(j), *args)
+
+    def recording_ladder(law, j0, j1):
+        computed.setdefault(id(law), set()).update(range(j0, j1 + 1))
+        return ladder(law, j0, j1)
+
+    monkeypatch.setattr(composer_module, "ladder_walk", recording_walk)
+    monkeypatch.setattr(discrete, "log_mgf_ladder", recording_ladder)
+    laws = _step_laws(14)
+    kept = Composer(tail=1e-14, ladder=True, keep=True, from_zero=True)
+    kept.compose([(law, 1) for law in laws[:12]], 1 << 22, length=4096)
+    low, high = min(visited[-1]), max(visited[-1])
+    history = [(law, 1) for law in laws[:13]]
+    grown = kept.compose(history, 1 << 22, length=4096)
+    j0, j1 = moments.ladder_range(moments.composed_variance(history), (0.25, 64.0),
+                                  laws[0].step)
+    orders = computed[id(laws[12])]
+    assert min(orders) >= low - 1 and max(orders) <= high + 1 and len(orders) < j1 - j0 + 1
+    fresh = Composer(tail=1e-14, ladder=True, keep=True, from_zero=True)
+    again = fresh.compose(history, 1 << 22, length=4096)
+    assert np.array_equal(grown.probs, again.probs) and grown.infinity_mass == again.infinity_mass
+
+
 def test_kept_running_products_are_not_changed_by_the_histories_that_extend_them():
     # a history's running product is extended in place once a query owns its arrays: histories
     # branching from one kept prefix (and asked again) must each get what a fresh composer

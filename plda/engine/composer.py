@@ -83,6 +83,7 @@ class Composer:
         # per (first law, last law, size): the factors, their composed variance and their
         # Chernoff sums per ladder range, extended the same way
         self._ladders: OrderedDict = OrderedDict()
+        self._walked = None  # (lowest, highest) ladder index the last walk visited
 
     def clear(self) -> None:
         """Forget every kept spectrum, running product and Chernoff sum."""
@@ -90,6 +91,7 @@ class Composer:
         self._lengths.clear()
         self._prefixes.clear()
         self._ladders.clear()
+        self._walked = None
         self._bytes = 0
 
     def _spectrum(self, law: DiscreteLoss, n: int, count: int) -> Spectrum:
@@ -269,10 +271,18 @@ class Composer:
         j0, j1 = ladder_range(variance, self.order_range, step)
         kept, heads, wholes = held[2], {}, {}
         # a kept history's laws meet many compositions whose walks start at different orders:
-        # each computes the whole range at once, as it did before the walk
-        batch = (j0, j1) if self.keep else None
+        # each computes at once the orders the last walk visited, one more on either side (a
+        # history's walks drift slowly; the whole range held twice the orders ever visited),
+        # and the whole range before the first walk; the moments do not depend on the batch
+        batch = None
+        if self.keep:
+            batch = (j0, j1)
+            if self._walked is not None:
+                batch = (max(j0, self._walked[0] - 1), min(j1, self._walked[1] + 1))
+        visited = []
 
         def sums_at(j: int) -> tuple[float, float]:
+            visited.append(j)
             sums, first = kept.get(j), start
             if sums is None:  # not kept at this order: from scratch
                 first = 0
@@ -284,6 +294,8 @@ class Composer:
 
         cuts = ladder_walk(sums_at, j0, j1, ladder_start(variance, self.tail, step, j0, j1),
                            self.tail)
+        if self.keep:
+            self._walked = (min(visited), max(visited))
         if heads:
             self._keep_ladder(factors[:split], head, heads)
         if self.keep and len(factors) > 1:
