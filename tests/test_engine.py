@@ -328,3 +328,28 @@ def test_the_error_sum_bound_takes_the_smaller_of_its_two_norms():
     got = error_sum_bound(1e-3, 1e-2, np.array([4.0, 400.0]), np.array([16.0, 1e4]))
     assert np.allclose(got, [4e-3, 0.4]) and isinstance(got, np.ndarray)
     assert isinstance(error_sum_bound(1e-3, 1e-2, 9), float)  # scalars stay scalar
+
+
+def test_a_composer_without_binary_powers_keeps_the_spectra_and_gives_the_same_bits(monkeypatch):
+    # the accountant plans on a composer of few laws with large counts: their binary powers
+    # took most of its bytes, so that its spectra were evicted (99% misses on a rate schedule)
+    laws = _step_laws(4)
+    factors = [(law, 32 + i) for i, law in enumerate(laws)]
+    budget = 4 * 2 * (8192 // 2 + 1) * 16  # X and its two real arrays, per law, to n = 8192
+    computed = []
+    original = composer_module.spectrum_of
+    monkeypatch.setattr(composer_module, "spectrum_of",
+                        lambda law, n: computed.append(n) or original(law, n))
+    results = {}
+    for powers in (False, True):
+        composer = Composer(tail=1e-14, ladder=True, keep=True, from_zero=True,
+                            cache_bytes=budget, prefixes=0, powers=powers)
+        first = composer.compose(factors, 1 << 22, length=4096)
+        computed.clear()
+        results[powers] = (first, composer.compose(factors, 1 << 22, length=4096), computed[:])
+    assert results[False][2] == []  # every spectrum kept
+    assert len(results[True][2]) > 0  # with their powers, the same bytes do not hold them
+    reference = results[True][0]
+    for result in (*results[False][:2], results[True][1]):
+        assert np.array_equal(result.probs, reference.probs)
+        assert result.entry_error == reference.entry_error

@@ -64,7 +64,8 @@ class HistoryComposition:
         self._composer = Composer(cache_bytes=CACHE_BYTES, prefixes=PREFIXES_KEPT, **settings)
         # the horizon and checkpoint histories (they only plan and bound) on a small budget: a
         # schedule's horizon laws change as it grows, and would hold more than the history's
-        self._planning = Composer(cache_bytes=PLANNING_BYTES, prefixes=1, **settings)
+        self._planning = Composer(cache_bytes=PLANNING_BYTES, prefixes=1, powers=False,
+                                  **settings)
         self.store = HistoryComposer(relation, self._composer, self._planning)
         self._steps, self._refined, self._checkpoints = {}, {}, {}
         self._coarse: list = []  # (components, coarsened, horizon) of the last few asked

@@ -24,8 +24,10 @@ TAIL = 1e-14
 ORDER_RANGE = (0.25, 64.0)
 #: bytes of cached spectra and powers kept per accountant
 CACHE_BYTES = 512 << 20
-#: of those, for the longer histories it plans and bounds with (horizon, checkpoint)
-PLANNING_BYTES = 8 << 20
+#: of those, for the longer histories it plans and bounds with (horizon, checkpoint): their
+#: spectra alone, not their binary powers (a rate schedule's horizon holds about 60 laws on
+#: 16384 points in its versions; with powers they took 45 MB, and 8 MB of them missed 99%)
+PLANNING_BYTES = 32 << 20
 #: composed results kept per accountant (one per distinct history and grid step)
 RESULTS_KEPT = 4
 #: running products kept for histories that grow by appending factors (see plda.engine.composer)

@@ -55,6 +55,9 @@ class Composer:
         and enter the group as one factor of the long product (one-shot composers only: a
         history's composer reuses per-factor spectra instead; see
         :mod:`plda.engine.grouping`).
+    powers
+        With ``keep``: keep each spectrum's binary powers too (False: the spectra alone, for
+        a composer of few laws with large counts, whose powers would take most of its bytes).
     """
 
     def __init__(
@@ -68,11 +71,12 @@ class Composer:
         cache_bytes: int = 512 << 20,
         prefixes: int = 8,
         group: bool = False,
+        powers: bool = True,
     ):
         self.tail, self.order_range, self.ladder = tail, order_range, ladder
         self.group = group and not keep
         self.keep, self.from_zero = keep, from_zero
-        self.cache_bytes, self.prefixes_kept = cache_bytes, prefixes
+        self.cache_bytes, self.prefixes_kept, self.powers = cache_bytes, prefixes, powers
         self._spectra: OrderedDict = OrderedDict()
         self._lengths: dict = {}  # id(law) -> the one length its spectrum is kept at
         self._bytes = 0  # of the cached spectra and their powers
@@ -339,7 +343,7 @@ class Composer:
                 s = self._spectrum(f, n, k) if self.keep else spectrum_of(f, n)
             if self.keep:
                 before = s.nbytes
-                x, rounding = s.binary_power(k)
+                x, rounding = s.binary_power(k, self.powers)
                 if s.nbytes != before:  # new binary powers were cached
                     self._bytes += s.nbytes - before
                     self._evict()

@@ -56,7 +56,7 @@ class Spectrum:
             self.relative = np.where(positive, eta / np.where(positive, amplitude, 1.0), 0.0)
         self.nbytes = sum(p.nbytes for p in self.powers) + 2 * self.amplitude_log.nbytes
 
-    def binary_power(self, k: int) -> tuple[np.ndarray, float]:
+    def binary_power(self, k: int, keep: bool = True) -> tuple[np.ndarray, float]:
         """``X^k`` as the product of the binary powers of ``X``, caching new ones.
 
         Multiplied in ascending order, so the result depends on ``k`` only, not on which
@@ -66,6 +66,8 @@ class Spectrum:
         ----------
         k
             The power, at least 1.
+        keep
+            Whether to cache the new powers (False: the same products, dropped after).
 
         Returns
         -------
@@ -77,18 +79,20 @@ class Spectrum:
         """
         out, kept = None, False
         j, rest = 0, k
+        powers = self.powers if keep else list(self.powers)
         while rest:
-            while len(self.powers) <= j:
-                last = self.powers[-1]
-                self.powers.append(last * last)
-                self.nbytes += last.nbytes
+            while len(powers) <= j:
+                last = powers[-1]
+                powers.append(last * last)
+                if keep:
+                    self.nbytes += last.nbytes
             if rest & 1:
                 if out is None:
-                    out, kept = self.powers[j], True
+                    out, kept = powers[j], True
                 elif kept:  # the first product is a new array, written from then on
-                    out, kept = out * self.powers[j], False
+                    out, kept = out * powers[j], False
                 else:
-                    out *= self.powers[j]
+                    out *= powers[j]
             rest >>= 1
             j += 1
         return out, 8 * UNIT_ROUNDOFF * (k + 2 * k.bit_length())
