@@ -220,7 +220,8 @@ def test_a_query_coarsens_a_noise_schedule_once(monkeypatch):
 
     calls = []
     real = composition.coarsened
-    monkeypatch.setattr(composition, "coarsened", lambda c: calls.append(len(c)) or real(c))
+    monkeypatch.setattr(composition, "coarsened",
+                        lambda c, held=None: calls.append(len(c)) or real(c, held))
     acct = PLDAccountant(accuracy=COARSE)
     for i in range(80):
         acct.compose(sampled(1.5 - 0.002 * i, 0.01))

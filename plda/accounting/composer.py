@@ -17,6 +17,7 @@ from plda.discretization.discretize import discretize
 from plda.engine.composer import Composer
 from plda.engine.plan import MAX_GRID, Plan
 from plda.engine.recipe import add_remove_steps, laws_by_direction
+from plda.mechanisms.gaussian import GaussianLaw
 
 
 class StoredPair:
@@ -103,7 +104,16 @@ class HistoryComposer:
         for held, laws in self._held:
             if held is components:
                 return laws
-        laws = laws_by_direction(add_remove_steps(components, self._relation))
+        laws = None
+        # a history that grew by appending runs (a noise schedule's next query) extends the
+        # laws of the one it grew from: reading every step again made each query's cost grow
+        # with the history (a seventh of a 3000-step schedule's time)
+        for held, known in self._held:
+            if len(held) < len(components) and components[: len(held)] == held:
+                laws = _extended(known, add_remove_steps(components[len(held):], self._relation))
+                break
+        if laws is None:
+            laws = laws_by_direction(add_remove_steps(components, self._relation))
         self._held = [(components, laws), *self._held[:3]]
         return laws
 
@@ -187,6 +197,20 @@ class HistoryComposer:
             )
             for direction, slots in out.items()
         }
+
+
+def _extended(laws: dict, steps) -> dict | None:
+    """``laws`` (:func:`~plda.engine.recipe.laws_by_direction` of a history) extended by the
+    ``steps`` appended to it: what the whole history gives, or None where that is not the
+    concatenation (plain Gaussian steps are merged into one last factor; the directions change
+    once a step is not symmetric)."""
+    tail = laws_by_direction(steps)
+    if set(tail) != set(laws) or any(
+        part and isinstance(part[-1][0], GaussianLaw)  # a merged Gaussian (or one like it)
+        for part in (next(iter(laws.values())), next(iter(tail.values())))
+    ):
+        return None
+    return {direction: laws[direction] + tail[direction] for direction in laws}
 
 
 def _compose(composer: Composer, laws: list, plan: Plan, index: int, both: bool):

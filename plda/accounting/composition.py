@@ -305,7 +305,10 @@ class HistoryComposition:
         for held in self._coarse:
             if held[0] is components:
                 return held[1:]
-        coarse = coarsened(components)
+        # a history grown by appending runs coarsens its new runs only
+        earlier = next((held[:2] for held in self._coarse if len(held[0]) < len(components)
+                        and components[: len(held[0])] == held[0]), None)
+        coarse = coarsened(components, earlier)
         self._coarse = [(components, coarse, horizon_of(components, coarse)), *self._coarse[:3]]
         return self._coarse[0][1:]
 

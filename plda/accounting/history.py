@@ -106,7 +106,7 @@ def checkpoint(components, coarse: tuple | None = None) -> tuple:
     return tuple(out)
 
 
-def coarsened(components) -> tuple:
+def coarsened(components, held: tuple | None = None) -> tuple:
     """A history that dominates ``components`` with few distinct mechanisms.
 
     For more than :data:`MANY_MECHANISMS` distinct mechanisms (a noise schedule changed at
@@ -119,6 +119,9 @@ def coarsened(components) -> tuple:
     ----------
     components : tuple of (Mechanism, int)
         The run-length history.
+    held : tuple, optional
+        ``(earlier, coarsened(earlier))`` for an earlier history that ``components`` extends
+        by appending runs: only the new runs are read (the same result, sooner).
 
     Returns
     -------
@@ -128,7 +131,10 @@ def coarsened(components) -> tuple:
     if len(components) <= MANY_MECHANISMS:
         return components
     merged: dict = {}
-    for mechanism, count in components:
+    start = 0
+    if held is not None and len(held[0]) > MANY_MECHANISMS:
+        merged, start = dict(held[1]), len(held[0])
+    for mechanism, count in components[start:]:
         rounded = dominating(mechanism)
         merged[rounded] = merged.get(rounded, 0) + count
     return tuple(merged.items())
