@@ -142,3 +142,19 @@ def test_laws_are_shared_by_equal_mechanisms_and_kept_by_each():
     # what a mechanism remembers is not part of its value or its pickle
     assert sampled == plda.PoissonSampled(plda.Gaussian(1.37), 0.013)
     assert "_memo" not in pickle.loads(pickle.dumps(sampled)).__dict__
+
+
+def test_a_sampled_gaussian_maps_both_tail_points_in_one_call(monkeypatch):
+    # every discretization asks a law for three tails; the loss map's fixed cost per call
+    # was an eighth of a noise schedule's discretization
+    from plda.mechanisms.subsampled import SubsampledLaw
+
+    law = plda.PoissonSampled(plda.Gaussian(0.9), 0.01).privacy_loss("remove")
+    calls = []
+    original = SubsampledLaw.subsampled_loss
+    monkeypatch.setattr(SubsampledLaw, "subsampled_loss",
+                        lambda self, loss: calls.append(np.size(loss)) or original(self, loss))
+    for hypothesis in ("P", "Q"):
+        lo, hi = law.tail_points(1e-17, hypothesis)
+        assert isinstance(lo, float) and isinstance(hi, float) and lo < 0 < hi
+    assert calls == [2, 2]
