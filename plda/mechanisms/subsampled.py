@@ -371,8 +371,7 @@ class SubsampledLaw(PrivacyLossLaw):
         aq, bq = self.base._cont_tail(mass, "Q")
         # both ends in one call (a call's fixed cost is most of it: every law asks three tails)
         ends = [aq, bq] if hypothesis == "Q" else [min(ap, aq), max(bp, bq)]
-        lo, hi = self.subsampled_loss(ends).tolist()
-        return lo, hi
+        return tuple(self.subsampled_loss(ends).tolist())
 
 
 @dataclass(frozen=True, eq=False)
