@@ -190,18 +190,17 @@ def cell_moments(law: PrivacyLossLaw, step: float, lo: int, mid: int, negligible
     # most cells of a fine grid lie in the tails, where the cdf differences are of small
     # numbers and their error is far below anything a query resolves: quadrature (ten density
     # evaluations per cell) only where the cdf error is not negligible
-    integrate = np.ones(mid - lo, dtype=bool)
-    if negligible > 0:
-        p2, ep2, _, eu2, _, ev2 = cdf_based
-        with np.errstate(invalid="ignore", over="ignore"):
-            cost = ep2 + (eu2 + ev2) / -np.expm1(-step)
-        integrate = ~(cost <= negligible / max(mid - lo, 1))  # (NaN or inf: integrate)
-        if not integrate.any():
-            return cdf_based
-    left = np.arange(lo, mid)[integrate] * step
-    picked = _quadrature_moments(law, step, left, [part[integrate] for part in cdf_based])
-    if integrate.all():
-        return picked
+    left = np.arange(lo, mid) * step
+    if negligible <= 0:
+        return _quadrature_moments(law, step, left, cdf_based)
+    _, ep2, _, eu2, _, ev2 = cdf_based
+    with np.errstate(invalid="ignore", over="ignore"):
+        cost = ep2 + (eu2 + ev2) / -np.expm1(-step)
+    integrate = ~(cost <= negligible / max(mid - lo, 1))  # (NaN or inf: integrate)
+    if not integrate.any():
+        return cdf_based
+    picked = _quadrature_moments(law, step, left[integrate],
+                                 [part[integrate] for part in cdf_based])
     out = tuple(part.copy() for part in cdf_based)
     for whole, part in zip(out, picked, strict=True):
         whole[integrate] = part
