@@ -343,7 +343,7 @@ def test_a_composer_without_binary_powers_keeps_the_spectra_and_gives_the_same_b
     results = {}
     for powers in (False, True):
         composer = Composer(tail=1e-14, ladder=True, keep=True, from_zero=True,
-                            cache_bytes=budget, prefixes=0, powers=powers)
+                            cache_bytes=budget, prefixes=0, keep_powers=powers)
         first = composer.compose(factors, 1 << 22, length=4096)
         computed.clear()
         results[powers] = (first, composer.compose(factors, 1 << 22, length=4096), computed[:])

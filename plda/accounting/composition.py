@@ -26,6 +26,7 @@ from plda.accounting.history import (
     TAIL,
     checkpoint,
     coarsened,
+    grew_from,
 )
 from plda.accounting.history import horizon as horizon_of
 from plda.accounting.ladder import LadderSteps, ladder_step
@@ -64,7 +65,7 @@ class HistoryComposition:
         self._composer = Composer(cache_bytes=CACHE_BYTES, prefixes=PREFIXES_KEPT, **settings)
         # the horizon and checkpoint histories (they only plan and bound) on a small budget: a
         # schedule's horizon laws change as it grows, and would hold more than the history's
-        self._planning = Composer(cache_bytes=PLANNING_BYTES, prefixes=1, powers=False,
+        self._planning = Composer(cache_bytes=PLANNING_BYTES, prefixes=1, keep_powers=False,
                                   **settings)
         self.store = HistoryComposer(relation, self._composer, self._planning)
         self._steps, self._refined, self._checkpoints = {}, {}, {}
@@ -306,8 +307,8 @@ class HistoryComposition:
             if held[0] is components:
                 return held[1:]
         # a history grown by appending runs coarsens its new runs only
-        earlier = next((held[:2] for held in self._coarse if len(held[0]) < len(components)
-                        and components[: len(held[0])] == held[0]), None)
+        earlier = next((held[:2] for held in self._coarse if grew_from(components, held[0])),
+                       None)
         coarse = coarsened(components, earlier)
         self._coarse = [(components, coarse, horizon_of(components, coarse)), *self._coarse[:3]]
         return self._coarse[0][1:]

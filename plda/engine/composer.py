@@ -55,7 +55,7 @@ class Composer:
         and enter the group as one factor of the long product (one-shot composers only: a
         history's composer reuses per-factor spectra instead; see
         :mod:`plda.engine.grouping`).
-    powers
+    keep_powers
         With ``keep``: keep each spectrum's binary powers too (False: the spectra alone, for
         a composer of few laws with large counts, whose powers would take most of its bytes).
     """
@@ -71,12 +71,13 @@ class Composer:
         cache_bytes: int = 512 << 20,
         prefixes: int = 8,
         group: bool = False,
-        powers: bool = True,
+        keep_powers: bool = True,
     ):
         self.tail, self.order_range, self.ladder = tail, order_range, ladder
         self.group = group and not keep
         self.keep, self.from_zero = keep, from_zero
-        self.cache_bytes, self.prefixes_kept, self.powers = cache_bytes, prefixes, powers
+        self.cache_bytes, self.prefixes_kept = cache_bytes, prefixes
+        self.keep_powers = keep_powers
         self._spectra: OrderedDict = OrderedDict()
         self._lengths: dict = {}  # id(law) -> the one length its spectrum is kept at
         self._bytes = 0  # of the cached spectra and their powers
@@ -343,7 +344,7 @@ class Composer:
                 s = self._spectrum(f, n, k) if self.keep else spectrum_of(f, n)
             if self.keep:
                 before = s.nbytes
-                x, rounding = s.binary_power(k, self.powers)
+                x, rounding = s.binary_power(k, self.keep_powers)
                 if s.nbytes != before:  # new binary powers were cached
                     self._bytes += s.nbytes - before
                     self._evict()
