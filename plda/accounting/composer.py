@@ -12,7 +12,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from functools import partial
 
-from plda.accounting.history import MANY_MECHANISMS, RESULTS_KEPT, TAIL
+from plda.accounting.history import MANY_MECHANISMS, RESULTS_KEPT, TAIL, grew_from
 from plda.discretization.discretize import discretize
 from plda.engine.composer import Composer
 from plda.engine.plan import MAX_GRID, Plan
@@ -109,7 +109,7 @@ class HistoryComposer:
         # laws of the one it grew from: reading every step again made each query's cost grow
         # with the history (a seventh of a 3000-step schedule's time)
         for held, known in self._held:
-            if len(held) < len(components) and components[: len(held)] == held:
+            if grew_from(components, held):
                 laws = _extended(known, add_remove_steps(components[len(held):], self._relation))
                 break
         if laws is None:

@@ -106,6 +106,22 @@ def checkpoint(components, coarse: tuple | None = None) -> tuple:
     return tuple(out)
 
 
+def grew_from(components, earlier) -> bool:
+    """Whether the history ``components`` is ``earlier`` with more runs appended.
+
+    Parameters
+    ----------
+    components, earlier : tuple of (Mechanism, int)
+        Run-length histories.
+
+    Returns
+    -------
+    bool
+        True if ``earlier`` is a proper prefix of ``components``.
+    """
+    return len(earlier) < len(components) and components[: len(earlier)] == earlier
+
+
 def coarsened(components, held: tuple | None = None) -> tuple:
     """A history that dominates ``components`` with few distinct mechanisms.
 
