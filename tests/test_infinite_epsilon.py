@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 
 import mpmath
 import numpy as np
@@ -91,6 +92,48 @@ def test_epsilon_at_delta_zero_one_and_below_the_infinity_mass():
     # a Gaussian has no mass at infinity but delta(eps) > 0 for every eps
     gaussian = _accountant(plda.Gaussian(1.0), 2).epsilon_bounds([0.0, 1.0])
     assert gaussian.upper[0] == math.inf and gaussian.upper[1] == 0.0
+
+
+def _gaussian_epsilon(mu: float, delta: float) -> float:
+    """The exact epsilon of mu-GDP at ``delta`` (down to subnormal deltas), at 60 digits."""
+    with mpmath.workdps(60):
+        mu, delta = mpmath.mpf(mu), mpmath.mpf(delta)
+
+        def excess(eps):
+            return (mpmath.ncdf(-eps / mu + mu / 2)
+                    - mpmath.exp(eps) * mpmath.ncdf(-eps / mu - mu / 2) - delta)
+
+        low, high = mpmath.mpf(0), mpmath.mpf(100)
+        for _ in range(200):
+            middle = (low + high) / 2
+            low, high = (middle, high) if excess(middle) > 0 else (low, middle)
+        return float(high)
+
+
+@pytest.mark.parametrize("make", MAKERS.values(), ids=MAKERS.keys())
+@pytest.mark.parametrize("relation", ["add_remove", "replace_one"])
+@pytest.mark.parametrize(
+    ("mechanism", "count", "mu"),
+    [(plda.Gaussian(1.0), 1, 1.0), (plda.Gaussian(3.0), 10, math.sqrt(10) / 3),
+     (plda.PoissonSampled(plda.Gaussian(1.0), 0.5), 3, None)],
+    ids=["gaussian", "gaussian-x10", "sampled-x3"],
+)
+def test_epsilon_stays_finite_at_subnormal_deltas(make, relation, mechanism, count, mu):
+    # below about 1e-310 a discretization's far tail moves its subnormal masses to +inf, and
+    # the grid answered +inf (the README promised a finite bound): each step's certified
+    # Renyi curve, converted, bounds it (Gaussian(1) at 1e-310: exactly 38.07)
+    deltas = [1e-310, 1e-320, 5e-324]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", plda.AccuracyWarning)
+        bounds = make(mechanism, count, relation).epsilon_bounds(deltas)
+    assert np.all(np.isfinite(bounds.upper)) and np.all(bounds.lower <= bounds.upper)
+    assert np.all(np.diff(bounds.upper) >= 0)  # smaller deltas, larger epsilons
+    if mu is not None:
+        # under replace-one a Gaussian's pair is two sensitivities apart
+        mu = 2 * mu if relation == "replace_one" else mu
+        for delta, lower, upper in zip(deltas, bounds.lower, bounds.upper, strict=True):
+            exact = _gaussian_epsilon(mu, delta)
+            assert lower <= exact <= upper <= exact * 1.05
 
 
 @pytest.mark.parametrize("make", MAKERS.values(), ids=MAKERS.keys())

@@ -27,7 +27,7 @@ def main() -> None:
     pld = plda.PrivacyLossDistribution.from_mechanism(run, count=1000)
     digits = np.linspace(1, 320, 320)  # delta = 10^-digits
     lower, upper = pld.epsilon_bounds(10.0**-digits)
-    with np.errstate(invalid="ignore"):  # past ~1e-317 the upper bound is inf (not drawn)
+    with np.errstate(invalid="ignore"):  # (an infinite upper bound would not be drawn)
         gap = np.where(upper > 0, (upper - lower) / upper, 0.0)
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
     left.plot(digits, upper, color="C3", label="certified upper bound")
