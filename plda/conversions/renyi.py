@@ -472,5 +472,13 @@ def currency_capped(upper, components, relation: str, values, query: str):
         # depend on the other deltas asked along with it
         converted = _renyi_converted(steps, values, query, upper)
         upper = np.where(unbounded, np.minimum(upper, converted), upper)
+        if upper.size > 1:
+            # the cap may undercut the grid's bound at a larger delta asked with it, which an
+            # upper bound at a smaller delta bounds too (epsilon(delta) does not increase):
+            # every answer stays monotone in delta
+            order = np.argsort(values.ravel(), kind="stable")
+            flat = np.empty(upper.size)
+            flat[order] = np.minimum.accumulate(upper.ravel()[order])
+            upper = flat.reshape(upper.shape)
     return upper
 
