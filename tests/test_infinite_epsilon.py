@@ -156,6 +156,22 @@ def test_deltas_outside_the_unit_interval_are_refused(make, bad):
             query(bad)
 
 
+@pytest.mark.parametrize("make", MAKERS.values(), ids=MAKERS.keys())
+@pytest.mark.parametrize("bad", ["1e-5", True, None, [1e-5, None], np.array([True])])
+def test_queries_refuse_what_is_not_a_number(make, bad):
+    # numpy reads "1e-5" as 1e-5, True as 1.0 (epsilon 0 at delta 1) and None as NaN (which
+    # was refused as "delta must be in [0, 1], got nan"): a TypeError naming the argument
+    composition = make(plda.Gaussian(1.0), 2)
+    for query, name in ((composition.epsilon, "delta"), (composition.epsilon_bounds, "delta"),
+                        (composition.delta, "epsilon"), (composition.delta_bounds, "epsilon")):
+        with pytest.raises(TypeError, match=f"{name} must be a number or an array of numbers"):
+            query(bad)
+    # numbers of every kind still are
+    assert composition.epsilon(mpmath.mpf("1e-5")) == composition.epsilon(1e-5)
+    assert composition.epsilon(np.float64(1e-5)) == composition.epsilon(1e-5)
+    assert composition.epsilon(1) == 0.0
+
+
 def test_tradeoff_and_true_positive_rate_at_alpha_zero_read_the_infinity_mass():
     mass = _infinity_mass(1e-3, 3)
     pld = _pld(plda.ApproximateDP(epsilon=1.0, delta=1e-3), 3)

@@ -95,9 +95,19 @@ def array_in(name: str, value, lo: float, hi: float, *, open_hi: bool = False) -
     if type(value) is float and (lo <= value < hi if open_hi else lo <= value <= hi):
         return np.array(value)  # the common scalar query, without the array checks
     try:
-        arr = np.asarray(value, dtype=float)
+        raw = np.asarray(value)
+        # numbers only: numpy would read "1" as 1.0, True as 1.0 and None as NaN
+        if raw.dtype.kind in "USbV" or (
+            raw.dtype.kind == "O"
+            and any(x is None or isinstance(x, (str, bytes, bool, np.bool_))
+                    for x in raw.ravel().tolist())
+        ):
+            raise TypeError
+        arr = raw.astype(float)
     except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be a number or an array of numbers") from exc
+        raise TypeError(
+            f"{name} must be a number or an array of numbers, got {type(value).__name__}"
+        ) from exc
     bad = np.isnan(arr) | (arr < lo) | ((arr >= hi) if open_hi else (arr > hi))
     if np.any(bad):
         first = arr[bad].flat[0]

@@ -13,6 +13,8 @@ from scipy.optimize import brentq
 
 from plda._internal.caches import remembered
 from plda._internal.floats import dot
+from plda._internal.validation import array_in
+from plda.mechanisms.quantiles import first_reaching, support_ends
 
 HYPOTHESES = ("P", "Q")
 
@@ -311,54 +313,78 @@ class PrivacyLossLaw:
     def ppf(self, quantile, hypothesis: str = "P"):
         """Generalized inverse of :meth:`cdf`: the smallest loss with ``cdf >= quantile``.
 
+        As in scipy.stats, ``ppf(0)`` is the lower end of the support and ``ppf(1)`` the upper
+        end (``-inf`` or ``+inf`` where the support or a mass at an infinite loss reaches
+        there); beyond the finite losses' mass the answer is ``+inf``.
+
         Parameters
         ----------
         quantile : array_like of float
-            Probabilities.
+            Probabilities in ``[0, 1]``.
         hypothesis : {"P", "Q"}
             Distribution the output is drawn from.
 
         Returns
         -------
         numpy.ndarray
-            The losses, shaped like ``quantile`` (found by root search).
+            The losses, shaped like ``quantile`` (found by bisection, to 1e-12 relative; an
+            atom exactly).
 
         Raises
         ------
         ValueError
-            If ``hypothesis`` is not ``"P"`` or ``"Q"``.
+            If ``hypothesis`` is not ``"P"`` or ``"Q"``, or a quantile is outside ``[0, 1]``
+            or NaN.
+        TypeError
+            If ``quantile`` is not a number or an array of numbers.
         """
         if hypothesis not in HYPOTHESES:
             raise _bad_hypothesis(hypothesis)
-        qs = np.atleast_1d(np.asarray(quantile, dtype=float))
-        out = np.array([self._search(lambda x: self.cdf(x, hypothesis), q) for q in qs])
-        return out.reshape(np.shape(quantile))
+        qs = array_in("quantile", quantile, 0.0, 1.0)
+        lowest, highest = support_ends(self, hypothesis)
+        def cdf(x):  # noqa: E306
+            return float(self.cdf(np.array([x]), hypothesis)[0])
+        out = [lowest if q == 0 else highest if q == 1 else
+               first_reaching(cdf, q, self.atom_losses) for q in qs.ravel().tolist()]
+        return np.array(out, dtype=float).reshape(qs.shape)
 
     def isf(self, quantile, hypothesis: str = "P"):
-        """Inverse of :meth:`sf`: the loss where ``sf`` crosses ``quantile``.
+        """Inverse of :meth:`sf`: the smallest loss with ``sf <= quantile``.
+
+        As in scipy.stats, ``isf(1)`` is the lower end of the support and ``isf(0)`` the upper
+        end (``-inf`` or ``+inf`` where the support or a mass at an infinite loss reaches
+        there).
 
         Parameters
         ----------
         quantile : array_like of float
-            Probabilities.
+            Probabilities in ``[0, 1]``.
         hypothesis : {"P", "Q"}
             Distribution the output is drawn from.
 
         Returns
         -------
         numpy.ndarray
-            The losses, shaped like ``quantile`` (found by root search).
+            The losses, shaped like ``quantile`` (found by bisection, to 1e-12 relative; an
+            atom exactly).
 
         Raises
         ------
         ValueError
-            If ``hypothesis`` is not ``"P"`` or ``"Q"``.
+            If ``hypothesis`` is not ``"P"`` or ``"Q"``, or a quantile is outside ``[0, 1]``
+            or NaN.
+        TypeError
+            If ``quantile`` is not a number or an array of numbers.
         """
         if hypothesis not in HYPOTHESES:
             raise _bad_hypothesis(hypothesis)
-        qs = np.atleast_1d(np.asarray(quantile, dtype=float))
-        out = np.array([self._search(lambda x: -self.sf(x, hypothesis), -q) for q in qs])
-        return out.reshape(np.shape(quantile))
+        qs = array_in("quantile", quantile, 0.0, 1.0)
+        lowest, highest = support_ends(self, hypothesis)
+        def rising(x):  # noqa: E306  (-sf: non-decreasing and right-continuous)
+            return -float(self.sf(np.array([x]), hypothesis)[0])
+        out = [lowest if q == 1 else highest if q == 0 else
+               first_reaching(rising, -q, self.atom_losses) for q in qs.ravel().tolist()]
+        return np.array(out, dtype=float).reshape(qs.shape)
 
     def delta(self, epsilon):
         """Exact hockey-stick divergence ``sup_S P(S) - e^eps Q(S) = S_P(eps) - e^eps S_Q(eps)``.
