@@ -19,10 +19,14 @@ from plda.engine.plan import MAX_GRID, MIN_STEP, Pilot, pilot
 from plda.engine.query import Query, one_shot
 from plda.engine.recipe import add_remove_steps, laws_by_direction, merge, realized_recipes
 from plda.grid.discrete import DiscreteLoss
+from plda.mechanisms.approximate import ApproximateDP
 from plda.mechanisms.base import Mechanism
 
 #: default target for the relative gap (upper - lower) / upper of epsilon(delta)
 DEFAULT_ACCURACY = 1e-3
+#: what a composition of no step is read as: the identity pair (epsilon 0 at every delta)
+_NOTHING_RELEASED = ApproximateDP(epsilon=0.0)
+
 __all__ = [
     "DEFAULT_ACCURACY",
     "MAX_GRID",
@@ -238,10 +242,18 @@ class PrivacyLossDistribution(CompositionQueries):
 
     # ------------------------------------------------------------- internals
     @cached_property
+    def _merged(self) -> tuple:
+        """The components merged (:func:`plda.engine.recipe.merge`); a composition of no step
+        releases nothing, so it is read as one step of the identity ``ApproximateDP(0, 0)``
+        (epsilon 0 at every delta, as an accountant before its first step)."""
+        merged = merge(self.components)
+        return merged if sum(k for _, k in merged) else ((_NOTHING_RELEASED, 1),)
+
+    @cached_property
     def _laws(self) -> dict[str, list]:
         """``{direction: [(law, count), ...]}`` of the components under add/remove semantics
         (:func:`plda.engine.recipe.laws_by_direction`)."""
-        return laws_by_direction(add_remove_steps(merge(self.components), self.relation))
+        return laws_by_direction(add_remove_steps(self._merged, self.relation))
 
     @cached_property
     def _realized(self) -> tuple[PrivacyLossDistribution, ...]:
@@ -250,7 +262,7 @@ class PrivacyLossDistribution(CompositionQueries):
         is the certified lower bound of this composition; empty when every factor is tight."""
         if self._dominating:
             return ()
-        steps = add_remove_steps(merge(self.components), self.relation)
+        steps = add_remove_steps(self._merged, self.relation)
         return tuple(
             replace(self, components=recipe, relation="add_remove", _cache={})
             for recipe in realized_recipes(steps)
@@ -376,7 +388,7 @@ class PrivacyLossDistribution(CompositionQueries):
             conversions answer does not depend on the queries asked before.
         """
         return ComposedLaws(
-            steps=add_remove_steps(self.components, self.relation), grid=self._grid_laws
+            steps=add_remove_steps(self._merged, self.relation), grid=self._grid_laws
         )
 
     def _first_grid(self, bound: str) -> dict[str, DiscreteLoss]:

@@ -51,8 +51,16 @@ def test_empty_accountant_spends_nothing():
     assert tuple(acct.epsilon_bounds(DELTA)) == (0.0, 0.0)
     assert acct.delta(0.5) == 0.0
     assert len(acct) == 0
-    with pytest.raises(ValueError, match="no recorded steps"):
-        acct.pld  # noqa: B018
+    # its PLD is the composition of no step, which releases nothing (it raised, and an empty
+    # PLD built by hand crashed in every query on "max() arg is an empty sequence")
+    assert acct.pld.components == () and acct.pld.epsilon(DELTA) == 0.0
+    assert acct.tradeoff(0.5) == pytest.approx(0.5, abs=1e-9)
+    for empty in (plda.PrivacyLossDistribution(),
+                  plda.PrivacyLossDistribution(((plda.Gaussian(1.0), 0),))):
+        assert tuple(empty.epsilon_bounds(DELTA)) == (0.0, 0.0)
+        assert empty.delta_bounds(0.0).lower == 0.0 and empty.delta_bounds(0.0).upper <= 1e-12
+        assert empty.tradeoff_bounds(0.1).lower == pytest.approx(0.9, abs=1e-9)
+        assert empty.advantage_bounds().upper <= 1e-9 and empty.gdp_mu() <= 1e-3
 
 
 def test_gaussian_steps_match_the_closed_form():

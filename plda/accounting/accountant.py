@@ -240,13 +240,9 @@ class PLDAccountant(CompositionQueries):
     def pld(self) -> PrivacyLossDistribution:
         """The history as a :class:`~plda.pld.PrivacyLossDistribution` (to save, compose, check).
 
-        Raises
-        ------
-        ValueError
-            If no step was recorded.
+        Before the first step, the composition of no step: it releases nothing (epsilon 0 at
+        every delta, the tradeoff curve ``1 - alpha``), as the accountant's own answers say.
         """
-        if not self._history:
-            raise ValueError("the accountant has no recorded steps")
         return PrivacyLossDistribution(merge_runs(self._history), self._relation, self._accuracy)
 
     # -------------------------------------------------------------------- queries
