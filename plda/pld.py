@@ -362,6 +362,8 @@ class PrivacyLossDistribution(CompositionQueries):
         composition in its own currency (zCDP, RDP); with the realized compositions' lower
         bounds only if ``realized`` (an upper-bound query needs none of them). Numbers for a
         number ``asked``."""
+        if not targets.size:  # nothing asked: nothing to compute
+            return Bounds(np.zeros(targets.shape), np.zeros(targets.shape))
         query = self._query(realized=realized)
         lower, upper = (query.epsilon_bounds if kind == "epsilon" else query.delta_bounds)(targets)
         if not self._dominating:

@@ -172,6 +172,26 @@ def test_queries_refuse_what_is_not_a_number(make, bad):
     assert composition.epsilon(1) == 0.0
 
 
+@pytest.mark.parametrize("make", MAKERS.values(), ids=MAKERS.keys())
+def test_nothing_asked_is_nothing_answered(make):
+    # an empty array of targets gives empty answers, as tradeoff([]) always did (epsilon([])
+    # raised numpy's "zero-size array to reduction operation maximum", renyi_epsilon([])
+    # "need at least one array to concatenate")
+    composition = make(plda.Gaussian(2.0), 4)
+    for empty in (np.array([]), [], np.zeros((0, 3))):
+        shape = np.shape(empty)
+        for query in (composition.epsilon, composition.delta, composition.renyi_epsilon,
+                      composition.tradeoff):
+            assert np.shape(query(empty)) == shape
+        for query in (composition.epsilon_bounds, composition.delta_bounds):
+            bounds = query(empty)
+            assert np.shape(bounds.lower) == np.shape(bounds.upper) == shape
+    # an empty set of Rényi orders is refused by name, asked or not
+    for deltas in (1e-5, []):
+        with pytest.raises(ValueError, match="orders must hold at least one"):
+            composition.renyi_epsilon(deltas, orders=[])
+
+
 def test_tradeoff_and_true_positive_rate_at_alpha_zero_read_the_infinity_mass():
     mass = _infinity_mass(1e-3, 3)
     pld = _pld(plda.ApproximateDP(epsilon=1.0, delta=1e-3), 3)

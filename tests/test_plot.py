@@ -259,6 +259,8 @@ def test_bad_profile_arguments(pld, ax):
         profiles.privacy_profile(pld, ax, refine="yes")
     with pytest.raises(ValueError, match="epsilon"):
         profiles.privacy_profile(pld, ax, epsilon=[-1.0])
+    with pytest.raises(ValueError, match="epsilon must hold at least one"):  # (IndexError)
+        profiles.privacy_profile(pld, ax, epsilon=[])
     with pytest.raises(ValueError, match="alpha"):
         profiles.tradeoff(pld, ax, log_scale=True, alpha=[0.0])
 

@@ -269,7 +269,7 @@ class PLDAccountant(CompositionQueries):
             If ``delta`` is outside ``[0, 1]`` or NaN (not a number: ``TypeError``).
         """
         d = check.array_in("delta", delta, 0.0, 1.0)
-        if not self._history:
+        if not self._history or not d.size:  # (nothing asked: nothing to compute)
             return scalar(np.zeros(d.shape), delta)
         return scalar(self._epsilon_pair(d, need_lower=False)[1], delta)
 
@@ -295,7 +295,7 @@ class PLDAccountant(CompositionQueries):
             If ``delta`` is outside ``[0, 1]`` or NaN (not a number: ``TypeError``).
         """
         d = check.array_in("delta", delta, 0.0, 1.0)
-        if not self._history:
+        if not self._history or not d.size:
             zero = np.zeros(d.shape)
             return Bounds(scalar(zero, delta), scalar(zero, delta))
         lower, upper = self._epsilon_pair(d, need_lower=True)
@@ -330,7 +330,7 @@ class PLDAccountant(CompositionQueries):
             If ``epsilon`` is negative or NaN (not a number: ``TypeError``).
         """
         e = check.array_in("epsilon", epsilon, 0.0, np.inf)
-        if not self._history:
+        if not self._history or not e.size:
             return scalar(np.zeros(e.shape), epsilon)
         return scalar(self._delta_pair(e, need_lower=False)[1], epsilon)
 
@@ -353,7 +353,7 @@ class PLDAccountant(CompositionQueries):
             If ``epsilon`` is negative or NaN (not a number: ``TypeError``).
         """
         e = check.array_in("epsilon", epsilon, 0.0, np.inf)
-        if not self._history:
+        if not self._history or not e.size:
             zero = np.zeros(e.shape)
             return Bounds(scalar(zero, epsilon), scalar(zero, epsilon))
         lower, upper = self._delta_pair(e, need_lower=True)

@@ -170,7 +170,10 @@ def renyi(composed: ComposedLaws, order):
 
 # ------------------------------------------------------------- conversion
 def _check_orders(orders) -> np.ndarray:
-    return np.atleast_1d(check_orders("orders", DEFAULT_ORDERS if orders is None else orders))
+    alpha = np.atleast_1d(check_orders("orders", DEFAULT_ORDERS if orders is None else orders))
+    if not alpha.size:
+        raise ValueError("orders must hold at least one Rényi order above 1, got none")
+    return alpha
 
 
 def epsilon_from_renyi(curve_orders, curve_epsilons, delta):
@@ -296,6 +299,9 @@ def renyi_epsilon(composed: ComposedLaws, delta, *, orders=None):
         If an argument is not numeric.
     """
     d = check.array_in("delta", delta, 0.0, 1.0)
+    if not d.size:  # nothing asked (the orders are still checked)
+        _check_orders(orders)
+        return np.zeros(d.shape)
     flat = np.atleast_1d(d).ravel()
 
     def score(alpha, curve):
@@ -335,6 +341,9 @@ def renyi_delta(composed: ComposedLaws, epsilon, *, orders=None):
         If an argument is not numeric.
     """
     e = check.array_in("epsilon", epsilon, 0.0, np.inf)
+    if not e.size:  # nothing asked (the orders are still checked)
+        _check_orders(orders)
+        return np.zeros(e.shape)
     flat = np.atleast_1d(e).ravel()
 
     def score(alpha, curve):

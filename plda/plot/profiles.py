@@ -103,8 +103,8 @@ def tradeoff(
     TypeError
         If ``pld`` is of another type.
     ValueError
-        For an empty accountant, a ``reference_mu`` that is negative or infinite, or an
-        ``alpha`` outside [0, 1] (or without a positive value for ``log_scale``).
+        For a ``reference_mu`` that is negative or infinite, or an ``alpha`` outside [0, 1]
+        (or without a positive value for ``log_scale``).
     InvertedBracketError
         If a certified lower bound exceeds an upper one (a defect in plda).
     """
@@ -247,7 +247,7 @@ def privacy_profile(
     TypeError
         If ``pld`` is of another type, or ``refine`` is not a bool.
     ValueError
-        For an empty accountant, a ``resolved_ratio`` not above 1, or a negative ``epsilon``.
+        For a ``resolved_ratio`` not above 1, or an ``epsilon`` that is negative or empty.
     InvertedBracketError
         If a certified lower bound exceeds an upper one (a defect in plda).
     """
@@ -264,7 +264,9 @@ def privacy_profile(
         below = samples.epsilon[(samples.epsilon >= 0) & (samples.delta <= 1e-12)]
         top = float(below[0]) if len(below) else float(samples.epsilon[-1])
         epsilon = np.linspace(0, 1.1 * max(top, 1e-3), 400)
-    e = np.sort(np.atleast_1d(check.array_in("epsilon", epsilon, 0.0, np.inf)))
+    e = np.sort(np.atleast_1d(check.array_in("epsilon", epsilon, 0.0, np.inf)).ravel())
+    if not e.size:
+        raise ValueError("epsilon must hold at least one value to draw, got none")
     ax = new_axes(ax)
     overlaid = any(line.get_gid() == CURVE_GID for line in ax.get_lines())
     limits = ax.get_xlim(), ax.get_ylim()
