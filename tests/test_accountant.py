@@ -341,6 +341,48 @@ def test_vectorized_queries():
     assert np.all(np.diff(d) < 0)
 
 
+
+def _add_leads_at_delta_zero():
+    """Randomized response (eps0 = 1) on removal, but an addition that reveals loss 5 with
+    probability 0.01: epsilon(0) = 5k, led by the addition, while at delta 0.1 removal leads."""
+    from plda.mechanisms.law import AtomLaw
+
+    remove = AtomLaw(atom_losses=np.array([-1.0, 1.0]),
+                     atom_probs=np.array([1 / (1 + math.e), math.e / (1 + math.e)]))
+    add = AtomLaw(atom_losses=np.array([0.0, 5.0]), atom_probs=np.array([0.99, 0.01]),
+                  neg_infinity_mass=1 - 0.99 - 0.01 * math.exp(-5))
+    return plda.CustomMechanism(remove=remove, add=add)
+
+
+@pytest.mark.parametrize("count", [1, 2])
+def test_a_vectorized_query_skips_a_direction_only_where_it_is_dominated(count):
+    # the horizon's bounds hold at the deltas it resolved, not at delta 0: compared across
+    # deltas, a dominance read at 0.1 dropped the addition at 0 too, and epsilon(0) came out
+    # 1.002 against an exact 5 (2.008 against 10 for two steps); with three deltas the
+    # comparison did not broadcast and raised (found by a probe against exact references)
+    acct = PLDAccountant()
+    acct.compose(_add_leads_at_delta_zero(), count)
+    for asked in (np.array([0.0, 0.1]), np.array([0.1, 0.0, 0.2])):
+        together = acct.epsilon_bounds(asked)
+        alone = [acct.epsilon_bounds(float(x)) for x in asked]
+        for i, x in enumerate(asked):
+            if x == 0.0:  # exact: 5 per step (delta(eps) > 0 for every eps below it)
+                assert together.lower[i] <= 5.0 * count <= together.upper[i]
+            assert together.lower[i] <= alone[i].upper and alone[i].lower <= together.upper[i]
+        assert np.array_equal(acct.epsilon(asked), together.upper)
+
+
+def test_array_queries_keep_any_shape_for_a_sampled_step():
+    # a delta of 0 beside two others, and a 2-D array, raised "operands could not be broadcast"
+    acct = PLDAccountant()
+    acct.compose(plda.PoissonSampled(plda.Gaussian(1.0), 0.01), 100)
+    for asked in (np.array([0.0, 1e-3, 1e-2]), np.array([[1e-5, 1e-4], [1e-3, 1e-2]])):
+        bounds = acct.epsilon_bounds(asked)
+        assert bounds.upper.shape == asked.shape
+        for x, lower, upper in zip(asked.ravel(), bounds.lower.ravel(), bounds.upper.ravel(),
+                                   strict=True):
+            alone = acct.epsilon_bounds(float(x))
+            assert lower <= alone.upper and alone.lower <= upper
 def test_replace_one_relation_for_gaussians():
     acct = PLDAccountant(relation="replace_one", accuracy=COARSE)
     acct.compose(plda.Gaussian(sigma=2.0), count=4)  # sensitivity doubles: mu = 2

@@ -236,10 +236,17 @@ class HistoryComposition:
         grid cap, the step is refined on the history itself (and beyond that the one-shot
         driver takes over)."""
         flat = np.ravel(d)
-        step, horizon_uppers, order, _ = self._horizon(components, flat)
+        step, horizon_uppers, order, floor = self._horizon(components, flat)
         if step is not None:
+            # the horizon's bounds are at the deltas it resolved (at or above its floor, in
+            # order); at the others (0, or below the floor) they say nothing: +inf there
+            resolved = flat >= floor
+            spread = {}
+            for direction, bounds in horizon_uppers.items():
+                spread[direction] = np.full(flat.shape, np.inf)
+                spread[direction][resolved] = bounds
             try:
-                return self._directed_pair(components, step, d, need_lower, horizon_uppers, order)
+                return self._directed_pair(components, step, d, need_lower, spread, order)
             except GridTooLarge:
                 pass
         first, unit = self._grid_step(components)
@@ -269,7 +276,9 @@ class HistoryComposition:
         upper = versions[lead].upper.epsilon(d)
 
         def dominated(bounds, direction):
-            return np.all(bounds[direction] < upper * (1 - DOMINANCE))
+            # compared delta by delta, flat (a bound at one delta says nothing at another: a
+            # dominance read at 0.1 dropped the add direction at 0, where it led, 1.0 < 5)
+            return np.all(np.ravel(bounds[direction]) < np.ravel(upper) * (1 - DOMINANCE))
 
         # the horizon's bounds first (known from choosing the grid, so free), then the
         # checkpoint's (closer to this history, computed once for many queries)
