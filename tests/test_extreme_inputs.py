@@ -33,6 +33,22 @@ def test_out_of_range_inputs_say_which_range_is_supported(make, match):
         make()
 
 
+@pytest.mark.parametrize("step", [1e-12, 1e-9, 1e-7])
+def test_a_fixed_step_too_fine_is_refused_before_any_large_array(step):
+    # step=1e-12 raised MemoryError (undocumented), and step=1e-7 for 1000 Gaussian steps
+    # asked numpy for a 34.6 GiB array before failing
+    import tracemalloc
+
+    pld = plda.PrivacyLossDistribution.from_mechanism(plda.Gaussian(1.0), 1000, step=step)
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match=f"step={step!r} is too fine"):
+            pld.epsilon_bounds(1e-5)
+        assert tracemalloc.get_traced_memory()[1] < 64 << 20
+    finally:
+        tracemalloc.stop()
+
+
 def test_an_accountant_refuses_steps_past_the_supported_total_and_records_nothing():
     accountant = plda.PLDAccountant()
     accountant.step(1.0, 0.01, count=MAX_COUNT)

@@ -11,6 +11,7 @@ import numpy as np
 
 from plda._internal.caches import ByteBoundedCache, cached, register
 from plda._internal.chernoff import CHERNOFF_ORDERS
+from plda._internal.errors import GridTooLarge
 from plda._internal.floats import UNIT_ROUNDOFF
 from plda.discretization.atoms import atom_cells, atoms_in_cells
 from plda.discretization.cells import (
@@ -44,6 +45,9 @@ UPPER_TAIL = 1e-30
 FAR_UPPER_TAIL = 1e-320  # k * this stays below 1e-300 for k up to 1e10
 #: grid points of the coarse discretization behind that Chernoff bound
 _FAR_POINTS = 2048
+#: at most this many grid points per law (16 times the composer's cap, 512 MB an array): a law
+#: that needs more cannot be composed anyway
+MAX_LAW_POINTS = 1 << 26
 
 
 def _atoms_upper(law: PrivacyLossLaw, step: float):
@@ -198,8 +202,12 @@ def _discretize(
     if law.has_continuous_part:
         a, _ = law.tail_points(LOWER_TAIL, "P")
         _, b = law.tail_points(upper_tail, "P")
-        if not (np.isfinite(a / step) and np.isfinite(b / step) and (b - a) / step < 2**40):
-            raise MemoryError(f"a grid of step {step:g} over [{a:g}, {b:g}] is too large")
+        points = (b - a) / step
+        if not (np.isfinite(a / step) and np.isfinite(b / step) and points < MAX_LAW_POINTS):
+            # before any array is made (a Gaussian composed 1000 times at step 1e-7 asked
+            # numpy for 34.6 GiB): the planner coarsens, a user's fixed step is refused
+            raise GridTooLarge(int(min(points, 2**62)) if points == points else 2**62,
+                               MAX_LAW_POINTS)
         lo, hi = int(np.floor(a / step)), int(np.ceil(b / step))
         hi = max(hi, lo + 1)
         # the bulk, in cells of one step; beyond the points with FINE_TAIL of the mass beyond
