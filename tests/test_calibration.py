@@ -205,6 +205,9 @@ def test_steps_and_sample_rate_for_risk_targets():
         ({"target_epsilon": 1.0}, "target_epsilon and target_delta"),
         ({"target_true_positive_rate": 1e-4, "at_false_positive_rate": 1e-3}, "in \\(at_false"),
         ({"target_advantage": 1.0}, "target_advantage"),
+        # one range for either end (0 said "(0, 1]", 1 said "(0, 1)")
+        ({"target_epsilon": 1.0, "target_delta": 0.0}, r"target_delta must be in \(0, 1\),"),
+        ({"target_epsilon": 1.0, "target_delta": 1.0}, r"target_delta must be in \(0, 1\),"),
     ],
 )
 def test_exactly_one_target_kind(kwargs, match):

@@ -141,6 +141,7 @@ def test_parse_mechanism_specs():
         (["epsilon", "--delta", "1.5"], "--delta"),
         (["epsilon", "--accuracy", "0"], "--accuracy"),
         (["epsilon", "--steps", "many"], "--steps"),
+        (["epsilon", "--steps", "100000000000000000000"], "--steps"),  # (it named 'count')
         (["epsilon", "--mechanism", "foo:x=1"], "--mechanism"),
         (["epsilon", "--mechanism", "gaussian:sigma=-1"], "--mechanism"),
         (["epsilon", "--mechanism", "gaussian:width=1"], "--mechanism"),

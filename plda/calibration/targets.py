@@ -89,8 +89,11 @@ def make_target(
         if target_epsilon is None or target_delta is None:
             raise ValueError("target_epsilon and target_delta must be given together")
         eps = check.positive_float("target_epsilon", target_epsilon)
-        delta = check.probability("target_delta", target_delta, open_low=True)
-        if not delta < 1:
+        try:  # (a TypeError for what is not a number passes through)
+            delta = check.probability("target_delta", target_delta, open_low=True)
+        except ValueError:
+            delta = None
+        if delta is None or not delta < 1:  # one range in every message: (0, 1)
             raise ValueError(f"target_delta must be in (0, 1), got {target_delta!r}")
         return Target(objective="epsilon", value=eps, delta=delta)
     if given[0].startswith("target_true"):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import math
 
+from plda._internal.validation import MAX_COUNT
+
 __all__ = [
     "UsageError",
     "check_accuracy",
@@ -99,7 +101,7 @@ def check_rate(flag: str, value) -> float:
 
 
 def check_steps(flag: str, value) -> int:
-    """``value`` if it is a count ``>= 1``.
+    """``value`` if it is a count in ``[1, MAX_COUNT]`` (the range plda certifies).
 
     Parameters
     ----------
@@ -120,6 +122,9 @@ def check_steps(flag: str, value) -> int:
     """
     if value is None or value < 1:
         raise UsageError(f"argument {flag}: must be an integer >= 1, got {value!r}")
+    if value > MAX_COUNT:  # (the library's own message names its count argument)
+        raise UsageError(f"argument {flag}: must be an integer in [1, {MAX_COUNT:.0e}] (the "
+                         f"range plda certifies), got {value!r}")
     return value
 
 
