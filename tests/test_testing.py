@@ -552,25 +552,38 @@ def test_assert_delta_within():
         testing.assert_delta_within(exact * np.array([1, 0.8, 1]), GAUSS, eps)
 
 
-def test_assert_delta_curve_within_reads_steep_points_horizontally():
+def test_assert_privacy_curve_within_reads_steep_points_horizontally():
     eps = np.linspace(0.0, 8.0, 33)
     deltas = gaussian_delta(eps, 1.0)
-    testing.assert_delta_curve_within(eps, deltas, GAUSS)
+    testing.assert_privacy_curve_within(deltas, GAUSS, eps)
     # at eps = 8, delta ~ 1e-14 falls steeply: shifting epsilon by 0.05% moves delta by ~1%,
     # which fails vertically but passes horizontally
     shifted = gaussian_delta(eps * (1 + 5e-4), 1.0)
     with pytest.raises(AssertionError):
         testing.assert_delta_within(shifted, GAUSS, eps)
-    testing.assert_delta_curve_within(eps, shifted, GAUSS)
+    testing.assert_privacy_curve_within(shifted, GAUSS, eps)
     broken = deltas.copy()
     broken[10] *= 0.5
     outside = r"(?s)also outside the epsilon.*delta\(epsilon=2\.5\)"
     with pytest.raises(AssertionError, match=outside):
-        testing.assert_delta_curve_within(eps, broken, GAUSS)
+        testing.assert_privacy_curve_within(broken, GAUSS, eps)
     with pytest.raises(AssertionError, match="under-reports"):  # exact reference: vertical only
-        testing.assert_delta_curve_within(eps, broken, lambda e: gaussian_delta(e, 1.0))
+        testing.assert_privacy_curve_within(broken, lambda e: gaussian_delta(e, 1.0), eps)
     with pytest.raises(ValueError, match="same shape"):
-        testing.assert_delta_curve_within(eps, deltas[:-1], GAUSS)
+        testing.assert_privacy_curve_within(deltas[:-1], GAUSS, eps)
+
+
+def test_the_curve_assertion_takes_its_arguments_in_the_order_of_the_others():
+    # observed, reference, then where (assert_delta_curve_within put the epsilons first): the
+    # old name and order still work until plda 0.2.0, with a DeprecationWarning
+    eps = np.linspace(0.0, 8.0, 9)
+    deltas, broken = gaussian_delta(eps, 1.0), gaussian_delta(eps, 1.0) * 0.5
+    with pytest.warns(DeprecationWarning, match=r"0\.2\.0.*assert_privacy_curve_within"):
+        testing.assert_delta_curve_within(eps, deltas, GAUSS)
+    with pytest.warns(DeprecationWarning), pytest.raises(AssertionError, match="under-reports"):
+        testing.assert_delta_curve_within(eps, broken, GAUSS, rtol=1e-6)
+    with pytest.raises(AssertionError, match="under-reports"):
+        testing.assert_privacy_curve_within(broken, GAUSS, eps, rtol=1e-6)
 
 
 def test_assert_tradeoff_within():

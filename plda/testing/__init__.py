@@ -11,6 +11,7 @@ from plda.testing.assertions import (
     assert_delta_curve_within,
     assert_delta_within,
     assert_epsilon_within,
+    assert_privacy_curve_within,
     assert_tradeoff_within,
 )
 from plda.testing.audit import STANDARD_CASES, AuditCase, AuditReport, AuditRow, audit
@@ -46,6 +47,7 @@ __all__ = [
     "assert_delta_curve_within",
     "assert_delta_within",
     "assert_epsilon_within",
+    "assert_privacy_curve_within",
     "assert_tradeoff_within",
     "audit",
     "discrete_gaussian_composition_delta",

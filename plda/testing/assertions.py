@@ -11,6 +11,7 @@ import numbers
 
 import numpy as np
 
+from plda._internal.deprecation import warn_moved
 from plda.mechanisms.base import Mechanism
 from plda.pld import PrivacyLossDistribution
 
@@ -210,8 +211,30 @@ def assert_delta_within(
            allow_over_report=allow_over_report, source=source)
 
 
-def assert_delta_curve_within(
-    epsilons, observed_deltas, reference, *, count: int = 1, rtol: float = 1e-3,
+def assert_delta_curve_within(epsilons, observed_deltas, reference, **options) -> None:
+    """Deprecated (removed in plda 0.2.0): :func:`assert_privacy_curve_within`, reordered.
+
+    Its arguments come in the order of every other assertion: observed, reference, then where.
+
+    Parameters
+    ----------
+    epsilons, observed_deltas, reference
+        As for :func:`assert_privacy_curve_within`.
+    **options
+        Its keyword options.
+
+    Raises
+    ------
+    AssertionError, ValueError, TypeError
+        As :func:`assert_privacy_curve_within`.
+    """
+    warn_moved("plda.testing.assert_delta_curve_within(epsilons, observed_deltas, reference)",
+               "plda.testing.assert_privacy_curve_within(observed_deltas, reference, epsilons)")
+    assert_privacy_curve_within(observed_deltas, reference, epsilons, **options)
+
+
+def assert_privacy_curve_within(
+    observed_deltas, reference, epsilons, *, count: int = 1, rtol: float = 1e-3,
     atol: float = 0.0, allow_over_report: bool = False,
 ) -> None:
     """Assert that a privacy curve ``(epsilons[i], observed_deltas[i])`` follows the reference.
@@ -222,12 +245,12 @@ def assert_delta_curve_within(
 
     Parameters
     ----------
-    epsilons : array_like
-        The curve's epsilons.
     observed_deltas : array_like
-        The accountant's delta at each, of the same shape.
+        The accountant's delta at each of ``epsilons``, of the same shape.
     reference : PrivacyLossDistribution, Mechanism, tuple, float, array_like or callable
         As for :func:`assert_delta_within`.
+    epsilons : array_like
+        The curve's epsilons.
     count : int, optional
         Runs of a mechanism reference.
     rtol : float, optional
@@ -321,6 +344,7 @@ def assert_tradeoff_within(
 
 __all__: list[str] = [
     "assert_delta_curve_within",
+    "assert_privacy_curve_within",
     "assert_delta_within",
     "assert_epsilon_within",
     "assert_tradeoff_within",
