@@ -18,6 +18,7 @@ from plda.conversions.common import scalar_like
 from plda.conversions.composed import ComposedLaws, steps_of
 from plda.conversions.cumulants import Cumulant
 from plda.conversions.per_step import step_cumulant
+from plda.engine.gaps import monotone_envelope
 from plda.engine.recipe import add_remove_steps, realized_recipes
 from plda.mechanisms.base import DIRECTIONS
 from plda.mechanisms.imported import ZCDP, GaussianDP, RenyiDP, zcdp_capped
@@ -30,13 +31,13 @@ from plda.mechanisms.renyi_conversion import (
 
 #: default orders of the RDP -> (epsilon, delta) conversion and of the zCDP search
 DEFAULT_ORDERS = np.concatenate([1 + np.geomspace(1e-3, 0.5, 30), np.geomspace(1.5, 1e4, 120)])
-#: the orders of :func:`renyi_capped`: the default ones and dp_accounting's
 #: at deltas up to this, an epsilon upper bound is also capped by the Rényi conversion
 #: (:func:`currency_capped`): a tilted composition keeps its laws' far tails to about 1e-307
 #: each, so with many steps their mass at +inf exceeds delta and only the Chernoff bound
 #: answers (DP-SGD, q = 0.01, sigma = 1, 1000 steps: 123.7 at 1e-304, 85.5 at 1e-300); such
 #: queries take seconds, the conversion milliseconds
 CHERNOFF_ONLY = 1e-290
+#: the orders of :func:`renyi_capped`: the default ones and dp_accounting's
 CAP_ORDERS = np.union1d(DEFAULT_ORDERS, np.concatenate(
     [1 + np.arange(1, 101) / 10, np.arange(12, 64), [128, 256, 512]]))
 
@@ -481,13 +482,9 @@ def currency_capped(upper, components, relation: str, values, query: str):
         # depend on the other deltas asked along with it
         converted = _renyi_converted(steps, values, query, upper)
         upper = np.where(unbounded, np.minimum(upper, converted), upper)
-        if upper.size > 1:
-            # the cap may undercut the grid's bound at a larger delta asked with it, which an
-            # upper bound at a smaller delta bounds too (epsilon(delta) does not increase):
-            # every answer stays monotone in delta
-            order = np.argsort(values.ravel(), kind="stable")
-            flat = np.empty(upper.size)
-            flat[order] = np.minimum.accumulate(upper.ravel()[order])
-            upper = flat.reshape(upper.shape)
+        # the cap may undercut the grid's bound at a larger delta asked with it, which an
+        # upper bound at a smaller delta bounds too: every answer stays monotone in delta
+        flat = np.ravel(upper)
+        upper = monotone_envelope(values.ravel(), flat, flat)[1].reshape(np.shape(upper))
     return upper
 

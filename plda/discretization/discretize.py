@@ -206,8 +206,7 @@ def _discretize(
         if not (np.isfinite(a / step) and np.isfinite(b / step) and points < MAX_LAW_POINTS):
             # before any array is made (a Gaussian composed 1000 times at step 1e-7 asked
             # numpy for 34.6 GiB): the planner coarsens, a user's fixed step is refused
-            raise GridTooLarge(int(min(points, 2**62)) if points == points else 2**62,
-                               MAX_LAW_POINTS)
+            raise GridTooLarge(int(points) if points < 2**62 else 2**62, MAX_LAW_POINTS)
         lo, hi = int(np.floor(a / step)), int(np.ceil(b / step))
         hi = max(hi, lo + 1)
         # the bulk, in cells of one step; beyond the points with FINE_TAIL of the mass beyond

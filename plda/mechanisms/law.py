@@ -342,7 +342,8 @@ class PrivacyLossLaw:
             raise _bad_hypothesis(hypothesis)
         qs = array_in("quantile", quantile, 0.0, 1.0)
         lowest, highest = support_ends(self, hypothesis)
-        def cdf(x):  # noqa: E306
+
+        def cdf(x):
             return float(self.cdf(np.array([x]), hypothesis)[0])
         out = [lowest if q == 0 else highest if q == 1 else
                first_reaching(cdf, q, self.atom_losses) for q in qs.ravel().tolist()]
@@ -380,7 +381,8 @@ class PrivacyLossLaw:
             raise _bad_hypothesis(hypothesis)
         qs = array_in("quantile", quantile, 0.0, 1.0)
         lowest, highest = support_ends(self, hypothesis)
-        def rising(x):  # noqa: E306  (-sf: non-decreasing and right-continuous)
+
+        def rising(x):  # -sf: non-decreasing and right-continuous
             return -float(self.sf(np.array([x]), hypothesis)[0])
         out = [lowest if q == 1 else highest if q == 0 else
                first_reaching(rising, -q, self.atom_losses) for q in qs.ravel().tolist()]
