@@ -354,7 +354,7 @@ def _add_leads_at_delta_zero():
     return plda.CustomMechanism(remove=remove, add=add)
 
 
-@pytest.mark.parametrize("count", [1, 2])
+@pytest.mark.parametrize("count", [1, 2, 3, 10])
 def test_a_vectorized_query_skips_a_direction_only_where_it_is_dominated(count):
     # the horizon's bounds hold at the deltas it resolved, not at delta 0: compared across
     # deltas, a dominance read at 0.1 dropped the addition at 0 too, and epsilon(0) came out
@@ -370,6 +370,10 @@ def test_a_vectorized_query_skips_a_direction_only_where_it_is_dominated(count):
                 assert together.lower[i] <= 5.0 * count <= together.upper[i]
             assert together.lower[i] <= alone[i].upper and alone[i].lower <= together.upper[i]
         assert np.array_equal(acct.epsilon(asked), together.upper)
+        # and the PLD entry point brackets the same exact value
+        pld = acct.pld.epsilon_bounds(asked)
+        assert np.all(pld.lower[asked == 0.0] <= 5.0 * count)
+        assert np.all(pld.upper[asked == 0.0] >= 5.0 * count)
 
 
 def test_array_queries_keep_any_shape_for_a_sampled_step():
