@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from functools import cached_property
+from functools import cached_property, partial
 from typing import overload
 
 import numpy as np
@@ -365,15 +365,19 @@ class PrivacyLossDistribution(CompositionQueries):
         if not targets.size:  # nothing asked: nothing to compute
             return Bounds(np.zeros(targets.shape), np.zeros(targets.shape))
         query = self._query(realized=realized)
-        lower, upper = (query.epsilon_bounds if kind == "epsilon" else query.delta_bounds)(targets)
-        if not self._dominating:
-            upper = currency_capped(upper, self.components, self.relation, targets, kind)
-            if realized:  # a cap is never below the truth (the own lower bound of a pair that
-                # is not tight brackets its dominating pair, which a cap may undercut)
-                check_bracket(lower, upper, query=f"{kind}_bounds")
+        cap = None if self._dominating else partial(self._capped, kind)
+        lower, upper = (query.epsilon_bounds if kind == "epsilon" else query.delta_bounds)(
+            targets, cap=cap)
+        if cap is not None and realized:  # a cap is never below the truth (the own lower bound
+            # of a pair that is not tight brackets its dominating pair, which a cap may undercut)
+            check_bracket(lower, upper, query=f"{kind}_bounds")
         if np.ndim(asked) == 0:  # a number in, numbers out
             return Bounds(float(lower), float(upper))
         return Bounds(lower, upper)
+
+    def _capped(self, kind: str, targets: np.ndarray, upper: np.ndarray) -> np.ndarray:
+        """``upper`` capped by the composition in its own currency (zCDP, RDP)."""
+        return currency_capped(upper, self.components, self.relation, targets, kind)
 
     # ----------------------------------------- other views (the rest: CompositionQueries)
     def composed_laws(self) -> ComposedLaws:

@@ -103,7 +103,7 @@ def _gaussian_epsilon(mu: float, delta: float) -> float:
             return (mpmath.ncdf(-eps / mu + mu / 2)
                     - mpmath.exp(eps) * mpmath.ncdf(-eps / mu - mu / 2) - delta)
 
-        low, high = mpmath.mpf(0), mpmath.mpf(100)
+        low, high = mpmath.mpf(0), mpmath.mpf(1000)
         for _ in range(200):
             middle = (low + high) / 2
             low, high = (middle, high) if excess(middle) > 0 else (low, middle)
@@ -134,6 +134,36 @@ def test_epsilon_stays_finite_at_subnormal_deltas(make, relation, mechanism, cou
         for delta, lower, upper in zip(deltas, bounds.lower, bounds.upper, strict=True):
             exact = _gaussian_epsilon(mu, delta)
             assert lower <= exact <= upper <= exact * 1.05
+
+
+@pytest.mark.parametrize("make", MAKERS.values(), ids=MAKERS.keys())
+@pytest.mark.parametrize("relation", ["add_remove", "replace_one"])
+@pytest.mark.parametrize(
+    ("mechanism", "count", "mu"),
+    [(plda.Gaussian(1.0), 3, math.sqrt(3)),
+     (plda.PoissonSampled(plda.Gaussian(1.0), 0.5), 3, None)],
+    ids=["gaussian-x3", "sampled-x3"],
+)
+def test_lower_bounds_below_the_tilt_floor_and_the_interval_warned(make, relation, mechanism,
+                                                                   count, mu):
+    # nothing below TILT_FLOOR (1e-305) is tilted, and the untilted lower bound there was a
+    # third of the truth (Gaussian mu = sqrt 3 at 1e-310: 21.37 against 66.59); epsilon(delta)
+    # is non-increasing, so the lower bound just above the floor holds below it. The warning
+    # quoted the interval before the Renyi cap (+inf where the answer is finite).
+    deltas = [1e-310, 1e-320]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", plda.AccuracyWarning)
+        bounds = make(mechanism, count, relation).epsilon_bounds(deltas)
+    above = make(mechanism, count, relation).epsilon_bounds(
+        float(np.nextafter(1e-305, 1.0))).lower
+    assert np.all(bounds.lower >= above) and np.all(bounds.lower <= bounds.upper)
+    if mu is not None:
+        mu = 2 * mu if relation == "replace_one" else mu
+        for delta, lower in zip(deltas, bounds.lower, strict=True):
+            assert 0.97 * _gaussian_epsilon(mu, delta) <= lower <= _gaussian_epsilon(mu, delta)
+    quoted = [str(w.message) for w in caught if issubclass(w.category, plda.AccuracyWarning)]
+    assert quoted and all("inf]" not in message for message in quoted)
+    assert any(f"{bounds.upper.max():.6g}]" in message for message in quoted)
 
 
 @pytest.mark.parametrize("make", MAKERS.values(), ids=MAKERS.keys())

@@ -14,6 +14,7 @@ from plda._internal.floats import UNIT_ROUNDOFF, error_sum_bound, relative_gap
 from plda.engine.recipe import bounds_over_directions
 
 __all__ = [
+    "ABOVE_TILT_FLOOR",
     "FFT_FLOOR",
     "REFINE_FLOOR",
     "RESOLUTION",
@@ -34,6 +35,8 @@ REFINE_FLOOR = 1e-10
 #: (:data:`plda.engine.tilt.DEEPEST_LAW_TAIL`, 1e-310) and their masses below 2.2e-308 (moved
 #: to +inf) hold about 1e-305 at +inf after 1000 steps
 TILT_FLOOR = 1e-305
+#: the smallest delta tilted for: its epsilon lower bound holds at every smaller delta
+ABOVE_TILT_FLOOR = float(np.nextafter(TILT_FLOOR, 1.0))
 #: a tilted gap above this is refined no further: it is the tilt's (its tilted mass held by a
 #: sampled step's rare large losses, far from the answer), which no finer grid narrows
 #: (q = 1e-3, sigma = 1, 1e3 steps at 1e-200 refined to a 2e6-point grid for 2.4 s, its gap

@@ -17,6 +17,7 @@ from plda._internal.errors import GridTooLarge, check_bracket, warn_if_inaccurat
 from plda._internal.floats import relative_gap
 from plda.discretization.discretize import UPPER_TAIL
 from plda.engine.gaps import (
+    ABOVE_TILT_FLOOR,
     TILT_FLOOR,
     TILT_REFINE,
     monotone_envelope,
@@ -180,19 +181,16 @@ class Query:
         gap = self.gap(step, targets)
         if gap <= self.accuracy:  # refine's own first test: the grid as it is meets it
             return step
-        step, _ = refine(
-            step, gap, partial(self.gap, targets=targets), self.accuracy, self.policy.next_step
-        )
-        return step
+        return refine(step, gap, partial(self.gap, targets=targets), self.accuracy,
+                      self.policy.next_step)[0]
 
     def gap(self, step: float, targets: np.ndarray) -> float:
         """The largest relative epsilon gap on a grid.
 
-        With a policy ``margin`` (the accountant's trial grids), the leading direction is
-        judged first: if its own gap misses the accuracy the grid is refined without composing
-        the others (a grid that fails need not be completed); otherwise the maximum over the
-        directions decides, reading a non-leading direction's optimistic version only within
-        ``margin`` of the upper bound.
+        With a policy ``margin`` (the accountant's trial grids), a leading direction whose own
+        gap misses the accuracy fails the grid without composing the others; otherwise the
+        maximum over the directions decides, reading a non-leading direction's optimistic
+        version only within ``margin`` of the upper bound.
 
         Parameters
         ----------
@@ -216,13 +214,13 @@ class Query:
             if gap > self.accuracy and len(versions) > 1:
                 return float(gap)
             known = {lead: upper}
-        lower, upper = bounds_over_directions(
-            versions, methodcaller("epsilon", targets), margin=margin, known=known
-        )
+        lower, upper = bounds_over_directions(versions, methodcaller("epsilon", targets),
+                                              margin=margin, known=known)
         return float(np.max(relative_gap(lower, upper), initial=0.0))
 
     # ----------------------------------------------------------------- the flows
-    def epsilon_bounds(self, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def epsilon_bounds(self, d: np.ndarray, cap: Callable | None = None
+                       ) -> tuple[np.ndarray, np.ndarray]:
         """Certified bounds on ``epsilon`` at deltas.
 
         Refines for the deltas above the refinement floor (the largest at least), takes the
@@ -232,12 +230,15 @@ class Query:
         ----------
         d
             Deltas in ``[0, 1]``, any shape (validated by the caller).
+        cap
+            ``(d, upper) -> upper`` no looser (a conversion of the whole composition), or None.
 
         Returns
         -------
         tuple of numpy.ndarray
             ``(lower, upper)``, shaped like ``d``; warns (:class:`~plda.AccuracyWarning`)
-            where their relative gap misses the accuracy.
+            where their relative gap misses the accuracy. ``lower`` is checked against the
+            upper bound before ``cap``, which may undercut a pair that is not tight.
 
         Raises
         ------
@@ -252,20 +253,30 @@ class Query:
         self.cache["plan"] = Plan(step=step)  # for inspection (latest) only
         lower, upper = bounds_over_directions(versions, methodcaller("epsilon", d))
         lower, upper = np.ravel(lower), np.ravel(upper)
+        if np.any((flat > 0) & (flat <= TILT_FLOOR) & (lower < upper * (1 - self.accuracy))):
+            # nothing below TILT_FLOOR is tilted, but epsilon(delta) is non-increasing: a lower
+            # bound just above it holds at every smaller delta (the envelope carries it down)
+            flat = np.append(flat, ABOVE_TILT_FLOOR)
+            low, up = bounds_over_directions(versions, methodcaller("epsilon", flat[-1:]))
+            lower, upper = np.append(lower, np.ravel(low)), np.append(upper, np.ravel(up))
         # (the floor of the grid reached: a finer grid rounds more)
         small = (flat > TILT_FLOOR) & (flat < rounding_floor(versions, self.accuracy))
         small &= relative_gap(lower, upper) > self.accuracy
         if small.any():
             lower, upper = self.tilted(versions, step, small, flat, lower, upper, "epsilon")
             lower, upper = monotone_envelope(flat, lower, upper)
-        lower, upper = lower.reshape(d.shape), upper.reshape(d.shape)
-        warn_if_inaccurate(lower, upper, self.accuracy, query="epsilon_bounds")
+        lower, upper = lower[:d.size].reshape(d.shape), upper[:d.size].reshape(d.shape)
+        # the caller's conversion of the whole composition, applied before the warning so that
+        # it quotes the interval returned
+        capped = upper if cap is None else cap(d, upper)
+        warn_if_inaccurate(lower, capped, self.accuracy, query="epsilon_bounds")
         if self.realized:
             lower = realized_lower(self.realized, "epsilon", d)
         check_bracket(lower, upper, query="epsilon_bounds")
-        return lower, upper
+        return lower, capped
 
-    def delta_bounds(self, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def delta_bounds(self, e: np.ndarray, cap: Callable | None = None
+                     ) -> tuple[np.ndarray, np.ndarray]:
         """Certified bounds on ``delta`` at epsilons.
 
         Refines for the epsilon gap at the deltas reported (:func:`probes`), takes the maximum
@@ -275,6 +286,8 @@ class Query:
         ----------
         e
             Epsilons in ``[0, inf]``, any shape (validated by the caller).
+        cap
+            ``(e, upper) -> upper`` no looser (a conversion of the whole composition), or None.
 
         Returns
         -------
@@ -308,7 +321,7 @@ class Query:
         if self.realized:
             lower = realized_lower(self.realized, "delta", e)
         check_bracket(lower, upper, query="delta_bounds")
-        return lower, upper
+        return lower, (upper if cap is None else cap(e, upper))
 
     # ------------------------------------------------------------ below the floor
     def tilted(self, versions: dict, step: float, small, targets, lower, upper, kind: str):
@@ -409,15 +422,9 @@ class Query:
                     break
 
 
-def one_shot(
-    laws: dict[str, list],
-    accuracy: float,
-    *,
-    step: float | None = None,
-    found: Pilot | None = None,
-    cache: dict | None = None,
-    realized: tuple = (),
-) -> Query:
+def one_shot(laws: dict[str, list], accuracy: float, *, step: float | None = None,
+             found: Pilot | None = None, cache: dict | None = None, realized: tuple = ()
+             ) -> Query:
     """The driver of a one-shot composition (what a PrivacyLossDistribution runs).
 
     Parameters
