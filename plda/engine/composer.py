@@ -19,6 +19,7 @@ from plda.engine.spectra import Spectrum, from_spectrum, spectrum_of
 from plda.grid.discrete import DiscreteLoss
 from plda.grid.moments import (
     composed_variance,
+    ladder_chernoff,
     ladder_range,
     ladder_start,
     ladder_sums,
@@ -263,14 +264,14 @@ class Composer:
         the longest kept prefix of ``factors`` by the new factors, order by order (added in the
         same order, so bit for bit the sums from scratch: a noise schedule's query adds its new
         steps, not all of them)."""
-        start, held = 0, ([], 0.0, {})
-        if self.keep:
-            start, hit = _longest_prefix(self._ladders, factors)
-            held = self._ladders[hit] if hit is not None else held
+        if not self.keep:
+            return ladder_chernoff(factors, self.tail, self.order_range, step)
+        start, hit = _longest_prefix(self._ladders, factors)
+        held = self._ladders[hit] if hit is not None else ([], 0.0, {})
         # the distinct laws come first (see _product): with repeated ones after them, their
         # sums are kept apart too and serve the next query; every sum is extended in order
         singles = max((i + 1 for i, (_, k) in enumerate(factors) if k == 1), default=0)
-        split = singles if self.keep and start < singles < len(factors) else start
+        split = singles if start < singles < len(factors) else start
         head = composed_variance(factors[start:split], held[1])
         variance = composed_variance(factors[split:], head)
         j0, j1 = ladder_range(variance, self.order_range, step)
@@ -279,11 +280,9 @@ class Composer:
         # each computes at once the orders the last walk visited, one more on either side (a
         # history's walks drift slowly; the whole range held twice the orders ever visited),
         # and the whole range before the first walk; the moments do not depend on the batch
-        batch = None
-        if self.keep:
-            batch = (j0, j1)
-            if self._walked is not None:
-                batch = (max(j0, self._walked[0] - 1), min(j1, self._walked[1] + 1))
+        batch = (j0, j1)
+        if self._walked is not None:
+            batch = (max(j0, self._walked[0] - 1), min(j1, self._walked[1] + 1))
         visited = []
 
         def sums_at(j: int) -> tuple[float, float]:
@@ -299,11 +298,10 @@ class Composer:
 
         cuts = ladder_walk(sums_at, j0, j1, ladder_start(variance, self.tail, step, j0, j1),
                            self.tail)
-        if self.keep:
-            self._walked = (min(visited), max(visited))
+        self._walked = (min(visited), max(visited))
         if heads:
             self._keep_ladder(factors[:split], head, heads)
-        if self.keep and len(factors) > 1:
+        if len(factors) > 1:
             self._keep_ladder(factors, variance, wholes)
         return cuts
 
