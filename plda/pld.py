@@ -15,7 +15,7 @@ from plda.bounds import RELATIONS, Bounds
 from plda.conversions.composed import ComposedLaws
 from plda.conversions.queries import CompositionQueries
 from plda.conversions.renyi import currency_capped
-from plda.engine.plan import MAX_GRID, MIN_STEP, Pilot, pilot
+from plda.engine.plan import MAX_GRID, MIN_STEP
 from plda.engine.query import Query, one_shot
 from plda.engine.recipe import add_remove_steps, laws_by_direction, merge, realized_recipes
 from plda.grid.discrete import DiscreteLoss
@@ -268,18 +268,12 @@ class PrivacyLossDistribution(CompositionQueries):
             for recipe in realized_recipes(steps)
         )
 
-    @cached_property
-    def _pilot(self) -> Pilot:
-        """The planner's pilot of this composition (first step, window width, atom unit)."""
-        return pilot(self._laws, self.accuracy)
-
     def _query(self, realized: bool = True) -> Query:
         """The driver of this composition's queries (:func:`plda.engine.query.one_shot`): the
-        pilot's steps (or the fixed one), each plan composed once into this PLD's cache; with
-        the drivers of its realized compositions (for bounds) if ``realized``."""
+        pilot's steps (or the fixed one), the pilot and each plan made once, in this PLD's
+        cache; with the drivers of its realized compositions (for bounds) if ``realized``."""
         return one_shot(
-            self._laws, self.accuracy, step=self.step,
-            found=self._pilot if self.step is None else None, cache=self._cache,
+            self._laws, self.accuracy, step=self.step, cache=self._cache,
             realized=tuple(r._query() for r in self._realized) if realized else (),
         )
 
@@ -365,7 +359,8 @@ class PrivacyLossDistribution(CompositionQueries):
         if not targets.size:  # nothing asked: nothing to compute
             return Bounds(np.zeros(targets.shape), np.zeros(targets.shape))
         query = self._query(realized=realized)
-        cap = None if self._dominating else partial(self._capped, kind)
+        cap = None if self._dominating else partial(
+            currency_capped, components=self.components, relation=self.relation, query=kind)
         lower, upper = (query.epsilon_bounds if kind == "epsilon" else query.delta_bounds)(
             targets, cap=cap)
         if cap is not None and realized:  # a cap is never below the truth (the own lower bound
@@ -374,10 +369,6 @@ class PrivacyLossDistribution(CompositionQueries):
         if np.ndim(asked) == 0:  # a number in, numbers out
             return Bounds(float(lower), float(upper))
         return Bounds(lower, upper)
-
-    def _capped(self, kind: str, targets: np.ndarray, upper: np.ndarray) -> np.ndarray:
-        """``upper`` capped by the composition in its own currency (zCDP, RDP)."""
-        return currency_capped(upper, self.components, self.relation, targets, kind)
 
     # ----------------------------------------- other views (the rest: CompositionQueries)
     def composed_laws(self) -> ComposedLaws:

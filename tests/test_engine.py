@@ -13,7 +13,8 @@ from plda.accounting.ladder import halved_step, ladder_step
 from plda.discretization.discretize import discretize
 from plda.engine import composer as composer_module
 from plda.engine.composer import Composer, compose
-from plda.engine.plan import PilotSteps, Plan, StepPredictor, refine
+from plda.engine.plan import PilotSteps, Plan, StepPredictor, pilot, refine
+from plda.pld import direction_laws
 
 PLD = plda.PrivacyLossDistribution
 
@@ -209,7 +210,8 @@ def test_refinement_starts_coarse_where_the_steps_are_narrow():
     # the second-order gap model starts the refinement coarser, and the gap still meets it
     pld = PLD.from_mechanism(plda.PoissonSampled(plda.Gaussian(0.8), 0.001), 100000,
                              accuracy=6e-3)
-    steps = PilotSteps(accuracy=6e-3, pilot=pld._pilot)  # the first steps, as a query takes them
+    found = pilot(direction_laws(pld), 6e-3)
+    steps = PilotSteps(accuracy=6e-3, pilot=found)  # the first steps, as a query takes them
     assert steps.current(None, refined=True) >= 2 * steps.current(None, refined=False)
     bounds = pld.epsilon_bounds(1e-6)
     assert (bounds.upper - bounds.lower) / bounds.upper <= 6e-3

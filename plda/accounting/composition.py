@@ -104,7 +104,8 @@ class HistoryComposition:
         lower, upper = self._uncapped_epsilon_pair(history, d, need_lower)
         # issue 29; the accountant checks the bracket once its realized lower bound is in
         # (this lower bound is the composed pairs', which may exceed a capped upper bound)
-        return lower, currency_capped(upper, history, self._relation, d, "epsilon")
+        return lower, currency_capped(upper, d, components=history, relation=self._relation,
+                                      query="epsilon")
 
     def _uncapped_epsilon_pair(self, history, d: np.ndarray, need_lower: bool):
         components = merge_runs(history)
@@ -151,7 +152,8 @@ class HistoryComposition:
         lower, upper = self._uncapped_delta_pair(history, e, need_lower)
         # issue 29; the accountant checks the bracket once its realized lower bound is in
         # (this lower bound is the composed pairs', which may exceed a capped upper bound)
-        return lower, currency_capped(upper, history, self._relation, e, "delta")
+        return lower, currency_capped(upper, e, components=history, relation=self._relation,
+                                      query="delta")
 
     def _uncapped_delta_pair(self, history, e: np.ndarray, need_lower: bool):
         components = merge_runs(history)

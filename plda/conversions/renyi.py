@@ -433,7 +433,7 @@ def _renyi_converted(steps: tuple, values, query: str, upper):
     return converted
 
 
-def currency_capped(upper, components, relation: str, values, query: str):
+def currency_capped(upper, values, *, components, relation: str, query: str):
     """``upper`` never looser than the whole composition converted in its own currency.
 
     When a component is a guarantee imported in zCDP or Rényi currency (``ZCDP``,
@@ -452,12 +452,12 @@ def currency_capped(upper, components, relation: str, values, query: str):
     ----------
     upper : numpy.ndarray
         Certified upper bounds of the query at ``values``.
+    values : numpy.ndarray
+        The deltas (``query="epsilon"``) or epsilons (``query="delta"``) asked.
     components : iterable of (Mechanism, int)
         The composition, as given (the relation not yet applied).
     relation : str
         ``"add_remove"`` or ``"replace_one"``.
-    values : numpy.ndarray
-        The deltas (``query="epsilon"``) or epsilons (``query="delta"``) asked.
     query : str
         ``"epsilon"`` or ``"delta"``.
 

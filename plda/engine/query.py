@@ -25,7 +25,7 @@ from plda.engine.gaps import (
     rounding_floor,
     warn_where_delta_misses,
 )
-from plda.engine.plan import MAX_GRID, Pilot, PilotSteps, Plan, StepPredictor, pilot, refine
+from plda.engine.plan import MAX_GRID, PilotSteps, Plan, StepPredictor, pilot, refine
 from plda.engine.realized import realized_lower
 from plda.engine.recipe import (
     Screen,
@@ -231,7 +231,7 @@ class Query:
         d
             Deltas in ``[0, 1]``, any shape (validated by the caller).
         cap
-            ``(d, upper) -> upper`` no looser (a conversion of the whole composition), or None.
+            ``(upper, d) -> upper`` no looser (a conversion of the whole composition), or None.
 
         Returns
         -------
@@ -268,7 +268,7 @@ class Query:
         lower, upper = lower[:d.size].reshape(d.shape), upper[:d.size].reshape(d.shape)
         # the caller's conversion of the whole composition, applied before the warning so that
         # it quotes the interval returned
-        capped = upper if cap is None else cap(d, upper)
+        capped = upper if cap is None else cap(upper, d)
         warn_if_inaccurate(lower, capped, self.accuracy, query="epsilon_bounds")
         if self.realized:
             lower = realized_lower(self.realized, "epsilon", d)
@@ -287,7 +287,7 @@ class Query:
         e
             Epsilons in ``[0, inf]``, any shape (validated by the caller).
         cap
-            ``(e, upper) -> upper`` no looser (a conversion of the whole composition), or None.
+            ``(upper, e) -> upper`` no looser (a conversion of the whole composition), or None.
 
         Returns
         -------
@@ -321,7 +321,7 @@ class Query:
         if self.realized:
             lower = realized_lower(self.realized, "delta", e)
         check_bracket(lower, upper, query="delta_bounds")
-        return lower, (upper if cap is None else cap(e, upper))
+        return lower, (upper if cap is None else cap(upper, e))
 
     # ------------------------------------------------------------ below the floor
     def tilted(self, versions: dict, step: float, small, targets, lower, upper, kind: str):
@@ -423,8 +423,7 @@ class Query:
 
 
 def one_shot(laws: dict[str, list], accuracy: float, *, step: float | None = None,
-             found: Pilot | None = None, cache: dict | None = None, realized: tuple = ()
-             ) -> Query:
+             cache: dict | None = None, realized: tuple = ()) -> Query:
     """The driver of a one-shot composition (what a PrivacyLossDistribution runs).
 
     Parameters
@@ -435,10 +434,9 @@ def one_shot(laws: dict[str, list], accuracy: float, *, step: float | None = Non
         Target relative gap of ``epsilon(delta)``.
     step
         A fixed grid step, or None to plan it from the pilot.
-    found
-        The composition's pilot if already computed (else computed here, unless ``step``).
     cache
-        Where the versions per plan and the current plan are kept (a new dict if None).
+        Where the pilot, the versions per plan and the current plan are kept (a new dict if
+        None): a PLD's, so that its queries plan once.
     realized
         The queries of its realized compositions (:func:`realized_queries`).
 
@@ -447,18 +445,19 @@ def one_shot(laws: dict[str, list], accuracy: float, *, step: float | None = Non
     Query
         With :class:`PilotSteps` and :func:`plda.engine.recipe.grid_versions` of ``laws``,
         each direction after the first with its :class:`~plda.engine.recipe.Screen`."""
+    cache = {} if cache is None else cache
     if step is not None:
         policy = PilotSteps(accuracy=accuracy, fixed=step)
     else:
-        found = pilot(laws, accuracy) if found is None else found
+        if "pilot" not in cache:  # (two threads may both plan: the same pilot either way)
+            cache["pilot"] = pilot(laws, accuracy)
+        found = cache["pilot"]
         predictor = StepPredictor(accuracy=accuracy, unit=found.atom_unit)
         policy = PilotSteps(accuracy=accuracy, pilot=found, predictor=predictor)
     # the directions after the first, each screened on coarse grids composed once per query
     screens = {d: Screen(factors) for d, factors in list(laws.items())[1:]}
-    return Query(
-        accuracy=accuracy, policy=policy, composer=partial(grid_versions, laws, screens=screens),
-        cache={} if cache is None else cache, realized=realized,
-    )
+    return Query(accuracy=accuracy, policy=policy, cache=cache, realized=realized,
+                 composer=partial(grid_versions, laws, screens=screens))
 
 
 def recipe_query(steps, accuracy: float) -> Query:
