@@ -21,6 +21,7 @@ from plda.conversions.cumulants import (
 )
 from plda.conversions.sampled_gaussian import MARGIN, sampled_gaussian_cumulant
 from plda.discretization.discretize import discretize
+from plda.epochs.allocation import RandomAllocation
 from plda.mechanisms.approximate import ApproximateDP
 from plda.mechanisms.base import Mechanism
 from plda.mechanisms.discrete import DiscreteGaussian
@@ -28,7 +29,10 @@ from plda.mechanisms.gaussian import Gaussian, GaussianLaw
 from plda.mechanisms.gaussian_mixture import GaussianMixture
 from plda.mechanisms.imported import ZCDP, RenyiDP
 from plda.mechanisms.laplace import LaplaceLaw
-from plda.mechanisms.subsampled import PoissonSampled, ReplaceOneSampledGaussianLaw
+from plda.mechanisms.law import ReversedLaw
+from plda.mechanisms.revealed_mixture import RevealedMixtureLaw
+from plda.mechanisms.subsampled import PoissonSampled, ReplaceOneSampledGaussianLaw, SubsampledLaw
+from plda.mechanisms.symmetrized import SymmetrizedSubsampledLaw
 
 #: grid points of a generic per-step discretization
 _GRID_POINTS = 1 << 15
@@ -66,10 +70,13 @@ def step_cumulant(mechanism: Mechanism, direction: str, alpha: np.ndarray) -> Cu
     """Bounds on one step's Rényi cumulant ``K(alpha) = log E_P[e^{(alpha-1) L}]``.
 
     In order of preference: closed forms (:mod:`plda.conversions.cumulants`); the
-    Poisson-sampled Gaussian by cells (:mod:`plda.conversions.sampled_gaussian`); any other law
-    through its optimistic and pessimistic per-step grid laws (dominated and dominating pairs
-    keep the order of every f-divergence); joint convexity, ``e^K <= 1 - q + q e^{K_base}``,
-    where the pessimistic law charged a tail to ``+inf``; else ``+inf``.
+    Poisson-sampled Gaussian by cells (:mod:`plda.conversions.sampled_gaussian`), for every
+    sampler whose law is its law; a revealed mixture's (truncated Poisson) and a symmetrized
+    pair's (substitutions) from their components; any other law through its optimistic and
+    pessimistic per-step grid laws (dominated and dominating pairs keep the order of every
+    f-divergence); joint convexity, ``e^K <= 1 - q + q e^{K_base}``, where the pessimistic law
+    charged a tail to ``+inf``; else ``+inf``. A random allocation's upper bound is at most
+    ``num_selected`` uses of its base (joint convexity over the allocations).
 
     Parameters
     ----------
@@ -85,6 +92,25 @@ def step_cumulant(mechanism: Mechanism, direction: str, alpha: np.ndarray) -> Cu
     Cumulant
         Bounds on ``K(alpha)``, one per order (``inf`` for a mass at infinite loss).
     """
+    found = _step_cumulant(mechanism, direction, alpha)
+    if type(mechanism) is RandomAllocation:
+        # the record joins num_selected steps: with the other records' allocation drawn alike
+        # under both hypotheses, the pair is a mixture of pairs of num_selected base uses, so
+        # joint convexity bounds it by them (the bracket's dominating law pays for its tail
+        # with a mass at +inf, and the k > 1 decomposition's law with one too)
+        base = step_cumulant(mechanism.mechanism, direction, alpha).upper
+        upper = np.minimum(found.upper, mechanism.num_selected * base)
+        # (for num_selected > 1 the law is only dominating, with infinite K: below, the realized
+        # post-processing of the epoch)
+        lower = found.lower if mechanism.tight else step_cumulant(
+            mechanism.lower_bound_mechanism(), direction, alpha).lower
+        check_bracket(lower, upper, query="renyi_bounds")
+        return Cumulant(lower=lower, upper=upper)
+    return found
+
+
+def _step_cumulant(mechanism: Mechanism, direction: str, alpha: np.ndarray) -> Cumulant:
+    """:func:`step_cumulant` by the mechanism's own closed forms, else by its law."""
     if type(mechanism) is DiscreteGaussian:
         return discrete_gaussian_cumulant(mechanism.sigma, mechanism.sensitivity, alpha)
     if type(mechanism) is ZCDP:  # D_alpha <= rho alpha, met by GaussianDP(sqrt(2 rho))
@@ -137,13 +163,23 @@ def _renyi_dp_cumulant(mechanism: RenyiDP, alpha: np.ndarray) -> Cumulant:
 
 def _law_cumulant(law, alpha: np.ndarray, mechanism=None, direction=None) -> Cumulant:
     """Bounds on ``K(alpha)`` read from a privacy-loss law (closed forms first); the convexity
-    fallback for the upper side needs the ``mechanism`` and ``direction`` it came from."""
+    fallback for the upper side also reads the ``mechanism`` and ``direction`` it came from,
+    when given."""
     # closed forms by law, so that every mechanism whose law is a Gaussian's or a Laplace's (a
     # shuffled epoch's dominating pair, a one-step realized pair) gets them
     if type(law) is GaussianLaw:
         return gaussian_cumulant(law.mu, alpha)
     if type(law) is LaplaceLaw:
         return laplace_cumulant(law.epsilon0, alpha)
+    # a Poisson-sampled Gaussian's law in either direction, whichever sampler has it (fixed-size
+    # batches, a truncated Poisson sample that cannot truncate): its bounds by cells
+    sampled, direction = (law.base, "add") if type(law) is ReversedLaw else (law, "remove")
+    if type(sampled) is SubsampledLaw and type(sampled.base) is GaussianLaw:
+        return sampled_gaussian_cumulant(sampled.base.mu, sampled.sample_rate, direction, alpha)
+    if type(sampled) is RevealedMixtureLaw:
+        return _revealed_cumulant(sampled, direction == "add", alpha)
+    if type(law) is SymmetrizedSubsampledLaw:
+        return _symmetrized_cumulant(law, alpha)
     if law.infinity_mass > 0:
         inf = np.full(alpha.shape, np.inf)
         return Cumulant(lower=inf, upper=inf)
@@ -154,24 +190,47 @@ def _law_cumulant(law, alpha: np.ndarray, mechanism=None, direction=None) -> Cum
     else:  # atoms with a truncated tail: the kept atoms are a lower bound
         lower, upper = log_atom_sum(law.atom_losses, law.atom_probs, alpha), None
     if upper is None:
-        upper = (
-            np.full(alpha.shape, np.inf)
-            if mechanism is None
-            else _convexity_upper(mechanism, direction, alpha)
-        )
+        upper = _convexity_upper(law, alpha, mechanism, direction)
     margin = MARGIN * (1 + np.abs(upper))
     check_bracket(lower, upper + margin, query="renyi_bounds")
     return Cumulant(lower=lower, upper=upper + margin)
 
 
-def _convexity_upper(mechanism: Mechanism, direction: str, alpha: np.ndarray) -> np.ndarray:
+def _revealed_cumulant(law: RevealedMixtureLaw, reverse: bool, alpha: np.ndarray) -> Cumulant:
+    """A revealed mixture's pair (:class:`~plda.mechanisms.revealed_mixture.RevealedMixtureLaw`)
+    shows the drawn component, so ``e^K = sum_k w_k e^{K_k}`` exactly, in either order of the
+    pair (``reverse``: each component's reversed pair); the sums rounded outwards."""
+    parts = [_law_cumulant(c.reversed() if reverse else c, alpha) for c in law.components]
+    with np.errstate(divide="ignore"):
+        log_weights = np.log(np.asarray(law.weights, dtype=float))[:, None]
+    lower = np.logaddexp.reduce(log_weights + np.array([p.lower for p in parts]), axis=0)
+    upper = np.logaddexp.reduce(log_weights + np.array([p.upper for p in parts]), axis=0)
+    margin = MARGIN * (1 + np.abs(upper))
+    return Cumulant(lower=lower - MARGIN * (1 + np.abs(lower)), upper=upper + margin)
+
+
+def _symmetrized_cumulant(law: SymmetrizedSubsampledLaw, alpha: np.ndarray) -> Cumulant:
+    """The least symmetric pair dominating both directions of a subsampled pair ``R``
+    (:class:`~plda.mechanisms.symmetrized.SymmetrizedSubsampledLaw`) is dominated by every
+    symmetric pair that dominates both: ``R`` composed with its reverse and the base pair (its
+    tradeoff curve is the largest symmetric one below ``f_R`` and ``f_R^{-1}``; Dong, Roth &
+    Su 2022, Sec. 4.2), so ``K <= min(K_R + K_{R^-1}, K_base)``; it dominates both directions of
+    ``R``, so ``K >= max(K_R, K_{R^-1})``."""
+    r = law.subsampled
+    remove, add = _law_cumulant(r, alpha), _law_cumulant(r.reversed(), alpha)
+    upper = np.minimum(remove.upper + add.upper, _law_cumulant(r.base, alpha).upper)
+    return Cumulant(lower=np.maximum(remove.lower, add.lower), upper=upper)
+
+
+def _convexity_upper(law, alpha: np.ndarray, mechanism: Mechanism | None = None,
+                     direction: str | None = None) -> np.ndarray:
     """Joint convexity of ``(a, b) -> a^alpha b^(1-alpha)``: a pair of mixtures
     ``((1-q) R + q A, (1-q) R + q B)`` has ``e^K <= 1 - q + q e^{K(A, B)}``. A Poisson-sampled
     step (``A, B`` its base's pair, in the base's own direction) and a Poisson-sampled Gaussian
     under replace-one (``A = N(mu, 1)``, ``B = N(-mu, 1)``: ``K = alpha (alpha-1) (2 mu)^2 / 2``)
     are such pairs. So is a :class:`~plda.GaussianMixture`, ``sum_k w_k (N(mu_k), N(0))`` (or
-    reversed): ``e^K <= sum_k w_k e^{alpha (alpha-1) mu_k^2 / 2}``. ``+inf`` for anything else."""
-    law = mechanism.privacy_loss(direction)
+    reversed): ``e^K <= sum_k w_k e^{alpha (alpha-1) mu_k^2 / 2}``. ``law`` is the step's law,
+    ``mechanism`` (when known) the step, ``direction`` the law's; ``+inf`` for anything else."""
     if type(mechanism) is GaussianMixture:
         shifts, weights = (np.asarray(v) for v in mechanism.components())
         with np.errstate(divide="ignore"):

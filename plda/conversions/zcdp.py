@@ -13,11 +13,16 @@ from plda._internal.floats import UNIT_ROUNDOFF, round_up
 from plda.bounds import Bounds
 from plda.conversions.composed import ComposedLaws, steps_of
 from plda.conversions.renyi import renyi_bounds
+from plda.epochs.allocation import RandomAllocation
 from plda.mechanisms.base import DIRECTIONS, Mechanism
 from plda.mechanisms.discrete import DiscreteGaussian
 from plda.mechanisms.gaussian import GaussianLaw
 from plda.mechanisms.gaussian_mixture import GaussianMixture
-from plda.mechanisms.subsampled import PoissonSampled
+from plda.mechanisms.laplace import LaplaceLaw
+from plda.mechanisms.law import ReversedLaw
+from plda.mechanisms.revealed_mixture import RevealedMixtureLaw
+from plda.mechanisms.subsampled import PoissonSampled, ReplaceOneSampledGaussianLaw, SubsampledLaw
+from plda.mechanisms.symmetrized import SymmetrizedSubsampledLaw
 
 
 def _step_rho(mechanism: Mechanism) -> float:
@@ -38,7 +43,36 @@ def _step_rho(mechanism: Mechanism) -> float:
         # its bases being Gaussian)
         rho = _step_rho(mechanism.mechanism) * mechanism.group_size**2
         return min(rho, _pure_rho(mechanism))
-    return _pure_rho(mechanism)
+    if type(mechanism) is RandomAllocation:
+        # joint convexity over the allocations: D_alpha <= num_selected uses of the base's
+        return mechanism.num_selected * _step_rho(mechanism.mechanism)
+    # any other sampler, by the pairs that dominate its laws (fixed-size batches, truncated
+    # Poisson, substitutions)
+    return min(max(_law_rho(law) for law in laws), _pure_rho(mechanism))
+
+
+def _law_rho(law) -> float:
+    """``sup_alpha D_alpha / alpha`` of a law's pair, from a pair known to dominate it.
+
+    A sampled pair ``(q P + (1-q) Q, Q)`` and its reverse are dominated by the base pair in the
+    same order (joint convexity); a revealed mixture by its worst component; a symmetrized
+    subsampled pair by its (symmetric) base pair; the replace-one sampled Gaussian by
+    ``(N(mu), N(-mu))``: ``rho = 2 mu^2``. ``inf`` for anything else."""
+    reverse = type(law) is ReversedLaw
+    inner = law.base if reverse else law
+    if type(inner) is GaussianLaw:
+        return inner.mu**2 / 2
+    if type(inner) is LaplaceLaw:  # eps-DP: eps^2 / 2 (Bun & Steinke 2016, Prop. 1.4)
+        return inner.epsilon0**2 / 2
+    if type(inner) is SubsampledLaw:
+        return _law_rho(inner.base.reversed() if reverse else inner.base)
+    if type(inner) is RevealedMixtureLaw:
+        return max(_law_rho(c.reversed() if reverse else c) for c in inner.components)
+    if type(inner) is SymmetrizedSubsampledLaw:  # (symmetric: either order)
+        return _law_rho(inner.subsampled.base)
+    if type(inner) is ReplaceOneSampledGaussianLaw:  # (odd loss: symmetric too)
+        return 2 * inner.mu**2
+    return math.inf
 
 
 def _largest_loss(mechanism: Mechanism) -> float:
