@@ -91,7 +91,8 @@ class PrivacyLossDistribution(CompositionQueries):
             mechanism, count = item
             if not isinstance(mechanism, Mechanism):
                 raise TypeError(f"components must hold plda mechanisms, got {mechanism!r}")
-            check.count("count", count, minimum=0)
+            # no cap per component: the total's check below names the range a composition has
+            check.count("count", count, minimum=0, maximum=None)
         total = sum(count for _, count in self.components)
         if total > check.MAX_COUNT:
             raise ValueError(

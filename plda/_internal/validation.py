@@ -71,9 +71,10 @@ def in_range(name: str, value: float, low: float, high: float, what: str) -> flo
     return value
 
 
-def count(name: str, value, *, minimum: int = 0, maximum: int = MAX_COUNT) -> int:
+def count(name: str, value, *, minimum: int = 0, maximum: int | None = MAX_COUNT) -> int:
     """``value`` as an integer in ``[minimum, maximum]`` (integral floats like 3.0 are
-    accepted; the default maximum is ``2^53``)."""
+    accepted; the default maximum is :data:`MAX_COUNT`; ``maximum=None`` for no upper bound,
+    when the caller bounds a total instead and names that range)."""
     if isinstance(value, bool):
         raise TypeError(f"{name} must be an integer >= {minimum}, got a bool")
     if isinstance(value, numbers.Integral):
@@ -82,7 +83,10 @@ def count(name: str, value, *, minimum: int = 0, maximum: int = MAX_COUNT) -> in
         v = int(value)
     else:
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    if not minimum <= v <= maximum:
+    if maximum is None:
+        if v < minimum:
+            raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    elif not minimum <= v <= maximum:
         raise ValueError(
             f"{name} must be an integer in [{minimum}, {maximum:.0e}] (the range plda "
             f"certifies), got {value!r}"
