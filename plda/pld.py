@@ -134,7 +134,7 @@ class PrivacyLossDistribution(CompositionQueries):
         Raises
         ------
         TypeError
-            If ``mechanism`` is not a plda mechanism.
+            If ``mechanism`` is not a plda mechanism, or ``count`` is not a number.
         ValueError
             If ``count`` is not a positive integer, or another argument is out of range.
         """
@@ -196,6 +196,14 @@ class PrivacyLossDistribution(CompositionQueries):
         -------
         PrivacyLossDistribution
             A new PLD, every count multiplied by ``count``.
+
+        Raises
+        ------
+        TypeError
+            If ``count`` is not a number.
+        ValueError
+            If ``count`` is not a positive integer, or the composition would hold more than
+            ``1e12`` steps.
         """
         count = check.count("count", count, minimum=1)
         return replace(

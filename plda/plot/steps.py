@@ -272,8 +272,8 @@ def epsilon_vs_steps(
         A step count beyond the recorded ones or inside an epoch, a ``delta`` outside (0, 1),
         a record without an order (see :func:`step_source`).
     TypeError
-        For an ``accountant_or_mechanism`` of another type, or a ``delta`` that is not a real
-        number.
+        For an ``accountant_or_mechanism`` of another type, or a ``delta`` or step count that
+        is not a real number.
     """
     source = step_source(accountant_or_mechanism)
     k = _steps(steps, source)
@@ -409,8 +409,8 @@ def accounting_comparison(
         As :func:`epsilon_vs_steps`: a step count beyond the record or inside an epoch, a
         ``delta`` outside (0, 1), a record without an order.
     TypeError
-        For an ``accountant_or_mechanism`` of another type, or a ``delta`` that is not a real
-        number.
+        For an ``accountant_or_mechanism`` of another type, or a ``delta`` or step count that
+        is not a real number.
     """
     source = step_source(accountant_or_mechanism)
     k = _steps(steps, source)
