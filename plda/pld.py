@@ -91,7 +91,8 @@ class PrivacyLossDistribution(CompositionQueries):
             mechanism, count = item
             if not isinstance(mechanism, Mechanism):
                 raise TypeError(f"components must hold plda mechanisms, got {mechanism!r}")
-            check.count("count", count, minimum=0)
+            # no cap per component: the total's check below names the range a composition has
+            check.count("count", count, minimum=0, maximum=None)
         total = sum(count for _, count in self.components)
         if total > check.MAX_COUNT:
             raise ValueError(
@@ -133,7 +134,7 @@ class PrivacyLossDistribution(CompositionQueries):
         Raises
         ------
         TypeError
-            If ``mechanism`` is not a plda mechanism.
+            If ``mechanism`` is not a plda mechanism, or ``count`` is not a number.
         ValueError
             If ``count`` is not a positive integer, or another argument is out of range.
         """
@@ -195,6 +196,14 @@ class PrivacyLossDistribution(CompositionQueries):
         -------
         PrivacyLossDistribution
             A new PLD, every count multiplied by ``count``.
+
+        Raises
+        ------
+        TypeError
+            If ``count`` is not a number.
+        ValueError
+            If ``count`` is not a positive integer, or the composition would hold more than
+            ``1e12`` steps.
         """
         count = check.count("count", count, minimum=1)
         return replace(

@@ -6,7 +6,6 @@ calibration) maps each name to its :class:`SamplerSpec`; :func:`sampled_mechanis
 
 from __future__ import annotations
 
-import math
 import numbers
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -72,12 +71,8 @@ def flag(size: str) -> str:
     return "--" + size.replace("_", "-")
 
 
-def _integer(name: str, value) -> int:  # TypeError for a string, unlike validation.count
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be an integer >= 1, got {type(value).__name__}")
-    if not math.isfinite(value) or not float(value).is_integer() or value < 1:
-        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-    return int(value)
+def _integer(name: str, value) -> int:  # a size: no cap of its own (the sampler checks it)
+    return check.count(name, value, minimum=1, maximum=None)
 
 
 def fixed_batch_size(sample_rate=None, batch_size=None, dataset_size=None) -> int:

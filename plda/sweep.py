@@ -28,7 +28,8 @@ from plda.calibration import (
 from plda.calibration.evaluator import epsilon_bounds_of
 from plda.mechanisms import Gaussian, SampledWithoutReplacement, TruncatedPoisson
 from plda.pld import DEFAULT_ACCURACY
-from plda.samplers import SIZES, STEP_SAMPLERS, SamplerStep, fixed_batch_size
+from plda.samplers import EPOCH_SAMPLERS, SIZES, STEP_SAMPLERS, SamplerStep, fixed_batch_size
+from plda.samplers import SAMPLERS as REGISTRY
 
 __all__ = [
     "SAMPLERS",
@@ -41,14 +42,20 @@ __all__ = [
 
 PARAMETERS = ("noise_multiplier", "sample_rate", "steps")
 TARGETS = ("target_epsilon", "target_true_positive_rate", "target_advantage")
-#: sampler names a configuration may give: the samplers drawn at a sample rate of the registry
-#: (:data:`plda.samplers.STEP_SAMPLERS`; the spellings with ``_`` for ``-`` are accepted too),
-#: with the keys each needs besides the rate
-SAMPLERS = {name: SamplerStep.needed(name) for name in STEP_SAMPLERS}
-SAMPLER_KEYS = ("sampler", *(s for s in SIZES if any(s in keys for keys in SAMPLERS.values())))
+#: sampler names a configuration may give: every sampler of the registry
+#: (:data:`plda.samplers.SAMPLERS`; the spellings with ``_`` for ``-`` are accepted too), with
+#: the keys each needs besides the rate (``"without-replacement"`` takes ``batch_size`` too; the
+#: epoch samplers, whose configurations are evaluated but not calibrated, ``num_selected``)
+SAMPLERS = {
+    name: SamplerStep.needed(name) if name in STEP_SAMPLERS else tuple(g[0] for g in spec.needs)
+    for name, spec in REGISTRY.items()
+}
+SAMPLER_KEYS = ("sampler", *(s for s in SIZES if s != "sample_rate"
+                             and any(s in spec.takes for spec in REGISTRY.values())))
+#: ``target_delta`` is ``delta`` as the calibration functions spell it (either may be given)
 KEYS = frozenset(
-    (*PARAMETERS, *TARGETS, *SAMPLER_KEYS, "delta", "at_false_positive_rate", "relation")
-    + ("accuracy",)
+    (*PARAMETERS, *TARGETS, *SAMPLER_KEYS, "delta", "target_delta", "at_false_positive_rate")
+    + ("relation", "accuracy")
 )
 
 
@@ -151,18 +158,23 @@ def _validate(index: int, config) -> dict:
     checked("sample_rate", check.probability, open_low=True)
     checked("steps", check.count, minimum=1)
     checked("delta", check.probability, open_low=True)
+    checked("target_delta", check.probability, open_low=True)
+    if None not in (out.get("delta"), out.get("target_delta")) and (
+            out["delta"] != out["target_delta"]):
+        raise ValueError(f"configs[{index}]['target_delta']: differs from 'delta' (give one)")
     checked("accuracy", check.positive_float)
     relation = out.setdefault("relation", "add_remove")
     if relation not in RELATIONS:
         raise ValueError(f"configs[{index}]['relation']: must be one of {RELATIONS}")
-    checked("dataset_size", check.count, minimum=1)
-    checked("max_batch_size", check.count, minimum=1)
+    for key in SAMPLER_KEYS[1:]:
+        checked(key, check.count, minimum=1)
     _check_sampler(index, out)
     targets = [key for key in TARGETS if config.get(key) is not None]
-    missing = [key for key in PARAMETERS if config.get(key) is None]
+    epoch = out.get("sampler") in EPOCH_SAMPLERS  # no sample rate: num_steps / num_selected
+    missing = [k for k in PARAMETERS if out.get(k) is None and not (epoch and k == "sample_rate")]
     if not targets:
         for key in (*missing, "delta"):
-            if config.get(key) is None:
+            if _delta(out) is None if key == "delta" else out.get(key) is None:
                 raise ValueError(
                     f"configs[{index}][{key!r}]: missing (give noise_multiplier, sample_rate, "
                     "steps and delta, or a calibration target and all but one of the three)"
@@ -170,6 +182,12 @@ def _validate(index: int, config) -> dict:
         return out
     if len(targets) > 1:
         raise ValueError(f"configs[{index}][{targets[1]!r}]: give one target, got {targets}")
+    if out.get("sampler") in EPOCH_SAMPLERS:
+        raise ValueError(
+            f"configs[{index}][{targets[0]!r}]: sampler {out['sampler']!r} draws whole epochs; "
+            "the calibration functions take the samplers drawn at a sample rate (calibrate it "
+            f"with plda calibrate --sampler {out['sampler']})"
+        )
     if len(missing) != 1:
         key = missing[1] if missing else targets[0]
         raise ValueError(
@@ -184,58 +202,78 @@ def _validate(index: int, config) -> dict:
 
 
 def _check_sampler(index: int, config: dict) -> None:
-    """The configuration's sampler: a name of :data:`SAMPLERS` with the keys it needs, or a
-    callable ``(noise_multiplier, sample_rate) -> Mechanism``."""
+    """The configuration's sampler: a name of :data:`SAMPLERS` with the keys it needs and none it
+    does not take (no name: ``"poisson"``), or a callable ``(noise_multiplier, sample_rate) ->
+    Mechanism``; fixed-size batches given by ``batch_size`` get their ``sample_rate``."""
     sampler = config.get("sampler")
-    if sampler is None or callable(sampler):
-        return
     if isinstance(sampler, str):
         sampler = config["sampler"] = sampler.replace("_", "-")
-    if not isinstance(sampler, str) or sampler not in SAMPLERS:
+    if callable(sampler):
+        return
+    if sampler is not None and (not isinstance(sampler, str) or sampler not in SAMPLERS):
         raise ValueError(
             f"configs[{index}]['sampler']: must be one of {sorted(SAMPLERS)} or a callable "
             f"(noise_multiplier, sample_rate) -> plda mechanism, got {sampler!r}"
         )
-    for key in SAMPLERS[sampler]:
+    name = sampler or "poisson"
+    for key in (*SAMPLER_KEYS[1:], "sample_rate"):
+        if config.get(key) is not None and key not in REGISTRY[name].takes:
+            raise ValueError(f"configs[{index}][{key!r}]: does not apply to sampler {name!r} "
+                             f"(it takes {', '.join(REGISTRY[name].takes)})")
+    for key in SAMPLERS[name]:
         if config.get(key) is None:
             raise ValueError(
-                f"configs[{index}][{key!r}]: missing (sampler {sampler!r} needs "
-                f"{', '.join(SAMPLERS[sampler])})"
+                f"configs[{index}][{key!r}]: missing (sampler {name!r} needs "
+                f"{', '.join(SAMPLERS[name])})"
             )
-    if sampler == "without-replacement":
-        rate = config.get("sample_rate")
-        if rate is None:
+    if name in EPOCH_SAMPLERS and config.get("steps") is not None:
+        if config["steps"] % config["num_steps"]:
+            raise ValueError(f"configs[{index}]['steps']: must be a multiple of num_steps="
+                             f"{config['num_steps']} (sampler {name!r} draws whole epochs)")
+    if name == "without-replacement":
+        rate, batch = config.get("sample_rate"), config.get("batch_size")
+        if rate is None and batch is None:
             raise ValueError(
                 f"configs[{index}]['sample_rate']: missing (with fixed-size batches the rate is "
-                "batch_size / dataset_size; calibrate noise_multiplier or steps instead)"
+                "batch_size / dataset_size: give batch_size or sample_rate, and calibrate "
+                "noise_multiplier or steps)"
             )
         try:  # the registry's reading of a rate as a batch size
-            fixed_batch_size(rate, None, config["dataset_size"])
-        except ValueError:
+            size = fixed_batch_size(rate, batch, config["dataset_size"])
+        except ValueError as error:
+            if batch is not None:
+                raise ValueError(f"configs[{index}]['batch_size']: {error}") from None
             raise ValueError(
                 f"configs[{index}]['sample_rate']: sample_rate * dataset_size must be a whole "
                 f"batch size for sampler 'without-replacement', got "
                 f"{rate * config['dataset_size']:.6g}"
             ) from None
+        if rate is None:
+            config["sample_rate"] = size / config["dataset_size"]
 
 
 def _step_sampler(config: dict):
     """The sampler callable of a (validated) configuration; None for Poisson sampling."""
     sampler = config.get("sampler")
-    if sampler is None or sampler == "poisson":
-        return None
+    if sampler is None or sampler == "poisson" or sampler in EPOCH_SAMPLERS:
+        return None  # the accountant's own step (evaluate_config)
     if isinstance(sampler, str):
         return SamplerStep(sampler, {key: config[key] for key in SAMPLERS[sampler]})
     return sampler
+
+
+def _delta(config: dict):
+    """The configuration's delta, spelled ``delta`` or ``target_delta``; None if neither."""
+    return config["delta"] if config.get("delta") is not None else config.get("target_delta")
 
 
 def _calibration_target(config: dict) -> dict:
     """Keyword arguments of the calibration functions for the configuration's target."""
     if config.get("target_epsilon") is not None:
         check.positive_float("target_epsilon", config["target_epsilon"])
-        if config.get("delta") is None:
-            raise ValueError("target_epsilon needs 'delta'")
-        return {"target_epsilon": config["target_epsilon"], "target_delta": config["delta"]}
+        if _delta(config) is None:
+            raise ValueError("target_epsilon needs 'delta' (or 'target_delta')")
+        return {"target_epsilon": config["target_epsilon"], "target_delta": _delta(config)}
     if config.get("target_true_positive_rate") is not None:
         alpha = config.get("at_false_positive_rate")
         if alpha is None:
@@ -279,15 +317,17 @@ def evaluate_config(config: dict) -> dict:
         target = [key for key in TARGETS if config.get(key) is not None]
         if not target:
             accuracy = config.get("accuracy", DEFAULT_ACCURACY)
-            sigma, rate, steps = (config[key] for key in PARAMETERS)
-            if sampler is None:
+            sigma, steps = config["noise_multiplier"], config["steps"]
+            if sampler is None:  # Poisson sampling, or an epoch sampler: the accountant's step
+                name = config.get("sampler") or "poisson"
+                sizes = {k: config[k] for k in REGISTRY[name].takes if config.get(k) is not None}
                 accountant = PLDAccountant(relation=relation, accuracy=accuracy)
-                accountant.step(sigma, rate, steps)
-                lower, upper = accountant.epsilon_bounds(config["delta"])
+                accountant.step(sigma, count=steps, sampler=name, **sizes)
+                lower, upper = accountant.epsilon_bounds(_delta(config))
             else:
-                mechanism = sampler(sigma, rate)
+                mechanism = sampler(sigma, config["sample_rate"])
                 lower, upper = epsilon_bounds_of(
-                    mechanism, steps, relation, accuracy, config["delta"]
+                    mechanism, steps, relation, accuracy, _delta(config)
                 )
             record.update(epsilon_lower=float(lower), epsilon_upper=float(upper))
             return record
@@ -337,14 +377,19 @@ def sweep(
     Parameters
     ----------
     configs
-        Dicts with keys ``noise_multiplier``, ``sample_rate``, ``steps``, ``delta`` (all four:
-        the record gets ``epsilon_lower`` and ``epsilon_upper``, as
-        :meth:`plda.PLDAccountant.epsilon_bounds`), optionally ``relation`` and ``accuracy``,
-        and a ``sampler``: ``"poisson"`` (the default), ``"without-replacement"`` (with
-        ``dataset_size``; fixed batches of ``sample_rate * dataset_size`` records),
-        ``"truncated-poisson"`` (with ``dataset_size`` and ``max_batch_size``), or a picklable
-        callable ``(noise_multiplier, sample_rate) -> Mechanism`` (one step). For a sampler
-        whose own pair only dominates, the lower bound is that of its realized pair.
+        Dicts with keys ``noise_multiplier``, ``sample_rate``, ``steps``, ``delta`` (or
+        ``target_delta``, as the calibration spells it; all four: the record gets
+        ``epsilon_lower`` and ``epsilon_upper``, as :meth:`plda.PLDAccountant.epsilon_bounds`),
+        optionally ``relation`` and ``accuracy``, and a ``sampler`` named and sized as
+        :meth:`plda.PLDAccountant.step` takes it: ``"poisson"`` (the default),
+        ``"without-replacement"`` (with ``dataset_size`` and ``batch_size``, or a
+        ``sample_rate`` of ``batch_size / dataset_size``), ``"truncated-poisson"`` (with
+        ``dataset_size`` and ``max_batch_size``), the epoch samplers ``"shuffled"`` and
+        ``"random-allocation"`` (with ``num_steps``, and ``num_selected``; no ``sample_rate``,
+        ``steps`` a multiple of ``num_steps``; evaluated, not calibrated), or a picklable
+        callable ``(noise_multiplier, sample_rate) -> Mechanism`` (one step). A size the
+        sampler does not take is refused. For a sampler whose own pair only dominates, the
+        lower bound is that of its realized pair.
         With a calibration target -- ``target_epsilon`` (with ``delta``),
         ``target_true_positive_rate`` (with ``at_false_positive_rate``) or ``target_advantage``
         -- exactly one of the three parameters is left out and calibrated (see

@@ -347,5 +347,7 @@ def test_a_sampler_replaces_poisson_sampling():
         target_advantage=0.1, sampler=_fixed_batches, **kwargs
     )
     assert 0.1 * (1 - 5e-5) <= risk.upper <= 0.1 and risk.lower <= risk.upper
-    with pytest.raises(TypeError, match="sampler"):
+    with pytest.raises(ValueError, match="sampler must be one of"):
         calibrate_noise_multiplier(target_advantage=0.1, sampler="fixed", **kwargs)
+    with pytest.raises(TypeError, match="sampler"):
+        calibrate_noise_multiplier(target_advantage=0.1, sampler=3, **kwargs)

@@ -543,8 +543,9 @@ def test_risk_command_with_a_bracketed_sampler_takes_the_realized_lower_bound(ca
 @pytest.mark.parametrize(
     "argv, flag",
     [
-        (["--false-positive-rate", "0"], "--false-positive-rate"),
+        (["--false-positive-rate", "-0.1"], "--false-positive-rate"),
         (["--false-positive-rate", "1.5"], "--false-positive-rate"),
+        (["--false-positive-rate", "nan"], "--false-positive-rate"),
         (["--steps", "x"], "--steps"),
     ],
 )
@@ -552,6 +553,21 @@ def test_risk_command_errors(capsys, argv, flag):
     code, out, err = run(capsys, "risk", "--noise-multiplier", "2", "--sample-rate", "0.05",
                          *argv)
     assert code == 2 and out == "" and err.count("\n") == 1 and flag in err
+
+
+def test_risk_command_takes_the_false_positive_rates_the_api_takes(capsys):
+    # the API's true_positive_rate_bounds takes alpha in [0, 1]; the CLI refused 0 and 1
+    code, out, _ = run(capsys, "risk", "--noise-multiplier", "2", "--sample-rate", "0.05",
+                       "--steps", "10", "--accuracy", "1e-2", "--false-positive-rate", "0", "1",
+                       "--json")
+    data = json.loads(out)
+    pld = plda.PrivacyLossDistribution.from_mechanism(
+        plda.PoissonSampled(plda.Gaussian(2.0), 0.05), 10, accuracy=1e-2)
+    assert code == 0 and data["false_positive_rate"] == [0.0, 1.0]
+    for i, alpha in enumerate((0.0, 1.0)):
+        bounds = pld.true_positive_rate_bounds(alpha)
+        assert data["true_positive_rate_lower"][i] == float(bounds.lower)
+        assert data["true_positive_rate_upper"][i] == float(bounds.upper)
 
 
 # ------------------------------------------------------------------ plda plot (issue 15 item 6)

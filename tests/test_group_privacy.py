@@ -135,10 +135,10 @@ def test_the_group_bound_is_below_the_post_hoc_theorem(sigma, q, steps, k):
 
 def test_group_privacy_mechanism_reads_a_poisson_step_as_its_group():
     step = plda.PoissonSampled(plda.Gaussian(1.0), 0.02)
-    result = theorems.group_privacy_mechanism(step, 3, DELTA, count=100)
+    result = theorems.group_privacy_mechanism(step, DELTA, 3, count=100)
     bounds = PLD.from_mechanism(_group(1.0, 0.02, 3), 100).epsilon_bounds(DELTA)
     assert (result.epsilon_lower, result.epsilon) == (bounds.lower, bounds.upper)
-    nested = theorems.group_privacy_mechanism(_group(1.0, 0.02, 2), 3, DELTA, count=100)
+    nested = theorems.group_privacy_mechanism(_group(1.0, 0.02, 2), DELTA, 3, count=100)
     assert nested.epsilon == PLD.from_mechanism(_group(1.0, 0.02, 6), 100).epsilon(DELTA)
 
 

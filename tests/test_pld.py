@@ -313,6 +313,23 @@ def test_bad_input_names_the_argument(make, arg):
         make()
 
 
+@pytest.mark.parametrize(
+    "grow",
+    [
+        lambda p: p.self_compose(10**11),
+        lambda p: p.compose(pld_of(plda.Gaussian(1.0), count=10**12)),
+        lambda p: p.compose(pld_of(plda.Laplace(1.0), count=10**12)),
+    ],
+)
+def test_a_composition_beyond_the_count_cap_names_its_total(grow):
+    # self_compose and compose said "count must be an integer in [0, 1e+12]" (a component's
+    # range) where the count given was in range: the total is what exceeds it (issue 25)
+    with pytest.raises(ValueError) as error:
+        grow(pld_of(plda.Gaussian(1.0), count=100))
+    assert str(error.value).startswith("count: the composition holds 1000000000")
+    assert "more than 1e+12" in str(error.value) and "[0," not in str(error.value)
+
+
 def test_wrong_types():
     with pytest.raises(TypeError, match="sigma"):
         plda.Gaussian("1.0")

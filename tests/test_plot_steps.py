@@ -105,6 +105,20 @@ def test_a_step_count_beyond_the_history_is_refused():
         epsilon_vs_steps(plda.PLDAccountant(), [1], DELTA)
 
 
+@pytest.mark.parametrize("plot", [epsilon_vs_steps, accounting_comparison])
+@pytest.mark.parametrize("delta", [0, 1, 2.0, -1e-5, float("nan")])
+def test_delta_out_of_range_names_one_range(plot, delta):
+    # the message said (0, 1) at 0 and 1 but [0, 1] beyond them (issue 25, item 6)
+    with pytest.raises(ValueError, match=r"^delta must be in \(0, 1\), got"):
+        plot(STEP, [1], delta)
+
+
+@pytest.mark.parametrize("delta", ["1e-5", None, True])
+def test_delta_that_is_not_a_number_is_a_type_error(delta):
+    with pytest.raises(TypeError, match="^delta must be a real number in"):
+        epsilon_vs_steps(STEP, [1], delta)
+
+
 def test_a_mechanism_is_one_step_repeated(ax):
     epsilon_vs_steps(STEP, [100, 600], DELTA, ax)
     upper, lower = band(ax)

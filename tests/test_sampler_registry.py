@@ -229,12 +229,14 @@ def test_the_sweep_and_the_calibration_derive_from_the_registry():
     import importlib
 
     from plda.calibration import Sampler as CalibrationSampler
+    from plda.samplers import SAMPLERS as REGISTRY
     from plda.samplers import STEP_SAMPLERS, Sampler, SamplerStep
 
     sweep_module = importlib.import_module("plda.sweep")
-    assert tuple(sweep_module.SAMPLERS) == STEP_SAMPLERS
+    assert tuple(sweep_module.SAMPLERS) == tuple(REGISTRY)  # the epoch samplers too
     assert set(EPOCH_SAMPLERS).isdisjoint(STEP_SAMPLERS)
     assert sweep_module.SAMPLERS["without-replacement"] == ("dataset_size",)
+    assert sweep_module.SAMPLERS["random-allocation"] == ("num_steps",)
     assert CalibrationSampler is Sampler
     step = SamplerStep("without-replacement", {"dataset_size": 1000})
     assert step(2.0, 0.01) == plda.SampledWithoutReplacement(plda.Gaussian(2.0), 10, 1000)

@@ -471,7 +471,7 @@ def test_shuffled_laplace_bracket():
         (lambda: plda.SampledWithoutReplacement(GAUSS, 2.5, 10), ValueError, "batch_size"),
         (lambda: plda.SampledWithoutReplacement(GAUSS, True, 10), TypeError, "batch_size"),
         (lambda: plda.SampledWithoutReplacement(GAUSS, 2, 0), ValueError, "dataset_size"),
-        (lambda: plda.SampledWithoutReplacement(GAUSS, 2, "10"), ValueError, "dataset_size"),
+        (lambda: plda.SampledWithoutReplacement(GAUSS, 2, "10"), TypeError, "dataset_size"),
         (lambda: plda.SampledWithoutReplacement(plda.DiscreteGaussian(1.0), 2, 10), TypeError,
          "Gaussian or plda.Laplace"),
         (lambda: plda.SampledWithoutReplacement(GAUSS, 1, 10**13), ValueError, "dataset_size"),

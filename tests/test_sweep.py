@@ -178,3 +178,81 @@ def test_the_old_step_factories_warn_and_build_what_the_registry_builds():
         old = module.TruncatedPoissonSampler(1000, 15)
     new = SamplerStep("truncated-poisson", {"dataset_size": 1000, "max_batch_size": 15})
     assert old(1.0, 0.01) == new(1.0, 0.01)
+
+
+# ------------------------------------------------ issue 25, item 6: the accountant's spellings
+def test_target_delta_is_delta_as_the_calibration_spells_it():
+    evaluated = {"noise_multiplier": 1.0, "sample_rate": 0.01, "steps": 100, "accuracy": 1e-2}
+    calibrated = {"sample_rate": 0.01, "steps": 100, "target_epsilon": 1.0, "accuracy": 1e-2}
+    old = sweep([{**evaluated, "delta": 1e-5}, {**calibrated, "delta": 1e-5}])
+    new = sweep([{**evaluated, "target_delta": 1e-5}, {**calibrated, "target_delta": 1e-5}])
+    assert new[0]["epsilon_upper"] == old[0]["epsilon_upper"]
+    assert new[1]["noise_multiplier"] == old[1]["noise_multiplier"] == (
+        plda.calibrate_noise_multiplier(1.0, target_delta=1e-5, sample_rate=0.01, steps=100,
+                                        accuracy=1e-2))
+    both = sweep([{**evaluated, "delta": 1e-5, "target_delta": 1e-5}])
+    assert both[0]["epsilon_upper"] == old[0]["epsilon_upper"]
+    with pytest.raises(ValueError, match=r"\['target_delta'\]: differs from 'delta'"):
+        sweep([{**evaluated, "delta": 1e-5, "target_delta": 1e-6}])
+
+
+def test_fixed_size_batches_take_batch_size_as_the_accountant_does():
+    base = {"noise_multiplier": 2.0, "steps": 50, "delta": 1e-5, "accuracy": 1e-2,
+            "sampler": "without-replacement", "dataset_size": 1000}
+    by_size, by_rate = sweep([{**base, "batch_size": 10}, {**base, "sample_rate": 0.01}])
+    assert by_size["epsilon_upper"] == by_rate["epsilon_upper"]
+    assert by_size["sample_rate"] == 0.01 and by_size["batch_size"] == 10
+    accountant = plda.PLDAccountant(accuracy=1e-2)
+    accountant.step(2.0, count=50, sampler="without-replacement", batch_size=10,
+                    dataset_size=1000)
+    assert by_size["epsilon_upper"] == accountant.epsilon_bounds(1e-5).upper
+    target = {k: v for k, v in base.items() if k not in ("noise_multiplier", "delta")}
+    (calibrated,) = sweep([{**target, "batch_size": 10, "target_advantage": 0.1}])
+    assert calibrated["noise_multiplier"] == plda.calibrate_noise_multiplier(
+        steps=50, target_advantage=0.1, sampler="without-replacement", batch_size=10,
+        dataset_size=1000, accuracy=1e-2)
+
+
+@pytest.mark.parametrize(
+    "sampler, sizes",
+    [("shuffled", {"num_steps": 10}), ("random_allocation", {"num_steps": 10}),
+     ("random-allocation", {"num_steps": 10, "num_selected": 2})],
+)
+def test_epoch_samplers_are_evaluated_as_the_accountant_records_them(sampler, sizes):
+    config = {"noise_multiplier": 2.0, "steps": 30, "delta": 1e-5, "accuracy": 1e-2,
+              "sampler": sampler, **sizes}
+    (record,) = sweep([config])
+    accountant = plda.PLDAccountant(accuracy=1e-2)
+    accountant.step(2.0, count=30, sampler=sampler.replace("_", "-"), **sizes)
+    bounds = accountant.epsilon_bounds(1e-5)
+    assert (record["epsilon_lower"], record["epsilon_upper"]) == (bounds.lower, bounds.upper)
+
+
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        ({"sampler": "shuffled", "num_steps": 10, "sample_rate": 0.1},
+         r"\['sample_rate'\]: does not apply to sampler 'shuffled'"),
+        ({"sampler": "shuffled", "num_steps": 7}, r"\['steps'\]: must be a multiple of"),
+        ({"sampler": "shuffled"}, r"\['num_steps'\]: missing"),
+        ({"num_steps": 10}, r"\['num_steps'\]: does not apply to sampler 'poisson'"),
+        ({"sampler": "poisson", "batch_size": 10}, r"\['batch_size'\]: does not apply"),
+        ({"sampler": "without-replacement", "dataset_size": 1000, "batch_size": 20},
+         r"\['batch_size'\]: batch_size=20 disagrees"),
+        ({"sampler": "without-replacement", "dataset_size": 1000, "batch_size": "10"},
+         r"\['batch_size'\]: batch_size must be an integer"),
+    ],
+)
+def test_new_sampler_keys_are_checked_before_running(bad, match):
+    config = {"noise_multiplier": 2.0, "steps": 30, "delta": 1e-5, **bad}
+    if "sample_rate" not in bad and bad.get("sampler") in (None, "poisson", "without-replacement"):
+        config["sample_rate"] = 0.01
+    with pytest.raises(ValueError, match=match):
+        sweep([config])
+
+
+def test_epoch_samplers_are_not_calibrated():
+    config = {"steps": 30, "target_epsilon": 1.0, "delta": 1e-5, "sampler": "shuffled",
+              "num_steps": 10}
+    with pytest.raises(ValueError, match=r"draws whole epochs"):
+        sweep([config])

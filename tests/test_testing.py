@@ -249,10 +249,10 @@ def test_renyi_closed_forms_match_quadrature(alpha):
         def renyi(p, q, points):
             return mp.log(mp.quad(lambda x: p(x) ** a * q(x) ** (1 - a), points)) / (a - 1)
 
-        sigma = mpmath.mpf(1.3)
-        gauss = renyi(lambda x: mp.npdf(x, 1, sigma), lambda x: mp.npdf(x, 0, sigma),
-                      [-mp.inf, 0, 1, mp.inf])
-        assert close(gaussian_renyi(alpha, 1.3, precise=True, dps=30), gauss, 1e-20)
+        mu = mpmath.mpf(0.8)  # the float 0.8, exactly
+        gauss = renyi(lambda x: mp.npdf(x, mu, 1), lambda x: mp.npdf(x, 0, 1),
+                      [-mp.inf, 0, mu, mp.inf])
+        assert close(gaussian_renyi(alpha, mu=0.8, precise=True, dps=30), gauss, 1e-20)
         b = mpmath.mpf(0.8)
         lap = renyi(lambda x: mp.exp(-abs(x) / b) / (2 * b),
                     lambda x: mp.exp(-abs(x - 1) / b) / (2 * b), [-mp.inf, 0, 1, mp.inf])
@@ -271,10 +271,57 @@ def test_renyi_limits():
     t = 0.7
     assert close(laplace_renyi(1, 1 / t), t + math.expm1(-t), 1e-15)
     assert close(laplace_renyi(1 + 1e-7, 1 / t), laplace_renyi(1, 1 / t), 1e-6)
-    assert poisson_gaussian_renyi(4, 2.0, 1.0) == gaussian_renyi(4, 2.0)
+    assert poisson_gaussian_renyi(4, 2.0, 1.0) == gaussian_renyi(4, mu=0.5)
     # small results keep their relative accuracy (no log of 1 + tiny)
     assert close(poisson_gaussian_renyi(2, 1.0, 1e-5),
                  poisson_gaussian_renyi(2, 1.0, 1e-5, precise=True), 1e-13)
+
+
+# issue 25, item 6: one order range, one message; gaussian_renyi takes mu like the others
+@pytest.mark.parametrize("alpha", [0.01, 0.3, 0.5, 0.5 + 1e-6, 0.9])
+def test_laplace_renyi_below_order_one_matches_quadrature(alpha):
+    # the same integral as above 1 (Mironov 2017 states it for alpha > 1 only)
+    with mp.workdps(30):
+        a, b = mpmath.mpf(alpha), mpmath.mpf(0.8)
+        lap = mp.log(mp.quad(lambda x: (mp.exp(-abs(x) / b) / (2 * b)) ** a
+                             * (mp.exp(-abs(x - 1) / b) / (2 * b)) ** (1 - a),
+                             [-mp.inf, 0, 1, mp.inf])) / (a - 1)
+        assert close(laplace_renyi(alpha, 0.8, precise=True, dps=30), lap, 1e-20)
+        assert close(laplace_renyi(alpha, 0.8), lap, 1e-12)
+
+
+def test_laplace_renyi_is_continuous_at_one_half_and_one():
+    for t in (0.02, 0.7, 30.0):
+        half = laplace_renyi(0.5, 1 / t)
+        assert close(half, -2 * (-t / 2 + math.log1p(t / 2)), 1e-14)  # e^{-t/2} (1 + t/2)
+        assert close(laplace_renyi(0.5 - 1e-9, 1 / t), half, 1e-7)
+        assert close(laplace_renyi(0.5 + 1e-9, 1 / t), half, 1e-7)
+        assert close(laplace_renyi(1 - 1e-7, 1 / t), laplace_renyi(1, 1 / t), 1e-5)
+
+
+@pytest.mark.parametrize("order", [0.0, -1.0, math.inf, math.nan])
+def test_gaussian_and_laplace_orders_share_one_range_and_message(order):
+    messages = set()
+    for call in (lambda: gaussian_renyi(order, mu=1.0), lambda: laplace_renyi(order, 1.0)):
+        with pytest.raises(ValueError, match=r"^order must be a finite number in \(0, inf\)") as e:
+            call()
+        messages.add(str(e.value))
+    assert len(messages) == 1
+    with pytest.raises(ValueError, match=r"^order must be an integer in \[2, inf\)"):
+        poisson_gaussian_renyi(order, 1.0, 0.1)  # the binomial expansion: integers only
+
+
+def test_gaussian_renyi_takes_mu_and_the_old_sigma_form_warns():
+    assert gaussian_renyi(3.0, mu=0.5) == 3.0 * 0.25 / 2
+    with pytest.warns(DeprecationWarning, match=r"0\.2\.0.*mu=sensitivity / sigma"):
+        old = gaussian_renyi(3.0, 2.0)  # sigma 2, sensitivity 1: the former positional form
+    assert old == 3.0 / 8 == gaussian_renyi(3.0, mu=0.5)
+    with pytest.warns(DeprecationWarning):
+        assert gaussian_renyi(3.0, sigma=4.0, sensitivity=2.0) == 3.0 * 4.0 / 32
+    with pytest.raises(TypeError, match="needs mu"):
+        gaussian_renyi(3.0)
+    with pytest.raises(TypeError, match="not both"):
+        gaussian_renyi(3.0, 2.0, mu=0.5)
 
 
 # ------------------------------------------------------------------------ tradeoff
@@ -471,7 +518,9 @@ def test_epsilon_edge_cases():
     (lambda: discrete_laplace_composition_delta(1.0, parameter=0.5, count=3, sensitivity=1.5),
      "sensitivity"),
     (lambda: discrete_gaussian_composition_delta(1.0, sigma=-1.0, count=3), "sigma"),
-    (lambda: laplace_renyi(0.5, 1.0), "order"),
+    (lambda: laplace_renyi(0.0, 1.0), "order"),
+    (lambda: gaussian_renyi(-1.0, mu=1.0), "order"),
+    (lambda: gaussian_renyi(1.0, mu=0.0), "mu"),
     (lambda: poisson_gaussian_renyi(2.5, 1.0, 0.1), "order"),
     (lambda: gaussian_tradeoff(1.5, 1.0), "alpha"),
 ])
@@ -611,7 +660,7 @@ def rdp_accountant(case):
     """The classic RDP accountant of docs/testing.md (Mironov 2017, Prop. 3 conversion)."""
     m = case.mechanism
     if isinstance(m, plda.Gaussian):
-        curve = [(a, gaussian_renyi(a, m.sigma, m.sensitivity)) for a in ORDERS]
+        curve = [(a, gaussian_renyi(a, mu=m.mu)) for a in ORDERS]
     elif isinstance(m, plda.Laplace):
         curve = [(a, laplace_renyi(a, m.scale, m.sensitivity)) for a in ORDERS]
     elif isinstance(m, plda.PoissonSampled) and isinstance(m.mechanism, plda.Gaussian):

@@ -6,6 +6,7 @@ import itertools
 import math
 import subprocess
 import sys
+import warnings
 from fractions import Fraction
 
 import mpmath as mp
@@ -479,10 +480,10 @@ def test_group_privacy_of_gaussian_matches_closed_form():
         return mp.ncdf(-eps / mu + mu / 2) - mp.e**eps * mp.ncdf(-eps / mu - mu / 2)
 
     exact = solve_epsilon(gaussian_delta, delta, 50)
-    result = theorems.group_privacy_mechanism(plda.Gaussian(sigma), group, delta)
+    result = theorems.group_privacy_mechanism(plda.Gaussian(sigma), delta, group)
     assert result.epsilon_lower <= exact <= result.epsilon
     # far tighter than group privacy applied to a single-record (eps, delta / 100)
-    single = theorems.group_privacy_mechanism(plda.Gaussian(sigma), 1, delta / 100).epsilon
+    single = theorems.group_privacy_mechanism(plda.Gaussian(sigma), delta / 100, 1).epsilon
     generic = theorems.group_privacy(single, delta / 100, group)
     assert generic.delta <= delta
     assert result.epsilon < generic.epsilon
@@ -495,12 +496,39 @@ def test_group_privacy_of_a_sampled_laplace_is_its_group_mixture():
     import plda
 
     step = plda.PoissonSampled(plda.Laplace(1.0), 0.1)
-    result = theorems.group_privacy_mechanism(step, 3, 1e-6, count=10)
+    result = theorems.group_privacy_mechanism(step, 1e-6, 3, count=10)
     exact = plda.PrivacyLossDistribution.from_mechanism(
         plda.PoissonSampled(plda.Laplace(1.0), 0.1, group_size=3), 10).epsilon_bounds(1e-6)
     assert result.epsilon == exact.upper
-    single = theorems.group_privacy_mechanism(step, 1, 1e-6 / 100, count=10).epsilon
+    single = theorems.group_privacy_mechanism(step, 1e-6 / 100, 1, count=10).epsilon
     assert result.epsilon < theorems.group_privacy(single, 1e-6 / 100, 3).epsilon
+
+
+@needs_engine
+@pytest.mark.filterwarnings("ignore::plda.AccuracyWarning")  # epsilon at delta 0 is inf
+def test_group_privacy_mechanism_takes_delta_then_group_size_and_the_old_order_warns():
+    """Issue 25: group_privacy(epsilon, delta, group_size) and group_privacy_mechanism(mechanism,
+    group_size, delta) ordered the two differently; the mechanism's now follows the theorem's.
+    A call in the former order is told apart by its values and still answers, with a warning."""
+    import plda
+
+    step = plda.Gaussian(4.0)
+    new = theorems.group_privacy_mechanism(step, 1e-5, 3)
+    assert new == theorems.group_privacy_mechanism(step, delta=1e-5, group_size=3)
+    assert new.delta == 1e-5 and new.epsilon == plda.PrivacyLossDistribution.from_mechanism(
+        plda.Gaussian(4.0, sensitivity=3.0)).epsilon_bounds(1e-5).upper
+    with pytest.warns(DeprecationWarning, match=r"0\.2\.0.*\(mechanism, delta, group_size\)"):
+        old = theorems.group_privacy_mechanism(step, 3, 1e-5)
+    assert old == new
+    with pytest.warns(DeprecationWarning):
+        assert theorems.group_privacy_mechanism(step, 3, 0.0) == (
+            theorems.group_privacy_mechanism(step, 0.0, 3))
+    # no valid call in the new order looks like the old one: no warning, the usual errors
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        theorems.group_privacy_mechanism(step, 0.5, 1)
+        with pytest.raises(ValueError, match="delta"):
+            theorems.group_privacy_mechanism(step, 1.0, 1)
 
 
 @needs_engine
@@ -508,14 +536,14 @@ def test_group_privacy_mechanism_refuses_unsupported_mechanisms():
     import plda
 
     with pytest.raises(TypeError, match="sensitivity"):
-        theorems.group_privacy_mechanism(plda.ApproximateDP(1.0, 1e-6), 2, 1e-5)
+        theorems.group_privacy_mechanism(plda.ApproximateDP(1.0, 1e-6), 1e-5, 2)
     with pytest.raises(TypeError, match="Gaussian or Laplace base only"):
         theorems.group_privacy_mechanism(plda.PoissonSampled(plda.DiscreteLaplace(1.0), 0.1),
-                                         2, 1e-5)
+                                         1e-5, 2)
     with pytest.raises(TypeError, match="mechanism"):
-        theorems.group_privacy_mechanism((1.0, 1e-6), 2, 1e-5)
+        theorems.group_privacy_mechanism((1.0, 1e-6), 1e-5, 2)
     with pytest.raises(ValueError, match="group_size"):
-        theorems.group_privacy_mechanism(plda.Gaussian(1.0), 0, 1e-5)
+        theorems.group_privacy_mechanism(plda.Gaussian(1.0), 1e-5, 0)
 
 
 # --------------------------------------------------------------------------- compare

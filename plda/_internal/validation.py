@@ -71,18 +71,25 @@ def in_range(name: str, value: float, low: float, high: float, what: str) -> flo
     return value
 
 
-def count(name: str, value, *, minimum: int = 0, maximum: int = MAX_COUNT) -> int:
+def count(name: str, value, *, minimum: int = 0, maximum: int | None = MAX_COUNT) -> int:
     """``value`` as an integer in ``[minimum, maximum]`` (integral floats like 3.0 are
-    accepted; the default maximum is ``2^53``)."""
-    if isinstance(value, bool):
-        raise TypeError(f"{name} must be an integer >= {minimum}, got a bool")
+    accepted; the default maximum is :data:`MAX_COUNT`; ``maximum=None`` for no upper bound,
+    when the caller bounds a total instead and names that range). A TypeError for anything
+    that is not a real number (a bool included), a ValueError for a number out of range or
+    not integral."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        # not a number (a str, bytes, None, a bool, a list): a wrong type, as in array_in
+        raise TypeError(f"{name} must be an integer >= {minimum}, got {type(value).__name__}")
     if isinstance(value, numbers.Integral):
         v = int(value)
-    elif isinstance(value, numbers.Real) and float(value).is_integer():
+    elif float(value).is_integer():
         v = int(value)
     else:
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    if not minimum <= v <= maximum:
+    if maximum is None:
+        if v < minimum:
+            raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    elif not minimum <= v <= maximum:
         raise ValueError(
             f"{name} must be an integer in [{minimum}, {maximum:.0e}] (the range plda "
             f"certifies), got {value!r}"

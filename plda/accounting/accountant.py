@@ -192,9 +192,9 @@ class PLDAccountant(CompositionQueries):
         Raises
         ------
         TypeError
-            If ``mechanism`` is not a plda mechanism.
+            If ``mechanism`` is not a plda mechanism, or ``count`` is not a number.
         ValueError
-            If ``count`` is not an integer ``>= 1``, the history would exceed ``2^53`` steps,
+            If ``count`` is not an integer ``>= 1``, the history would exceed ``1e12`` steps,
             or the mechanism has no replace-one analysis under that relation (nothing is
             recorded).
         """

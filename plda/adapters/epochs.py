@@ -39,6 +39,8 @@ class OnePassEpochs:
 
     Raises
     ------
+    TypeError
+        If ``num_batches`` is not a number.
     ValueError
         If ``num_batches`` is not an integer ``>= 1``.
     """
@@ -63,6 +65,8 @@ class OnePassEpochs:
 
         Raises
         ------
+        TypeError
+            If an argument is not a number (nothing is recorded).
         ValueError
             If the step would run past the end of the epoch (its batches would come from two
             passes, which the analysis does not cover), or an argument is out of range;

@@ -16,6 +16,8 @@ from plda.calibration.core import (
     solve,
 )
 from plda.calibration.evaluator import DPSGDEvaluator
+from plda.calibration.problem import max_steps_hint
+from plda.calibration.sampling import step_sampler
 from plda.calibration.targets import (
     check_options,
     gdp_mu,
@@ -33,7 +35,6 @@ __all__ = [
     "calibrate_sample_rate_detailed",
     "calibrate_steps",
     "calibrate_steps_detailed",
-    "max_steps_hint",
 ]
 
 #: noise multipliers searched
@@ -54,7 +55,10 @@ def calibrate_noise_multiplier_detailed(
     at_false_positive_rate: float | None = None,
     target_advantage: float | None = None,
     relation: str = "add_remove",
-    sampler: Sampler | None = None,
+    sampler: Sampler | str | None = None,
+    batch_size: int | None = None,
+    dataset_size: int | None = None,
+    max_batch_size: int | None = None,
     accuracy: float | None = None,
     rtol: float | None = None,
     progress: Progress | None = None,
@@ -67,7 +71,9 @@ def calibrate_noise_multiplier_detailed(
     at_false_positive_rate, target_advantage, accuracy, rtol : float, optional
     steps : int
     relation : str, optional
-    sampler, progress : callable, optional
+    sampler : str or callable, optional
+    batch_size, dataset_size, max_batch_size : int, optional
+    progress : callable, optional
 
     Returns
     -------
@@ -86,6 +92,8 @@ def calibrate_noise_multiplier_detailed(
         at_false_positive_rate=at_false_positive_rate,
         target_advantage=target_advantage,
     )
+    sizes = dict(batch_size=batch_size, dataset_size=dataset_size, max_batch_size=max_batch_size)
+    sampler, sample_rate = step_sampler(sampler, sizes, sample_rate, "noise_multiplier")
     sample_rate = check.probability("sample_rate", sample_rate, open_low=True)
     steps = check.count("steps", steps, minimum=1)
     accuracy, rtol = check_options(accuracy, rtol, progress, target)
@@ -108,7 +116,7 @@ def calibrate_noise_multiplier_detailed(
             "raise sample_rate or steps"
         ),
     )
-    evaluate = DPSGDEvaluator(make, target, relation, _sampler(sampler))
+    evaluate = DPSGDEvaluator(make, target, relation, sampler)
     return solve(evaluate, target, parameter, accuracy=accuracy, rtol=rtol, progress=progress)
 
 
@@ -122,7 +130,10 @@ def calibrate_noise_multiplier(
     at_false_positive_rate: float | None = None,
     target_advantage: float | None = None,
     relation: str = "add_remove",
-    sampler: Sampler | None = None,
+    sampler: Sampler | str | None = None,
+    batch_size: int | None = None,
+    dataset_size: int | None = None,
+    max_batch_size: int | None = None,
     accuracy: float | None = None,
     rtol: float | None = None,
     progress: Progress | None = None,
@@ -134,7 +145,8 @@ def calibrate_noise_multiplier(
     target_epsilon, target_delta : float, optional
         Epsilon target: the certified ``epsilon(target_delta) <= target_epsilon``.
     sample_rate : float
-        Poisson sample rate ``q`` in (0, 1].
+        Poisson sample rate ``q`` in (0, 1] (``"without-replacement"``: ``batch_size /
+        dataset_size``, or give ``batch_size``).
     steps : int
         Number of steps, at least 1.
     target_true_positive_rate, at_false_positive_rate, target_advantage : float, optional
@@ -142,8 +154,15 @@ def calibrate_noise_multiplier(
         ``TPR - FPR`` (the total variation), both neighbouring directions.
     relation : {"add_remove", "replace_one"}, optional
         The neighbouring relation the run is accounted under.
-    sampler : callable, optional
-        ``sampler(noise_multiplier, sample_rate) -> Mechanism`` in place of Poisson sampling.
+    sampler : str or callable, optional
+        How batches are drawn: a name of :data:`plda.samplers.STEP_SAMPLERS` (``"poisson"``,
+        the default; ``"without-replacement"``; ``"truncated-poisson"``), as
+        :meth:`plda.PLDAccountant.step` takes it, or a callable ``sampler(noise_multiplier,
+        sample_rate) -> Mechanism`` (one step).
+    batch_size, dataset_size, max_batch_size : int, optional
+        The named sampler's sizes (:func:`plda.sampled_mechanism`): ``dataset_size`` and
+        ``batch_size`` (or ``sample_rate``) for ``"without-replacement"``, ``dataset_size``
+        and ``max_batch_size`` for ``"truncated-poisson"``.
     accuracy : float, optional
         Relative gap of the bounds at the result (default 1e-3; 1e-4 for risk targets).
     rtol : float, optional
@@ -177,18 +196,12 @@ def calibrate_noise_multiplier(
     True
     """
     return calibrate_noise_multiplier_detailed(
-        target_epsilon,
-        target_delta,
-        sample_rate,
-        steps,
+        target_epsilon, target_delta, sample_rate, steps,
         target_true_positive_rate=target_true_positive_rate,
-        at_false_positive_rate=at_false_positive_rate,
-        target_advantage=target_advantage,
-        relation=relation,
-        sampler=sampler,
-        accuracy=accuracy,
-        rtol=rtol,
-        progress=progress,
+        at_false_positive_rate=at_false_positive_rate, target_advantage=target_advantage,
+        relation=relation, sampler=sampler, batch_size=batch_size,
+        dataset_size=dataset_size, max_batch_size=max_batch_size, accuracy=accuracy,
+        rtol=rtol, progress=progress,
     ).value
 
 
@@ -202,7 +215,9 @@ def calibrate_sample_rate_detailed(
     at_false_positive_rate: float | None = None,
     target_advantage: float | None = None,
     relation: str = "add_remove",
-    sampler: Sampler | None = None,
+    sampler: Sampler | str | None = None,
+    dataset_size: int | None = None,
+    max_batch_size: int | None = None,
     accuracy: float | None = None,
     rtol: float | None = None,
     progress: Progress | None = None,
@@ -215,7 +230,9 @@ def calibrate_sample_rate_detailed(
     at_false_positive_rate, target_advantage, accuracy, rtol : float, optional
     steps : int
     relation : str, optional
-    sampler, progress : callable, optional
+    sampler : str or callable, optional
+    dataset_size, max_batch_size : int, optional
+    progress : callable, optional
 
     Returns
     -------
@@ -234,6 +251,8 @@ def calibrate_sample_rate_detailed(
         at_false_positive_rate=at_false_positive_rate,
         target_advantage=target_advantage,
     )
+    sizes = dict(dataset_size=dataset_size, max_batch_size=max_batch_size)
+    sampler, _ = step_sampler(sampler, sizes, None, "sample_rate")
     noise_multiplier = check.positive_float("noise_multiplier", noise_multiplier)
     steps = check.count("steps", steps, minimum=1)
     accuracy, rtol = check_options(accuracy, rtol, progress, target)
@@ -250,7 +269,7 @@ def calibrate_sample_rate_detailed(
         hint="raise the target or noise_multiplier, or lower steps",
         slope=gdp_slope(target, make, 0.01),
     )
-    evaluate = DPSGDEvaluator(make, target, relation, _sampler(sampler))
+    evaluate = DPSGDEvaluator(make, target, relation, sampler)
     return solve(evaluate, target, parameter, accuracy=accuracy, rtol=rtol, progress=progress)
 
 
@@ -264,7 +283,9 @@ def calibrate_sample_rate(
     at_false_positive_rate: float | None = None,
     target_advantage: float | None = None,
     relation: str = "add_remove",
-    sampler: Sampler | None = None,
+    sampler: Sampler | str | None = None,
+    dataset_size: int | None = None,
+    max_batch_size: int | None = None,
     accuracy: float | None = None,
     rtol: float | None = None,
     progress: Progress | None = None,
@@ -284,8 +305,11 @@ def calibrate_sample_rate(
         ``TPR - FPR`` (the total variation), both neighbouring directions.
     relation : {"add_remove", "replace_one"}, optional
         The neighbouring relation the run is accounted under.
-    sampler : callable, optional
-        ``sampler(noise_multiplier, sample_rate) -> Mechanism`` in place of Poisson sampling.
+    sampler : str or callable, optional
+        As for :func:`calibrate_noise_multiplier`, but not ``"without-replacement"`` (its rate
+        is ``batch_size / dataset_size``: calibrate the noise multiplier or the steps).
+    dataset_size, max_batch_size : int, optional
+        The sizes of ``"truncated-poisson"`` (:func:`plda.sampled_mechanism`).
     accuracy : float, optional
         Relative gap of the bounds at the result (default 1e-3; 1e-4 for risk targets).
     rtol : float, optional
@@ -307,18 +331,12 @@ def calibrate_sample_rate(
         If not exactly one target is given, completely, or an argument is invalid (named).
     """
     return calibrate_sample_rate_detailed(
-        target_epsilon,
-        target_delta,
-        noise_multiplier,
-        steps,
+        target_epsilon, target_delta, noise_multiplier, steps,
         target_true_positive_rate=target_true_positive_rate,
-        at_false_positive_rate=at_false_positive_rate,
-        target_advantage=target_advantage,
-        relation=relation,
-        sampler=sampler,
-        accuracy=accuracy,
-        rtol=rtol,
-        progress=progress,
+        at_false_positive_rate=at_false_positive_rate, target_advantage=target_advantage,
+        relation=relation, sampler=sampler, dataset_size=dataset_size,
+        max_batch_size=max_batch_size, accuracy=accuracy,
+        rtol=rtol, progress=progress,
     ).value
 
 
@@ -333,7 +351,10 @@ def calibrate_steps_detailed(
     target_advantage: float | None = None,
     max_steps: int = DEFAULT_MAX_STEPS,
     relation: str = "add_remove",
-    sampler: Sampler | None = None,
+    sampler: Sampler | str | None = None,
+    batch_size: int | None = None,
+    dataset_size: int | None = None,
+    max_batch_size: int | None = None,
     accuracy: float | None = None,
     progress: Progress | None = None,
 ) -> CalibrationResult:
@@ -345,7 +366,9 @@ def calibrate_steps_detailed(
     target_true_positive_rate, at_false_positive_rate, target_advantage, accuracy : float, optional
     max_steps : int, optional
     relation : str, optional
-    sampler, progress : callable, optional
+    sampler : str or callable, optional
+    batch_size, dataset_size, max_batch_size : int, optional
+    progress : callable, optional
 
     Returns
     -------
@@ -364,6 +387,8 @@ def calibrate_steps_detailed(
         at_false_positive_rate=at_false_positive_rate,
         target_advantage=target_advantage,
     )
+    sizes = dict(batch_size=batch_size, dataset_size=dataset_size, max_batch_size=max_batch_size)
+    sampler, sample_rate = step_sampler(sampler, sizes, sample_rate, "steps")
     noise_multiplier = check.positive_float("noise_multiplier", noise_multiplier)
     sample_rate = check.probability("sample_rate", sample_rate, open_low=True)
     max_steps = check.count("max_steps", max_steps, minimum=1)
@@ -385,7 +410,7 @@ def calibrate_steps_detailed(
         cap_hint=max_steps_hint(max_steps),
     )
     evaluate = DPSGDEvaluator(
-        lambda k: (noise_multiplier, sample_rate, int(k)), target, relation, _sampler(sampler)
+        lambda k: (noise_multiplier, sample_rate, int(k)), target, relation, sampler
     )
     return solve(
         evaluate,
@@ -408,7 +433,10 @@ def calibrate_steps(
     target_advantage: float | None = None,
     max_steps: int = DEFAULT_MAX_STEPS,
     relation: str = "add_remove",
-    sampler: Sampler | None = None,
+    sampler: Sampler | str | None = None,
+    batch_size: int | None = None,
+    dataset_size: int | None = None,
+    max_batch_size: int | None = None,
     accuracy: float | None = None,
     progress: Progress | None = None,
 ) -> int:
@@ -421,7 +449,8 @@ def calibrate_steps(
     noise_multiplier : float
         Noise multiplier ``sigma > 0``.
     sample_rate : float
-        Poisson sample rate ``q`` in (0, 1].
+        Poisson sample rate ``q`` in (0, 1] (``"without-replacement"``: ``batch_size /
+        dataset_size``, or give ``batch_size``).
     target_true_positive_rate, at_false_positive_rate, target_advantage : float, optional
         Risk targets: the best attack's true-positive rate at that false-positive rate, or its
         ``TPR - FPR`` (the total variation), both neighbouring directions.
@@ -429,8 +458,10 @@ def calibrate_steps(
         Largest count searched (default 10**7; up to 10**12).
     relation : {"add_remove", "replace_one"}, optional
         The neighbouring relation the run is accounted under.
-    sampler : callable, optional
-        ``sampler(noise_multiplier, sample_rate) -> Mechanism`` in place of Poisson sampling.
+    sampler : str or callable, optional
+        As for :func:`calibrate_noise_multiplier`.
+    batch_size, dataset_size, max_batch_size : int, optional
+        The named sampler's sizes, as for :func:`calibrate_noise_multiplier`.
     accuracy : float, optional
         Relative gap of the bounds at the result (default 1e-3; 1e-4 for risk targets).
     progress : callable, optional
@@ -449,51 +480,11 @@ def calibrate_steps(
     ValueError, TypeError
         If not exactly one target is given, completely, or an argument is invalid (named).
     """
-    return int(
-        calibrate_steps_detailed(
-            target_epsilon,
-            target_delta,
-            noise_multiplier,
-            sample_rate,
-            target_true_positive_rate=target_true_positive_rate,
-            at_false_positive_rate=at_false_positive_rate,
-            target_advantage=target_advantage,
-            max_steps=max_steps,
-            relation=relation,
-            sampler=sampler,
-            accuracy=accuracy,
-            progress=progress,
-        ).value
-    )
-
-
-def max_steps_hint(max_steps: int) -> str:
-    """What to change when a steps target is still met at ``max_steps``.
-
-    Parameters
-    ----------
-    max_steps : int
-        The largest count searched.
-
-    Returns
-    -------
-    str
-        The advice that ends the :class:`~plda.CalibrationError`.
-    """
-    most = f"{check.MAX_COUNT:.0e}".replace("e+", "e")
-    if max_steps >= check.MAX_COUNT:
-        return (
-            f"max_steps={max_steps} is the most steps plda certifies ({most}); lower the "
-            "target or noise_multiplier, or raise sample_rate"
-        )
-    return f"pass a larger max_steps (plda certifies up to {most} steps), or lower the target"
-
-
-def _sampler(sampler):
-    """``sampler`` checked: None (Poisson sampling) or a callable ``(sigma, rate) -> Mechanism``."""
-    if sampler is not None and not callable(sampler):
-        raise TypeError(
-            "sampler must be None (Poisson sampling) or a callable (noise_multiplier, "
-            f"sample_rate) -> plda mechanism, got {sampler!r}"
-        )
-    return sampler
+    return int(calibrate_steps_detailed(
+        target_epsilon, target_delta, noise_multiplier, sample_rate,
+        target_true_positive_rate=target_true_positive_rate,
+        at_false_positive_rate=at_false_positive_rate, target_advantage=target_advantage,
+        max_steps=max_steps, relation=relation, sampler=sampler, batch_size=batch_size,
+        dataset_size=dataset_size, max_batch_size=max_batch_size, accuracy=accuracy,
+        progress=progress,
+    ).value)

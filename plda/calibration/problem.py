@@ -27,6 +27,7 @@ __all__ = [
     "Target",
     "log_ratio",
     "make_result",
+    "max_steps_hint",
 ]
 
 #: accuracy of the bounds during the search (the final checks use the requested one)
@@ -358,3 +359,25 @@ def make_result(run: Run, value, lower, upper, within: bool, accuracy) -> Calibr
         target=target.value,
         false_positive_rate=target.false_positive_rate,
     )
+
+
+def max_steps_hint(max_steps: int) -> str:
+    """What to change when a steps target is still met at ``max_steps``.
+
+    Parameters
+    ----------
+    max_steps : int
+        The largest count searched.
+
+    Returns
+    -------
+    str
+        The advice that ends the :class:`~plda.CalibrationError`.
+    """
+    most = f"{MAX_COUNT:.0e}".replace("e+", "e")
+    if max_steps >= MAX_COUNT:
+        return (
+            f"max_steps={max_steps} is the most steps plda certifies ({most}); lower the "
+            "target or noise_multiplier, or raise sample_rate"
+        )
+    return f"pass a larger max_steps (plda certifies up to {most} steps), or lower the target"

@@ -52,13 +52,13 @@ def risk_command(args) -> str:
     Raises
     ------
     UsageError
-        For a false-positive rate outside ``(0, 1)`` or another flag out of range or missing.
+        For a false-positive rate outside ``[0, 1]`` or another flag out of range or missing.
     """
     check_accuracy(args.accuracy)
     rates = list(args.false_positive_rate or ())
     for alpha in rates:
-        if not (0 < alpha < 1):
-            raise UsageError(f"argument --false-positive-rate: must be in (0, 1), got {alpha!r}")
+        if not (0 <= alpha <= 1):  # the range true_positive_rate_bounds takes (NaN refused)
+            raise UsageError(f"argument --false-positive-rate: must be in [0, 1], got {alpha!r}")
     components, described = composition(args)
     queries = [lambda pld, a=alpha: pld.true_positive_rate_bounds(a) for alpha in rates]
     queries.append(lambda pld: pld.advantage_bounds())

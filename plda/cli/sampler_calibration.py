@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from plda._internal.errors import check_bracket, quiet_accuracy
 from plda.calibration import CalibrationResult, Parameter, make_target, solve
-from plda.calibration.dpsgd import max_steps_hint
+from plda.calibration.problem import max_steps_hint
 from plda.calibration.targets import gdp_mu, log_sigma
 from plda.cli.checks import UsageError
 from plda.cli.commands import build_pld, certified_bounds

@@ -57,7 +57,8 @@ class Shuffled(BracketedMechanism):
     Raises
     ------
     TypeError
-        If ``mechanism`` is not a Gaussian or Laplace mechanism, or ``num_steps`` is a bool.
+        If ``mechanism`` is not a Gaussian or Laplace mechanism, or ``num_steps`` is not a
+        number (a bool included).
     ValueError
         If ``num_steps`` is not an integer ``>= 1``.
 
@@ -189,7 +190,8 @@ class ShuffledLowerBound(Mechanism):
     Raises
     ------
     TypeError
-        If ``mechanism`` is not a Gaussian or Laplace mechanism.
+        If ``mechanism`` is not a Gaussian or Laplace mechanism, or ``num_steps`` is not a
+        number.
     ValueError
         If ``num_steps`` is not an integer ``>= 1``.
     """
@@ -279,7 +281,8 @@ class ShuffledOppositeLowerBound(Mechanism):
     Raises
     ------
     TypeError
-        If ``mechanism`` is not a Gaussian or Laplace mechanism.
+        If ``mechanism`` is not a Gaussian or Laplace mechanism, or ``num_steps`` is not a
+        number.
     ValueError
         If ``num_steps`` is not an integer ``>= 1``.
     """
@@ -333,7 +336,8 @@ class ShuffledOppositeSumLowerBound(Mechanism):
     Raises
     ------
     TypeError
-        If ``mechanism`` is not a Gaussian or Laplace mechanism.
+        If ``mechanism`` is not a Gaussian or Laplace mechanism, or ``num_steps`` is not a
+        number.
     ValueError
         If ``num_steps`` is not an integer ``>= 2``, or the pair is not supported
         (:func:`opposite_sum_supported`).

@@ -43,7 +43,8 @@ def integer_sensitivity(value) -> int:
         atom per integer).
     """
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError("sensitivity must be a positive integer")
+        raise TypeError(f"sensitivity must be an integer in [1, {MAX_SENSITIVITY}], got "
+                        f"{type(value).__name__}")
     if not float(value).is_integer() or not 1 <= value <= MAX_SENSITIVITY:
         raise ValueError(
             f"sensitivity must be an integer in [1, {MAX_SENSITIVITY}] (the loss law holds one "

@@ -67,7 +67,8 @@ class TruncatedPoisson(BracketedMechanism):
     ------
     TypeError
         If ``mechanism`` is not a ``plda.Gaussian`` or ``plda.Laplace``, ``sample_rate`` is not
-        a real number, or ``max_batch_size`` or ``dataset_size`` is a bool.
+        a real number, or ``max_batch_size`` or ``dataset_size`` is not a number (a bool
+        included).
     ValueError
         If ``sample_rate`` is outside ``[1e-12, 1]``, or ``max_batch_size`` or
         ``dataset_size`` is not an integer in ``[1, 1e12]``.

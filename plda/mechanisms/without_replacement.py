@@ -89,8 +89,8 @@ class SampledWithoutReplacement(Mechanism):
     Raises
     ------
     TypeError
-        If ``mechanism`` is not a ``plda.Gaussian`` or ``plda.Laplace``, or ``batch_size`` or
-        ``dataset_size`` is a bool.
+        If ``mechanism`` is not a ``plda.Gaussian`` or ``plda.Laplace``, or ``batch_size``,
+        ``dataset_size`` or ``group_size`` is not a number (a bool included).
     ValueError
         If ``dataset_size`` is not an integer in ``[1, 1e12]``, ``batch_size`` not an integer
         in ``[1, dataset_size]``, ``batch_size / dataset_size`` is below ``1e-12``, or

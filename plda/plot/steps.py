@@ -208,10 +208,10 @@ def _steps(steps, source: StepSource) -> np.ndarray:
 
 
 def _check_delta(delta) -> float:
-    d = float(check.array_in("delta", delta, 0.0, 1.0))
-    if not 0 < d < 1:
-        raise ValueError(f"delta must be in (0, 1), got {delta!r}")
-    return d
+    # one range, (0, 1), in every message (a 0-d array reads as its number)
+    if isinstance(delta, np.ndarray) and delta.ndim == 0:
+        delta = delta.item()
+    return check.fraction("delta", delta)
 
 
 def epsilon_vs_steps(
@@ -272,7 +272,8 @@ def epsilon_vs_steps(
         A step count beyond the recorded ones or inside an epoch, a ``delta`` outside (0, 1),
         a record without an order (see :func:`step_source`).
     TypeError
-        For an ``accountant_or_mechanism`` of another type.
+        For an ``accountant_or_mechanism`` of another type, or a ``delta`` or step count that
+        is not a real number.
     """
     source = step_source(accountant_or_mechanism)
     k = _steps(steps, source)
@@ -408,7 +409,8 @@ def accounting_comparison(
         As :func:`epsilon_vs_steps`: a step count beyond the record or inside an epoch, a
         ``delta`` outside (0, 1), a record without an order.
     TypeError
-        For an ``accountant_or_mechanism`` of another type.
+        For an ``accountant_or_mechanism`` of another type, or a ``delta`` or step count that
+        is not a real number.
     """
     source = step_source(accountant_or_mechanism)
     k = _steps(steps, source)

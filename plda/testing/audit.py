@@ -49,7 +49,7 @@ class AuditCase:
         If ``name`` is empty, ``count`` is not an integer ``>= 1`` or ``delta`` is not in
         ``(0, 1)``.
     TypeError
-        If ``mechanism`` is not a plda mechanism.
+        If ``mechanism`` is not a plda mechanism, or ``count`` is not a number.
     """
 
     name: str

@@ -4,8 +4,10 @@ or a known mechanism's group guarantee from its privacy-loss distribution."""
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import replace
 
+from plda._internal.deprecation import warn_moved
 from plda.mechanisms.base import Mechanism
 from plda.mechanisms.gaussian import Gaussian
 from plda.mechanisms.laplace import Laplace
@@ -58,7 +60,7 @@ def group_privacy(epsilon: float, delta: float, group_size: int) -> Guarantee:
 
 
 def group_privacy_mechanism(
-    mechanism, group_size: int, delta: float, *, count: int = 1, accuracy: float | None = None
+    mechanism, delta: float, group_size: int, *, count: int = 1, accuracy: float | None = None
 ) -> Guarantee:
     """Group privacy of a known mechanism, as certified bounds from its PLD.
 
@@ -71,6 +73,10 @@ def group_privacy_mechanism(
     :func:`group_privacy` applied to the one-record guarantee). Other sampled mechanisms are
     refused.
 
+    The arguments are in the order of :func:`group_privacy` (``delta``, then ``group_size``).
+    The former order ``(mechanism, group_size, delta)``, told apart by its values (a group size
+    is at least 1, a delta below 1), still works until plda 0.2.0 with a ``DeprecationWarning``.
+
     Parameters
     ----------
     mechanism : Mechanism
@@ -78,10 +84,10 @@ def group_privacy_mechanism(
         :class:`~plda.Laplace`, :class:`~plda.DiscreteLaplace`, :class:`~plda.DiscreteGaussian`)
         or a :class:`~plda.PoissonSampled` Gaussian or Laplace (its ``group_size`` multiplied by
         ``k``).
-    group_size : int
-        The number of records ``k`` in which the datasets differ, at least 1.
     delta : float
         Where epsilon is read, in [0, 1).
+    group_size : int
+        The number of records ``k`` in which the datasets differ, at least 1.
     count : int, optional
         How many times the mechanism runs (composed).
     accuracy : float, optional
@@ -99,7 +105,17 @@ def group_privacy_mechanism(
         real number.
     ValueError
         If a value is out of range.
+
+    Warns
+    -----
+    DeprecationWarning
+        For the former argument order ``(mechanism, group_size, delta)``.
     """
+    if _former_order(delta, group_size):
+        warn_moved("group_privacy_mechanism(mechanism, group_size, delta)",
+                   "group_privacy_mechanism(mechanism, delta, group_size), the order of "
+                   "group_privacy(epsilon, delta, group_size)")
+        delta, group_size = group_size, delta
     if not isinstance(mechanism, Mechanism):
         raise TypeError(f"mechanism must be a plda mechanism, got {type(mechanism).__name__}")
     poisson = type(mechanism) is PoissonSampled
@@ -126,3 +142,13 @@ def group_privacy_mechanism(
     pld = PrivacyLossDistribution.from_mechanism(group, count, **options)
     lower, upper = pld.epsilon_bounds(target)
     return Guarantee(float(upper), target, "group privacy (PLD)", float(lower))
+
+
+def _former_order(delta, group_size) -> bool:
+    """Whether ``(delta, group_size)`` is a call in the former order ``(group_size, delta)``: a
+    group size (at least 1) where the delta goes and a delta (below 1) where the group size goes,
+    which no valid call in the current order has."""
+    def real(value):
+        return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+    return real(delta) and real(group_size) and delta >= 1 and 0 <= group_size < 1
