@@ -351,3 +351,30 @@ def test_a_sampler_replaces_poisson_sampling():
         calibrate_noise_multiplier(target_advantage=0.1, sampler="fixed", **kwargs)
     with pytest.raises(TypeError, match="sampler"):
         calibrate_noise_multiplier(target_advantage=0.1, sampler=3, **kwargs)
+
+
+@pytest.mark.parametrize("relation", ["Replace_One", "replace-one", "bogus", None, 3])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda r, **t: plda.calibrate_noise_multiplier(sample_rate=0.05, steps=200, relation=r,
+                                                       **t),
+        lambda r, **t: plda.calibrate_sample_rate(noise_multiplier=2.0, steps=200, relation=r,
+                                                  **t),
+        lambda r, **t: plda.calibrate_steps(noise_multiplier=2.0, sample_rate=0.05, relation=r,
+                                            **t),
+    ],
+    ids=["noise_multiplier", "sample_rate", "steps"],
+)
+@pytest.mark.parametrize(
+    "target",
+    [{"target_advantage": 0.1},
+     {"target_true_positive_rate": 0.05, "at_false_positive_rate": 0.01},
+     {"target_epsilon": 4.0, "target_delta": 1e-5}],
+    ids=["advantage", "true_positive_rate", "epsilon"],
+)
+def test_a_misspelled_relation_is_refused_for_every_target(relation, call, target):
+    # a risk target read any relation but "replace_one" as add/remove: relation="Replace_One"
+    # calibrated sigma 2.886 where replace-one needs 5.623 (advantage 0.193 against 0.1)
+    with pytest.raises(ValueError, match="relation"):
+        call(relation, **target)

@@ -11,6 +11,7 @@ import math
 
 from plda._internal.errors import check_bracket, quiet_accuracy
 from plda.accounting.accountant import PLDAccountant
+from plda.bounds import check_relation
 from plda.calibration.problem import SEARCH_ACCURACY, Target
 from plda.mechanisms import CustomMechanism, Gaussian, PoissonSampled
 from plda.mechanisms.base import Mechanism
@@ -79,6 +80,13 @@ class DPSGDEvaluator:
     sampler : callable, optional
         ``sampler(noise_multiplier, sample_rate) -> Mechanism``, one DP-SGD step; None: Poisson
         sampling.
+
+    Raises
+    ------
+    ValueError
+        If ``relation`` is not one of :data:`plda.bounds.RELATIONS` (checked here: a risk
+        target's evaluations read it only to pick a pair, so another spelling would silently be
+        add/remove).
     """
 
     #: share of the gap ``upper - lower`` that is the upper bound's own discretization bias
@@ -90,7 +98,7 @@ class DPSGDEvaluator:
     def __init__(self, make, target: Target, relation: str, sampler: Sampler | None = None):
         self.make = make  # parameter -> (noise_multiplier, sample_rate, steps)
         self.target = target
-        self.relation = relation
+        self.relation = check_relation(relation)
         self.sampler = sampler  # None: Poisson sampling
         self.search_step = None  # grid step of the epsilon search evaluations, set by the first
         self.steps: dict = {}  # risk: requested gap -> grid step (kept once chosen)
