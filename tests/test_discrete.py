@@ -67,3 +67,17 @@ def test_a_walk_down_the_ladder_computes_each_order_once(monkeypatch):
     whole = ladder(law, 2, 17)
     for j, (up, down) in zip([*range(13, 1, -1), *range(14, 18)], walked, strict=True):
         assert up[0] == whole[0][j - 2] and down[0] == whole[1][j - 2]
+
+
+def test_a_version_whose_composition_overflowed_claims_nothing():
+    # 1e5 steps of a law holding 0.2% too much mass overflow the FFT: the composed entries are
+    # NaN and the error terms infinite; delta(eps) was NaN, now the bound that needs nothing
+    upper, lower = discretize(plda.PoissonSampled(plda.Gaussian(0.9), 0.01).privacy_loss(
+        "remove"), 2.0**-9)
+    nan = np.full(len(upper.probs), np.nan)
+    broken_upper = dataclasses.replace(upper, probs=nan, entry_error=np.inf, l2_error=np.inf)
+    broken_lower = dataclasses.replace(lower, probs=nan, entry_error=np.inf, l2_error=np.inf)
+    eps = np.array([0.0, 0.5])
+    claimed = broken_upper.delta(eps)  # 1, or the Chernoff bound of its moments where smaller
+    assert np.all((claimed <= 1.0) & (claimed >= lower.delta(eps)))
+    assert np.all(broken_lower.delta(eps) == 0.0)

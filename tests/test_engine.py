@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import warnings
 
 import numpy as np
@@ -330,6 +331,11 @@ def test_the_error_sum_bound_takes_the_smaller_of_its_two_norms():
     got = error_sum_bound(1e-3, 1e-2, np.array([4.0, 400.0]), np.array([16.0, 1e4]))
     assert np.allclose(got, [4e-3, 0.4]) and isinstance(got, np.ndarray)
     assert isinstance(error_sum_bound(1e-3, 1e-2, 9), float)  # scalars stay scalar
+    # an empty sum has no error, even where the error terms overflowed (inf * 0 was NaN, and
+    # the composed law's delta(0) with it)
+    assert error_sum_bound(math.inf, math.inf, 0) == 0.0
+    got = error_sum_bound(math.inf, math.inf, np.array([3.0, 0.0]))
+    assert got[0] == math.inf and got[1] == 0.0
 
 
 def test_a_composer_without_binary_powers_keeps_the_spectra_and_gives_the_same_bits(monkeypatch):

@@ -99,8 +99,15 @@ def error_sum_bound(entry_error: float, l2_error: float, weights, squares=None, 
         squares = weights if squares is None else squares
         root = math.sqrt(squares) if np.ndim(squares) == 0 else np.sqrt(squares)
     if np.ndim(weights) == 0 and np.ndim(root) == 0:
+        # an empty sum (weight 0) has no error, even where the error terms overflowed to inf
+        # (inf * 0 is NaN, which would poison every bound read from it)
+        if weights == 0 or root == 0:
+            return 0.0
         return min(entry_error * weights, l2_error * root)
-    return np.minimum(entry_error * weights, l2_error * root)
+    with np.errstate(invalid="ignore"):
+        by_entry, by_norm = entry_error * weights, l2_error * root
+    return np.where((np.asarray(weights) == 0) | (np.asarray(root) == 0), 0.0,
+                    np.minimum(by_entry, by_norm))
 
 
 def tail_rounding(n: int) -> float:

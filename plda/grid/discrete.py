@@ -339,7 +339,9 @@ class DiscreteLoss:
         with np.errstate(invalid="ignore"):
             weight = np.exp(np.minimum(eps - cuts[j], 0.0))
         value = a[j] - np.where(eps == np.inf, 0.0, weight) * s[j]
-        unknown = eps < self.valid_from  # below a tilted law's range nothing is claimed
+        # below a tilted law's range nothing is claimed; nor by a law whose composition
+        # overflowed (NaN entries, infinite error terms: inf - NaN is NaN)
+        unknown = (eps < self.valid_from) | np.isnan(value)
         if self.upper:
             value = np.where(unknown, 1.0, value * (1 + 8 * UNIT_ROUNDOFF))
             worth = unknown | chernoff_worth(self, value) | bool(self.tilt)
