@@ -414,3 +414,17 @@ def test_replace_one_sampled_gaussian_has_a_finite_certified_upper_bound():
         exact = float(mpmath.log(value) / (a - 1))
         assert lower <= exact * (1 + 1e-9) and exact <= upper
         assert math.isfinite(upper)
+
+
+@pytest.mark.parametrize("direction", ["remove", "add"])
+def test_a_sampled_gaussian_past_the_cells_reach_has_closed_form_bounds(direction):
+    # sigma 0.025 (mu = 40): E[(R - 1)^2] = e^1600 - 1 overflowed (OverflowError from
+    # renyi_bounds) and the cells, which stop at x = 36, miss the bulk of N(mu, 1)
+    q, sigma = 0.5, 0.025
+    bounds = step_cumulant(plda.PoissonSampled(plda.Gaussian(sigma), q), direction,
+                           np.array([2.0, 3.0]))
+    assert np.all(np.isfinite(bounds.upper)) and np.all(bounds.lower <= bounds.upper)
+    if direction == "remove":
+        for alpha, lower, upper in zip([2, 3], bounds.lower, bounds.upper, strict=True):
+            exact = sampled_gaussian_integer(alpha, sigma, q) * (alpha - 1)  # K = (a - 1) D
+            assert lower <= exact * (1 + 1e-12) and exact <= upper * (1 + 1e-12)

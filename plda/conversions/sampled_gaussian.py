@@ -17,6 +17,9 @@ from plda.conversions.cumulants import Cumulant, gaussian_cumulant
 
 #: relative safety margin on cumulants (rounding in sums, special functions and cell masses)
 MARGIN = 1e-9
+#: the cells stop at x = 36 (beyond, their masses would underflow) and E[(R - 1)^2] = e^(mu^2) - 1
+#: overflows past mu^2 = 709: larger shifts take the closed-form bounds of _large_shift_cumulant
+LARGEST_CELLS_MU2 = 700.0
 #: cell width of the sampled-Gaussian quadrature in ``log R`` (relative to min(mu, 1))
 _CELL_WIDTH = 0.02
 #: lowest base-noise coordinate of the cells (the mass below is bounded in closed form)
@@ -41,8 +44,9 @@ def _log_interval(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
 
 def _log1p_minus(t: np.ndarray) -> np.ndarray:
     """``log1p(t) - t`` accurate for small ``t``."""
-    series = -(t**2) / 2 + t**3 / 3 - t**4 / 4 + t**5 / 5 - t**6 / 6 + t**7 / 7
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        # (the series is read only where |t| < 1e-2; elsewhere its powers may overflow)
+        series = -(t**2) / 2 + t**3 / 3 - t**4 / 4 + t**5 / 5 - t**6 / 6 + t**7 / 7
         direct = np.log1p(t) - t
     return np.where(np.abs(t) < 1e-2, series, direct)
 
@@ -125,7 +129,8 @@ def _sampled_gaussian_cells(
         high_log_mass=high_log_mass,
         high_log_diff=high_log_diff,
         high_mean=_Points.at(np.array([high_log_p - high_log_mass]), q),
-        log_variance=math.log(math.expm1(mu * mu)),
+        # log expm1(mu^2) = mu^2 + log1p(-e^-mu^2): e^(mu^2) overflows past mu = 26.6
+        log_variance=mu * mu + math.log(-math.expm1(-mu * mu)),
     )
 
 
@@ -164,6 +169,8 @@ def sampled_gaussian_cumulant(mu: float, q: float, direction: str, alpha: np.nda
     """
     if q == 1.0:
         return gaussian_cumulant(mu, alpha)
+    if mu * mu > LARGEST_CELLS_MU2:
+        return _large_shift_cumulant(mu, q, direction, alpha)
     if direction == "remove":
         cells = _sampled_gaussian_cells(mu, q, _x_high(mu, q, float(np.max(alpha))))
     else:
@@ -177,6 +184,22 @@ def sampled_gaussian_cumulant(mu: float, q: float, direction: str, alpha: np.nda
         pick = order[start : start + 16]
         lower[pick], upper[pick] = _sampled_gaussian_chunk(cells, direction, alpha[pick])
     return Cumulant(lower=lower, upper=upper)
+
+
+def _large_shift_cumulant(mu: float, q: float, direction: str, alpha: np.ndarray) -> Cumulant:
+    """Bounds without cells, for a shift past their reach (``mu^2 > LARGEST_CELLS_MU2``).
+
+    Above, joint convexity: either pair is a ``q``-mixture of the base pair (in its own order)
+    and an identical one, so ``e^K <= 1 - q + q e^{alpha (alpha - 1) mu^2 / 2}``. Below,
+    ``K >= 0``, and for remove ``(1 - q + q R)^alpha >= (q R)^alpha``: ``K >= alpha log q +
+    alpha (alpha - 1) mu^2 / 2``. Both rounded outwards by ``MARGIN``."""
+    base = alpha * (alpha - 1) * (mu * mu) / 2
+    upper = np.logaddexp(math.log1p(-q), math.log(q) + base)
+    lower = np.zeros(alpha.shape)
+    if direction == "remove":
+        lower = np.maximum(lower, alpha * math.log(q) + base)
+    return Cumulant(lower=np.maximum(lower - MARGIN * (1 + lower), 0.0),
+                    upper=upper + MARGIN * (1 + np.abs(upper)))
 
 
 def _high_tail(c: _SampledGaussianCells, direction: str, a: np.ndarray):
