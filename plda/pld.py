@@ -12,9 +12,9 @@ from plda._internal import validation as check
 from plda._internal.errors import check_bracket, public_entries
 from plda._internal.typing import ArrayLike, FloatArray, FloatOrArray
 from plda.bounds import RELATIONS, Bounds
+from plda.conversions.capped import currency_capped
 from plda.conversions.composed import ComposedLaws
 from plda.conversions.queries import CompositionQueries
-from plda.conversions.renyi import currency_capped
 from plda.engine.plan import MAX_GRID, MIN_STEP
 from plda.engine.query import Query, one_shot
 from plda.engine.recipe import add_remove_steps, laws_by_direction, merge, realized_recipes

@@ -30,7 +30,7 @@ from plda.accounting.history import (
 )
 from plda.accounting.history import horizon as horizon_of
 from plda.accounting.ladder import LadderSteps, ladder_step
-from plda.conversions.renyi import currency_capped
+from plda.conversions.capped import currency_capped
 from plda.engine.composer import Composer
 from plda.engine.gaps import (
     FFT_FLOOR,

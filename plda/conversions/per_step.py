@@ -1,4 +1,4 @@
-"""Bounds on one step's Rényi cumulant ``K(alpha)``, whatever the mechanism.
+"""Bounds on one step's Rényi cumulant ``K(alpha)`` and zCDP parameter, whatever the mechanism.
 
 Closed forms first, then the Poisson-sampled Gaussian by cells, then any law through its
 per-step grid laws, with joint convexity as the fallback (``docs/tradeoff.md``, "Rényi DP").
@@ -23,7 +23,7 @@ from plda.conversions.sampled_gaussian import MARGIN, sampled_gaussian_cumulant
 from plda.discretization.discretize import discretize
 from plda.epochs.allocation import RandomAllocation
 from plda.mechanisms.approximate import ApproximateDP
-from plda.mechanisms.base import Mechanism
+from plda.mechanisms.base import DIRECTIONS, Mechanism
 from plda.mechanisms.discrete import DiscreteGaussian
 from plda.mechanisms.gaussian import Gaussian, GaussianLaw
 from plda.mechanisms.gaussian_mixture import GaussianMixture
@@ -246,3 +246,101 @@ def _convexity_upper(law, alpha: np.ndarray, mechanism: Mechanism | None = None,
         return np.full(alpha.shape, np.inf)
     with np.errstate(over="ignore"):
         return np.logaddexp(math.log1p(-q), math.log(q) + base) if q < 1 else base
+
+
+def step_rho(mechanism: Mechanism) -> float:
+    """A bound on one step's zCDP parameter ``sup_alpha D_alpha / alpha`` (both directions).
+
+    Closed forms (Bun & Steinke 2016): ``mu^2/2`` for a Gaussian pair, sampled or not (no
+    amplification as ``alpha -> inf``), ``eps^2/2`` for an ``eps``-DP step; for a sampler, the
+    ``rho`` of a pair that dominates its laws.
+
+    Parameters
+    ----------
+    mechanism : Mechanism
+        The step, under add/remove semantics.
+
+    Returns
+    -------
+    float
+        The bound; ``inf`` when none is known (e.g. a mass at infinite loss).
+    """
+    laws = [mechanism.privacy_loss(direction) for direction in DIRECTIONS]
+    if all(type(law) is GaussianLaw for law in laws):
+        # a Gaussian pair (a Gaussian step, or one that is dominated by one, e.g. Shuffled)
+        mu = max(law.mu for law in laws)
+        return mu * mu / 2
+    if type(mechanism) is DiscreteGaussian:
+        # D_alpha <= alpha D^2 / (2 s^2) with equality at integer alpha D (CKS20)
+        return mechanism.sensitivity**2 / (2 * mechanism.sigma**2)
+    if type(mechanism) is GaussianMixture:
+        # joint convexity over the components: D_alpha <= max_k alpha mu_k^2 / 2, both ways
+        return max(mechanism.components()[0]) ** 2 / 2
+    if type(mechanism) is PoissonSampled:
+        # D_alpha(sampled) <= D_alpha(base) by joint convexity, in both directions; a group's
+        # mixture: <= max over k <= K of the base's D_alpha at k times its shift (K^2 rho, all
+        # its bases being Gaussian)
+        rho = step_rho(mechanism.mechanism) * mechanism.group_size**2
+        return min(rho, _pure_rho(mechanism))
+    if type(mechanism) is RandomAllocation:
+        # joint convexity over the allocations: D_alpha <= num_selected uses of the base's
+        return mechanism.num_selected * step_rho(mechanism.mechanism)
+    # any other sampler, by the pairs that dominate its laws (fixed-size batches, truncated
+    # Poisson, substitutions)
+    return min(max(_law_rho(law) for law in laws), _pure_rho(mechanism))
+
+
+def _law_rho(law) -> float:
+    """``sup_alpha D_alpha / alpha`` of a law's pair, from a pair known to dominate it.
+
+    A sampled pair ``(q P + (1-q) Q, Q)`` and its reverse are dominated by the base pair in the
+    same order (joint convexity); a revealed mixture by its worst component; a symmetrized
+    subsampled pair by its (symmetric) base pair; the replace-one sampled Gaussian by
+    ``(N(mu), N(-mu))``: ``rho = 2 mu^2``. ``inf`` for anything else."""
+    reverse = type(law) is ReversedLaw
+    inner = law.base if reverse else law
+    if type(inner) is GaussianLaw:
+        return inner.mu * inner.mu / 2
+    if type(inner) is LaplaceLaw:  # eps-DP: eps^2 / 2 (Bun & Steinke 2016, Prop. 1.4)
+        return inner.epsilon0 * inner.epsilon0 / 2
+    if type(inner) is SubsampledLaw:
+        return _law_rho(inner.base.reversed() if reverse else inner.base)
+    if type(inner) is RevealedMixtureLaw:
+        return max(_law_rho(c.reversed() if reverse else c) for c in inner.components)
+    if type(inner) is SymmetrizedSubsampledLaw:  # (symmetric: either order)
+        return _law_rho(inner.subsampled.base)
+    if type(inner) is ReplaceOneSampledGaussianLaw:  # (odd loss: symmetric too)
+        return 2 * inner.mu * inner.mu
+    return math.inf
+
+
+def largest_loss(mechanism: Mechanism) -> float:
+    """The largest absolute loss of a step over both directions: it is pure ``eps``-DP there.
+
+    Parameters
+    ----------
+    mechanism : Mechanism
+        The step, under add/remove semantics.
+
+    Returns
+    -------
+    float
+        The largest ``|L|``; ``inf`` if unbounded (a continuous tail, a mass at infinity).
+    """
+    largest = 0.0
+    for direction in DIRECTIONS:
+        law = mechanism.privacy_loss(direction)
+        if law.infinity_mass > 0 or law.truncated_mass > 0:
+            return math.inf
+        if law.has_continuous_part:
+            lo, hi = law.continuous_support
+            largest = max(largest, abs(lo), abs(hi))
+        if len(law.atom_losses):
+            largest = max(largest, float(np.max(np.abs(law.atom_losses))))
+    return largest
+
+
+def _pure_rho(mechanism: Mechanism) -> float:
+    """An ``eps``-DP step is ``eps^2/2``-zCDP (Bun & Steinke 2016, Prop. 1.4)."""
+    largest = largest_loss(mechanism)
+    return largest * largest / 2  # (a product overflows to inf; a power would raise)

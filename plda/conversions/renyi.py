@@ -11,35 +11,21 @@ from __future__ import annotations
 import numpy as np
 
 from plda._internal import validation as check
-from plda._internal.caches import remembered
 from plda._internal.errors import check_bracket
 from plda.bounds import Bounds
 from plda.conversions.common import scalar_like
 from plda.conversions.composed import ComposedLaws, steps_of
 from plda.conversions.cumulants import Cumulant
 from plda.conversions.per_step import step_cumulant
-from plda.engine.gaps import monotone_envelope
-from plda.engine.recipe import add_remove_steps, realized_recipes
+from plda.engine.recipe import realized_recipes
 from plda.mechanisms.base import DIRECTIONS
-from plda.mechanisms.imported import ZCDP, GaussianDP, RenyiDP, zcdp_capped
 from plda.mechanisms.renyi_conversion import (
-    ROUND_UP,
-    TINY,
     epsilon_from_log_delta,
     log_delta_from_renyi,
 )
 
 #: default orders of the RDP -> (epsilon, delta) conversion and of the zCDP search
 DEFAULT_ORDERS = np.concatenate([1 + np.geomspace(1e-3, 0.5, 30), np.geomspace(1.5, 1e4, 120)])
-#: at deltas up to this, an epsilon upper bound is also capped by the Rényi conversion
-#: (:func:`currency_capped`): a tilted composition keeps its laws' far tails to about 1e-307
-#: each, so with many steps their mass at +inf exceeds delta and only the Chernoff bound
-#: answers (DP-SGD, q = 0.01, sigma = 1, 1000 steps: 123.7 at 1e-304, 85.5 at 1e-300); such
-#: queries take seconds, the conversion milliseconds
-CHERNOFF_ONLY = 1e-290
-#: the orders of :func:`renyi_capped`: the default ones and dp_accounting's
-CAP_ORDERS = np.union1d(DEFAULT_ORDERS, np.concatenate(
-    [1 + np.arange(1, 101) / 10, np.arange(12, 64), [128, 256, 512]]))
 
 
 def check_orders(name: str, value) -> np.ndarray:
@@ -355,136 +341,3 @@ def renyi_delta(composed: ComposedLaws, epsilon, *, orders=None):
 
     alpha, curve = _refined(composed, orders, score)
     return delta_from_renyi(alpha, curve, epsilon)
-
-
-def _renyi_stated(mechanism) -> bool:
-    """Whether a step is stated in Rényi currency: ``ZCDP``, ``RenyiDP``, or a step that
-    carries a ``RenyiDP`` as its ``renyi_guarantee`` (``RepeatAndSelect``)."""
-    return (type(mechanism) in (ZCDP, RenyiDP)
-            or isinstance(getattr(mechanism, "renyi_guarantee", None), RenyiDP))
-
-
-def _stated_orders(mechanism) -> tuple:
-    if type(mechanism) is RenyiDP:
-        return mechanism.orders
-    stated = getattr(mechanism, "renyi_guarantee", None)
-    return stated.orders if isinstance(stated, RenyiDP) else ()
-
-
-def renyi_capped(upper, steps, values, query: str):
-    """``upper`` capped by the RDP accounting of the whole composition, if Rényi-stated.
-
-    Applies when the composition holds a guarantee stated in Rényi currency (``ZCDP``,
-    ``RenyiDP``). Such a step is composed through the pair of the profile it certifies, the
-    worst step with that profile; the Rényi curves of all the steps add up instead (Mironov
-    2017), and their sum converted once (:func:`epsilon_from_renyi`, :func:`delta_from_renyi`,
-    at ``CAP_ORDERS`` and every order a ``RenyiDP`` states, each step's curve there remembered
-    on its mechanism so that a query costs a sum) can be tighter. Both are
-    certified, so is the smaller; the conversion is rounded up by ``ROUND_UP`` (a delta that
-    underflows is reported as the smallest float).
-
-    Parameters
-    ----------
-    upper : numpy.ndarray
-        Certified upper bounds of the query at ``values``.
-    steps : iterable of (Mechanism, int)
-        The composition read under add/remove.
-    values : numpy.ndarray
-        The deltas (``query="epsilon"``) or epsilons (``query="delta"``) asked, shaped as
-        ``upper``.
-    query : str
-        ``"epsilon"`` or ``"delta"``.
-
-    Returns
-    -------
-    numpy.ndarray
-        ``min(upper, conversion)``, or ``upper`` without a Rényi-currency step.
-    """
-    steps = tuple(steps)
-    if not any(_renyi_stated(mechanism) for mechanism, _ in steps):
-        return upper
-    return np.minimum(upper, _renyi_converted(steps, values, query, upper))
-
-
-def _renyi_converted(steps: tuple, values, query: str, upper):
-    """The whole composition's RDP accounting at ``values`` (:func:`renyi_capped`): each step's
-    certified Rényi curve summed, then converted and rounded up; ``upper`` answers a delta
-    query at ``epsilon = inf``."""
-    # a fixed grid of orders (the default, dp_accounting's, and every order a RenyiDP states),
-    # so that each step's curve is computed once per mechanism, not at every query
-    stated = tuple(sorted({a for m, _ in steps if _renyi_stated(m) for a in _stated_orders(m)}))
-    alpha = np.union1d(CAP_ORDERS, stated)
-    symmetric = all(mechanism.symmetric for mechanism, _ in steps)
-    curve = np.full(alpha.shape, -np.inf)
-    for direction in ("remove",) if symmetric else DIRECTIONS:
-        summed = np.zeros(alpha.shape)
-        for mechanism, count in steps:
-            summed = summed + count * remembered(
-                mechanism, ("renyi_cap", direction, stated),
-                lambda m=mechanism, d=direction: step_cumulant(m, d, alpha).upper)
-        curve = np.maximum(curve, summed)
-    curve = np.maximum(curve, 0.0) / (alpha - 1)
-    if query == "epsilon":
-        converted = np.asarray(epsilon_from_renyi(alpha, curve, values)) * (1 + ROUND_UP)
-    else:
-        converted = np.asarray(delta_from_renyi(alpha, curve, values)) * (1 + ROUND_UP)
-        converted = np.clip(converted, TINY, 1.0)
-        converted = np.where(np.isinf(values), upper, converted)  # (delta at eps = inf)
-    return converted
-
-
-def currency_capped(upper, values, *, components, relation: str, query: str):
-    """``upper`` never looser than the whole composition converted in its own currency.
-
-    When a component is a guarantee imported in zCDP or Rényi currency (``ZCDP``,
-    ``GaussianDP``, ``RenyiDP``): capped by the summed ``rho`` converted when every step is
-    zCDP (:func:`~plda.mechanisms.imported.zcdp_capped`), and by the summed Rényi curves
-    converted when a step is ``ZCDP`` or ``RenyiDP`` (:func:`renyi_capped`). And an epsilon
-    bound at a delta in ``(0, CHERNOFF_ONLY]``, or ``+inf`` at any delta above 0, is capped by
-    the summed Rényi curves converted, where each step has a finite certified curve. There
-    the grid's answer may be its Chernoff bound alone, and below about 1e-310 not even that:
-    a discretization's far tail moves its subnormal masses to ``+inf``, so a Gaussian's grid
-    answered ``+inf`` where its Rényi curve gives a finite bound (``Gaussian(1)`` at
-    ``1e-310``: about 38.2, exactly 38.07). Anything else is returned as it is, after one
-    look at the component types.
-
-    Parameters
-    ----------
-    upper : numpy.ndarray
-        Certified upper bounds of the query at ``values``.
-    values : numpy.ndarray
-        The deltas (``query="epsilon"``) or epsilons (``query="delta"``) asked.
-    components : iterable of (Mechanism, int)
-        The composition, as given (the relation not yet applied).
-    relation : str
-        ``"add_remove"`` or ``"replace_one"``.
-    query : str
-        ``"epsilon"`` or ``"delta"``.
-
-    Returns
-    -------
-    numpy.ndarray
-        The capped upper bounds.
-    """
-    components = tuple(components)
-    imported = any(type(m) is GaussianDP or _renyi_stated(m) for m, _ in components)
-    unbounded = False
-    if query == "epsilon":
-        values = np.asarray(values)
-        unbounded = (values > 0) & (np.isinf(upper) | (values <= CHERNOFF_ONLY))
-    if not imported and not np.any(unbounded):
-        return upper
-    steps = add_remove_steps(components, relation)
-    if imported:
-        upper = renyi_capped(zcdp_capped(upper, steps, values, query), steps, values, query)
-    if np.any(unbounded):
-        # only where the grid's answer is the Chernoff bound or nothing: an answer must not
-        # depend on the other deltas asked along with it
-        converted = _renyi_converted(steps, values, query, upper)
-        upper = np.where(unbounded, np.minimum(upper, converted), upper)
-        # the cap may undercut the grid's bound at a larger delta asked with it, which an
-        # upper bound at a smaller delta bounds too: every answer stays monotone in delta
-        flat = np.ravel(upper)
-        upper = monotone_envelope(values.ravel(), flat, flat)[1].reshape(np.shape(upper))
-    return upper
-
