@@ -378,3 +378,34 @@ def test_a_misspelled_relation_is_refused_for_every_target(relation, call, targe
     # calibrated sigma 2.886 where replace-one needs 5.623 (advantage 0.193 against 0.1)
     with pytest.raises(ValueError, match="relation"):
         call(relation, **target)
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [({"target_advantage": 0.0}, r"target_advantage must be in \(0, 1\)"),
+     ({"target_advantage": 1.0}, r"target_advantage must be in \(0, 1\)"),
+     ({"target_true_positive_rate": float("nan"), "at_false_positive_rate": 0.01},
+      r"target_true_positive_rate must be in \(0, 1\)")],
+)
+def test_a_risk_target_states_one_range(target, message):
+    # target_advantage said (0, 1] at 0 and (0, 1) at 1; a NaN true-positive rate said [0, 1]
+    with pytest.raises(ValueError, match=message):
+        plda.calibrate_noise_multiplier(sample_rate=0.01, steps=10, **target)
+
+
+def test_a_sampler_that_returns_no_mechanism_is_named():
+    with pytest.raises(TypeError, match="sampler must return a plda mechanism"):
+        plda.calibrate_noise_multiplier(1.0, 1e-5, 0.01, 10, sampler=lambda sigma, rate: 3)
+
+
+def test_fixed_size_batches_refuse_a_calibrated_sample_rate_by_name_or_as_a_step():
+    # given as a SamplerStep the search failed midway, advising a batch_size the function
+    # does not take
+    from plda.samplers import SamplerStep
+
+    for sampler in ("without-replacement",
+                    SamplerStep("without-replacement", {"dataset_size": 1000})):
+        with pytest.raises(ValueError, match="calibrate the noise multiplier or the steps"):
+            plda.calibrate_sample_rate(1.0, 1e-5, 1.5, 200, sampler=sampler,
+                                       **({"dataset_size": 1000} if isinstance(sampler, str)
+                                          else {}))

@@ -152,7 +152,11 @@ class DPSGDEvaluator:
             The step mechanism.
         """
         if self.sampler is not None:
-            return self.sampler(sigma, rate)
+            step = self.sampler(sigma, rate)
+            if not isinstance(step, Mechanism):
+                raise TypeError("sampler must return a plda mechanism (one DP-SGD step), got "
+                                f"{type(step).__name__}")
+            return step
         return PoissonSampled(Gaussian(sigma=sigma), sample_rate=rate)
 
     def _epsilon(self, sigma, rate, steps, accuracy, search):

@@ -62,6 +62,13 @@ def step_sampler(
         A ``sampler`` that is neither, or a size that is not a number.
     """
     given = {size: value for size, value in sizes.items() if value is not None}
+    fixed = sampler == "without-replacement" or (
+        isinstance(sampler, SamplerStep) and sampler.sampler == "without-replacement")
+    if fixed and calibrated == "sample_rate":
+        raise ValueError(
+            "sampler='without-replacement' (fixed-size batches) has the sample rate "
+            "batch_size / dataset_size: calibrate the noise multiplier or the steps instead"
+        )
     if sampler is None or (callable(sampler) and not isinstance(sampler, str)):
         if given:
             raise ValueError(
@@ -90,11 +97,6 @@ def step_sampler(
         if size not in spec.takes:
             takes = [s for s in spec.takes if s != "sample_rate"] or "only sample_rate"
             raise ValueError(f"{size} does not apply to sampler={sampler!r} (it takes {takes})")
-    if sampler == "without-replacement" and calibrated == "sample_rate":
-        raise ValueError(
-            "sampler='without-replacement' (fixed-size batches) has the sample rate "
-            "batch_size / dataset_size: calibrate the noise multiplier or the steps instead"
-        )
     batch_size = given.pop("batch_size", None)
     step = SamplerStep(sampler, given)  # a missing size: ValueError naming it
     if sampler == "without-replacement":

@@ -102,7 +102,7 @@ def make_target(
                 "target_true_positive_rate and at_false_positive_rate must be given together"
             )
         alpha = check.probability("at_false_positive_rate", at_false_positive_rate, open_low=True)
-        tpr = check.probability("target_true_positive_rate", target_true_positive_rate)
+        tpr = check.fraction("target_true_positive_rate", target_true_positive_rate)
         if not alpha < tpr < 1:
             raise ValueError(
                 "target_true_positive_rate must be in (at_false_positive_rate, 1) (every test "
@@ -110,9 +110,7 @@ def make_target(
                 f"at_false_positive_rate={at_false_positive_rate!r}"
             )
         return Target(objective="true_positive_rate", value=tpr, false_positive_rate=alpha)
-    advantage = check.probability("target_advantage", target_advantage, open_low=True)
-    if not advantage < 1:
-        raise ValueError(f"target_advantage must be in (0, 1), got {target_advantage!r}")
+    advantage = check.fraction("target_advantage", target_advantage)  # one range: (0, 1)
     return Target(objective="advantage", value=advantage)
 
 
