@@ -10,6 +10,7 @@ from plda._internal.errors import (
     InvertedBracketError,
     PLDAWarning,
     SamplerMismatchWarning,
+    UncoveredParametersError,
 )
 from plda.accounting import PLDAccountant
 from plda.adapters.dp_accounting import from_dp_event
@@ -57,6 +58,7 @@ __all__ = [
     "GaussianDPWarning",
     "InvertedBracketError",
     "SamplerMismatchWarning",
+    "UncoveredParametersError",
     "ApproximateDP",
     "PLDAccountant",
     "RepeatAndSelect",

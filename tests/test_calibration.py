@@ -409,3 +409,19 @@ def test_fixed_size_batches_refuse_a_calibrated_sample_rate_by_name_or_as_a_step
             plda.calibrate_sample_rate(1.0, 1e-5, 1.5, 200, sampler=sampler,
                                        **({"dataset_size": 1000} if isinstance(sampler, str)
                                           else {}))
+
+
+def test_a_sampler_outside_its_analysis_steers_the_search_away():
+    # random allocation covers sigma >= ~0.69 only: the search starts below, and the sampler's
+    # refusal (a ValueError, which ended the calibration) now counts as missing the target
+    with pytest.raises(plda.UncoveredParametersError):
+        plda.RandomAllocation(plda.Gaussian(0.5), num_steps=20)
+    assert issubclass(plda.UncoveredParametersError, ValueError)
+
+    def epoch(sigma, rate):
+        return plda.RandomAllocation(plda.Gaussian(sigma), num_steps=round(1 / rate))
+
+    sigma = plda.calibrate_noise_multiplier(4.0, 1e-5, sample_rate=0.05, steps=10, sampler=epoch)
+    check = PLDAccountant()
+    check.compose(epoch(sigma, 0.05), 10)
+    assert 0.99 * 4.0 <= check.epsilon(1e-5) <= 4.0

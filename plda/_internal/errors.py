@@ -96,6 +96,14 @@ class CalibrationError(ValueError):
     The message names the target, the range searched and what to change."""
 
 
+class UncoveredParametersError(ValueError):
+    """A mechanism's analysis does not cover these parameters (a ``ValueError``).
+
+    :class:`~plda.RandomAllocation` needs ``sensitivity / sigma`` at most about 1.45 for its
+    lattice, for instance. A calibration counts such a parameter as missing its target (the
+    search moves to more noise), where any other error from a sampler is the caller's."""
+
+
 _QUIET = threading.local()
 _CALL = threading.local()
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from plda._internal.errors import check_bracket, quiet_accuracy
+from plda._internal.errors import UncoveredParametersError, check_bracket, quiet_accuracy
 from plda.accounting.accountant import PLDAccountant
 from plda.bounds import check_relation
 from plda.calibration.problem import SEARCH_ACCURACY, Target
@@ -131,9 +131,10 @@ class DPSGDEvaluator:
                     return self._epsilon(sigma, rate, steps, accuracy, search)
                 gap = RISK_SEARCH_GAP if search else accuracy
                 return self._risk(sigma, rate, steps, gap, strict=not search)
-        except (OverflowError, FloatingPointError, MemoryError):
-            # extreme parameters the engine cannot discretize: count them as not meeting any
-            # target (never reported as a result, only steers the search away)
+        except (OverflowError, FloatingPointError, MemoryError, UncoveredParametersError):
+            # extreme parameters the engine cannot discretize, or a sampler's analysis does not
+            # cover (random allocation below sigma ~0.69): count them as not meeting any target
+            # (never reported as a result, only steers the search away)
             return math.inf, math.inf
 
     def step_mechanism(self, sigma, rate) -> Mechanism:
@@ -150,6 +151,11 @@ class DPSGDEvaluator:
         -------
         Mechanism
             The step mechanism.
+
+        Raises
+        ------
+        TypeError
+            If the sampler returns anything else.
         """
         if self.sampler is not None:
             step = self.sampler(sigma, rate)

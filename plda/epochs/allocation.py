@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from plda._internal.caches import cached
+from plda._internal.errors import UncoveredParametersError
 from plda.epochs.many import AllocationLowerBound, composed_upper, decomposition
 from plda.epochs.sums import laplace_cells, lognormal_cells, sum_cells
 from plda.mechanisms.base import BracketedMechanism, Mechanism
@@ -188,8 +189,10 @@ class RandomAllocation(BracketedMechanism):
     TypeError
         If ``mechanism`` is not a plda mechanism, or a size is not a number.
     ValueError
-        If a size is out of range or not an integer, if the base is neither a Gaussian nor a
-        Laplace mechanism, or if its noise is too small for the lattice (see above).
+        If a size is out of range or not an integer, or if the base is neither a Gaussian nor a
+        Laplace mechanism.
+    UncoveredParametersError
+        (a ``ValueError``) If its noise is too small for the lattice (see above).
     """
 
     mechanism: Mechanism
@@ -209,7 +212,7 @@ class RandomAllocation(BracketedMechanism):
         blocks = t if k == 1 else -(-t // k)
         if type(self.mechanism) is Laplace:
             if blocks > 1 and _laplace_plan(self.mechanism.epsilon, blocks)[0] > MAX_STEP:
-                raise ValueError(
+                raise UncoveredParametersError(
                     "sensitivity / scale of a Laplace base must be at most about 12 for "
                     f"RandomAllocation with num_steps = {t} (the likelihood ratio's range "
                     f"must fit a lattice of {MAX_POINTS} points), got {self.mechanism.epsilon:g}"
@@ -225,7 +228,7 @@ class RandomAllocation(BracketedMechanism):
             )
         mu = self.mechanism.mu
         if blocks > 1 and not allocation_supported(mu, blocks):
-            raise ValueError(
+            raise UncoveredParametersError(
                 f"sensitivity / sigma must be at most {MAX_MU} for RandomAllocation (sigma >= "
                 f"{1 / MAX_MU:.2f} at sensitivity 1; with num_steps = {t}: the lognormal tail "
                 f"of the likelihood ratio must fit a lattice of {MAX_POINTS} points), got "
