@@ -428,3 +428,13 @@ def test_a_sampled_gaussian_past_the_cells_reach_has_closed_form_bounds(directio
         for alpha, lower, upper in zip([2, 3], bounds.lower, bounds.upper, strict=True):
             exact = sampled_gaussian_integer(alpha, sigma, q) * (alpha - 1)  # K = (a - 1) D
             assert lower <= exact * (1 + 1e-12) and exact <= upper * (1 + 1e-12)
+
+
+def test_a_stated_zcdp_guarantee_is_its_own_rho():
+    # step_rho knew Gaussian pairs and samplers but read an imported ZCDP(rho) as +inf (its
+    # envelope law has no closed form): the zCDP sanity cap of the queries then saw no bound
+    from plda.conversions.per_step import step_rho
+
+    assert step_rho(plda.ZCDP(0.3)) == 0.3
+    assert step_rho(plda.GaussianDP(2.0)) == 2.0
+    assert P(plda.ZCDP(0.3), 3).zcdp_bounds().upper <= 0.9 * (1 + 1e-12)

@@ -27,7 +27,7 @@ from plda.mechanisms.base import DIRECTIONS, Mechanism
 from plda.mechanisms.discrete import DiscreteGaussian
 from plda.mechanisms.gaussian import Gaussian, GaussianLaw
 from plda.mechanisms.gaussian_mixture import GaussianMixture
-from plda.mechanisms.imported import ZCDP, RenyiDP
+from plda.mechanisms.imported import ZCDP, RenyiDP, zcdp_rho
 from plda.mechanisms.laplace import LaplaceLaw
 from plda.mechanisms.law import ReversedLaw
 from plda.mechanisms.revealed_mixture import RevealedMixtureLaw
@@ -251,9 +251,11 @@ def _convexity_upper(law, alpha: np.ndarray, mechanism: Mechanism | None = None,
 def step_rho(mechanism: Mechanism) -> float:
     """A bound on one step's zCDP parameter ``sup_alpha D_alpha / alpha`` (both directions).
 
-    Closed forms (Bun & Steinke 2016): ``mu^2/2`` for a Gaussian pair, sampled or not (no
-    amplification as ``alpha -> inf``), ``eps^2/2`` for an ``eps``-DP step; for a sampler, the
-    ``rho`` of a pair that dominates its laws.
+    The ``rho`` a step states (``ZCDP``, ``GaussianDP``, ``Gaussian``:
+    :func:`~plda.mechanisms.imported.zcdp_rho`), else closed forms (Bun & Steinke 2016):
+    ``mu^2/2`` for a Gaussian pair, sampled or not (no amplification as ``alpha -> inf``),
+    ``eps^2/2`` for an ``eps``-DP step; for a sampler, the ``rho`` of a pair that dominates its
+    laws.
 
     Parameters
     ----------
@@ -265,11 +267,10 @@ def step_rho(mechanism: Mechanism) -> float:
     float
         The bound; ``inf`` when none is known (e.g. a mass at infinite loss).
     """
+    stated = zcdp_rho(mechanism)
+    if stated is not None:
+        return stated
     laws = [mechanism.privacy_loss(direction) for direction in DIRECTIONS]
-    if all(type(law) is GaussianLaw for law in laws):
-        # a Gaussian pair (a Gaussian step, or one that is dominated by one, e.g. Shuffled)
-        mu = max(law.mu for law in laws)
-        return mu * mu / 2
     if type(mechanism) is DiscreteGaussian:
         # D_alpha <= alpha D^2 / (2 s^2) with equality at integer alpha D (CKS20)
         return mechanism.sensitivity**2 / (2 * mechanism.sigma**2)
@@ -285,8 +286,8 @@ def step_rho(mechanism: Mechanism) -> float:
     if type(mechanism) is RandomAllocation:
         # joint convexity over the allocations: D_alpha <= num_selected uses of the base's
         return mechanism.num_selected * step_rho(mechanism.mechanism)
-    # any other sampler, by the pairs that dominate its laws (fixed-size batches, truncated
-    # Poisson, substitutions)
+    # any other step by the pairs that dominate its laws: a Gaussian pair (a shuffled epoch's),
+    # fixed-size batches, truncated Poisson, substitutions
     return min(max(_law_rho(law) for law in laws), _pure_rho(mechanism))
 
 
