@@ -87,7 +87,7 @@ CASES = {
 
 
 @pytest.mark.parametrize("entry", ENTRIES.values(), ids=ENTRIES.keys())
-@pytest.mark.parametrize("count", [1, 3])
+@pytest.mark.parametrize("count", [1, 2, 3, 10])
 @pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
 def test_samplers_have_finite_certified_renyi_and_zcdp_bounds(case, count, entry):
     mechanism, relation, exact, rho = case
