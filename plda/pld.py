@@ -370,8 +370,9 @@ class PrivacyLossDistribution(CompositionQueries):
         query = self._query(realized=realized)
         cap = None if self._dominating else partial(
             currency_capped, components=self.components, relation=self.relation, query=kind)
+        stated = any(getattr(m, "stated_currency", None) for m, _ in self.components)
         lower, upper = (query.epsilon_bounds if kind == "epsilon" else query.delta_bounds)(
-            targets, cap=cap)
+            targets, cap=cap, cap_all=stated)
         if cap is not None and realized:  # a cap is never below the truth (the own lower bound
             # of a pair that is not tight brackets its dominating pair, which a cap may undercut)
             check_bracket(lower, upper, query=f"{kind}_bounds")

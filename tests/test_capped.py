@@ -64,3 +64,30 @@ def test_a_grid_that_works_is_not_replaced():
     bounds = pld.epsilon_bounds(np.array([1e-5, 1e-8]))
     assert np.all(bounds.upper < pld.renyi_epsilon(np.array([1e-5, 1e-8])))
     assert np.all((bounds.upper - bounds.lower) / bounds.upper <= 1e-3)
+
+
+def test_a_bracket_within_the_accuracy_is_not_read_as_failed(monkeypatch):
+    # the failure reading runs only where the bracket missed its accuracy: a bracket that holds
+    # the truth within the accuracy cannot be undercut by more than that
+    from plda.conversions import capped
+
+    steps = [(plda.Gaussian(1.0), 1)]
+    loose = np.array([50.0, 50.0])  # far above the zCDP conversion (about 5.3 at 1e-5)
+    kept = capped.currency_capped(loose, np.array([1e-5, 1e-5]), components=steps,
+                                  relation="add_remove", query="epsilon",
+                                  missed=np.array([False, True]))
+    assert kept[0] == 50.0 and kept[1] < 6.0
+    # and the PLD's ordinary query does not consult the conversions at all
+    called = []
+    monkeypatch.setattr(capped, "_beyond_zcdp", lambda *a: called.append(a) or None)
+    pld = _pld(plda.PoissonSampled(plda.Gaussian(1.0), 0.01), 100)
+    pld.epsilon_bounds(1e-5)
+    assert not called
+
+
+def test_a_step_stated_in_renyi_currency_is_capped_within_the_accuracy():
+    # a composition of zCDP steps reads its summed rho even where the grid's bracket is tight
+    pld = _pld(plda.ZCDP(0.01), 50)
+    bounds = pld.epsilon_bounds(1e-5)
+    rho = 0.5
+    assert bounds.upper <= (rho + 2 * math.sqrt(rho * math.log(1e5))) * (1 + 1e-9)

@@ -209,6 +209,30 @@ def quiet_accuracy():
         _QUIET.depth = depth
 
 
+def inaccurate(lower, upper, accuracy: float) -> np.ndarray:
+    """Where ``(upper - lower) / upper > accuracy``, beyond a slack for rounding.
+
+    Parameters
+    ----------
+    lower, upper
+        Certified bounds, same shape.
+    accuracy
+        The relative gap requested.
+
+    Returns
+    -------
+    numpy.ndarray of bool
+        True where the gap misses the accuracy; an infinite or NaN upper bound over a finite
+        lower one misses any accuracy (both infinite is exact).
+    """
+    lower, upper = np.asarray(lower, dtype=float), np.asarray(upper, dtype=float)
+    finite = np.isfinite(upper)
+    with np.errstate(invalid="ignore"):
+        # a grid law that charges a tail to +inf, RandomAllocation at its noise limit
+        unbounded = ~finite & np.isfinite(lower)
+        return (finite & (upper - lower > accuracy * upper + ABSOLUTE_SLACK)) | unbounded
+
+
 def warn_if_inaccurate(
     lower, upper, accuracy: float, *, query: str, advice: str | None = None
 ) -> None:
@@ -218,15 +242,11 @@ def warn_if_inaccurate(
     larger accuracy or split the composition."""
     if getattr(_QUIET, "depth", 0):
         return
-    lower, upper = np.asarray(lower, dtype=float), np.asarray(upper, dtype=float)
-    finite = np.isfinite(upper)
-    with np.errstate(invalid="ignore"):
-        # an infinite upper bound over a finite lower one misses any accuracy (a grid law that
-        # charges a tail to +inf, RandomAllocation at its noise limit); both infinite is exact
-        unbounded = ~finite & np.isfinite(lower)
-        missed = (finite & (upper - lower > accuracy * upper + ABSOLUTE_SLACK)) | unbounded
+    missed = inaccurate(lower, upper, accuracy)
     if not np.any(missed):
         return
+    lower, upper = np.asarray(lower, dtype=float), np.asarray(upper, dtype=float)
+    unbounded = ~np.isfinite(upper) & np.isfinite(lower)
     with np.errstate(invalid="ignore", divide="ignore"):
         gaps = np.where(unbounded, np.inf,
                         np.where(missed, (upper - lower) / np.maximum(upper, 1e-300), -1.0))

@@ -19,7 +19,7 @@ from plda.conversions.renyi import DEFAULT_ORDERS, delta_from_renyi, epsilon_fro
 from plda.engine.gaps import monotone_envelope
 from plda.engine.recipe import add_remove_steps
 from plda.mechanisms.base import DIRECTIONS
-from plda.mechanisms.imported import ZCDP, GaussianDP, RenyiDP, zcdp_capped
+from plda.mechanisms.imported import RenyiDP, zcdp_capped
 from plda.mechanisms.renyi_conversion import ROUND_UP, TINY
 
 #: at deltas up to this, an epsilon upper bound is also capped by the Rényi conversion
@@ -36,8 +36,7 @@ CAP_ORDERS = np.union1d(DEFAULT_ORDERS, np.concatenate(
 def _renyi_stated(mechanism) -> bool:
     """Whether a step is stated in Rényi currency: ``ZCDP``, ``RenyiDP``, or a step that
     carries a ``RenyiDP`` as its ``renyi_guarantee`` (``RepeatAndSelect``)."""
-    return (type(mechanism) in (ZCDP, RenyiDP)
-            or isinstance(getattr(mechanism, "renyi_guarantee", None), RenyiDP))
+    return getattr(mechanism, "stated_currency", None) in ("zcdp", "renyi")
 
 
 def _stated_orders(mechanism) -> tuple:
@@ -110,7 +109,7 @@ def _renyi_converted(steps: tuple, values, query: str, upper):
     return np.where(np.isinf(values), at_infinity, converted)
 
 
-def currency_capped(upper, values, *, components, relation: str, query: str):
+def currency_capped(upper, values, *, components, relation: str, query: str, missed=None):
     """``upper`` never looser than the whole composition converted in its own currency.
 
     When a component is a guarantee imported in zCDP or Rényi currency (``ZCDP``,
@@ -139,6 +138,11 @@ def currency_capped(upper, values, *, components, relation: str, query: str):
         ``"add_remove"`` or ``"replace_one"``.
     query : str
         ``"epsilon"`` or ``"delta"``.
+    missed : numpy.ndarray of bool, optional
+        Where the grid's bracket missed its accuracy (shaped as ``upper``): only there is a
+        grid read as failed or as its Chernoff bound alone. A bracket within the accuracy
+        holds the truth, which no conversion undercuts, so capping it gains less than the
+        accuracy. None (a caller without the lower bound): everywhere.
 
     Returns
     -------
@@ -146,13 +150,17 @@ def currency_capped(upper, values, *, components, relation: str, query: str):
         The capped upper bounds.
     """
     components, values = tuple(components), np.asarray(values)
-    imported = any(type(m) is GaussianDP or _renyi_stated(m) for m, _ in components)
+    imported = any(getattr(m, "stated_currency", None) for m, _ in components)
     steps = add_remove_steps(components, relation)
-    unbounded = _beyond_zcdp(upper, steps, values, query)
-    if query == "epsilon":
-        unbounded |= (values > 0) & (np.isinf(upper) | (values <= CHERNOFF_ONLY))
-    else:  # a delta of 1 says nothing (where the zCDP conversion says nothing either)
-        unbounded |= ~(np.asarray(upper) < 1.0)
+    where = np.ones(np.shape(upper), dtype=bool) if missed is None else np.asarray(missed)
+    unbounded = np.zeros(np.shape(upper), dtype=bool)
+    if where.any():  # (the zCDP reading: a sum of closed forms, remembered per mechanism)
+        unbounded = _beyond_zcdp(upper, steps, values, query)
+        if query == "epsilon":
+            unbounded |= (values > 0) & (np.isinf(upper) | (values <= CHERNOFF_ONLY))
+        else:  # a delta of 1 says nothing (where the zCDP conversion says nothing either)
+            unbounded |= ~(np.asarray(upper) < 1.0)
+        unbounded &= where
     if not imported and not np.any(unbounded):
         return upper
     if imported:

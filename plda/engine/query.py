@@ -13,7 +13,7 @@ from operator import methodcaller
 
 import numpy as np
 
-from plda._internal.errors import GridTooLarge, check_bracket, warn_if_inaccurate
+from plda._internal.errors import GridTooLarge, check_bracket, inaccurate, warn_if_inaccurate
 from plda._internal.floats import relative_gap
 from plda.discretization.discretize import UPPER_TAIL
 from plda.engine.gaps import (
@@ -36,12 +36,7 @@ from plda.engine.recipe import (
 )
 from plda.engine.tilt import chernoff_tilts, law_tails, tilt_attempts
 
-__all__ = [
-    "Query",
-    "one_shot",
-    "realized_queries",
-    "recipe_query",
-]
+__all__ = ["Query", "one_shot", "realized_queries", "recipe_query"]
 
 @dataclass(frozen=True)
 class Query:
@@ -219,7 +214,7 @@ class Query:
         return float(np.max(relative_gap(lower, upper), initial=0.0))
 
     # ----------------------------------------------------------------- the flows
-    def epsilon_bounds(self, d: np.ndarray, cap: Callable | None = None
+    def epsilon_bounds(self, d: np.ndarray, cap: Callable | None = None, cap_all: bool = False
                        ) -> tuple[np.ndarray, np.ndarray]:
         """Certified bounds on ``epsilon`` at deltas.
 
@@ -231,7 +226,10 @@ class Query:
         d
             Deltas in ``[0, 1]``, any shape (validated by the caller).
         cap
-            ``(upper, d) -> upper`` no looser (a conversion of the whole composition), or None.
+            ``(upper, d, missed=mask) -> upper`` no looser (a conversion of the whole
+            composition), or None; called where the bracket misses the accuracy (``mask``).
+        cap_all
+            Call ``cap`` whatever the gaps (a composition stated in another currency).
 
         Returns
         -------
@@ -266,16 +264,16 @@ class Query:
             lower, upper = self.tilted(versions, step, small, flat, lower, upper, "epsilon")
             lower, upper = monotone_envelope(flat, lower, upper)
         lower, upper = lower[:d.size].reshape(d.shape), upper[:d.size].reshape(d.shape)
-        # the caller's conversion of the whole composition, applied before the warning so that
-        # it quotes the interval returned
-        capped = upper if cap is None else cap(upper, d)
+        # the caller's conversion of the whole composition, before the warning that quotes it
+        missed = inaccurate(lower, upper, self.accuracy)
+        capped = cap(upper, d, missed=missed) if cap and (cap_all or missed.any()) else upper
         warn_if_inaccurate(lower, capped, self.accuracy, query="epsilon_bounds")
         if self.realized:
             lower = realized_lower(self.realized, "epsilon", d)
         check_bracket(lower, upper, query="epsilon_bounds")
         return lower, capped
 
-    def delta_bounds(self, e: np.ndarray, cap: Callable | None = None
+    def delta_bounds(self, e: np.ndarray, cap: Callable | None = None, cap_all: bool = False
                      ) -> tuple[np.ndarray, np.ndarray]:
         """Certified bounds on ``delta`` at epsilons.
 
@@ -286,8 +284,8 @@ class Query:
         ----------
         e
             Epsilons in ``[0, inf]``, any shape (validated by the caller).
-        cap
-            ``(upper, e) -> upper`` no looser (a conversion of the whole composition), or None.
+        cap, cap_all
+            As :meth:`epsilon_bounds`'s, the mask where the delta bracket misses the accuracy.
 
         Returns
         -------
@@ -318,10 +316,13 @@ class Query:
             lower, upper = self.tilted(versions, step, small, flat, lower, upper, "delta")
             lower, upper = monotone_envelope(flat, lower, upper)
         lower, upper = lower.reshape(e.shape), upper.reshape(e.shape)
+        missed = inaccurate(lower, upper, self.accuracy)
         if self.realized:
             lower = realized_lower(self.realized, "delta", e)
         check_bracket(lower, upper, query="delta_bounds")
-        return lower, (upper if cap is None else cap(upper, e))
+        if cap and (cap_all or missed.any()):
+            upper = cap(upper, e, missed=missed)
+        return lower, upper
 
     # ------------------------------------------------------------ below the floor
     def tilted(self, versions: dict, step: float, small, targets, lower, upper, kind: str):

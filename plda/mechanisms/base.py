@@ -27,6 +27,10 @@ class Mechanism:
     #: replace-one through :meth:`under_replace_one`), or ``"replace_one"`` for a pair given as
     #: a substitution's (:class:`~plda.GaussianDoubleMixture`), refused under add/remove
     defined_under: str = "add_remove"
+    #: the currency a guarantee imported as a step is stated in (``"gdp"``, ``"zcdp"``,
+    #: ``"renyi"``), or None for a mechanism: a composition holding such a step is also read
+    #: in that currency, which may be tighter than its grid (:mod:`plda.conversions.capped`)
+    stated_currency: str | None = None
 
     def _remove_law(self) -> PrivacyLossLaw:  # pragma: no cover - abstract
         raise NotImplementedError

@@ -53,6 +53,8 @@ class GaussianDP(Mechanism):
         If ``mu`` is negative, NaN or infinite, or positive outside ``MU_RANGE``.
     """
 
+    stated_currency = "gdp"
+
     mu: float
 
     def __post_init__(self):
@@ -107,6 +109,8 @@ class ZCDP(Mechanism):
     ValueError
         If ``rho`` is negative, NaN, infinite or above ``MAX_RHO``.
     """
+
+    stated_currency = "zcdp"
 
     rho: float
     tight = False
@@ -192,6 +196,8 @@ class RenyiDP(Mechanism):
         If the lengths differ, a value is NaN or infinite, an order is not above 1 or an
         epsilon is negative.
     """
+
+    stated_currency = "renyi"
 
     orders: tuple[float, ...]
     epsilons: tuple[float, ...]

@@ -155,6 +155,11 @@ class RepeatAndSelect(Mechanism):
     guarantee: RenyiDP | PrivacyProfile | None = field(default=None, init=False, repr=False)
     renyi_guarantee: RenyiDP | None = field(default=None, init=False, repr=False)
 
+    @property
+    def stated_currency(self) -> str | None:
+        """``"renyi"`` once the step carries its Rényi guarantee (read by the conversions)."""
+        return "renyi" if isinstance(self.renyi_guarantee, RenyiDP) else None
+
     def __post_init__(self):
         if not isinstance(self.base, (Mechanism, PrivacyLossDistribution)):
             raise TypeError("base must be a plda mechanism or a PrivacyLossDistribution, got "
