@@ -164,6 +164,26 @@ def test_fixed_size_and_truncated_events_map_to_their_samplers():
     assert mechanisms_from_dp_event(naked) == ((NON_PRIVATE, 1),)
 
 
+def test_a_truncated_poisson_events_lower_bounds_are_its_realized_pairs_as_documented():
+    # from_dp_event's docstring said these lower bounds bracket the dominating pair; they are
+    # the realized pair's (only the .dominating() view keeps the dominating pair's own)
+    event = SelfComposedDpEvent(TruncatedSubsampledGaussianDpEvent(1000, 0.01, 15, 1.1), 3)
+    step = plda.TruncatedPoisson(plda.Gaussian(sigma=1.1), sample_rate=0.01, max_batch_size=15,
+                                 dataset_size=1000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", plda.NotTightWarning)
+        pld = from_dp_event(event, accuracy=COARSE)
+        realized = plda.PrivacyLossDistribution(((step.lower_bound_mechanism(), 3),),
+                                                "add_remove", COARSE)
+        bounds, own = pld.epsilon_bounds(DELTA), pld.dominating().epsilon_bounds(DELTA)
+        assert bounds.lower == realized.epsilon_bounds(DELTA).lower
+        assert pld.delta_bounds(1.0).lower == realized.delta_bounds(1.0).lower
+    assert bounds.upper == own.upper and bounds.lower < 0.5 * own.lower
+    doc = " ".join(from_dp_event.__doc__.split())
+    assert "its lower bounds (``epsilon_bounds``, ``delta_bounds``) from its realized pair" in doc
+    assert "lower bounds bracket the dominating pair" not in doc
+
+
 @pytest.mark.parametrize(
     "event, match",
     [

@@ -427,6 +427,29 @@ def test_calibrate_to_an_advantage_target_calibrates_any_parameter(capsys):
     assert code == 0 and data["objective"] == "advantage" and data["advantage_upper"] <= 0.2
 
 
+def test_calibrate_json_echoes_the_relation_it_calibrated_under(capsys):
+    # the same key as the other records (plda epsilon --json), which a calibration feeds
+    code, out, _ = run(capsys, "epsilon", "--noise-multiplier", "1", "--delta", "1e-5",
+                       *CAL_FAST[:-1], "--json")
+    assert code == 0 and json.loads(out)["relation"] == "add_remove"
+    code, out, _ = run(capsys, "calibrate", "--target-advantage", "0.2", *CAL_FAST)
+    assert code == 0 and json.loads(out)["relation"] == "add_remove"  # the default
+    code, out, err = run(capsys, "calibrate", "--target-advantage", "0.2", *CAL_FAST,
+                         "--relation", "replace_one")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["relation"] == "replace_one"
+    expected = plda.calibrate_noise_multiplier(sample_rate=0.05, steps=20, target_advantage=0.2,
+                                               relation="replace_one", accuracy=1e-2)
+    assert data["noise_multiplier"] == pytest.approx(expected, rel=1e-12)
+    code, out, err = run(capsys, "calibrate", "--epsilon", "3", "--delta", "1e-5", "--sampler",
+                         "without-replacement", "--batch-size", "10", "--dataset-size", "200",
+                         "--steps", "20", "--relation", "replace_one", "--accuracy", "1e-2",
+                         "--json")
+    assert code == 0, err
+    assert json.loads(out)["relation"] == "replace_one"  # a sampler's calibration too
+
+
 @pytest.mark.parametrize(
     "targets, words",
     [

@@ -297,9 +297,12 @@ def from_dp_event(
     PrivacyLossDistribution
         The composition of the event's mechanisms; events with no privacy cost (no-ops, empty
         compositions) give the PLD of ``ApproximateDP(0)``, whose epsilon and delta are 0.
-        With a ``TruncatedPoisson`` step its lower bounds bracket the dominating pair, not the
-        sampler (plda warns with ``NotTightWarning``); ``PLDPrivacyAccountant.epsilon_bounds``
-        takes them from the realized pair.
+        With a ``TruncatedPoisson`` step (plda warns with ``NotTightWarning``) its upper
+        bounds come from the step's dominating pair and its lower bounds (``epsilon_bounds``,
+        ``delta_bounds``) from its realized pair (``lower_bound_mechanism()``), both
+        certified, as ``PLDPrivacyAccountant.epsilon_bounds`` gives them; only the view
+        ``.dominating()`` keeps the dominating pair's own lower bounds, which bracket that
+        pair, not the sampler.
 
     Raises
     ------

@@ -12,7 +12,7 @@ import math
 import numpy as np
 from scipy.optimize import brentq
 
-from plda._internal.errors import CalibrationError, one_warning_per_call
+from plda._internal.errors import one_warning_per_call
 from plda.calibration.finish import finish_continuous, finish_integer
 from plda.calibration.problem import (
     DEFAULT_RTOL,
@@ -26,6 +26,7 @@ from plda.calibration.problem import (
     Target,
     make_result,
     refuse_at_cap,
+    unreachable,
 )
 
 __all__ = [
@@ -122,17 +123,7 @@ def solve(
     if x_safe is None:
         lower, upper = run.bounds(run.value(safe_end), accuracy)
         if upper > target.value:
-            end = run.value(safe_end)
-            where = (
-                f"one {parameter.name.rstrip('s')} already gives"
-                if parameter.integer and end == 1
-                else f"even {parameter.name}={end:.3g} gives"
-            )
-            raise CalibrationError(
-                f"target_{target.objective}={target.value:g} is unreachable: {where} "
-                f"{target.bound_name}={upper:.6g}, above the target by "
-                f"{upper - target.value:.3g} ({parameter.hint})"
-            )
+            raise unreachable(run, run.value(safe_end), upper)
         x_safe = safe_end
     if x_unsafe is None:
         # the whole range meets the target: the end with the largest objective is the answer

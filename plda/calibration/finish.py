@@ -18,6 +18,7 @@ from plda.calibration.problem import (
     log_ratio,
     make_result,
     refuse_at_cap,
+    unreachable,
 )
 
 __all__ = ["finish_continuous", "finish_integer"]
@@ -27,6 +28,11 @@ __all__ = ["finish_continuous", "finish_integer"]
 MAX_MOVE = math.log(2.0)
 #: largest relative coarse gap used to predict the fine upper bound from its ``upper_share``
 SHARE_GAP = 0.05
+#: most refinements of the final checks at the safe end when it misses the target (each asks
+#: a gap at least 4 times finer than the one measured)
+REFINEMENTS = 6
+#: finest relative gap asked of a final check
+FINEST_ACCURACY = 1e-12
 
 
 def finish_continuous(run: Run, root: float, accuracy: float, rtol: float):
@@ -59,8 +65,8 @@ def finish_continuous(run: Run, root: float, accuracy: float, rtol: float):
     ------
     CalibrationError
         If the value is pinned at a search limit beyond which the answer lies (see
-        :func:`~plda.calibration.problem.refuse_at_cap`), or the walk toward the safe end never
-        meets the target.
+        :func:`~plda.calibration.problem.refuse_at_cap`), or even the safe end of the range
+        misses the target on the finest grid tried (the target is unreachable).
     """
     target, parameter = run.target.value, run.parameter
     lo_x, hi_x = math.log(parameter.low), math.log(parameter.high)
@@ -106,24 +112,85 @@ def finish_continuous(run: Run, root: float, accuracy: float, rtol: float):
             if upper <= target:
                 break  # pinned at the end of the bracket: the best point stands
             x = float(np.clip(x - toward_unsafe * 1e-3, lo_x, hi_x))
+            if x == previous[0]:
+                break  # pinned at the safe end, which misses the target: see below
     if best is None:
-        # walk toward the safe end until the target is met
-        shift = 1e-3
-        x = root
-        for _ in range(MAX_ITERATIONS):
-            x = float(np.clip(x - toward_unsafe * shift, lo_x, hi_x))
-            lower, upper = run.bounds(run.value(x), accuracy)
-            if upper <= target:
-                best = (x, lower, upper)
-                break
-            shift *= 2
-        if best is None:  # pragma: no cover - the safe end met the target during the search
-            raise CalibrationError(f"calibration of {parameter.name} did not converge")
+        best = _first_safe(run, root, accuracy)
     x, lower, upper = best
     within = upper >= target * (1 - rtol)
     if not within and x == (hi_x if parameter.increasing else lo_x):
         refuse_at_cap(run, run.value(x), upper, accuracy)  # pinned at the search limit
     return make_result(run, run.value(x), lower, upper, within, accuracy)
+
+
+def _first_safe(run: Run, root: float, accuracy: float) -> tuple[float, float, float]:
+    """The first point meeting the target on a walk from ``root`` toward the safe end.
+
+    Steps double from 1e-3 in log space. If even the safe end misses the target at
+    ``accuracy``, its bounds are refined: the search's coarse grid can be finer than the one a
+    relative gap of ``accuracy`` asks (a true-positive-rate target just above its
+    false-positive rate lies much closer to the rate than the gap), so the target can be met on
+    the search grid and missed on the final one. Each refinement asks a gap at least 4 times
+    finer than the one measured (finer still when the target lies near the lower bound); the
+    walk is then repeated at the accuracy that met the target.
+
+    Parameters
+    ----------
+    run : Run
+        The solve.
+    root : float
+        The log of the point the walk starts from (excluded).
+    accuracy : float
+        Relative gap asked of the bounds.
+
+    Returns
+    -------
+    tuple of float
+        ``(x, lower, upper)``: the log of the point and its certified bounds, ``upper <=
+        target``.
+
+    Raises
+    ------
+    CalibrationError
+        If the safe end misses the target on the finest grid tried (the target is unreachable).
+    """
+    target = run.target.value
+    safe = math.log(run.parameter.low if run.parameter.increasing else run.parameter.high)
+    x, lower, upper = _walk(run, root, safe, accuracy)
+    if upper <= target:
+        return x, lower, upper
+    finer, least = accuracy, upper
+    for _ in range(REFINEMENTS):
+        if not lower <= target < upper < math.inf or finer <= FINEST_ACCURACY:
+            break  # certified above the target (or no finite bound): no grid meets it
+        gap = (upper - lower) / upper
+        share = min(0.25, max(1e-3, 0.5 * (target - lower) / (upper - lower)))
+        finer = max(FINEST_ACCURACY, min(finer, gap) * share)
+        lower, upper = run.bounds(run.value(safe), finer)
+        least = min(least, upper)
+        if upper <= target:
+            point = _walk(run, root, safe, finer)
+            return point if point[2] <= target else (safe, lower, upper)
+        if not (upper - lower) / upper < gap:
+            break  # the grid no longer refines (its size is capped)
+    raise unreachable(run, run.value(safe), least)
+
+
+def _walk(run: Run, root: float, safe: float, accuracy: float) -> tuple[float, float, float]:
+    """``(x, lower, upper)`` at the first point meeting the target from ``root`` (excluded)
+    toward the safe end ``safe``, by steps doubling from 1e-3 in log space; at ``safe`` (the
+    last point walked) if none does."""
+    parameter, target = run.parameter, run.target.value
+    lo_x, hi_x = math.log(parameter.low), math.log(parameter.high)
+    toward_unsafe = 1.0 if parameter.increasing else -1.0
+    shift = 1e-3
+    x = root
+    while True:  # the doubling steps reach the safe end in a few dozen at most
+        x = float(np.clip(x - toward_unsafe * shift, lo_x, hi_x))
+        lower, upper = run.bounds(run.value(x), accuracy)
+        if upper <= target or x == safe:
+            return x, lower, upper
+        shift *= 2
 
 
 def finish_integer(run: Run, root: float, bracket, accuracy: float):

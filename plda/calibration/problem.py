@@ -28,6 +28,7 @@ __all__ = [
     "log_ratio",
     "make_result",
     "max_steps_hint",
+    "unreachable",
 ]
 
 #: accuracy of the bounds during the search (the final checks use the requested one)
@@ -307,6 +308,44 @@ def refuse_at_cap(run: Run, value, upper: float, accuracy: float) -> None:
         f"target_{target.objective}={target.value:g} is not reached within the searched range: "
         f"{parameter.name}={shown} still gives {target.bound_name}={upper:.6g}, below the "
         f"target, so the answer lies beyond it: {parameter.cap_hint}"
+    )
+
+
+def unreachable(run: Run, value, upper: float) -> CalibrationError:
+    """The error of a target that even the safe end of the search misses.
+
+    Parameters
+    ----------
+    run : Run
+        The solve.
+    value : float or int
+        The safe end of the range (least objective).
+    upper : float
+        The certified upper bound there, above the target.
+
+    Returns
+    -------
+    CalibrationError
+        Saying which bound failed and by how much, and which input to change; the target is
+        shown as given and the bound with as many digits, more if they would print the same (a
+        true-positive-rate target just above its false-positive rate is close to the bound).
+    """
+    parameter, target = run.parameter, run.target
+    where = (
+        f"one {parameter.name.rstrip('s')} already gives"
+        if parameter.integer and value == 1
+        else f"even {parameter.name}={value:.3g} gives"
+    )
+    digits = 6  # the target as given, the bound with as many (more if they print the same)
+    while digits < 17 and (
+        float(f"{target.value:.{digits}g}") != target.value
+        or f"{upper:.{digits}g}" == f"{target.value:.{digits}g}"
+    ):
+        digits += 1
+    return CalibrationError(
+        f"target_{target.objective}={target.value:.{digits}g} is unreachable: {where} "
+        f"{target.bound_name}={upper:.{digits}g}, above the target by "
+        f"{upper - target.value:.3g} ({parameter.hint})"
     )
 
 

@@ -117,7 +117,7 @@ def calibrate_command(args) -> str:
         value = int(result.value) if parameter == "steps" else result.value
     record = run.described(sigma, **{parameter: value})
     if args.json:
-        return strict_json(_json_record(record, parameter, keywords, result))
+        return strict_json(_json_record(record, parameter, keywords, result, args.relation))
     shown = f"{value}" if parameter == "steps" else f"{value:.6g}"
     name = OBJECTIVES[result.objective]
     via = "" if run.sampler == DEFAULT_SAMPLER else f", --sampler {run.sampler}"
@@ -146,8 +146,10 @@ def _flags(message: str) -> str:
     return message
 
 
-def _json_record(record: dict, parameter: str, keywords: dict, result) -> dict:
-    out = {**record, "calibrated": parameter, "objective": result.objective}
+def _json_record(record: dict, parameter: str, keywords: dict, result, relation: str) -> dict:
+    """The ``--json`` record: the run, the relation it was calibrated under (keyed as in ``plda
+    epsilon``'s record), what was calibrated, the target and the certified bounds reached."""
+    out = {**record, "relation": relation, "calibrated": parameter, "objective": result.objective}
     if result.objective == "epsilon":
         out.update(target_epsilon=keywords["target_epsilon"], delta=keywords["target_delta"],
                    epsilon_lower=result.lower, epsilon_upper=result.upper)

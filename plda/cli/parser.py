@@ -141,7 +141,11 @@ def build_parser() -> argparse.ArgumentParser:
     cal.add_argument("--relation", default="add_remove", choices=RELATIONS)
     cal.add_argument("--accuracy", type=float, default=DEFAULT_ACCURACY)
     cal.add_argument(
-        "--json", action="store_true", help="strict JSON output (null: no finite bound)"
+        "--json",
+        action="store_true",
+        help="strict JSON output (null: no finite bound): the run's parameters, sampler, "
+        "relation, calibrated, objective, the target, the certified lower and upper bounds "
+        "of the objective, within_tolerance",
     )
     add_plot_parser(sub)  # `plda plot ...`: matplotlib is imported only when a plot is drawn
     return parser
