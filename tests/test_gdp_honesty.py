@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import warnings
 
+import mpmath
 import numpy as np
 import pytest
 
@@ -76,9 +77,13 @@ def test_a_bracketed_sampler_whose_bound_keeps_a_delta_is_explained():
     pld = plda.PrivacyLossDistribution.from_mechanism(step, 100)
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
-        assert pld.gdp_mu() == math.inf
+        mu = pld.gdp_mu()
     _one_warning(record, "infinite privacy loss")
-    assert math.isfinite(pld.gdp_mu(delta_floor=1e-7))
+    # the profile certifies no mu at the default floor; each epoch's allocation is dominated by
+    # one use of its Gaussian (joint convexity), so 100 epochs are 10-GDP, and the warning says so
+    assert 10.0 <= mu <= 10.0 * (1 + 1e-14)
+    assert "returned instead: mu = 10" in str(record[-1].message)
+    assert pld.gdp_mu(delta_floor=1e-7) < 10.0
 
 
 def test_the_tradeoff_plot_refuses_an_infinite_reference_mu():
@@ -119,3 +124,44 @@ def test_a_long_run_of_large_losses_does_not_exhaust_memory(step):
     assert summary.mu >= summary.mu_lower
     if math.isinf(mu):
         assert any(issubclass(w.category, plda.GaussianDPWarning) for w in record)
+
+
+@pytest.mark.parametrize(
+    ("step", "mu"),
+    [(plda.Gaussian(2.0), 0.5), (plda.GaussianDP(0.3), 0.3),
+     (plda.PoissonSampled(plda.Gaussian(2.0), 0.1), 0.5),
+     (plda.PoissonSampled(plda.Gaussian(2.0), 0.1, group_size=3), 1.5),
+     (plda.RandomAllocation(plda.Gaussian(1.0), num_steps=10, num_selected=2), math.sqrt(2)),
+     (plda.PoissonSampled(plda.Gaussian(2.0), 0.1).under_replace_one(), 1.0),
+     (plda.Laplace(1.0), math.inf), (plda.ZCDP(0.5), math.inf)],
+    ids=["gaussian", "gdp", "poisson", "group", "allocation", "replace-one", "laplace", "zcdp"],
+)
+def test_each_step_has_the_mu_of_a_gaussian_pair_that_dominates_it(step, mu):
+    from plda.conversions.per_step import step_gdp_mu
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", plda.NotTightWarning)
+        assert step_gdp_mu(step) == pytest.approx(mu, rel=1e-15)
+    if math.isfinite(mu):  # dominated: the step's certified profile lies below G_mu's
+        pld = plda.PrivacyLossDistribution.from_mechanism(step)
+        eps = np.linspace(0.0, 4.0, 9)
+        with mpmath.workdps(40):  # delta of mu-GDP (Dong, Roth & Su 2019, Cor. 2.13)
+            bound = np.array([float(mpmath.ncdf(-e / mu + mu / 2)
+                                    - mpmath.exp(e) * mpmath.ncdf(-e / mu - mu / 2))
+                              for e in map(mpmath.mpf, eps)])
+        assert np.all(pld.delta_bounds(eps).lower <= bound * (1 + 1e-9) + 1e-15)
+
+
+def test_a_failed_grid_gets_the_closed_form_mu_without_runtime_warnings():
+    # 175,852 steps of losses near 1e-11 overflow the grid's FFT: the profile certifies nothing,
+    # and gdp_mu answered inf; the dominating Gaussians give sqrt(T) / sigma. Nor do its
+    # internal infinities leak as numpy RuntimeWarnings
+    step = plda.PoissonSampled(plda.Gaussian(1e4), 1e-9)
+    pld = plda.PrivacyLossDistribution.from_mechanism(step, 175_852)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        mu = pld.gdp_mu(delta_floor=1e-9)
+        pld.epsilon_bounds(1e-5), pld.delta_bounds(0.0), pld.tradeoff_bounds(0.01)
+    assert math.sqrt(175_852) / 1e4 <= mu <= math.sqrt(175_852) / 1e4 * (1 + 1e-14)
+    assert not [w for w in record if issubclass(w.category, RuntimeWarning)]
+    assert "e.g. 1e-06" in str([w.message for w in record if w.category is plda.GaussianDPWarning])

@@ -19,6 +19,7 @@ from plda._internal.errors import GaussianDPWarning, warn
 from plda._internal.floats import UNIT_ROUNDOFF, round_down, round_up
 from plda.conversions.common import scalar_like, unit_interval
 from plda.conversions.composed import ComposedLaws
+from plda.conversions.per_step import step_gdp_mu
 from plda.conversions.profile import (
     DELTA_FLOOR,
     MAX_EPSILON,
@@ -284,9 +285,18 @@ def gdp_mu(composed: ComposedLaws, *, delta_floor: float = DELTA_FLOOR) -> float
         return exact
     holds = _gdp_certificate(composed, floor)
     mu = math.inf if holds is None else _threshold_mu(holds)[1]
+    # the steps' dominating Gaussian pairs, composed: certified at every delta, but without
+    # the amplification the profile sees (a grid that failed, a profile above the floor)
+    # (laws given without their steps: none known)
+    dominated = _quadrature([(step_gdp_mu(m), k) for m, k in composed.steps], upper=True) \
+        if composed.steps else math.inf
     if mu == math.inf:
-        warn(_no_mu_reason(composed, floor), GaussianDPWarning)
-    return mu
+        reason = _no_mu_reason(composed, floor)
+        if dominated < math.inf:
+            reason += (f"; returned instead: mu = {dominated:.6g}, of the Gaussian pairs that "
+                       "dominate the steps (certified, without amplification by sampling)")
+        warn(reason, GaussianDPWarning)
+    return min(mu, dominated)
 
 
 def _no_mu_reason(composed: ComposedLaws, floor: float) -> str:
@@ -316,7 +326,7 @@ def _no_mu_reason(composed: ComposedLaws, floor: float) -> str:
     return (
         f"gdp_mu: no mu up to 1e12 is certified at delta_floor={floor:g} (the certified "
         f"profile decays more slowly than any Gaussian-DP curve above the floor); pass a larger "
-        f"delta_floor (e.g. 1e-9), or note that {instead}"
+        f"delta_floor (e.g. {max(1e-9, min(1e-3, floor * 1e3)):g}), or note that {instead}"
     )
 
 
@@ -338,15 +348,23 @@ def gaussian_mu(steps, *, upper: bool) -> float | None:
     float or None
         The rounded ``mu``; None if a step is not a :class:`~plda.Gaussian`.
     """
+    if not steps or any(type(mechanism) is not Gaussian for mechanism, _ in steps):
+        return None
+    return _quadrature([(mechanism.mu, count) for mechanism, count in steps], upper=upper)
+
+
+def _quadrature(terms, *, upper: bool) -> float:
+    """``sqrt(sum k mu^2)`` over ``(mu, k)`` terms, rounded up (or down); ``inf`` if a ``mu``
+    is."""
     # mu_f = sensitivity / sigma and its square are correctly rounded (2u), the sum of N
     # non-negative terms adds N u and the square root halves the relative error and adds u: the
     # float is within (N + 4) u of the exact value, and is widened by twice that
-    if not steps or any(type(mechanism) is not Gaussian for mechanism, _ in steps):
-        return None
     total = 0.0
-    for mechanism, count in steps:
-        total += count * mechanism.mu**2
-    error = 2 * (len(steps) + 4) * UNIT_ROUNDOFF
+    for mu, count in terms:
+        total += count * mu**2
+    if not math.isfinite(total):
+        return math.inf
+    error = 2 * (len(terms) + 4) * UNIT_ROUNDOFF
     value = math.sqrt(total)
     return round_up(value, error) if upper else round_down(value, error)
 

@@ -27,7 +27,7 @@ from plda.mechanisms.base import DIRECTIONS, Mechanism
 from plda.mechanisms.discrete import DiscreteGaussian
 from plda.mechanisms.gaussian import Gaussian, GaussianLaw
 from plda.mechanisms.gaussian_mixture import GaussianMixture
-from plda.mechanisms.imported import ZCDP, RenyiDP, zcdp_rho
+from plda.mechanisms.imported import ZCDP, GaussianDP, RenyiDP, zcdp_rho
 from plda.mechanisms.laplace import LaplaceLaw
 from plda.mechanisms.law import ReversedLaw
 from plda.mechanisms.revealed_mixture import RevealedMixtureLaw
@@ -292,27 +292,74 @@ def step_rho(mechanism: Mechanism) -> float:
 
 
 def _law_rho(law) -> float:
-    """``sup_alpha D_alpha / alpha`` of a law's pair, from a pair known to dominate it.
+    """``sup_alpha D_alpha / alpha`` of a law's pair, from a pair known to dominate it
+    (:func:`_dominated`): ``mu^2 / 2`` for a Gaussian pair, ``eps^2 / 2`` for a Laplace one (an
+    ``eps``-DP pair, Bun & Steinke 2016, Prop. 1.4)."""
+    def leaf(inner) -> float:
+        if type(inner) is LaplaceLaw:
+            return inner.epsilon0 * inner.epsilon0 / 2
+        mu = _gaussian_leaf(inner)
+        return mu * mu / 2
+    return _dominated(law, leaf)
+
+
+def _gaussian_leaf(inner) -> float:
+    """The shift of the Gaussian pair a leaf law is, or dominated by: the replace-one sampled
+    Gaussian by ``(N(mu), N(-mu))``, two ``mu`` apart; ``inf`` for any other leaf."""
+    if type(inner) is GaussianLaw:
+        return inner.mu
+    if type(inner) is ReplaceOneSampledGaussianLaw:  # (odd loss: symmetric too)
+        return 2 * inner.mu
+    return math.inf
+
+
+def _dominated(law, leaf) -> float:
+    """``leaf`` of the pairs that dominate a law, the largest (``inf`` if none is known).
 
     A sampled pair ``(q P + (1-q) Q, Q)`` and its reverse are dominated by the base pair in the
-    same order (joint convexity); a revealed mixture by its worst component; a symmetrized
-    subsampled pair by its (symmetric) base pair; the replace-one sampled Gaussian by
-    ``(N(mu), N(-mu))``: ``rho = 2 mu^2``. ``inf`` for anything else."""
+    same order, a revealed mixture by its worst component (joint convexity of every
+    hockey-stick divergence, hence of the profile and of each Rényi divergence), a symmetrized
+    subsampled pair by its (symmetric) base pair."""
     reverse = type(law) is ReversedLaw
     inner = law.base if reverse else law
-    if type(inner) is GaussianLaw:
-        return inner.mu * inner.mu / 2
-    if type(inner) is LaplaceLaw:  # eps-DP: eps^2 / 2 (Bun & Steinke 2016, Prop. 1.4)
-        return inner.epsilon0 * inner.epsilon0 / 2
     if type(inner) is SubsampledLaw:
-        return _law_rho(inner.base.reversed() if reverse else inner.base)
+        return _dominated(inner.base.reversed() if reverse else inner.base, leaf)
     if type(inner) is RevealedMixtureLaw:
-        return max(_law_rho(c.reversed() if reverse else c) for c in inner.components)
+        return max(_dominated(c.reversed() if reverse else c, leaf) for c in inner.components)
     if type(inner) is SymmetrizedSubsampledLaw:  # (symmetric: either order)
-        return _law_rho(inner.subsampled.base)
-    if type(inner) is ReplaceOneSampledGaussianLaw:  # (odd loss: symmetric too)
-        return 2 * inner.mu * inner.mu
-    return math.inf
+        return _dominated(inner.subsampled.base, leaf)
+    return leaf(inner)
+
+
+def step_gdp_mu(mechanism: Mechanism) -> float:
+    """A ``mu`` such that one step is ``mu``-GDP, from a Gaussian pair that dominates it.
+
+    ``mu`` of a ``Gaussian`` or ``GaussianDP`` step; for a sampled step, its base's (the
+    sampled pair's profile is at most the base pair's, in both orders, by joint convexity: no
+    amplification is claimed), times the group size; ``sqrt(num_selected)`` base uses for a
+    random allocation; else from the pairs that dominate its laws. A composition of such steps
+    is ``sqrt(sum k mu^2)``-GDP (Dong, Roth & Su 2019, Cor. 3.3 and the monotonicity of
+    composition in each tradeoff function).
+
+    Parameters
+    ----------
+    mechanism : Mechanism
+        The step, under add/remove semantics.
+
+    Returns
+    -------
+    float
+        The ``mu``; ``inf`` when no dominating Gaussian pair is known.
+    """
+    if type(mechanism) is GaussianDP:
+        return mechanism.mu
+    if type(mechanism) is Gaussian:
+        return mechanism.mu
+    if type(mechanism) is PoissonSampled:
+        return step_gdp_mu(mechanism.mechanism) * mechanism.group_size
+    if type(mechanism) is RandomAllocation:
+        return step_gdp_mu(mechanism.mechanism) * math.sqrt(mechanism.num_selected)
+    return max(_dominated(mechanism.privacy_loss(d), _gaussian_leaf) for d in DIRECTIONS)
 
 
 def largest_loss(mechanism: Mechanism) -> float:

@@ -78,10 +78,13 @@ def segment_values(law: DiscreteLoss, k: np.ndarray, x: np.ndarray) -> np.ndarra
         The values, with their rounding bound added (upper law) or taken off (lower law).
     """
     a, b, _ = law.segments()
-    value = a[k] - x * b[k]
-    # rounding of the product and the difference, relative to the terms
-    error = 4 * UNIT_ROUNDOFF * (np.abs(a[k]) + x * b[k])
-    return value + error if law.upper else value - error
+    with np.errstate(invalid="ignore", over="ignore"):
+        value = a[k] - x * b[k]
+        # rounding of the product and the difference, relative to the terms
+        error = 4 * UNIT_ROUNDOFF * (np.abs(a[k]) + x * b[k])
+        value = value + error if law.upper else value - error
+    # inf - inf (a composition whose FFT overflowed) says nothing: 1 above, 0 below
+    return np.where(np.isnan(value), 1.0 if law.upper else 0.0, value)
 
 
 def _cut_values(law: DiscreteLoss, m: np.ndarray, x: np.ndarray) -> np.ndarray:

@@ -215,7 +215,8 @@ def _high_tail(c: _SampledGaussianCells, direction: str, a: np.ndarray):
         h_up = a * math.log(q) + a * math.log1p(r) + moment
         small = np.logaddexp(c.high_log_mass, math.log(q) + np.log(a) + c.high_log_diff)
         big = a * math.log(q) + moment
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # (the branch
+            # not taken overflows)
             h_low = np.where(big > small, big + np.log(-np.expm1(small - big)), -np.inf)
     else:
         h_up = math.log(q) + np.log(a - 1) + c.high_log_diff

@@ -202,11 +202,13 @@ def from_spectrum(factors, spectrum, bound, relative, n, window, infinity) -> Di
     first = factors[0][0]
     y = fft.irfft(spectrum, n)
     # |dy_t| <= (2/n) sum_j |dY_j| (real inverse transform) plus the inverse transform's own error
-    inverse_error = fft.transform_error(n, 2.0 / n * float(bound.sum()))
-    weighted = bound * relative
-    entry_error = 2.0 / n * float(weighted.sum()) + inverse_error
-    # Parseval: ||dy||_2 = ||dY||_2 / sqrt(n), |dY_j| counted twice for the conjugate half
-    l2_error = math.sqrt(2.0 / n * dot(weighted, weighted)) + math.sqrt(n) * inverse_error
+    # (a bound that overflows is inf: the law's error terms then claim nothing, see DiscreteLoss)
+    with np.errstate(over="ignore"):
+        inverse_error = fft.transform_error(n, 2.0 / n * float(bound.sum()))
+        weighted = bound * relative
+        entry_error = 2.0 / n * float(weighted.sum()) + inverse_error
+        # Parseval: ||dy||_2 = ||dY||_2 / sqrt(n), |dY_j| counted twice for the conjugate half
+        l2_error = math.sqrt(2.0 / n * dot(weighted, weighted)) + math.sqrt(n) * inverse_error
     # the window starts at cyclic position (lo - base) mod n (a rotation by slicing: np.roll
     # costs several times as much at these lengths)
     shift = (lo - base) % n

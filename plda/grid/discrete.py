@@ -283,7 +283,8 @@ class DiscreteLoss:
         # S_j for j = n-1 .. 0: a first-order recurrence, in blocks (plda._internal.floats)
         s = np.zeros(len(self.probs) + 1)
         s[:-1] = discounted_tails(self.probs, discount)
-        at_cuts = a - s  # delta at each cut (e^0 = 1); past the last entry only A remains
+        with np.errstate(invalid="ignore"):  # (inf - inf of an overflowed law: read below)
+            at_cuts = a - s  # delta at each cut (e^0 = 1); past the last entry only A remains
         # error terms make steps: keep the profile at the cuts monotone, by what the true delta
         # (non-increasing) allows: an upper bound holds at every larger loss, a lower one at
         # every smaller loss (taken from the left, a tilted lower version's error-swamped low
@@ -338,7 +339,7 @@ class DiscreteLoss:
         # at eps = +inf only the mass at infinite loss remains (inf - inf would be NaN)
         with np.errstate(invalid="ignore"):
             weight = np.exp(np.minimum(eps - cuts[j], 0.0))
-        value = a[j] - np.where(eps == np.inf, 0.0, weight) * s[j]
+            value = a[j] - np.where(eps == np.inf, 0.0, weight) * s[j]
         # below a tilted law's range nothing is claimed; nor by a law whose composition
         # overflowed (NaN entries, infinite error terms: inf - NaN is NaN)
         unknown = (eps < self.valid_from) | np.isnan(value)
