@@ -99,6 +99,8 @@ class PrivacyLossDistribution(CompositionQueries):
                 f"count: the composition holds {total} steps, more than {check.MAX_COUNT:.0e} "
                 "(the range plda certifies)"
             )
+        # a pair stated under the other relation is refused here, not at the first query
+        add_remove_steps(self.components, self.relation)
 
     # ------------------------------------------------------------ construction
     @classmethod
@@ -136,7 +138,9 @@ class PrivacyLossDistribution(CompositionQueries):
         TypeError
             If ``mechanism`` is not a plda mechanism, or ``count`` is not a number.
         ValueError
-            If ``count`` is not a positive integer, or another argument is out of range.
+            If ``count`` is not a positive integer, another argument is out of range, or the
+            mechanism has no analysis under ``relation`` (a pair stated under replace-one read
+            under add/remove, a sampler without a replace-one analysis).
         """
         if not isinstance(mechanism, Mechanism):
             raise TypeError(

@@ -37,6 +37,7 @@ from plda.mechanisms import (
     PermuteAndFlip,
     PoissonSampled,
     PrivacyProfile,
+    RandomizedResponse,
     RenyiDP,
     ReportNoisyMax,
     SampledWithoutReplacement,
@@ -58,7 +59,7 @@ MECHANISM_TYPES: dict[str, type] = {
     + (ShuffledLowerBound, ShuffledOppositeLowerBound, ShuffledOppositeSumLowerBound)
     + (TruncatedPoisson, GaussianDoubleMixture)
     + (PrivacyProfile, TradeoffCurve, GaussianDP, ZCDP, RenyiDP)  # imported guarantees
-    + (ExponentialMechanism, PermuteAndFlip, ReportNoisyMax, LaplaceMixture)
+    + (ExponentialMechanism, PermuteAndFlip, ReportNoisyMax, LaplaceMixture, RandomizedResponse)
 }
 
 

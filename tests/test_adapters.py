@@ -127,14 +127,18 @@ def test_event_tree_maps_to_mechanisms():
         (plda.PoissonSampled(plda.Gaussian(1.1), 0.01), 100),
         (plda.Laplace(scale=3.0), 2),
         (plda.DiscreteLaplace(parameter=0.5, sensitivity=2), 1),
-        (plda.ApproximateDP(epsilon=math.log(3.0)), 1),  # keeps truth w.p. 3/4: eps = log 3
+        (plda.RandomizedResponse(0.5, 2), 1),  # the pair itself (keeps truth w.p. 3/4)
     )
     got = mechanisms_from_dp_event(event)
     assert [count for _, count in got] == [count for _, count in expected]
     for (mechanism, _), (reference, _) in zip(got, expected, strict=True):
         assert _same_mechanism(mechanism, reference)
-    pld = from_dp_event(event, accuracy=COARSE)
+    assert got[-1][0].epsilon == pytest.approx(math.log(3.0), rel=1e-15)
+    pld = from_dp_event(event, relation="replace_one", accuracy=COARSE)
     assert pld.count == 104
+    # randomized response is a replace-one pair, refused under add/remove as dp_accounting does
+    with pytest.raises(ValueError, match="replace_one"):
+        from_dp_event(event, accuracy=COARSE)
 
 
 def test_fixed_size_and_truncated_events_map_to_their_samplers():

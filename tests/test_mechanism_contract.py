@@ -203,6 +203,23 @@ def double_mixture_reference(params, count, eps):
     return double_mixture_delta(*params, eps)
 
 
+def randomized_response_reference(params, count, eps):
+    """k-ary randomized response under replace-one, ``count`` runs, by exact enumeration: ``i``
+    runs at loss ``+L`` (P-mass a, Q-mass b), ``j`` at ``-L`` (b, a), the rest at 0."""
+    p, k = mpmath.mpf(params[0]), params[1]
+    a, b = 1 - p + p / k, p / k
+    c, x = 1 - a - b, mpmath.mpf(eps)
+    total = mpmath.mpf(0)
+    for i in range(count + 1):
+        for j in range(count - i + 1):
+            ways = mpmath.factorial(count) / (mpmath.factorial(i) * mpmath.factorial(j)
+                                              * mpmath.factorial(count - i - j))
+            rest = c ** (count - i - j) if count - i - j else mpmath.mpf(1)
+            pm, qm = ways * a**i * b**j * rest, ways * b**i * a**j * rest
+            total += max(pm - mpmath.exp(x) * qm, 0)
+    return total
+
+
 def independent_records_reference(params, count, eps):
     sigma, rates = params
     assert count == 1
@@ -426,6 +443,12 @@ FAMILIES = [
            independent_records_reference,
            (((1.0, (0.01, 0.05, 0.2)), 1), ((0.7, (0.5,) * 5 + (0.01,)), 1)),
            (0.0, 0.5, 2.0, 8.0)),
+    # k-ary randomized response, a replace-one pair (dp_accounting's RandomizedResponseDpEvent)
+    Family("randomized_response", lambda p: plda.RandomizedResponse(*p).under_replace_one(),
+           randomized_response_reference,
+           (((0.5, 4), 1), ((0.5, 4), 3), ((1e-6, 2), 1), ((0.9, 100), 10), ((1.0, 3), 2),
+            ((0.01, 10**6), 2)),
+           (0.0, 0.1, 1.0, 4.0, 14.0)),
     # a replace-one pair of two mixtures (issue 26), read under replace-one
     Family("double_mixture", lambda p: plda.GaussianDoubleMixture(*p).under_replace_one(),
            double_mixture_reference,

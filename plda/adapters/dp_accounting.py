@@ -23,6 +23,7 @@ from plda.mechanisms import (
     Laplace,
     Mechanism,
     PoissonSampled,
+    RandomizedResponse,
     RenyiDP,
     SampledWithoutReplacement,
     TruncatedPoisson,
@@ -107,14 +108,10 @@ def _walk(event, count: int, depth: int) -> list[tuple[Mechanism, int]]:
         )
         return [(mechanism, count)]
     if name == "RandomizedResponseDpEvent":
-        p = float(_attribute(event, "noise_parameter"))
-        k = int(_attribute(event, "num_buckets"))
-        if not (0 < p <= 1) or k < 2:
-            raise ValueError(
-                f"RandomizedResponseDpEvent needs noise_parameter in (0, 1] and num_buckets >= 2,"
-                f" got {p!r}, {k!r}"
-            )
-        return [(ApproximateDP(epsilon=math.log1p((1 - p) * k / p)), count)]
+        # the k-ary pair itself (its profile is below that of the pure-DP bound it satisfies,
+        # whose lower bounds would exceed the event's exact epsilon), stated under replace-one
+        return [(_build(RandomizedResponse, name, _attribute(event, "noise_parameter"),
+                        _attribute(event, "num_buckets")), count)]
     if name == "ZCDpEvent":
         rho, xi = _attribute(event, "rho"), getattr(event, "xi", 0.0)
         if isinstance(xi, (int, float)) and not isinstance(xi, bool) and xi == 0:
@@ -258,8 +255,8 @@ def from_dp_event(
     - ``GaussianDpEvent``: ``Gaussian(sigma=noise_multiplier)``;
     - ``LaplaceDpEvent``: ``Laplace(scale=noise_multiplier)``;
     - ``DiscreteLaplaceDpEvent``: ``DiscreteLaplace(noise_parameter, sensitivity)``;
-    - ``RandomizedResponseDpEvent``: ``ApproximateDP(log(1 + (1 - p) k / p))``, the pure-DP
-      bound of k-ary randomized response that keeps the truth with probability ``1 - p``;
+    - ``RandomizedResponseDpEvent``: :class:`~plda.RandomizedResponse` ``(p, k)``, the k-ary
+      pair itself, stated under replace-one (refused under add/remove, as dp_accounting does);
     - ``MixtureOfGaussiansDpEvent``: ``GaussianMixture(standard_deviation, sensitivities,
       sampling_probs)`` (add/remove only, as in dp_accounting);
     - ``ZCDpEvent``: ``ZCDP(rho)``; with ``xi > 0`` (``D_alpha <= xi + rho alpha``),

@@ -120,9 +120,11 @@ else:
             trial = PLDAccountant(relation=self._plda.relation, accuracy=self._plda.accuracy)
             for mechanism, times in self._plda.history:
                 trial.compose(mechanism, times)
-            if count:
-                for mechanism, times in parts:
-                    trial.compose(mechanism, times * count)
+            for mechanism, times in parts:
+                # (count 0, dp_accounting's supports(): each part is still checked, e.g. against
+                # the relation, by recording it once on a throwaway accountant)
+                (trial if count else PLDAccountant(relation=trial.relation)).compose(
+                    mechanism, times * count or 1)
             return trial
 
         def _maybe_compose(self, event, count: int, do_compose: bool):

@@ -14,6 +14,7 @@ from plda.mechanisms import (
     Mechanism,
     PermuteAndFlip,
     PoissonSampled,
+    RandomizedResponse,
     ReportNoisyMax,
 )
 
@@ -26,6 +27,7 @@ MECHANISM_SPECS = {
     "discrete_laplace": (DiscreteLaplace, ("parameter", "sensitivity")),
     "discrete_gaussian": (DiscreteGaussian, ("sigma", "sensitivity")),
     "approximate_dp": (ApproximateDP, ("epsilon", "delta")),
+    "randomized_response": (RandomizedResponse, ("noise_parameter", "num_buckets")),
     "exponential": (ExponentialMechanism, ("epsilon",)),
     "permute_and_flip": (PermuteAndFlip, ("epsilon",)),
     "report_noisy_max": (ReportNoisyMax, ("epsilon", "noise")),

@@ -14,7 +14,8 @@ import math
 import numpy as np
 
 from plda._internal.caches import remembered
-from plda.conversions.per_step import step_cumulant, step_rho
+from plda._internal.floats import UNIT_ROUNDOFF
+from plda.conversions.per_step import largest_loss, step_cumulant, step_rho
 from plda.conversions.renyi import DEFAULT_ORDERS, delta_from_renyi, epsilon_from_renyi
 from plda.engine.gaps import monotone_envelope
 from plda.engine.recipe import add_remove_steps
@@ -161,10 +162,17 @@ def currency_capped(upper, values, *, components, relation: str, query: str, mis
         else:  # a delta of 1 says nothing (where the zCDP conversion says nothing either)
             unbounded |= ~(np.asarray(upper) < 1.0)
         unbounded &= where
-    if not imported and not np.any(unbounded):
+    # epsilon(0), where the Rényi conversion says nothing
+    at_zero = where & (values == 0) if query == "epsilon" else np.zeros(np.shape(upper), bool)
+    unbounded &= ~at_zero
+    if not imported and not np.any(unbounded | at_zero):
         return upper
     if imported:
         upper = renyi_capped(zcdp_capped(upper, steps, values, query), steps, values, query)
+    if np.any(at_zero):
+        # epsilon(0) is the largest composed loss: at most the steps' largest losses summed
+        # (pure DP composes additively), finite where every step's loss is bounded
+        upper = np.where(at_zero, np.fmin(upper, _pure_epsilon(steps)), upper)
     if np.any(unbounded):
         # only where the grid's answer is the Chernoff bound, nothing or a failure: an answer
         # must not depend on the other deltas asked along with it (fmin: a NaN never stands)
@@ -175,6 +183,15 @@ def currency_capped(upper, values, *, components, relation: str, query: str, mis
         flat = np.ravel(upper)
         upper = monotone_envelope(values.ravel(), flat, flat)[1].reshape(np.shape(upper))
     return upper
+
+
+def _pure_epsilon(steps: tuple) -> float:
+    """``sum k eps_k`` over the steps' largest absolute losses, rounded up (``inf`` if one is
+    unbounded): the composition is that pure-DP (Dwork, McSherry, Nissim & Smith 2006)."""
+    total = math.fsum(count * remembered(m, "largest_loss", lambda m=m: largest_loss(m))
+                      for m, count in steps)
+    # each product is rounded (u), fsum once more: widened by twice their count
+    return total * (1 + 2 * (len(steps) + 1) * UNIT_ROUNDOFF)
 
 
 def _beyond_zcdp(upper, steps: tuple, values: np.ndarray, query: str) -> np.ndarray:

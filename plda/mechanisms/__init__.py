@@ -15,6 +15,7 @@ from plda.mechanisms.laplace_mixture import LaplaceMixture
 from plda.mechanisms.law import PrivacyLossLaw
 from plda.mechanisms.noisy_max import PermuteAndFlip, ReportNoisyMax
 from plda.mechanisms.privacy_profile import PrivacyProfile
+from plda.mechanisms.randomized_response import RandomizedResponse
 from plda.mechanisms.subsampled import PoissonSampled
 from plda.mechanisms.symmetrized import SymmetrizedPoissonSampled
 from plda.mechanisms.tradeoff_curve import TradeoffCurve
@@ -40,6 +41,7 @@ __all__ = [
     "PoissonSampled",
     "PrivacyLossLaw",
     "PrivacyProfile",
+    "RandomizedResponse",
     "RenyiDP",
     "ReportNoisyMax",
     "SampledWithoutReplacement",
