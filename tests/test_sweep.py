@@ -256,3 +256,44 @@ def test_epoch_samplers_are_not_calibrated():
               "num_steps": 10}
     with pytest.raises(ValueError, match=r"draws whole epochs"):
         sweep([config])
+
+
+# ----------------------------- audit: every config is checked before anything runs
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        # accuracy=2 passed the check, config 0 ran, then the accountant refused it unnamed
+        ({"accuracy": 2.0}, r"^configs\[1\]\['accuracy'\]: accuracy must be in \(0, 1\), got 2"),
+        ({"accuracy": 1.0}, r"^configs\[1\]\['accuracy'\]: .*in \(0, 1\)"),
+        # NaN was refused with the range (0, inf), not the allowed (0, 1)
+        ({"accuracy": float("nan")}, r"^configs\[1\]\['accuracy'\]: .*in \(0, 1\), got nan"),
+        ({"accuracy": 0.0}, r"^configs\[1\]\['accuracy'\]: .*in \(0, 1\)"),
+        ({"accuracy": "1e-3"}, r"^configs\[1\]\['accuracy'\]: .*real number in \(0, 1\)"),
+        # what only the sampler's mechanism checks
+        ({"sample_rate": None, "sampler": "random-allocation", "num_steps": 10,
+          "num_selected": 20}, r"^configs\[1\]\['num_selected'\]: .*\[1, 10\]"),
+        ({"sample_rate": None, "sampler": "random-allocation", "num_steps": 10,
+          "noise_multiplier": 0.1}, r"^configs\[1\]\['noise_multiplier'\]: .*at most 1\.45"),
+        ({"sample_rate": None, "sampler": "without-replacement", "dataset_size": 100,
+          "batch_size": 1000}, r"^configs\[1\]\['batch_size'\]: .*\[1, dataset_size=100\]"),
+        ({"sample_rate": None, "sampler": "random-allocation", "num_steps": 10,
+          "relation": "replace_one"}, r"^configs\[1\]\['sampler'\]: .*replace-one"),
+    ],
+)
+def test_every_config_is_checked_before_anything_runs(bad, match):
+    base = {"noise_multiplier": 1.0, "sample_rate": 0.01, "steps": 10, "delta": 1e-5}
+    config = {k: v for k, v in dict(base, **bad).items() if v is not None}
+    ran = []
+    with pytest.raises(ValueError, match=match):
+        sweep([base, config], progress=lambda f, m: ran.append(m))
+    assert ran == []  # config 0 was not computed either
+
+
+def test_a_calibration_target_accuracy_is_checked_before_anything_runs():
+    base = {"noise_multiplier": 1.0, "sample_rate": 0.01, "steps": 10, "delta": 1e-5}
+    calibrated = {"sample_rate": 0.01, "steps": 10, "delta": 1e-5, "target_epsilon": 1.0,
+                  "accuracy": 2.0}
+    ran = []
+    with pytest.raises(ValueError, match=r"^configs\[1\]\['accuracy'\]: .*\(0, 1\)"):
+        sweep([base, calibrated], progress=lambda f, m: ran.append(m))
+    assert ran == []
