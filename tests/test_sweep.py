@@ -258,6 +258,98 @@ def test_epoch_samplers_are_not_calibrated():
         sweep([config])
 
 
+# ------------------------------------- audit: a missed accuracy is said, on every executor
+MISSED = {"noise_multiplier": 1.0, "sample_rate": 1.0, "steps": 1, "delta": 1e-5,
+          "accuracy": 1e-11}
+MET = {"noise_multiplier": 1.0, "sample_rate": 1.0, "steps": 1, "delta": 1e-5, "accuracy": 1e-2}
+
+
+def _exact_gaussian_epsilon(mu, delta):
+    """epsilon(delta) of mu-GDP (Balle & Wang 2018) in mpmath, by bisection."""
+    import mpmath
+
+    with mpmath.workdps(40):
+        mu, delta = mpmath.mpf(mu), mpmath.mpf(delta)
+
+        def profile(e):
+            return mpmath.ncdf(-e / mu + mu / 2) - mpmath.exp(e) * mpmath.ncdf(-e / mu - mu / 2)
+
+        lo, hi = mpmath.mpf(0), mpmath.mpf(50)
+        for _ in range(200):
+            mid = (lo + hi) / 2
+            lo, hi = (lo, mid) if profile(mid) <= delta else (mid, hi)
+        return hi
+
+
+def _executors():
+    yield "serial", None
+    yield "thread", concurrent.futures.ThreadPoolExecutor(2)
+    yield "process", concurrent.futures.ProcessPoolExecutor(1)
+    if importlib.util.find_spec("distributed") is not None:  # pragma: no cover - optional
+        import distributed
+
+        cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                           dashboard_address=None)
+        yield "dask", distributed.Client(cluster).get_executor()
+
+
+def test_a_missed_accuracy_is_flagged_and_warned_once_on_every_executor():
+    # the sweep computed inside quiet_accuracy(): sigma = 1, q = 1, one step at accuracy 1e-11
+    # has a relative gap of 3.9e-10, and neither a warning nor the record said so, where
+    # PLDAccountant warns for the same numbers
+    exact = _exact_gaussian_epsilon(1.0, 1e-5)  # q = 1, one step: 1-GDP
+    configs = [MET, MISSED, dict(MET, delta=1e-6), dict(MISSED, delta=1e-6)]
+    seen = None
+    for name, executor in _executors():
+        with pytest.warns(plda.AccuracyWarning) as caught:
+            if executor is None:
+                records = sweep(configs)
+            else:
+                with executor:
+                    records = sweep(configs, executor=executor)
+        missed = [w for w in caught if issubclass(w.category, plda.AccuracyWarning)]
+        assert len(missed) == 1, name
+        message = str(missed[0].message)
+        assert "2 of 4 configuration(s)" in message and "configs[1]" in message
+        assert "configs[3]" in message and "configs[0]" not in message and "1e-11" in message
+        assert [r["accuracy_met"] for r in records] == [True, False, True, False], name
+        record = records[1]
+        assert record["epsilon_lower"] <= exact <= record["epsilon_upper"]
+        gap = (record["epsilon_upper"] - record["epsilon_lower"]) / record["epsilon_upper"]
+        assert record["relative_gap"] == pytest.approx(gap, rel=1e-12)
+        assert 1e-11 < record["relative_gap"] < 1e-8
+        assert seen is None or records == seen, name  # identical whatever the executor
+        seen = records
+    # the accountant warns for the same numbers, and its bounds are the record's
+    with pytest.warns(plda.AccuracyWarning):
+        accountant = plda.PLDAccountant(accuracy=1e-11)
+        accountant.step(1.0, 1.0, count=1)
+        bounds = accountant.epsilon_bounds(1e-5)
+    assert (seen[1]["epsilon_lower"], seen[1]["epsilon_upper"]) == (bounds.lower, bounds.upper)
+
+
+def test_records_that_meet_their_accuracy_warn_nothing(recwarn):
+    records = sweep([MET, dict(MET, accuracy=None)])
+    assert all(r["accuracy_met"] for r in records)
+    assert all(0 <= r["relative_gap"] <= 1e-2 for r in records)
+    assert not [w for w in recwarn if issubclass(w.category, plda.AccuracyWarning)]
+
+
+def test_a_calibration_that_misses_its_accuracy_is_flagged_as_the_calibration_warns():
+    config = {"sample_rate": 1.0, "steps": 1, "delta": 1e-5, "target_epsilon": 4.0,
+              "accuracy": 1e-11}
+    with pytest.warns(plda.AccuracyWarning, match=r"calibration result"):
+        direct = plda.calibration.calibrate_noise_multiplier_detailed(
+            target_epsilon=4.0, target_delta=1e-5, sample_rate=1.0, steps=1, accuracy=1e-11)
+    with pytest.warns(plda.AccuracyWarning, match=r"sweep: 1 of 1 .*configs\[0\]"):
+        (record,) = sweep([config])
+    assert record["noise_multiplier"] == direct.value and record["accuracy_met"] is False
+    assert record["relative_gap"] == pytest.approx((direct.upper - direct.lower) / direct.upper)
+    # the calibrated sigma's exact epsilon is within the record's certified bracket
+    exact = _exact_gaussian_epsilon(1 / record["noise_multiplier"], 1e-5)
+    assert record["lower"] <= exact <= record["upper"] <= 4.0
+
+
 # ----------------------------- audit: every config is checked before anything runs
 @pytest.mark.parametrize(
     "bad, match",
