@@ -256,3 +256,136 @@ def test_epoch_samplers_are_not_calibrated():
               "num_steps": 10}
     with pytest.raises(ValueError, match=r"draws whole epochs"):
         sweep([config])
+
+
+# ------------------------------------- audit: a missed accuracy is said, on every executor
+MISSED = {"noise_multiplier": 1.0, "sample_rate": 1.0, "steps": 1, "delta": 1e-5,
+          "accuracy": 1e-11}
+MET = {"noise_multiplier": 1.0, "sample_rate": 1.0, "steps": 1, "delta": 1e-5, "accuracy": 1e-2}
+
+
+def _exact_gaussian_epsilon(mu, delta):
+    """epsilon(delta) of mu-GDP (Balle & Wang 2018) in mpmath, by bisection."""
+    import mpmath
+
+    with mpmath.workdps(40):
+        mu, delta = mpmath.mpf(mu), mpmath.mpf(delta)
+
+        def profile(e):
+            return mpmath.ncdf(-e / mu + mu / 2) - mpmath.exp(e) * mpmath.ncdf(-e / mu - mu / 2)
+
+        lo, hi = mpmath.mpf(0), mpmath.mpf(50)
+        for _ in range(200):
+            mid = (lo + hi) / 2
+            lo, hi = (lo, mid) if profile(mid) <= delta else (mid, hi)
+        return hi
+
+
+def _executors():
+    yield "serial", None
+    yield "thread", concurrent.futures.ThreadPoolExecutor(2)
+    yield "process", concurrent.futures.ProcessPoolExecutor(1)
+    if importlib.util.find_spec("distributed") is not None:  # pragma: no cover - optional
+        import distributed
+
+        cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                           dashboard_address=None)
+        yield "dask", distributed.Client(cluster).get_executor()
+
+
+def test_a_missed_accuracy_is_flagged_and_warned_once_on_every_executor():
+    # the sweep computed inside quiet_accuracy(): sigma = 1, q = 1, one step at accuracy 1e-11
+    # has a relative gap of 3.9e-10, and neither a warning nor the record said so, where
+    # PLDAccountant warns for the same numbers
+    exact = _exact_gaussian_epsilon(1.0, 1e-5)  # q = 1, one step: 1-GDP
+    configs = [MET, MISSED, dict(MET, delta=1e-6), dict(MISSED, delta=1e-6)]
+    seen = None
+    for name, executor in _executors():
+        with pytest.warns(plda.AccuracyWarning) as caught:
+            if executor is None:
+                records = sweep(configs)
+            else:
+                with executor:
+                    records = sweep(configs, executor=executor)
+        missed = [w for w in caught if issubclass(w.category, plda.AccuracyWarning)]
+        assert len(missed) == 1, name
+        message = str(missed[0].message)
+        assert "2 of 4 configuration(s)" in message and "configs[1]" in message
+        assert "configs[3]" in message and "configs[0]" not in message and "1e-11" in message
+        assert [r["accuracy_met"] for r in records] == [True, False, True, False], name
+        record = records[1]
+        assert record["epsilon_lower"] <= exact <= record["epsilon_upper"]
+        gap = (record["epsilon_upper"] - record["epsilon_lower"]) / record["epsilon_upper"]
+        assert record["relative_gap"] == pytest.approx(gap, rel=1e-12)
+        assert 1e-11 < record["relative_gap"] < 1e-8
+        assert seen is None or records == seen, name  # identical whatever the executor
+        seen = records
+    # the accountant warns for the same numbers, and its bounds are the record's
+    with pytest.warns(plda.AccuracyWarning):
+        accountant = plda.PLDAccountant(accuracy=1e-11)
+        accountant.step(1.0, 1.0, count=1)
+        bounds = accountant.epsilon_bounds(1e-5)
+    assert (seen[1]["epsilon_lower"], seen[1]["epsilon_upper"]) == (bounds.lower, bounds.upper)
+
+
+def test_records_that_meet_their_accuracy_warn_nothing(recwarn):
+    records = sweep([MET, dict(MET, accuracy=None)])
+    assert all(r["accuracy_met"] for r in records)
+    assert all(0 <= r["relative_gap"] <= 1e-2 for r in records)
+    assert not [w for w in recwarn if issubclass(w.category, plda.AccuracyWarning)]
+
+
+def test_a_calibration_that_misses_its_accuracy_is_flagged_as_the_calibration_warns():
+    config = {"sample_rate": 1.0, "steps": 1, "delta": 1e-5, "target_epsilon": 4.0,
+              "accuracy": 1e-11}
+    with pytest.warns(plda.AccuracyWarning, match=r"calibration result"):
+        direct = plda.calibration.calibrate_noise_multiplier_detailed(
+            target_epsilon=4.0, target_delta=1e-5, sample_rate=1.0, steps=1, accuracy=1e-11)
+    with pytest.warns(plda.AccuracyWarning, match=r"sweep: 1 of 1 .*configs\[0\]"):
+        (record,) = sweep([config])
+    assert record["noise_multiplier"] == direct.value and record["accuracy_met"] is False
+    assert record["relative_gap"] == pytest.approx((direct.upper - direct.lower) / direct.upper)
+    # the calibrated sigma's exact epsilon is within the record's certified bracket
+    exact = _exact_gaussian_epsilon(1 / record["noise_multiplier"], 1e-5)
+    assert record["lower"] <= exact <= record["upper"] <= 4.0
+
+
+# ----------------------------- audit: every config is checked before anything runs
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        # accuracy=2 passed the check, config 0 ran, then the accountant refused it unnamed
+        ({"accuracy": 2.0}, r"^configs\[1\]\['accuracy'\]: accuracy must be in \(0, 1\), got 2"),
+        ({"accuracy": 1.0}, r"^configs\[1\]\['accuracy'\]: .*in \(0, 1\)"),
+        # NaN was refused with the range (0, inf), not the allowed (0, 1)
+        ({"accuracy": float("nan")}, r"^configs\[1\]\['accuracy'\]: .*in \(0, 1\), got nan"),
+        ({"accuracy": 0.0}, r"^configs\[1\]\['accuracy'\]: .*in \(0, 1\)"),
+        ({"accuracy": "1e-3"}, r"^configs\[1\]\['accuracy'\]: .*real number in \(0, 1\)"),
+        # what only the sampler's mechanism checks
+        ({"sample_rate": None, "sampler": "random-allocation", "num_steps": 10,
+          "num_selected": 20}, r"^configs\[1\]\['num_selected'\]: .*\[1, 10\]"),
+        ({"sample_rate": None, "sampler": "random-allocation", "num_steps": 10,
+          "noise_multiplier": 0.1}, r"^configs\[1\]\['noise_multiplier'\]: .*at most 1\.45"),
+        ({"sample_rate": None, "sampler": "without-replacement", "dataset_size": 100,
+          "batch_size": 1000}, r"^configs\[1\]\['batch_size'\]: .*\[1, dataset_size=100\]"),
+        ({"sample_rate": None, "sampler": "random-allocation", "num_steps": 10,
+          "relation": "replace_one"}, r"^configs\[1\]\['sampler'\]: .*replace-one"),
+    ],
+)
+def test_every_config_is_checked_before_anything_runs(bad, match):
+    base = {"noise_multiplier": 1.0, "sample_rate": 0.01, "steps": 10, "delta": 1e-5}
+    config = {k: v for k, v in dict(base, **bad).items() if v is not None}
+    ran = []
+    with pytest.raises(ValueError, match=match):
+        sweep([base, config], progress=lambda f, m: ran.append(m))
+    assert ran == []  # config 0 was not computed either
+
+
+def test_a_calibration_target_accuracy_is_checked_before_anything_runs():
+    base = {"noise_multiplier": 1.0, "sample_rate": 0.01, "steps": 10, "delta": 1e-5}
+    calibrated = {"sample_rate": 0.01, "steps": 10, "delta": 1e-5, "target_epsilon": 1.0,
+                  "accuracy": 2.0}
+    ran = []
+    with pytest.raises(ValueError, match=r"^configs\[1\]\['accuracy'\]: .*\(0, 1\)"):
+        sweep([base, calibrated], progress=lambda f, m: ran.append(m))
+    assert ran == []

@@ -593,6 +593,32 @@ def test_assert_epsilon_within_accepts_every_kind_of_reference():
         testing.assert_epsilon_within(1.0, pld, 1e-5, count=2)
 
 
+@pytest.mark.parametrize("reference", [
+    lambda d: float("nan"), float("nan"), (math.nan, math.nan), (math.nan, 2.0), (1.0, math.nan),
+    np.array([1.0, math.nan]),
+])
+@pytest.mark.parametrize("observed", [1e9, -5.0, 1e-12, 1.0])
+def test_a_nan_reference_raises_instead_of_accepting_anything(reference, observed):
+    # a NaN end left the band open (every comparison with NaN is false): the assertion passed
+    # for any observed value, silently checking nothing
+    with pytest.raises(ValueError, match=r"reference \(.*\) is NaN at [12] of 2 point"):
+        testing.assert_epsilon_within(observed, reference, np.array([1e-5, 1e-6]))
+    with pytest.raises(ValueError, match=r"reference .* is NaN .*\(epsilon="):
+        testing.assert_delta_within(observed, reference, np.array([0.5, 1.0]))
+    with pytest.raises(ValueError, match=r"reference .* is NaN .*\(alpha="):
+        testing.assert_tradeoff_within(observed, reference, np.array([0.1, 0.2]))
+    with pytest.raises(ValueError, match=r"reference .* is NaN"):
+        testing.assert_privacy_curve_within(np.array([observed] * 2), reference,
+                                            np.array([0.5, 1.0]))
+
+
+def test_infinite_references_are_still_accepted():
+    testing.assert_epsilon_within(np.inf, np.inf, 1e-5)
+    testing.assert_epsilon_within(3.0, (2.0, np.inf), 1e-5)
+    with pytest.raises(AssertionError, match="under-reports"):
+        testing.assert_epsilon_within(1.0, (2.0, np.inf), 1e-5)
+
+
 def test_assert_delta_within():
     eps = np.array([0.5, 2.0, 4.0])
     exact = gaussian_delta(eps, 1.0)

@@ -2,7 +2,8 @@
 
 An observed value passes when it lies in ``[lower - tol(lower), upper + tol(upper)]``,
 ``tol(x) = rtol |x| + atol``, around the reference's bounds; a failure raises ``AssertionError``
-naming the expected interval, the observed value and the miss (``docs/testing.md``).
+naming the expected interval, the observed value and the miss (``docs/testing.md``). A NaN
+observed value fails; a NaN reference raises ``ValueError`` (it cannot decide anything).
 """
 
 from __future__ import annotations
@@ -36,9 +37,44 @@ def _as_pld(reference, count: int) -> PrivacyLossDistribution | None:
     return None
 
 
+#: the argument each quantity is read at (for messages)
+_AT_NAME = {"epsilon": "delta", "delta": "epsilon", "tradeoff": "alpha"}
+
+
+def _reject_nan(lower, upper, at, quantity: str, source: str) -> None:
+    """Raise ``ValueError`` when the reference is NaN anywhere.
+
+    Every comparison with NaN is false, so a NaN end would leave the band open on that side
+    and the assertion would pass for any observed value: the test would silently check
+    nothing. A NaN reference is a defect of the test (its exact value is unknown), not of the
+    accountant under test, so it is bad input rather than a failed assertion.
+    """
+    lower, upper, at_arr = np.broadcast_arrays(lower, upper, np.asarray(at, float))
+    nan = np.isnan(lower) | np.isnan(upper)
+    if not np.any(nan):
+        return
+    index = np.flatnonzero(nan.ravel())
+    shown = ", ".join(
+        f"{_AT_NAME[quantity]}={at_arr.flat[i]:.6g}: [{lower.flat[i]:.10g}, {upper.flat[i]:.10g}]"
+        for i in index[:_SHOWN]
+    )
+    more = f" and {len(index) - _SHOWN} more" if len(index) > _SHOWN else ""
+    raise ValueError(
+        f"reference ({source}) is NaN at {len(index)} of {nan.size} point(s) ({shown}{more}); "
+        f"a reference must be a number or +-inf at every point: a NaN {quantity} cannot decide "
+        f"the assertion"
+    )
+
+
 def _bounds(reference, quantity: str, at, count: int):
     """``(lower, upper, source)`` of ``quantity`` in ``("epsilon", "delta", "tradeoff")`` at
-    ``at`` from any accepted reference."""
+    ``at`` from any accepted reference; ``ValueError`` if any of them is NaN."""
+    lower, upper, source = _read_bounds(reference, quantity, at, count)
+    _reject_nan(lower, upper, at, quantity, source)
+    return lower, upper, source
+
+
+def _read_bounds(reference, quantity: str, at, count: int):
     pld = _as_pld(reference, count)
     if pld is not None:
         method = getattr(pld, f"{quantity}_bounds", None)
@@ -163,7 +199,8 @@ def assert_epsilon_within(
     AssertionError
         With the expected interval, the observed value and the miss (absolute and relative).
     ValueError
-        If ``rtol`` or ``atol`` is negative, or ``count`` is given with a PLD reference.
+        If ``rtol`` or ``atol`` is negative, ``count`` is given with a PLD reference, or the
+        reference is NaN at any point (it would accept every observed value).
     TypeError
         If ``reference`` is none of those.
     """
@@ -201,7 +238,8 @@ def assert_delta_within(
     AssertionError
         With the expected interval, the observed value and the miss (absolute and relative).
     ValueError
-        If ``rtol`` or ``atol`` is negative, or ``count`` is given with a PLD reference.
+        If ``rtol`` or ``atol`` is negative, ``count`` is given with a PLD reference, or the
+        reference is NaN at any point (it would accept every observed value).
     TypeError
         If ``reference`` is none of those.
     """
@@ -265,8 +303,8 @@ def assert_privacy_curve_within(
     AssertionError
         Listing the points outside the tolerance both ways.
     ValueError
-        If the shapes differ, ``rtol`` or ``atol`` is negative, or ``count`` is given with a
-        PLD reference.
+        If the shapes differ, ``rtol`` or ``atol`` is negative, ``count`` is given with a
+        PLD reference, or the reference is NaN at any point.
     TypeError
         If ``reference`` is none of those.
     """
@@ -330,7 +368,8 @@ def assert_tradeoff_within(
     AssertionError
         With the expected interval, the observed value and the miss (absolute and relative).
     ValueError
-        If ``rtol`` or ``atol`` is negative, or ``count`` is given with a PLD reference.
+        If ``rtol`` or ``atol`` is negative, ``count`` is given with a PLD reference, or the
+        reference is NaN at any point (it would accept every observed value).
     TypeError
         If ``reference`` is none of those.
     NotImplementedError

@@ -30,6 +30,8 @@ from plda.testing._internal.numerics import (
 _SQRT2 = math.sqrt(2.0)
 _LOG_HALF_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 DIRECTIONS = ("max", "remove", "add")
+#: above this epsilon the sampled-Gaussian forms avoid e^eps (it overflows past ~709.78)
+_LARGE_EPS = 700.0
 
 
 # ------------------------------------------------------------------ kernel
@@ -173,13 +175,24 @@ def _poisson_profile(sigma: float, sample_rate: float, sensitivity: float, direc
     q = sample_rate
 
     def remove_float(eps):
-        log_ratio = math.log1p(math.expm1(eps) / q)
+        if eps <= _LARGE_EPS:
+            log_ratio = math.log1p(math.expm1(eps) / q)
+        else:
+            # e^eps overflows past ~709.78 (delta is still defined, and tiny): use
+            # log(1 + (e^eps - 1)/q) = eps - log q + log1p(-(1 - q) e^-eps), a sum of terms of
+            # one sign (-log q >= 0, the log1p term is above -1e-300), so the error bound
+            # below still holds
+            log_ratio = eps - math.log(q) + math.log1p(-(1.0 - q) * math.exp(-eps))
         a = log_ratio / s_float - 0.5 * s_float
         a_err = 8 * UNIT_ROUNDOFF * (abs(log_ratio) / s_float + 1 / s_float + s_float + abs(a))
         value, error = _hockey_float(a, s_float, a_err, 2 * UNIT_ROUNDOFF * s_float)
         return q * value, q * error + 2 * UNIT_ROUNDOFF * q * value + 8 * TINY
 
     def add_float(eps):
+        if q == 1.0 and eps > _LARGE_EPS:
+            # the add pair at q = 1 is the remove pair mirrored, (N(D), N(0)) vs (N(0), N(D)),
+            # with the same delta; its own form multiplies by e^eps, which overflows here
+            return remove_float(eps)
         # 1 + y with y = (e^-eps - 1)/q in (-1, 0]: log1p near 0, the direct difference near -1
         # q (1 + y) = q + expm1(-eps) = e^-eps - (1 - q): take the form with the smaller terms
         y = math.expm1(-eps) / q

@@ -23,6 +23,14 @@ DEFAULT_DPS = 50
 GUARD_DIGITS = 20
 #: smallest positive subnormal: absolute error floor of one float product
 TINY = 2.0**-1074
+#: smallest positive normal float
+_SMALLEST_NORMAL = 2.0**-1022
+#: relative distance below a float epsilon at which delta must be certified above the target
+#: for the float solve to stand (typical brackets are 1e-15 to 2e-13)
+TIGHT = 1e-12
+#: decimal digits of the mpmath solve behind a float epsilon the float solve cannot pin down
+#: (float needs 17; the rest keeps a target one ulp above the infinity mass resolved)
+FALLBACK_DPS = 30
 
 
 def load_mpmath():
@@ -92,8 +100,10 @@ def float_epsilon(profile: Profile, target: float) -> float:
             return math.inf
         hi = 1.0
         while not ok(hi):
+            # no cap below the float range: mu-GDP at mu = 1e7 has epsilon(1e-5) = 5e13, and a
+            # cap at 1e12 returned inf for it; at most 1024 doublings reach inf
             hi *= 2.0
-            if hi > 1e12:
+            if math.isinf(hi):
                 return math.inf
     lo = 0.0
     while hi - lo > 2.0 * math.ulp(hi):
@@ -167,6 +177,52 @@ def precise_epsilon(profile: Profile, target: float, dps: int, float_guess: floa
     return mp.mpf(result, dps=dps, rounding="u")
 
 
+def tight_float_epsilon(profile: Profile, target: float) -> float | None:
+    """The float solve's epsilon when it is known to be within ``TIGHT`` (relative) of the
+    exact one, else ``None`` (the caller then solves in mpmath).
+
+    The float solve returns the smallest epsilon whose delta is *certified* at most ``target``:
+    always an upper bound, but tight only when the error bound of the float delta is small
+    against the distance of ``target`` from ``delta(+inf)``. It is not for a target within a
+    few ulps of the mass at infinity ``1 - (1 - d0)^k`` of a composition (one ulp above it
+    gave ``inf`` for the exact 1.0345 of ``(0.01, 0.01) x 200``, eight ulps 2.588 for the exact
+    2.481 of ``(0.05, 0.1) x 60``), nor for a subnormal target, below the bound's floor of a
+    few ``TINY`` (``epsilon(5e-324)`` of 1-GDP came out 7.9e15 for the exact 38.9). The test:
+    ``delta`` just below the solution, at ``eps (1 - TIGHT)``, is certified *above* the target,
+    which brackets the exact epsilon in ``[eps (1 - TIGHT), eps]``.
+    """
+    if 0 < target < _SMALLEST_NORMAL:
+        return None  # skip the float solve: up to 1024 doublings that cannot certify
+    eps = float_epsilon(profile, target)
+    if eps == 0:
+        return eps
+    if math.isinf(eps):
+        # exact only for target 0 with losses unbounded above (delta > 0 everywhere)
+        return eps if target == 0 and math.isinf(profile.max_loss) else None
+    value, error = profile.float_delta(eps * (1 - TIGHT))
+    return eps if (value - error) * (1 - 4 * UNIT_ROUNDOFF) > target else None
+
+
+def float_epsilon_via_mpmath(profile: Profile, target: float) -> float:
+    """The float epsilon(delta), rounded up, from the mpmath solve at ``FALLBACK_DPS`` digits,
+    for the targets :func:`tight_float_epsilon` cannot solve in float. ``inf`` only when the
+    exact infinity mass is at least ``target``."""
+    mp = load_mpmath()
+    with mp.workdps(FALLBACK_DPS + GUARD_DIGITS):
+        if profile.precise_infinity_mass is not None:
+            # decided exactly before any (costly) evaluation of delta at finite epsilons
+            mass = profile.precise_infinity_mass(mp)
+            if mp.mpf(target) < mass:
+                return math.inf
+    # the (loose) float solution, an upper bound, is a good start when it is finite
+    start = float_epsilon(profile, target) if target >= _SMALLEST_NORMAL else math.inf
+    exact = precise_epsilon(profile, target, FALLBACK_DPS, start)
+    if mp.isinf(exact):
+        return math.inf
+    result = float(exact)  # to nearest: step up if that fell below the certified value
+    return math.nextafter(result, math.inf) if mp.mpf(result) < exact else result
+
+
 def round_nearest(mp, value, dps: int):
     return mp.mpf(value, dps=dps)
 
@@ -206,12 +262,12 @@ def profile_epsilon(profile: Profile, delta, precise: bool, dps: int):
             if not 0 <= target <= 1:
                 raise ValueError(f"delta must be in [0, 1], got {target!r}")
             # the float solve needs a float target at or below the exact one
-            guess = float_epsilon(profile, math.nextafter(float(target), 0.0))
-            return precise_epsilon(profile, target, dps, guess)
+            guess = tight_float_epsilon(profile, math.nextafter(float(target), 0.0))
+            return precise_epsilon(profile, target, dps, math.inf if guess is None else guess)
         target = check.probability("delta", target)
-        guess = float_epsilon(profile, target)
-        if not precise:
-            return guess
-        return precise_epsilon(profile, target, dps, guess)
+        guess = tight_float_epsilon(profile, target)
+        if precise:
+            return precise_epsilon(profile, target, dps, math.inf if guess is None else guess)
+        return float_epsilon_via_mpmath(profile, target) if guess is None else guess
 
     return map_scalar(one, delta, precise)

@@ -12,24 +12,38 @@ from __future__ import annotations
 
 import concurrent.futures
 import importlib
+import math
 import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from plda._internal import validation as check
-from plda._internal.errors import one_warning_per_call, quiet_accuracy
+from plda._internal.errors import (
+    AccuracyWarning,
+    inaccurate,
+    one_warning_per_call,
+    quiet_accuracy,
+    warn,
+)
 from plda.accounting.accountant import PLDAccountant
-from plda.bounds import RELATIONS
 from plda.calibration import (
     calibrate_noise_multiplier_detailed,
     calibrate_sample_rate_detailed,
     calibrate_steps_detailed,
 )
 from plda.calibration.evaluator import epsilon_bounds_of
+from plda.calibration.targets import RISK_ACCURACY
 from plda.mechanisms import Gaussian, SampledWithoutReplacement, TruncatedPoisson
 from plda.pld import DEFAULT_ACCURACY
-from plda.samplers import EPOCH_SAMPLERS, SIZES, STEP_SAMPLERS, SamplerStep, fixed_batch_size
+from plda.samplers import EPOCH_SAMPLERS, SamplerStep
 from plda.samplers import SAMPLERS as REGISTRY
+from plda.sweep import config_checks
+from plda.sweep.config_checks import (
+    PARAMETERS,
+    TARGETS,
+    calibration_target,
+    config_delta,
+    validate_config,
+)
 
 __all__ = [
     "SAMPLERS",
@@ -40,23 +54,11 @@ __all__ = [
     "sweep_to_dataframe",
 ]
 
-PARAMETERS = ("noise_multiplier", "sample_rate", "steps")
-TARGETS = ("target_epsilon", "target_true_positive_rate", "target_advantage")
 #: sampler names a configuration may give: every sampler of the registry
 #: (:data:`plda.samplers.SAMPLERS`; the spellings with ``_`` for ``-`` are accepted too), with
 #: the keys each needs besides the rate (``"without-replacement"`` takes ``batch_size`` too; the
 #: epoch samplers, whose configurations are evaluated but not calibrated, ``num_selected``)
-SAMPLERS = {
-    name: SamplerStep.needed(name) if name in STEP_SAMPLERS else tuple(g[0] for g in spec.needs)
-    for name, spec in REGISTRY.items()
-}
-SAMPLER_KEYS = ("sampler", *(s for s in SIZES if s != "sample_rate"
-                             and any(s in spec.takes for spec in REGISTRY.values())))
-#: ``target_delta`` is ``delta`` as the calibration functions spell it (either may be given)
-KEYS = frozenset(
-    (*PARAMETERS, *TARGETS, *SAMPLER_KEYS, "delta", "target_delta", "at_false_positive_rate")
-    + ("relation", "accuracy")
-)
+SAMPLERS = config_checks.SAMPLERS
 
 
 def _deprecated(name: str, sampler: str) -> None:
@@ -135,123 +137,6 @@ class TruncatedPoissonSampler:
         )
 
 
-def _validate(index: int, config) -> dict:
-    """The configuration checked and normalized; ``ValueError`` naming its index and key."""
-    if not isinstance(config, dict):
-        raise TypeError(f"configs[{index}] must be a dict, got {type(config).__name__}")
-    unknown = sorted(set(config) - KEYS)
-    if unknown:
-        raise ValueError(
-            f"configs[{index}]: unknown key {unknown[0]!r} (allowed: {', '.join(sorted(KEYS))})"
-        )
-    out = dict(config)
-
-    def checked(key, function, *args, **kwargs):
-        if config.get(key) is None:
-            return
-        try:
-            out[key] = function(key, config[key], *args, **kwargs)
-        except (TypeError, ValueError) as error:
-            raise ValueError(f"configs[{index}][{key!r}]: {error}") from None
-
-    checked("noise_multiplier", check.positive_float)
-    checked("sample_rate", check.probability, open_low=True)
-    checked("steps", check.count, minimum=1)
-    checked("delta", check.probability, open_low=True)
-    checked("target_delta", check.probability, open_low=True)
-    if None not in (out.get("delta"), out.get("target_delta")) and (
-            out["delta"] != out["target_delta"]):
-        raise ValueError(f"configs[{index}]['target_delta']: differs from 'delta' (give one)")
-    checked("accuracy", check.positive_float)
-    relation = out.setdefault("relation", "add_remove")
-    if relation not in RELATIONS:
-        raise ValueError(f"configs[{index}]['relation']: must be one of {RELATIONS}")
-    for key in SAMPLER_KEYS[1:]:
-        checked(key, check.count, minimum=1)
-    _check_sampler(index, out)
-    targets = [key for key in TARGETS if config.get(key) is not None]
-    epoch = out.get("sampler") in EPOCH_SAMPLERS  # no sample rate: num_steps / num_selected
-    missing = [k for k in PARAMETERS if out.get(k) is None and not (epoch and k == "sample_rate")]
-    if not targets:
-        for key in (*missing, "delta"):
-            if _delta(out) is None if key == "delta" else out.get(key) is None:
-                raise ValueError(
-                    f"configs[{index}][{key!r}]: missing (give noise_multiplier, sample_rate, "
-                    "steps and delta, or a calibration target and all but one of the three)"
-                )
-        return out
-    if len(targets) > 1:
-        raise ValueError(f"configs[{index}][{targets[1]!r}]: give one target, got {targets}")
-    if out.get("sampler") in EPOCH_SAMPLERS:
-        raise ValueError(
-            f"configs[{index}][{targets[0]!r}]: sampler {out['sampler']!r} draws whole epochs; "
-            "the calibration functions take the samplers drawn at a sample rate (calibrate it "
-            f"with plda calibrate --sampler {out['sampler']})"
-        )
-    if len(missing) != 1:
-        key = missing[1] if missing else targets[0]
-        raise ValueError(
-            f"configs[{index}][{key!r}]: with a calibration target exactly one of "
-            f"{PARAMETERS} must be missing (it is calibrated); missing: {missing or 'none'}"
-        )
-    try:  # the target's own checks, without running anything
-        _calibration_target(out)
-    except (TypeError, ValueError) as error:
-        raise ValueError(f"configs[{index}][{targets[0]!r}]: {error}") from None
-    return out
-
-
-def _check_sampler(index: int, config: dict) -> None:
-    """The configuration's sampler: a name of :data:`SAMPLERS` with the keys it needs and none it
-    does not take (no name: ``"poisson"``), or a callable ``(noise_multiplier, sample_rate) ->
-    Mechanism``; fixed-size batches given by ``batch_size`` get their ``sample_rate``."""
-    sampler = config.get("sampler")
-    if isinstance(sampler, str):
-        sampler = config["sampler"] = sampler.replace("_", "-")
-    if callable(sampler):
-        return
-    if sampler is not None and (not isinstance(sampler, str) or sampler not in SAMPLERS):
-        raise ValueError(
-            f"configs[{index}]['sampler']: must be one of {sorted(SAMPLERS)} or a callable "
-            f"(noise_multiplier, sample_rate) -> plda mechanism, got {sampler!r}"
-        )
-    name = sampler or "poisson"
-    for key in (*SAMPLER_KEYS[1:], "sample_rate"):
-        if config.get(key) is not None and key not in REGISTRY[name].takes:
-            raise ValueError(f"configs[{index}][{key!r}]: does not apply to sampler {name!r} "
-                             f"(it takes {', '.join(REGISTRY[name].takes)})")
-    for key in SAMPLERS[name]:
-        if config.get(key) is None:
-            raise ValueError(
-                f"configs[{index}][{key!r}]: missing (sampler {name!r} needs "
-                f"{', '.join(SAMPLERS[name])})"
-            )
-    if name in EPOCH_SAMPLERS and config.get("steps") is not None:
-        if config["steps"] % config["num_steps"]:
-            raise ValueError(f"configs[{index}]['steps']: must be a multiple of num_steps="
-                             f"{config['num_steps']} (sampler {name!r} draws whole epochs)")
-    if name == "without-replacement":
-        rate, batch = config.get("sample_rate"), config.get("batch_size")
-        if rate is None and batch is None:
-            raise ValueError(
-                f"configs[{index}]['sample_rate']: missing (with fixed-size batches the rate is "
-                "batch_size / dataset_size: give batch_size or sample_rate, and calibrate "
-                "noise_multiplier or steps)"
-            )
-        try:  # the registry's reading of a rate as a batch size
-            size = fixed_batch_size(rate, batch, config["dataset_size"])
-        except ValueError as error:
-            if batch is not None:
-                raise ValueError(f"configs[{index}]['batch_size']: {error}") from None
-            raise ValueError(
-                f"configs[{index}]['sample_rate']: sample_rate * dataset_size must be a whole "
-                f"batch size for sampler 'without-replacement', got "
-                f"{rate * config['dataset_size']:.6g}"
-            ) from None
-        if rate is None:
-            config["sample_rate"] = size / config["dataset_size"]
-
-
 def _step_sampler(config: dict):
     """The sampler callable of a (validated) configuration; None for Poisson sampling."""
     sampler = config.get("sampler")
@@ -260,33 +145,6 @@ def _step_sampler(config: dict):
     if isinstance(sampler, str):
         return SamplerStep(sampler, {key: config[key] for key in SAMPLERS[sampler]})
     return sampler
-
-
-def _delta(config: dict):
-    """The configuration's delta, spelled ``delta`` or ``target_delta``; None if neither."""
-    return config["delta"] if config.get("delta") is not None else config.get("target_delta")
-
-
-def _calibration_target(config: dict) -> dict:
-    """Keyword arguments of the calibration functions for the configuration's target."""
-    if config.get("target_epsilon") is not None:
-        check.positive_float("target_epsilon", config["target_epsilon"])
-        if _delta(config) is None:
-            raise ValueError("target_epsilon needs 'delta' (or 'target_delta')")
-        return {"target_epsilon": config["target_epsilon"], "target_delta": _delta(config)}
-    if config.get("target_true_positive_rate") is not None:
-        alpha = config.get("at_false_positive_rate")
-        if alpha is None:
-            raise ValueError("target_true_positive_rate needs 'at_false_positive_rate'")
-        check.probability("at_false_positive_rate", alpha, open_low=True)
-        tpr = check.probability("target_true_positive_rate", config["target_true_positive_rate"])
-        if not alpha < tpr < 1:
-            raise ValueError("target_true_positive_rate must be in (at_false_positive_rate, 1)")
-        return {"target_true_positive_rate": tpr, "at_false_positive_rate": alpha}
-    advantage = check.probability("target_advantage", config["target_advantage"], open_low=True)
-    if not advantage < 1:
-        raise ValueError("target_advantage must be in (0, 1)")
-    return {"target_advantage": advantage}
 
 
 @one_warning_per_call
@@ -303,7 +161,9 @@ def evaluate_config(config: dict) -> dict:
     Returns
     -------
     dict
-        The configuration's keys and the results (see :func:`sweep`).
+        The configuration's keys and the results, with ``accuracy_met`` and ``relative_gap``
+        (see :func:`sweep`). It does not warn when the accuracy is missed: :func:`sweep` does,
+        once for all its records.
 
     Raises
     ------
@@ -313,27 +173,29 @@ def evaluate_config(config: dict) -> dict:
     record = dict(config)
     relation = config["relation"]
     sampler = _step_sampler(config)
-    with quiet_accuracy():  # the record carries both bounds: the gap is there to read
+    # quiet: the record says whether the accuracy was met, and sweep() warns once for all the
+    # records (a worker process's or a Dask worker's warnings would never reach the user)
+    with quiet_accuracy():
         target = [key for key in TARGETS if config.get(key) is not None]
         if not target:
-            accuracy = config.get("accuracy", DEFAULT_ACCURACY)
+            accuracy = _accuracy_of(config)
             sigma, steps = config["noise_multiplier"], config["steps"]
             if sampler is None:  # Poisson sampling, or an epoch sampler: the accountant's step
                 name = config.get("sampler") or "poisson"
                 sizes = {k: config[k] for k in REGISTRY[name].takes if config.get(k) is not None}
                 accountant = PLDAccountant(relation=relation, accuracy=accuracy)
                 accountant.step(sigma, count=steps, sampler=name, **sizes)
-                lower, upper = accountant.epsilon_bounds(_delta(config))
+                lower, upper = accountant.epsilon_bounds(config_delta(config))
             else:
                 mechanism = sampler(sigma, config["sample_rate"])
                 lower, upper = epsilon_bounds_of(
-                    mechanism, steps, relation, accuracy, _delta(config)
+                    mechanism, steps, relation, accuracy, config_delta(config)
                 )
             record.update(epsilon_lower=float(lower), epsilon_upper=float(upper))
-            return record
+            return _judge(record, lower, upper, accuracy)
         # accuracy None: the calibration's default for its target (1e-3 epsilon, 1e-4 risk)
         kwargs = dict(
-            _calibration_target(config),
+            calibration_target(config),
             relation=relation,
             accuracy=config.get("accuracy"),
             sampler=sampler,
@@ -363,7 +225,46 @@ def evaluate_config(config: dict) -> dict:
     )
     if result.objective == "epsilon":
         record.update(epsilon_lower=result.epsilon_lower, epsilon_upper=result.epsilon_upper)
+    return _judge(record, result.lower, result.upper, _accuracy_of(record))
+
+
+def _accuracy_of(record: dict) -> float:
+    """The accuracy a configuration asked, or the default of what it computes: the PLD's for
+    epsilon bounds and epsilon targets, the calibration's for the risk targets."""
+    if record.get("accuracy") is not None:
+        return record["accuracy"]
+    return DEFAULT_ACCURACY if record.get("objective", "epsilon") == "epsilon" else RISK_ACCURACY
+
+
+def _judge(record: dict, lower, upper, accuracy: float) -> dict:
+    """The record with ``accuracy_met`` and ``relative_gap`` of its bracket, judged as an
+    :class:`~plda.AccuracyWarning` judges (with the rounding slack of the accountant and the
+    calibrations). The sweep computes quietly and warns once for all its configurations
+    (:func:`sweep`): a warning in a worker process or a Dask worker never reaches the user."""
+    lower, upper = float(lower), float(upper)
+    if math.isinf(upper):
+        gap = 0.0 if math.isinf(lower) else math.inf
+    else:
+        gap = (upper - lower) / upper if upper > 0 else 0.0
+    record.update(accuracy_met=not bool(inaccurate(lower, upper, accuracy)), relative_gap=gap)
     return record
+
+
+def _warn_missed(records: list) -> None:
+    """One :class:`~plda.AccuracyWarning` naming the configurations whose bounds are further
+    apart than their accuracy asked."""
+    missed = [i for i, record in enumerate(records) if not record["accuracy_met"]]
+    if not missed:
+        return
+    shown = ", ".join(f"configs[{i}] (relative gap {records[i]['relative_gap']:.3g} > "
+                      f"accuracy {_accuracy_of(records[i]):g})" for i in missed[:5])
+    more = f" and {len(missed) - 5} more" if len(missed) > 5 else ""
+    warn(f"sweep: {len(missed)} of {len(records)} configuration(s) missed the requested "
+         f"accuracy: {shown}{more}. Their bounds still hold, only further apart than asked (the "
+         "grid reached its size cap, the delta lies below what the composition resolves, or a "
+         "sampler's pair only dominates, so the gap includes its analysis's: see "
+         "NotTightWarning); their records say accuracy_met=False. Pass a larger accuracy to "
+         "silence this.", AccuracyWarning)
 
 
 @one_warning_per_call
@@ -396,6 +297,12 @@ def sweep(
         :func:`plda.calibrate_noise_multiplier`); the record gets its value, ``calibrated`` (its
         name), ``objective``, the certified ``lower`` and ``upper`` bounds of the objective and
         ``within_tolerance`` (plus ``epsilon_lower``/``epsilon_upper`` for epsilon targets).
+        ``accuracy`` (in ``(0, 1)``) is the relative gap ``(upper - lower) / upper`` asked of
+        the bounds (default ``1e-3``; a calibration's default for its objective, ``1e-4`` for
+        the risk targets): every record gets ``relative_gap``, that of its bounds (of
+        ``epsilon_lower``/``epsilon_upper``, or of a calibration's ``lower``/``upper``), and
+        ``accuracy_met``, whether it is within the accuracy (with the accountant's slack for
+        rounding).
     executor
         Any ``concurrent.futures.Executor`` (a process or thread pool, or
         ``distributed.Client(...).get_executor()`` for a Dask cluster); None runs serially.
@@ -409,11 +316,19 @@ def sweep(
         identical whatever the executor. ``pandas.DataFrame(records)`` (or
         :func:`sweep_to_dataframe`) makes a table of them.
 
+    Warns
+    -----
+    AccuracyWarning
+        Once, after all configurations ran, naming those whose bounds missed their accuracy
+        (``accuracy_met`` False); the bounds still hold. The same on every executor.
+
     Raises
     ------
     ValueError
-        Before anything runs, naming the configuration index and key, for an invalid
-        configuration.
+        Before anything runs, naming the configuration index and key and the allowed range,
+        for an invalid configuration (among them the sizes and noise that only the sampler's
+        mechanism checks, built up front when the configuration gives its noise and rate:
+        :class:`~plda.UncoveredParametersError` for a noise its analysis does not cover).
     TypeError
         For a configuration that is not a dict, or an ``executor`` or ``progress`` of another
         type.
@@ -435,7 +350,7 @@ def sweep(
         )
     if executor is not None and not hasattr(executor, "submit"):
         raise TypeError(f"executor must be a concurrent.futures.Executor or None, got {executor!r}")
-    checked = [_validate(index, config) for index, config in enumerate(configs)]
+    checked = [validate_config(index, config) for index, config in enumerate(configs)]
     total = len(checked)
     records: list = [None] * total
     if executor is None:
@@ -443,12 +358,14 @@ def sweep(
             records[index] = evaluate_config(config)
             if progress is not None:
                 progress((index + 1) / total, f"config {index + 1}/{total} done")
+        _warn_missed(records)
         return records
     futures = {executor.submit(evaluate_config, config): i for i, config in enumerate(checked)}
     for done, future in enumerate(concurrent.futures.as_completed(futures), start=1):
         records[futures[future]] = future.result()
         if progress is not None:
             progress(done / total, f"config {futures[future] + 1} done ({done}/{total})")
+    _warn_missed(records)
     return records
 
 
