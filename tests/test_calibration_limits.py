@@ -103,3 +103,21 @@ def test_the_command_line_applies_max_steps_to_other_samplers(capsys):
                        "--batch-size", "10", "--dataset-size", "10000", "--accuracy", "1e-2",
                        "--max-steps", "1000")
     assert code == 2 and "steps=1000 still gives" in err and "--max-steps" in err
+
+
+def test_a_target_met_at_the_safe_end_only_at_the_requested_accuracy_is_calibrated():
+    # the search's coarse grid reads high (here 5%): at the end of the range the target is met
+    # only at the requested accuracy, and the coarse objective has no sign change to search;
+    # scipy's "f(a) and f(b) must have different signs" escaped (plda calibrate --epsilon 1e-4
+    # --delta 1e-5 --noise-multiplier 0.5 --steps 100000)
+    from plda.calibration.core import solve
+    from plda.calibration.problem import Parameter
+    from plda.calibration.targets import make_target
+
+    def evaluate(value, accuracy, search):
+        return value * (1 - accuracy), value * (1.05 if accuracy > 1e-3 else 1.0)
+
+    result = solve(evaluate, make_target(target_epsilon=1.0, target_delta=1e-5),
+                   Parameter(name="x", low=1.0, high=100.0, increasing=True, start=10.0),
+                   accuracy=1e-4)
+    assert result.value == 1.0 and result.upper <= 1.0

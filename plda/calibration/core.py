@@ -136,7 +136,12 @@ def solve(
     xtol = rtol / 4
     # the search accuracy (1e-2) blurs the objective far more than this xtol; the steps below at
     # the requested accuracy finish the job
-    root = brentq(run.g, a, b, xtol=xtol, rtol=1e-10, maxiter=MAX_ITERATIONS, disp=False)
+    if x_safe == safe_end and run.g(safe_end) > 0:
+        # met at the safe end only on the requested accuracy's grid, not on the search's
+        # coarser one: no sign change to search, the safe end is where the finish starts
+        root = safe_end
+    else:
+        root = brentq(run.g, a, b, xtol=xtol, rtol=1e-10, maxiter=MAX_ITERATIONS, disp=False)
     if parameter.integer:
         return finish_integer(run, root, (a, b), accuracy)
     run.slope = _secant_near(run, root)
