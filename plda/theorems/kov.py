@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from functools import cached_property
 
 import numpy as np
@@ -21,6 +22,9 @@ from plda.theorems.common import (
     round_up,
     sum_up,
 )
+
+#: up to this many steps the budget next to the mass at +inf is computed exactly (rationally)
+_EXACT_BUDGET_STEPS = 4096
 
 
 # ----------------------------------------------------------------------------- KOV exact
@@ -240,7 +244,25 @@ class _KOVLaw:
         closed form on its segment and then bracketed outward against the certified term-by-term
         evaluation of :meth:`delta_rr_bounds`.
         """
-        # the budget left for delta_RR: 1 - (1 - delta_total) / (1 - delta0)^k
+        budget_lo, budget_hi = self._budget_bounds(delta_total)
+        if budget_hi < 0:
+            return math.inf, math.inf
+        if budget_lo < 0:
+            # within rounding of the mass at +inf: no finite epsilon is certified here (the
+            # caller's exact comparison with the mass may still give k epsilon0). The lower bound
+            # must hold for every budget the rounding allows, so it comes from the largest one:
+            # the solution can lie far below k epsilon0 (1.03 for (0.01, 0.01) x 200 one ulp
+            # above the mass, where the budget is ~1e-15)
+            lower = self._bracket(self._closed_form(budget_hi), budget_hi, -1)
+            return lower, math.inf
+        upper = self._bracket(self._closed_form(budget_lo), budget_lo, +1)
+        lower = self._bracket(self._closed_form(budget_hi), budget_hi, -1)
+        check_bracket(lower, upper, query="optimal composition")
+        return lower, upper
+
+    def _budget_bounds(self, delta_total: float) -> tuple[float, float]:
+        """``(lower, upper)`` on the budget left for ``delta_RR``: ``1 - (1 - delta_total) / (1 -
+        delta0)^k``."""
         log_keep_total = math.log1p(-delta_total)
         log_keep_steps = self.k * math.log1p(-self.delta0)
         x = log_keep_total - log_keep_steps
@@ -250,15 +272,17 @@ class _KOVLaw:
             * UNIT_ROUNDOFF
             * ((abs(log_keep_total) + abs(log_keep_steps)) * math.exp(x) + abs(budget))
         )
-        budget_lo, budget_hi = budget - err, budget + err
-        if budget_hi < 0:
-            return math.inf, math.inf
-        if budget_lo < 0:  # within rounding of the mass at +inf: no certified finite epsilon
-            return math.nextafter(self.k * self.epsilon0, 0.0), math.inf
-        upper = self._bracket(self._closed_form(budget_lo), budget_lo, +1)
-        lower = self._bracket(self._closed_form(budget_hi), budget_hi, -1)
-        check_bracket(lower, upper, query="optimal composition")
-        return lower, upper
+        if err <= 2.0**-40 * abs(budget) or self.k > _EXACT_BUDGET_STEPS:
+            return budget - err, budget + err
+        # next to the mass at +inf the budget is a difference of nearly equal numbers, and its
+        # rounding is no longer small beside it (or even exceeds it): the bracket would widen
+        # with it, so decide the budget in rational arithmetic instead, exactly ((1 - delta0)^k
+        # has at most 53 k bits: a few milliseconds at k = 4096)
+        exact = 1 - (1 - Fraction(delta_total)) / (1 - Fraction(self.delta0)) ** self.k
+        value = float(exact)  # correctly rounded
+        below = value if Fraction(value) <= exact else math.nextafter(value, -math.inf)
+        above = value if Fraction(value) >= exact else math.nextafter(value, math.inf)
+        return below, above
 
     def _closed_form(self, budget: float) -> float:
         """Solve ``delta_RR(eps) = budget`` on the segment of losses that holds the solution."""

@@ -1,0 +1,117 @@
+"""Edge cases of plda.theorems against exact values in mpmath: the optimal composition next to
+the mass at infinite loss, sums and slacks at the ends of the float range, and step lists checked
+entry by entry whatever their length."""
+
+from __future__ import annotations
+
+import math
+
+import mpmath as mp
+import pytest
+
+from plda import theorems
+
+
+@pytest.fixture(autouse=True)
+def _precision():
+    """mpmath precision per test (a module-level assignment would leak into other modules)."""
+    with mp.workdps(60):
+        yield
+
+
+# --------------------------------------------------------------------------- exact references
+
+
+def kov_delta(epsilon0, delta0, k, eps):
+    """The optimal delta(eps) of k (epsilon0, delta0)-DP steps (Kairouz, Oh & Viswanath 2015,
+    Thm. 3.3; Murtagh & Vadhan 2016), in mpmath: the mass 1 - (1 - delta0)^k at +inf plus the
+    rest times sum_{i: l_i > eps} a_i (1 - e^(eps - l_i)), l_i = (k - 2i) epsilon0 and a_i the
+    binomial pmf of i with success probability 1 / (1 + e^epsilon0)."""
+    e0, eps = mp.mpf(epsilon0), mp.mpf(eps)
+    log_norm = k * mp.log(1 + mp.e**e0)
+    total = mp.mpf(0)
+    for i in range(k // 2 + 1):
+        loss = (k - 2 * i) * e0
+        if loss <= eps:  # losses decrease with i
+            break
+        total += mp.binomial(k, i) * mp.e ** ((k - i) * e0 - log_norm) * -mp.expm1(eps - loss)
+    keep = (1 - mp.mpf(delta0)) ** k
+    return (1 - keep) + keep * total
+
+
+def kov_epsilon(epsilon0, delta0, k, delta_total):
+    """The smallest eps >= 0 with kov_delta(eps) <= delta_total, by bisection (inf if none)."""
+    target = mp.mpf(delta_total)
+    lo, hi = mp.mpf(0), k * mp.mpf(epsilon0)
+    if kov_delta(epsilon0, delta0, k, hi) > target:
+        return mp.inf
+    if kov_delta(epsilon0, delta0, k, lo) <= target:
+        return lo
+    for _ in range(90):  # 2^-90 of k epsilon0: far below the certified gaps tested
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if kov_delta(epsilon0, delta0, k, mid) <= target else (mid, hi)
+    return hi
+
+
+def ulps_from_mass(epsilon0, delta0, k, ulps):
+    """The float ``ulps`` steps above (below, if negative) the float nearest 1 - (1 - delta0)^k."""
+    value = float(1 - (1 - mp.mpf(delta0)) ** k)
+    for _ in range(abs(ulps)):
+        value = math.nextafter(value, 1.0 if ulps > 0 else 0.0)
+    return value
+
+
+# --------------------------------------------------------------------------- KOV near the mass
+
+
+def test_kov_lower_bound_one_ulp_above_the_mass():
+    # the auditor's case: it returned [1.9999999999999998, 2.0000000000000004] (nextafter(k
+    # epsilon0, 0) as the lower bound) although the exact optimum is 1.0345
+    delta_total = 0.8660203251420382
+    exact = kov_epsilon(0.01, 0.01, 200, delta_total)
+    assert exact == pytest.approx(1.034508446357172, rel=1e-13)
+    for result in (
+        theorems.kairouz_oh_viswanath(0.01, 0.01, 200, delta_total=delta_total),
+        theorems.optimal([(0.01, 0.01)] * 200, delta_total),
+    ):
+        assert result.epsilon_lower <= exact <= result.epsilon
+        assert result.epsilon - result.epsilon_lower <= 1e-12 * result.epsilon
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "epsilon0, delta0, k",
+    [
+        (0.01, 0.01, 200),
+        (0.01, 0.02, 100),
+        (0.05, 0.02, 100),
+        (0.05, 0.1, 60),
+        (0.5, 0.1, 30),  # the lower bound was 6.9e-9 above the exact value 2 ulps above the mass
+        (1.0, 0.1, 30),
+        (0.5, 0.3, 10),
+        (2.0, 0.1, 3),
+        (0.7, 0.5, 1),
+    ],
+)
+def test_kov_brackets_the_exact_optimum_next_to_the_mass(epsilon0, delta0, k):
+    mass = 1 - (1 - mp.mpf(delta0)) ** k
+    for ulps in (-2, -1, 0, 1, 2, 3, 5, 20, 60, 300):
+        delta_total = ulps_from_mass(epsilon0, delta0, k, ulps)
+        exact = kov_epsilon(epsilon0, delta0, k, delta_total)
+        result = theorems.kairouz_oh_viswanath(epsilon0, delta0, k, delta_total=delta_total)
+        assert result.epsilon_lower <= exact <= result.epsilon, (ulps, exact, result)
+        if mp.mpf(delta_total) >= mass:  # a finite optimum, bracketed closely
+            assert result.epsilon - result.epsilon_lower <= 1e-11 * max(1.0, result.epsilon)
+        else:
+            assert result.epsilon == math.inf
+
+
+def test_kov_lower_bound_next_to_the_mass_beyond_exact_rational_steps():
+    # above 4096 steps the budget left next to the mass is not computed rationally: the upper
+    # bound may be inf there, but the lower bound must still lie below the exact optimum
+    epsilon0, delta0, k = 0.001, 1e-5, 5000
+    for ulps in (1, 4):
+        delta_total = ulps_from_mass(epsilon0, delta0, k, ulps)
+        result = theorems.kairouz_oh_viswanath(epsilon0, delta0, k, delta_total=delta_total)
+        assert 0 < result.epsilon_lower < k * epsilon0
+        assert kov_delta(epsilon0, delta0, k, result.epsilon_lower) > delta_total
