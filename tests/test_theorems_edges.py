@@ -5,11 +5,15 @@ entry by entry whatever their length."""
 from __future__ import annotations
 
 import math
+import sys
+import warnings
+from fractions import Fraction
 
 import mpmath as mp
 import pytest
 
 from plda import theorems
+from plda.theorems.common import sum_up
 
 
 @pytest.fixture(autouse=True)
@@ -115,3 +119,41 @@ def test_kov_lower_bound_next_to_the_mass_beyond_exact_rational_steps():
         result = theorems.kairouz_oh_viswanath(epsilon0, delta0, k, delta_total=delta_total)
         assert 0 < result.epsilon_lower < k * epsilon0
         assert kov_delta(epsilon0, delta0, k, result.epsilon_lower) > delta_total
+
+
+# --------------------------------------------------------------------------- sums beyond floats
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        [1e308, 1e308],
+        [sys.float_info.max, 9.9e291],  # rounds to the largest float, but lies above it
+        [1e308, 1e308, -1e308],  # a partial sum overflows, the total does not
+        [1e308, 1e308, -1e308, 0.1],
+        [sys.float_info.max, -sys.float_info.max, 1.0],
+        [0.1, 0.2, 0.3],
+    ],
+)
+def test_sum_up_is_the_smallest_float_at_or_above_the_exact_sum(values):
+    exact = sum(map(Fraction, values))
+    result = sum_up(values)
+    assert result == math.inf or Fraction(result) >= exact
+    below = math.nextafter(result, -math.inf)
+    assert math.isinf(below) or Fraction(below) < exact
+
+
+def test_basic_of_an_overflowing_sum_is_inf():
+    # basic composition of two 1e308-DP steps is 2e308-DP: above every float, so inf is the
+    # float bound (it raised OverflowError from math.fsum)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert tuple(theorems.basic([(1e308, 0.0), (1e308, 0.0)])) == (math.inf, 0.0)
+        assert theorems.basic([(1e308, 1e-3)] * 100).epsilon == math.inf
+        assert theorems.basic([(1e308, 0.0), (8e307, 0.0)]).epsilon == math.inf  # 1.8e308
+        assert theorems.basic([(1e308, 0.0), (7e307, 0.0)]).epsilon == pytest.approx(1.7e308)
+        largest = theorems.basic([(sys.float_info.max, 0.0)])
+        assert largest.epsilon == sys.float_info.max
+        assert tuple(theorems.concurrent([(1e308, 1e-3)] * 2)) == (math.inf, 1.0)
+        assert theorems.advanced_kov([(1e308, 0.0)] * 2, 1e-5).epsilon == math.inf
+        assert theorems.advanced([(700.0, 0.0)] * 30, 1e-5).epsilon == math.inf  # 2.1e308

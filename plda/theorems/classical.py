@@ -112,9 +112,9 @@ def advanced(steps, delta_slack: float) -> Guarantee:
     """
     epsilons, deltas = parse_steps(steps)
     slack = delta_value("delta_slack", delta_slack, allow_zero=False)
-    sum_sq = math.fsum((epsilons**2).tolist())
     with np.errstate(over="ignore"):  # epsilon_i > 709: the bound is vacuous (inf)
-        drift = math.fsum((epsilons * np.expm1(epsilons)).tolist())
+        sum_sq = sum_up((epsilons**2).tolist())  # fsum raises where a partial sum overflows
+        drift = sum_up((epsilons * np.expm1(epsilons)).tolist())
     epsilon = round_up(math.sqrt(2.0 * math.log(1.0 / slack) * sum_sq) + drift, 16)
     delta = min(1.0, round_up(sum_up(deltas.tolist() + [slack])))
     return Guarantee(epsilon, delta, "advanced composition (DRV10)")
@@ -153,8 +153,9 @@ def advanced_kov(steps, delta_slack: float) -> Guarantee:
     """
     epsilons, deltas = parse_steps(steps)
     slack = delta_value("delta_slack", delta_slack, allow_zero=False)
-    sum_sq = math.fsum((epsilons**2).tolist())
-    mean = math.fsum((epsilons * np.tanh(epsilons / 2)).tolist())
+    with np.errstate(over="ignore"):  # epsilon_i > 1.3e154: S is inf, basic composition wins
+        sum_sq = sum_up((epsilons**2).tolist())  # fsum raises where a partial sum overflows
+    mean = sum_up((epsilons * np.tanh(epsilons / 2)).tolist())
     second = mean + math.sqrt(2 * sum_sq * math.log(math.e + math.sqrt(sum_sq) / slack))
     third = mean + math.sqrt(2 * sum_sq * math.log(1.0 / slack))
     epsilon = min(sum_up(epsilons.tolist()), round_up(min(second, third), 16))

@@ -291,7 +291,7 @@ def sum_up(values) -> float:
     """The smallest float at or above the exact sum of ``values``.
 
     ``fsum`` is correctly rounded, and the sign of the (also correctly rounded) residual says on
-    which side of it the exact sum lies.
+    which side of it the exact sum lies. A sum beyond the largest float is ``inf``.
 
     Parameters
     ----------
@@ -304,7 +304,17 @@ def sum_up(values) -> float:
         The sum, rounded up.
     """
     values = [float(v) for v in values]
-    s = math.fsum(values)
+    try:
+        s = math.fsum(values)
+    except OverflowError:
+        # a partial sum left the float range (fsum raises rather than return inf): sum the
+        # floats exactly as rationals; an exact sum beyond the largest float rounds up to inf
+        exact = sum(map(Fraction, values))
+        try:
+            s = float(exact)
+        except OverflowError:
+            return math.inf if exact > 0 else -math.inf
+        return s if Fraction(s) >= exact else math.nextafter(s, math.inf)
     if math.isfinite(s) and math.fsum([*values, -s]) > 0:
         s = math.nextafter(s, math.inf)
     return s
