@@ -10,6 +10,7 @@ import warnings
 from fractions import Fraction
 
 import mpmath as mp
+import numpy as np
 import pytest
 
 from plda import theorems
@@ -157,3 +158,46 @@ def test_basic_of_an_overflowing_sum_is_inf():
         assert tuple(theorems.concurrent([(1e308, 1e-3)] * 2)) == (math.inf, 1.0)
         assert theorems.advanced_kov([(1e308, 0.0)] * 2, 1e-5).epsilon == math.inf
         assert theorems.advanced([(700.0, 0.0)] * 30, 1e-5).epsilon == math.inf  # 2.1e308
+
+
+# --------------------------------------------------------------------------- step validation
+
+
+@pytest.mark.parametrize("count", [3, 64, 100, 1000])
+@pytest.mark.parametrize("bad", ["0.1", True, False, b"1", np.True_, None, 1j, np.array(0.1)])
+@pytest.mark.parametrize("which", ["epsilon", "delta"])
+def test_every_step_is_type_checked_whatever_the_list_length(count, bad, which):
+    # numpy converted "0.1", True and b"1" in lists of 64 steps and more (only the first 64
+    # were checked), while a 3-step list raised TypeError
+    for position in sorted({count - 1, count // 2}):
+        steps = [(0.1, 0.0)] * count
+        steps[position] = (bad, 0.0) if which == "epsilon" else (0.1, bad)
+        with pytest.raises(TypeError, match=rf"{which} of steps\[{position}\]"):
+            theorems.basic(steps)
+
+
+@pytest.mark.parametrize(
+    "value", [np.float32(0.25), np.int64(0), Fraction(1, 3), np.longdouble(0.1), -0.0]
+)
+def test_long_and_short_step_lists_read_real_numbers_alike(value):
+    short = theorems.basic([(0.1, 0.0), (value, value)])
+    long = theorems.basic([(0.1, 0.0)] * 99 + [(value, value)])
+    exact = 99 * Fraction(0.1) + Fraction(float(value))
+    assert Fraction(long.epsilon) >= exact
+    assert long.epsilon == pytest.approx(float(exact), rel=1e-15)
+    assert short.delta == long.delta == float(value)
+
+
+def test_step_values_beyond_the_float_range_are_value_errors():
+    # float(10**400) raised OverflowError, which no theorem documents
+    for count in (1, 100):
+        with pytest.raises(ValueError, match=rf"epsilon of steps\[{count - 1}\]"):
+            theorems.basic([(0.1, 0.0)] * (count - 1) + [(10**400, 0.0)])
+        with pytest.raises(ValueError, match=rf"delta of steps\[{count - 1}\]"):
+            theorems.basic([(0.1, 0.0)] * (count - 1) + [(0.1, Fraction(10**400))])
+    with pytest.raises(ValueError, match="epsilon must be"):
+        theorems.kairouz_oh_viswanath(10**400, 0.0, 2, delta_total=0.1)
+    with pytest.raises(ValueError, match="delta_slack"):
+        theorems.advanced([(0.1, 0.0)], -(10**400))
+    with pytest.raises(ValueError, match="k must be"):
+        theorems.kairouz_oh_viswanath(0.1, 0.0, Fraction(10**400), delta_total=0.1)
