@@ -201,3 +201,64 @@ def test_step_values_beyond_the_float_range_are_value_errors():
         theorems.advanced([(0.1, 0.0)], -(10**400))
     with pytest.raises(ValueError, match="k must be"):
         theorems.kairouz_oh_viswanath(0.1, 0.0, Fraction(10**400), delta_total=0.1)
+
+
+# --------------------------------------------------------------------------- subnormal slack
+
+
+def test_advanced_at_a_subnormal_slack_is_its_closed_form():
+    # 1/delta' overflowed for delta' < 5.6e-309, so DRV10 gave inf and the KOV bound fell back
+    # to basic composition, although both closed forms are finite
+    for slack in (5e-324, 1e-310, 1e-300):
+        steps = [(0.01, 0.0)] * 10_000
+        s, e = len(steps) * mp.mpf(0.01) ** 2, mp.mpf(0.01)
+        log_inv = -mp.log(mp.mpf(slack))
+        drv10 = mp.sqrt(2 * log_inv * s) + len(steps) * e * mp.expm1(e)
+        result = theorems.advanced(steps, slack).epsilon
+        assert drv10 <= result <= drv10 * (1 + 1e-13)
+        mean = len(steps) * e * mp.tanh(e / 2)
+        kov = min(
+            len(steps) * e,
+            mean + mp.sqrt(2 * s * mp.log(mp.e + mp.sqrt(s) / mp.mpf(slack))),
+            mean + mp.sqrt(2 * s * log_inv),
+        )
+        result = theorems.advanced_kov(steps, slack).epsilon
+        assert kov <= result <= kov * (1 + 1e-13)
+        assert result < 40  # basic composition is 100
+    # the auditor's case: 10 x (0.1, 0) at delta' = 5e-324 (closed form 12.307)
+    result = theorems.advanced([(0.1, 0.0)] * 10, 5e-324).epsilon
+    exact = mp.sqrt(2 * -mp.log(mp.mpf(5e-324)) * mp.mpf(0.1) ** 2 * 10) + 10 * mp.mpf(
+        0.1
+    ) * mp.expm1(mp.mpf(0.1))
+    assert exact <= result <= exact * (1 + 1e-13)
+    assert result == pytest.approx(12.307138562036856, rel=1e-13)
+
+
+def test_advanced_kov_of_steps_with_zero_epsilon():
+    # log(S) for S = 0 (the log-space form needs the case)
+    assert theorems.advanced_kov([(0.0, 1e-3)] * 3, 1e-5).epsilon == 0.0
+
+
+@pytest.mark.parametrize(
+    "epsilon0, k, slack",
+    [
+        (1e-100, 1, 1e-100),  # log(S) / 2 and log(delta~) cancel
+        (1e-150, 5, 1e-300),
+        (0.5, 7, 1e-310),
+        (1.0, 3, 0.3),
+        (0.01, 10_000, 5e-324),
+    ],
+)
+def test_advanced_bounds_are_at_or_above_their_closed_forms(epsilon0, k, slack):
+    e, s, d = mp.mpf(epsilon0), k * mp.mpf(epsilon0) ** 2, mp.mpf(slack)
+    drv10 = mp.sqrt(2 * -mp.log(d) * s) + k * e * mp.expm1(e)
+    result = theorems.advanced([(epsilon0, 0.0)] * k, slack).epsilon
+    assert drv10 <= result <= drv10 * (1 + 1e-13)
+    mean = k * e * mp.tanh(e / 2)
+    kov = min(
+        k * e,
+        mean + mp.sqrt(2 * s * mp.log(mp.e + mp.sqrt(s) / d)),
+        mean + mp.sqrt(2 * s * -mp.log(d)),
+    )
+    result = theorems.advanced_kov([(epsilon0, 0.0)] * k, slack).epsilon
+    assert kov <= result <= kov * (1 + 1e-13)
