@@ -4,6 +4,7 @@ entry by entry whatever their length."""
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 import warnings
@@ -31,17 +32,27 @@ def kov_delta(epsilon0, delta0, k, eps):
     """The optimal delta(eps) of k (epsilon0, delta0)-DP steps (Kairouz, Oh & Viswanath 2015,
     Thm. 3.3; Murtagh & Vadhan 2016), in mpmath: the mass 1 - (1 - delta0)^k at +inf plus the
     rest times sum_{i: l_i > eps} a_i (1 - e^(eps - l_i)), l_i = (k - 2i) epsilon0 and a_i the
-    binomial pmf of i with success probability 1 / (1 + e^epsilon0)."""
+    binomial pmf of i with success probability p = 1 / (1 + e^epsilon0)."""
     e0, eps = mp.mpf(epsilon0), mp.mpf(eps)
-    log_norm = k * mp.log(1 + mp.e**e0)
+    log_p, log_q = log_binomial_probabilities(epsilon0)
     total = mp.mpf(0)
     for i in range(k // 2 + 1):
         loss = (k - 2 * i) * e0
         if loss <= eps:  # losses decrease with i
             break
-        total += mp.binomial(k, i) * mp.e ** ((k - i) * e0 - log_norm) * -mp.expm1(eps - loss)
+        log_a = mp.log(mp.binomial(k, i)) + (k - i) * log_q + i * log_p
+        total += mp.exp(log_a) * -mp.expm1(eps - loss)
     keep = (1 - mp.mpf(delta0)) ** k
     return (1 - keep) + keep * total
+
+
+@functools.lru_cache
+def log_binomial_probabilities(epsilon0):
+    """``(log p, log q)`` for p = 1 / (1 + e^epsilon0), q = 1 - p, without cancellation for
+    epsilon0 up to the largest float (at the precision of the first call)."""
+    e0 = mp.mpf(epsilon0)
+    log_q = -mp.log1p(mp.exp(-e0))
+    return log_q - e0, log_q
 
 
 def kov_epsilon(epsilon0, delta0, k, delta_total):
@@ -262,3 +273,27 @@ def test_advanced_bounds_are_at_or_above_their_closed_forms(epsilon0, k, slack):
     )
     result = theorems.advanced_kov([(epsilon0, 0.0)] * k, slack).epsilon
     assert kov <= result <= kov * (1 + 1e-13)
+
+
+# --------------------------------------------------------------------------- huge step epsilons
+
+
+@pytest.mark.parametrize(
+    "epsilon0", [1e299, 1.5e300, 1e305, 1e307, 6e307, 1e308, sys.float_info.max]
+)
+@pytest.mark.parametrize("delta0", [0.0, 1e-3])
+def test_kov_for_step_epsilons_near_the_float_limit(epsilon0, delta0):
+    # from epsilon0 ~ 1.3e300 Veltkamp's split overflowed to NaN and every loss counted as
+    # below eps: delta(1.0) came out as the mass 1 - (1 - delta0)^k (0 for pure DP) instead of
+    # ~1, and delta_total queries hung at epsilon0 = 1e308
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for k in (1, 2, 3, 10):
+            for eps in (1.0, 0.5 * epsilon0, epsilon0, 1e308, sys.float_info.max):
+                exact = kov_delta(epsilon0, delta0, k, eps)
+                result = theorems.kairouz_oh_viswanath(epsilon0, delta0, k, epsilon_total=eps)
+                assert exact <= result.delta, (k, eps)
+            for delta_total in (0.0, 1e-300, 0.5, 0.9):
+                exact = kov_epsilon(epsilon0, delta0, k, delta_total)
+                result = theorems.kairouz_oh_viswanath(epsilon0, delta0, k, delta_total=delta_total)
+                assert result.epsilon_lower <= exact <= result.epsilon, (k, delta_total)
