@@ -14,6 +14,7 @@ import mpmath as mp
 import numpy as np
 import pytest
 
+import plda
 from plda import theorems
 from plda.theorems.common import sum_up
 
@@ -297,3 +298,52 @@ def test_kov_for_step_epsilons_near_the_float_limit(epsilon0, delta0):
                 exact = kov_epsilon(epsilon0, delta0, k, delta_total)
                 result = theorems.kairouz_oh_viswanath(epsilon0, delta0, k, delta_total=delta_total)
                 assert result.epsilon_lower <= exact <= result.epsilon, (k, delta_total)
+
+
+# --------------------------------------------------------------------------- warnings
+
+
+def two_group_delta(groups, eps):
+    """Optimal delta(eps) of n1 (e1, d0)-DP and n2 (e2, d0)-DP steps (Murtagh & Vadhan 2016:
+    the composition of the randomized responses), in mpmath: loss (n1 - 2i) e1 + (n2 - 2j) e2
+    with binomial probabilities, and +inf with the mass 1 - (1 - d0)^(n1 + n2)."""
+    (n1, e1), (n2, e2), d0 = groups
+    e1, e2, eps = mp.mpf(e1), mp.mpf(e2), mp.mpf(eps)
+    keep = (1 - mp.mpf(d0)) ** (n1 + n2)
+    p1, p2 = 1 / (1 + mp.e**e1), 1 / (1 + mp.e**e2)
+    total = mp.mpf(0)
+    for i in range(n1 + 1):
+        a = mp.binomial(n1, i) * p1**i * (1 - p1) ** (n1 - i)
+        for j in range(n2 + 1):
+            loss = (n1 - 2 * i) * e1 + (n2 - 2 * j) * e2
+            if loss > eps:
+                b = mp.binomial(n2, j) * p2**j * (1 - p2) ** (n2 - j)
+                total += a * b * -mp.expm1(eps - loss)
+    return (1 - keep) + keep * total
+
+
+def test_optimal_warns_only_about_the_interval_it_returns():
+    # the engine's [3, 3.00671] missed the accuracy, but basic composition caps it to the
+    # returned [2.99999999999517, 3.0]: the AccuracyWarning described an interval not returned
+    for steps, exact in [
+        ([(1.0, 0.0), (2.0, 0.0)], mp.mpf(1) + 2),
+        ([(0.1, 0.0)] * 5 + [(0.3, 0.0)] * 2, 5 * mp.mpf(0.1) + 2 * mp.mpf(0.3)),
+    ]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", plda.AccuracyWarning)
+            result = theorems.optimal(steps, 0.0)
+        assert result.epsilon_lower <= exact <= result.epsilon
+        assert result.epsilon - result.epsilon_lower <= 1e-3 * result.epsilon
+    # a returned interval that does miss the accuracy is named in the warning (the engine's
+    # own was [0.5578, inf] here: one ulp above the mass at +inf)
+    groups = ((20, 0.01), (20, 0.02), 0.01)
+    delta = ulps_from_mass(0.01, 0.01, 40, 1)
+    with pytest.warns(plda.AccuracyWarning) as record:
+        result = theorems.optimal([(0.01, 0.01)] * 20 + [(0.02, 0.01)] * 20, delta)
+    interval = f"[{result.epsilon_lower:.6g}, {result.epsilon:.6g}]"
+    assert [interval in str(w.message) for w in record] == [True]
+    lo, hi = mp.mpf(0), mp.mpf(0.6)
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if two_group_delta(groups, mid) <= delta else (mid, hi)
+    assert result.epsilon_lower <= hi <= result.epsilon
