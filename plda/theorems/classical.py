@@ -112,10 +112,11 @@ def advanced(steps, delta_slack: float) -> Guarantee:
     """
     epsilons, deltas = parse_steps(steps)
     slack = delta_value("delta_slack", delta_slack, allow_zero=False)
-    sum_sq = math.fsum((epsilons**2).tolist())
     with np.errstate(over="ignore"):  # epsilon_i > 709: the bound is vacuous (inf)
-        drift = math.fsum((epsilons * np.expm1(epsilons)).tolist())
-    epsilon = round_up(math.sqrt(2.0 * math.log(1.0 / slack) * sum_sq) + drift, 16)
+        sum_sq = sum_up((epsilons**2).tolist())  # fsum raises where a partial sum overflows
+        drift = sum_up((epsilons * np.expm1(epsilons)).tolist())
+    # ln(1/delta') as -ln(delta'): 1/delta' overflows below 5.6e-309 (a valid subnormal slack)
+    epsilon = round_up(math.sqrt(-2.0 * math.log(slack)) * math.sqrt(sum_sq) + drift, 16)
     delta = min(1.0, round_up(sum_up(deltas.tolist() + [slack])))
     return Guarantee(epsilon, delta, "advanced composition (DRV10)")
 
@@ -153,10 +154,20 @@ def advanced_kov(steps, delta_slack: float) -> Guarantee:
     """
     epsilons, deltas = parse_steps(steps)
     slack = delta_value("delta_slack", delta_slack, allow_zero=False)
-    sum_sq = math.fsum((epsilons**2).tolist())
-    mean = math.fsum((epsilons * np.tanh(epsilons / 2)).tolist())
-    second = mean + math.sqrt(2 * sum_sq * math.log(math.e + math.sqrt(sum_sq) / slack))
-    third = mean + math.sqrt(2 * sum_sq * math.log(1.0 / slack))
+    with np.errstate(over="ignore"):  # epsilon_i > 1.3e154: S is inf, basic composition wins
+        sum_sq = sum_up((epsilons**2).tolist())  # fsum raises where a partial sum overflows
+    mean = sum_up((epsilons * np.tanh(epsilons / 2)).tolist())
+    # sqrt(S) / delta~ and 1 / delta~ overflow for a subnormal slack: then log(e + sqrt(S) /
+    # delta~) is log(S) / 2 - log(delta~) > 709 (the e adds < 1e-308, far below the rounding
+    # round_up covers), and log(1 / delta~) is -log(delta~)
+    ratio = math.sqrt(sum_sq) / slack
+    if math.isfinite(ratio) or math.isinf(sum_sq):
+        log_term = math.log(math.e + ratio)
+    else:
+        log_term = 0.5 * math.log(sum_sq) - math.log(slack)
+    root_s = math.sqrt(2.0 * sum_sq)
+    second = mean + root_s * math.sqrt(log_term)
+    third = mean + root_s * math.sqrt(-math.log(slack))
     epsilon = min(sum_up(epsilons.tolist()), round_up(min(second, third), 16))
     delta = one_minus_product_up([slack, *deltas.tolist()])
     return Guarantee(epsilon, delta, "advanced composition (KOV15)")

@@ -31,10 +31,10 @@ def _concurrent_order(epsilons: np.ndarray, deltas: np.ndarray) -> np.ndarray:
 def _concurrent_delta_up(epsilons: np.ndarray, deltas: np.ndarray) -> float:
     order = _concurrent_order(epsilons, deltas)
     e, d = epsilons[order], deltas[order]
-    prefix = np.concatenate([[0.0], np.cumsum(e)[:-1]])
-    with np.errstate(over="ignore", invalid="ignore"):
+    with np.errstate(over="ignore", invalid="ignore"):  # a prefix sum beyond 1.8e308 is inf
+        prefix = np.concatenate([[0.0], np.cumsum(e)[:-1]])
         terms = np.where(d > 0, np.exp(prefix) * d, 0.0)  # no inf * 0 for pure steps
-    value = math.fsum(terms.tolist())
+    value = sum_up(terms.tolist())  # fsum raises where a partial sum overflows
     # cumsum/exp errors: relative ~ (n + |prefix|) u per term
     return min(1.0, round_up(value, 16 + 4 * len(e) + 4 * float(prefix[-1])))
 

@@ -4,7 +4,9 @@ Viswanath 2015, Thm. 3.3), evaluated in log space with certified error bounds.""
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
+from fractions import Fraction
 from functools import cached_property
 
 import numpy as np
@@ -21,6 +23,10 @@ from plda.theorems.common import (
     round_up,
     sum_up,
 )
+
+#: up to this many steps the budget next to the mass at +inf is computed exactly (rationally)
+_EXACT_BUDGET_STEPS = 4096
+_MAX_FLOAT = sys.float_info.max
 
 
 # ----------------------------------------------------------------------------- KOV exact
@@ -141,15 +147,20 @@ class _KOVLaw:
         """``log a_i``, its error bound, and ``l_i`` for ``i = 0..k//2`` (log space)."""
         k, e0 = self.k, self.epsilon0
         i = np.arange(k // 2 + 1, dtype=float)
-        log_a, error = _log_binomial_pmf(i, k, -_softplus(e0))
-        return log_a, error, (k - 2.0 * i) * e0
+        # for epsilon0 near 1e308 the largest losses and the error bounds of the far-off terms
+        # overflow to inf: a loss beyond every float, a term known only to be <= 1
+        with np.errstate(over="ignore"):
+            log_a, error = _log_binomial_pmf(i, k, -_softplus(e0))
+            return log_a, error, (k - 2.0 * i) * e0
 
     @cached_property
     def _loss_parts(self) -> tuple[np.ndarray, np.ndarray] | None:
         """``l_i`` as an exact unevaluated sum ``n e_hi + n e_lo`` (``n = k - 2i``): Veltkamp's
         split leaves 26 bits in ``e_hi`` and ``e_lo``, so both products are exact for ``k <
-        2^26``. Then ``eps - l_i`` is accurate to a few ulps of itself, even next to a loss."""
-        if self.k >= 2**26:
+        2^26``. Then ``eps - l_i`` is accurate to a few ulps of itself, even next to a loss.
+        ``None`` (rounded products) where the split would overflow: ``epsilon0`` near 1e300 made
+        ``e_hi`` NaN, and every loss then counted as below ``eps`` (an optimal delta of 0)."""
+        if self.k >= 2**26 or not math.isfinite(4.0 * (2.0**27 + 1) * self.k * self.epsilon0):
             return None
         e0 = self.epsilon0
         scaled = (2.0**27 + 1) * e0
@@ -163,7 +174,11 @@ class _KOVLaw:
         parts = self._loss_parts
         if parts is None:  # rounded products: error up to an ulp of l_i
             losses = self._terms[2]
-            return eps - losses, 2 * UNIT_ROUNDOFF * (np.abs(losses) + abs(eps)) + 5e-324
+            # a loss that overflowed to inf exceeds any float eps by more than 1e292, where
+            # 1 - e^(eps - l_i) is 1 to any precision: its gap -inf is then exact enough
+            finite = np.isfinite(losses)
+            error = 2 * UNIT_ROUNDOFF * np.where(finite, np.abs(losses), 0.0)
+            return eps - losses, error + 2 * UNIT_ROUNDOFF * abs(eps) + 5e-324
         hi, lo = parts
         partial = eps - hi  # exact when hi is within a factor 2 of eps (Sterbenz)
         partial_error = np.where(
@@ -192,7 +207,8 @@ class _KOVLaw:
         """
         log_a, error, _ = self._terms
         gap, gap_error = self._gaps(eps)
-        count = int(np.count_nonzero(gap - gap_error < 0))  # losses decrease: a prefix
+        with np.errstate(over="ignore"):  # a gap near -1e308 widened to -inf: still < 0
+            count = int(np.count_nonzero(gap - gap_error < 0))  # losses decrease: a prefix
         if count == 0:
             return 0.0, 0.0
         # log_a is unimodal, so the largest summed term sits at min(count - 1, mode)
@@ -204,12 +220,15 @@ class _KOVLaw:
             gap[start:count],
             gap_error[start:count],
         )
-        x_lo, x_hi = gap + gap_error, gap - gap_error  # the lower bound takes the smaller factor
+        with np.errstate(over="ignore"):  # the lower bound takes the smaller factor
+            x_lo, x_hi = gap + gap_error, gap - gap_error
         lo_mask = x_lo < 0
         lower, _ = _logsumexp_bounds(
             log_a[lo_mask] - error[lo_mask] + np.log(-np.expm1(x_lo[lo_mask]))
         )
-        upper_terms = log_a + error + np.log(-np.expm1(x_hi))
+        with np.errstate(invalid="ignore"):  # -inf + inf: a term with no bound but a_i <= 1
+            upper_log_a = np.fmin(log_a + error, 0.0)
+        upper_terms = upper_log_a + np.log(-np.expm1(x_hi))
         if start > 0:
             upper_terms = np.append(upper_terms, math.log(start) + top - 80 + 1e-6)
         _, upper = _logsumexp_bounds(upper_terms)
@@ -240,7 +259,25 @@ class _KOVLaw:
         closed form on its segment and then bracketed outward against the certified term-by-term
         evaluation of :meth:`delta_rr_bounds`.
         """
-        # the budget left for delta_RR: 1 - (1 - delta_total) / (1 - delta0)^k
+        budget_lo, budget_hi = self._budget_bounds(delta_total)
+        if budget_hi < 0:
+            return math.inf, math.inf
+        if budget_lo < 0:
+            # within rounding of the mass at +inf: no finite epsilon is certified here (the
+            # caller's exact comparison with the mass may still give k epsilon0). The lower bound
+            # must hold for every budget the rounding allows, so it comes from the largest one:
+            # the solution can lie far below k epsilon0 (1.03 for (0.01, 0.01) x 200 one ulp
+            # above the mass, where the budget is ~1e-15)
+            lower = self._bracket(self._closed_form(budget_hi), budget_hi, -1)
+            return lower, math.inf
+        upper = self._bracket(self._closed_form(budget_lo), budget_lo, +1)
+        lower = self._bracket(self._closed_form(budget_hi), budget_hi, -1)
+        check_bracket(lower, upper, query="optimal composition")
+        return lower, upper
+
+    def _budget_bounds(self, delta_total: float) -> tuple[float, float]:
+        """``(lower, upper)`` on the budget left for ``delta_RR``: ``1 - (1 - delta_total) / (1 -
+        delta0)^k``."""
         log_keep_total = math.log1p(-delta_total)
         log_keep_steps = self.k * math.log1p(-self.delta0)
         x = log_keep_total - log_keep_steps
@@ -250,26 +287,32 @@ class _KOVLaw:
             * UNIT_ROUNDOFF
             * ((abs(log_keep_total) + abs(log_keep_steps)) * math.exp(x) + abs(budget))
         )
-        budget_lo, budget_hi = budget - err, budget + err
-        if budget_hi < 0:
-            return math.inf, math.inf
-        if budget_lo < 0:  # within rounding of the mass at +inf: no certified finite epsilon
-            return math.nextafter(self.k * self.epsilon0, 0.0), math.inf
-        upper = self._bracket(self._closed_form(budget_lo), budget_lo, +1)
-        lower = self._bracket(self._closed_form(budget_hi), budget_hi, -1)
-        check_bracket(lower, upper, query="optimal composition")
-        return lower, upper
+        if err <= 2.0**-40 * abs(budget) or self.k > _EXACT_BUDGET_STEPS:
+            return budget - err, budget + err
+        # next to the mass at +inf the budget is a difference of nearly equal numbers, and its
+        # rounding is no longer small beside it (or even exceeds it): the bracket would widen
+        # with it, so decide the budget in rational arithmetic instead, exactly ((1 - delta0)^k
+        # has at most 53 k bits: a few milliseconds at k = 4096)
+        exact = 1 - (1 - Fraction(delta_total)) / (1 - Fraction(self.delta0)) ** self.k
+        value = float(exact)  # correctly rounded
+        below = value if Fraction(value) <= exact else math.nextafter(value, -math.inf)
+        above = value if Fraction(value) >= exact else math.nextafter(value, math.inf)
+        return below, above
 
     def _closed_form(self, budget: float) -> float:
         """Solve ``delta_RR(eps) = budget`` on the segment of losses that holds the solution."""
         if budget <= 0 or self.epsilon0 == 0:
             return self.max_loss
         log_a, _, losses = self._terms
-        log_b = log_a - losses
+        with np.errstate(over="ignore"):  # b_i of a loss near 1e308 is 0
+            log_b = log_a - losses
         log_cum_a = np.logaddexp.accumulate(log_a)  # log A_j, A_j = sum_{i<=j} a_i
         log_cum_b = np.logaddexp.accumulate(log_b)
         # delta_RR at the loss l_j (j >= 1) sums i < j: A_{j-1} (1 - e^{l_j} B_{j-1} / A_{j-1})
-        ratio = np.minimum(losses[1:] + log_cum_b[:-1] - log_cum_a[:-1], 0.0)
+        with np.errstate(invalid="ignore"):
+            ratio = losses[1:] + log_cum_b[:-1] - log_cum_a[:-1]
+        # inf + -inf: a loss beyond every float, where e^{l_j} B_{j-1} <= A_{j-1} e^{-2 epsilon0}
+        ratio = np.minimum(np.where(np.isnan(ratio), -np.inf, ratio), 0.0)
         with np.errstate(divide="ignore"):
             log_at_losses = log_cum_a[:-1] + np.log(-np.expm1(ratio))
         log_budget = math.log(budget)
@@ -297,7 +340,11 @@ class _KOVLaw:
             return upper <= budget if direction > 0 else lower > budget
 
         def clamp(eps: float) -> float:
-            return min(eps, self.max_loss) if direction > 0 else max(eps, 0.0)
+            # the safe end for NaN; a lower bound stays finite (the gaps to the largest float
+            # are certified, those to inf are not numbers)
+            if math.isnan(eps):
+                return self.max_loss if direction > 0 else 0.0
+            return min(eps, self.max_loss) if direction > 0 else max(min(eps, _MAX_FLOAT), 0.0)
 
         failed, eps = None, clamp(estimate)
         step = abs(eps) * 4 * UNIT_ROUNDOFF + 1e-300
@@ -307,7 +354,7 @@ class _KOVLaw:
         if failed is None:
             return eps
         for _ in range(60):  # bisection between a failed and a confirmed point
-            middle = 0.5 * (failed + eps)
+            middle = failed + 0.5 * (eps - failed)  # (failed + eps) / 2 overflows near 1e308
             if middle in (failed, eps):
                 break
             if confirmed(middle):

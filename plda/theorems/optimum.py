@@ -3,7 +3,7 @@ certified bounds from the privacy-loss-distribution engine."""
 
 from __future__ import annotations
 
-from plda._internal.errors import check_bracket
+from plda._internal.errors import check_bracket, quiet_accuracy, warn_if_inaccurate
 from plda.mechanisms import ApproximateDP
 from plda.pld import PrivacyLossDistribution
 from plda.theorems.common import (
@@ -48,6 +48,12 @@ def optimal(
     Guarantee
         The optimal epsilon lies in ``[epsilon_lower, epsilon]``.
 
+    Warns
+    -----
+    AccuracyWarning
+        When the returned ``[epsilon_lower, epsilon]`` (by the PLD method) is wider than
+        ``accuracy``; the warning names that interval.
+
     Raises
     ------
     ValueError
@@ -67,12 +73,14 @@ def optimal(
         (e, d), n = groups[0]
         return kairouz_oh_viswanath(e, d, n, delta_total=target)
     pld = _approximate_dp_pld(groups, accuracy)
-    lower, upper = (float(v) for v in pld.epsilon_bounds(target))
+    with quiet_accuracy():  # judged below, on the interval returned (after the cap)
+        lower, upper = (float(v) for v in pld.epsilon_bounds(target))
     # at eps = sum eps_i the optimum is exactly 1 - prod(1 - delta_i) (only the +inf mass is
     # left), so basic composition caps the grid's upper bound (it matters at delta -> 0)
     if covers_delta_mass(target, groups):
         upper = min(upper, sum_up(epsilons.tolist()))
     check_bracket(lower, upper, query="optimal composition")
+    warn_if_inaccurate(lower, upper, pld.accuracy, query="theorems.optimal")
     return Guarantee(upper, target, "optimal composition (PLD, certified)", lower)
 
 
