@@ -298,6 +298,9 @@ def test_add_remove_reports_worse_direction_for_subsampling():
         (lambda: plda.DiscreteLaplace(1.0, sensitivity=1.5), "sensitivity"),
         (lambda: plda.DiscreteGaussian(1.0, sensitivity=0), "sensitivity"),
         (lambda: plda.ApproximateDP(-0.1), "epsilon"),
+        # past 1e150 the grid's moments overflowed: "math domain error" (theorems.optimal too)
+        (lambda: plda.ApproximateDP(1e200), "epsilon must be in \\[0, 1e\\+150\\]"),
+        (lambda: plda.theorems.optimal([(1e200, 0.0), (1.0, 0.0)], 1e-5), "epsilon"),
         (lambda: plda.ApproximateDP(1.0, 1.5), "delta"),
         (lambda: pld_of(plda.Gaussian(1.0)).epsilon(-0.1), "delta"),
         (lambda: pld_of(plda.Gaussian(1.0)).epsilon(1.5), "delta"),

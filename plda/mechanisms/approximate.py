@@ -7,9 +7,13 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import expit
 
-from plda._internal.validation import nonnegative_float
+from plda._internal.validation import in_range, nonnegative_float
 from plda.mechanisms.base import Mechanism
 from plda.mechanisms.law import AtomLaw
+
+#: largest step epsilon accounted: a grid's moments square the losses, and past about 1.3e154
+#: the square overflows (an epsilon this large says nothing a smaller one does not)
+MAX_EPSILON = 1e150
 
 
 @dataclass(frozen=True)
@@ -25,7 +29,7 @@ class ApproximateDP(Mechanism):
     Parameters
     ----------
     epsilon : float
-        The step's ``epsilon``, finite and ``>= 0``.
+        The step's ``epsilon``, in ``[0, MAX_EPSILON]`` (1e150).
     delta : float, optional
         The step's ``delta``, in ``[0, 1]``.
 
@@ -34,14 +38,17 @@ class ApproximateDP(Mechanism):
     TypeError
         If ``epsilon`` or ``delta`` is not a real number.
     ValueError
-        If ``epsilon`` is negative or not finite, or ``delta`` is outside ``[0, 1]``.
+        If ``epsilon`` is negative, not finite or above ``MAX_EPSILON``, or ``delta`` is outside
+        ``[0, 1]``.
     """
 
     epsilon: float
     delta: float = 0.0
 
     def __post_init__(self):
-        object.__setattr__(self, "epsilon", nonnegative_float("epsilon", self.epsilon))
+        epsilon = nonnegative_float("epsilon", self.epsilon)
+        object.__setattr__(self, "epsilon", in_range(
+            "epsilon", epsilon, 0.0, MAX_EPSILON, "the grid squares the losses"))
         object.__setattr__(self, "delta", nonnegative_float("delta", self.delta, upper=1.0))
 
     def _remove_law(self):
