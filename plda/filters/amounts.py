@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 from fractions import Fraction
 
 from plda._internal.floats import UNIT_ROUNDOFF
@@ -65,6 +66,31 @@ def exact_round_up(value: float) -> Fraction:
         The exact value of ``round_up(value) (1 + SAFETY)``.
     """
     return Fraction(round_up(value) * (1 + SAFETY))
+
+
+def upper_float(value: Fraction, rounded: float) -> float:
+    """A float at least ``value``: ``rounded`` if it is a normal float that is, else the smallest.
+
+    ``rounded`` is the caller's usual float for ``value`` (rounded up by a relative margin).
+    Below the smallest normal float a relative margin is lost to the spacing of subnormals (and
+    an underflow to 0 loses everything), so there the next float up is taken instead.
+
+    Parameters
+    ----------
+    value : fractions.Fraction
+        The exact amount, ``>= 0`` and at most the largest float.
+    rounded : float
+        The caller's float for it.
+
+    Returns
+    -------
+    float
+        ``rounded``, or the smallest float ``>= value``.
+    """
+    if sys.float_info.min <= rounded < math.inf and Fraction(rounded) >= value:
+        return rounded
+    nearest = float(value)
+    return nearest if Fraction(nearest) >= value else math.nextafter(nearest, math.inf)
 
 
 def amount(name: str, value, *, optional: bool = False) -> float | None:
@@ -184,6 +210,8 @@ def positive_int(name: str, value) -> int:
     """
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a positive integer, got {type(value).__name__}")
-    if not (float(value).is_integer() and value >= 1):
+    # an int is checked as an int: float() of one beyond 1.8e308 would overflow
+    integral = isinstance(value, numbers.Integral) or float(value).is_integer()
+    if not (integral and value >= 1):
         raise ValueError(f"{name} must be a positive integer (1, 2, ...), got {value!r}")
     return int(value)
