@@ -12,6 +12,8 @@ import numbers
 import sys
 from fractions import Fraction
 
+import numpy as np
+
 from plda._internal.floats import UNIT_ROUNDOFF
 
 #: relative margin by which a floating-point filter condition must clear its limit
@@ -66,6 +68,27 @@ def exact_round_up(value: float) -> Fraction:
         The exact value of ``round_up(value) (1 + SAFETY)``.
     """
     return Fraction(round_up(value) * (1 + SAFETY))
+
+
+def shaded_square(x: float) -> Fraction:
+    """``x² (1 - SAFETY)`` as computed in floating point, kept exactly, with no over/underflow.
+
+    The square of the mantissa is rounded as ``x * x * (1 - SAFETY)`` would be, then scaled by
+    an exact power of 2, so the value equals the float expression wherever that is a normal
+    float, and stays exact beyond (where the float would be inf, 0 or subnormal).
+
+    Parameters
+    ----------
+    x : float
+        A finite float.
+
+    Returns
+    -------
+    fractions.Fraction
+        The shaded square.
+    """
+    mantissa, exponent = math.frexp(x)
+    return Fraction(mantissa * mantissa * (1 - SAFETY)) * Fraction(2) ** (2 * exponent)
 
 
 def upper_float(value: Fraction, rounded: float) -> float:
@@ -164,6 +187,36 @@ def delta_budget(name: str, value, *, low_open: bool, high: float = 1.0) -> floa
             f"{name} must be in {'(' if low_open else '['}0, {high:.6g}), got {value!r}"
         )
     return v
+
+
+def largest_float_where(fits, lo: float, hi: float) -> float:
+    """The largest float in ``[lo, hi)`` at which a monotone condition holds, by bisection.
+
+    Bisects the bit patterns (non-negative floats are ordered like their int64 views), so it
+    ends on adjacent floats after at most 64 steps, however small or large the answer.
+
+    Parameters
+    ----------
+    fits : callable
+        ``fits(x) -> bool``, true up to some point and false after it; assumed true at ``lo``
+        and false at ``hi`` (neither is evaluated).
+    lo, hi : float
+        The bracket, ``0 <= lo < hi`` (``hi`` may be ``inf``).
+
+    Returns
+    -------
+    float
+        The largest float ``x`` in the bracket with ``fits(x)`` (``lo`` if there is none).
+    """
+    lo_bits = int(np.float64(lo).view(np.int64))
+    hi_bits = int(np.float64(hi).view(np.int64))
+    while hi_bits - lo_bits > 1:
+        mid = (lo_bits + hi_bits) // 2
+        if fits(float(np.int64(mid).view(np.float64))):
+            lo_bits = mid
+        else:
+            hi_bits = mid
+    return float(np.int64(lo_bits).view(np.float64))
 
 
 #: stands for a step cost too large for a float (it fits no budget)

@@ -7,10 +7,18 @@ theorems are stated in ``docs/filters.md``.
 from __future__ import annotations
 
 import math
+import sys
 from fractions import Fraction
 
 from plda._internal import validation as check
-from plda.filters.amounts import SAFETY, UNPAYABLE, delta_budget, exact, exact_round_up
+from plda.filters.amounts import (
+    SAFETY,
+    UNPAYABLE,
+    delta_budget,
+    exact,
+    exact_round_up,
+    shaded_square,
+)
 from plda.filters.base import PrivacyFilter
 from plda.filters.charges import Charge, zcdp_price
 from plda.filters.conversions import (
@@ -344,7 +352,7 @@ class GaussianFilter(PrivacyFilter):
     def __init__(self, epsilon: float, delta: float):
         super().__init__(epsilon, delta_budget("delta", delta, low_open=True))
         mu = largest_gaussian_dp_mu(self._epsilon, self._delta)
-        self._mu_squared = Fraction(mu * mu * (1 - SAFETY))
+        self._mu_squared = shaded_square(mu)  # μ² (1 - SAFETY), also where μ² underflows
 
     @classmethod
     def from_mu(cls, mu: float, delta: float) -> GaussianFilter:
@@ -360,7 +368,8 @@ class GaussianFilter(PrivacyFilter):
         Returns
         -------
         GaussianFilter
-            Its ``epsilon`` is the certified conversion of μ-GDP at ``delta``.
+            Its ``epsilon`` is the certified conversion of μ-GDP at ``delta`` (at least the
+            smallest positive float: μ-GDP with ``δ(0) <= delta`` is (ε, delta)-DP for any ε).
 
         Raises
         ------
@@ -372,14 +381,19 @@ class GaussianFilter(PrivacyFilter):
         mu = check.positive_float("mu", mu)
         delta = delta_budget("delta", delta, low_open=True)
         self = cls.__new__(cls)
-        PrivacyFilter.__init__(self, epsilon_of_gaussian_dp(mu, delta), delta)
+        epsilon = max(epsilon_of_gaussian_dp(mu, delta), math.ulp(0.0))
+        PrivacyFilter.__init__(self, epsilon, delta)
         self._mu_squared = exact(mu) ** 2
         return self
 
     @property
     def mu(self) -> float:
         """The GDP budget."""
-        return math.sqrt(float(self._mu_squared))
+        # scaled by an even power of 2 first: μ² may lie below the floats (μ near 1e-300)
+        square = self._mu_squared
+        shift = square.numerator.bit_length() - square.denominator.bit_length()
+        shift -= shift % 2
+        return math.ldexp(math.sqrt(float(square / Fraction(2) ** shift)), shift // 2)
 
     def _prices_delta(self, charge: Charge) -> bool:
         return charge.mu is None  # a mu price ignores delta
@@ -392,8 +406,14 @@ class GaussianFilter(PrivacyFilter):
         if charge.mu is not None:
             options.append(exact(charge.mu) ** 2)
         if charge.epsilon is not None and charge.delta == 0:
-            mu = gaussian_dp_of_pure_dp(charge.epsilon)
-            options.append(exact_round_up(mu * mu) if mu * mu < math.inf else UNPAYABLE)
+            mu = gaussian_dp_of_pure_dp(charge.epsilon)  # rounded up
+            square = mu * mu
+            if square == math.inf:
+                options.append(UNPAYABLE)
+            elif square < sys.float_info.min:  # μ² under the normal floats: its exact square
+                options.append(Fraction(mu) ** 2)
+            else:
+                options.append(exact_round_up(square))
         if not options:
             raise ValueError(
                 "GaussianFilter charges Gaussian DP: give mu (a Gaussian step: sensitivity / "
