@@ -18,6 +18,16 @@ from plda._internal.floats import UNIT_ROUNDOFF
 
 #: relative margin by which a floating-point filter condition must clear its limit
 SAFETY = 1e-12
+#: largest overall epsilon of a filter: the budgets on sums of squared steps (about 2 epsilon for
+#: ImprovedAdvancedFilter and GaussianFilter) must stay floats; no such epsilon means any privacy
+LARGEST_EPSILON = 1e307
+#: largest rho of RenyiFilter.from_rho and mu of GaussianFilter.from_mu: their epsilon (about rho,
+#: about mu²/2) stays at most LARGEST_EPSILON
+LARGEST_RHO = LARGEST_EPSILON / 10
+LARGEST_MU = 1e153
+#: smallest epsilon of a RenyiFilter: below, its zCDP budget (about epsilon² / (4 ln(1/delta)))
+#: is no longer a normal float
+SMALLEST_RENYI_EPSILON = 1e-150
 
 
 def exact(value: float) -> Fraction:
@@ -68,6 +78,23 @@ def exact_round_up(value: float) -> Fraction:
         The exact value of ``round_up(value) (1 + SAFETY)``.
     """
     return Fraction(round_up(value) * (1 + SAFETY))
+
+
+def log_inverse(x: float) -> float:
+    """``ln(1/x)`` for ``x`` in (0, 1], also where ``1/x`` overflows (a subnormal ``x``).
+
+    Parameters
+    ----------
+    x : float
+        A probability (a δ), > 0.
+
+    Returns
+    -------
+    float
+        ``log(1/x)`` as the filters always computed it, or ``-log(x)`` where ``1/x`` is inf.
+    """
+    inverse = 1 / x
+    return math.log(inverse) if inverse < math.inf else -math.log(x)
 
 
 def shaded_square(x: float) -> Fraction:

@@ -14,6 +14,7 @@ import numpy as np
 from scipy import optimize, special
 
 from plda._internal import validation as check
+from plda._internal.floats import UNIT_ROUNDOFF
 from plda.filters.amounts import SAFETY, amount, delta_budget, largest_float_where, round_up
 
 
@@ -49,15 +50,44 @@ def epsilon_of_zcdp(rho: float, delta: float) -> float:
         return 0.0
     log_delta = math.log(delta)
 
-    def at(t: float) -> float:
-        alpha = 1.0 + math.exp(t)  # alpha - 1 = e^t keeps the search well scaled
-        return alpha * rho + math.log1p(-1 / alpha) - (log_delta + math.log(alpha)) / (alpha - 1)
+    def terms(t: float) -> tuple[float, float]:
+        """The bound at alpha = 1 + e^t, and the sum of its terms' magnitudes (for its
+        rounding error: a few units of 2^-53 of that sum)."""
+        t = float(t)
+        w = math.exp(t)  # alpha - 1 = e^t keeps the search well scaled
+        if w >= 1e-3:  # 1 - 1/alpha keeps all but 1e-13 of its digits: the direct form
+            alpha = 1.0 + w
+            log_alpha = math.log(alpha)
+            first, second = alpha * rho, math.log1p(-1 / alpha)
+            tail = (log_delta + log_alpha) / (alpha - 1)
+            spread = (abs(log_delta) + log_alpha + 1) / (alpha - 1)
+        else:
+            # for a huge rho, w ~ 1e-154 and 1 + w rounds to 1 (log1p(-1) was a domain
+            # error): every term from w, log(1 - 1/alpha) = t - log1p(w), log(alpha) = log1p(w)
+            log_alpha = math.log1p(w)
+            first, second = rho + w * rho, t - log_alpha
+            tail = (log_delta + log_alpha) / w
+            spread = abs(t) + (abs(log_delta) + log_alpha + 1) / w
+        value = first + second - tail
+        return value, abs(first) + abs(second) + abs(tail) + spread
 
     guess = math.log(math.sqrt(-log_delta / rho) + 1e-300)
+    if guess == math.inf:  # -log δ / ρ overflows for a subnormal ρ: the same, from the logs
+        guess = 0.5 * (math.log(-log_delta) - math.log(rho))
     found = optimize.minimize_scalar(
-        at, bounds=(guess - 8, guess + 8), method="bounded", options={"xatol": 1e-9}
+        lambda t: terms(t)[0],
+        bounds=(guess - 8, guess + 8),
+        method="bounded",
+        options={"xatol": 1e-9},
     )
-    best = min(at(found.x), rho + 2 * math.sqrt(-rho * log_delta))
+    value, magnitude = terms(found.x)
+    # SAFETY covers a relative rounding error; where the terms cancel (a tiny rho against a
+    # large delta: the bound near 0, its terms near 1e-6), 16 units of 2^-53 of their
+    # magnitudes are added instead, so the rounding never lowers the bound
+    slack = 16 * UNIT_ROUNDOFF * magnitude
+    if slack > 0.5 * SAFETY * abs(value):
+        value += slack
+    best = min(value, rho + 2 * math.sqrt(-rho * log_delta))
     # tiny rho with large delta can give a negative value: no loss beyond 0 is the bound then
     return max(round_up(best) * (1 + SAFETY), 0.0)
 
