@@ -9,12 +9,25 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 from fractions import Fraction
+
+import numpy as np
 
 from plda._internal.floats import UNIT_ROUNDOFF
 
 #: relative margin by which a floating-point filter condition must clear its limit
 SAFETY = 1e-12
+#: largest overall epsilon of a filter: the budgets on sums of squared steps (about 2 epsilon for
+#: ImprovedAdvancedFilter and GaussianFilter) must stay floats; no such epsilon means any privacy
+LARGEST_EPSILON = 1e307
+#: largest rho of RenyiFilter.from_rho and mu of GaussianFilter.from_mu: their epsilon (about rho,
+#: about mu²/2) stays at most LARGEST_EPSILON
+LARGEST_RHO = LARGEST_EPSILON / 10
+LARGEST_MU = 1e153
+#: smallest epsilon of a RenyiFilter: below, its zCDP budget (about epsilon² / (4 ln(1/delta)))
+#: is no longer a normal float
+SMALLEST_RENYI_EPSILON = 1e-150
 
 
 def exact(value: float) -> Fraction:
@@ -65,6 +78,69 @@ def exact_round_up(value: float) -> Fraction:
         The exact value of ``round_up(value) (1 + SAFETY)``.
     """
     return Fraction(round_up(value) * (1 + SAFETY))
+
+
+def log_inverse(x: float) -> float:
+    """``ln(1/x)`` for ``x`` in (0, 1], also where ``1/x`` overflows (a subnormal ``x``).
+
+    Parameters
+    ----------
+    x : float
+        A probability (a δ), > 0.
+
+    Returns
+    -------
+    float
+        ``log(1/x)`` as the filters always computed it, or ``-log(x)`` where ``1/x`` is inf.
+    """
+    inverse = 1 / x
+    return math.log(inverse) if inverse < math.inf else -math.log(x)
+
+
+def shaded_square(x: float) -> Fraction:
+    """``x² (1 - SAFETY)`` as computed in floating point, kept exactly, with no over/underflow.
+
+    The square of the mantissa is rounded as ``x * x * (1 - SAFETY)`` would be, then scaled by
+    an exact power of 2, so the value equals the float expression wherever that is a normal
+    float, and stays exact beyond (where the float would be inf, 0 or subnormal).
+
+    Parameters
+    ----------
+    x : float
+        A finite float.
+
+    Returns
+    -------
+    fractions.Fraction
+        The shaded square.
+    """
+    mantissa, exponent = math.frexp(x)
+    return Fraction(mantissa * mantissa * (1 - SAFETY)) * Fraction(2) ** (2 * exponent)
+
+
+def upper_float(value: Fraction, rounded: float) -> float:
+    """A float at least ``value``: ``rounded`` if it is a normal float that is, else the smallest.
+
+    ``rounded`` is the caller's usual float for ``value`` (rounded up by a relative margin).
+    Below the smallest normal float a relative margin is lost to the spacing of subnormals (and
+    an underflow to 0 loses everything), so there the next float up is taken instead.
+
+    Parameters
+    ----------
+    value : fractions.Fraction
+        The exact amount, ``>= 0`` and at most the largest float.
+    rounded : float
+        The caller's float for it.
+
+    Returns
+    -------
+    float
+        ``rounded``, or the smallest float ``>= value``.
+    """
+    if sys.float_info.min <= rounded < math.inf and Fraction(rounded) >= value:
+        return rounded
+    nearest = float(value)
+    return nearest if Fraction(nearest) >= value else math.nextafter(nearest, math.inf)
 
 
 def amount(name: str, value, *, optional: bool = False) -> float | None:
@@ -140,6 +216,36 @@ def delta_budget(name: str, value, *, low_open: bool, high: float = 1.0) -> floa
     return v
 
 
+def largest_float_where(fits, lo: float, hi: float) -> float:
+    """The largest float in ``[lo, hi)`` at which a monotone condition holds, by bisection.
+
+    Bisects the bit patterns (non-negative floats are ordered like their int64 views), so it
+    ends on adjacent floats after at most 64 steps, however small or large the answer.
+
+    Parameters
+    ----------
+    fits : callable
+        ``fits(x) -> bool``, true up to some point and false after it; assumed true at ``lo``
+        and false at ``hi`` (neither is evaluated).
+    lo, hi : float
+        The bracket, ``0 <= lo < hi`` (``hi`` may be ``inf``).
+
+    Returns
+    -------
+    float
+        The largest float ``x`` in the bracket with ``fits(x)`` (``lo`` if there is none).
+    """
+    lo_bits = int(np.float64(lo).view(np.int64))
+    hi_bits = int(np.float64(hi).view(np.int64))
+    while hi_bits - lo_bits > 1:
+        mid = (lo_bits + hi_bits) // 2
+        if fits(float(np.int64(mid).view(np.float64))):
+            lo_bits = mid
+        else:
+            hi_bits = mid
+    return float(np.int64(lo_bits).view(np.float64))
+
+
 #: stands for a step cost too large for a float (it fits no budget)
 UNPAYABLE = Fraction(2) ** 2100
 
@@ -184,6 +290,8 @@ def positive_int(name: str, value) -> int:
     """
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a positive integer, got {type(value).__name__}")
-    if not (float(value).is_integer() and value >= 1):
+    # an int is checked as an int: float() of one beyond 1.8e308 would overflow
+    integral = isinstance(value, numbers.Integral) or float(value).is_integer()
+    if not (integral and value >= 1):
         raise ValueError(f"{name} must be a positive integer (1, 2, ...), got {value!r}")
     return int(value)

@@ -6,10 +6,8 @@ from __future__ import annotations
 import threading
 from fractions import Fraction
 
-import numpy as np
-
 from plda._internal import validation as check
-from plda.filters.amounts import add_states, exact
+from plda.filters.amounts import LARGEST_EPSILON, add_states, exact, largest_float_where
 from plda.filters.charges import BudgetExceededError, Charge, Usage, parse_charge
 
 
@@ -23,7 +21,8 @@ class PrivacyFilter:
     Parameters
     ----------
     epsilon : float
-        The overall epsilon, > 0.
+        The overall epsilon, in (0, 1e307] (:data:`~plda.filters.amounts.LARGEST_EPSILON`:
+        sums of squared steps must stay floats; no larger epsilon means any privacy).
     delta : float
         The overall delta (each subclass checks its range).
 
@@ -32,13 +31,15 @@ class PrivacyFilter:
     TypeError
         If ``epsilon`` is not a real number.
     ValueError
-        If ``epsilon`` is not a finite number > 0.
+        If ``epsilon`` is not in (0, 1e307].
     """
 
     measure = ""  # what ``spent.statistic`` is
 
     def __init__(self, epsilon: float, delta: float):
         self._epsilon = check.positive_float("epsilon", epsilon)
+        if self._epsilon > LARGEST_EPSILON:
+            raise ValueError(f"epsilon must be in (0, {LARGEST_EPSILON:g}], got {epsilon!r}")
         self._delta = float(delta)
         self._lock = threading.Lock()
         self._history: list[Charge] = []
@@ -297,19 +298,10 @@ class PrivacyFilter:
 
         if not fits(0.0):
             return 0.0
-        hi = 2.0 * self._epsilon + 1.0
+        hi = 2.0 * self._epsilon + 1.0  # finite: epsilon <= LARGEST_EPSILON
         while fits(hi):  # pragma: no cover - no valid filter accepts a pure step this large
             hi *= 2
-        # bisect on the bit patterns: positive floats are ordered like their int64 views
-        lo_bits = 0
-        hi_bits = int(np.float64(hi).view(np.int64))
-        while hi_bits - lo_bits > 1:
-            mid = (lo_bits + hi_bits) // 2
-            if fits(float(np.int64(mid).view(np.float64))):
-                lo_bits = mid
-            else:
-                hi_bits = mid
-        return float(np.int64(lo_bits).view(np.float64))
+        return largest_float_where(fits, 0.0, hi)
 
     def _require_epsilon(self, charge: Charge) -> Fraction:
         if charge.epsilon is None:

@@ -7,10 +7,24 @@ theorems are stated in ``docs/filters.md``.
 from __future__ import annotations
 
 import math
+import sys
 from fractions import Fraction
 
 from plda._internal import validation as check
-from plda.filters.amounts import SAFETY, UNPAYABLE, delta_budget, exact, exact_round_up
+from plda.filters.amounts import (
+    LARGEST_EPSILON,
+    LARGEST_MU,
+    LARGEST_RHO,
+    SAFETY,
+    SMALLEST_RENYI_EPSILON,
+    UNPAYABLE,
+    delta_budget,
+    exact,
+    exact_round_up,
+    largest_float_where,
+    log_inverse,
+    shaded_square,
+)
 from plda.filters.base import PrivacyFilter
 from plda.filters.charges import Charge, zcdp_price
 from plda.filters.conversions import (
@@ -32,14 +46,14 @@ class BasicFilter(PrivacyFilter):
     Parameters
     ----------
     epsilon : float
-        Overall ε > 0.
+        Overall ε, in (0, 1e307].
     delta : float, optional
         Overall δ in [0, 1); the steps' δᵢ add up against it.
 
     Raises
     ------
     ValueError
-        If ``epsilon`` is not a finite number > 0 or ``delta`` is outside [0, 1).
+        If ``epsilon`` is outside (0, 1e307] or ``delta`` is outside [0, 1).
     TypeError
         If a value is not a real number.
 
@@ -90,7 +104,7 @@ class AdvancedFilter(PrivacyFilter):
     Parameters
     ----------
     epsilon : float
-        Overall ε > 0.
+        Overall ε, in (0, 1e307].
     delta : float
         Overall δ in (0, 1/e); half of it pays for the steps' δᵢ, half for the concentration
         bound.
@@ -98,7 +112,7 @@ class AdvancedFilter(PrivacyFilter):
     Raises
     ------
     ValueError
-        If ``epsilon`` is not a finite number > 0 or ``delta`` is outside (0, 1/e).
+        If ``epsilon`` is outside (0, 1e307] or ``delta`` is outside (0, 1/e).
     TypeError
         If a value is not a real number.
     """
@@ -107,9 +121,17 @@ class AdvancedFilter(PrivacyFilter):
 
     def __init__(self, epsilon: float, delta: float):
         super().__init__(epsilon, delta_budget("delta", delta, low_open=True, high=math.exp(-1)))
-        self._h = self._epsilon**2 / (28.04 * math.log(1 / self._delta))
+        # K is homogeneous of degree 1 in (ε, εᵢ): it is evaluated in units of 2^k, with
+        # ε = m 2^k, m in [1/2, 1). Scaling by a power of 2 is exact, so wherever ε², H and the
+        # sums are normal floats the result is bit for bit the unscaled one, and elsewhere
+        # (ε near 1e-170 or 1e307) nothing under- or overflows
+        self._mantissa, exponent = math.frexp(self._epsilon)
+        self._unit = Fraction(2) ** exponent
+        self._exponent = exponent
+        self._h = self._mantissa**2 / (28.04 * log_inverse(self._delta))  # H / 4^k
         self._log_term = math.log(2.0) - math.log(self._delta)  # ln(2/δ)
         self._step_delta = exact(self._delta) / 2
+        self._epsilon_squared = Fraction(self._epsilon) ** 2
 
     def _zero(self):
         return (Fraction(0), Fraction(0), Fraction(0))
@@ -117,22 +139,29 @@ class AdvancedFilter(PrivacyFilter):
     def _increment(self, charge):
         e = self._require_epsilon(charge)
         x = float(charge.epsilon)
-        drift = exact_round_up(x * math.expm1(x) / 2) if x < 700 else UNPAYABLE  # e^x overflows
+        if x < 1e-150:  # x (e^x - 1)/2 <= e² (1 + e)/2 (e^x - 1 <= x + x², x <= 1): no underflow
+            drift = e * e * (1 + e) / 2
+        else:
+            drift = exact_round_up(x * math.expm1(x) / 2) if x < 700 else UNPAYABLE  # overflow
         return (e * e, drift, exact(charge.delta))
 
-    def _k(self, state) -> float:
-        squares, drift = float(state[0]), float(state[1])
+    def _k_scaled(self, state) -> float:
+        """K / 2^k."""
+        squares = float(state[0] / self._unit**2)
+        drift = float(state[1] / self._unit)
         h = self._h
         spread = (squares + h) * (2 + math.log1p(squares / h)) * self._log_term
         return drift + math.sqrt(spread)
 
     def _fits(self, state):
-        if state[2] > self._step_delta or state[0] > self._epsilon**2 or state[1] > self._epsilon:
-            return False  # K > sqrt(Σ εᵢ²) and K > drift: refused before any float overflows
-        return self._k(state) * (1 + SAFETY) <= self._epsilon
+        if state[2] > self._step_delta or state[0] > self._epsilon_squared:
+            return False  # K > sqrt(Σ εᵢ²): refused before any float overflows
+        if state[1] > self._epsilon:
+            return False  # K > drift
+        return self._k_scaled(state) * (1 + SAFETY) <= self._mantissa
 
     def _statistic(self, state):
-        return self._k(state)
+        return math.ldexp(self._k_scaled(state), self._exponent)
 
     def _limit(self):
         return self._epsilon
@@ -153,7 +182,7 @@ class ImprovedAdvancedFilter(PrivacyFilter):
     Parameters
     ----------
     epsilon : float
-        Overall ε > 0.
+        Overall ε, in (0, 1e307].
     delta : float
         Overall δ, in (0, 1).
     step_delta : float, optional
@@ -163,7 +192,7 @@ class ImprovedAdvancedFilter(PrivacyFilter):
     Raises
     ------
     ValueError
-        If ``epsilon`` is not a finite number > 0 or ``delta`` is outside (0, 1), or
+        If ``epsilon`` is outside (0, 1e307] or ``delta`` is outside (0, 1), or
         ``step_delta`` outside [0, delta).
     TypeError
         If a value is not a real number.
@@ -175,13 +204,15 @@ class ImprovedAdvancedFilter(PrivacyFilter):
         super().__init__(epsilon, delta_budget("delta", delta, low_open=True))
         step = self._delta / 2 if step_delta is None else step_delta
         self.step_delta = delta_budget("step_delta", step, low_open=False, high=self._delta)
-        log_term = math.log(1 / (self._delta - self.step_delta))
-        root = (
-            2
-            * self._epsilon
-            / (math.sqrt(2 * log_term + 2 * self._epsilon) + math.sqrt(2 * log_term))
+        log_term = log_inverse(self._delta - self.step_delta)
+        # root = 2ε / (sqrt(2L + 2ε) + sqrt(2L)) = sqrt(V), formed as 2m/(...) times 2^k with
+        # ε = m 2^k: the same float as the direct quotient where that is normal, and exact in
+        # its exponent where the quotient would be subnormal (ε near 1e-320)
+        mantissa, exponent = math.frexp(self._epsilon)
+        scaled = (
+            2 * mantissa / (math.sqrt(2 * log_term + 2 * self._epsilon) + math.sqrt(2 * log_term))
         )
-        self._squares_limit = Fraction(root * root * (1 - SAFETY))
+        self._squares_limit = shaded_square(scaled) * Fraction(2) ** (2 * exponent)
         self._step_delta_exact = exact(self.step_delta)
 
     def __repr__(self) -> str:
@@ -222,14 +253,15 @@ class RenyiFilter(PrivacyFilter):
     Parameters
     ----------
     epsilon : float
-        Overall ε > 0.
+        Overall ε, in [1e-150, 1e307]: below, the zCDP budget ``ρ ≈ ε² / (4 ln(1/δ))`` is no
+        longer a normal float.
     delta : float
         Overall δ, in (0, 1).
 
     Raises
     ------
     ValueError
-        If ``epsilon`` is not a finite number > 0 or ``delta`` is outside (0, 1).
+        If ``epsilon`` is outside [1e-150, 1e307] or ``delta`` is outside (0, 1).
     TypeError
         If a value is not a real number.
     """
@@ -238,6 +270,11 @@ class RenyiFilter(PrivacyFilter):
 
     def __init__(self, epsilon: float, delta: float):
         super().__init__(epsilon, delta_budget("delta", delta, low_open=True))
+        if self._epsilon < SMALLEST_RENYI_EPSILON:
+            raise ValueError(
+                f"epsilon must be in [{SMALLEST_RENYI_EPSILON:g}, {LARGEST_EPSILON:g}] for a "
+                f"RenyiFilter (below, its zCDP budget is no normal float), got {epsilon!r}"
+            )
         self._rho_exact = Fraction(self._largest_rho(self._epsilon, self._delta))
 
     @classmethod
@@ -247,14 +284,15 @@ class RenyiFilter(PrivacyFilter):
         Parameters
         ----------
         rho : float
-            The zCDP budget, > 0.
+            The zCDP budget, in (0, 1e306] (so that its ε stays at most 1e307).
         delta : float
             The overall δ, in (0, 1).
 
         Returns
         -------
         RenyiFilter
-            Its ``epsilon`` is the certified conversion of ``rho`` at ``delta``.
+            Its ``epsilon`` is the certified conversion of ``rho`` at ``delta`` (at least the
+            smallest positive float: a conversion clamped at 0 holds for any ε > 0).
 
         Raises
         ------
@@ -264,9 +302,11 @@ class RenyiFilter(PrivacyFilter):
             If a value is not a real number.
         """
         rho = check.positive_float("rho", rho)
+        if rho > LARGEST_RHO:
+            raise ValueError(f"rho must be in (0, {LARGEST_RHO:g}], got {rho!r}")
         delta = delta_budget("delta", delta, low_open=True)
         self = cls.__new__(cls)
-        PrivacyFilter.__init__(self, epsilon_of_zcdp(rho, delta), delta)
+        PrivacyFilter.__init__(self, max(epsilon_of_zcdp(rho, delta), math.ulp(0.0)), delta)
         self._rho_exact = exact(rho)
         return self
 
@@ -277,8 +317,10 @@ class RenyiFilter(PrivacyFilter):
 
     @staticmethod
     def _largest_rho(epsilon: float, delta: float) -> float:
-        log_term = math.log(1 / delta)
-        lo = (math.sqrt(log_term + epsilon) - math.sqrt(log_term)) ** 2 * (1 - 1e-9)
+        log_term = log_inverse(delta)
+        # Bun & Steinke's ρ, (sqrt(L + ε) - sqrt(L))², in a form that does not cancel (for
+        # ε far below L the difference of roots is 0 in floating point)
+        lo = (epsilon / (math.sqrt(log_term + epsilon) + math.sqrt(log_term))) ** 2 * (1 - 1e-9)
         if epsilon_of_zcdp(lo, delta) > epsilon:  # pragma: no cover - the CKS bound is tighter
             raise ArithmeticError("zCDP budget search failed")
         # rho may exceed epsilon (epsilon 1, delta 0.5 allows rho 1.0164): grow the bracket
@@ -286,15 +328,7 @@ class RenyiFilter(PrivacyFilter):
         hi = max(epsilon, 2 * lo)
         while epsilon_of_zcdp(hi, delta) <= epsilon:
             lo, hi = hi, 2 * hi
-        for _ in range(200):
-            mid = 0.5 * (lo + hi)
-            if mid in (lo, hi):
-                break
-            if epsilon_of_zcdp(mid, delta) <= epsilon:
-                lo = mid
-            else:
-                hi = mid
-        return lo
+        return largest_float_where(lambda r: epsilon_of_zcdp(r, delta) <= epsilon, lo, hi)
 
     def _prices_delta(self, charge: Charge) -> bool:
         return charge.rho is None and charge.mu is None  # a rho/mu price ignores delta
@@ -327,14 +361,14 @@ class GaussianFilter(PrivacyFilter):
     Parameters
     ----------
     epsilon : float
-        Overall ε > 0.
+        Overall ε, in (0, 1e307].
     delta : float
         Overall δ, in (0, 1).
 
     Raises
     ------
     ValueError
-        If ``epsilon`` is not a finite number > 0 or ``delta`` is outside (0, 1).
+        If ``epsilon`` is outside (0, 1e307] or ``delta`` is outside (0, 1).
     TypeError
         If a value is not a real number.
     """
@@ -344,7 +378,7 @@ class GaussianFilter(PrivacyFilter):
     def __init__(self, epsilon: float, delta: float):
         super().__init__(epsilon, delta_budget("delta", delta, low_open=True))
         mu = largest_gaussian_dp_mu(self._epsilon, self._delta)
-        self._mu_squared = Fraction(mu * mu * (1 - SAFETY))
+        self._mu_squared = shaded_square(mu)  # μ² (1 - SAFETY), also where μ² underflows
 
     @classmethod
     def from_mu(cls, mu: float, delta: float) -> GaussianFilter:
@@ -353,14 +387,15 @@ class GaussianFilter(PrivacyFilter):
         Parameters
         ----------
         mu : float
-            The GDP budget, > 0.
+            The GDP budget, in (0, 1e153] (so that its ε, about μ²/2, stays at most 1e307).
         delta : float
             The overall δ, in (0, 1).
 
         Returns
         -------
         GaussianFilter
-            Its ``epsilon`` is the certified conversion of μ-GDP at ``delta``.
+            Its ``epsilon`` is the certified conversion of μ-GDP at ``delta`` (at least the
+            smallest positive float: μ-GDP with ``δ(0) <= delta`` is (ε, delta)-DP for any ε).
 
         Raises
         ------
@@ -370,16 +405,23 @@ class GaussianFilter(PrivacyFilter):
             If a value is not a real number.
         """
         mu = check.positive_float("mu", mu)
+        if mu > LARGEST_MU:
+            raise ValueError(f"mu must be in (0, {LARGEST_MU:g}], got {mu!r}")
         delta = delta_budget("delta", delta, low_open=True)
         self = cls.__new__(cls)
-        PrivacyFilter.__init__(self, epsilon_of_gaussian_dp(mu, delta), delta)
+        epsilon = max(epsilon_of_gaussian_dp(mu, delta), math.ulp(0.0))
+        PrivacyFilter.__init__(self, epsilon, delta)
         self._mu_squared = exact(mu) ** 2
         return self
 
     @property
     def mu(self) -> float:
         """The GDP budget."""
-        return math.sqrt(float(self._mu_squared))
+        # scaled by an even power of 2 first: μ² may lie below the floats (μ near 1e-300)
+        square = self._mu_squared
+        shift = square.numerator.bit_length() - square.denominator.bit_length()
+        shift -= shift % 2
+        return math.ldexp(math.sqrt(float(square / Fraction(2) ** shift)), shift // 2)
 
     def _prices_delta(self, charge: Charge) -> bool:
         return charge.mu is None  # a mu price ignores delta
@@ -392,8 +434,14 @@ class GaussianFilter(PrivacyFilter):
         if charge.mu is not None:
             options.append(exact(charge.mu) ** 2)
         if charge.epsilon is not None and charge.delta == 0:
-            mu = gaussian_dp_of_pure_dp(charge.epsilon)
-            options.append(exact_round_up(mu * mu) if mu * mu < math.inf else UNPAYABLE)
+            mu = gaussian_dp_of_pure_dp(charge.epsilon)  # rounded up
+            square = mu * mu
+            if square == math.inf:
+                options.append(UNPAYABLE)
+            elif square < sys.float_info.min:  # μ² under the normal floats: its exact square
+                options.append(Fraction(mu) ** 2)
+            else:
+                options.append(exact_round_up(square))
         if not options:
             raise ValueError(
                 "GaussianFilter charges Gaussian DP: give mu (a Gaussian step: sensitivity / "

@@ -3,14 +3,25 @@
 from __future__ import annotations
 
 import math
+import sys
 import threading
 from fractions import Fraction
 
 from scipy import optimize, special
 
 from plda._internal import validation as check
-from plda.filters.amounts import SAFETY, amount, delta_budget, round_up
+from plda.filters.amounts import (
+    LARGEST_EPSILON,
+    SAFETY,
+    amount,
+    delta_budget,
+    log_inverse,
+    round_up,
+)
 from plda.filters.charges import Charge, parse_charge, zcdp_price
+
+#: the targets an Odometer accepts (see its docstring)
+TARGET_RANGE = (1e-100, 1e100)
 
 
 class Odometer:
@@ -29,7 +40,9 @@ class Odometer:
         The probability, in (0, 1), with which the bound may fail.
     target_epsilon : float, optional
         Where the bound is made tightest (the mixture's precision ``c`` is fixed here, before
-        any data is seen); elsewhere it pays a small ``log`` factor.
+        any data is seen); elsewhere it pays a small ``log`` factor. In [1e-100, 1e100]: ``c``
+        scales like ``target_epsilon²`` for small targets and must stay a normal float (no
+        target outside this range means any privacy).
 
     Attributes
     ----------
@@ -49,6 +62,11 @@ class Odometer:
     def __init__(self, delta: float = 1e-6, *, target_epsilon: float = 1.0):
         self._delta = delta_budget("delta", delta, low_open=True)
         self.target_epsilon = check.positive_float("target_epsilon", target_epsilon)
+        if not TARGET_RANGE[0] <= self.target_epsilon <= TARGET_RANGE[1]:
+            raise ValueError(
+                f"target_epsilon must be in [{TARGET_RANGE[0]:g}, {TARGET_RANGE[1]:g}], got "
+                f"{target_epsilon!r}"
+            )
         self.tuning = self._tune(self.target_epsilon, self._delta)
         self._lock = threading.Lock()
         self._rho = Fraction(0)
@@ -98,7 +116,7 @@ class Odometer:
         Parameters
         ----------
         rho_total : float
-            The total ``R``, ``>= 0``.
+            The total ``R``, in [0, 1e307] (so that ``s`` and ``u(R)`` stay floats).
 
         Returns
         -------
@@ -108,23 +126,35 @@ class Odometer:
         Raises
         ------
         ValueError
-            If ``rho_total`` is negative or not finite.
+            If ``rho_total`` is outside [0, 1e307].
         TypeError
             If it is not a real number.
         """
         rho_total = amount("rho_total", rho_total)
+        if rho_total > LARGEST_EPSILON:
+            raise ValueError(f"rho_total must be in [0, {LARGEST_EPSILON:g}], got {rho_total!r}")
         c = self.tuning
         spread = 2 * rho_total + c
         log_target = -math.log(self._delta)
+        if c / spread >= sys.float_info.min:
+            log_ratio, log_inverse_ratio = math.log(c / spread), math.log(spread / c)
+        else:  # c/s underflows (a tiny target's c against a large total): logs of each
+            log_ratio = math.log(c) - math.log(spread)
+            log_inverse_ratio = -log_ratio
 
         def log_mixture(x: float) -> float:
             return (
-                math.log(2.0) + 0.5 * math.log(c / spread) + x * x / (2 * spread)
+                math.log(2.0) + 0.5 * log_ratio + x * x / (2 * spread)
                 + float(special.log_ndtr(x / math.sqrt(spread)))
             )
 
         # the closed form (Phi >= 1/2) is at or above the root: bisect below it, keep the top
-        hi = math.sqrt(2 * spread * (0.5 * math.log(spread / c) + log_target))
+        inner = 0.5 * log_inverse_ratio + log_target
+        hi_squared = 2 * spread * inner
+        if hi_squared < math.inf:
+            hi = math.sqrt(hi_squared)
+        else:  # 2s ln(...) overflows for R near 1e307, its root does not
+            hi = math.sqrt(2 * spread) * math.sqrt(inner)
         lo = 0.0  # M(0) = sqrt(c/s) <= 1 < 1/δ: the root is positive
         for _ in range(100):
             mid = 0.5 * (lo + hi)
@@ -178,10 +208,7 @@ class Odometer:
         price = zcdp_price(charge, "the Odometer")
         with self._lock:
             total = self._rho + price
-            try:
-                bound = self.bound(float(total))
-            except OverflowError:
-                bound = math.inf
+            bound = self.bound(float(total)) if total <= LARGEST_EPSILON else math.inf
             if not bound < math.inf:
                 raise ValueError(
                     f"the step {charge} makes the privacy loss bound overflow a float; nothing "
@@ -201,8 +228,11 @@ class Odometer:
     @staticmethod
     def _tune(target: float, delta: float) -> float:
         # the Σρ at which the (tighter) fixed-horizon bound equals the target ...
-        log_term = math.log(1 / delta)
-        rho_star = (math.sqrt(log_term + target) - math.sqrt(log_term)) ** 2
+        log_term = log_inverse(delta)
+        if target >= 1e-6 * log_term:  # the difference keeps all but ~4L/ε 2^-53 of its digits
+            rho_star = (math.sqrt(log_term + target) - math.sqrt(log_term)) ** 2
+        else:  # the same, in a form that does not cancel (the difference is 0 for ε << L)
+            rho_star = (target / (math.sqrt(log_term + target) + math.sqrt(log_term))) ** 2
 
         # ... and the mixture precision that minimizes the bound there
         def bound_at(log_c: float) -> float:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 import threading
 from collections.abc import Callable
 from fractions import Fraction
@@ -12,7 +13,14 @@ import numpy as np
 
 from plda._internal import validation as check
 from plda.filters import samplers
-from plda.filters.amounts import SAFETY, delta_budget, exact, positive_int, round_up
+from plda.filters.amounts import (
+    SAFETY,
+    delta_budget,
+    exact,
+    positive_int,
+    round_up,
+    upper_float,
+)
 from plda.filters.base import PrivacyFilter
 from plda.filters.conversions import largest_gaussian_dp_mu
 from plda.filters.odometer import Odometer
@@ -25,8 +33,10 @@ class PrivateQueries:
     with a declared sensitivity (add/remove neighbours; for replace-one, declare twice the
     add/remove sensitivity), and each answer is charged to ``budget`` — any
     :class:`PrivacyFilter` (which refuses past its budget) or an :class:`Odometer` (which only
-    reports). The charge happens *before* the query runs, so a refused query never touches the
-    data, and a query that raises keeps its charge (its failure is an observable outcome).
+    reports). Every argument is checked first: a call that raises TypeError or ValueError for
+    bad input changes nothing (no charge, no noise drawn, the query not run). The charge then
+    happens *before* the query runs, so a refused query never touches the data, and a query
+    that raises keeps its charge (its failure is an observable outcome).
 
     Thread-safe: the budget checks and records under its own lock, and the noise generator is
     used under another, so concurrent queries never overspend and never share random draws.
@@ -72,10 +82,18 @@ class PrivateQueries:
         return f"PrivateQueries(<data hidden>, budget={self.budget!r})"
 
     # ---------------------------------------------------------------- helpers
-    def _answer(self, query: Callable) -> np.ndarray:
+    # the checks every mechanism runs before it charges the budget (see the class docstring)
+    @staticmethod
+    def _check_query(query: Callable) -> Callable:
         if not callable(query):
             raise TypeError(f"query must be a callable of the data, got {type(query).__name__}")
-        return query(self._data)
+        return query
+
+    @staticmethod
+    def _check_label(label: str) -> str:
+        if not isinstance(label, str):
+            raise TypeError(f"label must be a str, got {type(label).__name__}")
+        return label
 
     @staticmethod
     def _real_values(value) -> np.ndarray:
@@ -123,15 +141,23 @@ class PrivateQueries:
         BudgetExceededError
             If the budget is a filter and refuses the step (the query does not run).
         ValueError
-            If an argument is out of range, or the query returns a non-finite value.
+            If an argument is out of range, ``sensitivity / epsilon`` (the noise scale) exceeds
+            the largest float, or the query returns a non-finite value.
         TypeError
-            If ``query`` is not callable or a number is not a real number.
+            If ``query`` is not callable, ``label`` not a str, or a number is not a real number.
         """
+        self._check_query(query)
+        self._check_label(label)
         sensitivity = check.positive_float("sensitivity", sensitivity)
         epsilon = check.positive_float("epsilon", epsilon)
         scale = round_up(sensitivity / epsilon) * (1 + SAFETY)  # never less noise than calibrated
+        if not math.isfinite(scale):  # infinite noise would answer inf/nan, yet be charged
+            raise ValueError(
+                "sensitivity / epsilon (the Laplace scale) must be at most 1.7e308, got "
+                f"sensitivity={sensitivity!r}, epsilon={epsilon!r}"
+            )
         self.budget.spend(epsilon=epsilon, delta=0.0, label=label)
-        values = self._real_values(self._answer(query))
+        values = self._real_values(query(self._data))
         with self._rng_lock:
             noise = self._rng.laplace(0.0, scale, size=values.shape)
         return self._shape(values, values + noise)
@@ -179,11 +205,14 @@ class PrivateQueries:
         BudgetExceededError
             If the budget is a filter and refuses the step (the query does not run).
         ValueError
-            If an argument is out of range, not exactly one calibration is given, or the query
-            returns a non-finite value.
+            If an argument is out of range, not exactly one calibration is given, the noise's
+            σ = Δ/μ is not a positive finite float or the charged μ = Δ/σ is below 2.2e-308
+            (the smallest normal float), or the query returns a non-finite value.
         TypeError
-            If ``query`` is not callable or a number is not a real number.
+            If ``query`` is not callable, ``label`` not a str, or a number is not a real number.
         """
+        self._check_query(query)
+        self._check_label(label)
         sensitivity = check.positive_float("sensitivity", sensitivity)
         given = [epsilon is not None or delta is not None, rho is not None, mu is not None]
         if sum(given) != 1:
@@ -195,19 +224,34 @@ class PrivateQueries:
             delta = delta_budget("delta", delta, low_open=True)
             mu_step = largest_gaussian_dp_mu(epsilon, delta)
         elif given[1]:
-            mu_step = math.sqrt(2 * check.positive_float("rho", rho))
+            rho = check.positive_float("rho", rho)
+            # sqrt(2) sqrt(rho) where 2 rho overflows: a huge rho is a tiny sigma, not a failure
+            mu_step = math.sqrt(2 * rho) if 2 * rho < math.inf else math.sqrt(2) * math.sqrt(rho)
         else:
             mu_step = check.positive_float("mu", mu)
         sigma = round_up(sensitivity / mu_step) * (1 + SAFETY)
-        mu_actual = round_up(sensitivity / sigma)
+        mu_actual = round_up(sensitivity / sigma) if 0 < sigma < math.inf else 0.0
+        # sigma must be a finite positive float and the charged mu a normal one (a subnormal mu
+        # cannot be rounded up by a relative margin): else the answer would be inf, or the charge
+        # rounded below the step's true mu
+        if not (0 < sigma < math.inf and mu_actual >= sys.float_info.min):
+            raise ValueError(
+                "sensitivity / mu (the noise's sigma) must be a positive finite float and mu = "
+                "sensitivity / sigma at least 2.2e-308, got "
+                f"sensitivity={sensitivity!r}, mu={mu_step!r}"
+            )
+        rho_step = exact(mu_actual) ** 2 / 2
         self.budget.spend(
             epsilon=epsilon if given[0] else None,
             delta=delta if given[0] else 0.0,
-            rho=round_up(mu_actual * mu_actual / 2),
+            # no float holds a rho beyond 1.8e308: the step is then charged by its mu alone
+            rho=upper_float(rho_step, round_up(mu_actual * mu_actual / 2))
+            if rho_step <= sys.float_info.max
+            else None,
             mu=mu_actual,
             label=label,
         )
-        values = self._real_values(self._answer(query))
+        values = self._real_values(query(self._data))
         with self._rng_lock:
             noise = self._rng.normal(0.0, sigma, size=values.shape)
         return self._shape(values, values + noise)
@@ -243,13 +287,15 @@ class PrivateQueries:
         ValueError
             If an argument is out of range, or the query is not integer-valued.
         TypeError
-            If ``query`` is not callable or a number is not a real number.
+            If ``query`` is not callable, ``label`` not a str, or a number is not a real number.
         """
+        self._check_query(query)
+        self._check_label(label)
         sensitivity = positive_int("sensitivity", sensitivity)
         epsilon = check.positive_float("epsilon", epsilon)
         rate = exact(epsilon) / sensitivity  # P ∝ exp(-rate |z|), rate = s / t
         self.budget.spend(epsilon=epsilon, delta=0.0, label=label)
-        values = self._integer_values(self._answer(query))
+        values = self._integer_values(query(self._data))
         flat = values.reshape(-1)
         with self._rng_lock:
             noise = [
@@ -296,11 +342,13 @@ class PrivateQueries:
             If the budget is a filter and refuses the step (the query does not run).
         ValueError
             If an argument is out of range, not exactly one of ``rho`` and ``sigma`` is given,
-            the budget cannot price a zCDP step (e.g. a :class:`GaussianFilter`), or the query
-            is not integer-valued.
+            the step's ρ = Δ²/(2σ²) exceeds the largest float, the budget cannot price a zCDP
+            step (e.g. a :class:`GaussianFilter`), or the query is not integer-valued.
         TypeError
-            If ``query`` is not callable or a number is not a real number.
+            If ``query`` is not callable, ``label`` not a str, or a number is not a real number.
         """
+        self._check_query(query)
+        self._check_label(label)
         sensitivity = positive_int("sensitivity", sensitivity)
         if (rho is None) == (sigma is None):
             raise ValueError("give exactly one of rho and sigma")
@@ -309,9 +357,15 @@ class PrivateQueries:
             sigma_squared = Fraction(sensitivity**2) / (2 * rho_exact)
         else:
             sigma_squared = exact(check.positive_float("sigma", sigma)) ** 2
-        rho_step = round_up(float(Fraction(sensitivity**2) / (2 * sigma_squared)))
+        rho_exact = Fraction(sensitivity**2) / (2 * sigma_squared)
+        if rho_exact > sys.float_info.max:  # the charge must be a float: refuse before spending
+            raise ValueError(
+                "sensitivity² / (2 sigma²) (the step's rho) must be at most 1.7e308, got "
+                f"sensitivity={sensitivity!r}, sigma={sigma!r}"
+            )
+        rho_step = upper_float(rho_exact, round_up(float(rho_exact)))
         self.budget.spend(rho=rho_step, label=label)
-        values = self._integer_values(self._answer(query))
+        values = self._integer_values(query(self._data))
         flat = values.reshape(-1)
         with self._rng_lock:
             noise = [samplers.discrete_gaussian(self._rng, sigma_squared) for _ in flat]
