@@ -202,6 +202,61 @@ class Reversed(Mechanism):
         return self.mechanism
 
 
+class ReplaceOnePair(Mechanism):
+    """Base of a pair stated under replace-one, a record's value replaced.
+
+    Refused under add/remove, read under replace-one through the family's :meth:`law`. A
+    family sets :attr:`add_remove_advice` (what to use under add/remove, if anything) and
+    implements ``law()``.
+    """
+
+    defined_under = "replace_one"
+    #: appended to the refusal under add/remove
+    add_remove_advice = ""
+
+    def law(self) -> PrivacyLossLaw:  # pragma: no cover - abstract
+        """The loss law of the pair, the record's side against its replacement's.
+
+        Returns
+        -------
+        PrivacyLossLaw
+            The law.
+
+        Raises
+        ------
+        NotImplementedError
+            In this base class: each family implements it.
+        """
+        raise NotImplementedError
+
+    def _remove_law(self):
+        raise ValueError(f"{type(self).__name__} is a replace-one pair: account it with "
+                         f"relation='replace_one'{self.add_remove_advice}")
+
+    def under_replace_one(self) -> Mechanism:
+        """The mechanism whose add/remove laws are this pair's two directions.
+
+        Returns
+        -------
+        Mechanism
+            The pair read under replace-one.
+        """
+        return _ReplaceOneRead(self)
+
+
+@dataclass(frozen=True)
+class _ReplaceOneRead(Mechanism):
+    """Internal: a replace-one pair read under the replace-one relation."""
+
+    pair: ReplaceOnePair
+
+    def __post_init__(self):
+        object.__setattr__(self, "symmetric", self.pair.symmetric)
+
+    def _remove_law(self) -> PrivacyLossLaw:
+        return self.pair.law()
+
+
 @cached(maxsize=4096)
 def _cached_coarsened(mechanism: Mechanism) -> Mechanism:
     return mechanism._coarsened()

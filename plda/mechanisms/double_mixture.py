@@ -19,7 +19,7 @@ from scipy.special import ndtr, ndtri
 
 from plda._internal.floats import dot
 from plda._internal.roots import increasing_inverse
-from plda.mechanisms.base import Mechanism
+from plda.mechanisms.base import ReplaceOnePair
 from plda.mechanisms.gaussian_mixture import GaussianMixture, log_sum_of_lines
 from plda.mechanisms.law import PrivacyLossLaw
 
@@ -138,7 +138,7 @@ class GaussianDoubleMixtureLaw(PrivacyLossLaw):
 
 
 @dataclass(frozen=True)
-class GaussianDoubleMixture(Mechanism):
+class GaussianDoubleMixture(ReplaceOnePair):
     r"""A replace-one pair of two Gaussian mixtures.
 
     ``sum_i p_i N(c_i, sigma^2)`` (the record ``x``) against ``sum_j p'_j N(-c'_j, sigma^2)``
@@ -170,7 +170,7 @@ class GaussianDoubleMixture(Mechanism):
         the argument).
     """
 
-    defined_under = "replace_one"  # a class attribute (no annotation): not a field
+    add_remove_advice = " (under add/remove use plda.GaussianMixture)"
 
     sigma: float
     sensitivities: tuple[float, ...]
@@ -207,32 +207,3 @@ class GaussianDoubleMixture(Mechanism):
         nu, v = GaussianMixture(self.sigma, self.other_sensitivities,
                                 self.other_probabilities).components()
         return GaussianDoubleMixtureLaw(shifts=mu, weights=w, other_shifts=nu, other_weights=v)
-
-    def _remove_law(self):
-        raise ValueError(
-            "GaussianDoubleMixture is a replace-one pair: account it with "
-            "relation='replace_one' (under add/remove use plda.GaussianMixture)"
-        )
-
-    def under_replace_one(self) -> Mechanism:
-        """The mechanism whose add/remove laws are this pair's two directions.
-
-        Returns
-        -------
-        Mechanism
-            The pair read under replace-one.
-        """
-        return _ReplaceOneDoubleMixture(self)
-
-
-@dataclass(frozen=True)
-class _ReplaceOneDoubleMixture(Mechanism):
-    """Internal: a double mixture read under the replace-one relation."""
-
-    pair: GaussianDoubleMixture
-
-    def __post_init__(self):
-        object.__setattr__(self, "symmetric", self.pair.symmetric)
-
-    def _remove_law(self):
-        return self.pair.law()

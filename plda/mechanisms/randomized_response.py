@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from plda._internal.validation import probability
-from plda.mechanisms.base import Mechanism
+from plda.mechanisms.base import ReplaceOnePair
 from plda.mechanisms.law import AtomLaw
 
 #: most buckets accepted (the law has three atoms whatever ``k``; beyond this ``p / k`` loses
@@ -18,7 +18,7 @@ MAX_BUCKETS = 2**53
 
 
 @dataclass(frozen=True)
-class RandomizedResponse(Mechanism):
+class RandomizedResponse(ReplaceOnePair):
     r"""k-ary randomized response, a replace-one pair.
 
     Reports a record's value with probability ``1 - p``, else one of the ``k`` values drawn
@@ -49,8 +49,6 @@ class RandomizedResponse(Mechanism):
         If ``noise_parameter`` is outside ``(0, 1]`` or ``num_buckets`` is not an integer in
         ``[2, MAX_BUCKETS]``.
     """
-
-    defined_under = "replace_one"  # a class attribute (no annotation): not a field
 
     noise_parameter: float
     num_buckets: int = 2
@@ -92,29 +90,3 @@ class RandomizedResponse(Mechanism):
         masses = np.array([b, (k - 2) * b, 1.0 - (k - 1) * b])
         keep = masses > 0  # (k = 2: no output keeps both values' mass)
         return AtomLaw(atom_losses=losses[keep], atom_probs=masses[keep])
-
-    def _remove_law(self):
-        raise ValueError(
-            "RandomizedResponse is a replace-one pair (a record's value is replaced): account "
-            "it with relation='replace_one'"
-        )
-
-    def under_replace_one(self) -> Mechanism:
-        """The mechanism whose add/remove laws are this pair's (both directions alike).
-
-        Returns
-        -------
-        Mechanism
-            The pair read under replace-one.
-        """
-        return _ReplaceOneRandomizedResponse(self)
-
-
-@dataclass(frozen=True)
-class _ReplaceOneRandomizedResponse(Mechanism):
-    """Internal: randomized response read under the replace-one relation."""
-
-    response: RandomizedResponse
-
-    def _remove_law(self) -> AtomLaw:
-        return self.response.law()
