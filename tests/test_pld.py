@@ -579,3 +579,14 @@ def test_delta_alone_composes_no_realized_pair(monkeypatch):
     fresh = plda.PrivacyLossDistribution.from_mechanism(plda.ZCDP(0.1), 10)
     assert list(fresh.delta([0.5, 2.0])) == list(expected)
     assert fresh.delta(0.5) == expected[0]
+
+
+@pytest.mark.parametrize("query", ["epsilon_bounds", "delta_bounds", "tradeoff_bounds",
+                                   "true_positive_rate_bounds"])
+@pytest.mark.parametrize("value", [0.1 + 1j, [0.1, 0.2 + 0j], np.array([1e-5 - 3j])])
+def test_a_complex_argument_is_a_type_error_not_its_real_part(query, value):
+    # numpy's cast dropped the imaginary part with only a ComplexWarning (the constructors and
+    # renyi_bounds refused complex numbers already)
+    pld = pld_of(plda.DiscreteLaplace(1.0), count=2)
+    with pytest.raises(TypeError, match="must be a number or an array of numbers"):
+        getattr(pld, query)(value)

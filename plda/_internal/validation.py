@@ -103,10 +103,11 @@ def array_in(name: str, value, lo: float, hi: float, *, open_hi: bool = False) -
         return np.array(value)  # the common scalar query, without the array checks
     try:
         raw = np.asarray(value)
-        # numbers only: numpy would read "1" as 1.0, True as 1.0 and None as NaN
-        if raw.dtype.kind in "USbV" or (
+        # real numbers only: numpy would read "1" as 1.0, True as 1.0, None as NaN and drop
+        # the imaginary part of a complex number (with only a ComplexWarning)
+        if raw.dtype.kind in "USbVc" or (
             raw.dtype.kind == "O"
-            and any(x is None or isinstance(x, (str, bytes, bool, np.bool_))
+            and any(x is None or isinstance(x, (str, bytes, bool, np.bool_, complex))
                     for x in raw.ravel().tolist())
         ):
             raise TypeError
