@@ -270,7 +270,6 @@ def step_rho(mechanism: Mechanism) -> float:
     stated = zcdp_rho(mechanism)
     if stated is not None:
         return stated
-    laws = [mechanism.privacy_loss(direction) for direction in DIRECTIONS]
     if type(mechanism) is DiscreteGaussian:
         # D_alpha <= alpha D^2 / (2 s^2) with equality at integer alpha D (CKS20)
         return mechanism.sensitivity**2 / (2 * mechanism.sigma**2)
@@ -288,7 +287,8 @@ def step_rho(mechanism: Mechanism) -> float:
         return mechanism.num_selected * step_rho(mechanism.mechanism)
     # any other step by the pairs that dominate its laws: a Gaussian pair (a shuffled epoch's),
     # fixed-size batches, truncated Poisson, substitutions
-    return min(max(_law_rho(law) for law in laws), _pure_rho(mechanism))
+    return min(max(_law_rho(mechanism.privacy_loss(d)) for d in DIRECTIONS),
+               _pure_rho(mechanism))
 
 
 def _law_rho(law) -> float:
@@ -351,9 +351,7 @@ def step_gdp_mu(mechanism: Mechanism) -> float:
     float
         The ``mu``; ``inf`` when no dominating Gaussian pair is known.
     """
-    if type(mechanism) is GaussianDP:
-        return mechanism.mu
-    if type(mechanism) is Gaussian:
+    if type(mechanism) in (Gaussian, GaussianDP):
         return mechanism.mu
     if type(mechanism) is PoissonSampled:
         return step_gdp_mu(mechanism.mechanism) * mechanism.group_size
