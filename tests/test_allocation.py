@@ -231,6 +231,21 @@ def test_laplace_base_bracket_contains_exact_two_steps(eps0):
     assert bounds.lower <= bounds.upper < 3 * eps0 * (1 + 1e-3)
 
 
+@pytest.mark.parametrize("eps0", [7.0, 11.0])
+def test_laplace_base_bracket_keeps_the_atom_at_its_smallest_ratio(eps0):
+    # at eps0 = 7 the lattice's origin once rounded above e^-eps0, so that the Q-atom 1/2
+    # there fell outside every cell: upper laws of mass 1/2 (remove) and 1/4 (add) whose delta
+    # at eps = 6.3 was 0.054 against the exact 0.201
+    epoch = RandomAllocation(plda.Laplace(1.0, eps0), 2)
+    for direction in ("remove", "add"):
+        law = epoch.privacy_loss(direction)
+        upper, lower = law.bracket
+        assert float(np.sum(law.atom_probs)) + law.infinity_mass >= 1 - 1e-9
+        for eps in (0.5, eps0 - 0.7):
+            exact = _exact_two_steps_laplace(eps0, eps, direction)
+            assert float(lower.delta(eps)) <= exact <= float(upper.delta(eps))
+
+
 def test_laplace_base_amplifies():
     base = plda.PrivacyLossDistribution.from_mechanism(plda.Laplace(1.0)).epsilon_bounds(1e-5)
     epoch = plda.PrivacyLossDistribution.from_mechanism(

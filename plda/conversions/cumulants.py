@@ -36,6 +36,10 @@ def log_sum_exp(values: np.ndarray, axis: int = -1) -> np.ndarray:
     return out
 
 
+#: entries of one (orders x atoms) block in :func:`log_atom_sum` (32 MB of float64)
+_BLOCK_ENTRIES = 1 << 22
+
+
 @dataclass(frozen=True)
 class Cumulant:
     """Lower and upper bounds on ``K(alpha) = log E_P[e^{(alpha-1) L}]`` at given orders.
@@ -174,7 +178,18 @@ def log_atom_sum(losses: np.ndarray, probs: np.ndarray, alpha: np.ndarray) -> np
     if not keep.any():
         return np.full(alpha.shape, -np.inf)
     log_p, losses = np.log(probs[keep]), losses[keep]
-    return log_sum_exp(log_p[None, :] + np.multiply.outer(alpha - 1, losses), axis=1)
+    alpha = np.asarray(alpha, dtype=float)
+    # a block of orders at a time: a law of millions of atoms (an allocation epoch) at a
+    # hundred orders would otherwise hold several (orders x atoms) arrays of gigabytes;
+    # each row is summed on its own, so the blocks change no value
+    rows = max(1, _BLOCK_ENTRIES // len(losses))
+    flat = alpha.reshape(-1)
+    out = np.empty(flat.shape)
+    for start in range(0, len(flat), rows):
+        block = flat[start:start + rows]
+        out[start:start + rows] = log_sum_exp(
+            log_p[None, :] + np.multiply.outer(block - 1, losses), axis=1)
+    return out.reshape(alpha.shape)
 
 
 def atoms_cumulant(losses: np.ndarray, probs: np.ndarray, alpha: np.ndarray) -> Cumulant:

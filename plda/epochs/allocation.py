@@ -303,8 +303,11 @@ def _allocation_laws(kind: str, parameter: float, t: int) -> tuple[BracketLaw, B
     ``parameter`` is ``mu`` of a Gaussian or ``epsilon0`` of a Laplace base."""
     if kind == "laplace":
         w, origin, cells = _laplace_plan(parameter, t)
-        # upper side: atoms on lattice points (cells from e^-eps0); lower: at cell centres
-        low = origin + w / 2
+        # upper side: atoms on lattice points (cells from e^-eps0); lower: at cell centres.
+        # origin + w/2 may round above e^-eps0, which would leave the atom there (Q-mass 1/2)
+        # outside every cell: start at most at the atom (a few ulps below it is still certified,
+        # the spread then splits the atom between the first two lattice points)
+        low = min(origin + w / 2, math.exp(-parameter))
         laws = sum_cells(laplace_cells(parameter, w, low, cells), t, w,
                          math.sqrt(max(math.expm1(parameter), 0.0)), low,
                          lower_cells=laplace_cells(parameter, w, origin, cells),

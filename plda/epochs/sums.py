@@ -103,8 +103,15 @@ def laplace_cells(epsilon0: float, w: float, origin: float, cells: int):
     tuple
         As :func:`lognormal_cells`: ``(mass, moment, mass_above, moment_above, mass_err,
         moment_err)``.
+
+    Raises
+    ------
+    ValueError
+        If ``origin`` lies above ``e^-eps0`` (the atom there would fall outside every cell).
     """
     lo, hi = math.exp(-epsilon0), math.exp(epsilon0)
+    if origin > lo:  # the atom at e^-eps0 would fall outside every cell (mass 1/2 lost)
+        raise ValueError(f"origin must be at most e^-epsilon0 = {lo!r}, got {origin!r}")
     edges = origin + np.arange(cells + 1) * w
     inside = (edges > lo) & (edges <= hi)
     with np.errstate(divide="ignore", invalid="ignore"):
