@@ -254,6 +254,19 @@ def test_gaussian_profile_far_tail():
         assert value == pytest.approx(float(mpmath.log(exact)), rel=1e-9, abs=1e-12)
 
 
+@pytest.mark.parametrize("mu", [1e-12, 3e-6, 9.9e-6, 1.1e-5, 1e-4])
+def test_gaussian_profile_tiny_mu(mu):
+    """At a tiny mu both terms of the profile nearly cancel (delta ~ mu phi): at mu = eps =
+    1e-12 the direct form was 4e-4 off relatively (log -30.1157 against -30.1161)."""
+    mpmath.mp.dps = 60
+    for ratio in (0.0, 0.5, 1.0, 5.0, 99.0, 101.0, 1e3):
+        eps = ratio * mu
+        e, m = mpmath.mpf(eps), mpmath.mpf(mu)
+        exact = mpmath.ncdf(-e / m + m / 2) - mpmath.exp(e) * mpmath.ncdf(-e / m - m / 2)
+        value = float(gdp.log_gaussian_delta(np.array(eps), mu))
+        assert value == pytest.approx(float(mpmath.log(exact)), rel=1e-10, abs=1e-9)
+
+
 # ---------------------------------------------------------------- bad input
 @pytest.mark.parametrize("bad", [-0.1, 1.5, float("nan"), [0.5, 2.0]])
 def test_alpha_outside_unit_interval(bad):

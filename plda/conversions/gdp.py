@@ -2,8 +2,7 @@
 
 ``mu``-GDP means ``delta(eps) <= Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)`` for all
 ``eps >= 0`` (ibid., Cor. 2.13): certified through the pessimistic profile, refuted through the
-optimistic one, exact for compositions of Gaussians (Cor. 3.3). See ``docs/tradeoff.md``.
-"""
+optimistic one, exact for compositions of Gaussians (Cor. 3.3). See ``docs/tradeoff.md``."""
 
 from __future__ import annotations
 
@@ -12,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import minimize_scalar
-from scipy.special import erfcx, ndtr, ndtri
+from scipy.special import erfcx, log_ndtr, ndtr, ndtri
 
 from plda._internal import validation as check
 from plda._internal.errors import GaussianDPWarning, warn
@@ -85,6 +84,8 @@ def log_gaussian_delta(epsilon, mu: float) -> np.ndarray:
     eps = np.asarray(epsilon, dtype=float)
     if mu <= 0:
         return np.where(eps >= 0, -np.inf, np.log(-np.expm1(eps)))
+    if mu <= _MU_SERIES:
+        return _log_gaussian_delta_small(eps, mu)
     a = -eps / mu + mu / 2
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         near = np.log(np.maximum(ndtr(a) - np.exp(eps) * ndtr(a - mu), 0.0))
@@ -93,6 +94,28 @@ def log_gaussian_delta(epsilon, mu: float) -> np.ndarray:
         far = far + np.log(np.maximum(mills, 0.0))
     # the direct form cancels once delta is far below Phi(a); the Mills form needs a < 0
     return np.where(a < -1.0, far, near)
+
+
+#: below this ``mu`` both forms cancel (relative error ~u/mu); the series' error is ~mu^2
+_MU_SERIES = 1e-5
+
+
+def _log_gaussian_delta_small(eps: np.ndarray, mu: float) -> np.ndarray:
+    """``log delta_mu(eps)`` for a tiny ``mu``: with ``m = -eps/mu`` (the midpoint of ``a`` and
+    ``b = a - mu``), ``delta = Phi(b) (e^r - e^eps)``, ``r = log Phi(a) - log Phi(b) = mu h(m) +
+    O(mu^3)`` (``h = phi/Phi``, odd Taylor terms about ``m``) and ``eps = -mu m``, so ``log delta
+    = log Phi(b) + eps + log expm1(mu g(m))``, ``g = h(m) + m > 0``: no cancellation, relative
+    truncation ``O(mu^2)``."""
+    x = eps / mu  # -m >= 0 for eps >= 0
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        # g = (1 - x M(x)) / M(x), M(x) = Phi(-x) / phi(x) the Mills ratio; 1 - x M(x) cancels
+        # (~1/x^2) for large x: there its asymptotic series (next term < 1e-20 relatively)
+        mills = math.sqrt(math.pi / 2) * erfcx(x / math.sqrt(2))
+        y = 1.0 / np.maximum(x, 1.0) ** 2
+        series = y * (1 - y * (3 - y * (15 - y * (105 - y * 945))))
+        g = np.where(x >= 100, series, 1.0 - x * mills) / mills
+        out = log_ndtr(-x - mu / 2) + eps + np.log(np.expm1(mu * g))
+        return np.where(eps >= 0, out, np.log(-np.expm1(eps)))
 
 
 def gaussian_delta(epsilon, mu: float):
@@ -359,9 +382,7 @@ def _quadrature(terms, *, upper: bool) -> float:
     # mu_f = sensitivity / sigma and its square are correctly rounded (2u), the sum of N
     # non-negative terms adds N u and the square root halves the relative error and adds u: the
     # float is within (N + 4) u of the exact value, and is widened by twice that
-    total = 0.0
-    for mu, count in terms:
-        total += count * mu**2
+    total = sum(count * mu**2 for mu, count in terms)
     if not math.isfinite(total):
         return math.inf
     error = 2 * (len(terms) + 4) * UNIT_ROUNDOFF
