@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import pytest
 
 import plda
 from plda.discretization.discretize import discretize
@@ -81,3 +82,16 @@ def test_a_version_whose_composition_overflowed_claims_nothing():
     claimed = broken_upper.delta(eps)  # 1, or the Chernoff bound of its moments where smaller
     assert np.all((claimed <= 1.0) & (claimed >= lower.delta(eps)))
     assert np.all(broken_lower.delta(eps) == 0.0)
+
+
+def test_discrete_laplace_refuses_a_loss_the_engine_cannot_square():
+    # a pure-DP epsilon of 1e160 once reached the engine and failed with "math domain error"
+    with pytest.raises(ValueError, match=r"parameter \* sensitivity .* at most 1e\+150"):
+        plda.DiscreteLaplace(1e160)
+    with pytest.raises(ValueError, match="parameter"):
+        plda.DiscreteLaplace(1e145, 10**6)
+    mechanism = plda.DiscreteLaplace(1e150)
+    with pytest.raises(ValueError, match="parameter"):
+        mechanism.under_replace_one()
+    composed = plda.PrivacyLossDistribution.from_mechanism(plda.DiscreteLaplace(1e100), 3)
+    assert composed.epsilon_bounds(1e-5).upper == pytest.approx(3e100, rel=1e-9)

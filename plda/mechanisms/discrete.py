@@ -10,6 +10,7 @@ from scipy.special import logsumexp
 
 from plda._internal.floats import TINY
 from plda._internal.validation import in_range, positive_float
+from plda.mechanisms.approximate import MAX_EPSILON
 from plda.mechanisms.base import Mechanism
 from plda.mechanisms.law import AtomLaw
 
@@ -73,16 +74,23 @@ class DiscreteLaplace(Mechanism):
     TypeError
         If ``parameter`` or ``sensitivity`` is not a real number.
     ValueError
-        If ``parameter`` is not a finite positive number, or ``sensitivity`` is not an integer
-        in ``[1, MAX_SENSITIVITY]``.
+        If ``parameter`` is not a finite positive number, ``sensitivity`` is not an integer
+        in ``[1, MAX_SENSITIVITY]``, or ``parameter * sensitivity`` exceeds ``1e150``.
     """
 
     parameter: float
     sensitivity: int = 1
 
     def __post_init__(self):
-        object.__setattr__(self, "parameter", positive_float("parameter", self.parameter))
-        object.__setattr__(self, "sensitivity", integer_sensitivity(self.sensitivity))
+        parameter = positive_float("parameter", self.parameter)
+        sensitivity = integer_sensitivity(self.sensitivity)
+        if parameter * sensitivity > MAX_EPSILON:
+            # the engine squares losses (variances, Chernoff orders): beyond ~1e154 they overflow
+            raise ValueError(
+                f"parameter * sensitivity (the step's pure-DP epsilon) must be at most "
+                f"{MAX_EPSILON:g}, got {parameter!r} * {sensitivity}")
+        object.__setattr__(self, "parameter", parameter)
+        object.__setattr__(self, "sensitivity", sensitivity)
 
     def _remove_law(self):
         t, d = self.parameter, self.sensitivity
@@ -110,7 +118,8 @@ class DiscreteLaplace(Mechanism):
         Raises
         ------
         ValueError
-            If ``2 * sensitivity`` exceeds ``MAX_SENSITIVITY``.
+            If ``2 * sensitivity`` exceeds ``MAX_SENSITIVITY``, or ``2 * parameter *
+            sensitivity`` exceeds ``1e150``.
         """
         return replace(self, sensitivity=2 * self.sensitivity)
 
