@@ -347,3 +347,19 @@ def test_optimal_warns_only_about_the_interval_it_returns():
         mid = (lo + hi) / 2
         lo, hi = (lo, mid) if two_group_delta(groups, mid) <= delta else (mid, hi)
     assert result.epsilon_lower <= hi <= result.epsilon
+
+
+@pytest.mark.parametrize("k", [5000, 10**6])
+def test_delta_mass_edge_beyond_4096_steps(k):
+    # beyond 4096 steps a target within 64 ulps of the mass at infinity once counted as not
+    # covered, and the optimal composition's upper bound was inf where k epsilon holds
+    from plda.theorems.common import covers_delta_mass
+
+    mp.mp.dps = 60
+    mass = 1 - (1 - mp.mpf(1e-6)) ** k
+    near = float(mass)
+    for target in (math.nextafter(near, 0), near, math.nextafter(near, 1)):
+        assert covers_delta_mass(target, [((1.0, 1e-6), k)]) == (mp.mpf(target) >= mass)
+    above = math.nextafter(near, 1) if mp.mpf(near) < mass else near
+    guarantee = plda.theorems.kairouz_oh_viswanath(1.0, 1e-6, k, delta_total=above)
+    assert guarantee.epsilon <= k * (1 + 1e-12)

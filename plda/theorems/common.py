@@ -10,6 +10,7 @@ import numbers
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, localcontext
 from fractions import Fraction
 
 import numpy as np
@@ -363,8 +364,9 @@ def covers_delta_mass(target: float, groups) -> bool:
 
     Then basic composition's ``sum epsilon_i`` is valid at ``target``. Near the edge the
     comparison is exact (rational arithmetic), so the equality case (``delta = 1e-3`` for one
-    ``(0.5, 1e-3)`` step) is accepted; beyond 4096 steps the edge counts as not covered
-    (conservative).
+    ``(0.5, 1e-3)`` step) is accepted; beyond 4096 steps (rationals of millions of bits) it is
+    decided by 80-digit arithmetic rounded outward, and only a tie within that counts as not
+    covered (conservative).
 
     Parameters
     ----------
@@ -384,9 +386,29 @@ def covers_delta_mass(target: float, groups) -> bool:
     mass_up = min(1.0, round_up(-math.expm1(log_keep), 8))
     if target >= mass_up:
         return True
-    if target < mass_up * (1 - 64 * UNIT_ROUNDOFF) or sum(counts) > 4096:
+    if target < mass_up * (1 - 64 * UNIT_ROUNDOFF):
         return False
+    if sum(counts) > 4096:
+        return _covers_decimal(Decimal(target), deltas, counts)
     keep = Fraction(1)
     for d, n in zip(deltas, counts, strict=True):
         keep *= (1 - Fraction(d)) ** n
     return Fraction(target) >= 1 - keep
+
+
+def _covers_decimal(target: Decimal, deltas, counts) -> bool:
+    """``target >= 1 - prod (1 - d_i)^{n_i}`` if an 80-digit lower bound on the product shows
+    it (every product rounded down, so the mass is rounded up); False when undecided."""
+    with localcontext() as ctx:
+        ctx.prec, ctx.rounding = 80, ROUND_FLOOR
+        keep = Decimal(1)
+        for d, n in zip(deltas, counts, strict=True):
+            base, power = Decimal(1) - Decimal(d), Decimal(1)
+            while n:  # binary powering: every rounding is down, the product stays below
+                if n & 1:
+                    power *= base
+                base *= base
+                n >>= 1
+            keep *= power
+        ctx.rounding = ROUND_CEILING
+        return target >= Decimal(1) - keep
