@@ -188,6 +188,17 @@ POINTS = (
         accuracy=1e-2,
         step={"sampler": "random-allocation", "num_steps": 2},
     ),
+    # sensitivity / scale 7: the upper lattice's origin once rounded above the atom at e^-7
+    # (Q-mass 1/2), which fell outside every cell: delta under-reported by a factor of 4
+    Point(
+        "allocation-T2-laplace7", Sampler("random-allocation", num_steps=2),
+        lambda base: plda.RandomAllocation(base, num_steps=2),
+        {"add_remove": ((1,), ())},
+        scales={("laplace", "add_remove"): 1 / 7},
+        accuracy=1e-2,
+        step={"sampler": "random-allocation", "num_steps": 2},
+        bases=("laplace",),
+    ),
 )
 
 #: (point, base, relation) that plda refuses: a ValueError naming the relation
@@ -196,6 +207,7 @@ UNSUPPORTED = {
     ("truncated-n4-B3-q0.9", "laplace", "replace_one"),
     ("truncated-n10-B9-q0.9", "laplace", "replace_one"),
     ("allocation-T2", "gaussian", "replace_one"), ("allocation-T2", "laplace", "replace_one"),
+    ("allocation-T2-laplace7", "laplace", "replace_one"),
     ("poisson-group2-q0.5", "laplace", "replace_one"),
     ("poisson-group3-q0.3", "laplace", "replace_one"),
     ("wor-group2-n5-b2", "gaussian", "replace_one"),
