@@ -307,16 +307,17 @@ def sum_cells(cell_data, t: int, w: float, sd: float, origin: float = 0.0,
     def cap_for(k):
         return int(math.ceil((k * (1 - origin) + s_cap_sd * math.sqrt(k) * sd) / w)) + cells
 
-    # the up-share of a cell may miss its mean by the cells' errors: charged like the FFT
-    # errors (a Q-atom at S = 0 and mean sent to +inf, see below)
+    # the cells' errors: a cell's mass may be off by mass_err at k w (charged like the FFT
+    # errors below: a Q-atom at S = 0 and mean mass_err k w sent to +inf), and its up-share by
+    # share_err, which moves that much mass by one step w: a Q-atom at 0 (the decreasing f)
+    # and mean share_err w (the increasing f, slope at most 1 per unit of S) cover it
     k = np.arange(cells)
     share_err = (moment_err + k * w * mass_err) / w  # error of each cell's up-share
-    lattice_err = np.zeros(cells + 1)
-    lattice_err[:-1] += mass_err + share_err
-    lattice_err[1:] += share_err
-    upper[0] += float(lattice_err.sum())
-    errors = {"up": 0.0,
-              "inf": inf_mean + float(np.add.reduce(lattice_err * (np.arange(cells + 1) * w)))}
+    upper[0] += float(np.sum(mass_err) + 2 * np.sum(share_err))
+    # each partial sum carries the mean it has sent to +inf: a sum of two partial sums has
+    # both far components (each far atom survives the addition with its mean), so the means
+    # add up over every copy (t per-term charges in S, not one)
+    sent = inf_mean + float(np.add.reduce(mass_err * (k * w)) + np.sum(share_err) * w)
 
     def lower(c, parts, cap):
         # each part's entry bound covers its support: subtracting it keeps entries below
@@ -332,6 +333,7 @@ def sum_cells(cell_data, t: int, w: float, sd: float, origin: float = 0.0,
                                      split_convolve(x[1], y[1], n),
                                      split_convolve(x[2], y[2], n))
         cap = cap_for(k)
+        far = x[3] + y[3]
         # FFT error e of the upper partial sum S_a: the computed measure plus a Q-atom of
         # mass sum|e_k| at S_a = 0 and mean sum|e_k| k w sent to S_a = +inf dominates the
         # exact one for both convex f (f(a + b) <= f(b) + a * slope for the increasing one,
@@ -339,17 +341,16 @@ def sum_cells(cell_data, t: int, w: float, sd: float, origin: float = 0.0,
         # Cauchy-Schwarz on each part's support [0, m): sum_k |e_k| k w <= ||e||_2 w
         # sqrt(sum_{k<m} k^2) and sum|e_k| <= sqrt(m) ||e||_2
         for length, l2, _ in e1:
-            errors["up"] += l2 * w * root_sum_squares(length)
+            far += l2 * w * root_sum_squares(length)
             u[0] += l2 * math.sqrt(length)
         u, extra = _cap_upper(u, cap, w)
-        errors["inf"] += extra
         # the lower chains are cut at the same index (index j of a k-term sum is at
         # j w + k * offset: dropping more of the far tail only lowers delta)
-        return u, lower(r, e2, cap), lower(d, e3, cap)
+        return u, lower(r, e2, cap), lower(d, e3, cap), far + extra
 
     # binary powering: the sum of the powers of two in t
     acc, acc_k = None, 0
-    power, k, count = (upper, remove, add), 1, t
+    power, k, count = (upper, remove, add, sent), 1, t
     while True:
         if count & 1:
             acc_k += k
@@ -359,7 +360,7 @@ def sum_cells(cell_data, t: int, w: float, sd: float, origin: float = 0.0,
             break
         k *= 2
         power = combine(power, power, k)
-    return (acc[0], t * origin, errors["inf"] + errors["up"],
+    return (acc[0], t * origin, acc[3],
             (acc[1], t * (lower_origin + off_r)), (acc[2], t * (lower_origin + off_a)))
 
 
