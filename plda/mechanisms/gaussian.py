@@ -30,6 +30,11 @@ class Gaussian(Mechanism):
     sensitivity
         The query's L2 sensitivity, positive.
 
+    Attributes
+    ----------
+    mu
+        The Gaussian-DP parameter ``sensitivity / sigma``.
+
     Raises
     ------
     TypeError
@@ -47,13 +52,9 @@ class Gaussian(Mechanism):
         object.__setattr__(self, "sensitivity", positive_float("sensitivity", self.sensitivity))
         # below 1e-150, mu^2 (the loss variance) underflows; above 1e15 the loss mean mu^2/2
         # leaves the range where grid indices are exact integers
-        in_range("sensitivity / sigma", self.sensitivity / self.sigma, MU_RANGE[0], MU_RANGE[1],
-                 "the Gaussian-DP mu plda certifies")
-
-    @property
-    def mu(self) -> float:
-        """Gaussian-DP parameter ``sensitivity / sigma``."""
-        return self.sensitivity / self.sigma
+        mu = in_range("sensitivity / sigma", self.sensitivity / self.sigma, MU_RANGE[0],
+                      MU_RANGE[1], "the Gaussian-DP mu plda certifies")
+        object.__setattr__(self, "mu", mu)  # derived once, as data
 
     def _remove_law(self):
         return GaussianLaw(mu=self.mu)
