@@ -92,11 +92,11 @@ def coarse_cells(law, step, lo: int, first: int, mid: int, hi: int, lower: bool 
     Returns
     -------
     tuple
-        ``(indices, masses)`` of the pessimistic version and of the optimistic one (None if
-        not ``lower``): the grid indices and the masses put there, empty without coarse cells.
+        The parts ``[(indices, masses), ...]`` of the pessimistic version and of the optimistic
+        one (None if not ``lower``): the grid indices and the masses put there, no part without
+        coarse cells.
     """
-    empty = (np.zeros(0, dtype=np.int64), np.zeros(0))
-    upper_parts, lower_parts = [empty], [empty]
+    upper_parts, lower_parts = [], []
     if first > lo:
         edges = np.unique(np.append(np.arange(lo, first, COARSE), first))
         cdf_p, _, cdf_q, _ = law.continuous_cdf_sf(edges * step)
@@ -116,11 +116,7 @@ def coarse_cells(law, step, lo: int, first: int, mid: int, hi: int, lower: bool 
         err = CDF_RTOL * (sf[:-1] + sf[1:])
         upper_parts.append((edges[1:], mass + err))
         lower_parts.append((edges[:-1], np.maximum(mass - err, 0.0)))
-
-    def joined(parts):
-        return np.concatenate([i for i, _ in parts]), np.concatenate([m for _, m in parts])
-
-    return joined(upper_parts), (joined(lower_parts) if lower else None)
+    return upper_parts, (lower_parts if lower else None)
 
 
 def _cdf_moments(law: PrivacyLossLaw, step: float, lo: int, mid: int):
