@@ -292,7 +292,7 @@ def continuous_upper(law, step, lo, hi, moments, first=None):
     out = np.zeros(hi - lo + 1)
     out[start : start + len(p)] += p - up + err
     out[start + 1 : start + len(p) + 1] += up + err
-    below = law.continuous_cdf_sf(np.array([lo * step]))[0][0]
-    above = law.continuous_cdf_sf(np.array([hi * step]))[1][0]
+    cdf, sf, _, _ = law.continuous_cdf_sf(np.array([lo, hi]) * step)
+    below, above = cdf[0], sf[1]
     out[0] += below * (1 + CDF_RTOL)  # lower tail moved up to l_lo
     return out, above * (1 + CDF_RTOL)  # upper tail goes to +inf
