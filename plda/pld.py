@@ -99,8 +99,14 @@ class PrivacyLossDistribution(CompositionQueries):
                 f"count: the composition holds {total} steps, more than {check.MAX_COUNT:.0e} "
                 "(the range plda certifies)"
             )
-        # a pair stated under the other relation is refused here, not at the first query
-        add_remove_steps(self.components, self.relation)
+        # the recipe read under add/remove, once (a pair stated under the other relation is
+        # refused here, not at the first query); a composition of no step releases nothing, so
+        # it is read as one step of the identity ApproximateDP(0, 0) (epsilon 0 at every delta,
+        # as an accountant before its first step)
+        merged = merge(self.components)
+        if not sum(k for _, k in merged):
+            merged = ((_NOTHING_RELEASED, 1),)
+        object.__setattr__(self, "_steps", add_remove_steps(merged, self.relation))
 
     # ------------------------------------------------------------ construction
     @classmethod
@@ -255,18 +261,10 @@ class PrivacyLossDistribution(CompositionQueries):
 
     # ------------------------------------------------------------- internals
     @cached_property
-    def _merged(self) -> tuple:
-        """The components merged (:func:`plda.engine.recipe.merge`); a composition of no step
-        releases nothing, so it is read as one step of the identity ``ApproximateDP(0, 0)``
-        (epsilon 0 at every delta, as an accountant before its first step)."""
-        merged = merge(self.components)
-        return merged if sum(k for _, k in merged) else ((_NOTHING_RELEASED, 1),)
-
-    @cached_property
     def _laws(self) -> dict[str, list]:
         """``{direction: [(law, count), ...]}`` of the components under add/remove semantics
         (:func:`plda.engine.recipe.laws_by_direction`)."""
-        return laws_by_direction(add_remove_steps(self._merged, self.relation))
+        return laws_by_direction(self._steps)
 
     @cached_property
     def _realized(self) -> tuple[PrivacyLossDistribution, ...]:
@@ -275,10 +273,9 @@ class PrivacyLossDistribution(CompositionQueries):
         is the certified lower bound of this composition; empty when every factor is tight."""
         if self._dominating:
             return ()
-        steps = add_remove_steps(self._merged, self.relation)
         return tuple(
             replace(self, components=recipe, relation="add_remove", _cache={})
-            for recipe in realized_recipes(steps)
+            for recipe in realized_recipes(self._steps)
         )
 
     def _query(self, realized: bool = True) -> Query:
@@ -399,7 +396,7 @@ class PrivacyLossDistribution(CompositionQueries):
             conversions answer does not depend on the queries asked before.
         """
         return ComposedLaws(
-            steps=add_remove_steps(self._merged, self.relation), grid=self._grid_laws
+            steps=self._steps, grid=self._grid_laws
         )
 
     def _first_grid(self, bound: str) -> dict[str, DiscreteLoss]:

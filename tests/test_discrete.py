@@ -27,13 +27,13 @@ def test_a_version_remembers_its_epsilons_per_delta():
     # first one's answer; another delta, or an array of them, is solved for itself
     law = _law()
     calls = []
-    crossing = law._crossing
+    solve = law._epsilon_one
 
     def counting(d):
         calls.append(d)
-        return crossing(d)
+        return solve(d)
 
-    object.__setattr__(law, "_crossing", counting)
+    object.__setattr__(law, "_epsilon_one", counting)
     try:
         first = law.epsilon(np.array(1e-5))
         assert law.epsilon(np.array(1e-5)) == first
@@ -41,7 +41,7 @@ def test_a_version_remembers_its_epsilons_per_delta():
         both = law.epsilon(np.array([1e-3, 1e-5]))
         assert calls == [1e-5, 1e-3]
     finally:
-        object.__delattr__(law, "_crossing")
+        object.__delattr__(law, "_epsilon_one")
     fresh = _fresh(law)
     assert both[1] == first == fresh.epsilon(np.array(1e-5))
     assert both[0] == fresh.epsilon(np.array(1e-3)) and both[0] < first

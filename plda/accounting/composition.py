@@ -386,8 +386,7 @@ class HistoryComposition:
                                                 kept=kept),
         )
         try:
-            step = query.refined(step, d)
-            versions = query.versions(step)
+            versions, step = query.refined(step, d)
             uppers = {D: pair.upper.epsilon(d) for D, pair in versions.items()}
             lower, upper = bounds_over_directions(
                 versions, methodcaller("epsilon", d), margin=self._accuracy, known=uppers

@@ -65,7 +65,9 @@ def coarse_cells(law, step, lo: int, first: int, mid: int, hi: int, lower: bool 
     """The coarse cells of both tails, ``COARSE`` steps wide: ``lo..first`` and ``mid..hi``.
 
     Their masses come from cdf (below) or sf (above) differences of numbers that are all small,
-    so nothing cancels; both versions are made from one set of them.
+    so nothing cancels; both versions are made from one set of them. (Every value of the
+    continuous part is read through the law's combined :meth:`continuous_cdf_sf`, which a family
+    whose four functions share work computes at once.)
 
     The pessimistic version puts each cell's P-mass at its upper end, rounded up: losses only
     rise, and the Q-mass this no longer accounts for sits at loss ``-inf``, where it costs
@@ -90,19 +92,18 @@ def coarse_cells(law, step, lo: int, first: int, mid: int, hi: int, lower: bool 
     Returns
     -------
     tuple
-        ``(indices, masses)`` of the pessimistic version and of the optimistic one (None if
-        not ``lower``): the grid indices and the masses put there, empty without coarse cells.
+        The parts ``[(indices, masses), ...]`` of the pessimistic version and of the optimistic
+        one (None if not ``lower``): the grid indices and the masses put there, no part without
+        coarse cells.
     """
-    empty = (np.zeros(0, dtype=np.int64), np.zeros(0))
-    upper_parts, lower_parts = [empty], [empty]
+    upper_parts, lower_parts = [], []
     if first > lo:
         edges = np.unique(np.append(np.arange(lo, first, COARSE), first))
-        cdf_p = law.continuous_cdf(edges * step, "P")
+        cdf_p, _, cdf_q, _ = law.continuous_cdf_sf(edges * step)
         mass = np.maximum(np.diff(cdf_p), 0.0)
         err = CDF_RTOL * (cdf_p[:-1] + cdf_p[1:])
         upper_parts.append((edges[1:], mass + err))
         if lower:
-            cdf_q = law.continuous_cdf(edges * step, "Q")
             q_low = np.maximum(np.diff(cdf_q) - CDF_RTOL * (cdf_q[:-1] + cdf_q[1:]), 0.0)
             with np.errstate(divide="ignore", over="ignore"):
                 # e^{l_j} q in log space: e^{l_j} alone may overflow where q is 0
@@ -110,16 +111,12 @@ def coarse_cells(law, step, lo: int, first: int, mid: int, hi: int, lower: bool 
             lower_parts.append((edges[:-1], np.minimum(np.maximum(mass - err, 0.0), lifted)))
     if hi > mid:
         edges = np.unique(np.append(np.arange(mid, hi, COARSE), hi))
-        sf = law.continuous_sf(edges * step, "P")
+        _, sf, _, _ = law.continuous_cdf_sf(edges * step)
         mass = np.maximum(sf[:-1] - sf[1:], 0.0)
         err = CDF_RTOL * (sf[:-1] + sf[1:])
         upper_parts.append((edges[1:], mass + err))
         lower_parts.append((edges[:-1], np.maximum(mass - err, 0.0)))
-
-    def joined(parts):
-        return np.concatenate([i for i, _ in parts]), np.concatenate([m for _, m in parts])
-
-    return joined(upper_parts), (joined(lower_parts) if lower else None)
+    return upper_parts, (lower_parts if lower else None)
 
 
 def _cdf_moments(law: PrivacyLossLaw, step: float, lo: int, mid: int):
@@ -295,7 +292,7 @@ def continuous_upper(law, step, lo, hi, moments, first=None):
     out = np.zeros(hi - lo + 1)
     out[start : start + len(p)] += p - up + err
     out[start + 1 : start + len(p) + 1] += up + err
-    below = law.continuous_cdf(np.array([lo * step]), "P")[0]
-    above = law.continuous_sf(np.array([hi * step]), "P")[0]
+    cdf, sf, _, _ = law.continuous_cdf_sf(np.array([lo, hi]) * step)
+    below, above = cdf[0], sf[1]
     out[0] += below * (1 + CDF_RTOL)  # lower tail moved up to l_lo
     return out, above * (1 + CDF_RTOL)  # upper tail goes to +inf

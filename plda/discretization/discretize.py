@@ -226,14 +226,14 @@ def _discretize(
         cont, above = continuous_upper(law, step, lo, hi, moments, first)
         grid = np.arange(lo, hi + 1)
         coarse_upper, coarse_lower = coarse_cells(law, step, lo, first, mid, hi, lower)
-        upper_parts += [(grid, cont), coarse_upper]
+        upper_parts += [(grid, cont), *coarse_upper]
         if lower:
             atoms = None
             if loose.any():
                 atoms, loose = atoms_in_cells(law, step, first, mid)
             lower_parts += [
                 (grid, continuous_lower(law, step, lo, hi, moments, atoms, first)),
-                coarse_lower,
+                *coarse_lower,
             ]
         inf_upper += above
     if not upper_parts:  # only infinite masses

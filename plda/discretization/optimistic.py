@@ -495,6 +495,6 @@ def continuous_lower(law, step, lo, hi, moments, atoms=None, first=None):
     out[first - lo : first - lo + len(fine)] += fine
     if grouped is not None:
         out[first - lo : first - lo + len(grouped)] += grouped
-    above_hi = law.continuous_sf(np.array([hi * step]), "P")[0]
+    above_hi = law.continuous_cdf_sf(np.array([hi * step]))[1][0]
     out[-1] += above_hi * (1 - CDF_RTOL)  # upper tail rounded down to the last grid point
     return out

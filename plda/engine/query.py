@@ -126,8 +126,7 @@ class Query:
             start = self.policy.current(None, refined=targets is not None)
         versions, step = self._fitting(start)
         if targets is not None and self.policy.fixed is None:
-            step = self.refined(step, targets)
-            versions = self.versions(step)
+            versions, step = self.refined(step, targets)
         return versions, step
 
     def latest(self) -> tuple:
@@ -154,8 +153,8 @@ class Query:
                 step = self.policy.coarser(step, exc)
         raise GridTooLarge(0, MAX_GRID)  # pragma: no cover - each retry shrinks the grid 1.25x
 
-    def refined(self, step: float, targets: np.ndarray) -> float:
-        """The step the refinement loop (:func:`plda.engine.plan.refine`) reaches.
+    def refined(self, step: float, targets: np.ndarray) -> tuple:
+        """The grid the refinement loop (:func:`plda.engine.plan.refine`) reaches.
 
         Parameters
         ----------
@@ -166,18 +165,19 @@ class Query:
 
         Returns
         -------
-        float
-            ``step`` itself if its gap meets the accuracy, else the last step refined to.
+        tuple
+            ``(versions, step)``: ``step`` itself if its gap meets the accuracy, else the last
+            step refined to, and the composition's versions there.
 
         Raises
         ------
         GridTooLarge
             When the composition on ``step`` itself does not fit."""
         gap = self.gap(step, targets)
-        if gap <= self.accuracy:  # refine's own first test: the grid as it is meets it
-            return step
-        return refine(step, gap, partial(self.gap, targets=targets), self.accuracy,
-                      self.policy.next_step)[0]
+        if gap > self.accuracy:  # (refine's own first test: the grid as it is may meet it)
+            step = refine(step, gap, partial(self.gap, targets=targets), self.accuracy,
+                          self.policy.next_step)[0]
+        return self.versions(step), step
 
     def gap(self, step: float, targets: np.ndarray) -> float:
         """The largest relative epsilon gap on a grid.
@@ -246,8 +246,8 @@ class Query:
         versions, step = self._fitting(self.policy.current(None, refined=True))
         # refining cannot resolve a delta below the rounding floor: those are left to the tilt
         resolved = flat[flat >= rounding_floor(versions, self.accuracy)]
-        if resolved.size:
-            versions, step = self.grid(resolved, start=step)
+        if resolved.size and self.policy.fixed is None:  # the grid that fits, refined for them
+            versions, step = self.refined(step, resolved)
         self.cache["plan"] = Plan(step=step)  # for inspection (latest) only
         lower, upper = bounds_over_directions(versions, methodcaller("epsilon", d))
         lower, upper = np.ravel(lower), np.ravel(upper)

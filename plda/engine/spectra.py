@@ -15,8 +15,8 @@ import numpy as np
 
 from plda._internal import fft
 from plda._internal.floats import UNIT_ROUNDOFF, dot, error_sum_bound
-from plda.grid.chernoff import composed_tail
 from plda.grid.discrete import DiscreteLoss
+from plda.grid.moments import composed_tail
 
 #: powers whose bound falls below e^LOG_FLOOR are set to 0 and charged in full (their values
 #: are below the smallest normal double; computing them costs many times an ordinary exp)

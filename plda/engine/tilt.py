@@ -13,9 +13,8 @@ from plda._internal.chernoff import CHERNOFF_LOG_C, CHERNOFF_ORDERS
 from plda._internal.floats import UNIT_ROUNDOFF, union_probability
 from plda.discretization.discretize import UPPER_TAIL
 from plda.engine.composer import compose
-from plda.grid.chernoff import composed_tail
 from plda.grid.discrete import DiscreteLoss
-from plda.grid.moments import power_support
+from plda.grid.moments import composed_tail, power_support
 
 _SMALLEST_NORMAL = float(np.finfo(float).tiny)
 #: a tilted mass below this exponent is subnormal or 0 (2 above log(tiny) = -708.4)

@@ -3,20 +3,17 @@
 ``delta(eps) <= P(L = inf) + min_t c(t) exp(log E[e^{tL}; L finite] - t eps)`` with
 ``c(t) = t^t / (t+1)^(t+1)`` (docs/concepts/discretization.md, "Tiny δ"). The moments come
 from a coarse discretization that reaches far into the tail, computed only when a query
-needs them (:data:`CHERNOFF_GATE`): a composition's are the sum of its factors'.
+needs them (:data:`CHERNOFF_GATE`, read by :class:`~plda.grid.discrete.DiscreteLoss`): a
+composition's are the sum of its factors' (:class:`~plda.grid.moments.ComposedTail`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from plda._internal.chernoff import CHERNOFF_LOG_C, CHERNOFF_ORDERS
-from plda._internal.floats import error_sum_bound, union_probability
 
-__all__ = ["CHERNOFF_GATE", "ComposedTail", "chernoff_delta", "chernoff_epsilon",
-           "chernoff_worth", "composed_tail"]
+__all__ = ["CHERNOFF_GATE", "chernoff_delta", "chernoff_epsilon"]
 
 #: the Chernoff bound is consulted where the grid's delta is at most this many times what the
 #: grid cannot resolve (its mass at +inf and the bound on its rounding). Above that, what the
@@ -25,78 +22,6 @@ __all__ = ["CHERNOFF_GATE", "ComposedTail", "chernoff_delta", "chernoff_epsilon"
 #: ``t sigma`` (its optimal constant is sharp only for a single atom). Either is a valid upper
 #: bound: the gate only decides which work a query does
 CHERNOFF_GATE = 1e3
-
-
-@dataclass(frozen=True)
-class ComposedTail:
-    """The Chernoff moments of a composition, from its factors' when first asked.
-
-    It holds what gives each factor's moments (the moments, or what computes them from the
-    continuous law), not the factors' grid laws, which it would keep alive.
-
-    Attributes
-    ----------
-    sources
-        ``((source, count), ...)``: each source ``(log_mgf, infinity_mass)`` or a callable
-        returning it (:meth:`~plda.grid.discrete.DiscreteLoss.chernoff_source`).
-    """
-
-    sources: tuple
-
-    def __call__(self) -> tuple[np.ndarray, float]:
-        """``(sum_f k_f log_mgf_f, mass at +inf of the union)``.
-
-        Returns
-        -------
-        tuple
-            The composed ``log E[e^{tL}; L finite]`` at ``CHERNOFF_ORDERS`` and the
-            probability that some factor's loss is infinite.
-        """
-        moments = [(s if isinstance(s, tuple) else s(), k) for s, k in self.sources]
-        return (
-            sum(k * m[0] for m, k in moments),
-            union_probability(((m[1], k) for m, k in moments), upper=True),
-        )
-
-
-def composed_tail(factors) -> ComposedTail | None:
-    """The lazy Chernoff moments of a composition; None if a factor has none.
-
-    Parameters
-    ----------
-    factors
-        ``[(law, count), ...]`` of pessimistic grid laws.
-
-    Returns
-    -------
-    ComposedTail or None
-        What the composed law's :meth:`~plda.grid.discrete.DiscreteLoss.chernoff` calls.
-    """
-    sources = tuple((f.chernoff_source(), k) for f, k in factors)
-    if all(s is not None for s, _ in sources):
-        return ComposedTail(sources)
-    return None
-
-
-def chernoff_worth(law, value) -> np.ndarray:
-    """Where a query of a pessimistic grid law consults its Chernoff bound.
-
-    Parameters
-    ----------
-    law
-        The :class:`~plda.grid.discrete.DiscreteLoss`.
-    value
-        The grid's deltas (asked, or found at the epsilons asked).
-
-    Returns
-    -------
-    numpy.ndarray of bool
-        Where ``value`` is within :data:`CHERNOFF_GATE` of what the grid cannot resolve: its
-        mass at +inf and the bound on its rounding.
-    """
-    n = len(law.probs)
-    floor = law.infinity_mass + error_sum_bound(law.entry_error, law.l2_error, n)
-    return np.asarray(value) <= CHERNOFF_GATE * floor
 
 
 def chernoff_delta(moments, eps: np.ndarray) -> np.ndarray:

@@ -13,7 +13,7 @@ import numpy as np
 
 from plda._internal.chernoff import CHERNOFF_ORDERS
 from plda._internal.floats import UNIT_ROUNDOFF, discounted_tails, dot, error_sum_bound
-from plda.grid.chernoff import chernoff_delta, chernoff_epsilon, chernoff_worth
+from plda.grid.chernoff import CHERNOFF_GATE, chernoff_delta, chernoff_epsilon
 from plda.grid.crossing import crossing
 from plda.grid.moments import exp_neg_grid, log_mgf_ladder
 
@@ -345,7 +345,7 @@ class DiscreteLoss:
         unknown = (eps < self.valid_from) | np.isnan(value)
         if self.upper:
             value = np.where(unknown, 1.0, value * (1 + 8 * UNIT_ROUNDOFF))
-            worth = unknown | chernoff_worth(self, value) | bool(self.tilt)
+            worth = unknown | self._chernoff_worth(value) | bool(self.tilt)
             if np.any(worth):
                 value = np.where(worth, np.minimum(value, chernoff_delta(self.chernoff(), eps)),
                                  value)
@@ -372,7 +372,7 @@ class DiscreteLoss:
         """
         d = np.asarray(delta, dtype=float)
         if d.size <= _LOCAL_QUERIES:
-            # a few deltas (an accountant query): block search, see _crossing. Chosen by the
+            # a few deltas (an accountant query): block search (plda.grid.crossing). Chosen by the
             # question alone, never by whether another query built the segment arrays: the two
             # routes round differently, and an answer must not depend on what was asked before
             # remembered per delta (not a field: a memo): the driver asks a version for its gap
@@ -405,7 +405,7 @@ class DiscreteLoss:
                 if self.upper
                 else np.where(out >= self.valid_from, out, 0.0)
             )
-        if self.upper and (self.tilt or np.any(~found | chernoff_worth(self, d))):
+        if self.upper and (self.tilt or np.any(~found | self._chernoff_worth(d))):
             out = np.minimum(out, chernoff_epsilon(self.chernoff(), d))
         # the true epsilon lies on the safe side: move by far more than the rounding in log/exp
         # (1e-12 relative, at least the few u of :meth:`_loss_slack`) and by the loss error
@@ -414,14 +414,17 @@ class DiscreteLoss:
         out = np.where(finite, out + nudge if self.upper else out - nudge, out)
         return np.maximum(out, 0.0)
 
+    def _chernoff_worth(self, value) -> np.ndarray:
+        """Where this (upper) version consults its Chernoff bound: ``value``, its deltas (asked,
+        or found at the epsilons asked), within :data:`~plda.grid.chernoff.CHERNOFF_GATE` of
+        what the grid cannot resolve (its mass at +inf and the bound on its rounding)."""
+        rounding = error_sum_bound(self.entry_error, self.l2_error, len(self.probs))
+        return np.asarray(value) <= CHERNOFF_GATE * (self.infinity_mass + rounding)
+
     def _epsilon_nudge(self, out):
         """Outward move of a solved epsilon: rounding (see :meth:`_loss_slack`) and
         :attr:`loss_error`."""
         return 1e-12 * (1 + np.abs(out)) + 8 * UNIT_ROUNDOFF * self.step + self.loss_error
-
-    def _crossing(self, d: float) -> tuple[int, float, float]:
-        """:func:`plda.grid.crossing.crossing` of this version at ``d``."""
-        return crossing(self.probs, self.step, d, self._cut_term)
 
     def _cut_term(self, j: int, tail_mass: float) -> float:
         """``A_j`` (see :meth:`_tail_mass_terms`) at one cut, in scalar arithmetic."""
@@ -460,9 +463,9 @@ class DiscreteLoss:
 
     def _epsilon_one(self, d: float) -> float:
         """:meth:`epsilon` at one ``d``, in scalar arithmetic on the cut found by
-        :meth:`_crossing` (the same closed form, error terms and margins)."""
+        :func:`plda.grid.crossing.crossing` (the same closed form, error terms and margins)."""
         n = len(self.probs)
-        j, tail_mass, s = self._crossing(d)
+        j, tail_mass, s = crossing(self.probs, self.step, d, self._cut_term)
         if j == 0 and self.tilt and not self.upper:
             # a tilted lower version's lowest losses may be swamped by their error terms (their
             # profile reads below any delta): the bisection then stops on the first cut and
@@ -482,7 +485,7 @@ class DiscreteLoss:
         if self.valid_from > -math.inf:  # as in epsilon
             out = max(out, self.valid_from) if self.upper else (
                 out if out >= self.valid_from else 0.0)
-        if self.upper and (self.tilt or out == math.inf or chernoff_worth(self, d)):
+        if self.upper and (self.tilt or out == math.inf or self._chernoff_worth(d)):
             out = min(out, float(chernoff_epsilon(self.chernoff(), np.array(d))))
         if math.isfinite(out):
             nudge = float(self._epsilon_nudge(out))

@@ -1,17 +1,20 @@
 """Moments of grid laws: the exponential tables of the profile, the Chernoff moments at the
 ladder orders ``t = 2^(j/2)`` (any order bounds a tail, so each law's are computed once per
-order and reused by every composition it enters) and the composition window they give.
+order and reused by every composition it enters) and the composition window they give, and a
+composition's moments at the orders of the tiny-delta bound (:mod:`plda.grid.chernoff`), summed
+from its factors' when first asked (:class:`ComposedTail`).
 """
 
 from __future__ import annotations
 
 import math
 import threading
+from dataclasses import dataclass
 
 import numpy as np
 
 from plda._internal.caches import register
-from plda._internal.floats import UNIT_ROUNDOFF, dot
+from plda._internal.floats import UNIT_ROUNDOFF, dot, union_probability
 
 # tables are never written after they are built, so a thread may keep using one that another
 # thread has just evicted; the dict itself is only changed under the lock
@@ -416,6 +419,58 @@ def composed_variance(factors, start: float = 0.0) -> float:
     for f, k in factors:
         start = start + k * f.spread()[1]
     return start
+
+
+# ------------------------------------------- the Chernoff moments of a composition, for tiny deltas
+@dataclass(frozen=True)
+class ComposedTail:
+    """The Chernoff moments of a composition, from its factors' when first asked.
+
+    It holds what gives each factor's moments (the moments, or what computes them from the
+    continuous law), not the factors' grid laws, which it would keep alive.
+
+    Attributes
+    ----------
+    sources
+        ``((source, count), ...)``: each source ``(log_mgf, infinity_mass)`` or a callable
+        returning it (:meth:`~plda.grid.discrete.DiscreteLoss.chernoff_source`).
+    """
+
+    sources: tuple
+
+    def __call__(self) -> tuple[np.ndarray, float]:
+        """``(sum_f k_f log_mgf_f, mass at +inf of the union)``.
+
+        Returns
+        -------
+        tuple
+            The composed ``log E[e^{tL}; L finite]`` at ``CHERNOFF_ORDERS`` and the
+            probability that some factor's loss is infinite.
+        """
+        moments = [(s if isinstance(s, tuple) else s(), k) for s, k in self.sources]
+        return (
+            sum(k * m[0] for m, k in moments),
+            union_probability(((m[1], k) for m, k in moments), upper=True),
+        )
+
+
+def composed_tail(factors) -> ComposedTail | None:
+    """The lazy Chernoff moments of a composition; None if a factor has none.
+
+    Parameters
+    ----------
+    factors
+        ``[(law, count), ...]`` of pessimistic grid laws.
+
+    Returns
+    -------
+    ComposedTail or None
+        What the composed law's :meth:`~plda.grid.discrete.DiscreteLoss.chernoff` calls.
+    """
+    sources = tuple((f.chernoff_source(), k) for f, k in factors)
+    if all(s is not None for s, _ in sources):
+        return ComposedTail(sources)
+    return None
 
 
 def power_support(factors: list) -> tuple[int, int]:

@@ -30,6 +30,11 @@ class Gaussian(Mechanism):
     sensitivity
         The query's L2 sensitivity, positive.
 
+    Attributes
+    ----------
+    mu
+        The Gaussian-DP parameter ``sensitivity / sigma``.
+
     Raises
     ------
     TypeError
@@ -47,13 +52,9 @@ class Gaussian(Mechanism):
         object.__setattr__(self, "sensitivity", positive_float("sensitivity", self.sensitivity))
         # below 1e-150, mu^2 (the loss variance) underflows; above 1e15 the loss mean mu^2/2
         # leaves the range where grid indices are exact integers
-        in_range("sensitivity / sigma", self.sensitivity / self.sigma, MU_RANGE[0], MU_RANGE[1],
-                 "the Gaussian-DP mu plda certifies")
-
-    @property
-    def mu(self) -> float:
-        """Gaussian-DP parameter ``sensitivity / sigma``."""
-        return self.sensitivity / self.sigma
+        mu = in_range("sensitivity / sigma", self.sensitivity / self.sigma, MU_RANGE[0],
+                      MU_RANGE[1], "the Gaussian-DP mu plda certifies")
+        object.__setattr__(self, "mu", mu)  # derived once, as data
 
     def _remove_law(self):
         return GaussianLaw(mu=self.mu)
@@ -104,19 +105,19 @@ class GaussianLaw(PrivacyLossLaw):
         # one ndtr per hypothesis: the smaller tail ndtr(-|z|) and its complement, which for
         # |z| >= 1 is ndtr(|z|) to the bit (both are 1 - erfc(|z|/sqrt(2))/2 there); the centre
         # |z| < 1, where ndtr goes through erf instead, takes ndtr itself (the values are those
-        # of _cont_cdf and _cont_sf)
-        out, shape = [], np.shape(x)
-        for hypothesis in ("P", "Q"):
-            z = np.atleast_1d((x - self._mean(hypothesis)) / self.mu)
-            size = np.abs(z)
-            small = ndtr(-size)
-            large = 1.0 - small
-            centre = size < 1.0
-            if centre.any():
-                large[centre] = ndtr(size[centre])
-            below = z < 0
-            out += [np.where(below, small, large), np.where(below, large, small)]
-        return tuple(part.reshape(shape)[()] for part in out)  # [()]: a scalar for a scalar
+        # of _cont_cdf and _cont_sf). Both hypotheses in one pass: a row each
+        shape, means = np.shape(x), np.array([[self._mean("P")], [self._mean("Q")]])
+        z = (np.reshape(x, (1, -1)) - means) / self.mu
+        size = np.abs(z)
+        small = ndtr(-size)
+        large = 1.0 - small
+        centre = size < 1.0
+        if centre.any():
+            large[centre] = ndtr(size[centre])
+        below = z < 0
+        cdf, sf = np.where(below, small, large), np.where(below, large, small)
+        # [()]: a scalar for a scalar
+        return tuple(part.reshape(shape)[()] for part in (cdf[0], sf[0], cdf[1], sf[1]))
 
     def _cont_pdf(self, x, hypothesis):
         z = np.asarray(x, dtype=float) - self._mean(hypothesis)

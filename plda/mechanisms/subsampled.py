@@ -72,10 +72,13 @@ class PoissonSampled(Mechanism):
         )
         in_range("sample_rate", self.sample_rate, MIN_SAMPLE_RATE, 1.0,
                  "tighter rates give only loose bounds on the grid")
-        # the two directions differ unless every record is kept (derived once, as data)
+        # the two directions differ unless every record is kept; the sampled laws are realized
+        # when the base's are (a base known only through a dominating pair, such as
+        # plda.ExponentialMechanism, is not tight): derived once, as data
         object.__setattr__(
             self, "symmetric", self.sample_rate == 1.0 and self.mechanism.symmetric
         )
+        object.__setattr__(self, "tight", self.mechanism.tight)
         group = count("group_size", self.group_size, minimum=1, maximum=MAX_GROUP_SIZE)
         object.__setattr__(self, "group_size", group)
         if group > 1:
@@ -124,15 +127,6 @@ class PoissonSampled(Mechanism):
         return GaussianMixture(sigma=base.sigma,
                                sensitivities=tuple(float(k) * base.sensitivity for k in counts),
                                probabilities=weights)
-
-    @property
-    def tight(self) -> bool:  # type: ignore[override]
-        """Whether the base's laws are realized, and so the sampled ones.
-
-        A base known only through a dominating pair (:class:`~plda.ExponentialMechanism`) is
-        not.
-        """
-        return self.mechanism.tight
 
     def lower_bound_mechanisms(self) -> tuple[Mechanism, ...]:
         """The sampled realized pairs of the base.
@@ -473,17 +467,18 @@ class ReplaceOneSampledGaussianLaw(PrivacyLossLaw):
             active = active[~done]
         return x.reshape(shape)
 
-    def _cont_cdf(self, x, hypothesis):
-        y = self._inverse(x)
+    def _cont_cdf_sf(self, x):
+        y = self._inverse(x)  # one inversion for the four (it is most of their cost)
         q, m = self.sample_rate, self.mu
-        shift = m if hypothesis == "P" else -m
-        return (1 - q) * ndtr(y) + q * ndtr(y - shift)
+        below, above = (1 - q) * ndtr(y), (1 - q) * ndtr(-y)
+        return (below + q * ndtr(y - m), above + q * ndtr(-(y - m)),
+                below + q * ndtr(y + m), above + q * ndtr(-(y + m)))
+
+    def _cont_cdf(self, x, hypothesis):
+        return self._cont_cdf_sf(x)[0 if hypothesis == "P" else 2]
 
     def _cont_sf(self, x, hypothesis):
-        y = self._inverse(x)
-        q, m = self.sample_rate, self.mu
-        shift = m if hypothesis == "P" else -m
-        return (1 - q) * ndtr(-y) + q * ndtr(-(y - shift))
+        return self._cont_cdf_sf(x)[1 if hypothesis == "P" else 3]
 
     def _cont_pdf(self, x, hypothesis):
         y = self._inverse(x)
