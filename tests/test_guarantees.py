@@ -432,7 +432,8 @@ BAD = [
     (lambda: plda.ZCDP(rho=math.inf), ValueError, "rho must be"),
     (lambda: plda.ZCDP(rho=None), TypeError, "rho must be"),
     (lambda: plda.RenyiDP(orders=[1.0], epsilons=[0.1]), ValueError, "orders must be above 1"),
-    (lambda: plda.RenyiDP(orders=[2.0], epsilons=[-0.1]), ValueError, "epsilons must be >= 0"),
+    (lambda: plda.RenyiDP(orders=[2.0], epsilons=[-0.1]), ValueError,
+     r"epsilons must be in \[0, 1e\+150\]"),
     (lambda: plda.RenyiDP(orders=[2.0, 3.0], epsilons=[0.1]), ValueError, "same length"),
     (lambda: plda.RenyiDP(orders=[math.inf], epsilons=[0.1]), ValueError, "orders"),
     (lambda: plda.RenyiDP(orders=2.0, epsilons=0.1), TypeError, "sequences"),
@@ -496,3 +497,21 @@ def test_zcdp_events_against_dp_accounting_rdp():
     with_xi = dpa.ZCDpEvent(0.1, 0.2)
     rdp = dpa.rdp.RdpAccountant().compose(with_xi).get_epsilon(1e-6)
     assert from_dp_event(with_xi).epsilon(1e-6) <= rdp * (1 + 1e-9)
+
+
+def test_stated_guarantees_at_the_ends_of_plda_range():
+    """Each answered, or refused naming the user's argument (once 'mu', 'sensitivity / sigma'
+    or a bare 'math domain error' surfaced from a mechanism plda built internally)."""
+    pld = plda.PrivacyLossDistribution.from_mechanism
+    # rho below 5e-301: the lower-bound Gaussian (mu = sqrt(2 rho)) is below MU_RANGE
+    assert pld(plda.ZCDP(1e-310), 3).epsilon_bounds(1e-5).upper == 0.0
+    # three GaussianDP(1e15) merge to mu = 1.7e15, beyond what one Gaussian holds: composed
+    # step by step instead; k mu^2 / 2 is the leading term of epsilon
+    bounds = pld(plda.GaussianDP(1e15), 3).epsilon_bounds(1e-5)
+    assert bounds.lower <= 1.5e30 * (1 + 1e-9) and bounds.upper >= 1.5e30
+    assert bounds.upper <= 1.5e30 * (1 + 1e-9)
+    with pytest.raises(ValueError, match=r"epsilons must be in \[0, 1e\+150\]"):
+        plda.RenyiDP((2.0,), (1e200,))
+    # a Renyi bound far above plda's Gaussian range: its lower-bound Gaussian is capped
+    bounds = pld(plda.RenyiDP((2.0,), (1e150,)), 2).epsilon_bounds(1e-5)
+    assert 0 < bounds.lower <= bounds.upper

@@ -21,7 +21,7 @@ from plda.engine.plan import MAX_GRID, Plan, pilot_step
 from plda.engine.tilt import compose_tilted
 from plda.grid.discrete import DiscreteLoss
 from plda.mechanisms.base import DIRECTIONS, Mechanism
-from plda.mechanisms.gaussian import Gaussian
+from plda.mechanisms.gaussian import MU_RANGE, Gaussian
 from plda.mechanisms.imported import GaussianDP
 
 
@@ -140,17 +140,20 @@ def laws_by_direction(steps) -> dict[str, list]:
         direction when every factor is symmetric. Steps run zero times are left out, and plain
         Gaussians and ``GaussianDP`` steps are merged exactly (``mu^2`` adds up under
         composition)."""
-    factors = []
+    factors, gaussians = [], []
     gaussian_mu2 = 0.0
     for mechanism, count in steps:
         if count == 0:
             continue
         if type(mechanism) is Gaussian or (type(mechanism) is GaussianDP and mechanism.mu > 0):
             gaussian_mu2 += count * mechanism.mu**2
+            gaussians.append((mechanism, count))
         else:
             factors.append((mechanism, count))
     if gaussian_mu2 > 0:
-        factors.append((Gaussian(sigma=1.0 / math.sqrt(gaussian_mu2)), 1))
+        # one Gaussian where the merged mu is one plda certifies (beyond 1e15, each step alone)
+        merged = math.sqrt(gaussian_mu2)
+        factors += ([(Gaussian(sigma=1.0 / merged), 1)] if merged <= MU_RANGE[1] else gaussians)
     directions = ("remove",) if all(m.symmetric for m, _ in factors) else DIRECTIONS
     return {d: [(m.privacy_loss(d), k) for m, k in factors] for d in directions}
 

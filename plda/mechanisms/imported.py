@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from plda._internal.validation import in_range, nonnegative_float, real_sequence
+from plda.mechanisms.approximate import MAX_EPSILON
 from plda.mechanisms.base import Mechanism
 from plda.mechanisms.gaussian import MU_RANGE, Gaussian, GaussianLaw
 from plda.mechanisms.law import AtomLaw
@@ -137,9 +138,11 @@ class ZCDP(Mechanism):
         Returns
         -------
         GaussianDP
-            ``GaussianDP(sqrt(2 rho))``.
+            ``GaussianDP(sqrt(2 rho))`` (``GaussianDP(0)`` below ``MU_RANGE``).
         """
-        return GaussianDP(mu=math.sqrt(2 * self.rho))
+        mu = math.sqrt(2 * self.rho)
+        # below plda's range, nothing revealed: a smaller mu is rho-zCDP too (lower bound 0)
+        return GaussianDP(mu=mu if mu >= MU_RANGE[0] else 0.0)
 
     def under_replace_one(self) -> ZCDP:
         """The same step under replace-one: the guarantee is taken as stated.
@@ -164,8 +167,8 @@ def _orders_and_epsilons(orders, epsilons) -> tuple[tuple[float, ...], tuple[flo
     for i, (a, e) in enumerate(zip(alpha, eps, strict=True)):
         if not a > 1:
             raise ValueError(f"orders must be above 1, got orders[{i}] = {a!r}")
-        if e < 0:
-            raise ValueError(f"epsilons must be >= 0, got epsilons[{i}] = {e!r}")
+        if not 0 <= e <= MAX_EPSILON:  # (the engine squares losses: beyond ~1e154 overflow)
+            raise ValueError(f"epsilons must be in [0, {MAX_EPSILON:g}], got epsilons[{i}] = {e!r}")
     return alpha, eps
 
 
@@ -186,7 +189,7 @@ class RenyiDP(Mechanism):
     orders : sequence of float
         The orders ``alpha``, each finite and above 1.
     epsilons : sequence of float
-        ``eps_alpha``, finite and ``>= 0``, one per order.
+        ``eps_alpha``, in ``[0, 1e150]``, one per order.
 
     Raises
     ------
@@ -194,7 +197,7 @@ class RenyiDP(Mechanism):
         If an argument is not a sequence of real numbers.
     ValueError
         If the lengths differ, a value is NaN or infinite, an order is not above 1 or an
-        epsilon is negative.
+        epsilon is negative or above ``1e150``.
     """
 
     stated_currency = "renyi"
@@ -229,10 +232,11 @@ class RenyiDP(Mechanism):
         Returns
         -------
         GaussianDP
-            ``mu^2 = min_alpha 2 eps_alpha / alpha``.
+            ``mu^2 = min_alpha 2 eps_alpha / alpha`` (``mu`` brought into ``MU_RANGE``, or 0).
         """
         mu2 = min(2 * e / a for a, e in zip(self.orders, self.epsilons, strict=True))
-        mu = math.sqrt(mu2)
+        # a smaller mu stays within the bounds: 0 below plda's range, 1e15 above it
+        mu = min(math.sqrt(mu2), MU_RANGE[1])
         return GaussianDP(mu=mu if mu == 0 or mu >= MU_RANGE[0] else 0.0)
 
     def under_replace_one(self) -> RenyiDP:
