@@ -8,7 +8,13 @@ import pytest
 
 import plda
 from plda.epochs.allocation import RandomAllocation
-from plda.epochs.sums import delta_bracket, lognormal_cells, offset_positions
+from plda.epochs.sums import (
+    delta_bracket,
+    laplace_cells,
+    lognormal_cells,
+    offset_positions,
+    sum_cells,
+)
 
 
 def _exact_two_steps(mu: float, eps: float) -> float:
@@ -314,3 +320,43 @@ def test_the_add_direction_near_the_noise_limit_is_finite(sigma):
         assert float(lower.delta(eps)) <= exact <= float(upper.delta(eps)) * (1 + 1e-12)
     bounds = plda.PrivacyLossDistribution.from_mechanism(epoch).epsilon_bounds(1e-5)
     assert bounds.lower <= bounds.upper <= bounds.lower * (1 + 2e-3)
+
+
+@pytest.mark.parametrize("ratio, kwargs, steps", [
+    (1e-300, {}, r"num_steps = 1e-07"),  # the lattice had width 0: ZeroDivisionError
+    (1e-12, {}, r"num_steps = 1e-07"),  # it asked for 6e10 points: MemoryError
+    (5e-8, {}, r"num_steps = 1e-07"),
+    (1e-8, {"num_selected": 2}, r"ceil\(num_steps / num_selected\) = 5e-08"),
+])
+def test_laplace_base_below_float_resolution_is_refused(ratio, kwargs, steps):
+    with pytest.raises(plda.UncoveredParametersError, match=r"sensitivity / scale .*" + steps):
+        RandomAllocation(plda.Laplace(1.0, ratio), 100, **kwargs)
+
+
+def test_laplace_base_with_a_small_ratio_keeps_a_small_lattice(monkeypatch):
+    """At eps0 = 1e-7 the partial sums were capped 12 sqrt(e^eps0 - 1) above their means (the
+    term's spread is ~ eps0): transforms of 8e7 points, minutes and gigabytes. The range of one
+    term caps them now, and the bracket stays tight and below one use of the base."""
+    import plda.epochs.sums as sums
+
+    convolve = sums.split_convolve
+
+    def small(a, b, n):
+        assert n < 10**5, f"a transform of {n} points"
+        return convolve(a, b, n)
+
+    monkeypatch.setattr(sums, "split_convolve", small)
+    ratio = 1e-7
+    lo, hi = math.exp(-ratio), math.exp(ratio)
+    w = (hi - lo) / 64
+    sum_cells(laplace_cells(ratio, w, lo, 65), 100, w, math.sqrt(math.expm1(ratio)), lo)
+    epoch = RandomAllocation(plda.Laplace(1.0, ratio), 100)
+    for direction in ("remove", "add"):
+        law = epoch.privacy_loss(direction)
+        assert len(law.atom_losses) < 10**5
+        upper, lower = law.bracket
+        base = plda.Laplace(1.0, ratio).privacy_loss(direction)
+        for eps in (0.0, ratio / 5):
+            lo, hi = float(lower.delta(eps)), float(upper.delta(eps))
+            assert 0 < lo <= hi <= float(base.delta(eps))
+            assert hi - lo < 0.05 * hi

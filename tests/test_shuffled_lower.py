@@ -461,3 +461,17 @@ def test_long_laplace_epochs_keep_finite_cdfs():
     for mechanism in epoch.lower_bound_mechanisms():
         bounds = PLD.from_mechanism(mechanism).epsilon_bounds(1e-5)
         assert 16 < bounds.lower <= bounds.upper <= 20 * (1 + 1e-6)
+
+
+@pytest.mark.parametrize("ratio", [1e-300, 1e-10])
+def test_laplace_base_with_a_tiny_ratio_is_bracketed(ratio):
+    """The random-allocation lower pair divided by a zero-width lattice (1e-300) or asked for
+    billions of points (1e-10); RandomAllocation refuses such ratios now, and the lower pair
+    falls back to the largest coordinate: a bracket below one use of the base."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", plda.PLDAWarning)
+        bounds = PLD.from_mechanism(plda.Shuffled(plda.Laplace(1.0, ratio), 100)).delta_bounds(
+            [0.0, ratio / 4])
+        base = PLD.from_mechanism(plda.Laplace(1.0, ratio)).delta_bounds([0.0, ratio / 4])
+    assert np.all(0 <= bounds.lower) and np.all(bounds.lower <= bounds.upper)
+    assert np.all(bounds.upper <= base.upper)

@@ -41,6 +41,11 @@ MAX_STEP = 0.05
 #: it the lognormal tail of the likelihood ratio needs lattices of millions of points and the
 #: composed bounds lose their accuracy
 MAX_MU = 1.45
+#: smallest ``sensitivity / scale`` of a Laplace base, per step of the epoch (``eps0 >= 1e-9 t``):
+#: the ratio ``W`` lies within ``e^(+-eps0)`` of 1, its cells are ``~ eps0 / 32`` wide, and each
+#: cell's certified rounding (a few ulps of 1) is charged relative to that width, ``t`` times
+#: over; below it the bracket widens past its purpose (and at ``eps0 ~ 1e-16`` the cells vanish)
+LAPLACE_MIN_RATIO = 1e-9
 
 
 def _integer(name: str, value, low: int, high: int, what: str) -> int:
@@ -177,7 +182,9 @@ class RandomAllocation(BracketedMechanism):
     ----------
     mechanism : Mechanism
         The base mechanism: a :class:`~plda.Gaussian` with ``sensitivity / sigma <= 1.45``,
-        or a :class:`~plda.Laplace` with ``sensitivity / scale`` up to about 12.
+        or a :class:`~plda.Laplace` with ``sensitivity / scale`` from ``1e-9 * num_steps`` up
+        to about 12 (below, one use of the base per epoch is a certified upper bound without
+        amplification; :class:`~plda.Shuffled` takes no lower limit).
     num_steps : int
         Steps per epoch ``t``, an integer in ``[1, 1e5]``.
     num_selected : int, optional
@@ -192,7 +199,8 @@ class RandomAllocation(BracketedMechanism):
         If a size is out of range or not an integer, or if the base is neither a Gaussian nor a
         Laplace mechanism.
     UncoveredParametersError
-        (a ``ValueError``) If its noise is too small for the lattice (see above).
+        (a ``ValueError``) If its noise is too small for the lattice, or a Laplace base's
+        ``sensitivity / scale`` below ``1e-9 * num_steps`` (see above).
     """
 
     mechanism: Mechanism
@@ -211,6 +219,17 @@ class RandomAllocation(BracketedMechanism):
         # the largest of them sets the range (see plda.epochs.many)
         blocks = t if k == 1 else -(-t // k)
         if type(self.mechanism) is Laplace:
+            # (a relative slack: 1e-9 * 100 rounds above 1e-7)
+            if blocks > 1 and self.mechanism.epsilon < LAPLACE_MIN_RATIO * blocks * (1 - 1e-12):
+                steps = "num_steps" if k == 1 else "ceil(num_steps / num_selected)"
+                raise UncoveredParametersError(
+                    f"sensitivity / scale of a Laplace base must be at least "
+                    f"{LAPLACE_MIN_RATIO:g} * {steps} = {LAPLACE_MIN_RATIO * blocks:g} for "
+                    f"RandomAllocation with num_steps = {t}, num_selected = {k} (the likelihood "
+                    f"ratio's lattice needs it above float resolution), got "
+                    f"{self.mechanism.epsilon:g}; a certified upper bound without amplification "
+                    "is num_selected uses of the base mechanism per epoch"
+                )
             if blocks > 1 and _laplace_plan(self.mechanism.epsilon, blocks)[0] > MAX_STEP:
                 raise UncoveredParametersError(
                     "sensitivity / scale of a Laplace base must be at most about 12 for "

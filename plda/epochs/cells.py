@@ -18,7 +18,12 @@ from plda._internal import fft
 from plda._internal.caches import cached
 from plda._internal.convolve import split_convolve
 from plda._internal.floats import UNIT_ROUNDOFF
-from plda.epochs.sums import laplace_cells, lognormal_cells, normal_cell_masses
+from plda.epochs.sums import (
+    MAX_CAP_POINTS,
+    laplace_cells,
+    lognormal_cells,
+    normal_cell_masses,
+)
 from plda.mechanisms.law import AtomLaw
 
 #: points of the lattice of ``T`` (sets the cell width ``w`` of ``W``)
@@ -60,6 +65,15 @@ def _cells(kind: str, parameter: float, t: int, k: int):
     dq = np.append(mass_err, 16 * UNIT_ROUNDOFF * mass_above)
     dp = np.append(moment_err, 16 * UNIT_ROUNDOFF * moment_above)
     cap = int(math.ceil(span / w)) + len(q)
+    if kind == "laplace" and cap > MAX_CAP_POINTS:
+        # span counts from W = 0, but the cells start at e^-eps0 - w/2: at small eps0 (64 cells
+        # of width ~ eps0 / 32) that asks for billions of points. T's index is a sum of t cell
+        # indices in [0, len(q) - 1], of mean (1 - origin) / w under Q and standard deviation at
+        # most (len(q) - 1) / 2 (Popoviciu); the laws are lower sides only, so any cap is
+        # certified (mass past it is dropped: a sub-measure)
+        top = len(q) - 1
+        mean = k * top + (t - k) * ((1 - (lo - w / 2)) / w + 1)
+        cap = min(cap, int(math.ceil(mean + 12 * math.sqrt(t) * top / 2)) + len(q))
     return q, dq, p, dp, w, cap
 
 

@@ -19,6 +19,13 @@ from plda._internal import fft
 from plda._internal.convolve import root_sum_squares, split_convolve
 from plda._internal.floats import UNIT_ROUNDOFF, dot
 
+#: lattice points of a partial sum beyond which its cap takes one term's spread from the term's
+#: range instead of the given ``sd`` (Popoviciu: a term within ``[0, r]`` has standard deviation
+#: at most ``r / 2``). A Laplace base passes ``sqrt(e^eps0 - 1) ~ sqrt(eps0)`` while its ratio
+#: spreads by about ``eps0`` only: at ``eps0 = 1e-8`` the caps asked for up to 1e9 points.
+#: Below this many the caps are as they were (any cap is certified: it only moves tail mass)
+MAX_CAP_POINTS = 1 << 23
+
 
 def normal_cell_masses(z: np.ndarray):
     """Standard normal masses of the cells ``[z_k, z_{k+1})``, with bounds on their errors.
@@ -306,6 +313,9 @@ def sum_cells(cell_data, t: int, w: float, sd: float, origin: float = 0.0,
 
     def cap_for(k):
         return int(math.ceil((k * (1 - origin) + s_cap_sd * math.sqrt(k) * sd) / w)) + cells
+
+    if cap_for(t) > MAX_CAP_POINTS:  # every term lies on the lattice's [0, cells w]
+        sd = min(sd, cells * w / 2)
 
     # the cells' errors: a cell's mass may be off by mass_err at k w (charged like the FFT
     # errors below: a Q-atom at S = 0 and mean mass_err k w sent to +inf), and its up-share by
