@@ -135,3 +135,29 @@ def test_tilted_plans_integrate_every_cell(monkeypatch):
     module.discretize.function(law, 2.0**-9, True, 1e-30, 1e-30)
     module.discretize.function(law, 2.0**-9, True)
     assert asked[0] == 0.0 and asked[1] > 0.0
+
+
+def test_quadrature_runs_in_blocks_of_bounded_size(monkeypatch):
+    """A grid coarsened to huge losses integrates each cell over 1024 pieces of 6 nodes: at
+    shift / sigma = 1e10 that asked numpy for 6144 x 205197 doubles (9.4 GiB) per array. The
+    cells go through in blocks of at most QUADRATURE_BLOCK entries, with the same numbers."""
+    from plda.discretization import cells
+
+    law = plda.GaussianMixture(sigma=1.0, sensitivities=(0.0, 1e4),
+                               probabilities=(0.5, 0.5)).privacy_loss("remove")
+    density = type(law).continuous_pdf
+    largest = []
+
+    def recorded(self, x, hypothesis):
+        largest.append(np.size(x))
+        return density(self, x, hypothesis)
+
+    step, lo, mid = 29695.109271808964, -1, 1687  # the grid of epsilon(1e-5), 1688 cells
+    monkeypatch.setattr(type(law), "continuous_pdf", recorded)
+    blocked = cells.cell_moments(law, step, lo, mid)
+    assert max(largest) <= 1 << 22
+    monkeypatch.setattr(cells, "QUADRATURE_BLOCK", 1 << 40)
+    whole = cells.cell_moments(law, step, lo, mid)
+    assert max(largest) > 1 << 22
+    for a, b in zip(blocked, whole, strict=True):
+        np.testing.assert_array_equal(a, b)

@@ -21,6 +21,8 @@ from plda._internal.validation import MAX_COUNT
         (lambda: plda.Gaussian(1e-300), "sensitivity / sigma must be in"),
         (lambda: plda.Laplace(scale=1e-3), "sensitivity / scale must be in"),
         (lambda: plda.PoissonSampled(plda.Gaussian(1.0), 1e-200), "sample_rate must be in"),
+        # a mixture with losses up to 5e19: MemoryError at the first query before
+        (lambda: plda.PoissonSampled(plda.Gaussian(1e-10), 0.5), "sensitivity / sigma must be"),
         (lambda: plda.PrivacyLossDistribution.from_mechanism(plda.Gaussian(1.0), 10**30),
          "count must be an integer in"),
         (lambda: plda.PLDAccountant().step(1.0, 0.01, count=10**30), "count must be"),

@@ -244,6 +244,9 @@ def test_replace_one_with_several_micro_batches_is_the_double_mixture():
     ({"probabilities": (True, False)}, TypeError, "probabilities must hold real numbers"),
     ({"probabilities": ()}, ValueError, "probabilities must hold 1 to"),
     ({"sensitivities": (0.0, 1e300)}, ValueError, r"max\(sensitivities\) / sigma"),
+    # losses up to 5e19: a MemoryError (10 GiB per array) before, minutes after
+    ({"sensitivities": (0.0, 1e10)}, plda.UncoveredParametersError,
+     r"max\(sensitivities\) / sigma must be at most 1e\+08"),
 ])
 def test_bad_mixtures_name_the_argument(kwargs, error, match):
     arguments = {"sigma": 1.0, "sensitivities": (0.0, 1.0), "probabilities": (0.9, 0.1)}
@@ -342,3 +345,25 @@ def test_renyi_bounds_are_finite_and_bracket_the_exact_divergence():
                                                                                mpmath.inf]))
     exact = float(max(remove, add))
     assert bounds.lower <= exact <= bounds.upper < math.inf
+
+
+def test_huge_shifts_are_refused_only_for_mixtures():
+    """A single shift is the Gaussian law (its own range, up to 1e15); a Poisson-sampled
+    Gaussian and the fixed-size samplers are mixtures, refused past 1e8 naming their own
+    arguments (the doubled sensitivity of a substitution included)."""
+    plda.GaussianMixture(sigma=1.0, sensitivities=(1e10,), probabilities=(1.0,))
+    plda.PoissonSampled(plda.Gaussian(1e-10), 1.0)
+    plda.PoissonSampled(plda.Gaussian(1e-8), 0.5)
+    cases = [
+        (lambda: plda.PoissonSampled(plda.Gaussian(1e-10), 0.5), r"^sensitivity / sigma"),
+        (lambda: plda.PoissonSampled(plda.GaussianDP(1e10), 0.5), r"^mu"),
+        (lambda: plda.PoissonSampled(plda.Gaussian(1e-5), 0.5, group_size=10**4),
+         r"^group_size \* sensitivity / sigma"),
+        (lambda: plda.SampledWithoutReplacement(plda.Gaussian(1e-8), 10, 100),
+         r"^2 \* sensitivity / sigma"),
+        (lambda: plda.TruncatedPoisson(plda.Gaussian(1e-8), 0.1, 20, 100),
+         r"^2 \* sensitivity / sigma"),
+    ]
+    for make, match in cases:
+        with pytest.raises(plda.UncoveredParametersError, match=match + ".* at most 1e\\+08"):
+            make()

@@ -204,9 +204,29 @@ def cell_moments(law: PrivacyLossLaw, step: float, lo: int, mid: int, negligible
     return out
 
 
+#: most (node, cell) entries of one quadrature block: a grid coarsened to huge losses (a
+#: Gaussian mixture at shift / sigma = 1e10: 6144 nodes over 2e5 cells) asked numpy for 10 GiB
+#: per array; cells are integrated independently, so blocks of cells give the same numbers
+QUADRATURE_BLOCK = 1 << 22
+
+
 def _quadrature_moments(law: PrivacyLossLaw, step: float, left: np.ndarray, cdf_based):
     """:func:`cell_moments` of the cells starting at the losses ``left`` by quadrature, or by
-    their cdf moments ``cdf_based`` where those are the tighter."""
+    their cdf moments ``cdf_based`` where those are the tighter; in blocks of cells of at most
+    :data:`QUADRATURE_BLOCK` entries."""
+    pieces = 1 if step <= WIDE else min(math.ceil(step / WIDE), MAX_PIECES)
+    width = max(1, QUADRATURE_BLOCK // (pieces * len(NODES)))
+    if len(left) <= width:
+        return _quadrature_block(law, step, left, cdf_based)
+    blocks = [
+        _quadrature_block(law, step, left[i : i + width], [c[i : i + width] for c in cdf_based])
+        for i in range(0, len(left), width)
+    ]
+    return tuple(np.concatenate(parts) for parts in zip(*blocks, strict=True))
+
+
+def _quadrature_block(law: PrivacyLossLaw, step: float, left: np.ndarray, cdf_based):
+    """:func:`_quadrature_moments` of one block of cells."""
     p2, ep2, u2, eu2, v2, ev2 = cdf_based
     # a cell wider than WIDE (a grid coarsened to fit a composition of huge losses) is cut into
     # pieces at most WIDE wide: the integrand of u, 1 - e^{-(L - l_j)}, rises across a layer

@@ -28,6 +28,7 @@ from plda._internal.validation import (
 from plda.mechanisms.base import Mechanism
 from plda.mechanisms.gaussian import MU_RANGE, GaussianLaw
 from plda.mechanisms.law import AtomLaw, PrivacyLossLaw
+from plda.mechanisms.mixture_range import check_mixture_mu
 
 __all__ = [
     "GaussianMixture",
@@ -310,7 +311,9 @@ class GaussianMixture(Mechanism):
         Noise standard deviation, in ``(0, inf)``.
     sensitivities : sequence of float
         The shifts ``c_i >= 0``, finite; ``max c_i / sigma`` (over positive ``p_i``) in
-        ``[1e-150, 1e15]`` unless every shift is 0 (then nothing is released).
+        ``[1e-150, 1e15]`` unless every shift is 0 (then nothing is released), and at most
+        ``1e8`` with two or more distinct shifts (the losses span ``0`` to about
+        ``(c / sigma)^2 / 2``: beyond, the grid needs ever more cells).
     probabilities : sequence of float
         ``p_i`` in ``[0, 1]``, one per shift, summing to 1 within 1e-12 (they are divided by
         their sum).
@@ -324,7 +327,9 @@ class GaussianMixture(Mechanism):
         If ``sigma`` is not a finite positive number; if ``sensitivities`` or
         ``probabilities`` is empty, longer than 10001 or holds a NaN or an infinity; if they
         differ in length; if a shift is negative, a probability outside ``[0, 1]`` or their
-        sum off 1 by more than 1e-12; or if ``max c_i / sigma`` is outside its range.
+        sum off 1 by more than 1e-12; or if ``max c_i / sigma`` is outside its range
+        (:class:`~plda.UncoveredParametersError`, a ``ValueError``, above ``1e8`` with two or
+        more distinct shifts).
 
     Examples
     --------
@@ -348,6 +353,8 @@ class GaussianMixture(Mechanism):
         if top > 0:
             in_range("max(sensitivities) / sigma", top / sigma, MU_RANGE[0], MU_RANGE[1],
                      "the Gaussian-DP mu plda certifies")
+            if len(distinct_components(sensitivities, probabilities, sigma)[0]) > 1:
+                check_mixture_mu("max(sensitivities) / sigma", top / sigma)
         object.__setattr__(self, "sigma", sigma)
         object.__setattr__(self, "sensitivities", sensitivities)
         object.__setattr__(self, "probabilities", probabilities)

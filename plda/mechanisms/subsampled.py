@@ -20,6 +20,7 @@ from plda.mechanisms.gaussian_mixture import MAX_GROUP_SIZE, GaussianMixture
 from plda.mechanisms.laplace import Laplace
 from plda.mechanisms.laplace_mixture import LaplaceMixture
 from plda.mechanisms.law import PrivacyLossLaw, ReversedLaw
+from plda.mechanisms.mixture_range import check_sampled_mu
 
 
 @dataclass(frozen=True)
@@ -46,16 +47,16 @@ class PoissonSampled(Mechanism):
         The probability ``q`` that a record is kept, in ``[1e-12, 1]``.
     group_size : int, optional
         Records ``K`` of the protected unit, each sampled independently, in ``[1, 10000]``
-        (1: one record; ``K > 1`` needs a :class:`~plda.Gaussian` or :class:`~plda.Laplace`
-        base).
+        (1: one record; ``K > 1`` needs a Gaussian or Laplace base); with ``q < 1`` a Gaussian's
+        ``K sensitivity / sigma`` (a GaussianDP's ``K mu``) must be at most ``1e8``.
 
     Raises
     ------
     TypeError
         If ``mechanism`` is not a plda mechanism, or a value is not a number.
     ValueError
-        If a value is outside its range, or ``group_size > 1`` with a base that is neither a
-        Gaussian nor a Laplace (the message names the argument).
+        If a value is outside its range (``K mu``: an UncoveredParametersError), or
+        ``group_size > 1`` with a base neither Gaussian nor Laplace (the message names it).
     """
 
     mechanism: Mechanism
@@ -81,6 +82,7 @@ class PoissonSampled(Mechanism):
         object.__setattr__(self, "tight", self.mechanism.tight)
         group = count("group_size", self.group_size, minimum=1, maximum=MAX_GROUP_SIZE)
         object.__setattr__(self, "group_size", group)
+        check_sampled_mu(self.mechanism, self.sample_rate, group)  # before the group's mixture
         if group > 1:
             if type(self.mechanism) not in (Gaussian, Laplace):
                 raise ValueError(

@@ -10,6 +10,7 @@ import numpy as np
 from plda._internal.validation import MIN_SAMPLE_RATE, count, in_range, probability
 from plda.mechanisms.base import BracketedMechanism, Mechanism
 from plda.mechanisms.gaussian import Gaussian
+from plda.mechanisms.mixture_range import check_sampled_mu
 from plda.mechanisms.revealed_mixture import RevealedMixtureLaw
 from plda.mechanisms.subsampled import PoissonSampled
 from plda.mechanisms.symmetrized import SymmetrizedPoissonSampled
@@ -71,7 +72,9 @@ class TruncatedPoisson(BracketedMechanism):
         included).
     ValueError
         If ``sample_rate`` is outside ``[1e-12, 1]``, or ``max_batch_size`` or
-        ``dataset_size`` is not an integer in ``[1, 1e12]``.
+        ``dataset_size`` is not an integer in ``[1, 1e12]``; an
+        :class:`~plda.UncoveredParametersError` if ``2 sensitivity / sigma`` of a Gaussian
+        base exceeds ``1e8`` (with ``sample_rate < 1``).
 
     Warns
     -----
@@ -105,6 +108,8 @@ class TruncatedPoisson(BracketedMechanism):
                            count("max_batch_size", self.max_batch_size, minimum=1))
         object.__setattr__(self, "dataset_size",
                            count("dataset_size", self.dataset_size, minimum=1))
+        # truncated batches are substitutions: the sampled base at doubled sensitivity
+        check_sampled_mu(self.mechanism, rate, 1, factor=2)
 
     @property
     def tight(self) -> bool:  # type: ignore[override]

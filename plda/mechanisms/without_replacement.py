@@ -12,6 +12,7 @@ from plda.mechanisms.gaussian import Gaussian
 from plda.mechanisms.gaussian_mixture import MAX_GROUP_SIZE, GaussianMixture
 from plda.mechanisms.laplace import Laplace
 from plda.mechanisms.laplace_mixture import LaplaceMixture
+from plda.mechanisms.mixture_range import check_sampled_mu
 from plda.mechanisms.subsampled import PoissonSampled
 from plda.mechanisms.symmetrized import SymmetrizedPoissonSampled
 
@@ -94,7 +95,9 @@ class SampledWithoutReplacement(Mechanism):
     ValueError
         If ``dataset_size`` is not an integer in ``[1, 1e12]``, ``batch_size`` not an integer
         in ``[1, dataset_size]``, ``batch_size / dataset_size`` is below ``1e-12``, or
-        ``group_size`` not an integer in ``[1, min(dataset_size, 10000)]``.
+        ``group_size`` not an integer in ``[1, min(dataset_size, 10000)]``; an
+        :class:`~plda.UncoveredParametersError` if ``2 group_size sensitivity / sigma`` of a
+        Gaussian base exceeds ``1e8`` (with ``batch_size < dataset_size``).
 
     Examples
     --------
@@ -128,6 +131,8 @@ class SampledWithoutReplacement(Mechanism):
         group = count("group_size", self.group_size, minimum=1,
                       maximum=min(self.dataset_size, MAX_GROUP_SIZE))
         object.__setattr__(self, "group_size", group)
+        # a removal is a substitution: the Poisson-sampled base at doubled sensitivity
+        check_sampled_mu(self.mechanism, self.sample_rate, group, factor=2)
 
     @property
     def sample_rate(self) -> float:
