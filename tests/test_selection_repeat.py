@@ -137,10 +137,27 @@ def test_replace_one():
     ({"mean": 5.0, "shape": -1.0}, ValueError, "shape"),
     ({"mean": 5.0, "shape": True}, TypeError, "shape"),
     ({"mean": "5"}, TypeError, "mean"),
+    # a bare "f(a) and f(b) must have different signs" from brentq before (gamma ~ 1e-1000,
+    # or below 1e-15, would give these means)
+    ({"mean": 10.0, "shape": -0.999}, ValueError, r"mean must be 1 or in \(1, 1\.034"),
+    ({"mean": 1e15}, ValueError, r"mean must be 1 or in \[1\.0.*, 99999999999999\d\.\d+\]"),
+    ({"mean": 1e15, "distribution": "logarithmic"}, ValueError, "distribution='logarithmic'"),
 ])
 def test_bad_input(kwargs, error, words):
     with pytest.raises(error, match=words):
         plda.RepeatAndSelect(plda.Gaussian(1.0), **kwargs)
+
+
+def test_a_vanishing_shape_is_the_logarithmic_law():
+    """shape = 1e-310: eta log(gamma) underflowed and the mean divided by 0 (ZeroDivisionError);
+    its law is the logarithmic one to the last digit."""
+    gamma = truncated_negative_binomial_gamma(10.0, 0.0)
+    assert truncated_negative_binomial_gamma(10.0, 1e-310) == gamma
+    with pytest.raises(ValueError, match="shape -0.999"):
+        truncated_negative_binomial_gamma(10.0, -0.999)
+    base = plda.Gaussian(5.0)
+    tiny = plda.RepeatAndSelect(base, 10.0, shape=1e-310).guarantee
+    assert tiny == plda.RepeatAndSelect(base, 10.0, "logarithmic").guarantee
 
 
 def test_a_base_that_is_not_a_run_is_a_type_error():

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
+import sys
 import warnings
 from dataclasses import dataclass, field
 
@@ -25,6 +26,7 @@ __all__ = [
     "RepeatAndSelect",
     "truncated_negative_binomial_gamma",
     "truncated_negative_binomial_mean",
+    "truncated_negative_binomial_means",
 ]
 
 #: the laws of the number of runs ``K``
@@ -41,6 +43,9 @@ PROFILE_ACCURACY = 0.1
 PROFILE_DELTA_FLOOR = 1e-30
 PROFILE_BASE_POINTS = 2001
 PROFILE_POINTS = 4001
+#: the ``gamma`` the truncated negative binomial's mean is solved for: a mean outside what this
+#: range gives (shapes near -1 reach a mean of 10 only at ``gamma ~ 1e-1000``) is refused
+GAMMA_RANGE = (1e-15, 1.0 - 1e-15)
 
 
 def truncated_negative_binomial_mean(gamma: float, eta: float) -> float:
@@ -59,10 +64,36 @@ def truncated_negative_binomial_mean(gamma: float, eta: float) -> float:
         ``eta (1 - gamma) / (gamma (1 - gamma^eta))``, or ``(1/gamma - 1) / log(1/gamma)`` at
         ``eta = 0``.
     """
-    if eta == 0.0:  # the logarithmic law
+    x = eta * math.log(gamma)
+    if abs(x) < sys.float_info.min:
+        # the logarithmic law (eta = 0), and its limit where eta log(gamma) underflows (eta =
+        # 1e-310 divided by 0): the relative difference, |x| / 2, is below the last digit
         return (1.0 / gamma - 1.0) / math.log(1.0 / gamma)
     # eta (1 - gamma) / (gamma (1 - gamma^eta)), with 1 - gamma^eta = -expm1(eta log gamma)
-    return eta * (1.0 - gamma) / (gamma * -math.expm1(eta * math.log(gamma)))
+    return eta * (1.0 - gamma) / (gamma * -math.expm1(x))
+
+
+def _means_text(low: float, high: float) -> str:
+    return f"(1, {high!r}]" if low <= 1.0 else f"[{low!r}, {high!r}]"
+
+
+def truncated_negative_binomial_means(eta: float) -> tuple[float, float]:
+    """The range of means the truncated negative binomial of shape ``eta`` takes.
+
+    Its ``gamma`` is solved in :data:`GAMMA_RANGE`; the mean falls as ``gamma`` grows.
+
+    Parameters
+    ----------
+    eta : float
+        The shape, above -1.
+
+    Returns
+    -------
+    tuple of float
+        ``(low, high)``: the means at the top and at the bottom of the range of ``gamma``.
+    """
+    return (truncated_negative_binomial_mean(GAMMA_RANGE[1], eta),
+            truncated_negative_binomial_mean(GAMMA_RANGE[0], eta))
 
 
 def truncated_negative_binomial_gamma(mean: float, eta: float) -> float:
@@ -83,14 +114,23 @@ def truncated_negative_binomial_gamma(mean: float, eta: float) -> float:
     Raises
     ------
     ValueError
-        If ``mean <= 1`` or ``eta <= -1``.
+        If ``mean <= 1``, ``eta <= -1`` or not finite, or ``mean`` outside the means
+        :func:`truncated_negative_binomial_means` gives (``gamma`` outside
+        :data:`GAMMA_RANGE`).
     """
     if not mean > 1.0:
         raise ValueError(f"mean must be above 1 for a truncated negative binomial, got {mean!r}")
-    if not eta > -1.0:
-        raise ValueError(f"shape must be above -1, got {eta!r}")
-    return float(brentq(lambda g: truncated_negative_binomial_mean(g, eta) - mean, 1e-15,
-                        1.0 - 1e-15, xtol=1e-300, rtol=1e-14))
+    if not (eta > -1.0 and math.isfinite(eta)):
+        raise ValueError(f"shape must be a finite number above -1, got {eta!r}")
+    low, high = truncated_negative_binomial_means(eta)
+    if not low <= mean <= high:
+        raise ValueError(
+            f"mean must be in {_means_text(low, high)} for a truncated negative binomial of "
+            f"shape {eta!r} (gamma in [{GAMMA_RANGE[0]:g}, 1 - {GAMMA_RANGE[0]:g}]), got "
+            f"{mean!r}"
+        )
+    return float(brentq(lambda g: truncated_negative_binomial_mean(g, eta) - mean,
+                        *GAMMA_RANGE, xtol=1e-300, rtol=1e-14))
 
 
 @dataclass(frozen=True, eq=False)
@@ -128,7 +168,10 @@ class RepeatAndSelect(Mechanism):
     base : Mechanism or PrivacyLossDistribution
         One run: a mechanism, or a composition (a whole training run).
     mean : float
-        ``E[K]``, the mean number of runs, at least 1.
+        ``E[K]``, the mean number of runs, at least 1; for the truncated negative binomial
+        laws at most the mean of ``gamma = 1e-15`` (``1e15`` geometric, ``2.9e13``
+        logarithmic, ever less as ``shape`` nears -1:
+        :func:`truncated_negative_binomial_means`).
     distribution : str, optional
         One of :data:`DISTRIBUTIONS` (default the truncated negative binomial).
     shape : float, optional
@@ -177,6 +220,15 @@ class RepeatAndSelect(Mechanism):
             self.distribution, float(self.shape))  # the shape is the TNB's only
         if not eta > -1.0 or not math.isfinite(eta):
             raise ValueError(f"shape must be a finite number above -1, got {self.shape!r}")
+        if mean > 1.0 and self.distribution != "poisson":  # before any work on the base
+            low, high = truncated_negative_binomial_means(eta)
+            if not low <= mean <= high:
+                shape = f" with shape {eta!r}" if self.distribution == DISTRIBUTIONS[0] else ""
+                raise ValueError(
+                    f"mean must be 1 or in {_means_text(low, high)} for distribution="
+                    f"{self.distribution!r}{shape} (its gamma in [{GAMMA_RANGE[0]:g}, 1 - "
+                    f"{GAMMA_RANGE[0]:g}]), got {self.mean!r}"
+                )
         object.__setattr__(self, "mean", mean)
         object.__setattr__(self, "shape", eta)
         curve, pure = self._renyi_curve()
