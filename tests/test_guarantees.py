@@ -133,6 +133,33 @@ def test_profile_with_epsilons_beyond_the_float_range_of_e_to_the_eps():
     assert 0 < lower <= upper
 
 
+def test_a_sampled_profile_keeps_the_q_mass_of_its_far_low_side():
+    """At eps = 1000 the low side's P-mass (~e^-1000) underflows, and its Q-mass (the mirror's
+    P-mass) read 0 * e^1000 = NaN: a Poisson-sampled RenyiDP((1.0000001, 1e6), (1e-9, 1e3))
+    raised FloatingPointError, and at rate 0.1 the sampled pair lost 90% of P (its delta_bounds
+    came out inverted). That Q-mass is kept as a Q-only outcome now."""
+    law = envelope_law((1.0, 1000.0), (0.1, 1e-9))
+    with np.errstate(over="ignore", invalid="ignore"):
+        q = np.where(law.atom_probs > 0, law.atom_probs * np.exp(-law.atom_losses), 0.0)
+    assert q.sum() + law.neg_infinity_mass == pytest.approx(1, abs=1e-12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", plda.PLDAWarning)
+        step = plda.PoissonSampled(plda.RenyiDP((1.0000001, 1e6), (1e-9, 1e3)), 0.5)
+        bounds = PLD.from_mechanism(step).epsilon_bounds(1e-5)
+        assert 0 <= bounds.lower <= bounds.upper <= 1000.001
+        sampled = plda.PoissonSampled(plda.RenyiDP((1e6,), (1e3,)), 0.1)
+        for direction in ("remove", "add"):
+            law = sampled.privacy_loss(direction)
+            assert law.atom_probs.sum() + law.infinity_mass == pytest.approx(1, abs=1e-9)
+        # one of three steps picks the record (0.271), and it then reveals it (loss ~1000)
+        delta = PLD.from_mechanism(sampled, 3).delta_bounds([0.0, 0.2])
+        assert np.all(delta.lower <= delta.upper) and np.all(delta.upper >= 0.27)
+        # the randomized response of eps = 800 alike (its outcome at -800 underflows)
+        for direction in ("remove", "add"):
+            law = plda.PoissonSampled(plda.ApproximateDP(800.0), 0.1).privacy_loss(direction)
+            assert law.atom_probs.sum() + law.infinity_mass == pytest.approx(1, abs=1e-9)
+
+
 @st.composite
 def profiles(draw):
     n = draw(st.integers(1, 6))

@@ -224,3 +224,27 @@ def log_mixture(q: float, z):
             large = z + math.log(q) + np.log1p((1 - q) * np.exp(-np.where(big, z, 30.0)) / q)
             out = np.where(big, large, out)
     return out
+
+
+def q_masses(probs: np.ndarray, losses: np.ndarray) -> np.ndarray:
+    """``Q``-masses ``p e^{-l}`` of loss atoms with ``P``-masses ``p``; 0 where ``p`` is 0.
+
+    An atom's ``Q``-mass is its ``P``-mass times ``e^{-l}`` by definition, so an atom of no
+    ``P``-mass has none: ``e^{-l}`` overflows below ``l = -709``, and ``0 * inf`` would be NaN.
+
+    Parameters
+    ----------
+    probs
+        The atoms' ``P``-masses.
+    losses
+        Their losses.
+
+    Returns
+    -------
+    numpy.ndarray
+        The ``Q``-masses.
+    """
+    probs = np.asarray(probs, dtype=float)
+    with np.errstate(over="ignore", invalid="ignore"):
+        masses = probs * np.exp(-np.asarray(losses, dtype=float))
+    return np.where(probs > 0, masses, 0.0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -58,6 +59,14 @@ class ApproximateDP(Mechanism):
         else:
             losses = np.array([-e, e])
             probs = (1.0 - d) * np.array([expit(-e), expit(e)])
+            if probs[0] < np.finfo(float).tiny and probs[1] > 0:
+                # the outcome at -eps: its P-mass underflows (eps beyond ~708), and its Q-mass,
+                # P-mass times e^eps, with it (0 * inf: NaN); a sampled pair, whose P mixes in
+                # Q, lost it. Its Q-mass (probs[1]) at -inf, its P-mass at +inf, as in
+                # plda.mechanisms.privacy_profile.envelope_law
+                return AtomLaw(atom_losses=losses[1:], atom_probs=probs[1:],
+                               infinity_mass=math.fsum([d, probs[0]]),
+                               neg_infinity_mass=math.fsum([d, probs[1]]))
         return AtomLaw(atom_losses=losses, atom_probs=probs, infinity_mass=d, neg_infinity_mass=d)
 
     def under_replace_one(self):

@@ -12,7 +12,7 @@ import numpy as np
 from scipy.optimize import brentq
 
 from plda._internal.caches import remembered
-from plda._internal.floats import dot
+from plda._internal.floats import dot, q_masses
 from plda._internal.validation import array_in
 from plda.mechanisms.quantiles import first_reaching, support_ends
 
@@ -244,7 +244,7 @@ class PrivacyLossLaw:
     def _atom_masses(self, hypothesis: str) -> np.ndarray:
         if hypothesis == "P":
             return self.atom_probs
-        return self.atom_probs * np.exp(-self.atom_losses)
+        return q_masses(self.atom_probs, self.atom_losses)
 
     def cdf(self, loss, hypothesis: str = "P"):
         """``P(L <= loss)``, or under ``Q``, vectorized.
@@ -440,7 +440,7 @@ class ReversedLaw(PrivacyLossLaw):
     def __post_init__(self):
         b = self.base
         object.__setattr__(self, "atom_losses", -b.atom_losses[::-1])
-        object.__setattr__(self, "atom_probs", (b.atom_probs * np.exp(-b.atom_losses))[::-1])
+        object.__setattr__(self, "atom_probs", q_masses(b.atom_probs, b.atom_losses)[::-1])
         object.__setattr__(self, "infinity_mass", b.neg_infinity_mass)
         object.__setattr__(self, "neg_infinity_mass", b.infinity_mass)
         # read by every discretization step: derived once, here

@@ -4,6 +4,7 @@ certified: ``docs/concepts/imported-guarantees.md``."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -62,7 +63,9 @@ def envelope_law(epsilons, deltas) -> AtomLaw:
     -------
     AtomLaw
         Atoms at ``-eps_i`` and ``+eps_i`` for the points on the envelope (one atom at 0 for
-        ``eps_i = 0``), masses ``min delta`` at ``+inf`` and ``-inf``.
+        ``eps_i = 0``), masses ``min delta`` at ``+inf`` and ``-inf``; a low-side outcome whose
+        ``P``-mass is below the smallest normal double is a ``Q``-only mass at ``-inf`` instead
+        (its ``P``-mass at ``+inf``).
 
     Raises
     ------
@@ -98,6 +101,7 @@ def envelope_law(epsilons, deltas) -> AtomLaw:
     last = int(np.argmax(log_crossing))
     stack = stack[: last + 1]
     losses_low, probs_low, losses_high, probs_high = [], [], [], []
+    q_only, p_moved = [], []  # low-side outcomes whose P-mass underflows: Q- and P-masses
     for n, k in enumerate(stack):
         left = float(np.exp(starts[n]))
         left_scaled = 0.0 if n == 0 else _scaled_meet(eps, delta, k, stack[n - 1])
@@ -107,21 +111,30 @@ def envelope_law(epsilons, deltas) -> AtomLaw:
         else:
             right = float(np.exp(starts[n + 1]))
             right_scaled = _scaled_meet(eps, delta, k, stack[n + 1])
-        # the low side's mass may underflow (below 1e-308 at loss -eps_k, it changes nothing)
+        # the low side's P-mass may underflow (below 1e-308 at loss -eps_k; see below)
         low, high = max(right - left, 0.0), max(right_scaled - left_scaled, 0.0)
         if eps[k] == 0:  # the slope -1 piece straddles the diagonal: one outcome, loss 0
             losses_low.append(0.0)
             probs_low.append(low + high)
             continue
-        losses_low.append(-eps[k])
-        probs_low.append(low)
         losses_high.append(eps[k])
         probs_high.append(high)
+        if low < np.finfo(float).tiny and high > 0:
+            # its Q-mass e^eps_k low is the mirror's P-mass `high`, but an underflowed or
+            # subnormal P-mass times e^eps_k read it as 0, a few digits, or NaN / inf past
+            # eps_k = 709: a sampled pair (whose P mixes in Q) and the reversed pair lost it
+            # (up to all of Q). Kept as a Q-only outcome (loss -inf); its P-mass, below the
+            # smallest normal double, goes to +inf (only a larger loss: still dominating)
+            q_only.append(high)
+            p_moved.append(low)
+            continue
+        losses_low.append(-eps[k])
+        probs_low.append(low)
     losses = np.array(losses_low + losses_high[::-1])
     probs = np.array(probs_low + probs_high[::-1])
     floor = float(np.min(delta))
-    return AtomLaw(atom_losses=losses, atom_probs=probs, infinity_mass=floor,
-                   neg_infinity_mass=floor)
+    return AtomLaw(atom_losses=losses, atom_probs=probs, infinity_mass=math.fsum([floor, *p_moved]),
+                   neg_infinity_mass=math.fsum([floor, *q_only]))
 
 
 def profile_points(epsilons, deltas, *, increasing: bool = True):

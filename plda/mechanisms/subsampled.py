@@ -11,7 +11,7 @@ from scipy.special import ndtr, ndtri
 
 from plda._internal.binomial import binomial_probabilities
 from plda._internal.caches import remembered
-from plda._internal.floats import UNIT_ROUNDOFF, log_mixture
+from plda._internal.floats import UNIT_ROUNDOFF, log_mixture, q_masses
 from plda._internal.validation import MIN_SAMPLE_RATE, count, in_range, probability
 from plda.mechanisms.base import Mechanism
 from plda.mechanisms.double_mixture import GaussianDoubleMixture
@@ -243,7 +243,7 @@ class SubsampledLaw(PrivacyLossLaw):
 
     def __post_init__(self):
         b, q = self.base, self.sample_rate
-        qb = b.atom_probs * np.exp(-b.atom_losses)
+        qb = q_masses(b.atom_probs, b.atom_losses)
         losses = self.subsampled_loss(b.atom_losses)
         probs = q * b.atom_probs + (1 - q) * qb
         if b.neg_infinity_mass > 0:  # Q-only outputs of the base now carry (1-q) of P's mass
