@@ -464,6 +464,8 @@ BAD = [
     (lambda: plda.RenyiDP(orders=[2.0, 3.0], epsilons=[0.1]), ValueError, "same length"),
     (lambda: plda.RenyiDP(orders=[math.inf], epsilons=[0.1]), ValueError, "orders"),
     (lambda: plda.RenyiDP(orders=2.0, epsilons=0.1), TypeError, "sequences"),
+    (lambda: PLD.from_mechanism(plda.Gaussian(1e-15), relation="replace_one"), ValueError,
+     r"sensitivity / sigma must be at most 5e\+14 under relation='replace_one'"),
 ]
 
 
@@ -471,6 +473,15 @@ BAD = [
 def test_bad_input_is_named(build, error, match):
     with pytest.raises(error, match=match):
         build()
+
+
+@pytest.mark.parametrize("rho", [1e-301, 5e-324])
+def test_a_rho_below_the_gaussian_range_has_the_trivial_lower_bound(rho):
+    """sqrt(2 rho) below 1e-150 made the lower-bound Gaussian refuse its "mu"; a larger mu
+    would be more than rho-zCDP, so the certified lower bound is 0 there."""
+    assert plda.ZCDP(rho).lower_bound_mechanism() == plda.GaussianDP(0.0)
+    bounds = PLD.from_mechanism(plda.ZCDP(rho), 2).delta_bounds([0.0, 1e-3])
+    assert np.all(bounds.lower == 0.0) and np.all(bounds.upper < 1e-6)
 
 
 # ------------------------------------------------------------------- records and adapters

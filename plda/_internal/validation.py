@@ -71,6 +71,16 @@ def in_range(name: str, value: float, low: float, high: float, what: str) -> flo
     return value
 
 
+def doubled(name: str, value: float, high: float) -> None:
+    """A ValueError naming ``name`` (``sensitivity / sigma``...) if twice ``value``, the
+    replace-one reading of an add/remove sensitivity, exceeds ``high``."""
+    if 2 * value > high:
+        raise ValueError(
+            f"{name} must be at most {high / 2:g} under relation='replace_one' (a replaced "
+            f"record moves the query by twice the sensitivity), got {value!r}"
+        )
+
+
 def count(name: str, value, *, minimum: int = 0, maximum: int | None = MAX_COUNT) -> int:
     """``value`` as an integer in ``[minimum, maximum]`` (integral floats like 3.0 are
     accepted; the default maximum is :data:`MAX_COUNT`; ``maximum=None`` for no upper bound,

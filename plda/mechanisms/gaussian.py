@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy.special import ndtr, ndtri
 
-from plda._internal.validation import in_range, positive_float
+from plda._internal.validation import doubled, in_range, positive_float
 from plda.mechanisms.base import Mechanism
 from plda.mechanisms.law import PrivacyLossLaw
 
@@ -72,7 +72,13 @@ class Gaussian(Mechanism):
         Gaussian
             The same noise on twice the sensitivity (a replaced record moves the output by up
             to twice the add/remove sensitivity).
+
+        Raises
+        ------
+        ValueError
+            If ``2 * sensitivity / sigma`` exceeds ``MU_RANGE`` (1e15).
         """
+        doubled("sensitivity / sigma", self.mu, MU_RANGE[1])
         return replace(self, sensitivity=2 * self.sensitivity)
 
 

@@ -138,10 +138,12 @@ class ZCDP(Mechanism):
         Returns
         -------
         GaussianDP
-            ``GaussianDP(sqrt(2 rho))`` (``GaussianDP(0)`` below ``MU_RANGE``).
+            ``GaussianDP(sqrt(2 rho))``; ``GaussianDP(0)`` (no loss, the trivial lower bound)
+            where ``sqrt(2 rho)`` is below ``MU_RANGE`` (``rho < 5e-301``).
         """
         mu = math.sqrt(2 * self.rho)
-        # below plda's range, nothing revealed: a smaller mu is rho-zCDP too (lower bound 0)
+        # below MU_RANGE a GaussianDP is refused (naming its mu, not this rho); a larger mu
+        # would be more than rho-zCDP, so the lower bound falls to 0 there
         return GaussianDP(mu=mu if mu >= MU_RANGE[0] else 0.0)
 
     def under_replace_one(self) -> ZCDP:

@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from plda._internal.validation import in_range, positive_float
+from plda._internal.validation import doubled, in_range, positive_float
 from plda.mechanisms.base import Mechanism
 from plda.mechanisms.law import PrivacyLossLaw
 
@@ -72,6 +72,7 @@ class Laplace(Mechanism):
         ValueError
             If ``2 * sensitivity / scale`` exceeds 700 (see the class).
         """
+        doubled("sensitivity / scale", self.epsilon, MAX_EPSILON)
         return replace(self, sensitivity=2 * self.sensitivity)
 
 
