@@ -160,6 +160,19 @@ def test_a_sampled_profile_keeps_the_q_mass_of_its_far_low_side():
             assert law.atom_probs.sum() + law.infinity_mass == pytest.approx(1, abs=1e-9)
 
 
+@pytest.mark.parametrize("epsilon", [1e20, 1e150])
+@pytest.mark.parametrize("steps", [1, 2, 1000])
+def test_a_law_with_one_finite_loss_far_from_zero_is_on_a_grid_that_fits(epsilon, steps):
+    """Past epsilon 708 ApproximateDP keeps only its atom at +epsilon (its Q-mass at -inf):
+    the pilot's step, set by the law's width alone, put that atom at grid index 1e22 (past
+    int64), and epsilon_bounds answered [0, 0] under the truth k epsilon."""
+    bounds = PLD.from_mechanism(plda.ApproximateDP(epsilon, 0.0), steps).epsilon_bounds(1e-5)
+    assert bounds.lower <= steps * epsilon <= bounds.upper <= steps * epsilon * (1 + 1e-9)
+    # the same atom as RenyiDP's profile (the lower bound is GaussianDP(1e15)'s: far below)
+    bounds = PLD.from_mechanism(plda.RenyiDP((2.0,), (epsilon,)), steps).epsilon_bounds(1e-5)
+    assert 0 < bounds.lower <= bounds.upper and bounds.upper >= steps * epsilon
+
+
 @st.composite
 def profiles(draw):
     n = draw(st.integers(1, 6))

@@ -126,7 +126,8 @@ def pilot(laws: dict[str, list], accuracy: float) -> Pilot:
         hi = hi if not math.isfinite(hi_loss) else min(hi, hi_loss)
         lo = sum(k * f.offset * f.step for f, k in pilots)
         lo = lo if not math.isfinite(lo_loss) else max(lo, lo_loss)
-        direction_widths.append(hi - min(lo, hi))
+        # at least 2^-31 of its reach: grid indices (loss / step <= 2^52) stay exact
+        direction_widths.append(max(hi - min(lo, hi), 2.0**-31 * max(abs(lo), abs(hi))))
         spreads.append(max(p.step for p, _ in pilots))
     width = max(direction_widths) + 10 * max(spreads)
     lead = next(iter(laws.values()))
@@ -493,6 +494,7 @@ def loss_scale(law) -> float:
 
 @cached(maxsize=512)
 def pilot_step(law) -> float:
-    """The step of a law's own pilot discretization (about 64 cells per loss scale)."""
+    """The step of a law's own pilot discretization (about 64 cells per loss scale; grid
+    indices within 2^40, where one loss is far from 0: ApproximateDP past epsilon 708)."""
     lo, hi = loss_support(law, UPPER_TAIL)
-    return max(loss_scale(law) / 64, (hi - lo) / 4096, MIN_STEP)
+    return max(loss_scale(law) / 64, (hi - lo) / 4096, max(-lo, hi) * 2.0**-40, MIN_STEP)
