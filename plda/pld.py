@@ -130,7 +130,8 @@ class PrivacyLossDistribution(CompositionQueries):
         relation
             ``"add_remove"`` or ``"replace_one"``.
         accuracy
-            Target relative gap of ``epsilon(delta)``, in (0, 1).
+            Target relative gap of ``epsilon(delta)``, in (0, 1); a gap below ``1e-9`` in
+            epsilon always meets it (:class:`~plda.AccuracyWarning`).
         step
             A fixed grid step, or None to choose it from ``accuracy``.
 

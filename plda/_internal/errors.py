@@ -15,7 +15,9 @@ from contextlib import contextmanager
 import numpy as np
 
 #: gaps in epsilon below this (absolute) never count as missing the accuracy: they are far below
-#: anything reported, and a relative gap is meaningless at epsilon near 0
+#: anything reported, and a relative gap is meaningless at epsilon near 0 (so for epsilon below
+#: about ``ABSOLUTE_SLACK / accuracy``, 1e-6 at the default, the target is this absolute one;
+#: documented with AccuracyWarning, the ``accuracy`` arguments and docs/howto/accuracy.md)
 ABSOLUTE_SLACK = 1e-9
 
 
@@ -36,7 +38,14 @@ class AccuracyWarning(PLDAWarning):
     further apart than asked, because the grid reached its size cap (very long compositions),
     the delta lies below what the composition resolves (deltas far below 1e-30), or a sampler's
     upper bound comes from a dominating pair that no datasets are known to realize
-    (:class:`~plda.NotTightWarning`: the gap then includes the gap between its two analyses)."""
+    (:class:`~plda.NotTightWarning`: the gap then includes the gap between its two analyses).
+
+    A gap below ``1e-9`` in epsilon never counts as a miss (a relative gap means nothing near
+    epsilon = 0): below about ``1e-9 / accuracy`` (``1e-6`` at the default accuracy) the target
+    is that absolute one. The gap between an imported guarantee's two analyses
+    (:class:`~plda.ZCDP`, :class:`~plda.RenyiDP`: the profile it certifies above, a Gaussian
+    within it below) is not the computation's and is returned without this warning
+    (``docs/howto/accuracy.md``)."""
 
 
 class GaussianDPWarning(AccuracyWarning):

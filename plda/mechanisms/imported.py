@@ -96,7 +96,10 @@ class ZCDP(Mechanism):
     (Bun & Steinke 2016), so ``tight`` is False. Composing ``k`` such pairs can be looser than
     converting ``k rho`` once, so the epsilon/delta queries of a composition holding one are
     capped by the conversion of the whole (summed ``rho`` when every step is zCDP, else the
-    summed Rényi curves): ``docs/concepts/imported-guarantees.md``.
+    summed Rényi curves): ``docs/concepts/imported-guarantees.md``. The bracket of a query
+    holds the gap between the two analyses (wider than ``accuracy``: 7% at ``rho = 0.5``); it
+    is the guarantee's, not the computation's, and comes without an
+    :class:`~plda.AccuracyWarning` (``docs/howto/accuracy.md``).
 
     Parameters
     ----------
@@ -184,7 +187,8 @@ class RenyiDP(Mechanism):
     of the largest Gaussian step within the bounds, ``GaussianDP(mu)`` with
     ``mu^2 = min_alpha 2 eps_alpha / alpha`` (its ``D_alpha`` is ``alpha mu^2 / 2``). In a
     composition, the epsilon/delta upper bound is also capped by the summed Rényi curves of all
-    the steps converted once.
+    the steps converted once. As for :class:`ZCDP`, the bracket of a query holds the gap
+    between the two analyses, without an :class:`~plda.AccuracyWarning`.
 
     Parameters
     ----------
