@@ -199,3 +199,14 @@ def test_a_pipeline_with_tuning_is_never_looser_than_its_renyi_accounting():
         renyi = pipeline.renyi_epsilon(DELTA)
     assert math.isfinite(renyi)
     assert got.lower <= got.upper <= renyi * (1 + 1e-6)
+
+
+def test_a_base_with_a_delta_is_bounded_through_its_profile():
+    """An (epsilon, delta > 0) base has no finite Rényi curve: RepeatAndSelect raised
+    RenyiDP's "epsilons must hold finite numbers, got inf". Its bound comes from the base's
+    certified profile alone now (past the base's mass at infinite loss the grid stops)."""
+    step = plda.RepeatAndSelect(plda.ApproximateDP(1.0, 1e-5), 10.0)
+    assert step.renyi_guarantee is None and step.stated_currency is None
+    bounds = plda.PrivacyLossDistribution.from_mechanism(step).delta_bounds(5.0)
+    # at least the base's delta (the first run may be released), about E[K] times it at most
+    assert 1e-5 <= bounds.lower <= bounds.upper <= 1.1e-4

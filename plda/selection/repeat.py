@@ -157,7 +157,9 @@ class RepeatAndSelect(Mechanism):
     certified privacy profile (:func:`~plda.selection.profile_bound.profile_delta_bound`,
     after Koskela, Redberg & Wang 2024: ``delta(eps) <= E[K] sum_k (rho(a_{k-1}) -
     rho(a_k)) min(a_k, delta_base(eps - C_k))``). The curve itself is
-    :attr:`renyi_guarantee`, read by Rényi accounting of a composition.
+    :attr:`renyi_guarantee`, read by Rényi accounting of a composition; a base with a mass at
+    infinite loss (an ``(epsilon, delta > 0)`` step) has no finite curve, and its selection is
+    bounded from its profile alone (``renyi_guarantee`` is None).
 
     Lower bound: with ``K >= 1`` (every law but Poisson) a score that always prefers the
     first run releases that run, so the base's own realized runs are realized here; with
@@ -232,7 +234,11 @@ class RepeatAndSelect(Mechanism):
         object.__setattr__(self, "mean", mean)
         object.__setattr__(self, "shape", eta)
         curve, pure = self._renyi_curve()
-        renyi = RenyiDP(ORDERS, curve)
+        # a base with a mass at infinite loss ((epsilon, delta > 0)-DP) has no finite Rényi
+        # divergence: the orders where the curve is infinite say nothing (each order holds on
+        # its own), and with none left the bound comes from the base's profile alone
+        finite = [(a, c) for a, c in zip(ORDERS, curve, strict=True) if math.isfinite(c)]
+        renyi = RenyiDP(*zip(*finite, strict=True)) if finite else None
         # read by the Rényi accounting of a composition holding this step (plda.conversions)
         object.__setattr__(self, "renyi_guarantee", renyi)
         # two certified upper bounds on the same profile, the Rényi one and the one from the
@@ -286,13 +292,14 @@ class RepeatAndSelect(Mechanism):
         # every entry rounded up: the curve is a bound
         return tuple(float(np.nextafter(c, np.inf)) for c in curve), cap
 
-    def _combined_profile(self, renyi: RenyiDP) -> tuple[np.ndarray, np.ndarray]:
+    def _combined_profile(self, renyi: RenyiDP | None) -> tuple[np.ndarray, np.ndarray]:
         """The pointwise minimum of the Rényi curve's profile and :func:`profile_delta_bound`.
 
         On the union of the two epsilon grids; each bound is read between its own points as
         a step function from the safe side (``delta`` never grows with ``epsilon``: the value
         at the nearest point below holds), so every merged point is a valid guarantee."""
-        r_eps, r_delta = renyi.profile()
+        # no Rényi curve: a profile of (0, 1) alone, which the base's profile bound undercuts
+        r_eps, r_delta = renyi.profile() if renyi is not None else (np.zeros(1), np.ones(1))
         pld = self._base_pld()
         # the base's certified profile, on a grid to where its delta is negligible. At a
         # coarser accuracy than the default: its upper bound stays certified, only a little
@@ -302,7 +309,12 @@ class RepeatAndSelect(Mechanism):
         with warnings.catch_warnings():  # a wide bracket far out in the tail is expected
             warnings.simplefilter("ignore", AccuracyWarning)
             top = float(coarse.epsilon(PROFILE_DELTA_FLOOR))
-        if not math.isfinite(top) or top <= 0.0:  # an infinite-loss mass: the Rényi side only
+            floor = float(coarse.delta(math.inf))  # the base's mass at infinite loss
+            if not math.isfinite(top) and 0.0 < floor < 1.0:
+                # its delta never falls below that mass: the grid stops just above it (past
+                # its end the value at the last point holds, delta being non-increasing)
+                top = float(coarse.epsilon(min(1.0, floor * (1 + 1e-6) + PROFILE_DELTA_FLOOR)))
+        if not math.isfinite(top) or top <= 0.0:  # no finite profile: the Rényi side only
             return r_eps, r_delta
         base_eps = np.linspace(0.0, top, PROFILE_BASE_POINTS)
         # the profile is read on a grid pinned at a quarter of the step that query refined to
@@ -324,7 +336,8 @@ class RepeatAndSelect(Mechanism):
                               gamma)
         # past top + C_J (C_J <= log(rho(0) / rho(1))) the bound is flat: the grid stops there
         reach = 0.0 if law is None else float(law.log_ratio(0.0, 1.0))
-        ours_eps = np.linspace(0.0, min(top + reach, float(r_eps[-1])), PROFILE_POINTS)
+        end = top + reach if renyi is None else min(top + reach, float(r_eps[-1]))
+        ours_eps = np.linspace(0.0, end, PROFILE_POINTS)
         if law is None:
             ours = np.minimum.accumulate(base_delta)[
                 np.searchsorted(base_eps, ours_eps, side="right") - 1]
