@@ -47,10 +47,15 @@ from plda.mechanisms import (
 from plda.pld import Bounds, PrivacyLossDistribution
 from plda.samplers import sampled_mechanism
 from plda.selection import RepeatAndSelect
-from plda.serialization import load_pld, save_pld
+from plda.serialization import load_pld, register_type, save_pld
 from plda.sweep import sweep, sweep_to_dataframe
 
 __version__ = "0.1.0"
+
+# saved accountant states and PLD recipes may hold a selection step (plda.serialization cannot
+# import plda.selection: they stand beside each other)
+register_type(RepeatAndSelect)
+del register_type  # not a name of the public face
 
 __all__ = [
     "PLDAWarning",

@@ -46,7 +46,7 @@ from plda.mechanisms import (
 )
 from plda.pld import PrivacyLossDistribution
 
-__all__ = ["load_pld", "mechanism_from_dict", "mechanism_to_dict", "save_pld"]
+__all__ = ["load_pld", "mechanism_from_dict", "mechanism_to_dict", "register_type", "save_pld"]
 
 PLD_FORMAT = "plda.pld"
 PLD_VERSION = 1
@@ -61,6 +61,35 @@ MECHANISM_TYPES: dict[str, type] = {
     + (PrivacyProfile, TradeoffCurve, GaussianDP, ZCDP, RenyiDP)  # imported guarantees
     + (ExponentialMechanism, PermuteAndFlip, ReportNoisyMax, LaplaceMixture, RandomizedResponse)
 }
+
+
+def register_type(cls: type) -> None:
+    """Make a mechanism type of a layer beside this module's serializable, by its name.
+
+    :class:`~plda.RepeatAndSelect` (``plda.selection``) cannot be imported here (the layers
+    beside each other import none of each other); ``plda/__init__`` registers it.
+
+    Parameters
+    ----------
+    cls : type
+        A dataclass mechanism whose constructor fields are numbers, words, tuples of numbers,
+        mechanisms or :class:`~plda.PrivacyLossDistribution` recipes.
+
+    Raises
+    ------
+    TypeError
+        If ``cls`` is not a :class:`~plda.Mechanism` dataclass.
+    """
+    if not (isinstance(cls, type) and issubclass(cls, Mechanism)
+            and dataclasses.is_dataclass(cls)):
+        raise TypeError(f"cls must be a plda Mechanism dataclass, got {cls!r}")
+    MECHANISM_TYPES[cls.__name__] = cls
+
+
+def _init_fields(cls) -> dict:
+    """The fields of a dataclass its constructor takes (a derived ``init=False`` one, such as
+    RepeatAndSelect's ``guarantee``, is rebuilt by the constructor)."""
+    return {f.name: f for f in dataclasses.fields(cls) if f.init}
 
 
 def mechanism_to_dict(mechanism: Mechanism) -> dict:
@@ -80,7 +109,8 @@ def mechanism_to_dict(mechanism: Mechanism) -> dict:
     Raises
     ------
     TypeError
-        If ``mechanism`` is not of a serializable type (e.g. a :class:`~plda.CustomMechanism`).
+        If ``mechanism`` is not of a serializable type (e.g. a :class:`~plda.CustomMechanism`,
+        or a :class:`~plda.RepeatAndSelect` of one).
 
     Examples
     --------
@@ -95,10 +125,12 @@ def mechanism_to_dict(mechanism: Mechanism) -> dict:
             f"mechanism must be one of {sorted(MECHANISM_TYPES)} to be serialized, got {name}"
         )
     out: dict = {"type": name}
-    for f in dataclasses.fields(mechanism):
+    for f in _init_fields(mechanism).values():
         value = getattr(mechanism, f.name)
         if isinstance(value, Mechanism):
             out[f.name] = mechanism_to_dict(value)
+        elif isinstance(value, PrivacyLossDistribution):  # RepeatAndSelect's base run
+            out[f.name] = pld_to_dict(value)
         elif isinstance(value, tuple):  # GaussianMixture's sensitivities and probabilities
             out[f.name] = [float(v) for v in value]
         elif isinstance(value, (bool, str)):  # TradeoffCurve.symmetric, ReportNoisyMax.noise
@@ -180,7 +212,7 @@ def mechanism_from_dict(data, *, depth: int = 0) -> Mechanism:
     cls = MECHANISM_TYPES.get(name) if isinstance(name, str) else None
     if cls is None:
         raise ValueError(f"unknown mechanism type {name!r}; known: {sorted(MECHANISM_TYPES)}")
-    fields = {f.name: f for f in dataclasses.fields(cls)}
+    fields = _init_fields(cls)
     required = {n for n, f in fields.items() if f.default is dataclasses.MISSING}
     given = set(data) - {"type"}
     if not required <= given or not given <= set(fields):
@@ -191,7 +223,9 @@ def mechanism_from_dict(data, *, depth: int = 0) -> Mechanism:
     kwargs = {}
     for key in given:
         value = data[key]
-        if isinstance(value, dict):
+        if isinstance(value, dict) and value.get("format") == PLD_FORMAT:
+            kwargs[key] = pld_from_dict(value, depth=depth + 1)  # RepeatAndSelect's base run
+        elif isinstance(value, dict):
             kwargs[key] = mechanism_from_dict(value, depth=depth + 1)
         elif isinstance(value, bool) and isinstance(fields[key].default, bool):
             kwargs[key] = value  # a flag (TradeoffCurve.symmetric)
@@ -245,13 +279,15 @@ def pld_to_dict(pld: PrivacyLossDistribution) -> dict:
     }
 
 
-def pld_from_dict(data) -> PrivacyLossDistribution:
+def pld_from_dict(data, *, depth: int = 0) -> PrivacyLossDistribution:
     """The PLD of a recipe written by :func:`pld_to_dict`.
 
     Parameters
     ----------
     data : dict
         The recipe.
+    depth : int, optional
+        How deep ``data`` is nested in the dict being read (callers leave it at 0).
 
     Returns
     -------
@@ -278,7 +314,7 @@ def pld_from_dict(data) -> PrivacyLossDistribution:
         if isinstance(count, bool) or not isinstance(count, numbers.Integral):
             raise ValueError(f"components[{i}].count must be an integer, got {count!r}")
         count = check.count(f"components[{i}].count", count, minimum=0)
-        components.append((mechanism_from_dict(entry["mechanism"]), count))
+        components.append((mechanism_from_dict(entry["mechanism"], depth=depth), count))
     try:
         return PrivacyLossDistribution(
             tuple(components), data["relation"], data["accuracy"], data["step"]

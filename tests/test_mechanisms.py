@@ -158,3 +158,19 @@ def test_a_sampled_gaussian_maps_both_tail_points_in_one_call(monkeypatch):
         lo, hi = law.tail_points(1e-17, hypothesis)
         assert isinstance(lo, float) and isinstance(hi, float) and lo < 0 < hi
     assert calls == [2, 2]
+
+
+def test_a_discrete_laplace_of_tiny_decay_is_silent_and_keeps_its_mass():
+    """At parameter 1e-300, log1p(-e^-t) took log(0): a RuntimeWarning, and the interior atoms
+    (mass ~ t / 2 each) came out 0. Past parameter * sensitivity = 1e150 the engine answered
+    with a bare 'math domain error': refused up front now, naming the product."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        law = plda.DiscreteLaplace(1e-300, sensitivity=5).privacy_loss("remove")
+    assert np.all(law.atom_probs > 0) and law.atom_probs.sum() == pytest.approx(1, abs=1e-12)
+    with pytest.raises(ValueError, match=r"parameter \* sensitivity must be in \[0, 1e\+150\]"):
+        plda.DiscreteLaplace(1e160)
+    with pytest.raises(ValueError, match=r"at most 5e\+149 under relation='replace_one'"):
+        plda.DiscreteLaplace(1e150).under_replace_one()

@@ -9,7 +9,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from plda._internal.floats import TINY
-from plda._internal.validation import in_range, positive_float
+from plda._internal.validation import doubled, in_range, positive_float
 from plda.mechanisms.approximate import MAX_EPSILON
 from plda.mechanisms.base import Mechanism
 from plda.mechanisms.law import AtomLaw
@@ -95,7 +95,10 @@ class DiscreteLaplace(Mechanism):
     def _remove_law(self):
         t, d = self.parameter, self.sensitivity
         x = np.arange(d + 1)
-        log_z = np.log1p(np.exp(-t)) - np.log1p(-np.exp(-t))  # normalizer (1+e^-t)/(1-e^-t)
+        # log(1 - e^-t): log1p(-e^-t) divides by 0 once e^-t rounds to 1 (t below ~1e-16, a
+        # RuntimeWarning and interior atoms of mass 0); -expm1(-t) is t there
+        log_gap = np.log1p(-np.exp(-t)) if np.exp(-t) < 1.0 else np.log(-np.expm1(-t))
+        log_z = np.log1p(np.exp(-t)) - log_gap  # normalizer (1+e^-t)/(1-e^-t)
         logp = -t * x - log_z
         logp[0] = -np.log1p(np.exp(-t))  # P(X <= 0)
         logp[-1] = -t * d - np.log1p(np.exp(-t))  # P(X >= Δ)
@@ -121,6 +124,7 @@ class DiscreteLaplace(Mechanism):
             If ``2 * sensitivity`` exceeds ``MAX_SENSITIVITY``, or ``2 * parameter *
             sensitivity`` exceeds ``1e150``.
         """
+        doubled("parameter * sensitivity", self.parameter * self.sensitivity, MAX_EPSILON)
         return replace(self, sensitivity=2 * self.sensitivity)
 
 
