@@ -1,6 +1,7 @@
 """RandomAllocation (balls-in-bins): certified bracket against an exact mpmath reference."""
 
 import math
+import warnings
 
 import mpmath as mp
 import numpy as np
@@ -360,3 +361,22 @@ def test_laplace_base_with_a_small_ratio_keeps_a_small_lattice(monkeypatch):
             lo, hi = float(lower.delta(eps)), float(upper.delta(eps))
             assert 0 < lo <= hi <= float(base.delta(eps))
             assert hi - lo < 0.05 * hi
+
+
+def test_gaussian_base_below_the_lattice_resolution_is_refused():
+    """W spreads by ~mu on a lattice of step >= 0.02: the cells' certified rounding, charged as
+    mass ~ u t / mu^2, took the upper law's mass past 1 (1.99 at mu = 1e-7 over 100 steps), to
+    inf, and at mu = 1e-12 to NaN (a bare "curve_epsilons ... without NaN" from the Rényi
+    cap). Refused below sqrt(1e-13 t); Shuffled's lower pair falls back to the largest batch."""
+    with pytest.raises(plda.UncoveredParametersError, match=r"sqrt\(1e-13 \* num_steps\)"):
+        RandomAllocation(plda.Gaussian(1.0, 1e-12), 100)
+    mu = 1.01 * math.sqrt(1e-13 * 100)
+    law = RandomAllocation(plda.Gaussian(1.0, mu), 100).privacy_loss("remove")
+    assert law.atom_probs.sum() + law.infinity_mass < 1 + 1e-3
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", plda.PLDAWarning)
+        epoch = plda.PrivacyLossDistribution.from_mechanism(
+            plda.Shuffled(plda.Gaussian(1.0, 1e-12), 100)).delta_bounds([0.0, 1e-12])
+        base = plda.PrivacyLossDistribution.from_mechanism(
+            plda.Gaussian(1.0, 1e-12)).delta_bounds([0.0, 1e-12])
+    assert np.all(epoch.lower <= epoch.upper) and np.all(epoch.upper <= base.upper)

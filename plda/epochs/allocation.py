@@ -41,6 +41,11 @@ MAX_STEP = 0.05
 #: it the lognormal tail of the likelihood ratio needs lattices of millions of points and the
 #: composed bounds lose their accuracy
 MAX_MU = 1.45
+#: smallest ``mu^2`` of a Gaussian base, per step of the epoch (``mu >= sqrt(1e-13 t)``): ``W``
+#: spreads by ``~ mu`` around 1 on a lattice of step at least MIN_STEP, and the cells' certified
+#: rounding, charged as mass at ``S = 0`` (about ``u t / mu^2``), stays below 1e-3 of it; past it
+#: the law's mass grows beyond 1 (and to inf, then NaN, near ``mu = 1e-9``)
+MIN_MU_SQUARED_PER_STEP = 1e-13
 #: smallest ``sensitivity / scale`` of a Laplace base, per step of the epoch (``eps0 >= 1e-9 t``):
 #: the ratio ``W`` lies within ``e^(+-eps0)`` of 1, its cells are ``~ eps0 / 32`` wide, and each
 #: cell's certified rounding (a few ulps of 1) is charged relative to that width, ``t`` times
@@ -143,8 +148,9 @@ def _add_upper(mu: float, t: int) -> AtomLaw:
 def allocation_supported(mu: float, num_steps: int) -> bool:
     """Whether :class:`RandomAllocation` supports a Gaussian base over ``num_steps`` steps.
 
-    Supported: ``num_steps <= MAX_STEPS``, and one step or ``mu <= MAX_MU`` with a lattice of
-    step at most :data:`MAX_STEP` within :data:`MAX_POINTS` points.
+    Supported: ``num_steps <= MAX_STEPS``, and one step or ``sqrt(1e-13 num_steps) <= mu <=
+    MAX_MU`` (:data:`MIN_MU_SQUARED_PER_STEP`) with a lattice of step at most :data:`MAX_STEP`
+    within :data:`MAX_POINTS` points.
 
     Parameters
     ----------
@@ -158,8 +164,9 @@ def allocation_supported(mu: float, num_steps: int) -> bool:
     bool
         True if the epoch's laws can be computed.
     """
-    return num_steps <= MAX_STEPS and (
-        num_steps == 1 or (mu <= MAX_MU and _plan(mu, num_steps)[0] <= MAX_STEP))
+    return num_steps <= MAX_STEPS and (num_steps == 1 or (
+        mu * mu >= MIN_MU_SQUARED_PER_STEP * num_steps and mu <= MAX_MU
+        and _plan(mu, num_steps)[0] <= MAX_STEP))
 
 
 @dataclass(frozen=True)
@@ -181,7 +188,8 @@ class RandomAllocation(BracketedMechanism):
     Parameters
     ----------
     mechanism : Mechanism
-        The base mechanism: a :class:`~plda.Gaussian` with ``sensitivity / sigma <= 1.45``,
+        The base mechanism: a :class:`~plda.Gaussian` with ``sensitivity / sigma`` from
+        ``sqrt(1e-13 num_steps)`` to 1.45,
         or a :class:`~plda.Laplace` with ``sensitivity / scale`` from ``1e-9 * num_steps`` up
         to about 12 (below, one use of the base per epoch is a certified upper bound without
         amplification; :class:`~plda.Shuffled` takes no lower limit).
@@ -199,8 +207,9 @@ class RandomAllocation(BracketedMechanism):
         If a size is out of range or not an integer, or if the base is neither a Gaussian nor a
         Laplace mechanism.
     UncoveredParametersError
-        (a ``ValueError``) If its noise is too small for the lattice, or a Laplace base's
-        ``sensitivity / scale`` below ``1e-9 * num_steps`` (see above).
+        (a ``ValueError``) If its noise is too small for the lattice, or too large: a
+        Gaussian base's ``sensitivity / sigma`` below ``sqrt(1e-13 num_steps)``, a Laplace
+        base's ``sensitivity / scale`` below ``1e-9 * num_steps`` (see above).
     """
 
     mechanism: Mechanism
@@ -246,6 +255,16 @@ class RandomAllocation(BracketedMechanism):
                 "amplification is one use of the base mechanism per epoch"
             )
         mu = self.mechanism.mu
+        if blocks > 1 and mu * mu < MIN_MU_SQUARED_PER_STEP * blocks:
+            steps = "num_steps" if k == 1 else "ceil(num_steps / num_selected)"
+            raise UncoveredParametersError(
+                f"sensitivity / sigma of a Gaussian base must be at least sqrt("
+                f"{MIN_MU_SQUARED_PER_STEP:g} * {steps}) = "
+                f"{math.sqrt(MIN_MU_SQUARED_PER_STEP * blocks):.3g} for RandomAllocation with "
+                f"num_steps = {t}, num_selected = {k} (the lattice's certified rounding grows "
+                f"as num_steps / mu^2), got {mu:g}; a certified upper bound without "
+                "amplification is num_selected uses of the base mechanism per epoch"
+            )
         if blocks > 1 and not allocation_supported(mu, blocks):
             raise UncoveredParametersError(
                 f"sensitivity / sigma must be at most {MAX_MU} for RandomAllocation (sigma >= "
