@@ -491,5 +491,5 @@ class SamplerStep:
 
     def __call__(self, noise_multiplier: float, sample_rate: float) -> Mechanism:
         return sampled_mechanism(
-            Gaussian(sigma=noise_multiplier), self.sampler, sample_rate=sample_rate, **self.sizes
-        )
+            Gaussian.from_noise_multiplier(noise_multiplier), self.sampler,
+            sample_rate=sample_rate, **self.sizes)

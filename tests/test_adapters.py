@@ -257,7 +257,8 @@ def test_noop_is_free_and_unsupported_events_are_named():
         from_dp_event(ComposedDpEvent([GaussianDpEvent(1.0), UnsupportedDpEvent()]))
     with pytest.raises(ValueError, match="not supported"):
         from_dp_event(PoissonSampledDpEvent(0.1, SelfComposedDpEvent(GaussianDpEvent(1.0), 2)))
-    with pytest.raises(ValueError, match="sigma"):
+    # named as the event's field, noise_multiplier (once as the Gaussian's sigma)
+    with pytest.raises(ValueError, match="noise_multiplier must be a finite number"):
         from_dp_event(GaussianDpEvent(-1.0))
 
 

@@ -99,7 +99,7 @@ def _walk(event, count: int, depth: int) -> list[tuple[Mechanism, int]]:
         if isinstance(noise, (int, float)) and noise == 0:
             return [(NON_PRIVATE, count)]  # no noise: no guarantee
         if name == "GaussianDpEvent":
-            return [(Gaussian(sigma=noise), count)]
+            return [(Gaussian.from_noise_multiplier(noise), count)]
         return [(Laplace(scale=noise), count)]
     if name == "DiscreteLaplaceDpEvent":
         mechanism = DiscreteLaplace(

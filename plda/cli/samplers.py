@@ -147,8 +147,8 @@ class SamplerRun:
             Naming the sampler, for what the library refuses.
         """
         try:
-            return sampled_mechanism(Gaussian(sigma=sigma), self.sampler, **self.sizes,
-                                     **self.draws)
+            return sampled_mechanism(Gaussian.from_noise_multiplier(sigma), self.sampler,
+                                     **self.sizes, **self.draws)
         except (TypeError, ValueError) as exc:
             raise UsageError(f"argument --sampler {self.sampler}: {exc}") from None
 

@@ -56,6 +56,37 @@ class Gaussian(Mechanism):
                       MU_RANGE[1], "the Gaussian-DP mu plda certifies")
         object.__setattr__(self, "mu", mu)  # derived once, as data
 
+    @classmethod
+    def from_noise_multiplier(cls, noise_multiplier: float) -> Gaussian:
+        """DP-SGD's Gaussian: noise of ``noise_multiplier`` times the clipping norm.
+
+        Parameters
+        ----------
+        noise_multiplier
+            ``sigma / sensitivity``; its reciprocal ``mu`` must lie in ``MU_RANGE``, so
+            ``noise_multiplier`` in ``[1e-15, 1e150]``.
+
+        Returns
+        -------
+        Gaussian
+            ``Gaussian(sigma=noise_multiplier)`` (sensitivity 1).
+
+        Raises
+        ------
+        TypeError
+            If ``noise_multiplier`` is not a real number.
+        ValueError
+            If it is not positive, or outside ``[1e-15, 1e150]`` (the message names
+            ``noise_multiplier``, not the ``sensitivity / sigma`` it makes).
+        """
+        sigma = positive_float("noise_multiplier", noise_multiplier)
+        if not MU_RANGE[0] <= 1.0 / sigma <= MU_RANGE[1]:  # the mu that Gaussian checks
+            raise ValueError(
+                f"noise_multiplier must be in [{1 / MU_RANGE[1]:g}, {1 / MU_RANGE[0]:g}] (its "
+                f"reciprocal, the Gaussian-DP mu, in the range plda certifies), got "
+                f"{noise_multiplier!r}")
+        return cls(sigma=sigma)
+
     def _remove_law(self):
         return GaussianLaw(mu=self.mu)
 

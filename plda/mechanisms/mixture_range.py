@@ -75,7 +75,8 @@ def check_sampled_mu(mechanism: Mechanism, sample_rate: float, group_size: int,
         (a ``ValueError``) If ``K mu`` exceeds :data:`MIXTURE_MU_MAX`.
     """
     if sample_rate < 1 and type(mechanism) in (Gaussian, GaussianDP):
-        name = "sensitivity / sigma" if type(mechanism) is Gaussian else "mu"
+        name = ("sensitivity / sigma (1 / noise_multiplier in DP-SGD)"
+                if type(mechanism) is Gaussian else "mu")
         prefix = (f"{factor} * " if factor > 1 else "") + ("group_size * " if group_size > 1
                                                            else "")
         check_mixture_mu(prefix + name, factor * group_size * mechanism.mu)

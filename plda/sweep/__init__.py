@@ -97,7 +97,8 @@ class WithoutReplacementSampler:
     def __call__(self, noise_multiplier: float, sample_rate: float):
         batch = max(1, round(sample_rate * self.dataset_size))
         return SampledWithoutReplacement(
-            Gaussian(sigma=noise_multiplier), batch_size=batch, dataset_size=self.dataset_size
+            Gaussian.from_noise_multiplier(noise_multiplier), batch_size=batch,
+            dataset_size=self.dataset_size,
         )
 
 
@@ -130,7 +131,7 @@ class TruncatedPoissonSampler:
 
     def __call__(self, noise_multiplier: float, sample_rate: float):
         return TruncatedPoisson(
-            Gaussian(sigma=noise_multiplier),
+            Gaussian.from_noise_multiplier(noise_multiplier),
             sample_rate,
             max_batch_size=self.max_batch_size,
             dataset_size=self.dataset_size,

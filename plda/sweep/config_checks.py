@@ -193,7 +193,7 @@ def _check_mechanism(index: int, config: dict) -> None:
         return  # a user's step factory, or a parameter left to the calibration
     sizes = {k: config[k] for k in REGISTRY[name].takes if config.get(k) is not None}
     try:
-        sampled_mechanism(Gaussian(sigma=config["noise_multiplier"]), name,
+        sampled_mechanism(Gaussian.from_noise_multiplier(config["noise_multiplier"]), name,
                           relation=config["relation"], **sizes)
     except (TypeError, ValueError) as error:
         # the message names its argument first (the Gaussian's as sigma)
