@@ -170,7 +170,7 @@ def test_a_discrete_laplace_of_tiny_decay_is_silent_and_keeps_its_mass():
         warnings.simplefilter("error")
         law = plda.DiscreteLaplace(1e-300, sensitivity=5).privacy_loss("remove")
     assert np.all(law.atom_probs > 0) and law.atom_probs.sum() == pytest.approx(1, abs=1e-12)
-    with pytest.raises(ValueError, match=r"parameter \* sensitivity must be in \[0, 1e\+150\]"):
+    with pytest.raises(ValueError, match=r"parameter \* sensitivity .* must be at most 1e\+150"):
         plda.DiscreteLaplace(1e160)
     with pytest.raises(ValueError, match=r"at most 5e\+149 under relation='replace_one'"):
         plda.DiscreteLaplace(1e150).under_replace_one()
