@@ -85,6 +85,19 @@ def test_engine_bracket_contains_exact_two_steps():
     assert bounds.upper - bounds.lower < 0.01 * exact
 
 
+@pytest.mark.parametrize("mu", [0.3, 0.05])
+def test_a_narrow_base_gets_a_lattice_as_fine_as_its_spread(mu):
+    """W spreads by ~mu around 1; on a lattice of step 0.02 the lower bounds' shared offset
+    (up to a step) swamped it: at mu = 0.02, t = 20, 100 epochs had the lower bound 0 under an
+    upper bound of 0.154 (now [0.1388, 0.1417]). The step follows mu (mu / 64) now."""
+    epoch = RandomAllocation(plda.Gaussian(1.0 / mu), num_steps=2)
+    eps = mu * mu / 4  # where delta is neither ~0 nor ~1
+    exact = _exact_two_steps(mu, eps)
+    bounds = plda.PrivacyLossDistribution.from_mechanism(epoch).delta_bounds(eps)
+    assert bounds.lower <= exact <= bounds.upper
+    assert bounds.upper - bounds.lower < 0.01 * exact  # step 0.02: 6.6% at mu = 0.05
+
+
 def test_one_step_is_the_base_mechanism():
     gauss = plda.Gaussian(1.0)
     a = plda.PrivacyLossDistribution.from_mechanism(RandomAllocation(gauss, 1), 3)

@@ -424,14 +424,15 @@ def test_cell_sum_laws_are_sub_measures():
 @pytest.mark.filterwarnings("ignore::plda.AccuracyWarning")  # 100 allocation epochs: gap 5%
 def test_many_noisy_epochs_take_the_sum_over_batches():
     """sigma = 5, 100 steps, 100 epochs: the largest batch sum gives 0.35, the others-at-0
-    pair 0.70 (the only lower bound before), the sum over batches 0.79; the upper bound is
-    10.0. lower_bound_mechanisms() offers all three."""
+    pair 0.73 (the only lower bound before; 0.70 on the allocation lattice of step 0.02, now
+    mu / 64), the sum over batches 0.79; the upper bound is 10.0. lower_bound_mechanisms()
+    offers all three."""
     epoch = plda.Shuffled(plda.Gaussian(5.0), 100)
     mechanisms = epoch.lower_bound_mechanisms()
     assert [type(m) for m in mechanisms] == [ShuffledOppositeLowerBound,
                                              ShuffledOppositeSumLowerBound, ShuffledLowerBound]
     lowers = [PLD.from_mechanism(m, 100).epsilon_bounds(1e-5).lower for m in mechanisms]
-    assert lowers[0] < 0.36 and 0.69 < lowers[2] < 0.71 and lowers[1] > 0.78
+    assert lowers[0] < 0.36 and 0.72 < lowers[2] < 0.74 and lowers[1] > 0.78
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", plda.NotTightWarning)
         warnings.simplefilter("ignore", plda.SamplerAssumptionWarning)
