@@ -16,7 +16,7 @@ from plda._internal.errors import GridTooLarge, check_bracket
 from plda._internal.floats import union_probability
 from plda.bounds import RELATIONS
 from plda.discretization.discretize import discretize
-from plda.engine.composer import compose
+from plda.engine.composer import Composer
 from plda.engine.plan import MAX_GRID, Plan, pilot_step
 from plda.engine.tilt import compose_tilted
 from plda.grid.discrete import DiscreteLoss
@@ -330,8 +330,8 @@ class Screen:
         if key not in self._versions:
             factors = [(discretize(law, step, lower=index == 1)[index], k)
                        for law, k in self.laws]
-            try:
-                found = compose(factors, tail=self.tail, max_size=MAX_GRID)
+            try:  # (a one-shot composer: see plda.engine.composer.compose)
+                found = Composer(tail=self.tail, group=True).compose(factors, MAX_GRID)
             except GridTooLarge:
                 found = None
             self._versions.setdefault(key, found)  # the same law, whichever thread wins
@@ -369,7 +369,7 @@ def grid_pair(laws: list, plan: Plan, leading: bool, screen: Screen | None = Non
                        for law, k in laws]
             return compose_tilted(factors, plan.tilt, tail=plan.tail, max_size=MAX_GRID)
         factors = [(discretize(law, plan.step, lower=both)[index], k) for law, k in laws]
-        return compose(factors, tail=plan.tail, max_size=MAX_GRID)
+        return Composer(tail=plan.tail, group=True).compose(factors, MAX_GRID)
 
     def law_infinity() -> float:
         tails = (plan.law_tail, plan.law_tail) if plan.tilt else ()
