@@ -96,7 +96,21 @@ def _block_table(t: float, step: float, length: int) -> np.ndarray:
     key = (t, step)
     table = _BLOCK_TABLES.get(key)
     if table is None or len(table) < 2 * half + 1:
-        table = _exp_steps(t * step, half)
+        # exp(a k) for -half <= k <= half (a = t h, a |k| <= 150); beyond 1024 entries on each
+        # side as exp(64 a i) exp(a j) (k = 64 i + j, 0 <= j < 64): 2 half / 64 + 64
+        # exponentials and one product per entry instead of an exponential per entry (a
+        # one-shot query builds each table once, for one law of up to 10^5 entries, and the
+        # exponentials were most of its ladder). Both exponents carry a relative error of 2u
+        # and sum to at most 150 + 64 * 150 / 1024 < 160 in size; with the two exponentials'
+        # and the product's rounding each entry is within e^{330 u} of the exact value, inside
+        # the e^{600 u} that log_mgf_ladder charges for it
+        a = t * step
+        if half < 1024:
+            table = np.exp(a * np.arange(-half, half + 1, dtype=float))
+        else:
+            coarse = np.exp((64 * a) * np.arange(-(half // 64), half // 64 + 1, dtype=float))
+            fine = np.exp(a * np.arange(64, dtype=float))
+            table = (coarse[:, None] * fine[None, :]).reshape(-1)[: 2 * half + 1]
         table.flags.writeable = False
         with _BLOCK_TABLES_LOCK:
             if len(_BLOCK_TABLES) >= 256:  # at most 256 tables of at most 1 MB
@@ -104,24 +118,6 @@ def _block_table(t: float, step: float, length: int) -> np.ndarray:
             _BLOCK_TABLES[key] = table
     middle = len(table) // 2
     return table[middle - half : middle + half + 1]
-
-
-def _exp_steps(a: float, half: int) -> np.ndarray:
-    """``exp(a k)`` for ``-half <= k <= half``, ``a |k| <= 150``.
-
-    Beyond 1024 entries on each side as ``exp(64 a i) exp(a j)`` (``k = 64 i + j``,
-    ``0 <= j < 64``): ``2 half / 64 + 64`` exponentials and one product per entry instead of an
-    exponential per entry (a one-shot query builds each table once, for one law of up to 10^5
-    entries, and the exponentials were most of its ladder). Both exponents carry a relative
-    error of ``2u`` and sum to at most ``150 + 64 * 150 / 1024 < 160`` in size; with the two
-    exponentials' and the product's rounding each entry is within ``e^{330 u}`` of the exact
-    value, inside the ``e^{600 u}`` that :func:`log_mgf_ladder` charges for it.
-    """
-    if half < 1024:
-        return np.exp(a * np.arange(-half, half + 1, dtype=float))
-    coarse = np.exp((64 * a) * np.arange(-(half // 64), half // 64 + 1, dtype=float))
-    fine = np.exp(a * np.arange(64, dtype=float))
-    return (coarse[:, None] * fine[None, :]).reshape(-1)[: 2 * half + 1]
 
 
 def log_mgf_ladder(law, j0: int, j1: int) -> tuple[np.ndarray, np.ndarray]:
@@ -136,7 +132,7 @@ def log_mgf_ladder(law, j0: int, j1: int) -> tuple[np.ndarray, np.ndarray]:
 
     Rounding (each term kept an upper bound): the table entries are ``exp`` of exponents of size
     at most 150 that carry a relative error of ``2u`` (or products of two such, see
-    :func:`_exp_steps`), so each is within a factor ``e^{600 u}`` of its exact value; each block
+    :func:`_block_table`), so each is within a factor ``e^{600 u}`` of its exact value; each block
     is divided by its largest mass (``u`` relative, and ``log`` of that mass adds ``u`` times
     its size); products and the block sums add ``(B + 1) u`` relative; a product that underflows
     loses at most ``2^-1074`` of the scaled block (added back per block); the block centres'
