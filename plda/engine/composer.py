@@ -230,7 +230,10 @@ class Composer:
         lowest index, and the Chernoff bounds of the mass below and above the window."""
         lo_exact = sum(k * f.offset for f, k in factors)
         hi_exact = sum(k * (f.offset + len(f.probs) - 1) for f, k in factors)
-        lo_loss, hi_loss, orders, log_up, log_down = self._chernoff(factors, step)
+        # a one-shot composer's cuts from scratch; a keeping one's extend its kept sums
+        lo_loss, hi_loss, orders, log_up, log_down = (
+            self._kept_chernoff(factors, step) if self.keep
+            else ladder_chernoff(factors, self.tail, self.order_range, step))
         # no finite mass at all (e.g. delta = 1) leaves the moments at -inf: the exact support
         if math.isfinite(hi_loss):
             hi = int(min(hi_exact, math.ceil(hi_loss / step) + 1))
@@ -258,14 +261,12 @@ class Composer:
             below = math.exp(min(exponent, 0.0))
         return lo, hi, lo_exact, below, above
 
-    def _chernoff(self, factors, step: float) -> tuple:
-        """:func:`~plda.grid.moments.ladder_chernoff` of ``factors``: the cuts, the orders
-        visited and the composed moments there. A composer that keeps them extends the sums of
-        the longest kept prefix of ``factors`` by the new factors, order by order (added in the
-        same order, so bit for bit the sums from scratch: a noise schedule's query adds its new
-        steps, not all of them)."""
-        if not self.keep:
-            return ladder_chernoff(factors, self.tail, self.order_range, step)
+    def _kept_chernoff(self, factors, step: float) -> tuple:
+        """:func:`~plda.grid.moments.ladder_chernoff` of ``factors`` for a composer that keeps
+        its Chernoff sums: the cuts, the orders visited and the composed moments there, the sums
+        of the longest kept prefix of ``factors`` extended by the new factors, order by order
+        (added in the same order, so bit for bit the sums from scratch: a noise schedule's
+        query adds its new steps, not all of them)."""
         start, hit = _longest_prefix(self._ladders, factors)
         held = self._ladders[hit] if hit is not None else ([], 0.0, {})
         # the distinct laws come first (see _product): with repeated ones after them, their
