@@ -1,16 +1,18 @@
-"""How a query's answer is judged: the floors of the FFT, the deltas a delta query refines
-for, and the accuracy warning of delta answers.
+"""How a query's answer is judged: the floors of the FFT and of the tilt, the deltas a delta
+query refines for, and the accuracy warning of delta answers. A composition's own rounding floor
+(:func:`~plda.engine.composer.rounding_floor`, with :data:`FFT_FLOOR` and :data:`RESOLUTION`)
+is the composer's, which charges that rounding; it is handed on here with the other floors.
 """
 
 from __future__ import annotations
 
-import math
 from operator import methodcaller
 
 import numpy as np
 
 from plda._internal.errors import warn_if_inaccurate
-from plda._internal.floats import UNIT_ROUNDOFF, error_sum_bound, relative_gap
+from plda._internal.floats import relative_gap
+from plda.engine.composer import FFT_FLOOR, RESOLUTION, rounding_floor
 from plda.engine.recipe import bounds_over_directions
 
 __all__ = [
@@ -26,9 +28,6 @@ __all__ = [
     "warn_where_delta_misses",
 ]
 
-#: an FFT composition resolves deltas down to about this fraction of its mass: smaller deltas
-#: are answered by a composition under an exponential tilt (:mod:`plda.engine.tilt`)
-FFT_FLOOR = 1e-8
 #: deltas below this sit on the FFT's rounding floor, where refining the grid cannot help
 REFINE_FLOOR = 1e-10
 #: targets below this are left to the untilted bounds: the laws' deepest kept tail
@@ -42,41 +41,6 @@ ABOVE_TILT_FLOOR = float(np.nextafter(TILT_FLOOR, 1.0))
 #: (q = 1e-3, sigma = 1, 1e3 steps at 1e-200 refined to a 2e6-point grid for 2.4 s, its gap
 #: staying at 0.72)
 TILT_REFINE = 0.1
-#: an untilted composition resolves a delta when its rounding error terms on delta are below
-#: this many accuracies times that delta (see :func:`rounding_floor`)
-RESOLUTION = 5.0
-
-
-def rounding_floor(versions: dict, accuracy: float) -> float:
-    """The smallest delta that an untilted composition resolves to the accuracy.
-
-    Its upper version's delta carries a floating-point error term of at most
-    ``F = min(e n, e_2 sqrt(n)) + 4 n u`` (``e``, ``e_2``: its entry and L2 error, ``n`` its
-    length; see :meth:`plda.grid.discrete.DiscreteLoss.delta`), which a finer grid does not
-    shrink (it grows with ``n``). An error ``F`` moves ``epsilon(delta)`` by about
-    ``F / (delta d log delta / d epsilon)``, and ``d log delta / d log epsilon`` is 20-40 for
-    DP-SGD at deltas 1e-5 to 1e-10 (measured: at ``F = 10 accuracy delta`` the gap is within
-    the accuracy, at 30 it is not). Below ``F / (RESOLUTION * accuracy)`` refining the grid is
-    wasted and the exponentially tilted composition answers instead.
-
-    Parameters
-    ----------
-    versions
-        ``{direction: pair}``: a composition's versions on a grid (the leading direction's
-        upper version is read).
-    accuracy
-        The requested relative gap of epsilon.
-
-    Returns
-    -------
-    float
-        The floor, at least :data:`FFT_FLOOR`.
-    """
-    law = next(iter(versions.values())).upper
-    n = len(law.probs)
-    rounding = error_sum_bound(law.entry_error, law.l2_error, n) + 4 * n * UNIT_ROUNDOFF
-    floor = rounding / (RESOLUTION * accuracy)
-    return max(FFT_FLOOR, floor) if math.isfinite(floor) else 1.0
 
 
 def monotone_envelope(targets: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> tuple:
