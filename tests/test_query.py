@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import plda
-from plda.engine.gaps import FFT_FLOOR, RESOLUTION, monotone_envelope, probes, rounding_floor
+from plda.engine.composer import FFT_FLOOR, RESOLUTION, rounding_floor
+from plda.engine.gaps import monotone_envelope, probes
 from plda.engine.query import realized_queries, recipe_query
 from plda.engine.recipe import add_remove_steps, bounds_over_directions, laws_by_direction
 

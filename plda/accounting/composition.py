@@ -31,14 +31,8 @@ from plda.accounting.history import (
 from plda.accounting.history import horizon as horizon_of
 from plda.accounting.ladder import LadderSteps, ladder_step
 from plda.conversions.capped import currency_capped
-from plda.engine.composer import Composer
-from plda.engine.gaps import (
-    FFT_FLOOR,
-    monotone_envelope,
-    probes,
-    rounding_floor,
-    warn_where_delta_misses,
-)
+from plda.engine.composer import FFT_FLOOR, Composer, rounding_floor
+from plda.engine.gaps import monotone_envelope, probes, warn_where_delta_misses
 from plda.engine.plan import pilot
 from plda.engine.query import Query, realized_queries, recipe_query
 from plda.engine.recipe import add_remove_steps, bounds_over_directions
@@ -82,7 +76,7 @@ class HistoryComposition:
     def epsilon_pair(self, history, d: np.ndarray, need_lower: bool):
         """``(lower, upper)`` epsilon bounds of ``history`` at ``d``.
 
-        Deltas below the rounding floor (:func:`plda.engine.gaps.rounding_floor` of the horizon
+        Deltas below the rounding floor (:func:`plda.engine.composer.rounding_floor` of the horizon
         history on its first grid, see :meth:`horizon_step`) go to the one-shot driver,
         whose exponentially tilted composition resolves them (this path's grids would leave a
         gap of several percent there); the others take the cached-spectrum composition.
@@ -347,7 +341,7 @@ class HistoryComposition:
         upper bound at ``d`` for the horizon history on that step (a dominance bound, as the
         horizon history has at least as many steps of every mechanism), the directions by
         decreasing bound (the leading one first), and the rounding floor of the horizon's first
-        grid (:func:`plda.engine.gaps.rounding_floor`: the deltas below it are not refined for,
+        grid (:func:`plda.engine.composer.rounding_floor`: the deltas below it are not refined for,
         they go to the one-shot driver)."""
         horizon = self._coarsened(components)[1]
         key = (horizon, d.tobytes(), d.shape)

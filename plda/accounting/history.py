@@ -13,7 +13,7 @@ import numpy as np
 
 #: composed mass allowed outside the FFT window on each side (charged to +inf, or subtracted
 #: from the optimistic version). The fast path answers deltas at or above
-#: plda.engine.gaps.FFT_FLOOR only (smaller ones go to the one-shot driver's tilted
+#: plda.engine.composer.FFT_FLOOR only (smaller ones go to the one-shot driver's tilted
 #: composition), where 1e-14 moves delta by at most 2e-6 of itself; the engine's 1e-20 would
 #: make the window 40% wider for DP-SGD steps.
 TAIL = 1e-14

@@ -1,7 +1,6 @@
-"""How a query's answer is judged: the floors of the FFT and of the tilt, the deltas a delta
-query refines for, and the accuracy warning of delta answers. A composition's own rounding floor
-(:func:`~plda.engine.composer.rounding_floor`, with :data:`FFT_FLOOR` and :data:`RESOLUTION`)
-is the composer's, which charges that rounding; it is handed on here with the other floors.
+"""How a query's answer is judged: the floors of the tilt, the deltas a delta query refines
+for, and the accuracy warning of delta answers. A composition's own rounding floor
+(:func:`~plda.engine.composer.rounding_floor`) is the composer's, which charges that rounding.
 """
 
 from __future__ import annotations
@@ -12,19 +11,16 @@ import numpy as np
 
 from plda._internal.errors import warn_if_inaccurate
 from plda._internal.floats import relative_gap
-from plda.engine.composer import FFT_FLOOR, RESOLUTION, rounding_floor
+from plda.engine.composer import FFT_FLOOR
 from plda.engine.recipe import bounds_over_directions
 
 __all__ = [
     "ABOVE_TILT_FLOOR",
-    "FFT_FLOOR",
     "REFINE_FLOOR",
-    "RESOLUTION",
     "TILT_FLOOR",
     "TILT_REFINE",
     "monotone_envelope",
     "probes",
-    "rounding_floor",
     "warn_where_delta_misses",
 ]
 

@@ -16,13 +16,13 @@ import numpy as np
 from plda._internal.errors import GridTooLarge, check_bracket, inaccurate, warn_if_inaccurate
 from plda._internal.floats import relative_gap
 from plda.discretization.discretize import UPPER_TAIL
+from plda.engine.composer import rounding_floor
 from plda.engine.gaps import (
     ABOVE_TILT_FLOOR,
     TILT_FLOOR,
     TILT_REFINE,
     monotone_envelope,
     probes,
-    rounding_floor,
     warn_where_delta_misses,
 )
 from plda.engine.plan import MAX_GRID, PilotSteps, Plan, StepPredictor, pilot, refine
