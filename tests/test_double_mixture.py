@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import mpmath
+import numpy as np
 import pytest
 from mixture_reference import double_mixture_delta
 
@@ -78,3 +79,31 @@ def test_bad_pairs_name_the_argument(kwargs, error, match):
                           "other_probabilities"), ASYMMETRIC, strict=True)) | kwargs
     with pytest.raises(error, match=match):
         plda.GaussianDoubleMixture(**arguments)
+
+
+
+@pytest.mark.parametrize("shift", [3.0, 1e3, 1e6])
+def test_its_law_at_a_large_shift_agrees_with_mpmath(shift):
+    """The law inverts its loss map by Newton from a table (from a doubled bracket a shift of
+    1e4 took minutes a query). P(L <= ell(y)) = sum_i w_i Phi(y - mu_i) for the pair
+    0.5 N(0, 1) + 0.5 N(shift, 1) against 0.5 N(0, 1) + 0.5 N(-shift, 1), ell in mpmath."""
+    mpmath.mp.dps = 60
+    s = mpmath.mpf(shift)
+    law = plda.GaussianDoubleMixture(1.0, (0.0, shift), (0.5, 0.5), (0.0, shift), (0.5, 0.5))
+    law = law.under_replace_one().privacy_loss("remove")
+    # where one component dominates both sides (0 < y < shift / 2 at a large shift) the map is
+    # flat to 60 digits and y is not fixed by the loss: the points lie beyond it
+    for y in np.concatenate([np.linspace(shift / 2, shift + 5.0, 12),
+                             -np.linspace(shift / 2, shift + 5.0, 11)]):
+        y = mpmath.mpf(float(y))
+        loss = (mpmath.log(mpmath.npdf(y) + mpmath.npdf(y - s))
+                - mpmath.log(mpmath.npdf(y) + mpmath.npdf(y + s)))
+        exact = (mpmath.ncdf(y) + mpmath.ncdf(y - s)) / 2
+        density = (mpmath.npdf(y) + mpmath.npdf(y - s)) / 2  # d/dy, for the tolerance
+        ours = float(law.cdf(float(loss), "P"))
+        # the loss rounded to a double moves y by up to 2 ulps over the map's slope
+        slope = mpmath.diff(lambda t: (mpmath.log(mpmath.npdf(t) + mpmath.npdf(t - s))
+                                       - mpmath.log(mpmath.npdf(t) + mpmath.npdf(t + s))), y)
+        tolerance = 1e-12 * float(exact) + float(density * 4e-16 * (1 + abs(loss)) / slope)
+        assert slope > 1e-3
+        assert abs(ours - float(exact)) <= tolerance, (float(y), ours, float(exact))
