@@ -418,7 +418,7 @@ def test_huge_step_count_stays_finite():
         # never wrote); the mixture limit of a sampled step says what it is in DP-SGD
         ({"noise_multiplier": 1e-16, "sample_rate": 1.0}, r"noise_multiplier must be in \[1e-15"),
         ({"noise_multiplier": 1e200, "sample_rate": 0.1}, r"noise_multiplier must be in \[1e-15"),
-        ({"noise_multiplier": 1e-9, "sample_rate": 0.1}, "1 / noise_multiplier in DP-SGD"),
+        ({"noise_multiplier": 1e-9, "sample_rate": 0.1}, "is 1 / noise_multiplier"),
         ({"noise_multiplier": 1.0, "sample_rate": 0.0}, "sample_rate"),
         ({"noise_multiplier": 1.0, "sample_rate": 1.5}, "sample_rate"),
         ({"noise_multiplier": 1.0, "sample_rate": 0.1, "count": 0}, "count"),

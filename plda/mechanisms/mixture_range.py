@@ -44,8 +44,8 @@ def check_mixture_mu(name: str, mu: float) -> float:
         raise UncoveredParametersError(
             f"{name} must be at most {MIXTURE_MU_MAX:g} for a mixture of Gaussians (a "
             f"Poisson-sampled Gaussian included; its losses span 0 to mu^2 / 2, too wide for "
-            f"the grid beyond), got {mu:g}; a Gaussian run on every record takes up to "
-            f"{MU_RANGE[1]:g}"
+            f"the grid beyond; in DP-SGD, sensitivity / sigma is 1 / noise_multiplier), got "
+            f"{mu:g}; a Gaussian run on every record takes up to {MU_RANGE[1]:g}"
         )
     return mu
 
@@ -75,8 +75,7 @@ def check_sampled_mu(mechanism: Mechanism, sample_rate: float, group_size: int,
         (a ``ValueError``) If ``K mu`` exceeds :data:`MIXTURE_MU_MAX`.
     """
     if sample_rate < 1 and type(mechanism) in (Gaussian, GaussianDP):
-        name = ("sensitivity / sigma (1 / noise_multiplier in DP-SGD)"
-                if type(mechanism) is Gaussian else "mu")
+        name = "sensitivity / sigma" if type(mechanism) is Gaussian else "mu"
         prefix = (f"{factor} * " if factor > 1 else "") + ("group_size * " if group_size > 1
                                                            else "")
         check_mixture_mu(prefix + name, factor * group_size * mechanism.mu)
