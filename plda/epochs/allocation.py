@@ -31,10 +31,11 @@ MAX_POINTS = 1 << 22
 #: (P-mass ``TAIL / t`` at loss ``+inf`` per epoch, below the cells' rounding charges)
 TAIL = 1e-10
 _Z_TAIL = 6.362  # Phi(-6.362) ~ 1e-10
-#: finest lattice step of ``W`` where its spread ``~ mu`` is wide (``mu >= 1.28``); below, the
-#: step follows the spread, ``mu / 64`` (the lower bounds move conditional means by a shared
-#: offset up to a step: at ``mu = 0.02``, ``t = 20``, a step of 0.02 left the certified lower
-#: bound of 100 epochs at 0 under an upper one of 0.154), within :data:`FINE_POINTS` points
+#: finest lattice step of ``W`` where its spread ``~ mu`` is wide (``mu >= 1``: the engine's own
+#: error then dominates); below, the step follows the spread, ``mu / 64`` (the lower bounds move
+#: conditional means by a shared offset up to a step: at ``mu = 0.02``, ``t = 20``, a step of
+#: 0.02 left the certified lower bound of 100 epochs at 0 under an upper one of 0.154), within
+#: :data:`FINE_POINTS` points
 MIN_STEP = 0.02
 #: most lattice points spent on a step finer than :data:`MIN_STEP` (a fraction of a second)
 FINE_POINTS = 1 << 18
@@ -111,12 +112,13 @@ def _lattice_law(q: np.ndarray, w: float, t: int, reverse: bool, infinity: float
 
 def _plan(mu: float, t: int) -> tuple[float, float]:
     """Lattice step ``w`` and cap ``B`` of ``W``: ``B`` with ``E[(W-B)_+] <= TAIL``; ``w`` is
-    ``MIN_STEP``, finer down to ``mu / 64`` within :data:`FINE_POINTS` points, coarser where
-    :data:`MAX_POINTS` requires."""
+    ``MIN_STEP``, for ``mu < 1`` finer down to ``mu / 64`` within :data:`FINE_POINTS` points,
+    coarser where :data:`MAX_POINTS` requires."""
     cap = math.exp(_Z_TAIL * mu + mu * mu / 2)
     sd = math.sqrt(math.expm1(mu * mu))
     span = t + 12 * math.sqrt(t) * sd + cap
-    w = max(span / MAX_POINTS, min(MIN_STEP, max(mu / 64, span / FINE_POINTS)))
+    fine = MIN_STEP if mu >= 1 else min(MIN_STEP, max(mu / 64, span / FINE_POINTS))
+    w = max(span / MAX_POINTS, fine)
     return w, cap
 
 
