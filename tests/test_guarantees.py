@@ -168,6 +168,10 @@ def test_a_law_with_one_finite_loss_far_from_zero_is_on_a_grid_that_fits(epsilon
     int64), and epsilon_bounds answered [0, 0] under the truth k epsilon."""
     bounds = PLD.from_mechanism(plda.ApproximateDP(epsilon, 0.0), steps).epsilon_bounds(1e-5)
     assert bounds.lower <= steps * epsilon <= bounds.upper <= steps * epsilon * (1 + 1e-9)
+    accountant = plda.PLDAccountant()  # the accountant's entry point alike
+    accountant.compose(plda.ApproximateDP(epsilon, 0.0), steps)
+    bounds = accountant.epsilon_bounds(1e-5)
+    assert bounds.lower <= steps * epsilon <= bounds.upper <= steps * epsilon * (1 + 1e-9)
     # the same atom as RenyiDP's profile (the lower bound is GaussianDP(1e15)'s: far below)
     bounds = PLD.from_mechanism(plda.RenyiDP((2.0,), (epsilon,)), steps).epsilon_bounds(1e-5)
     assert 0 < bounds.lower <= bounds.upper and bounds.upper >= steps * epsilon
