@@ -177,6 +177,20 @@ def test_a_law_with_one_finite_loss_far_from_zero_is_on_a_grid_that_fits(epsilon
     assert 0 < bounds.lower <= bounds.upper and bounds.upper >= steps * epsilon
 
 
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+@pytest.mark.parametrize("epsilon", [1e20, 1e150])
+@pytest.mark.parametrize("steps", [1, 2, 1000])
+def test_one_finite_loss_far_from_zero_fits_the_chernoff_grid_too(epsilon, steps):
+    """Below the FFT's reach (delta 1e-300) the answer comes from the Chernoff moments of a
+    coarse far-tail grid, whose step (width / 2048, at least 1e-12) put the lone atom at index
+    1e32: int64 overflowed, the upper bound was 0 (an InvertedBracketError at 2 steps)."""
+    pld = PLD.from_mechanism(plda.ApproximateDP(epsilon, 0.0), steps)
+    for bounds in (pld.epsilon_bounds(1e-300), pld.epsilon_bounds(np.array([1e-300, 0.5]))):
+        lower, upper = np.atleast_1d(bounds.lower), np.atleast_1d(bounds.upper)
+        assert np.all(lower <= steps * epsilon) and np.all(upper >= steps * epsilon)
+        assert np.all(upper <= steps * epsilon * (1 + 1e-9))
+
+
 @st.composite
 def profiles(draw):
     n = draw(st.integers(1, 6))

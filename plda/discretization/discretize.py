@@ -130,7 +130,10 @@ def far_tail_moments(law: PrivacyLossLaw) -> tuple[np.ndarray, float]:
     pessimistic discretization reaching ``FAR_UPPER_TAIL``: any pessimistic grid version is a
     dominating pair, so its moments give a valid Chernoff bound whatever its step."""
     lo, hi = loss_support(law, FAR_UPPER_TAIL)
-    step = max((hi - lo) / _FAR_POINTS, 1e-12)
+    # at least 2^-40 of the largest |loss| (as the planner's pilot step): a law of one finite
+    # loss far from 0 (ApproximateDP past epsilon 708) has width 0, and at 1e-12 its grid index
+    # overflowed int64 (an upper bound of 0 under the truth, at deltas below the FFT's reach)
+    step = max((hi - lo) / _FAR_POINTS, max(-lo, hi) * 2.0**-40, 1e-12)
     upper = _discretize(law, step, False, FAR_UPPER_TAIL, far_tail=False)[0]
     # rounding of the moments: 1e-12 for the log-sum-exp, and t * |l| * (a few u) for the grid
     # losses, which carry a relative error of a few ulps (atoms computed in floats, i * step)
