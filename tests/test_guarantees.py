@@ -177,6 +177,20 @@ def test_a_law_with_one_finite_loss_far_from_zero_is_on_a_grid_that_fits(epsilon
     assert 0 < bounds.lower <= bounds.upper and bounds.upper >= steps * epsilon
 
 
+@pytest.mark.parametrize("epsilon", [708.5, 709.0, 709.75])
+@pytest.mark.parametrize("steps", [1, 2])
+def test_a_subnormal_low_side_stays_out_of_the_lower_bound(epsilon, steps):
+    """Between epsilon 708.4 and 709.78 the P-mass at -epsilon is subnormal, not 0: it was
+    charged to +inf like an underflowed one, in the law both bounds come from, so the lower
+    bounds passed the truth: delta(1e4) = 0 came out >= 1.2e-308, epsilon(1e-308) as inf."""
+    pld = PLD.from_mechanism(plda.ApproximateDP(epsilon, 0.0), steps)
+    assert pld.delta_bounds(1e4).lower == 0.0  # no loss above k epsilon
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", plda.AccuracyWarning)
+        bounds = pld.epsilon_bounds(1e-308)  # the truth is k epsilon (up to 1e-308)
+    assert bounds.lower <= steps * epsilon <= bounds.upper
+
+
 @pytest.mark.filterwarnings("error::RuntimeWarning")
 @pytest.mark.parametrize("epsilon", [1e20, 1e150])
 @pytest.mark.parametrize("steps", [1, 2, 1000])

@@ -59,14 +59,16 @@ class ApproximateDP(Mechanism):
         else:
             losses = np.array([-e, e])
             probs = (1.0 - d) * np.array([expit(-e), expit(e)])
-            if probs[0] < np.finfo(float).tiny and probs[1] > 0:
-                # the outcome at -eps: its P-mass underflows (eps beyond ~708), and its Q-mass,
-                # P-mass times e^eps, with it (0 * inf: NaN); a sampled pair, whose P mixes in
-                # Q, lost it. Its Q-mass (probs[1]) at -inf, its P-mass at +inf, as in
-                # plda.mechanisms.privacy_profile.envelope_law
+            if probs[0] == 0.0 and probs[1] > 0:
+                # the outcome at -eps: its P-mass underflows to 0 (eps beyond 709.78), and its
+                # Q-mass, P-mass times e^eps, with it (0 * inf: NaN); a sampled pair, whose P
+                # mixes in Q, lost it. Its Q-mass (probs[1]) at -inf, as in
+                # plda.mechanisms.privacy_profile.envelope_law. A subnormal P-mass (eps from
+                # 708.4) stays an atom: expit keeps 50+ bits there and e^eps is finite, so its
+                # Q-mass is within 5 ulps; the discretization charges the subnormal cell to
+                # +inf in the upper version only (at +inf in the law it raised the lower bound)
                 return AtomLaw(atom_losses=losses[1:], atom_probs=probs[1:],
-                               infinity_mass=math.fsum([d, probs[0]]),
-                               neg_infinity_mass=math.fsum([d, probs[1]]))
+                               infinity_mass=d, neg_infinity_mass=math.fsum([d, probs[1]]))
         return AtomLaw(atom_losses=losses, atom_probs=probs, infinity_mass=d, neg_infinity_mass=d)
 
     def under_replace_one(self):
