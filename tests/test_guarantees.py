@@ -25,6 +25,7 @@ from hypothesis_settings import examples
 from scipy.stats import norm
 
 import plda
+from plda.mechanisms import renyi_conversion
 from plda.mechanisms.privacy_profile import envelope_law
 from plda.mechanisms.tradeoff_curve import curve_points, pessimistic_vertices
 
@@ -598,3 +599,16 @@ def test_stated_guarantees_at_the_ends_of_plda_range():
     # a Renyi bound far above plda's Gaussian range: its lower-bound Gaussian is capped
     bounds = pld(plda.RenyiDP((2.0,), (1e150,)), 2).epsilon_bounds(1e-5)
     assert 0 < bounds.lower <= bounds.upper
+
+
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+def test_a_converted_delta_above_one_is_one_without_an_overflow():
+    """The Renyi / zCDP conversions read delta as e^(log delta): past log delta = 709 (rho 1e9,
+    or the zCDP cap of GaussianDP(1e8)) that overflowed with a RuntimeWarning before the cap
+    at 1 took it."""
+    delta = renyi_conversion.renyi_delta((2.0,), (1e6,), np.array([0.0, 1.0]))
+    assert np.all(delta == 1.0)
+    assert np.all(renyi_conversion.zcdp_delta(1e9, np.array([0.0, 1e4])) == 1.0)
+    for step, count in ((plda.ZCDP(1e6), 1000), (plda.GaussianDP(1e8), 1)):
+        bounds = PLD.from_mechanism(step, count).delta_bounds(np.array([0.0, 1.0, 1e4]))
+        assert np.all(bounds.upper == 1.0) and np.all(bounds.lower <= 1.0)

@@ -100,7 +100,8 @@ def renyi_delta(orders, renyi_epsilons, epsilon):
     rdp = np.asarray(renyi_epsilons, dtype=float)[None, :]
     eps = np.atleast_1d(np.asarray(epsilon, dtype=float))[:, None]
     log_delta = log_delta_from_renyi(alpha, rdp, eps)
-    delta = np.exp(np.min(log_delta, axis=1)) * (1 + ROUND_UP)
+    # a delta above 1 is 1: its exponent capped at 0 first (e^log overflowed past 709)
+    delta = np.exp(np.minimum(np.min(log_delta, axis=1), 0.0)) * (1 + ROUND_UP)
     return np.minimum(delta, 1.0)
 
 
@@ -209,7 +210,9 @@ def zcdp_delta(rho: float, epsilon) -> np.ndarray:
     score = _Score(rho, np.where(np.isinf(flat), 0.0, flat), "delta")
     log_delta = np.min(score(_refined_orders(score)), axis=1)
     # rounded up, and never to 0 by underflow (the smallest float is above the true delta)
-    delta = np.clip(np.exp(log_delta) * (1 + ROUND_UP), TINY, 1.0)
+    # (its exponent capped at 0 first: a delta above 1 is 1, and at a large rho, e.g. the cap
+    # of a Gaussian-DP step of mu 1e8, e^log overflowed with a RuntimeWarning)
+    delta = np.clip(np.exp(np.minimum(log_delta, 0.0)) * (1 + ROUND_UP), TINY, 1.0)
     return np.where(np.isinf(flat), 0.0, delta).reshape(eps.shape)
 
 
