@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -174,3 +175,15 @@ def test_a_discrete_laplace_of_tiny_decay_is_silent_and_keeps_its_mass():
         plda.DiscreteLaplace(1e160)
     with pytest.raises(ValueError, match=r"at most 5e\+149 under relation='replace_one'"):
         plda.DiscreteLaplace(1e150).under_replace_one()
+
+
+def test_replace_one_sampled_gaussian_far_out_inverts_without_a_warning():
+    """Its loss map's Newton steps divided by a slope of 0 or NaN at shift / sigma 1e3
+    (RuntimeWarning 'invalid value encountered in divide'): such a step is not inside the
+    bracket and was already replaced by bisection; the warning leaked."""
+    step = plda.PoissonSampled(plda.Gaussian(1.0, 1000.0), 0.5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        pld = plda.PrivacyLossDistribution.from_mechanism(step, relation="replace_one")
+        bounds = pld.epsilon_bounds(0.25)
+    assert 0.0 <= bounds.lower <= bounds.upper

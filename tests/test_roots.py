@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from plda._internal.roots import convex_increasing_inverse, increasing_inverse
@@ -112,3 +114,20 @@ def test_a_flat_noisy_function_stops_at_its_rounding_level():
     y = increasing_inverse(flat, lambda x: np.full_like(x, 0.01), target)
     assert np.allclose(0.01 * y, target, rtol=0, atol=1e-15)
     assert sum(calls) < 20 * len(target)
+
+
+def test_a_subnormal_slope_takes_a_bisection_step_without_an_overflow_warning():
+    """f / slope overflowed (RuntimeWarning 'overflow encountered in divide', seen with
+    GaussianDoubleMixture at shift / sigma 1e6): the infinite step leaves the bracket, so a
+    bisection step is taken, and the warning only leaked."""
+
+    def function(y):
+        return np.where(np.abs(y) < 1, 1e-310 * y, y)
+
+    def slope(y):
+        return np.where(np.abs(y) < 1, 1e-310, 1.0)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        y = increasing_inverse(function, slope, np.array([-0.5]))
+    assert abs(y[0] + 1) < 1e-6  # the jump of function at -1 holds the target

@@ -69,7 +69,9 @@ def _newton(function: Function, slope: Function, target, lo, hi, x) -> np.ndarra
         f = function(xa) - ta
         la = np.where(f < 0, xa, lo[active])
         ha = np.where(f > 0, xa, hi[active])
-        with np.errstate(divide="ignore", invalid="ignore"):
+        # a zero, tiny or non-finite slope gives an infinite or NaN step: outside the bracket,
+        # so a bisection step (a slope of 1e-300 overflowed f / slope at shift / sigma 1e6)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             nxt = xa - f / slope(xa)
         inside = (nxt > la) & (nxt < ha)
         # converged: a Newton step below 4 ulps of x, or a residual within 4 ulps of the target

@@ -460,7 +460,10 @@ class ReplaceOneSampledGaussianLaw(PrivacyLossLaw):
             f = (a - b) - target
             lo[active] = np.where(f < 0, xa, lo[active])
             hi[active] = np.where(f > 0, xa, hi[active])
-            nxt = xa - f / self._slope(xa)
+            # a zero or non-finite slope (far out, at shift / sigma 1e3) gives an infinite or
+            # NaN step: not inside the bracket, so a bisection step
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                nxt = xa - f / self._slope(xa)
             bad = ~((nxt > lo[active]) & (nxt < hi[active]))
             nxt = np.where(bad, 0.5 * (lo[active] + hi[active]), nxt)
             x[active] = nxt
