@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import plda
-from plda.epochs.allocation import RandomAllocation
+from plda.epochs.allocation import RandomAllocation, allocation_supported
 from plda.epochs.sums import (
     delta_bracket,
     laplace_cells,
@@ -393,3 +393,14 @@ def test_gaussian_base_below_the_lattice_resolution_is_refused():
         base = plda.PrivacyLossDistribution.from_mechanism(
             plda.Gaussian(1.0, 1e-12)).delta_bounds([0.0, 1e-12])
     assert np.all(epoch.lower <= epoch.upper) and np.all(epoch.upper <= base.upper)
+
+
+@pytest.mark.parametrize("num_steps", [2, 20, 1000])
+def test_the_documented_smallest_mu_is_accepted(num_steps):
+    """``sqrt(1e-13 num_steps)`` is in the range, but its square rounds below
+    ``1e-13 num_steps`` at 2 and 20 steps: the check on ``mu * mu`` refused the edge."""
+    mu = math.sqrt(1e-13 * num_steps)
+    assert allocation_supported(mu, num_steps)
+    plda.RandomAllocation(plda.Gaussian(1.0, mu), num_steps)  # no UncoveredParametersError
+    with pytest.raises(plda.UncoveredParametersError, match="at least sqrt"):
+        plda.RandomAllocation(plda.Gaussian(1.0, mu * (1 - 1e-12)), num_steps)

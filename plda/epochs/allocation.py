@@ -152,6 +152,25 @@ def _add_upper(mu: float, t: int) -> AtomLaw:
     return _lattice_law(upper, w, t, reverse=True, offset=offset)
 
 
+def _min_mu(num_steps: int) -> float:
+    """The smallest Gaussian ``mu`` over ``num_steps`` steps, ``sqrt(1e-13 num_steps)``.
+
+    Compared as ``mu`` itself, not as ``mu * mu`` against ``1e-13 num_steps``: the square of
+    the documented edge, ``math.sqrt(1e-13 * 2)``, rounds below ``2e-13`` and was refused.
+
+    Parameters
+    ----------
+    num_steps : int
+        Steps per epoch.
+
+    Returns
+    -------
+    float
+        ``sqrt(MIN_MU_SQUARED_PER_STEP * num_steps)``.
+    """
+    return math.sqrt(MIN_MU_SQUARED_PER_STEP * num_steps)
+
+
 def allocation_supported(mu: float, num_steps: int) -> bool:
     """Whether :class:`RandomAllocation` supports a Gaussian base over ``num_steps`` steps.
 
@@ -172,7 +191,7 @@ def allocation_supported(mu: float, num_steps: int) -> bool:
         True if the epoch's laws can be computed.
     """
     return num_steps <= MAX_STEPS and (num_steps == 1 or (
-        mu * mu >= MIN_MU_SQUARED_PER_STEP * num_steps and mu <= MAX_MU
+        mu >= _min_mu(num_steps) and mu <= MAX_MU
         and _plan(mu, num_steps)[0] <= MAX_STEP))
 
 
@@ -262,12 +281,12 @@ class RandomAllocation(BracketedMechanism):
                 "amplification is one use of the base mechanism per epoch"
             )
         mu = self.mechanism.mu
-        if blocks > 1 and mu * mu < MIN_MU_SQUARED_PER_STEP * blocks:
+        if blocks > 1 and mu < _min_mu(blocks):
             steps = "num_steps" if k == 1 else "ceil(num_steps / num_selected)"
             raise UncoveredParametersError(
                 f"sensitivity / sigma of a Gaussian base must be at least sqrt("
                 f"{MIN_MU_SQUARED_PER_STEP:g} * {steps}) = "
-                f"{math.sqrt(MIN_MU_SQUARED_PER_STEP * blocks):.3g} for RandomAllocation with "
+                f"{_min_mu(blocks):.3g} for RandomAllocation with "
                 f"num_steps = {t}, num_selected = {k} (the lattice's certified rounding grows "
                 f"as num_steps / mu^2), got {mu:g}; a certified upper bound without "
                 "amplification is num_selected uses of the base mechanism per epoch"
