@@ -123,3 +123,17 @@ def test_a_truncated_sample_lies_above_its_realized_pair():
     bounds = _pld(truncated, 1, "add_remove").renyi_bounds(ORDERS)
     for alpha, upper in zip(ORDERS, bounds.upper, strict=True):
         assert sampled_gaussian_renyi(alpha, 1.0, rate) <= upper
+
+
+@pytest.mark.parametrize("mu", [1e-150, 1e-15, 1e-7])
+def test_a_sampled_gaussian_of_tiny_shift_has_its_currency_cap(mu):
+    """The cells' tail terms cancel near mu = 1e-15 ('math domain error' from the accountant
+    and from 1000 composed steps, inside the documented range); below 1e-6 the unsampled
+    Gaussian bounds the sampled step's cumulant (the divergence is convex in the mixture)."""
+    step = plda.PoissonSampled(plda.GaussianDP(mu), 0.001)
+    accountant = plda.PLDAccountant()
+    accountant.compose(step)
+    bounds = accountant.epsilon_bounds(1e-300)
+    assert 0 <= bounds.lower <= bounds.upper < 0.1
+    renyi = plda.PrivacyLossDistribution.from_mechanism(step, 1000).renyi_bounds(2.0)
+    assert 0 <= renyi.lower <= renyi.upper <= 1000 * mu * mu * (1 + 1e-9)

@@ -20,6 +20,9 @@ MARGIN = 1e-9
 #: the cells stop at x = 36 (beyond, their masses would underflow) and E[(R - 1)^2] = e^(mu^2) - 1
 #: overflows past mu^2 = 709: larger shifts take the closed-form bounds of _large_shift_cumulant
 LARGEST_CELLS_MU2 = 700.0
+#: below this shift the cells' tail terms cancel (log ndtr(-x) and log ndtr(mu - x) agree to the
+#: last digit near mu = 1e-15: a "math domain error"); the unsampled Gaussian bounds the step
+SMALLEST_CELLS_MU = 1e-6
 #: cell width of the sampled-Gaussian quadrature in ``log R`` (relative to min(mu, 1))
 _CELL_WIDTH = 0.02
 #: lowest base-noise coordinate of the cells (the mass below is bounded in closed form)
@@ -169,6 +172,11 @@ def sampled_gaussian_cumulant(mu: float, q: float, direction: str, alpha: np.nda
     """
     if q == 1.0:
         return gaussian_cumulant(mu, alpha)
+    if mu < SMALLEST_CELLS_MU:
+        # D_alpha is convex in the mixture (first argument: E_Q[(dP/dQ)^alpha] is linear in P;
+        # second: van Erven & Harremoes 2014, Thm 12), so either pair's divergence is at most
+        # the unsampled Gaussian's, alpha mu^2 / 2; and at least 0
+        return Cumulant(lower=np.zeros(alpha.shape), upper=gaussian_cumulant(mu, alpha).upper)
     if mu * mu > LARGEST_CELLS_MU2:
         return _large_shift_cumulant(mu, q, direction, alpha)
     if direction == "remove":
