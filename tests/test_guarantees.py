@@ -184,12 +184,21 @@ def test_a_subnormal_low_side_stays_out_of_the_lower_bound(epsilon, steps):
     """Between epsilon 708.4 and 709.78 the P-mass at -epsilon is subnormal, not 0: it was
     charged to +inf like an underflowed one, in the law both bounds come from, so the lower
     bounds passed the truth: delta(1e4) = 0 came out >= 1.2e-308, epsilon(1e-308) as inf."""
-    pld = PLD.from_mechanism(plda.ApproximateDP(epsilon, 0.0), steps)
-    assert pld.delta_bounds(1e4).lower == 0.0  # no loss above k epsilon
+    for step in (plda.ApproximateDP(epsilon, 0.0), plda.PrivacyProfile((epsilon,), (0.0,))):
+        # the privacy profile's envelope alike: its low side's P-mass is now read from its
+        # mirror (high e^-eps, 50+ bits), where the difference it came from may have none
+        pld = PLD.from_mechanism(step, steps)
+        assert pld.delta_bounds(1e4).lower == 0.0  # no loss above k epsilon
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", plda.AccuracyWarning)
+            bounds = pld.epsilon_bounds(1e-308)  # the truth is k epsilon (up to 1e-308)
+        assert bounds.lower <= steps * epsilon <= bounds.upper
+    # one step of the profile with a floor: epsilon at the floor delta is epsilon, not inf
+    # (two steps have 2e-300 at +inf: inf is the truth there)
+    pld = PLD.from_mechanism(plda.PrivacyProfile((epsilon,), (1e-300,)))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", plda.AccuracyWarning)
-        bounds = pld.epsilon_bounds(1e-308)  # the truth is k epsilon (up to 1e-308)
-    assert bounds.lower <= steps * epsilon <= bounds.upper
+        assert pld.epsilon_bounds(1e-300).lower <= epsilon
 
 
 @pytest.mark.filterwarnings("error::RuntimeWarning")

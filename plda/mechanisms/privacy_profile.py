@@ -123,8 +123,17 @@ def envelope_law(epsilons, deltas) -> AtomLaw:
             # its Q-mass e^eps_k low is the mirror's P-mass `high`, but an underflowed or
             # subnormal P-mass times e^eps_k read it as 0, a few digits, or NaN / inf past
             # eps_k = 709: a sampled pair (whose P mixes in Q) and the reversed pair lost it
-            # (up to all of Q). Kept as a Q-only outcome (loss -inf); its P-mass, below the
-            # smallest normal double, goes to +inf (only a larger loss: still dominating)
+            # (up to all of Q). Read from the mirror, high e^-eps_k keeps 50+ bits down to
+            # tiny / 4 (eps_k up to 709.78 at high ~ 1): an atom whose Q-mass reads back as
+            # `high` within a few ulps (the upper discretization sends its subnormal cell to
+            # +inf, the lower one keeps it: at +inf here it raised the lower bounds past the
+            # truth). Below, a Q-only outcome (loss -inf); its P-mass, below tiny / 4, goes to
+            # +inf (only a larger loss: still dominating)
+            mirror = high * math.exp(-eps[k])
+            if mirror >= np.finfo(float).tiny / 4:
+                losses_low.append(-eps[k])
+                probs_low.append(mirror)
+                continue
             q_only.append(high)
             p_moved.append(low)
             continue
