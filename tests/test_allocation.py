@@ -347,19 +347,13 @@ def test_laplace_base_below_float_resolution_is_refused(ratio, kwargs, steps):
         RandomAllocation(plda.Laplace(1.0, ratio), 100, **kwargs)
 
 
-def test_laplace_base_with_a_small_ratio_keeps_a_small_lattice(monkeypatch):
+def test_laplace_base_with_a_small_ratio_keeps_a_small_lattice(small_transforms):
     """At eps0 = 1e-7 the partial sums were capped 12 sqrt(e^eps0 - 1) above their means (the
     term's spread is ~ eps0): transforms of 8e7 points, minutes and gigabytes. The range of one
     term caps them now, and the bracket stays tight and below one use of the base."""
     import plda.epochs.sums as sums
 
-    convolve = sums.split_convolve
-
-    def small(a, b, n):
-        assert n < 10**5, f"a transform of {n} points"
-        return convolve(a, b, n)
-
-    monkeypatch.setattr(sums, "split_convolve", small)
+    small_transforms(sums)
     ratio = 1e-7
     lo, hi = math.exp(-ratio), math.exp(ratio)
     w = (hi - lo) / 64

@@ -211,19 +211,13 @@ def test_cell_sum_law_at_one_step_per_record_is_below_the_tight_bracket():
             assert law.delta(eps) >= 0.98 * lower.delta(eps)
 
 
-def test_laplace_lower_laws_at_a_small_ratio_stay_small(monkeypatch):
+def test_laplace_lower_laws_at_a_small_ratio_stay_small(small_transforms):
     """The cell sum's cap counted from ratio 0, though the cells start at e^-eps0 and are
     ~ eps0 / 32 wide: 1.6e9 points at eps0 = 1e-6 (MemoryError). It counts from the first cell
     now (any cap is certified for these lower laws)."""
     import plda.epochs.cells as cells
 
-    convolve = cells.split_convolve
-
-    def small(a, b, n):
-        assert n < 10**5, f"a transform of {n} points"
-        return convolve(a, b, n)
-
-    monkeypatch.setattr(cells, "split_convolve", small)
+    small_transforms(cells)
     ratio = 1e-6
     lower = RandomAllocation(plda.Laplace(1.0, ratio), 10, num_selected=2).lower_bound_mechanism()
     for direction in ("remove", "add"):
