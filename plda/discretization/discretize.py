@@ -33,6 +33,7 @@ __all__ = [
     "UPPER_TAIL",
     "discretize",
     "far_tail_moments",
+    "exact_index_step",
     "loss_support",
 ]
 
@@ -130,10 +131,7 @@ def far_tail_moments(law: PrivacyLossLaw) -> tuple[np.ndarray, float]:
     pessimistic discretization reaching ``FAR_UPPER_TAIL``: any pessimistic grid version is a
     dominating pair, so its moments give a valid Chernoff bound whatever its step."""
     lo, hi = loss_support(law, FAR_UPPER_TAIL)
-    # at least 2^-40 of the largest |loss| (as the planner's pilot step): a law of one finite
-    # loss far from 0 (ApproximateDP past epsilon 708) has width 0, and at 1e-12 its grid index
-    # overflowed int64 (an upper bound of 0 under the truth, at deltas below the FFT's reach)
-    step = max((hi - lo) / _FAR_POINTS, max(-lo, hi) * 2.0**-40, 1e-12)
+    step = max((hi - lo) / _FAR_POINTS, exact_index_step(lo, hi), 1e-12)
     upper = _discretize(law, step, False, FAR_UPPER_TAIL, far_tail=False)[0]
     # rounding of the moments: 1e-12 for the log-sum-exp, and t * |l| * (a few u) for the grid
     # losses, which carry a relative error of a few ulps (atoms computed in floats, i * step)
@@ -176,6 +174,25 @@ def loss_support(law: PrivacyLossLaw, upper_tail: float) -> tuple[float, float]:
     if not np.isfinite(lo) or not np.isfinite(hi) or hi <= lo:
         return (lo, lo + 1.0) if np.isfinite(lo) else (0.0, 1.0)
     return float(lo), float(hi)
+
+
+def exact_index_step(lo: float, hi: float) -> float:
+    """The finest grid step that keeps every loss in ``[lo, hi]`` at a grid index within 2^40.
+
+    A law of one finite loss far from 0 (``ApproximateDP`` past epsilon 708) has width 0, so a
+    step set by its width alone put that loss at an index past int64 (an upper bound of 0).
+
+    Parameters
+    ----------
+    lo, hi
+        The loss range (:func:`loss_support`).
+
+    Returns
+    -------
+    float
+        ``2^-40 max(-lo, hi)``.
+    """
+    return max(-lo, hi) * 2.0**-40
 
 
 def _discretize(

@@ -12,7 +12,7 @@ import numpy as np
 from plda._internal.caches import cached
 from plda._internal.errors import GridTooLarge
 from plda._internal.floats import dot
-from plda.discretization.discretize import UPPER_TAIL, discretize, loss_support
+from plda.discretization.discretize import UPPER_TAIL, discretize, exact_index_step, loss_support
 from plda.grid.moments import ladder_chernoff
 
 #: largest FFT length used (2^22 doubles = 32 MiB per array)
@@ -494,7 +494,6 @@ def loss_scale(law) -> float:
 
 @cached(maxsize=512)
 def pilot_step(law) -> float:
-    """The step of a law's own pilot discretization (about 64 cells per loss scale; grid
-    indices within 2^40, where one loss is far from 0: ApproximateDP past epsilon 708)."""
+    """The step of a law's own pilot discretization (about 64 cells per loss scale)."""
     lo, hi = loss_support(law, UPPER_TAIL)
-    return max(loss_scale(law) / 64, (hi - lo) / 4096, max(-lo, hi) * 2.0**-40, MIN_STEP)
+    return max(loss_scale(law) / 64, (hi - lo) / 4096, exact_index_step(lo, hi), MIN_STEP)
