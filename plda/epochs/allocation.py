@@ -253,10 +253,10 @@ class RandomAllocation(BracketedMechanism):
         # k > 1 is analysed through one-step allocations of m and m + 1 steps (t = k m + r):
         # the largest of them sets the range (see plda.epochs.many)
         blocks = t if k == 1 else -(-t // k)
+        steps = "num_steps" if k == 1 else "ceil(num_steps / num_selected)"  # for the messages
         if type(self.mechanism) is Laplace:
             # (a relative slack: 1e-9 * 100 rounds above 1e-7)
             if blocks > 1 and self.mechanism.epsilon < LAPLACE_MIN_RATIO * blocks * (1 - 1e-12):
-                steps = "num_steps" if k == 1 else "ceil(num_steps / num_selected)"
                 raise UncoveredParametersError(
                     f"sensitivity / scale of a Laplace base must be at least "
                     f"{LAPLACE_MIN_RATIO:g} * {steps} = {LAPLACE_MIN_RATIO * blocks:g} for "
@@ -282,7 +282,6 @@ class RandomAllocation(BracketedMechanism):
             )
         mu = self.mechanism.mu
         if blocks > 1 and mu < _min_mu(blocks):
-            steps = "num_steps" if k == 1 else "ceil(num_steps / num_selected)"
             raise UncoveredParametersError(
                 f"sensitivity / sigma of a Gaussian base must be at least sqrt("
                 f"{MIN_MU_SQUARED_PER_STEP:g} * {steps}) = "
