@@ -126,6 +126,31 @@ def test_a_long_run_of_large_losses_does_not_exhaust_memory(step):
         assert any(issubclass(w.category, plda.GaussianDPWarning) for w in record)
 
 
+def test_below_a_far_support_the_profile_is_spread_samples_with_the_same_answers(monkeypatch):
+    # below every law's lowest grid loss each profile is one line, so LINE_SAMPLES samples
+    # spread there give the suprema one sample per grid loss gave (ApproximateDP(1000) x 10^6,
+    # step 2.5e-5, had 2.8e7 of them: its gdp_mu took 20 minutes)
+    alpha = np.array([0.0, 1e-300, 1e-200, 1e-120, 0.5])
+
+    def answers():
+        pld = plda.PrivacyLossDistribution.from_mechanism(plda.ApproximateDP(300.0), 3, step=0.01)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return (len(pld.symmetric_profile("lower").epsilon),
+                    len(profile.grid_segments(list(pld.composed_laws().laws("upper").values()))[0]),
+                    pld.tradeoff_bounds(alpha), pld.gdp_summary(delta_floor=1e-9))
+
+    spread, kept = answers(), profile.LINE_SAMPLES
+    monkeypatch.setattr(profile, "LINE_SAMPLES", 10**12)
+    every = answers()
+    assert spread[0] <= kept + 1 < 70_000 < every[0]
+    assert spread[1] <= kept + 1 < 70_000 < every[1]
+    np.testing.assert_allclose(spread[2].lower, every[2].lower, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(spread[2].upper, every[2].upper, rtol=1e-12, atol=0)
+    assert spread[3].mu == every[3].mu
+    assert spread[3].mu_lower == pytest.approx(every[3].mu_lower, rel=1e-12)
+
+
 @pytest.mark.parametrize(
     ("step", "mu"),
     [(plda.Gaussian(2.0), 0.5), (plda.GaussianDP(0.3), 0.3),

@@ -21,9 +21,9 @@ from plda.conversions.composed import ComposedLaws
 from plda.conversions.per_step import step_gdp_mu
 from plda.conversions.profile import (
     DELTA_FLOOR,
-    MAX_EPSILON,
     ProfileSamples,
     chernoff_at,
+    grid_segments,
     segment_values,
     select_laws,
     symmetric_profile,
@@ -214,9 +214,11 @@ def _gdp_certificate(composed: ComposedLaws, delta_floor: float):
     """``mu -> (certified profile <= max(delta_mu, floor) for every eps >= 0)``, or ``None`` when
     the certified profile never gets below the floor.
 
-    On each grid segment ``[eps_0, eps_1]`` a direction's profile is at most ``A - x B``
-    (``x = e^eps``) while ``delta_mu`` is convex in ``x`` with slope ``-Phi(-eps/mu - mu/2)``, so
-    ``delta_mu - (A - x B)`` is at least its tangent at ``x_0``: the segment is certified when
+    On each stretch ``[eps_0, eps_1]`` of one line (a grid segment; those below the support
+    merged, :func:`~plda.conversions.profile.grid_segments`) a direction's profile is at most
+    ``A - x B`` (``x = e^eps``) while ``delta_mu`` is convex in ``x`` with slope
+    ``-Phi(-eps/mu - mu/2)``, so ``delta_mu - (A - x B)`` is at least its tangent at ``x_0``: the
+    stretch is certified when
     ``delta_mu(eps_0) >= A - x_0 B + max(0, Phi(-eps_0/mu - mu/2) - B) (x_1 - x_0)``, or when
     the Chernoff bound at ``eps_0`` is below ``delta_mu(eps_1)`` (both profiles decrease), or
     when ``A - x_0 B`` is below the floor. Past the grid, consecutive Chernoff-tail samples are
@@ -224,13 +226,8 @@ def _gdp_certificate(composed: ComposedLaws, delta_floor: float):
     """
     laws = select_laws(composed, "upper", None)
     step = laws[0].step
-    top = max(law.offset + len(law.probs) for law in laws)
-    # segments start at eps <= MAX_EPSILON only: cap the index range before building it (a long
-    # composition of large losses has its grid far beyond, offsets of billions of steps)
-    top = min(top, math.floor(MAX_EPSILON / step) + 1)
-    m = np.arange(1, max(top, 0) + 2)
-    m = m[(m - 1) * step <= MAX_EPSILON]
-    eps0, eps1 = (m - 1) * step, m * step
+    left, m = grid_segments(laws)
+    eps0, eps1 = left * step, m * step
     x0, x1 = np.exp(eps0), np.exp(eps1)
     checks = []
     for law in laws:
