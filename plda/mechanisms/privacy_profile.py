@@ -11,6 +11,7 @@ import numpy as np
 from scipy.special import expit
 
 from plda._internal.validation import real_sequence
+from plda.mechanisms.approximate import MAX_EPSILON
 from plda.mechanisms.base import Mechanism
 from plda.mechanisms.law import AtomLaw
 
@@ -152,7 +153,7 @@ def profile_points(epsilons, deltas, *, increasing: bool = True):
     Parameters
     ----------
     epsilons : sequence of float
-        Finite, ``>= 0``; strictly increasing when ``increasing``.
+        In ``[0, MAX_EPSILON]`` (1e150); strictly increasing when ``increasing``.
     deltas : sequence of float
         In ``[0, 1]``, one per epsilon; non-increasing when ``increasing``.
     increasing : bool, optional
@@ -178,8 +179,13 @@ def profile_points(epsilons, deltas, *, increasing: bool = True):
             f"epsilons and deltas must have the same length, got {len(eps)} and {len(delta)}"
         )
     for i, (e, d) in enumerate(zip(eps, delta, strict=True)):
-        if e < 0:
-            raise ValueError(f"epsilons must be >= 0, got epsilons[{i}] = {e!r}")
+        if not 0 <= e <= MAX_EPSILON:
+            # ApproximateDP's and RenyiDP's cap: the engine squares the losses, and past ~1e154
+            # they overflow (a bare 'math domain error' from the pilot's moments)
+            raise ValueError(
+                f"epsilons must be in [0, {MAX_EPSILON:g}] (the grid squares the losses), got "
+                f"epsilons[{i}] = {e!r}"
+            )
         if not 0 <= d <= 1:
             raise ValueError(f"deltas must be in [0, 1], got deltas[{i}] = {d!r}")
     if increasing:
@@ -212,7 +218,7 @@ class PrivacyProfile(Mechanism):
     Parameters
     ----------
     epsilons : sequence of float
-        The ``eps_i``: finite, ``>= 0``, strictly increasing.
+        The ``eps_i``: in ``[0, 1e150]``, strictly increasing.
     deltas : sequence of float
         The ``delta_i`` in ``[0, 1]``, one per epsilon, non-increasing (a mechanism's
         ``delta(eps)`` never grows with ``eps``).
@@ -222,9 +228,9 @@ class PrivacyProfile(Mechanism):
     TypeError
         If ``epsilons`` or ``deltas`` is not a sequence of real numbers.
     ValueError
-        If they differ in length, hold NaN or infinities, an epsilon is negative, a delta is
-        outside ``[0, 1]``, the epsilons are not strictly increasing, or the deltas grow with
-        epsilon; the message names the argument and the entry.
+        If they differ in length, hold NaN or infinities, an epsilon is outside ``[0, 1e150]``,
+        a delta is outside ``[0, 1]``, the epsilons are not strictly increasing, or the deltas
+        grow with epsilon; the message names the argument and the entry.
 
     Examples
     --------
