@@ -334,6 +334,10 @@ REFUSED_STEPS = [
      "noise_multiplier", (_gaussian_event(_just_above(1e150), 0.1), "noise_multiplier")),
     ("add_remove", {"noise_multiplier": 1.0, "sample_rate": _just_below(1e-12)},
      "sample_rate", None),
+    # the floor doubles under replace-one: once refused as 'sensitivity / sigma' (the
+    # accountant: 'no sound replace-one analysis', the sweep: configs[0]['sampler'])
+    ("replace_one", {"noise_multiplier": 1e-15, "sample_rate": 1.0}, "noise_multiplier",
+     (_gaussian_event(1e-15), "noise_multiplier")),
 ]
 
 

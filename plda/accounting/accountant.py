@@ -156,7 +156,7 @@ class PLDAccountant(CompositionQueries):
         if sample_rate is not None:
             sample_rate = check.probability("sample_rate", sample_rate, open_low=True)
         mechanism = sampled_mechanism(
-            Gaussian.from_noise_multiplier(noise_multiplier),
+            Gaussian.from_noise_multiplier(noise_multiplier, self._relation),
             sampler,
             sample_rate=sample_rate,
             batch_size=batch_size,

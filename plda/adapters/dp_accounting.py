@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import numbers
 
+from plda.bounds import check_relation
 from plda.matrix import TreeAggregation
 from plda.mechanisms import (
     ZCDP,
@@ -62,9 +63,9 @@ def _attribute(event, name: str):
         ) from None
 
 
-def _single(event, depth: int, outer: str = "PoissonSampledDpEvent") -> Mechanism:
+def _single(event, depth: int, relation: str, outer: str = "PoissonSampledDpEvent") -> Mechanism:
     """The one mechanism an event stands for (for the inside of a sampled event)."""
-    parts = _walk(event, 1, depth)
+    parts = _walk(event, 1, depth, relation)
     if len(parts) != 1 or parts[0][1] != 1:
         raise ValueError(
             f"{outer} of {type(event).__name__} (a composition) is not supported: "
@@ -86,7 +87,7 @@ def _build(cls, event_name: str, *args, **kwargs) -> Mechanism:
         raise ValueError(f"{event_name} is not supported here: {error}") from None
 
 
-def _walk(event, count: int, depth: int) -> list[tuple[Mechanism, int]]:
+def _walk(event, count: int, depth: int, relation: str) -> list[tuple[Mechanism, int]]:
     if depth > _MAX_DEPTH:
         raise ValueError(f"dp_event nesting deeper than {_MAX_DEPTH}")
     name = type(event).__name__
@@ -99,7 +100,8 @@ def _walk(event, count: int, depth: int) -> list[tuple[Mechanism, int]]:
         if isinstance(noise, (int, float)) and noise == 0:
             return [(NON_PRIVATE, count)]  # no noise: no guarantee
         if name == "GaussianDpEvent":
-            return [(Gaussian.from_noise_multiplier(noise), count)]
+            # (the relation sets noise_multiplier's range: its floor doubles under replace-one)
+            return [(Gaussian.from_noise_multiplier(noise, relation), count)]
         return [(Laplace(scale=noise), count)]
     if name == "DiscreteLaplaceDpEvent":
         mechanism = DiscreteLaplace(
@@ -135,7 +137,7 @@ def _walk(event, count: int, depth: int) -> list[tuple[Mechanism, int]]:
             return []  # every shift 0: nothing about anyone is released
         return [(mixture, count)]
     if name == "PoissonSampledDpEvent":
-        inner = _single(_attribute(event, "event"), depth + 1)
+        inner = _single(_attribute(event, "event"), depth + 1, relation)
         rate = _attribute(event, "sampling_probability")
         if rate == 0:
             return []
@@ -143,7 +145,7 @@ def _walk(event, count: int, depth: int) -> list[tuple[Mechanism, int]]:
     if name == "SampledWithoutReplacementDpEvent":
         n = _attribute(event, "source_dataset_size")
         b = _attribute(event, "sample_size")
-        inner = _single(_attribute(event, "event"), depth + 1, name)
+        inner = _single(_attribute(event, "event"), depth + 1, relation, name)
         if b == 0:
             return []  # an empty batch: nothing is released about anyone
         if inner == NON_PRIVATE:
@@ -203,11 +205,11 @@ def _walk(event, count: int, depth: int) -> list[tuple[Mechanism, int]]:
             raise ValueError(f"SelfComposedDpEvent.count must be an integer >= 0, got {times!r}")
         if times == 0:
             return []
-        return _walk(_attribute(event, "event"), count * int(times), depth + 1)
+        return _walk(_attribute(event, "event"), count * int(times), depth + 1, relation)
     if name == "ComposedDpEvent":
         out = []
         for inner in _attribute(event, "events"):
-            out += _walk(inner, count, depth + 1)
+            out += _walk(inner, count, depth + 1, relation)
         return out
     raise ValueError(
         f"dp_event type {name} is not supported by plda (supported: GaussianDpEvent, "
@@ -220,13 +222,18 @@ def _walk(event, count: int, depth: int) -> list[tuple[Mechanism, int]]:
     )
 
 
-def mechanisms_from_dp_event(event) -> tuple[tuple[Mechanism, int], ...]:
+def mechanisms_from_dp_event(
+    event, *, relation: str = "add_remove"
+) -> tuple[tuple[Mechanism, int], ...]:
     """The plda mechanisms, with their counts, that a dp_accounting event stands for.
 
     Parameters
     ----------
     event : dp_accounting.DpEvent
         An event tree, mapped as :func:`from_dp_event` says.
+    relation : str, optional
+        The relation they will be accounted under (``"add_remove"`` or ``"replace_one"``):
+        it sets the range a ``GaussianDpEvent``'s ``noise_multiplier`` is checked against.
 
     Returns
     -------
@@ -237,9 +244,10 @@ def mechanisms_from_dp_event(event) -> tuple[tuple[Mechanism, int], ...]:
     ------
     ValueError
         Naming the event type, for an event this adapter does not support, one with fields
-        out of range, or nesting deeper than 64.
+        out of range, or nesting deeper than 64; or an unknown ``relation``.
     """
-    return tuple(_walk(event, 1, 0))
+    check_relation(relation)
+    return tuple(_walk(event, 1, 0, relation))
 
 
 def from_dp_event(
@@ -307,7 +315,7 @@ def from_dp_event(
         Naming the event type, for anything else, an
         event with fields out of range, or an unknown ``relation``.
     """
-    components = mechanisms_from_dp_event(event)
+    components = mechanisms_from_dp_event(event, relation=relation)
     if not components:
         components = ((ApproximateDP(epsilon=0.0), 1),)
     return PrivacyLossDistribution(components, relation, accuracy)

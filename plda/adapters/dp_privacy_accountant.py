@@ -39,16 +39,16 @@ def _deprecated(old: str, new: str) -> None:
          f"PLDPrivacyAccountant.{new} (plda's name for the query)", DeprecationWarning)
 
 
-def _offending(event):
-    """The innermost sub-event of ``event`` that plda cannot map (``event`` itself if none of
-    its children is to blame)."""
+def _offending(event, relation: str):
+    """The innermost sub-event of ``event`` that plda cannot map under ``relation`` (``event``
+    itself if none of its children is to blame)."""
     children = getattr(event, _CONTAINERS.get(type(event).__name__, ""), None)
     if children is not None:
         for child in children if isinstance(children, (list, tuple)) else [children]:
             try:
-                mechanisms_from_dp_event(child)
+                mechanisms_from_dp_event(child, relation=relation)
             except ValueError:
-                return _offending(child)
+                return _offending(child, relation)
     return event
 
 
@@ -116,7 +116,7 @@ else:
             (raises ``ValueError`` when plda cannot account it)."""
             if isinstance(count, bool) or not isinstance(count, int) or count < 0:
                 raise ValueError(f"count must be an integer >= 0, got {count!r}")
-            parts = mechanisms_from_dp_event(event)
+            parts = mechanisms_from_dp_event(event, relation=self._plda.relation)
             trial = PLDAccountant(relation=self._plda.relation, accuracy=self._plda.accuracy)
             for mechanism, times in self._plda.history:
                 trial.compose(mechanism, times)
@@ -134,7 +134,8 @@ else:
                 trial = self._recorded_with(event, count)
             except (ValueError, TypeError) as error:
                 return self.CompositionErrorDetails(
-                    invalid_event=_offending(event), error_message=str(error)
+                    invalid_event=_offending(event, self._plda.relation),
+                    error_message=str(error),
                 )
             if do_compose:
                 self._plda = trial

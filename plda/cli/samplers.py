@@ -95,12 +95,16 @@ class SamplerRun:
         Training steps; None while they are being calibrated.
     draws : dict
         ``group_size`` and ``accumulation_steps`` where given (:data:`DRAW_FLAGS`).
+    relation : str
+        ``--relation``: it sets the range of the noise multiplier (its floor doubles under
+        replace-one).
     """
 
     sampler: str
     sizes: dict
     steps: int | None
     draws: dict = field(default_factory=dict)
+    relation: str = "add_remove"
 
     @property
     def epoch_length(self) -> int:
@@ -147,8 +151,8 @@ class SamplerRun:
             Naming the sampler, for what the library refuses.
         """
         try:
-            return sampled_mechanism(Gaussian.from_noise_multiplier(sigma), self.sampler,
-                                     **self.sizes, **self.draws)
+            return sampled_mechanism(Gaussian.from_noise_multiplier(sigma, self.relation),
+                                     self.sampler, **self.sizes, **self.draws)
         except (TypeError, ValueError) as exc:
             raise UsageError(f"argument --sampler {self.sampler}: {exc}") from None
 
@@ -252,7 +256,8 @@ def sampler_run(args, missing: tuple[str, ...] = (), calibrated: str | None = No
         value = getattr(args, flag[2:].replace("-", "_"), None)
         if value is not None:
             draws[flag[2:].replace("-", "_")] = check_steps(flag, value)
-    run = SamplerRun(sampler=sampler, sizes=sizes, steps=args.steps, draws=draws)
+    run = SamplerRun(sampler=sampler, sizes=sizes, steps=args.steps, draws=draws,
+                     relation=getattr(args, "relation", "add_remove"))
     if REGISTRY[sampler].epoch and args.steps is not None:
         epoch = sizes["num_steps"]
         if args.steps % epoch:

@@ -57,14 +57,20 @@ class Gaussian(Mechanism):
         object.__setattr__(self, "mu", mu)  # derived once, as data
 
     @classmethod
-    def from_noise_multiplier(cls, noise_multiplier: float) -> Gaussian:
+    def from_noise_multiplier(
+        cls, noise_multiplier: float, relation: str = "add_remove"
+    ) -> Gaussian:
         """DP-SGD's Gaussian: noise of ``noise_multiplier`` times the clipping norm.
 
         Parameters
         ----------
         noise_multiplier
             ``sigma / sensitivity``; its reciprocal ``mu`` must lie in ``MU_RANGE``, so
-            ``noise_multiplier`` in ``[1e-15, 1e150]``.
+            ``noise_multiplier`` in ``[1e-15, 1e150]``; ``[2e-15, 1e150]`` under replace-one,
+            where ``mu`` is ``2 / noise_multiplier``.
+        relation
+            The relation the step will be accounted under, ``"add_remove"`` or
+            ``"replace_one"``: it sets the range checked (not the mechanism returned).
 
         Returns
         -------
@@ -76,14 +82,23 @@ class Gaussian(Mechanism):
         TypeError
             If ``noise_multiplier`` is not a real number.
         ValueError
-            If it is not positive, or outside ``[1e-15, 1e150]`` (the message names
-            ``noise_multiplier``, not the ``sensitivity / sigma`` it makes).
+            If it is not positive, or outside its range under ``relation`` (the message names
+            ``noise_multiplier``, not the ``sensitivity / sigma`` it makes), or ``relation`` is
+            neither relation.
         """
-        sigma = positive_float("noise_multiplier", noise_multiplier)
-        if not MU_RANGE[0] <= 1.0 / sigma <= MU_RANGE[1]:  # the mu that Gaussian checks
+        if relation not in ("add_remove", "replace_one"):
             raise ValueError(
-                f"noise_multiplier must be in [{1 / MU_RANGE[1]:g}, {1 / MU_RANGE[0]:g}] (its "
-                f"reciprocal, the Gaussian-DP mu, in the range plda certifies), got "
+                f"relation must be 'add_remove' or 'replace_one', got {relation!r}")
+        sigma = positive_float("noise_multiplier", noise_multiplier)
+        # a replaced record moves the sum by twice the clipping norm: the mu that Gaussian (and
+        # its replace-one reading) checks is 2 / noise_multiplier there, so the floor doubles
+        factor = 2.0 if relation == "replace_one" else 1.0
+        if not MU_RANGE[0] <= 1.0 / sigma <= MU_RANGE[1] or factor / sigma > MU_RANGE[1]:
+            where, mu = (" under relation='replace_one'", "2 / noise_multiplier") if (
+                factor > 1) else ("", "its reciprocal")
+            raise ValueError(
+                f"noise_multiplier must be in [{factor / MU_RANGE[1]:g}, {1 / MU_RANGE[0]:g}]"
+                f"{where} ({mu}, the Gaussian-DP mu, in the range plda certifies), got "
                 f"{noise_multiplier!r}")
         return cls(sigma=sigma)
 

@@ -193,11 +193,13 @@ def _check_mechanism(index: int, config: dict) -> None:
         return  # a user's step factory, or a parameter left to the calibration
     sizes = {k: config[k] for k in REGISTRY[name].takes if config.get(k) is not None}
     try:
-        sampled_mechanism(Gaussian.from_noise_multiplier(config["noise_multiplier"]), name,
-                          relation=config["relation"], **sizes)
+        sampled_mechanism(
+            Gaussian.from_noise_multiplier(config["noise_multiplier"], config["relation"]),
+            name, relation=config["relation"], **sizes)
     except (TypeError, ValueError) as error:
         # the message names its argument first (the Gaussian's as sigma)
-        named = {k: k for k in (*sizes, "relation", "sampler")} | {"sigma": "noise_multiplier"}
+        named = {k: k for k in (*sizes, "relation", "sampler", "noise_multiplier")} | {
+            "sigma": "noise_multiplier"}
         found = {k: m.start() for k in named if (m := re.search(rf"\b{k}\b", str(error)))}
         key = named[min(found, key=found.get)] if found else "noise_multiplier"
         kind = UncoveredParametersError if isinstance(error, UncoveredParametersError) else (
