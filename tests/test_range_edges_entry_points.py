@@ -338,6 +338,10 @@ REFUSED_STEPS = [
     # accountant: 'no sound replace-one analysis', the sweep: configs[0]['sampler'])
     ("replace_one", {"noise_multiplier": 1e-15, "sample_rate": 1.0}, "noise_multiplier",
      (_gaussian_event(1e-15), "noise_multiplier")),
+    # RandomAllocation's smallest mu: once named as 'sensitivity / sigma' only, and printed to
+    # 3 digits, 'must be at least ... = 4.47e-07 ..., got 4.47214e-07'
+    ("add_remove", {"noise_multiplier": 1 / (SQRT_MU * (1 - 1e-12)),
+                    "sampler": "random-allocation", "num_steps": 2}, "noise_multiplier", None),
 ]
 
 
@@ -365,7 +369,7 @@ def test_steps_out_of_range_are_refused_by_name_and_change_nothing(relation, ste
     accountant, opacus, dp = _recorded(relation)
     before = _state(accountant, opacus, dp)
     with pytest.raises(ValueError, match=name):
-        accountant.step(**step, count=3)
+        accountant.step(**step, count=6)  # (whole epochs of the epoch samplers)
     if "sample_rate" in step:
         with pytest.raises(ValueError, match=name):
             opacus.step(**step)
@@ -379,10 +383,10 @@ def test_steps_out_of_range_are_refused_by_name_and_change_nothing(relation, ste
             plda.from_dp_event(event, relation=relation)
     assert _state(accountant, opacus, dp) == before
     with pytest.raises(ValueError, match=rf"configs\[0\]\['{name}'\]"):
-        plda.sweep([{**step, "steps": 3, "delta": DELTA, "relation": relation}])
+        plda.sweep([{**step, "steps": 6, "delta": DELTA, "relation": relation}])
     flags = [f"--{key.replace('_', '-')}={value!r}" if not isinstance(value, str)
              else f"--{key}={value}" for key, value in step.items()]
-    assert main(["epsilon", *flags, "--steps", "3", "--delta", "1e-5",
+    assert main(["epsilon", *flags, "--steps", "6", "--delta", "1e-5",
                  "--relation", relation]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and name in err, err
@@ -425,6 +429,14 @@ def test_mechanisms_out_of_range_are_refused_by_name(make, name, spec, event, ca
         with pytest.raises(dpa.UnsupportedEventError, match=field_name):
             dp.compose(dpa.SelfComposedDpEvent(event, 3))
         assert _state(accountant, opacus, dp) == before
+
+
+def test_the_allocation_floor_is_told_apart_from_the_value_refused():
+    """An input an ulp past RandomAllocation's floor printed as the floor itself."""
+    mu = SQRT_MU * (1 - 1e-12)
+    with pytest.raises(plda.UncoveredParametersError) as refused:
+        plda.RandomAllocation(plda.Gaussian(1.0, mu), 2)
+    assert f"= {SQRT_MU!r}" in str(refused.value) and f"got {mu!r}" in str(refused.value)
 
 
 @pytest.mark.parametrize("mechanism, name", [

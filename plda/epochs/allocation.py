@@ -262,14 +262,14 @@ class RandomAllocation(BracketedMechanism):
                     f"{LAPLACE_MIN_RATIO:g} * {steps} = {LAPLACE_MIN_RATIO * blocks:g} for "
                     f"RandomAllocation with num_steps = {t}, num_selected = {k} (the likelihood "
                     f"ratio's lattice needs it above float resolution), got "
-                    f"{self.mechanism.epsilon:g}; a certified upper bound without amplification "
+                    f"{self.mechanism.epsilon!r}; a certified upper bound without amplification "
                     "is num_selected uses of the base mechanism per epoch"
                 )
             if blocks > 1 and _laplace_plan(self.mechanism.epsilon, blocks)[0] > MAX_STEP:
                 raise UncoveredParametersError(
                     "sensitivity / scale of a Laplace base must be at most about 12 for "
                     f"RandomAllocation with num_steps = {t} (the likelihood ratio's range "
-                    f"must fit a lattice of {MAX_POINTS} points), got {self.mechanism.epsilon:g}"
+                    f"must fit a lattice of {MAX_POINTS} points), got {self.mechanism.epsilon!r}"
                 )
             object.__setattr__(self, "num_steps", t)
             object.__setattr__(self, "num_selected", k)
@@ -281,22 +281,27 @@ class RandomAllocation(BracketedMechanism):
                 "amplification is one use of the base mechanism per epoch"
             )
         mu = self.mechanism.mu
+        # the values in full (repr): an input an ulp past the edge printed as the edge itself,
+        # 'must be at least 1e-06 ..., got 1e-06'; DP-SGD callers wrote noise_multiplier, the
+        # reciprocal of this mu, so its bound is given too
         if blocks > 1 and mu < _min_mu(blocks):
             raise UncoveredParametersError(
                 f"sensitivity / sigma of a Gaussian base must be at least sqrt("
                 f"{MIN_MU_SQUARED_PER_STEP:g} * {steps}) = "
-                f"{_min_mu(blocks):.3g} for RandomAllocation with "
+                f"{_min_mu(blocks)!r} for RandomAllocation with "
                 f"num_steps = {t}, num_selected = {k} (the lattice's certified rounding grows "
-                f"as num_steps / mu^2), got {mu:g}; a certified upper bound without "
-                "amplification is num_selected uses of the base mechanism per epoch"
+                f"as num_steps / mu^2; in DP-SGD, sensitivity / sigma is 1 / noise_multiplier: "
+                f"noise_multiplier at most {1 / _min_mu(blocks)!r}), got {mu!r}; a certified "
+                "upper bound without amplification is num_selected uses of the base mechanism "
+                "per epoch"
             )
         if blocks > 1 and not allocation_supported(mu, blocks):
             raise UncoveredParametersError(
                 f"sensitivity / sigma must be at most {MAX_MU} for RandomAllocation (sigma >= "
-                f"{1 / MAX_MU:.2f} at sensitivity 1; with num_steps = {t}: the lognormal tail "
-                f"of the likelihood ratio must fit a lattice of {MAX_POINTS} points), got "
-                f"{mu:g}; a certified upper bound without amplification is one use of the base "
-                "mechanism per epoch"
+                f"{1 / MAX_MU:.2f} at sensitivity 1, in DP-SGD noise_multiplier; with "
+                f"num_steps = {t}: the lognormal tail of the likelihood ratio must fit a "
+                f"lattice of {MAX_POINTS} points), got {mu!r}; a certified upper bound without "
+                "amplification is one use of the base mechanism per epoch"
             )
         object.__setattr__(self, "num_steps", t)
         object.__setattr__(self, "num_selected", k)
