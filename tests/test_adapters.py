@@ -200,9 +200,12 @@ def test_a_truncated_poisson_events_lower_bounds_are_its_realized_pairs_as_docum
         (SampledWithoutReplacementDpEvent(10, 2, ComposedDpEvent([GaussianDpEvent(1.0)] * 2)),
          "SampledWithoutReplacementDpEvent of ComposedDpEvent"),
         (SampledWithoutReplacementDpEvent(10, 11, GaussianDpEvent(0.0)), "sample_size"),
-        (TruncatedSubsampledGaussianDpEvent(10, 1.5, 3, 1.0), "sample_rate must be in"),
-        (TruncatedSubsampledGaussianDpEvent(10, 0.5, 3, -1.0), "sigma"),
-        (TruncatedSubsampledGaussianDpEvent(10, 0.5, 3, "1"), "sigma"),
+        # named as the event's fields (once as TruncatedPoisson's sample_rate and the
+        # Gaussian's sigma, names the event's author never wrote)
+        (TruncatedSubsampledGaussianDpEvent(10, 1.5, 3, 1.0),
+         r"TruncatedSubsampledGaussianDpEvent\.sampling_probability must be in"),
+        (TruncatedSubsampledGaussianDpEvent(10, 0.5, 3, -1.0), "noise_multiplier"),
+        (TruncatedSubsampledGaussianDpEvent(10, 0.5, 3, "1"), "noise_multiplier"),
     ],
 )
 def test_bad_sampler_events_raise_value_errors(event, match):

@@ -332,8 +332,9 @@ REFUSED_STEPS = [
      "noise_multiplier", (_gaussian_event(_just_below(1e-15)), "noise_multiplier")),
     ("add_remove", {"noise_multiplier": _just_above(1e150), "sample_rate": 0.1},
      "noise_multiplier", (_gaussian_event(_just_above(1e150), 0.1), "noise_multiplier")),
-    ("add_remove", {"noise_multiplier": 1.0, "sample_rate": _just_below(1e-12)},
-     "sample_rate", None),
+    # the dp_accounting event names it sampling_probability (once: sample_rate)
+    ("add_remove", {"noise_multiplier": 1.0, "sample_rate": _just_below(1e-12)}, "sample_rate",
+     (_gaussian_event(1.0, _just_below(1e-12)), r"PoissonSampledDpEvent\.sampling_probability")),
     # the floor doubles under replace-one: once refused as 'sensitivity / sigma' (the
     # accountant: 'no sound replace-one analysis', the sweep: configs[0]['sampler'])
     ("replace_one", {"noise_multiplier": 1e-15, "sample_rate": 1.0}, "noise_multiplier",
@@ -397,8 +398,10 @@ def test_steps_out_of_range_are_refused_by_name_and_change_nothing(relation, ste
 REFUSED_MECHANISMS = [
     (lambda: plda.ApproximateDP(_just_above(1e150)), "epsilon",
      f"approximate_dp:epsilon={_just_above(1e150)!r}", None),
+    # LaplaceDpEvent's field is noise_multiplier (once named 'sensitivity / scale')
     (lambda: plda.Laplace(1.0, _just_above(700.0)), r"sensitivity / scale",
-     f"laplace:scale=1,sensitivity={_just_above(700.0)!r}", None),
+     f"laplace:scale=1,sensitivity={_just_above(700.0)!r}",
+     (dpa.LaplaceDpEvent(1 / _just_above(700.0)), r"LaplaceDpEvent\.noise_multiplier")),
     (lambda: plda.Gaussian(1.0, _just_above(1e15)), r"sensitivity / sigma",
      f"gaussian:sigma=1,sensitivity={_just_above(1e15)!r}", None),
     (lambda: plda.PoissonSampled(plda.Gaussian(1.0), _just_below(1e-12)), "sample_rate",
@@ -451,4 +454,7 @@ def test_compose_under_replace_one_refuses_and_changes_nothing(mechanism, name):
     before = _state(accountant, opacus, dp)
     with pytest.raises(ValueError, match=name):
         accountant.compose(mechanism(), 3)
+    # the dp_accounting adapter's Laplace at 1 / 700 under replace-one: its field's name
+    with pytest.raises(dpa.UnsupportedEventError, match=r"LaplaceDpEvent\.noise_multiplier"):
+        dp.compose(dpa.LaplaceDpEvent(1 / 700), 3)
     assert _state(accountant, opacus, dp) == before

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import numbers
 
+from plda._internal import validation as check
 from plda.bounds import check_relation
 from plda.matrix import TreeAggregation
 from plda.mechanisms import (
@@ -29,6 +30,7 @@ from plda.mechanisms import (
     SampledWithoutReplacement,
     TruncatedPoisson,
 )
+from plda.mechanisms.laplace import MAX_EPSILON as LAPLACE_MAX_EPSILON
 from plda.pld import DEFAULT_ACCURACY, PrivacyLossDistribution
 from plda.selection import RepeatAndSelect
 
@@ -87,6 +89,39 @@ def _build(cls, event_name: str, *args, **kwargs) -> Mechanism:
         raise ValueError(f"{event_name} is not supported here: {error}") from None
 
 
+def _rate(name: str, rate) -> float:
+    """``{name}.sampling_probability`` in ``[1e-12, 1]``, named as the event names it (plda's
+    samplers call it ``sample_rate``, a name the event's author never wrote)."""
+    field = f"{name}.sampling_probability"
+    try:
+        rate = check.probability(field, rate)
+    except TypeError as error:
+        raise ValueError(str(error)) from None  # a non-numeric field: this module's ValueError
+    return check.in_range(field, rate, check.MIN_SAMPLE_RATE, 1.0,
+                          "tighter rates give only loose bounds on the grid")
+
+
+def _laplace(noise, relation: str) -> Laplace:
+    """``LaplaceDpEvent``'s ``Laplace(scale=noise_multiplier)``, its range named by the event's
+    field: the step's epsilon ``1 / noise_multiplier`` (``2 / ...`` under replace-one) in
+    ``[1e-300, 700]``, Laplace's range."""
+    try:
+        laplace = Laplace(scale=noise)
+        if relation == "replace_one":
+            laplace.under_replace_one()
+    except TypeError as error:
+        raise ValueError(f"LaplaceDpEvent is not supported here: {error}") from None
+    except ValueError:
+        factor, where = (2, " under relation='replace_one'") if relation == "replace_one" else (
+            1, "")
+        raise ValueError(
+            f"LaplaceDpEvent.noise_multiplier must be in [{factor / LAPLACE_MAX_EPSILON:g}, "
+            f"1e+300]{where} ({factor} / noise_multiplier, the Laplace step's pure-DP epsilon, "
+            f"in the range plda certifies, at most {LAPLACE_MAX_EPSILON:g}), got {noise!r}"
+        ) from None
+    return laplace
+
+
 def _walk(event, count: int, depth: int, relation: str) -> list[tuple[Mechanism, int]]:
     if depth > _MAX_DEPTH:
         raise ValueError(f"dp_event nesting deeper than {_MAX_DEPTH}")
@@ -102,7 +137,7 @@ def _walk(event, count: int, depth: int, relation: str) -> list[tuple[Mechanism,
         if name == "GaussianDpEvent":
             # (the relation sets noise_multiplier's range: its floor doubles under replace-one)
             return [(Gaussian.from_noise_multiplier(noise, relation), count)]
-        return [(Laplace(scale=noise), count)]
+        return [(_laplace(noise, relation), count)]
     if name == "DiscreteLaplaceDpEvent":
         mechanism = DiscreteLaplace(
             parameter=_attribute(event, "noise_parameter"),
@@ -141,7 +176,7 @@ def _walk(event, count: int, depth: int, relation: str) -> list[tuple[Mechanism,
         rate = _attribute(event, "sampling_probability")
         if rate == 0:
             return []
-        return [(PoissonSampled(inner, sample_rate=rate), count)]
+        return [(PoissonSampled(inner, sample_rate=_rate(name, rate)), count)]
     if name == "SampledWithoutReplacementDpEvent":
         n = _attribute(event, "source_dataset_size")
         b = _attribute(event, "sample_size")
@@ -168,8 +203,11 @@ def _walk(event, count: int, depth: int, relation: str) -> list[tuple[Mechanism,
             return []  # nobody is ever in the batch (as dp_accounting reads these)
         if isinstance(noise, (int, float)) and noise == 0:
             return [(NON_PRIVATE, count)]  # no noise: no guarantee
-        mechanism = _build(TruncatedPoisson, name, _build(Gaussian, name, sigma=noise),
-                           sample_rate=rate, max_batch_size=cap, dataset_size=n)
+        rate = _rate(name, rate)
+        # (built as DP-SGD's step, so that a noise out of range is named noise_multiplier)
+        gaussian = _build(Gaussian.from_noise_multiplier, name, noise, relation)
+        mechanism = _build(TruncatedPoisson, name, gaussian, sample_rate=rate,
+                           max_batch_size=cap, dataset_size=n)
         return [(mechanism, count)]
     if name == "SingleEpochTreeAggregationDpEvent":
         noise = _attribute(event, "noise_multiplier")
