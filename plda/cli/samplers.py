@@ -148,13 +148,27 @@ class SamplerRun:
         Raises
         ------
         UsageError
-            Naming the sampler, for what the library refuses.
+            For what the library refuses, naming the flag its message names first (the noise
+            for ``sensitivity / sigma``, which is ``1 / --noise-multiplier`` here), else the
+            sampler.
         """
         try:
             return sampled_mechanism(Gaussian.from_noise_multiplier(sigma, self.relation),
                                      self.sampler, **self.sizes, **self.draws)
         except (TypeError, ValueError) as exc:
-            raise UsageError(f"argument --sampler {self.sampler}: {exc}") from None
+            raise UsageError(f"argument {self._flag(str(exc))}: {exc}") from None
+
+    def _flag(self, message: str) -> str:
+        """The flag a library message is about: the one whose argument it names first (it was
+        always '--sampler NAME', also for a --noise-multiplier or --sample-rate the user
+        wrote and a --sampler the user did not)."""
+        flags = {"noise_multiplier": "--noise-multiplier", "sensitivity / sigma": (
+            "--noise-multiplier"), **{size: flag for flag, size in SIZE_FLAGS.items()},
+            **{flag[2:].replace("-", "_"): flag for flag in DRAW_FLAGS}}
+        for name in sorted(flags, key=len, reverse=True):
+            if message.startswith(f"{name} "):
+                return flags[name]
+        return f"--sampler {self.sampler}"
 
     def described(self, sigma: float, **calibrated) -> dict:
         """The run as a JSON-ready dict, keyed by the flags in the order of :data:`SIZE_FLAGS`.
