@@ -169,3 +169,15 @@ def test_a_composition_on_a_coarse_grid_answers_without_nan():
     assert np.all(lower >= 1.0 - 1e-6)  # the truth is within 1e-6 of 1 at these epsilons
     bounds = pld.epsilon_bounds(1e-5)
     assert 0 < bounds.lower <= bounds.upper <= bounds.lower * (1 + 1e-3)
+
+
+def test_too_many_gaussian_steps_past_the_merged_range_are_refused_by_name():
+    # Gaussian steps whose merged mu passes 1e15 are composed one by one, at least one grid
+    # cell each: past the grid cap no step fits, and the internal GridTooLarge (a MemoryError,
+    # "composition needs 0 grid points") reached the user from the PLD and the accountant
+    pld = plda.PrivacyLossDistribution.from_mechanism(plda.Gaussian(sigma=1e-15), 5 * 10**6)
+    accountant = plda.PLDAccountant()
+    accountant.step(noise_multiplier=1e-15, sample_rate=1.0, count=5 * 10**6)
+    for query in (pld.epsilon_bounds, accountant.epsilon_bounds):
+        with pytest.raises(plda.UncoveredParametersError, match=r"^count: .*merged mu.*1e15"):
+            query(1e-5)

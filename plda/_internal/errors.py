@@ -67,6 +67,27 @@ class GridTooLarge(MemoryError):
         self.points, self.cap = points, cap
 
 
+def grid_cap_refusal(cap: int) -> UncoveredParametersError:
+    """The error a query raises when no grid step fits the composition within ``cap`` points.
+
+    Parameters
+    ----------
+    cap : int
+        The grid cap.
+
+    Returns
+    -------
+    UncoveredParametersError
+        The error to raise, saying which compositions reach it.
+    """
+    return UncoveredParametersError(
+        f"count: this composition needs more than {cap} grid points at every grid step plda "
+        "tries. Gaussian steps whose merged mu, sqrt(sum count * (sensitivity / sigma)^2), "
+        f"exceeds 1e15 are composed one by one, and at most about {cap} of them fit in one "
+        "composition"
+    )
+
+
 class SamplerMismatchWarning(PLDAWarning):
     """The batches were not drawn the way the accounting assumes.
 

@@ -13,6 +13,7 @@ from operator import methodcaller
 
 import numpy as np
 
+from plda._internal import errors
 from plda._internal.errors import GridTooLarge, check_bracket, inaccurate, warn_if_inaccurate
 from plda._internal.floats import relative_gap
 from plda.discretization.discretize import UPPER_TAIL
@@ -119,8 +120,8 @@ class Query:
 
         Raises
         ------
-        GridTooLarge
-            When no coarsening fits (never expected: each retry shrinks the grid).
+        UncoveredParametersError
+            When no coarsening fits (:func:`~plda._internal.errors.grid_cap_refusal`).
         """
         if start is None:
             start = self.policy.current(None, refined=targets is not None)
@@ -139,19 +140,18 @@ class Query:
 
         Raises
         ------
-        GridTooLarge
-            When no coarsening fits (never expected)."""
+        UncoveredParametersError
+            When no coarsening fits (:func:`~plda._internal.errors.grid_cap_refusal`)."""
         return self._fitting(self.policy.current(self.cache.get("plan")))
 
     def _fitting(self, step: float) -> tuple:
-        """``(versions, step)`` on ``step``, coarsened by the policy until the composition
-        fits; raises :class:`GridTooLarge` when no coarsening does (never expected)."""
+        """``(versions, step)`` on ``step``, coarsened by the policy until the composition fits."""
         for _ in range(16):
             try:
                 return self.versions(step), step
             except GridTooLarge as exc:
                 step = self.policy.coarser(step, exc)
-        raise GridTooLarge(0, MAX_GRID)  # pragma: no cover - each retry shrinks the grid 1.25x
+        raise errors.grid_cap_refusal(MAX_GRID)  # each retry shrank the grid 1.25x
 
     def refined(self, step: float, targets: np.ndarray) -> tuple:
         """The grid the refinement loop (:func:`plda.engine.plan.refine`) reaches.
