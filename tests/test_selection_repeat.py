@@ -210,3 +210,13 @@ def test_a_base_with_a_delta_is_bounded_through_its_profile():
     bounds = plda.PrivacyLossDistribution.from_mechanism(step).delta_bounds(5.0)
     # at least the base's delta (the first run may be released), about E[K] times it at most
     assert 1e-5 <= bounds.lower <= bounds.upper <= 1.1e-4
+
+
+def test_a_base_at_the_largest_epsilon_is_refused_naming_the_base():
+    # the selection's curve adds to the base's: past 1e150 its internal RenyiDP refused it as
+    # "epsilons must be in [0, 1e+150], got epsilons[0] = ...", arguments the caller never wrote
+    with pytest.raises(ValueError, match=r"^base: the selection's .* epsilon 1e150"):
+        plda.RepeatAndSelect(plda.ApproximateDP(1e150), 2.0, "poisson")
+    selected = plda.RepeatAndSelect(plda.ApproximateDP(1e149), 2.0, "poisson")
+    bounds = plda.PrivacyLossDistribution.from_mechanism(selected).epsilon_bounds(1e-5)
+    assert 0.0 <= bounds.lower <= bounds.upper < math.inf

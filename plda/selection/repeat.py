@@ -188,7 +188,8 @@ class RepeatAndSelect(Mechanism):
     TypeError
         If ``base`` is neither a mechanism nor a composition, or a number is not real.
     ValueError
-        If ``distribution`` is unknown, ``mean`` or ``shape`` is out of range.
+        If ``distribution`` is unknown, ``mean`` or ``shape`` is out of range, or the
+        selection's curve or profile passes epsilon 1e150 (a ``base`` near that cap).
     """
 
     base: object
@@ -233,6 +234,13 @@ class RepeatAndSelect(Mechanism):
                 )
         object.__setattr__(self, "mean", mean)
         object.__setattr__(self, "shape", eta)
+        try:
+            self._state_guarantees()
+        except ValueError as exc:  # a curve or profile past what RenyiDP / PrivacyProfile state
+            raise ValueError("base: the selection's Renyi curve or privacy profile passes "
+                             f"epsilon 1e150, the largest plda states ({exc})") from exc
+
+    def _state_guarantees(self) -> None:
         curve, pure = self._renyi_curve()
         # a base with a mass at infinite loss ((epsilon, delta > 0)-DP) has no finite Rényi
         # divergence: the orders where the curve is infinite say nothing (each order holds on
