@@ -9,6 +9,7 @@ import numpy as np
 from scipy.special import ndtr, ndtri
 
 from plda._internal.validation import doubled, in_range, positive_float
+from plda.bounds import check_relation
 from plda.mechanisms.base import Mechanism
 from plda.mechanisms.law import PrivacyLossLaw
 
@@ -86,9 +87,7 @@ class Gaussian(Mechanism):
             ``noise_multiplier``, not the ``sensitivity / sigma`` it makes), or ``relation`` is
             neither relation.
         """
-        if relation not in ("add_remove", "replace_one"):
-            raise ValueError(
-                f"relation must be 'add_remove' or 'replace_one', got {relation!r}")
+        check_relation(relation)
         sigma = positive_float("noise_multiplier", noise_multiplier)
         # a replaced record moves the sum by twice the clipping norm: the mu that Gaussian (and
         # its replace-one reading) checks is 2 / noise_multiplier there, so the floor doubles
