@@ -138,12 +138,13 @@ def test_tilted_plans_integrate_every_cell(monkeypatch):
 
 
 def test_quadrature_runs_in_blocks_of_bounded_size(monkeypatch):
-    """A grid coarsened to huge losses integrates each cell over 1024 pieces of 6 nodes: at
-    shift / sigma = 1e10 that asked numpy for 6144 x 205197 doubles (9.4 GiB) per array. The
-    cells go through in blocks of at most QUADRATURE_BLOCK entries, with the same numbers."""
+    """A grid coarsened to huge losses integrates each cell over up to 1024 pieces of 6 nodes:
+    at shift / sigma = 1e10 that asked numpy for 6144 x 205197 doubles (9.4 GiB) per array.
+    The cells go through in blocks of at most QUADRATURE_BLOCK entries, with the same
+    numbers (here a block of 4096 entries over cells of 3 pieces)."""
     from plda.discretization import cells
 
-    law = plda.GaussianMixture(sigma=1.0, sensitivities=(0.0, 1e4),
+    law = plda.GaussianMixture(sigma=1.0, sensitivities=(0.0, 100.0),
                                probabilities=(0.5, 0.5)).privacy_loss("remove")
     density = type(law).continuous_pdf
     largest = []
@@ -152,12 +153,40 @@ def test_quadrature_runs_in_blocks_of_bounded_size(monkeypatch):
         largest.append(np.size(x))
         return density(self, x, hypothesis)
 
-    step, lo, mid = 29695.109271808964, -1, 1687  # the grid of epsilon(1e-5), 1688 cells
+    step = 2.5
+    lo, hi = (math.floor(x / step) for x in law.tail_points(1e-24, "P"))
     monkeypatch.setattr(type(law), "continuous_pdf", recorded)
-    blocked = cells.cell_moments(law, step, lo, mid)
-    assert max(largest) <= 1 << 22
+    monkeypatch.setattr(cells, "QUADRATURE_BLOCK", 1 << 12)
+    blocked = cells.cell_moments(law, step, lo, hi + 1)
+    assert 0 < max(largest) <= 1 << 12
     monkeypatch.setattr(cells, "QUADRATURE_BLOCK", 1 << 40)
-    whole = cells.cell_moments(law, step, lo, mid)
-    assert max(largest) > 1 << 22
+    whole = cells.cell_moments(law, step, lo, hi + 1)
+    assert max(largest) > 1 << 12
     for a, b in zip(blocked, whole, strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def _mixture_delta(mu, eps):
+    """``delta(eps)`` of ``0.5 N(0, 1) + 0.5 N(mu, 1)`` against ``N(0, 1)`` at 40 digits: the
+    loss ``log(1/2 + e^{mu y - mu^2/2} / 2)`` passes ``eps`` at ``y = (mu^2/2 + log(2 e^eps -
+    1)) / mu``."""
+    mu, eps = mpmath.mpf(mu), mpmath.mpf(eps)
+    y = (mu * mu / 2 + mpmath.log(2 * mpmath.exp(eps) - 1)) / mu
+    return (mpmath.ncdf(-y) + mpmath.ncdf(mu - y)) / 2 - mpmath.exp(eps) * mpmath.ncdf(-y)
+
+
+def test_wide_cells_whose_v_overflows_skip_the_quadrature(monkeypatch):
+    """Cells wider than ~710 make every quadrature v overflow (e^{h(1 - x)}), and such cells
+    take their cdf moments whole: the 1024 pieces of ten density evaluations each (a mixture
+    at shift / sigma 1e4, the grid of epsilon(1e-5): minutes) were computed and discarded.
+    Now none is computed; the versions still bracket the exact delta."""
+    mu, step = 1e4, 29695.109271808964  # the grid of epsilon(1e-5), 1688 cells
+    law = plda.GaussianMixture(sigma=1.0, sensitivities=(0.0, mu),
+                               probabilities=(0.5, 0.5)).privacy_loss("remove")
+    counted = _counting_pdf(monkeypatch)
+    upper, lower = discretize.function(law, step)
+    assert counted[0] == 0
+    for eps in [0.0, 1.0, mu * mu / 8, mu * mu / 2 - 3 * mu, mu * mu / 2 + 3 * mu]:
+        exact = float(_mixture_delta(mu, eps))
+        assert _grid_delta(lower, eps) <= exact * (1 + 1e-12) + 1e-300, eps
+        assert _grid_delta(upper, eps) >= exact * (1 - 1e-12), eps

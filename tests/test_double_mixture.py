@@ -107,3 +107,40 @@ def test_its_law_at_a_large_shift_agrees_with_mpmath(shift):
         tolerance = 1e-12 * float(exact) + float(density * 4e-16 * (1 + abs(loss)) / slope)
         assert slope > 1e-3
         assert abs(ours - float(exact)) <= tolerance, (float(y), ours, float(exact))
+
+
+@pytest.fixture
+def density_budget(monkeypatch):
+    """Fail a test whose laws evaluate more than 4e6 densities (a few seconds' worth)."""
+    from plda.mechanisms.law import PrivacyLossLaw
+
+    counted = [0]
+    original = PrivacyLossLaw.continuous_pdf
+
+    def counting(self, x, hypothesis="P"):
+        counted[0] += np.size(x)
+        assert counted[0] <= 4_000_000, "more than 4e6 density evaluations"
+        return original(self, x, hypothesis)
+
+    monkeypatch.setattr(PrivacyLossLaw, "continuous_pdf", counting)
+
+
+@pytest.mark.parametrize("shift", [1e5, 1e6])
+def test_a_huge_shift_is_answered_without_integrating_cells_it_discards(density_budget, shift):
+    """At shift / sigma 1e4 and beyond the grid cells (and the per-step grid of the Rényi cap
+    a delta of 1 calls for) are wider than ~710 loss units, where every cell takes its cdf
+    moments: their 1024-piece quadrature, 3e8 density evaluations, took minutes per query
+    and was discarded. The answers bracket the exact ones: delta is 1/2 (the shifted
+    component, to within e^{-shift^2/8}) up to epsilon about shift^2/2."""
+    mpmath.mp.dps = 40
+    pair = plda.GaussianDoubleMixture(1.0, (0.0, shift), (0.5, 0.5), (0.0, shift), (0.5, 0.5))
+    pld = PLD.from_mechanism(pair, relation="replace_one")
+    eps = np.array([0.0, 1.0, shift * shift / 8])
+    lower, upper = pld.delta_bounds(eps)
+    assert np.all(lower <= 0.5 + 1e-12) and np.all(upper >= 0.5 - 1e-12)
+    lower, upper = pld.epsilon_bounds(DELTA)
+    assert lower <= upper < (shift * shift / 2 + 5 * shift) * (1 + pld.accuracy)
+    if shift < 1e6:  # (the reference's cdf is cut at 1e6 standard deviations)
+        reference = (1.0, (0.0, shift), (0.5, 0.5), (0.0, shift), (0.5, 0.5))
+        assert double_mixture_delta(*reference, lower) >= DELTA
+        assert double_mixture_delta(*reference, upper) <= DELTA
