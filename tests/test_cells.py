@@ -190,3 +190,23 @@ def test_wide_cells_whose_v_overflows_skip_the_quadrature(monkeypatch):
         exact = float(_mixture_delta(mu, eps))
         assert _grid_delta(lower, eps) <= exact * (1 + 1e-12) + 1e-300, eps
         assert _grid_delta(upper, eps) >= exact * (1 - 1e-12), eps
+
+
+def test_wide_cells_are_integrated_on_pieces_widening_from_their_bottom(monkeypatch):
+    """A cell h wide (1 < h < 710) was integrated over h pieces 1 wide: at shift / sigma 3e3 a
+    minute a query. Pieces 1 wide up to 8 above its bottom, then four an octave, resolve the
+    layer where u's and v's integrands change in 8 + 4 log2(h / 8) pieces (here 29 where
+    there were 300); the versions still bracket the exact delta."""
+    mu, step = 1e3, 300.0
+    law = plda.GaussianMixture(sigma=1.0, sensitivities=(0.0, mu),
+                               probabilities=(0.5, 0.5)).privacy_loss("remove")
+    cells = math.ceil(law.tail_points(1e-30, "P")[1] / step) + 1  # (from the cell at -h)
+    counted = _counting_pdf(monkeypatch)
+    upper, lower = discretize.function(law, step)
+    # 10 nodes a piece, at most every cell (and a junction cell's split, 1536): about 300 a
+    # cell, where pieces 1 wide took 3000
+    assert counted[0] <= 300 * cells
+    for eps in [0.0, 1.0, mu * mu / 8, mu * mu / 2 - 3 * mu, mu * mu / 2, mu * mu / 2 + 3 * mu]:
+        exact = float(_mixture_delta(mu, eps))
+        assert _grid_delta(lower, eps) <= exact * (1 + 1e-12) + 1e-300, eps
+        assert _grid_delta(upper, eps) >= exact * (1 - 1e-12), eps

@@ -32,8 +32,8 @@ _NODES_C, _WEIGHTS_C = (_NODES_C + 1) / 2, _WEIGHTS_C / 2
 #: relative margin on every balance the optimistic version computes (covers the float rounding
 #: of the few products in each)
 MARGIN = 1e-9
-#: cells wider than this (in loss units) are integrated piece by piece, at most MAX_PIECES
-WIDE, MAX_PIECES = 1.0, 1024
+#: cells wider than this (in loss units) are integrated piece by piece (:func:`_rule`)
+WIDE = 1.0
 
 
 def masses_from(cdf: np.ndarray, sf: np.ndarray):
@@ -214,14 +214,13 @@ def _quadrature_moments(law: PrivacyLossLaw, step: float, left: np.ndarray, cdf_
     """:func:`cell_moments` of the cells starting at the losses ``left`` by quadrature, or by
     their cdf moments ``cdf_based`` where those are the tighter; in blocks of cells of at most
     :data:`QUADRATURE_BLOCK` entries."""
-    pieces = 1 if step <= WIDE else min(math.ceil(step / WIDE), MAX_PIECES)
-    if _v_overflows(step, pieces):
+    if _v_overflows(step):
         # every cell's v would be +inf or NaN, and such cells take their cdf moments whole
         # (:func:`_quadrature_block`): the quadrature is skipped, not computed and discarded
         # (a Gaussian mixture at shift / sigma 1e4: 1024 pieces of ten density evaluations
         # per cell, two minutes per query, for the same numbers)
         return tuple(np.asarray(part) for part in cdf_based)
-    width = max(1, QUADRATURE_BLOCK // (pieces * len(NODES)))
+    width = max(1, QUADRATURE_BLOCK // len(_rule(step, NODES, WEIGHTS)[0]))
     if len(left) <= width:
         return _quadrature_block(law, step, left, cdf_based)
     blocks = [
@@ -231,10 +230,41 @@ def _quadrature_moments(law: PrivacyLossLaw, step: float, left: np.ndarray, cdf_
     return tuple(np.concatenate(parts) for parts in zip(*blocks, strict=True))
 
 
-def _v_overflows(step: float, pieces: int) -> bool:
+def _rule(step: float, nodes: np.ndarray, weights: np.ndarray):
+    """A Gauss–Legendre rule on a cell of width ``step``, in cell units: the rule itself, or on
+    a cell wider than ``WIDE`` the rule on each of its pieces (:func:`_piece_ends`)."""
+    if step <= WIDE:
+        return nodes, weights
+    ends = _piece_ends(step) / step
+    low, size = ends[:-1, None], np.diff(ends)[:, None]
+    return (low + size * nodes[None, :]).ravel(), (size * weights[None, :]).ravel()
+
+
+def _piece_ends(step: float) -> np.ndarray:
+    """The pieces of a cell wider than ``WIDE``, in loss units from its bottom: 1 wide up to
+    8, then each octave ``[2^k, 2^{k+1}]`` in four, the last cut at ``step``.
+
+    The integrands of ``u`` and ``v``, ``1 - e^{-t}`` and ``e^{h - t} - 1`` at ``t = L - l_j``,
+    change across a layer about 1 wide at the cell's bottom: six nodes over a cell 56 wide do
+    not resolve it (their error bars added 19% of mass to one step's pessimistic version, and
+    composed 5000 times it overflowed to NaN), and the cdf values cannot replace them there
+    (``e^{l} Q`` underflows). Pieces 1 wide throughout did, in ``step`` pieces (up to ten
+    thousand density evaluations a cell: a Gaussian mixture at shift / sigma 3e3 took a
+    minute a query); these take about ``8 + 4 log2(step / 8)``. A piece ``W`` wide at depth
+    ``t`` carries the 4-node rule's error on ``e^{-t}``, ``5.6e-10 W^9 e^{-t}`` (the error
+    estimate's part), which these widths keep about as small as pieces 1 wide did."""
+    ends = [0.0]
+    while ends[-1] < step:
+        last = ends[-1]
+        ends.append(last + (1.0 if last < 8 else 2.0 ** (math.frexp(last)[1] - 3)))
+    ends[-1] = step
+    return np.array(ends)
+
+
+def _v_overflows(step: float) -> bool:
     """Whether ``e^{h(1 - x)} - 1`` overflows at the lowest node ``x`` of either rule, so
     that :func:`_quadrature_block` finds ``v`` (or its error) non-finite in every cell."""
-    lowest = min(NODES[0], _NODES_C[0]) / pieces
+    lowest = min(_rule(step, NODES, WEIGHTS)[0][0], _rule(step, _NODES_C, _WEIGHTS_C)[0][0])
     with np.errstate(over="ignore"):
         return not np.isfinite(np.expm1(step * (1 - lowest)))
 
@@ -242,17 +272,9 @@ def _v_overflows(step: float, pieces: int) -> bool:
 def _quadrature_block(law: PrivacyLossLaw, step: float, left: np.ndarray, cdf_based):
     """:func:`_quadrature_moments` of one block of cells."""
     p2, ep2, u2, eu2, v2, ev2 = cdf_based
-    # a cell wider than WIDE (a grid coarsened to fit a composition of huge losses) is cut into
-    # pieces at most WIDE wide: the integrand of u, 1 - e^{-(L - l_j)}, rises across a layer
-    # 1 wide at the cell's bottom, which six nodes over a cell 56 wide do not resolve (their
-    # error bars added 19% of mass to one step's pessimistic version, and composed 5000 times
-    # it overflowed to NaN); the cdf values cannot replace them there (e^{l} Q underflows)
-    pieces = 1 if step <= WIDE else min(math.ceil(step / WIDE), MAX_PIECES)
     out = []
-    for nodes, weights in ((NODES, WEIGHTS), (_NODES_C, _WEIGHTS_C)):
-        if pieces > 1:
-            nodes = ((np.arange(pieces)[:, None] + nodes[None, :]) / pieces).ravel()
-            weights = np.tile(weights / pieces, pieces)
+    for rule in ((NODES, WEIGHTS), (_NODES_C, _WEIGHTS_C)):
+        nodes, weights = _rule(step, *rule)
         # one row per node, so every sum over the nodes runs along contiguous rows (a sum over
         # a short trailing axis is several times slower in numpy)
         points = left[None, :] + step * nodes[:, None]
