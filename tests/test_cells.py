@@ -210,3 +210,22 @@ def test_wide_cells_are_integrated_on_pieces_widening_from_their_bottom(monkeypa
         exact = float(_mixture_delta(mu, eps))
         assert _grid_delta(lower, eps) <= exact * (1 + 1e-12) + 1e-300, eps
         assert _grid_delta(upper, eps) >= exact * (1 - 1e-12), eps
+
+
+def test_cells_whose_error_bar_covers_them_are_rounded_up_whole():
+    """Past losses of ~700 a cell's Q-mass underflows and u is known only in [0, p]: split
+    with that error bar at both ends, the pessimistic version held such a cell twice (a
+    mixture at shift / sigma 1e4: total mass 1.5, delta 1 below epsilon = shift^2 / 2, and
+    1.5^5000 overflowed a composition). Rounded up whole it holds it once, and still
+    bounds the exact delta from above."""
+    mu, step = 1e4, 29695.109271808964
+    law = plda.GaussianMixture(sigma=1.0, sensitivities=(0.0, mu),
+                               probabilities=(0.5, 0.5)).privacy_loss("remove")
+    upper, lower = discretize.function(law, step)
+    assert math.fsum(upper.probs.tolist()) + upper.infinity_mass <= 1 + 1e-9
+    for eps in [0.0, 1.0, mu * mu / 8, mu * mu / 2 - 3 * mu]:
+        exact = float(_mixture_delta(mu, eps))
+        assert _grid_delta(upper, eps) >= exact * (1 - 1e-12), eps
+        assert _grid_delta(lower, eps) <= exact * (1 + 1e-12) + 1e-300, eps
+        if eps < mu * mu / 4:  # (near the shifted cluster a cell holds all of it)
+            assert _grid_delta(upper, eps) <= exact * (1 + 1e-3), eps

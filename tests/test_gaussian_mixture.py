@@ -367,3 +367,39 @@ def test_huge_shifts_are_refused_only_for_mixtures():
     for make, match in cases:
         with pytest.raises(plda.UncoveredParametersError, match=match + ".* at most 1e\\+08"):
             make()
+
+
+def _binomial_mixture_epsilon(shift, steps, delta):
+    """``epsilon(delta)`` of ``steps`` runs of ``0.5 N(0, 1) + 0.5 N(shift, 1)`` against
+    ``N(0, 1)`` at a shift so large that each loss is ``log(1/2)``, or ``shift^2/2 + shift z +
+    log(1/2)`` for the shifted component: ``K`` of them (binomial) sum to a normal; solved by
+    bisection on ``P(L > eps)`` (the losses within 40 of eps move it by 1e-9 relative)."""
+    from scipy.stats import binom
+
+    k = np.arange(1, steps + 1)
+    weights = binom.pmf(k, steps, 0.5)
+    means = steps * math.log(0.5) + k * shift * shift / 2
+    spreads = shift * np.sqrt(k)
+    low, high = 0.0, float(means[-1] + 40 * spreads[-1])
+    for _ in range(200):
+        middle = (low + high) / 2
+        mass = float(np.dot(weights, ndtr((means - middle) / spreads)))
+        low, high = (middle, high) if mass > delta else (low, middle)
+    return high
+
+
+def test_an_accountant_at_a_huge_shift_stays_tight_without_overflow():
+    """At shift / sigma 1e4 the pessimistic step held its shifted half twice (its cells' Q-mass
+    underflows and u was split with an error bar as large as the cell): mass 1.5, so 5000
+    steps composed by an accountant overflowed its spectra's binary powers (numpy's
+    RuntimeWarnings), the grid claimed nothing and epsilon(1e-5) was [1.26e11, 2.50e11].
+    Rounded up whole, the cells compose to a bracket of the binomial mixture's 2e-3 wide."""
+    mixture = plda.GaussianMixture(sigma=1.0, sensitivities=(0.0, 1e4), probabilities=(0.5, 0.5))
+    accountant = plda.PLDAccountant()
+    accountant.compose(mixture, 5000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        lower, upper = accountant.epsilon_bounds(DELTA)
+    exact = _binomial_mixture_epsilon(1e4, 5000, DELTA)
+    assert lower <= exact * (1 + 1e-7) and upper >= exact * (1 - 1e-7)
+    assert upper <= lower * (1 + 2e-3)

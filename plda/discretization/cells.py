@@ -316,7 +316,8 @@ def continuous_upper(law, step, lo, hi, moments, first=None):
     """The pessimistic masses of the continuous part on the grid, by connect-the-dots.
 
     The share of cell ``[l_j, l_j + h]`` sent to ``l_{j+1}`` is ``u_j / (1 - e^{-h})``, which
-    keeps both the P- and the Q-mass of the cell.
+    keeps both the P- and the Q-mass of the cell; the error bars are added at both ends, unless
+    the share's may be the whole cell, which is then rounded up whole.
 
     Parameters
     ----------
@@ -345,9 +346,15 @@ def continuous_upper(law, step, lo, hi, moments, first=None):
     denom = -np.expm1(-step)
     up = np.minimum(u / denom, p)
     err = eu / denom + ep
+    # a cell whose share sent up may, by its error bar, be all of it (its Q-mass underflowed:
+    # u is known only to lie in [0, p]) is rounded up whole, p + ep at l_{j+1}: that dominates
+    # it too, where the split with its error bar at both ends added p again (a mixture at
+    # shift / sigma 1e4: half its mass twice, delta 1 at every epsilon below shift^2 / 2, and
+    # composed 5000 times 1.5^5000 overflowed)
+    whole = (u + eu) / denom >= p + ep
     out = np.zeros(hi - lo + 1)
-    out[start : start + len(p)] += p - up + err
-    out[start + 1 : start + len(p) + 1] += up + err
+    out[start : start + len(p)] += np.where(whole, 0.0, p - up + err)
+    out[start + 1 : start + len(p) + 1] += np.where(whole, p + ep, up + err)
     cdf, sf, _, _ = law.continuous_cdf_sf(np.array([lo, hi]) * step)
     below, above = cdf[0], sf[1]
     out[0] += below * (1 + CDF_RTOL)  # lower tail moved up to l_lo
