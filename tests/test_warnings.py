@@ -207,3 +207,37 @@ def test_the_absolute_slack_and_an_imported_gap_are_documented_with_the_accuracy
     assert (upper - lower) / upper > 0.05
     grid = pld.dominating().epsilon_bounds(1e-5)
     assert grid.upper - grid.lower <= 1e-3 * grid.upper
+
+
+# ------------------------------------------------ numpy's warnings at the mixtures' extremes
+def test_a_sampled_gaussian_at_a_huge_shift_leaks_no_overflow_warning():
+    """Past shift / sigma ~1e4 the optimistic pairing's ratios v_j / u_{j+1} overflow (v grows
+    like e^h with the cell width h) and the recursion takes its clamped loop instead: intended,
+    and no longer reported as numpy's RuntimeWarning at the user's line."""
+    step = plda.PoissonSampled(plda.Gaussian(sigma=1.0, sensitivity=1e4), 0.5)
+    pld = plda.PrivacyLossDistribution.from_mechanism(step, relation="replace_one")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        lower, upper = pld.epsilon_bounds(np.array([1e-5, 1e-3, 0.1]))
+        # (a delta of 1/2 near epsilon 0, where the epsilon interval cannot be relative-tight)
+        warnings.simplefilter("ignore", plda.AccuracyWarning)
+        below, above = pld.delta_bounds(np.array([0.0, 1.0]))
+    assert np.all(lower <= upper) and np.all(upper < 5.1e7)
+    assert np.all(below <= 0.5 + 1e-12) and np.all(above >= 0.5 - 1e-12)
+
+
+def test_a_composition_whose_powers_overflow_claims_nothing_silently():
+    """A grid law with more mass than 1 (error terms) raised to a large power passes the
+    largest double: its log bound is then past 709 too, and the composed law claims nothing
+    (delta 1 above). The overflow is intended, and not reported as numpy's RuntimeWarning,
+    whether the powers are binary (a history's composer) or exp(k log X)."""
+    from plda.engine.composer import Composer
+    from plda.grid.discrete import DiscreteLoss
+
+    heavy = DiscreteLoss(step=0.01, offset=0, probs=np.array([0.75, 0.75]), upper=True)
+    light = DiscreteLoss(step=0.01, offset=0, probs=np.array([0.5, 0.5]), upper=True)
+    for keep in (True, False):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            composed = Composer(keep=keep).compose([(heavy, 4096), (light, 3)], 1 << 22)
+            assert np.all(composed.delta(np.array([0.0, 1.0])) == 1.0)

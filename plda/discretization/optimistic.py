@@ -122,7 +122,7 @@ def _paired(law, step, lo, p_low, p_high, u_low, v_high, mode, kept):
     meeting at cell ``mode``: masses on grid points ``lo .. lo + n``. ``kept``: the fraction of
     each cell's content the moments hold (the rest went to :func:`atom_groups`)."""
     n = len(p_low)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # (inf: clamped loop)
         a, b = _pair_down(u_low, v_high, mode, n)
         a_up, b_up = _pair_up(u_low, v_high, mode, n)
     a[:mode] = a_up[:mode]

@@ -366,10 +366,12 @@ class Composer:
             elif owned:
                 log_bound += term
                 relative += error
-                spectrum *= x
+                with np.errstate(over="ignore", invalid="ignore"):  # (as in binary_power)
+                    spectrum *= x
             else:
                 log_bound, relative = log_bound + term, relative + error
-                spectrum, owned = spectrum * x, True
+                with np.errstate(over="ignore", invalid="ignore"):
+                    spectrum, owned = spectrum * x, True
             if self.keep and i + 1 == singles and 1 < singles < len(factors):
                 self._keep_prefix(n, factors[:singles], spectrum, log_bound, relative)
                 owned = False  # held by the kept prefix now
