@@ -316,8 +316,8 @@ def continuous_upper(law, step, lo, hi, moments, first=None):
     """The pessimistic masses of the continuous part on the grid, by connect-the-dots.
 
     The share of cell ``[l_j, l_j + h]`` sent to ``l_{j+1}`` is ``u_j / (1 - e^{-h})``, which
-    keeps both the P- and the Q-mass of the cell; the error bars are added at both ends, unless
-    the share's may be the whole cell, which is then rounded up whole.
+    keeps both the P- and the Q-mass of the cell; its error bars are added at both ends, unless
+    the share's error bar reaches the whole cell, which is then rounded up whole.
 
     Parameters
     ----------
