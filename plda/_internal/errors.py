@@ -82,9 +82,10 @@ def grid_cap_refusal(cap: int) -> UncoveredParametersError:
     """
     return UncoveredParametersError(
         f"count: this composition needs more than {cap} grid points at every grid step plda "
-        "tries. Gaussian steps whose merged mu, sqrt(sum count * (sensitivity / sigma)^2), "
-        f"exceeds 1e15 are composed one by one, and at most about {cap} of them fit in one "
-        "composition"
+        "tries. Composed n times, a law with two or more losses spreads over about sqrt(n) "
+        "grid cells however coarse the grid, so about 2e11 steps of Laplace(1.0), fewer of a "
+        "subsampled or mixed law, are past what plda composes (Gaussian steps merge: they "
+        "have no such limit)"
     )
 
 
@@ -200,6 +201,8 @@ def one_warning_per_call(function):
         _CALL.seen = set()
         try:
             return function(*args, **kwargs)
+        except GridTooLarge as exc:  # (internal: the planner catches it; this is the last net)
+            raise grid_cap_refusal(exc.cap) from None
         finally:
             _CALL.seen = None
 

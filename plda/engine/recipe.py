@@ -71,7 +71,7 @@ def add_remove_steps(components, relation: str = "add_remove") -> tuple[tuple[Me
         For an unknown ``relation``, or a mechanism whose pair is stated under replace-one
         (:attr:`~plda.Mechanism.defined_under`) read under add/remove.
     """
-    if relation not in RELATIONS:  # (one comparison: every caller passes a checked relation)
+    if relation not in RELATIONS:
         raise ValueError(f"relation must be one of {RELATIONS}, got {relation!r}")
     steps = []
     for mechanism, count in components:
@@ -93,9 +93,8 @@ def realized_recipes(steps) -> tuple[tuple, ...]:
     composition mapped through :meth:`~plda.Mechanism.under_replace_one` first), and so are
     the recipes: read them under ``"add_remove"``. Every factor that is not ``tight`` is
     replaced by one of its ``lower_bound_recipes(count)``: recipe ``i`` takes each factor's
-    ``i``-th (its last one if it has fewer). Each recipe is realized by one pair of neighbouring
-    datasets (the queries of different steps may differ, so the realized pairs of different
-    factors combine), so the largest of their lower bounds is certified.
+    ``i``-th (its last one if it has fewer). Each recipe is realized by one pair of datasets
+    (steps' queries may differ), so the largest of their lower bounds is certified.
 
     Parameters
     ----------
@@ -159,9 +158,8 @@ def laws_by_direction(steps) -> dict[str, list]:
 
 
 # ---------------------------------------------------------- grid versions per direction
-#: a pessimistic version longer than this composes its optimistic twin at once: the twin's
-#: FFT length is about the same, and a grid too large for it must surface where the planner
-#: catches it (when the plan is made), not in a later query
+#: a pessimistic version longer than this composes its optimistic twin (about as long) at once:
+#: a grid too large for it surfaces where the planner catches it, not in a later query
 EAGER_LENGTH = MAX_GRID // 4
 
 
@@ -200,15 +198,19 @@ class GridPair:
             self._lower = compose_lower()
 
     def _composed(self, compose: Callable[[], DiscreteLoss], index: int) -> DiscreteLoss:
-        """A version composed on the plan's grid or, where that grid does not fit a screened
-        direction (read after the plan was made), on its screen's coarser one."""
+        """A version composed on the plan's grid or, where that grid does not fit (read after
+        the plan was made), on a screen's coarser one, or (optimistic) a trivial one."""
         try:
             return compose()
         except GridTooLarge:
             for view in reversed(self.screen):
                 if (found := view(index)) is not None:
                     return found
-            raise
+            if index == 0:
+                raise
+            # an optimistic window past the cap where the pessimistic one fit (2.5e11 sampled
+            # Laplace steps): P = Q lies below every law (trivial bound; the gap warns of it)
+            return DiscreteLoss(step=self.upper.step, offset=0, probs=np.ones(1), upper=False)
 
     @property
     def upper(self) -> DiscreteLoss:
@@ -411,8 +413,7 @@ def grid_versions(laws: dict[str, list], plan: Plan,
     Raises
     ------
     GridTooLarge
-        When a pessimistic version composed now does not fit under the grid cap (here, where
-        the planner catches it, not in a later query)."""
+        When a pessimistic version composed now does not fit under the grid cap."""
     lead = next(iter(laws))
     screens = screens or {}
     return {d: grid_pair(factors, plan, d == lead, None if d == lead else screens.get(d))
