@@ -131,3 +131,36 @@ def test_a_subnormal_slope_takes_a_bisection_step_without_an_overflow_warning():
         warnings.simplefilter("error", RuntimeWarning)
         y = increasing_inverse(function, slope, np.array([-0.5]))
     assert abs(y[0] + 1) < 1e-6  # the jump of function at -1 holds the target
+
+
+def _doubling_reference(function, target):
+    """The bracket the doubling loop grows: ends -(2^(k+1) - 1) and 2^(k+1) - 1."""
+    lo, hi = np.full(target.shape, -1.0), np.full(target.shape, 1.0)
+    for _ in range(1100):
+        low, high = function(lo) > target, function(hi) < target
+        if not (low.any() or high.any()):
+            break
+        lo, hi = np.where(low, 2 * lo - 1, lo), np.where(high, 2 * hi + 1, hi)
+    return lo, hi
+
+
+def test_the_bracket_is_found_in_few_passes_and_is_the_doubling_one():
+    """Probing k = 0, 1, 3, 7, ... and bisecting on k gives the bracket doubling grew (so the
+    same Newton start, the same roots), for roots at 1e10 in about 12 passes instead of 70."""
+    rng = np.random.default_rng(5)
+    target = np.concatenate([rng.normal(size=400) * 10.0 ** rng.integers(-3, 300, 400),
+                             [0.0, 1.0, -1.0, 1e308, -1e308, np.inf, -np.inf]])
+    functions = [lambda x: x, lambda x: 1e10 * x - 5e19, np.arctan, np.cbrt,
+                 lambda x: np.sinh(x / 1e5)]
+    for function in functions:
+        with np.errstate(all="ignore"):
+            lo, hi = _doubling_reference(function, target)
+            y = increasing_inverse(function, lambda x: np.ones_like(x), target)
+        inside = np.isfinite(target) & np.isfinite(lo) & np.isfinite(hi)
+        assert np.all((y[inside] >= lo[inside]) & (y[inside] <= hi[inside]))
+    calls = []
+    root = 1e10 * np.linspace(1, 2, 1000)
+    increasing_inverse(lambda x: calls.append(len(x)) or 3 * x, lambda x: np.full_like(x, 3.0),
+                       3 * root)
+    assert len(calls) <= 30  # 2 x 35 doublings before: (12 per end) + Newton
+

@@ -476,3 +476,30 @@ def test_laplace_base_with_a_tiny_ratio_is_bracketed(ratio):
         base = PLD.from_mechanism(plda.Laplace(1.0, ratio)).delta_bounds([0.0, ratio / 4])
     assert np.all(0 <= bounds.lower) and np.all(bounds.lower <= bounds.upper)
     assert np.all(bounds.upper <= base.upper)
+
+
+@pytest.mark.parametrize("z", [-1e10, -1e5, -300.0, -40.0, -5.0, -1.0, 0.0, 1.0, 5.0, 8.0, 30.0])
+def test_the_normal_reversed_hazard_keeps_its_accuracy_far_in_the_tails(z):
+    # phi(z) / Phi(z) from log phi - log Phi lost z^2 ulps: at z = -1e10 both are -5e19 and
+    # their difference came out NaN, which sent the max-shift law's Newton steps to bisection
+    # (a shuffled Gaussian epoch at noise multiplier 1e-10: two minutes a query)
+    from plda.epochs.max_shift import normal_reversed_hazard
+
+    with mpmath.workdps(50):
+        exact = mpmath.npdf(z) / mpmath.ncdf(z)
+        assert float(abs(normal_reversed_hazard(z) - exact) / exact) < 1e-13
+
+
+def test_a_shuffled_gaussian_at_a_tiny_noise_multiplier_brackets_its_upper_pair():
+    # each record once per epoch: the upper pair is Gaussian with mu^2 summed over the epochs,
+    # whose exact epsilon the bracket must hold from above; the lower one sits just below it
+    mu = math.sqrt(3) * 1e9
+    bounds = PLD.from_mechanism(plda.Shuffled(plda.Gaussian(1e-9), 100), 3).epsilon_bounds(1e-5)
+    with mpmath.workdps(60):
+        def delta(eps):
+            eps = mpmath.mpf(eps)
+            return (mpmath.ncdf(-eps / mu + mu / 2)
+                    - mpmath.exp(eps) * mpmath.ncdf(-eps / mu - mu / 2))
+
+        assert delta(bounds.upper) <= 1e-5
+    assert 0.9999 * bounds.upper < bounds.lower <= bounds.upper

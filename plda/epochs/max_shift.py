@@ -14,12 +14,13 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import log_ndtr, ndtri, ndtri_exp
+from scipy.special import erfcx, log_ndtr, ndtri, ndtri_exp
 
 from plda._internal.roots import increasing_inverse
 from plda.mechanisms.law import PrivacyLossLaw
 
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
+_SQRT_2_OVER_PI, _SQRT_HALF = math.sqrt(2 / math.pi), math.sqrt(0.5)
 
 
 def normal_log_pdf(z):
@@ -41,7 +42,8 @@ def normal_log_pdf(z):
 def normal_reversed_hazard(z):
     """``phi(z) / Phi(z)``: the reversed hazard rate of the standard normal law.
 
-    Computed from logs (``log_ndtr``, no ``1 - Phi``), so it stays accurate far in both tails.
+    ``sqrt(2 / pi) / erfcx(-z / sqrt 2)``, accurate far in both tails (``log phi - log Phi``
+    lost ``z^2`` ulps: NaN at ``z = -1e10``, which sent Newton steps to bisection).
 
     Parameters
     ----------
@@ -53,7 +55,7 @@ def normal_reversed_hazard(z):
     ndarray
         ``phi(z) / Phi(z)``, the derivative of ``log Phi`` at ``z``.
     """
-    return np.exp(normal_log_pdf(z) - log_ndtr(z))
+    return _SQRT_2_OVER_PI / erfcx(-np.asarray(z, dtype=float) * _SQRT_HALF)
 
 
 @dataclass(frozen=True, eq=False)
