@@ -187,6 +187,20 @@ def test_an_infinite_upper_bound_over_a_finite_lower_one_warns():
     assert any(f"{bounds.upper:.6g}]" in str(w.message) for w in caught)
 
 
+def test_a_delta_upper_bound_of_one_over_a_lower_one_far_below_warns():
+    # the grid cannot hold a profile's losses at 1e150: every delta's upper bound is 1 while
+    # the lower one is 1 - 0.9^3. Epsilon at delta 1 is 0 on both sides, so the epsilon gap
+    # read at the reported deltas saw nothing and the answer was silent
+    mechanism = plda.PrivacyProfile((1, 1e150), (0.1, 0))
+    accountant = plda.PLDAccountant()
+    accountant.compose(mechanism, 3)
+    pld = plda.PrivacyLossDistribution.from_mechanism(mechanism, 3)
+    for query in (pld.delta_bounds, accountant.delta_bounds):
+        with pytest.warns(plda.AccuracyWarning, match=r"delta_bounds: .*\[0\.271, 1\]"):
+            bounds = query([0.0, 1.0, 5.0])
+        assert np.all(bounds.upper == 1) and np.allclose(bounds.lower, 1 - 0.9**3, rtol=1e-6)
+
+
 def test_the_absolute_slack_and_an_imported_gap_are_documented_with_the_accuracy():
     """ZCDP(0.5) answers epsilon(1e-5) in [4.38, 4.73] (a 7% gap) without an AccuracyWarning:
     the gap is the guarantee's (a Gaussian below, the profile it certifies above), its grid

@@ -99,7 +99,8 @@ def warn_where_delta_misses(
     query refines for; near ``epsilon = 0`` it is ill-conditioned (a relative gap of a tiny
     epsilon) while the delta interval is tight, so either suffices. Judged where the FFT
     resolves the answer (an upper bound of at least ``floor``, below 1), at
-    :func:`probes` of those. Silent inside :func:`plda._internal.errors.quiet_accuracy`.
+    :func:`probes` of those; an upper bound of 1 by its own interval. Silent inside
+    :func:`plda._internal.errors.quiet_accuracy`.
 
     Parameters
     ----------
@@ -122,6 +123,12 @@ def warn_where_delta_misses(
     """
     lower, upper = np.ravel(lower), np.ravel(upper)
     loose = (relative_gap(lower, upper) > accuracy) & (upper >= floor)
+    # an upper bound of 1 says nothing, and epsilon at delta 1 is 0 on both sides (no gap to
+    # read): its own interval is what misses (PrivacyProfile((1, 1e150), (0.1, 0)) x 3: the
+    # grid cannot hold the 1e150 losses, [0.271, 1] at every epsilon, and it was silent)
+    if np.any(loose & (upper >= 1)):
+        warn_if_inaccurate(lower[loose & (upper >= 1)], upper[loose & (upper >= 1)], accuracy,
+                           query="delta_bounds")
     probe = probes([upper[loose]])
     if probe.size:
         low, high = bounds_over_directions(versions, methodcaller("epsilon", probe))
