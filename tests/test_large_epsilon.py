@@ -318,3 +318,16 @@ def test_a_nan_moment_says_nothing_in_the_chernoff_bound():
         np.testing.assert_array_equal(value[:3], plain.delta(eps[:3]))
         # past the last loss, and at inf: the mass at infinity
         assert np.all((value[3:] >= 1e-3) & (value[3:] <= 1e-3 * (1 + 1e-12)))
+
+
+@pytest.mark.parametrize("epsilon", [708.0, 708.5, 709.0, 709.7])
+@pytest.mark.parametrize("kind", ["approximate", "profile"])
+def test_epsilon_at_exactly_the_floor_delta_is_finite(epsilon, kind):
+    # delta(epsilon0) = delta0 exactly, so epsilon(delta0) = epsilon0. Past epsilon 708.4 the
+    # atom at -epsilon0 has a subnormal P-mass, which the pessimistic version moved to +inf:
+    # 1.00000002e-300 there, so no epsilon reached delta 1e-300 and the upper bound was inf.
+    # It now goes up to the top grid point (still pessimistic: its loss only rises)
+    mechanism = (plda.ApproximateDP(epsilon, 1e-300) if kind == "approximate"
+                 else plda.PrivacyProfile((epsilon,), (1e-300,)))
+    bounds = plda.PrivacyLossDistribution.from_mechanism(mechanism).epsilon_bounds(1e-300)
+    assert bounds.lower <= epsilon <= bounds.upper <= epsilon * (1 + 1e-3)

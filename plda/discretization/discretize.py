@@ -98,14 +98,19 @@ def _assemble(step, parts, infinity_mass, upper, extra_loss_error=0.0, **chernof
         if len(index):
             np.add.at(out, index - lo, mass)
     # subnormal masses (far tails) make every later sum over the array 100x slower (subnormal
-    # arithmetic traps to microcode): an upper version moves them to +inf (twice their sum, so
-    # the rounding of that sum is covered), a lower version drops them (less mass only lowers
-    # delta); either way at most n * 2.2e-308 of mass moves
+    # arithmetic traps to microcode): an upper version moves them up to its top point where
+    # that stays normal, else to +inf (twice their sum, so the rounding of that sum is
+    # covered; at +inf, ApproximateDP(709, 1e-300) had 1.00000002e-300 there and no finite
+    # epsilon at delta 1e-300), a lower version drops them (less mass only lowers delta);
+    # either way at most n * 2.2e-308 of mass moves
     tiny = (out > 0) & (out < _SMALLEST_NORMAL)
     if tiny.any():
-        if upper:
-            infinity_mass = infinity_mass + 2.0 * float(out[tiny].sum())
+        moved = 2.0 * float(out[tiny].sum())
         out[tiny] = 0.0
+        if upper and out[-1] + moved >= _SMALLEST_NORMAL:
+            out[-1] = np.nextafter(out[-1] + moved, np.inf)  # (the sum rounded up)
+        elif upper:
+            infinity_mass = infinity_mass + moved
     # trim exact zeros at both ends
     nz = np.nonzero(out)[0]
     if len(nz):
