@@ -361,3 +361,18 @@ def test_a_composer_without_binary_powers_keeps_the_spectra_and_gives_the_same_b
     for result in (*results[False][:2], results[True][1]):
         assert np.array_equal(result.probs, reference.probs)
         assert result.entry_error == reference.entry_error
+
+
+@pytest.mark.parametrize("mu", [1e9, 1e12, 1e15])
+def test_the_pilot_step_of_a_law_wider_than_1e12_is_not_floored_to_the_grid_cap(mu):
+    # the error model's sum of count / loss scale was floored at 1e-12 (to keep 0 out): a law
+    # 1e18-1e30 wide (the max-shift law of a shuffled Gaussian epoch spans mu^2) got a step a
+    # thousand times too fine, the grid cap's, and a query took minutes at mu 1e12-1e15
+    from plda.engine.plan import pilot
+    from plda.epochs.max_shift import MaxShiftLaw
+
+    found = pilot({"remove": [(MaxShiftLaw(mu=mu, num_steps=100), 3)]}, 1e-3)
+    assert found.step >= found.window_width / 4096
+    bounds = plda.PrivacyLossDistribution.from_mechanism(
+        plda.Shuffled(plda.Gaussian(1.0 / mu), 100), 3).epsilon_bounds(1e-5)
+    assert 1.5 * mu**2 * (1 - 1e-3) <= bounds.lower <= bounds.upper <= 1.5 * mu**2 * (1 + 1e-3)

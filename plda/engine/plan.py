@@ -134,7 +134,8 @@ def pilot(laws: dict[str, list], accuracy: float) -> Pilot:
     # error model: each factor contributes ~ k * c * h^2 * (1/w_f) of shift in loss, w_f being
     # the factor's own loss scale; we want the total below accuracy * width / 16
     total = sum(k / loss_scale(law) for law, k in lead)
-    step = math.sqrt(accuracy * max(width, 1e-3) / (16 * max(total, 1e-12)))
+    # (the floor keeps 0 out; at 1e-12 a law 1e24 wide got a step 1e3 too fine, minutes a query)
+    step = math.sqrt(accuracy * max(width, 1e-3) / (16 * max(total, 1e-300)))
     step *= 4  # start coarse: refinement predicts the final step from the measured gap
     # that model is far too fine for laws much narrower than their composition (DP-SGD steps
     # with a small sample rate: 1/width of one step is huge); where a refinement follows, the
