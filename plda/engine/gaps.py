@@ -126,9 +126,9 @@ def warn_where_delta_misses(
     # an upper bound of 1 says nothing, and epsilon at delta 1 is 0 on both sides (no gap to
     # read): its own interval is what misses (PrivacyProfile((1, 1e150), (0.1, 0)) x 3: the
     # grid cannot hold the 1e150 losses, [0.271, 1] at every epsilon, and it was silent)
-    if np.any(loose & (upper >= 1)):
-        warn_if_inaccurate(lower[loose & (upper >= 1)], upper[loose & (upper >= 1)], accuracy,
-                           query="delta_bounds")
+    trivial = loose & (upper >= 1)
+    if trivial.any():
+        warn_if_inaccurate(lower[trivial], upper[trivial], accuracy, query="delta_bounds")
     probe = probes([upper[loose]])
     if probe.size:
         low, high = bounds_over_directions(versions, methodcaller("epsilon", probe))
