@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 import numpy as np
@@ -34,25 +33,26 @@ def _doubled_end(short, size: int) -> np.ndarray:
     """``2^(k+1) - 1`` for each element's first ``k >= 0`` (at most 1100) at which
     ``short(y, i)``, whether the end ``y`` of the elements ``i`` still falls short of the root,
     is False (ends past the largest double are ``inf``, as doubling made them)."""
+    def end(k):
+        with np.errstate(over="ignore"):
+            return np.ldexp(1.0, k + 1) - 1
+
     known = np.full(size, -1)  # the largest k known to fall short
     found = np.full(size, _MOST_DOUBLINGS)  # a k known not to (or the cap)
     active, probe = np.arange(size), 0
     while len(active) and probe < _MOST_DOUBLINGS:
-        end = math.ldexp(1.0, probe + 1) - 1 if probe < 1023 else math.inf
-        falls = short(np.full(len(active), end), active)
+        falls = short(end(np.full(len(active), probe)), active)
         known[active[falls]] = probe
         found[active[~falls]] = probe
         active, probe = active[falls], 2 * probe + 1
     active = np.flatnonzero(found - known > 1)
     while len(active):
         middle = (known[active] + found[active]) // 2
-        with np.errstate(over="ignore"):
-            falls = short(np.ldexp(1.0, middle + 1) - 1, active)
+        falls = short(end(middle), active)
         known[active] = np.where(falls, middle, known[active])
         found[active] = np.where(falls, found[active], middle)
         active = active[found[active] - known[active] > 1]
-    with np.errstate(over="ignore"):
-        return np.ldexp(1.0, found + 1) - 1
+    return end(found)
 
 
 def tabulated_inverse(function: Function, slope: Function, target: np.ndarray,
